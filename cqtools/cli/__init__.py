@@ -1,0 +1,108 @@
+"""The ``cq`` command group. Subcommands are imported only when they are run (or listed),
+and no subcommand module imports torch, transformers or pyserini at import time, so
+``cq --help`` stays instant."""
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+
+import click
+
+from .. import __version__
+from ..errors import CQError
+
+# name -> module under cqtools.cli; order is the order of a pipeline.
+COMMANDS = {
+    "convert": "convert",
+    "index": "index",
+    "retrieve": "retrieve",
+    "rerank": "rerank",
+    "detect": "detect",
+    "gen-cq": "gen_cq",
+    "answer": "answer",
+    "score": "score",
+    "show": "show",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return list(COMMANDS)
+
+    def get_command(self, ctx, name):
+        module = COMMANDS.get(name)
+        if module is None:
+            return None
+        return importlib.import_module(f"{__name__}.{module}").cli
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except CQError as err:
+            if os.environ.get("CQ_DEBUG"):
+                raise
+            name = ctx.invoked_subcommand or "cq"
+            click.echo(f"cq {name}: error: {err}", err=True)
+            ctx.exit(err.exit_code)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="cq")
+def cli():
+    """cq: answer ambiguous open-domain questions with shell pipelines.
+
+    Every command reads JSONL records on stdin and writes them on stdout, adding its
+    own keys and passing all others through. A typical run:
+
+    \b
+        cq convert ambignq dev_light.json > questions.jsonl
+        cq index --corpus passages.jsonl --out idx
+        cq retrieve --index idx < questions.jsonl | cq rerank | cq detect \\
+          | cq gen-cq | cq answer --mode cq | cq score --task cbqa
+
+    Set CQ_DEBUG=1 to see tracebacks instead of one-line errors.
+    """
+    _quiet_libraries()
+    logger = logging.getLogger("cqtools")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("cq: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
+def _quiet_libraries() -> None:
+    """Library chatter (weight-loading bars, advisory warnings) off unless CQ_DEBUG is set."""
+    if os.environ.get("CQ_DEBUG"):
+        return
+    for key, value in {"TRANSFORMERS_VERBOSITY": "error", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+                       "TOKENIZERS_PARALLELISM": "false", "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1"}.items():
+        os.environ.setdefault(key, value)
+    import warnings
+
+    warnings.filterwarnings("ignore", category=FutureWarning)
+
+
+def main() -> None:
+    """Console entry point: quiet on a closed pipe (``cq ... | head -1``)."""
+    try:
+        cli.main(prog_name="cq")
+    except BrokenPipeError:
+        _silence_stdout()
+        sys.exit(0)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    finally:
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _silence_stdout()
+
+
+def _silence_stdout() -> None:
+    # Python flushes stdout again at exit; point it at devnull so that flush cannot fail.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())

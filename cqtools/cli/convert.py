@@ -1,0 +1,59 @@
+"""`cq convert FORMAT FILE`: public data formats -> cq records (or passages) on stdout."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..formats import CORPUS_FORMATS, QUESTION_FORMATS, convert
+from ..jsonl import JsonlWriter
+
+
+def _join_arg(ctx, param, values):
+    joins = []
+    for value in values:
+        fmt, sep, path = value.partition(":")
+        if not sep or fmt not in QUESTION_FORMATS:
+            raise click.BadParameter(f"use FORMAT:FILE with FORMAT one of {', '.join(QUESTION_FORMATS)}")
+        joins.append((fmt, path))
+    return joins
+
+
+@click.command(name="convert")
+@click.argument("fmt", metavar="FORMAT", type=click.Choice(list(QUESTION_FORMATS) + list(CORPUS_FORMATS)))
+@click.argument("path", metavar="FILE", type=click.Path(dir_okay=False))
+@click.option("--join", "joins", multiple=True, callback=_join_arg, metavar="FORMAT:FILE",
+              help="Add gold fields from another source with the same ids (fills keys the first lacks).")
+@click.option("--limit", type=click.IntRange(min=1), help="Only the first N records.")
+def cli(fmt, path, joins, limit):
+    """Turn a public data format into cq records on stdout.
+
+    \b
+    Question formats (gold goes under the "gold" key, which no inference stage reads):
+      ambignq   AmbigNQ light or full (dev_light.json, dev.json with used_queries)
+      cambignq  CAmbigNQ cq_train.json / cq_dev.json
+      asqa      ASQA (a list with ids, or {"dev": {id: ...}})
+      nq-open   NQ-open jsonl {"question", "answer": [...]}
+    Corpus formats (passages {id, title, text}, for cq index):
+      dpr       DPR psgs_w100.tsv (id, text, title)
+      passages  JSONL {id, title, text}
+
+    \b
+    Example:
+      cq convert ambignq dev_light.json --join cambignq:cq_dev.json > questions.jsonl
+      cq retrieve --index idx < questions.jsonl | cq detect | cq score --task detect
+    """
+    extra = {}
+    for jfmt, jpath in joins:
+        for record in convert(jfmt, jpath):
+            extra[record["id"]] = record["gold"]
+    writer = JsonlWriter(sys.stdout.buffer)
+    for n, record in enumerate(convert(fmt, path)):
+        if limit is not None and n >= limit:
+            break
+        for key, value in extra.get(record["id"], {}).items():
+            if key == "ambiguous" and record["gold"].get("ambiguous") is None:
+                record["gold"][key] = value
+            record["gold"].setdefault(key, value)
+        writer.write(record)
+    sys.stdout.buffer.flush()

@@ -1,0 +1,124 @@
+"""Option bundles shared by every command, defined once and applied as decorators."""
+from __future__ import annotations
+
+
+import click
+
+
+def compose(*decorators):
+    def apply(func):
+        for decorator in reversed(decorators):
+            func = decorator(func)
+        return func
+
+    return apply
+
+
+def _shard(ctx, param, value):
+    if value is None:
+        return None
+    try:
+        index, total = (int(x) for x in value.split("/"))
+    except ValueError:
+        raise click.BadParameter("use I/N, e.g. 0/4 for the first of four shards") from None
+    if not (total >= 1 and 0 <= index < total):
+        raise click.BadParameter(f"I must be in 0..N-1, got {value}")
+    return index, total
+
+
+stream_options = compose(
+    click.option(
+        "--on-error",
+        type=click.Choice(["fail", "skip"]),
+        default="fail",
+        show_default=True,
+        help="A malformed input line stops the run (fail) or is skipped with a warning (skip).",
+    ),
+    click.option("-q", "--quiet", is_flag=True, help="No progress bar or info messages on stderr."),
+)
+
+batch_option = click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    default=32,
+    show_default=True,
+    envvar="CQ_BATCH_SIZE",
+    help="Records (or pairs) processed together.",
+)
+
+scale_options = compose(
+    click.option(
+        "--shard",
+        callback=_shard,
+        metavar="I/N",
+        help="Process only records whose position p satisfies p % N == I (cluster array jobs).",
+    ),
+    click.option(
+        "--resume",
+        type=click.Path(dir_okay=False),
+        metavar="OUT",
+        help="Append to OUT instead of stdout, skipping ids already in OUT (restart a killed job).",
+    ),
+)
+
+hits_option = click.option(
+    "--hits", type=click.IntRange(min=1), default=100, show_default=True, help="Passages to keep per question."
+)
+
+seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+
+device_options = compose(
+    click.option(
+        "--device",
+        type=click.Choice(["auto", "cpu", "cuda", "mps"]),
+        default="auto",
+        show_default=True,
+        envvar="CQ_DEVICE",
+        help="Where models run (auto: accelerate picks the GPU if there is one).",
+    ),
+    click.option(
+        "--dtype",
+        type=click.Choice(["auto", "float32", "bfloat16", "float16"]),
+        default="auto",
+        show_default=True,
+        envvar="CQ_DTYPE",
+        help="Model weights' dtype (auto: bfloat16 on GPU, float32 on CPU).",
+    ),
+)
+
+
+def model_option(role: str, default: str, help: str = "Hugging Face id, local directory, or offline copy."):
+    """``--model`` for a role; the environment variable CQ_MODEL_<ROLE> overrides the default."""
+    return click.option(
+        "--model",
+        default=default,
+        show_default=True,
+        envvar=f"CQ_MODEL_{role.upper().replace('-', '_')}",
+        help=f"{help} Env: CQ_MODEL_{role.upper().replace('-', '_')}.",
+    )
+
+
+def not_implemented(name: str, issue: str):
+    """A placeholder command that exits 2 until its issue lands."""
+
+    @click.command(name=name, context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+    @click.pass_context
+    def cli(ctx):
+        click.echo(f"cq {name}: not implemented yet ({issue})", err=True)
+        ctx.exit(2)
+
+    cli.help = f"Not implemented yet ({issue})."
+    return cli
+
+
+__all__ = [
+    "compose",
+    "stream_options",
+    "batch_option",
+    "scale_options",
+    "hits_option",
+    "seed_option",
+    "device_options",
+    "model_option",
+    "not_implemented",
+]

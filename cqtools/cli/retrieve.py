@@ -1,0 +1,42 @@
+"""`cq retrieve`: add ranked passages to each record (BM25, dense or hybrid)."""
+from __future__ import annotations
+
+import os
+
+import click
+
+from .options import batch_option, compose, device_options, hits_option, scale_options, stream_options
+from .stream import run_stream, spec_from
+
+
+@click.command(name="retrieve")
+@click.option("--index", "index_dir", required=True, type=click.Path(), envvar="CQ_INDEX",
+              help="A `cq index` directory (or a plain Pyserini Lucene index for bm25).")
+@click.option("--method", type=click.Choice(["bm25", "dense", "hybrid"]), default="bm25", show_default=True)
+@hits_option
+@click.option("--threads", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default=True,
+              help="Search threads per batch.")
+@click.option("--query-field", default="question", show_default=True, help="Record key holding the query.")
+@click.option("--encoder", default=None, help="Dense query encoder (default: the one the index was built with).")
+@click.option("--fusion", type=click.Choice(["rrf", "linear"]), default="rrf", show_default=True,
+              help="Hybrid fusion: reciprocal rank (rrf) or Pyserini's normalised interpolation (linear).")
+@click.option("--alpha", type=float, default=0.1, show_default=True, help="Sparse weight for --fusion linear.")
+@click.option("--k1", type=float, default=0.9, show_default=True, help="BM25 k1.")
+@click.option("--b", type=float, default=0.4, show_default=True, help="BM25 b.")
+@compose(batch_option, device_options, stream_options, scale_options)
+def cli(index_dir, method, hits, threads, query_field, encoder, fusion, alpha, k1, b, device, dtype, **kwargs):
+    """Add the top passages {id, title, text, score, rank} under "passages".
+
+    \b
+    Example:
+      cq retrieve --index idx --method bm25 --hits 100 < questions.jsonl \\
+        | cq rerank --top 10 | cq answer --mode single
+    """
+    from ..retrieval import open_searcher
+    from ..stages.retrieve import retrieve_batch
+
+    spec = spec_from(kwargs, required=(), desc="retrieve")
+    searcher = open_searcher(index_dir, method, encoder, "cpu" if device == "auto" else device,
+                             fusion=fusion, alpha=alpha, k1=k1, b=b)
+    info = {"method": method, "index": os.path.abspath(index_dir), "hits": hits, **searcher.params}
+    run_stream(lambda recs: retrieve_batch(recs, searcher, hits, threads, query_field, info), spec)

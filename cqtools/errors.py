@@ -1,0 +1,31 @@
+"""Exception types raised by library code; the CLI turns them into one-line messages."""
+
+
+class CQError(Exception):
+    """A user-facing error: the message says what went wrong and what to do.
+
+    ``where`` locates the problem (``line 12``, ``record fx03``) and is put in front of
+    the message by the CLI.
+    """
+
+    exit_code = 1
+
+    def __init__(self, message: str, where: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.where = where
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}" if self.where else self.message
+
+
+class InputError(CQError):
+    """Malformed input: bad JSON, a record lacking a key a stage needs."""
+
+
+class ResourceError(CQError):
+    """Something that must exist does not: an index, a model, a file."""
+
+
+class NotImplementedStage(CQError):
+    exit_code = 2

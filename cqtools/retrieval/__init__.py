@@ -1,0 +1,33 @@
+"""Retrieval backends (Pyserini BM25, faiss dense, hybrid) behind one searcher shape:
+``search(query, k)`` and ``batch_search(queries, ids, k, threads)`` returning ranked hits."""
+from __future__ import annotations
+
+import os
+
+from ..errors import ResourceError
+from .base import DENSE_DIR, LUCENE_DIR, read_manifest
+
+METHODS = ("bm25", "dense", "hybrid")
+
+
+def open_searcher(index_dir: str, method: str, encoder: str | None = None, device: str = "cpu",
+                  fusion: str = "rrf", alpha: float = 0.1, k1: float = 0.9, b: float = 0.4):
+    """The searcher for ``method`` over a ``cq index`` directory (or a plain Pyserini Lucene index)."""
+    from .lucene import LuceneBM25
+
+    manifest = read_manifest(index_dir)
+    sparse = LuceneBM25(os.path.join(index_dir, manifest.get("lucene") or LUCENE_DIR), k1=k1, b=b)
+    if method == "bm25":
+        return sparse
+    if not manifest.get("dense"):
+        raise ResourceError(f"index {index_dir} has no dense part; rebuild it with "
+                            f"`cq index --corpus FILE --out {index_dir} --dense`")
+    from .dense import DenseSearcher
+
+    dense = DenseSearcher(os.path.join(index_dir, DENSE_DIR), encoder or manifest["dense"]["encoder"],
+                          docstore=sparse, device=device)
+    if method == "dense":
+        return dense
+    from .hybrid import HybridSearcher
+
+    return HybridSearcher(sparse, dense, fusion=fusion, alpha=alpha)

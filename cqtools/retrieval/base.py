@@ -1,0 +1,52 @@
+"""The searcher shape shared by every backend, and the index manifest."""
+from __future__ import annotations
+
+import json
+import os
+from typing import Protocol
+
+from ..errors import ResourceError
+
+MANIFEST = "cq_index.json"
+LUCENE_DIR = "lucene"
+DENSE_DIR = "dense"
+
+
+class Searcher(Protocol):
+    """Pyserini's shape: every backend answers ``search`` and ``batch_search``.
+
+    A hit is a dict ``{id, title, text, score, rank}``; lists are ordered by (-score, id)
+    and ranks start at 1.
+    """
+
+    def search(self, query: str, k: int) -> list[dict]: ...
+
+    def batch_search(self, queries: list[str], ids: list[str], k: int, threads: int) -> dict[str, list[dict]]: ...
+
+
+def rank(hits: list[dict], k: int) -> list[dict]:
+    """Sort by (-score, id) so ties break the same way every run, keep k, number from 1."""
+    hits = sorted(hits, key=lambda h: (-h["score"], h["id"]))[:k]
+    for i, hit in enumerate(hits, start=1):
+        hit["rank"] = i
+    return hits
+
+
+def read_manifest(index_dir: str) -> dict:
+    """Our manifest, or a synthesized one for a plain Pyserini Lucene index directory."""
+    if not os.path.isdir(index_dir):
+        raise ResourceError(f"index {index_dir} not found; build it with `cq index --corpus FILE --out {index_dir}`")
+    path = os.path.join(index_dir, MANIFEST)
+    if os.path.exists(path):
+        with open(path) as fh:
+            return json.load(fh)
+    if any(name.startswith("segments_") for name in os.listdir(index_dir)):
+        return {"lucene": ".", "dense": None}  # a Pyserini/Anserini Lucene index built elsewhere
+    raise ResourceError(f"{index_dir} is not a cq or Pyserini index (no {MANIFEST}, no Lucene segments); "
+                        f"build one with `cq index --corpus FILE --out {index_dir}`")
+
+
+def write_manifest(index_dir: str, manifest: dict) -> None:
+    with open(os.path.join(index_dir, MANIFEST), "w") as fh:
+        json.dump(manifest, fh, indent=2)
+        fh.write("\n")

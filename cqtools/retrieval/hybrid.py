@@ -1,0 +1,60 @@
+"""Hybrid retrieval: fuse a sparse and a dense ranking of the same query.
+
+``rrf`` (default): reciprocal-rank fusion, score = sum over runs of 1 / (rrf_k + rank), rrf_k=60
+(Cormack et al. 2009; what ``pyserini.fusion`` computes).
+``linear``: Pyserini HybridSearcher's interpolation with normalization=True, alpha * sparse +
+dense after centring each run on its mid-range and dividing by its range. A run whose scores are
+all tied (or that has one hit) divides by zero in Pyserini; here its normalised scores are 0.
+"""
+from __future__ import annotations
+
+from .base import rank
+
+
+def rrf(runs: list[list[dict]], k: int, rrf_k: int = 60) -> list[dict]:
+    fused: dict[str, dict] = {}
+    for hits in runs:
+        for hit in hits:
+            entry = fused.setdefault(hit["id"], {key: hit[key] for key in ("id", "title", "text")} | {"score": 0.0})
+            entry["score"] += 1.0 / (rrf_k + hit["rank"])
+    return rank(list(fused.values()), k)
+
+
+def _normalizer(hits: list[dict]):
+    """Pyserini's normalisation, (x - (min+max)/2) / (max-min); a zero range maps every score to 0."""
+    scores = [h["score"] for h in hits] or [0.0]
+    low, high = min(scores), max(scores)
+    mid, span = (low + high) / 2, high - low
+    return low, (lambda x: (x - mid) / span) if span > 0 else (lambda x: 0.0)
+
+
+def linear(sparse: list[dict], dense: list[dict], k: int, alpha: float = 0.1) -> list[dict]:
+    """Pyserini HybridSearcher (normalization=True): alpha * sparse + dense; a hit missing from
+    one run takes that run's minimum score."""
+    s_min, s_norm = _normalizer(sparse)
+    d_min, d_norm = _normalizer(dense)
+    s = {h["id"]: h["score"] for h in sparse}
+    d = {h["id"]: h["score"] for h in dense}
+    by_id = {h["id"]: h for h in dense + sparse}
+    fused = [{key: by_id[i][key] for key in ("id", "title", "text")}
+             | {"score": alpha * s_norm(s.get(i, s_min)) + d_norm(d.get(i, d_min))} for i in by_id]
+    return rank(fused, k)
+
+
+class HybridSearcher:
+    def __init__(self, sparse, dense, fusion: str = "rrf", alpha: float = 0.1, depth: int = 1000, rrf_k: int = 60):
+        self.sparse, self.dense = sparse, dense
+        self.fusion, self.alpha, self.depth, self.rrf_k = fusion, alpha, depth, rrf_k
+        self.params = {"fusion": fusion, "alpha": alpha if fusion == "linear" else None,
+                       "rrf_k": rrf_k if fusion == "rrf" else None, "depth": depth} | {"encoder": dense.params["encoder"]}
+
+    def search(self, query: str, k: int) -> list[dict]:
+        return self.batch_search([query], ["q"], k)["q"]
+
+    def batch_search(self, queries, ids, k, threads=1):
+        depth = max(k, self.depth)
+        sparse = self.sparse.batch_search(queries, ids, depth, threads)
+        dense = self.dense.batch_search(queries, ids, depth, threads)
+        if self.fusion == "rrf":
+            return {i: rrf([sparse[i], dense[i]], k, self.rrf_k) for i in ids}
+        return {i: linear(sparse[i], dense[i], k, self.alpha) for i in ids}
