@@ -10,10 +10,11 @@ class CQError(Exception):
 
     exit_code = 1
 
-    def __init__(self, message: str, where: str | None = None):
+    def __init__(self, message: str, where: str | None = None, record_id: str | None = None):
         super().__init__(message)
         self.message = message
         self.where = where
+        self.record_id = record_id  # lets the stream loop name the record's input line
 
     def __str__(self) -> str:
         return f"{self.where}: {self.message}" if self.where else self.message

@@ -97,8 +97,12 @@ def load_json_or_jsonl(path: str) -> Iterator[dict]:
             data = orjson.loads(fh.read())
             yield from (data if isinstance(data, list) else [data])
             return
-        for _, record in read_records(fh, required=()):
-            yield record
+        for lineno, raw in enumerate(fh, start=1):
+            if raw.strip():
+                try:
+                    yield orjson.loads(raw)
+                except orjson.JSONDecodeError as err:
+                    raise InputError(f"not valid JSON ({err})", where=f"{path} line {lineno}") from None
 
 
 def _is_jsonl(head: bytes) -> bool:

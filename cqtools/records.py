@@ -25,7 +25,7 @@ def require(record: dict, key: str, hint: str) -> object:
     """Return ``record[key]`` or raise an InputError naming the record and what to run first."""
     value = record.get(key)
     if value is None:
-        raise InputError(f"record {record.get('id')} has no '{key}'; {hint}")
+        raise InputError(f"record {record.get('id')} has no '{key}'; {hint}", record_id=record.get("id"))
     return value
 
 

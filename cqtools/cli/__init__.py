@@ -67,11 +67,23 @@ def cli():
     _quiet_libraries()
     logger = logging.getLogger("cqtools")
     if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("cq: %(message)s"))
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
         logger.propagate = False
+
+
+class _StderrHandler(logging.StreamHandler):
+    """Always writes to the current sys.stderr (which tests and redirections may swap)."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):
+        pass
 
 
 def _quiet_libraries() -> None:

@@ -35,7 +35,7 @@ def cli(index_dir, method, hits, threads, query_field, encoder, fusion, alpha, k
     from ..retrieval import open_searcher
     from ..stages.retrieve import retrieve_batch
 
-    spec = spec_from(kwargs, required=(), desc="retrieve")
+    spec = spec_from(kwargs, required=(query_field,), desc="retrieve")
     searcher = open_searcher(index_dir, method, encoder, "cpu" if device == "auto" else device,
                              fusion=fusion, alpha=alpha, k1=k1, b=b)
     info = {"method": method, "index": os.path.abspath(index_dir), "hits": hits, **searcher.params}

@@ -3,6 +3,11 @@ skip what ``--resume`` already has, map a batch function, write as it goes.
 
 Memory stays constant in the input size: records are pulled through ``islice`` one batch
 at a time and written (and flushed) before the next batch is read.
+
+Under a multi-process launcher (``accelerate launch --multi_gpu --num_processes N -m cqtools ...``,
+or torchrun: ``WORLD_SIZE`` > 1) only the main process reads stdin; it hands each process one
+batch per round (consecutive batches, so every batch is the one a single process would have
+formed), gathers the results and writes them in input order: the output is that of one process.
 """
 from __future__ import annotations
 
@@ -59,18 +64,11 @@ def run_stream(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> i
     ``process`` gets a list of records and must return one record per input, in order.
     Errors carry the failing record's id; everything written before them stays written.
     """
+    if _world_size() > 1:
+        return _run_distributed(process, spec, stdin, stdout)
     stdin = stdin if stdin is not None else click_stdin()
     skipped = Skipped()
-    records = read_records(stdin, spec.required, spec.on_error, skipped)
-    if spec.shard is not None:
-        records = _take_shard(records, *spec.shard)
-    out_fh = None
-    if spec.resume:
-        done = _ids_done(spec.resume)
-        if done:
-            log.info("resume: %d records already in %s", len(done), spec.resume)
-        records = ((n, r) for n, r in records if r["id"] not in done)
-        out_fh = open(spec.resume, "ab")
+    records, out_fh = _input_records(spec, stdin, skipped)
     writer = JsonlWriter(out_fh or (stdout if stdout is not None else sys.stdout.buffer))
     bar = tqdm(desc=spec.desc, unit="rec", file=sys.stderr, disable=spec.quiet or not sys.stderr.isatty())
     try:
@@ -80,8 +78,7 @@ def run_stream(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> i
                 out = process(recs)
             except CQError as err:
                 if err.where is None:
-                    err.where = f"line {batch[0][0]} (record {recs[0]['id']})" if len(batch) == 1 else (
-                        f"lines {batch[0][0]}-{batch[-1][0]}")
+                    err.where = _locate(err, batch)
                 raise
             if len(out) != len(recs):
                 raise CQError(f"internal: stage returned {len(out)} records for {len(recs)}")
@@ -96,10 +93,148 @@ def run_stream(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> i
     return writer.written
 
 
+def _locate(err: CQError, batch: list[tuple[int, dict]]) -> str:
+    """``line N`` of the record an error names, else the batch's line range."""
+    for lineno, record in batch:
+        if err.record_id is not None and record["id"] == err.record_id:
+            return f"line {lineno}"
+    if len(batch) == 1:
+        return f"line {batch[0][0]} (record {batch[0][1]['id']})"
+    return f"lines {batch[0][0]}-{batch[-1][0]}"
+
+
+def _world_size() -> int:
+    try:
+        return int(os.environ.get("WORLD_SIZE", "1"))
+    except ValueError:
+        return 1
+
+
+def _input_records(spec: StreamSpec, stdin, skipped: Skipped):
+    """This run's (line number, record) pairs and the file ``--resume`` appends to (or None)."""
+    records = read_records(stdin, spec.required, spec.on_error, skipped)
+    if spec.shard is not None:
+        records = _take_shard(records, *spec.shard)
+    out_fh = None
+    if spec.resume:
+        done = _ids_done(spec.resume)
+        if done:
+            log.info("resume: %d records already in %s", len(done), spec.resume)
+        records = ((n, r) for n, r in records if r["id"] not in done)
+        out_fh = open(spec.resume, "ab")
+    return records, out_fh
+
+
+def _run_distributed(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> int:
+    """One round per ``world`` batches: the main process reads and scatters them, every process
+    runs ``process`` on its batch, the main process gathers and writes in input order.
+
+    A failure in any process stops every process; the main one raises it as a CQError."""
+    import torch.distributed as dist
+    from accelerate import PartialState
+
+    PartialState()  # joins the process group the launcher set up (and picks this process's device)
+    if not dist.is_initialized():
+        dist.init_process_group("gloo")
+    group = dist.new_group(backend="gloo")  # records travel as pickled objects, on CPU
+    rank, world = dist.get_rank(), dist.get_world_size()
+    main = rank == 0
+    if not main:
+        logging.getLogger("cqtools").setLevel(logging.WARNING)
+    skipped = Skipped()
+    records = out_fh = writer = bar = None
+    if main:
+        stdin = stdin if stdin is not None else click_stdin()
+        records, out_fh = _input_records(spec, stdin, skipped)
+        records = iter(records)
+        writer = JsonlWriter(out_fh or (stdout if stdout is not None else sys.stdout.buffer))
+        bar = tqdm(desc=spec.desc, unit="rec", file=sys.stderr, disable=spec.quiet or not sys.stderr.isatty())
+        log.info("%s: %d processes, batches of %d", spec.desc, world, spec.batch_size)
+    failure = None  # an input error on the main process, raised after the records before it
+    try:
+        while True:
+            parts = None
+            if main:
+                parts = []
+                while len(parts) < world and failure is None:
+                    part: list = []
+                    try:
+                        part.extend(islice(records, spec.batch_size))  # keeps what came before an error
+                    except CQError as err:
+                        failure = err
+                    parts.append(part)
+                    if len(part) < spec.batch_size:
+                        break
+                parts += [[]] * (world - len(parts))
+                if not any(parts):
+                    parts = [None] * world  # end of input (or a failure): everyone stops
+            box = [None]
+            dist.scatter_object_list(box, parts, src=0, group=group)
+            if box[0] is None:
+                break
+            result = _run_part(process, box[0])
+            gathered = [None] * world if main else None
+            dist.gather_object(result, gathered, dst=0, group=group)
+            if not main:
+                continue
+            for part, (status, payload) in zip(parts, gathered):
+                if status == "error":
+                    failure = payload
+                    break
+                writer.write_all(payload)
+                bar.update(len(part))
+            if failure is not None:
+                dist.scatter_object_list([None], [None] * world, src=0, group=group)
+                raise failure
+    finally:
+        if main:
+            bar.close()
+            if out_fh:
+                out_fh.close()
+    if skipped.count:
+        log.warning("skipped %d malformed line(s)", skipped.count)
+    return writer.written if main else 0
+
+
+def _run_part(process: BatchFn, batch: list) -> tuple[str, object]:
+    """Run ``process`` on one process's batch; failures come back as values, not exceptions,
+    so that no process is left waiting in a collective call."""
+    if not batch:
+        return "ok", []
+    recs = [r for _, r in batch]
+    try:
+        out = process(recs)
+        if len(out) != len(recs):
+            raise CQError(f"internal: stage returned {len(out)} records for {len(recs)}")
+        return "ok", out
+    except CQError as err:  # pickles with its where/record_id (exceptions carry their __dict__)
+        if err.where is None:
+            err.where = _locate(err, batch)
+        return "error", err
+    except Exception as err:  # noqa: BLE001 - reported by the main process
+        if os.environ.get("CQ_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+        return "error", CQError(f"{type(err).__name__}: {err}", f"lines {batch[0][0]}-{batch[-1][0]}")
+
+
 def batched(items: Iterable, size: int) -> Iterator[list]:
+    """Lists of up to ``size`` items. If the source raises (a malformed line under
+    ``--on-error fail``), the items read before it are yielded first, then the error."""
     it = iter(items)
-    while batch := list(islice(it, size)):
-        yield batch
+    while True:
+        batch: list = []
+        try:
+            batch.extend(islice(it, size))
+        except CQError as err:
+            if batch:
+                yield batch
+            raise err
+        if batch:
+            yield batch
+        if len(batch) < size:
+            return
 
 
 def click_stdin():

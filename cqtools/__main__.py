@@ -1,0 +1,4 @@
+"""``python -m cqtools`` runs ``cq`` (also how ``accelerate launch -m cqtools ...`` starts it)."""
+from .cli import main
+
+main()
