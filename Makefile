@@ -40,6 +40,9 @@ test: $(STAMP)
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow $(PYTEST_ARGS)
 
+docs: $(STAMP)
+	$(BIN)/python -m cqtools.docgen > docs/cli.md
+
 bench-retrieve: $(STAMP)
 	$(BIN)/python bench/retrieve.py --data $(SHARED) --work $(WORK)/bench --out docs/benchmarks/retrieve.md
 

@@ -24,6 +24,7 @@ COMMANDS = {
     "answer": "answer",
     "score": "score",
     "show": "show",
+    "merge": "merge",
 }
 
 
@@ -48,7 +49,8 @@ class LazyGroup(click.Group):
             ctx.exit(err.exit_code)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100,
+                                             "terminal_width": 100})
 @click.version_option(__version__, prog_name="cq")
 def cli():
     """cq: answer ambiguous open-domain questions with shell pipelines.

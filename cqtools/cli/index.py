@@ -22,7 +22,7 @@ log = logging.getLogger("cqtools")
 @click.option("--dense", is_flag=True, help="Also build a dense faiss index (Pyserini layout).")
 @click.option("--encoder", default="sentence-transformers/all-MiniLM-L6-v2", show_default=True,
               envvar="CQ_MODEL_ENCODER", help="Sentence-transformers encoder: hub id, local dir or offline copy.")
-@click.option("--threads", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default=True)
+@click.option("--threads", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="number of CPUs")
 @click.option("--batch-size", type=click.IntRange(min=1), default=128, show_default=True, help="Encoding batch size.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing index directory.")
 @device_options

@@ -14,7 +14,7 @@ from .stream import run_stream, spec_from
               help="A `cq index` directory (or a plain Pyserini Lucene index for bm25).")
 @click.option("--method", type=click.Choice(["bm25", "dense", "hybrid"]), default="bm25", show_default=True)
 @hits_option
-@click.option("--threads", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default=True,
+@click.option("--threads", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="number of CPUs",
               help="Search threads per batch.")
 @click.option("--query-field", default="question", show_default=True, help="Record key holding the query.")
 @click.option("--encoder", default=None, help="Dense query encoder (default: the one the index was built with).")
