@@ -139,3 +139,29 @@ def test_pyserini_faiss_searcher_reads_our_dense_index(fixture_index):
     our_hits = ours.search(query, 3)
     assert [h.docid for h in their_hits] == [h["id"] for h in our_hits]
     assert their_hits[0].score == pytest.approx(our_hits[0]["score"], abs=1e-3)
+
+
+def test_fast_bm25_equals_anserini_searcher(fixture_index, questions):
+    """Our Lucene path (docstore, direct IndexSearcher) returns exactly Anserini's ids, scores and order."""
+    from cqtools.retrieval import open_searcher
+    from cqtools.retrieval.lucene import LuceneBM25
+
+    ours = open_searcher(fixture_index, "bm25")
+    assert ours.docstore is not None
+    anserini = LuceneBM25(os.path.join(fixture_index, "lucene"))  # no docstore: SimpleSearcher
+    queries = [q["question"] for q in questions] + [d["question"] for q in questions for d in q["gold"]["dqs"]]
+    ids = [str(n) for n in range(len(queries))]
+    a = ours.batch_search(queries, ids, 30, 2)
+    b = anserini.batch_search(queries, ids, 30, 1)
+    for i in ids:
+        assert [(h["id"], h["score"], h["rank"]) for h in a[i]] == [(h["id"], h["score"], h["rank"]) for h in b[i]]
+
+
+def test_anserini_tie_adjustment_by_hand():
+    from cqtools.retrieval.lucene import anserini_ties
+
+    hits = [{"id": i, "score": s} for i, s in [("a", 3.00004), ("b", 3.0), ("c", 2.99995), ("d", 2.5)]]
+    scores = [round(h["score"], 6) for h in anserini_ties(hits)]
+    # 3.00004 -> 3.0; 3.0 ties with it (-1e-6); 2.99995 is 2.9999499 in float32 -> 2.9999, still
+    # within 1e-4 of 2.999999, so the run goes on (-2e-6); 2.5 starts afresh.
+    assert scores == [3.0, 2.999999, 2.999898, 2.5]

@@ -35,6 +35,7 @@ def cli(corpus, out_dir, dense, encoder, threads, batch_size, overwrite, device,
       cq retrieve --index idx --method hybrid --hits 20 < questions.jsonl | cq rerank
     """
     from ..formats import iter_corpus
+    from ..retrieval import docstore as ds
     from ..retrieval.base import DENSE_DIR, LUCENE_DIR, write_manifest
     from ..retrieval.lucene import build_lucene
 
@@ -44,8 +45,11 @@ def cli(corpus, out_dir, dense, encoder, threads, batch_size, overwrite, device,
         shutil.rmtree(out_dir)
     os.makedirs(out_dir, exist_ok=True)
     start = time.perf_counter()
-    count = build_lucene(iter_corpus(corpus), os.path.join(out_dir, LUCENE_DIR), threads)
-    manifest = {"corpus": os.path.abspath(corpus), "passages": count, "lucene": LUCENE_DIR, "dense": None,
+    store = ds.DocStoreWriter(os.path.join(out_dir, ds.NAME))
+    count = build_lucene(store.tee(iter_corpus(corpus)), os.path.join(out_dir, LUCENE_DIR), threads, docstore=store)
+    store.close()
+    manifest = {"corpus": os.path.abspath(corpus), "passages": count, "lucene": LUCENE_DIR, "docstore": ds.NAME,
+                "dense": None,
                 "bm25_seconds": round(time.perf_counter() - start, 2), "cqtools": __version__}
     log.info("bm25: indexed %d passages in %.1f s", count, manifest["bm25_seconds"])
     if dense:

@@ -16,7 +16,12 @@ def open_searcher(index_dir: str, method: str, encoder: str | None = None, devic
     from .lucene import LuceneBM25
 
     manifest = read_manifest(index_dir)
-    sparse = LuceneBM25(os.path.join(index_dir, manifest.get("lucene") or LUCENE_DIR), k1=k1, b=b)
+    docstore = None
+    if manifest.get("docstore"):
+        from .docstore import DocStore
+
+        docstore = DocStore(os.path.join(index_dir, manifest["docstore"]))
+    sparse = LuceneBM25(os.path.join(index_dir, manifest.get("lucene") or LUCENE_DIR), k1=k1, b=b, docstore=docstore)
     if method == "bm25":
         return sparse
     if not manifest.get("dense"):

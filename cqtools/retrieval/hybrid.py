@@ -42,17 +42,19 @@ def linear(sparse: list[dict], dense: list[dict], k: int, alpha: float = 0.1) ->
 
 
 class HybridSearcher:
-    def __init__(self, sparse, dense, fusion: str = "rrf", alpha: float = 0.1, depth: int = 1000, rrf_k: int = 60):
+    def __init__(self, sparse, dense, fusion: str = "rrf", alpha: float = 0.1, depth: int | None = None,
+                 rrf_k: int = 60):
         self.sparse, self.dense = sparse, dense
         self.fusion, self.alpha, self.depth, self.rrf_k = fusion, alpha, depth, rrf_k
         self.params = {"fusion": fusion, "alpha": alpha if fusion == "linear" else None,
-                       "rrf_k": rrf_k if fusion == "rrf" else None, "depth": depth} | {"encoder": dense.params["encoder"]}
+                       "rrf_k": rrf_k if fusion == "rrf" else None, "depth": depth or "max(2k, 100)"} \
+            | {"encoder": dense.params["encoder"]}
 
     def search(self, query: str, k: int) -> list[dict]:
         return self.batch_search([query], ["q"], k)["q"]
 
     def batch_search(self, queries, ids, k, threads=1):
-        depth = max(k, self.depth)
+        depth = max(k, self.depth or max(2 * k, 100))  # candidates fused from each side
         sparse = self.sparse.batch_search(queries, ids, depth, threads)
         dense = self.dense.batch_search(queries, ids, depth, threads)
         if self.fusion == "rrf":

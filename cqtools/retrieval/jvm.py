@@ -62,3 +62,11 @@ def autoclass(name: str):
     with contextlib.redirect_stdout(sys.stderr):
         from pyserini.pyclass import autoclass as _autoclass
     return _autoclass(name)
+
+
+def cast(name: str, obj):
+    """jnius.cast, after the shim (importing jnius is what starts the JVM)."""
+    setup()
+    from jnius import cast as _cast
+
+    return _cast(name, obj)

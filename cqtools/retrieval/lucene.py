@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import math
 import shutil
 import tempfile
 from typing import Iterable
@@ -55,8 +56,13 @@ def java_stdout_to_stderr():
         os.close(saved)
 
 
-def build_lucene(passages: Iterable[dict], out_dir: str, threads: int, chunk: int = 200_000) -> int:
-    """Index passages with Anserini's IndexCollection (JsonCollection, raw stored). Returns the count."""
+def build_lucene(passages: Iterable[dict], out_dir: str, threads: int, chunk: int = 200_000,
+                 docstore=None) -> int:
+    """Index passages with Anserini's IndexCollection (JsonCollection, raw stored). Returns the count.
+
+    With a :class:`~cqtools.retrieval.docstore.DocStoreWriter`, Lucene's document numbers are
+    recorded in it afterwards, so searches never load stored documents.
+    """
     tmp = tempfile.mkdtemp(prefix="cq-jsoncollection-", dir=os.path.dirname(os.path.abspath(out_dir)) or None)
     count = 0
     try:
@@ -80,25 +86,128 @@ def build_lucene(passages: Iterable[dict], out_dir: str, threads: int, chunk: in
             indexer.main(args)
         if not os.path.isdir(out_dir) or not any(n.startswith("segments_") for n in os.listdir(out_dir)):
             raise ResourceError(f"Anserini did not write an index to {out_dir} (see its messages above)")
+        if docstore is not None:
+            docstore.add_docnums(_docnums(out_dir))
         return count
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-class LuceneBM25:
-    """BM25 searcher; also the document store every other backend reads passages from."""
+def anserini_ties(hits: list[dict]) -> list[dict]:
+    """Anserini's ScoreTiesAdjusterReranker, so scores equal Pyserini's. ``hits`` come in Anserini's
+    order (score desc, docid asc). Each score is rounded to 4 decimals (Math.round in double,
+    stored as float32); a hit within 1e-4 (float32) of the previous adjusted score counts as a tie
+    and is lowered by 1e-6 times its position in the run of ties. Order is kept."""
+    import numpy as np
 
-    def __init__(self, index_dir: str, k1: float = 0.9, b: float = 0.4):
+    if not hits:
+        return hits
+    raw = np.asarray([h["score"] for h in hits], dtype=np.float32).astype(np.float64)
+    rounded = (np.floor(raw * 10000.0 + 0.5) / 10000.0).astype(np.float32).tolist()
+    f32 = np.float32
+    eps, step = float(f32(1e-4)), f32(1e-6)
+    dup, previous = 0, None
+    for hit, score in zip(hits, rounded):
+        if previous is None or float(f32(previous - score)) > eps:
+            dup = 0
+        else:
+            dup += 1
+            score = float(f32(score) - step * f32(dup))
+        hit["score"] = previous = score
+    return hits
+
+
+def _open_reader(index_dir: str):
+    paths = jvm.autoclass("java.nio.file.Paths")
+    directory = jvm.autoclass("org.apache.lucene.store.FSDirectory").open(paths.get(index_dir))
+    return jvm.autoclass("org.apache.lucene.index.DirectoryReader").open(directory)
+
+
+def _docnums(index_dir: str):
+    """(Lucene document number, passage id) for every document: one pass at index time."""
+    reader = _open_reader(index_dir)
+    stored = reader.storedFields()
+    try:
+        for num in range(reader.maxDoc()):
+            yield num, stored.document(num).get("id")
+    finally:
+        reader.close()
+
+
+class LuceneBM25:
+    """BM25 over a Lucene index, scored exactly as Anserini's searcher scores it.
+
+    With a docstore (every ``cq index``) queries go straight to Lucene's IndexSearcher with
+    Anserini's analyzer, bag-of-words query and BM25 similarity, in ``threads`` Python threads
+    (jnius releases the GIL), and hits are read from SQLite. Without one (a Pyserini index built
+    elsewhere) Anserini's SimpleSearcher is used and passages come from the stored raw documents.
+    """
+
+    def __init__(self, index_dir: str, k1: float = 0.9, b: float = 0.4, docstore=None):
         if not os.path.isdir(index_dir):
             raise ResourceError(f"Lucene index {index_dir} not found; build it with `cq index`")
+        self.params = {"k1": k1, "b": b}
+        self.docstore = docstore
+        self._pool = None
+        if docstore is not None:
+            reader = _open_reader(index_dir)
+            self._searcher = jvm.autoclass("org.apache.lucene.search.IndexSearcher")(
+                jvm.cast("org.apache.lucene.index.IndexReader", reader))
+            self._searcher.setSimilarity(jvm.autoclass("org.apache.lucene.search.similarities.BM25Similarity")(
+                float(k1), float(b)))
+            self._analyzer = jvm.autoclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance()
+            self._generator = jvm.autoclass("io.anserini.search.query.BagOfWordsQueryGenerator")()
+            return
         searcher_class = jvm.autoclass("io.anserini.search.SimpleSearcher")
         with java_stdout_to_stderr():
-            self._searcher = searcher_class(index_dir)
-        self._searcher.set_bm25(float(k1), float(b))
+            self._anserini = searcher_class(index_dir)
+        self._anserini.set_bm25(float(k1), float(b))
         self._jlist = jvm.autoclass("java.util.ArrayList")
-        self.params = {"k1": k1, "b": b}
 
-    def _hits(self, java_hits, k: int) -> list[dict]:
+    def search(self, query: str, k: int) -> list[dict]:
+        return self.batch_search([query], ["q"], k)["q"]
+
+    def batch_search(self, queries: list[str], ids: list[str], k: int, threads: int = 1) -> dict[str, list[dict]]:
+        if self.docstore is None:
+            return self._anserini_batch(queries, ids, k, threads)
+        if threads > 1 and len(queries) > 1:
+            if self._pool is None or self._pool._max_workers != threads:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._pool = ThreadPoolExecutor(threads)
+            scored = list(self._pool.map(lambda q: self._lucene_hits(q, k), queries))
+        else:
+            scored = [self._lucene_hits(q, k) for q in queries]
+        docs = self.docstore.by_docnums(sorted({num for hits in scored for num, _ in hits}))
+        out = {}
+        for i, hits in zip(ids, scored):
+            ordered = sorted(({**docs[num], "score": score} for num, score in hits), key=lambda h: (-h["score"], h["id"]))
+            ranked = anserini_ties(ordered[:k])
+            for position, hit in enumerate(ranked, start=1):
+                hit["rank"] = position
+            out[i] = ranked
+        return out
+
+    def _lucene_hits(self, query: str, k: int) -> list[tuple[int, float]]:
+        if not query.strip():
+            return []
+        lucene_query = self._generator.buildQuery("contents", self._analyzer, query)
+        fetch = k + 16
+        while True:  # fetch past k until no exact score tie crosses the cut (Anserini cuts by docid)
+            hits = [(hit.doc, hit.score) for hit in self._searcher.search(lucene_query, int(fetch)).scoreDocs]
+            if len(hits) < fetch or hits[min(k, len(hits)) - 1][1] > hits[-1][1]:
+                return hits
+            fetch *= 2
+
+    def _anserini_batch(self, queries, ids, k, threads):
+        jq, jid = self._jlist(), self._jlist()
+        for q, i in zip(queries, ids):
+            jq.add(q)
+            jid.add(i)
+        results = self._anserini.batch_search(jq, jid, int(k), int(threads))
+        return {i: self._anserini_hits(results.get(i) or [], k) for i in ids}
+
+    def _anserini_hits(self, java_hits, k: int) -> list[dict]:
         hits = []
         for h in java_hits:
             doc = split_contents(h.docid, h.lucene_document.get("raw"))
@@ -106,22 +215,13 @@ class LuceneBM25:
             hits.append(doc)
         return rank(hits, k)
 
-    def search(self, query: str, k: int) -> list[dict]:
-        return self._hits(self._searcher.search(query, int(k)), k)
-
-    def batch_search(self, queries: list[str], ids: list[str], k: int, threads: int = 1) -> dict[str, list[dict]]:
-        jq, jid = self._jlist(), self._jlist()
-        for q, i in zip(queries, ids):
-            jq.add(q)
-            jid.add(i)
-        results = self._searcher.batch_search(jq, jid, int(k), int(threads))
-        return {i: self._hits(results.get(i) or [], k) for i in ids}
-
     def docs(self, docids: list[str]) -> dict[str, dict]:
         """Passages by id (for dense hits, which carry ids only)."""
+        if self.docstore is not None:
+            return self.docstore.by_ids(docids)
         out = {}
         for docid in docids:
-            raw = self._searcher.doc_raw(docid)
+            raw = self._anserini.doc_raw(docid)
             if raw is not None:
                 out[docid] = split_contents(docid, raw)
         return out
