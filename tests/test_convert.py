@@ -101,3 +101,10 @@ def test_real_dev_light(runner, shared_data):
     assert len(full) == 222 and all("used_queries" in r["gold"] for r in full)
     asqa = convert(runner, "asqa", str(shared_data / "asqa" / "dev.json"))
     assert len(asqa) == 709
+
+
+def test_ids_and_limit(runner, tmp_path):
+    ids = tmp_path / "ids.txt"
+    ids.write_text("fx05\nfx02\nnope\n\nfx09\n")
+    records = convert(runner, "ambignq", str(FIXTURES / "ambignq_light.json"), "--ids", str(ids), "--limit", "2")
+    assert [r["id"] for r in records] == ["fx02", "fx05"]  # file order of the source, not of the list

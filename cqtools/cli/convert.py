@@ -24,8 +24,10 @@ def _join_arg(ctx, param, values):
 @click.argument("path", metavar="FILE", type=click.Path(dir_okay=False))
 @click.option("--join", "joins", multiple=True, callback=_join_arg, metavar="FORMAT:FILE",
               help="Add gold fields from another source with the same ids (fills keys the first lacks).")
-@click.option("--limit", type=click.IntRange(min=1), help="Only the first N records.")
-def cli(fmt, path, joins, limit):
+@click.option("--ids", "ids_file", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+              help="Keep only records whose id is listed in FILE (one id per line).")
+@click.option("--limit", type=click.IntRange(min=1), help="Only the first N records (after --ids).")
+def cli(fmt, path, joins, ids_file, limit):
     """Turn a public data format into cq records on stdout.
 
     \b
@@ -47,8 +49,13 @@ def cli(fmt, path, joins, limit):
     for jfmt, jpath in joins:
         for record in convert(jfmt, jpath):
             extra[record["id"]] = record["gold"]
+    keep = None
+    if ids_file:
+        with open(ids_file) as fh:
+            keep = {line.strip() for line in fh if line.strip()}
     writer = JsonlWriter(sys.stdout.buffer)
-    for n, record in enumerate(convert(fmt, path)):
+    records = (r for r in convert(fmt, path) if keep is None or r["id"] in keep)
+    for n, record in enumerate(records):
         if limit is not None and n >= limit:
             break
         for key, value in extra.get(record["id"], {}).items():
