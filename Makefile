@@ -1,4 +1,6 @@
 # cqtools: `make demo` and `make test` install everything they need into .venv/ first.
+SHELL   := bash
+.SHELLFLAGS := -eo pipefail -c
 PY      ?= python3
 VENV    ?= .venv
 BIN     := $(VENV)/bin
@@ -8,7 +10,9 @@ WORK    ?= work
 SHARED  ?= ../shared/data
 PYTEST_ARGS ?=
 
-.PHONY: install demo test test-slow bench-retrieve docs clean
+include experiments.mk
+
+.PHONY: install demo test test-slow bench-retrieve bench-pipeline docs clean
 
 install: $(STAMP)
 
@@ -48,3 +52,6 @@ bench-retrieve: $(STAMP)
 
 clean:
 	rm -rf $(WORK)
+
+bench-pipeline: $(STAMP)
+	$(BIN)/python bench/pipeline.py --data $(SHARED) --work $(WORK)/bench --out docs/benchmarks/pipeline.md

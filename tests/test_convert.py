@@ -108,3 +108,18 @@ def test_ids_and_limit(runner, tmp_path):
     ids.write_text("fx05\nfx02\nnope\n\nfx09\n")
     records = convert(runner, "ambignq", str(FIXTURES / "ambignq_light.json"), "--ids", str(ids), "--limit", "2")
     assert [r["id"] for r in records] == ["fx02", "fx05"]  # file order of the source, not of the list
+
+
+def test_silver_cq_only_where_no_gold_cq(runner):
+    plain = convert(runner, "ambignq", str(FIXTURES / "ambignq_light.json"), "--silver-cq")
+    joined = convert(runner, "ambignq", str(FIXTURES / "ambignq_light.json"), "--silver-cq",
+                     "--join", f"cambignq:{FIXTURES / 'cambignq.json'}")
+    for a, b in zip(plain, joined):
+        if not a["gold"]["ambiguous"]:
+            assert "cq" not in a["gold"] and "cq" not in b["gold"]
+            continue
+        assert a["gold"]["cq"].startswith("Which ") and a["gold"]["cq"].endswith("?")
+        assert a["gold"]["cq_source"].startswith("silver")
+        assert b["gold"]["cq_source"] == "gold"
+    joker = next(r for r in plain if r["id"] == "fx01")["gold"]["cq"]
+    assert "The Dark Knight" in joker and "Suicide Squad" in joker

@@ -9,6 +9,20 @@ from ..formats import CORPUS_FORMATS, QUESTION_FORMATS, convert
 from ..jsonl import JsonlWriter
 
 
+def add_silver_cq(gold: dict, question: str) -> None:
+    """gold.cq from the gold DQs (AskCQ-style options = what each DQ adds), marked as silver."""
+    if gold.get("cq") is not None:
+        gold.setdefault("cq_source", "gold")
+        return
+    if gold.get("ambiguous") and len(gold.get("dqs", [])) >= 2:
+        from ..stages.gen_cq import cq_from_dqs, format_cq, which
+
+        category, options = cq_from_dqs(question, [d["question"] for d in gold["dqs"]])
+        if options:
+            gold["cq"] = format_cq(which(category), options)
+            gold["cq_source"] = "silver: built from gold DQs by cq gen-cq --method from-dqs"
+
+
 def _join_arg(ctx, param, values):
     joins = []
     for value in values:
@@ -27,7 +41,10 @@ def _join_arg(ctx, param, values):
 @click.option("--ids", "ids_file", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
               help="Keep only records whose id is listed in FILE (one id per line).")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N records (after --ids).")
-def cli(fmt, path, joins, ids_file, limit):
+@click.option("--silver-cq", is_flag=True,
+              help="Give ambiguous records without a gold CQ a silver one built from their gold DQs "
+                   "(cq gen-cq --method from-dqs; gold.cq_source says so). For AmbigNQ without CAmbigNQ.")
+def cli(fmt, path, joins, ids_file, limit, silver_cq):
     """Turn a public data format into cq records on stdout.
 
     \b
@@ -62,5 +79,7 @@ def cli(fmt, path, joins, ids_file, limit):
             if key == "ambiguous" and record["gold"].get("ambiguous") is None:
                 record["gold"][key] = value
             record["gold"].setdefault(key, value)
+        if silver_cq:
+            add_silver_cq(record["gold"], record["question"])
         writer.write(record)
     sys.stdout.buffer.flush()
