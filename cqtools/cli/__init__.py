@@ -23,8 +23,10 @@ COMMANDS = {
     "gen-cq": "gen_cq",
     "answer": "answer",
     "score": "score",
+    "train": "train",
     "show": "show",
     "merge": "merge",
+    "models": "models",
 }
 
 

@@ -1,4 +1,37 @@
-"""`cq rerank` (placeholder until its issue lands)."""
-from .options import not_implemented
+"""`cq rerank`: rescore each record's passages with a cross-encoder and keep the best."""
+from __future__ import annotations
 
-cli = not_implemented("rerank", "see the issue tracker")
+import click
+
+from .options import batch_option, compose, device_options, model_option, scale_options, stream_options
+from .stream import run_stream, spec_from
+
+DEFAULT_RERANKER = "cross-encoder/ms-marco-MiniLM-L-12-v2"  # = stages.rerank.DEFAULT_RERANKER
+
+
+@click.command(name="rerank")
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Passages kept per record after reranking.")
+@click.option("--query-field", default="question", show_default=True,
+              help="Record key holding the query (e.g. a revised question).")
+@model_option("reranker", DEFAULT_RERANKER, help="Cross-encoder: Hugging Face id, local directory, or offline copy.")
+@compose(batch_option, device_options, stream_options, scale_options)
+def cli(top, query_field, model, device, dtype, **kwargs):
+    """Rerank "passages" with a cross-encoder: adds "rerank_score", re-sorts by it and renumbers
+    "rank"; --batch-size counts (question, passage) pairs per forward pass.
+
+    \b
+    Example:
+      cq retrieve --index idx --hits 50 < questions.jsonl | cq rerank --top 10 \\
+        | cq answer --mode single
+    """
+    from ..models import load_cross_encoder
+    from ..stages.rerank import rerank_batch
+
+    pair_batch = kwargs["batch_size"]
+    # records per stream batch: enough to fill a few model batches with pairs from several records
+    spec = spec_from(kwargs, required=(), desc="rerank")
+    spec.batch_size = max(1, min(64, pair_batch))
+    encoder = load_cross_encoder(model, device)
+    info = {**encoder.info, "top": top, "query_field": query_field}
+    run_stream(lambda recs: rerank_batch(recs, encoder, top, query_field, pair_batch, info), spec)

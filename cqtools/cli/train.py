@@ -1,0 +1,101 @@
+"""`cq train detect|gen-cq`: fine-tune the models that `cq detect` and `cq gen-cq` load."""
+from __future__ import annotations
+
+import json
+import logging
+
+import click
+
+from .options import compose, device_options, model_option, seed_option
+
+
+def _common(default_lr: float, default_epochs: int, default_batch: int):
+    return compose(
+        click.option("--train", "train_path", required=True, type=click.Path(dir_okay=False),
+                     help="Training records (JSONL from `cq convert ambignq train_light.json`)."),
+        click.option("--dev", "dev_path", required=True, type=click.Path(dir_okay=False),
+                     help="Dev records for early stopping / the report."),
+        click.option("--out", required=True, type=click.Path(file_okay=False), help="Directory to write the model to."),
+        click.option("--epochs", type=click.IntRange(min=1), default=default_epochs, show_default=True),
+        click.option("--batch-size", type=click.IntRange(min=1), default=default_batch, show_default=True),
+        click.option("--lr", type=float, default=default_lr, show_default=True, help="AdamW learning rate."),
+        click.option("--max-steps", type=click.IntRange(min=0), default=None, help="Stop after N optimiser steps."),
+        click.option("--max-seconds", type=click.FloatRange(min=0), default=None,
+                     help="Stop after this much training time."),
+        click.option("--limit", type=click.IntRange(min=1), default=None, help="Use only the first N train records."),
+        click.option("--dev-limit", type=click.IntRange(min=1), default=None, help="Use only the first N dev records."),
+        click.option("--passages", type=click.IntRange(min=0), default=3, show_default=True,
+                     help="Top passages in the input when the records have them (0: question only)."),
+        seed_option,
+        device_options,
+        click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr."),
+    )
+
+
+@click.group(name="train")
+def cli():
+    """Fine-tune the ambiguity classifier (detect) or the CQ generator (gen-cq).
+
+    Each writes a model directory plus a cq_train.json report, and prints the report's
+    summary as one JSON object on stdout.
+
+    \b
+    Example:
+      cq convert ambignq train_light.json > train.jsonl
+      cq train detect --train train.jsonl --dev dev.jsonl --out models/detect --max-seconds 600
+      cq detect --method classifier --model models/detect < dev.jsonl | cq score --task detect
+    """
+
+
+def _run(task: str, quiet: bool, **kwargs) -> None:
+    from ..stages.train import TrainConfig, train_detect, train_gen_cq
+
+    if quiet:
+        logging.getLogger("cqtools").setLevel(logging.WARNING)
+    kwargs.pop("dtype", None)
+    cfg = TrainConfig(train=kwargs.pop("train_path"), dev=kwargs.pop("dev_path"), **kwargs)
+    report = (train_detect if task == "detect" else train_gen_cq)(cfg)
+    summary = {k: v for k, v in report.items() if k not in ("history", "config")}
+    click.echo(json.dumps({"out": cfg.out, **summary}))
+
+
+@cli.command(name="detect")
+@model_option("train-detect", "sentence-transformers/all-MiniLM-L6-v2", help="Encoder to fine-tune.")
+@_common(default_lr=5e-5, default_epochs=3, default_batch=16)
+@click.option("--eval-every", type=click.IntRange(min=1), default=None,
+              help="Steps between dev evaluations (default: once per epoch).")
+@click.option("--patience", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Dev evaluations without F1/accuracy improvement before stopping early.")
+def detect_cmd(quiet, **kwargs):
+    """Fine-tune an encoder as the ambiguity classifier (label: gold.ambiguous).
+
+    Keeps the checkpoint with the best dev F1 (ties: accuracy).
+
+    \b
+    Example:
+      cq convert ambignq train_light.json > train.jsonl
+      cq convert ambignq dev_light.json > dev.jsonl
+      cq train detect --train train.jsonl --dev dev.jsonl --out models/detect --max-steps 300
+      cq detect --method classifier --model models/detect < dev.jsonl | cq score --task detect
+    """
+    _run("detect", quiet, **kwargs)
+
+
+@cli.command(name="gen-cq")
+@model_option("train-gen-cq", "HuggingFaceTB/SmolLM2-135M-Instruct",
+              help="Generator to fine-tune: seq2seq (encoder-decoder) if it is one, else a causal LM.")
+@_common(default_lr=5e-5, default_epochs=1, default_batch=8)
+@click.option("--with-answers", type=click.Choice(["gold"]), default=None,
+              help="Train on \"AQ [SEP] answers [SEP] passages\" with gold answers (the AskCQ setting).")
+def gen_cq_cmd(quiet, **kwargs):
+    """Fine-tune a generator on silver CQs built from gold DQs (cq gen-cq --method from-dqs).
+
+    Reports options P/R/F1 and category accuracy on dev (against gold.cq where present, else
+    the dev silver CQs).
+
+    \b
+    Example:
+      cq train gen-cq --train train.jsonl --dev dev.jsonl --out models/gencq --max-steps 200
+      cq detect < dev.jsonl | cq gen-cq --method seq2seq --model models/gencq
+    """
+    _run("gen-cq", quiet, **kwargs)

@@ -1,0 +1,178 @@
+"""Ambiguity detection: ``ambiguity: {label, score, method, threshold}`` per record.
+
+Each method is a :class:`Detector` whose ``score(records)`` returns one number per record;
+the label is always ``score > threshold``:
+
+  classifier  P(ambiguous) from a sequence classifier over "question [SEP] passages" (AskCQ task 1)
+  llm         log p(" True") - log p(" False") after a few-shot CLAM-style prompt
+  answers     number of distinct normalised answers from ``cq answer --mode multi`` (AskCQ)
+  tree        number of surviving disambiguations from ``cq disambiguate --tree``
+  always      1.0 (CLAM's "always clarify")       never  0.0 (answer directly)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..errors import InputError, ResourceError
+from ..records import set_meta
+from . import prompts
+from .gen_cq import passage_snippets
+
+METHODS = ("classifier", "llm", "answers", "tree", "always", "never")
+DEFAULT_THRESHOLD = {"classifier": 0.5, "llm": 0.0, "answers": 1.0, "tree": 1.0, "always": 0.5, "never": 0.5}
+DEFAULT_LLM = "HuggingFaceTB/SmolLM2-135M-Instruct"
+MAX_LENGTH = 256
+
+
+@dataclass
+class Detector:
+    name: str
+    score: Callable[[list[dict]], list[float]]
+    threshold: float
+    info: dict = field(default_factory=dict)
+
+
+def detect_batch(records: list[dict], detector: Detector) -> list[dict]:
+    scores = detector.score(records)
+    for record, score in zip(records, scores):
+        record["ambiguity"] = {"label": bool(score > detector.threshold), "score": float(score),
+                               "method": detector.name, "threshold": detector.threshold}
+        set_meta(record, "detect", detector.info)
+    return records
+
+
+# --- classifier ------------------------------------------------------------------------------
+
+def classifier_text(record: dict, n_passages: int) -> tuple[str, str | None]:
+    """(question, "title: text [SEP] ...") for the classifier; the second part is None without passages."""
+    snippets = passage_snippets(record, n_passages, words=MAX_LENGTH)
+    return record["question"], (" [SEP] ".join(snippets) if snippets else None)
+
+
+def encode_pairs(tokenizer, pairs: list[tuple[str, str | None]], max_length: int = MAX_LENGTH):
+    """Tokenize (question, passages) pairs; passages are cut first, then the question."""
+    firsts = [q for q, _ in pairs]
+    if all(p is None for _, p in pairs):
+        return tokenizer(firsts, truncation=True, max_length=max_length, padding=True, return_tensors="pt")
+    seconds = [p or "" for _, p in pairs]
+    return tokenizer(firsts, seconds, truncation="longest_first", max_length=max_length, padding=True,
+                     return_tensors="pt")
+
+
+class SequenceClassifier:
+    """A model dir written by ``cq train detect`` (any AutoModelForSequenceClassification, 2 labels)."""
+
+    def __init__(self, path: str, device: str = "cpu"):
+        import torch
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(path)
+            self.model = AutoModelForSequenceClassification.from_pretrained(path).to(device).eval()
+        except (OSError, ValueError) as err:
+            raise ResourceError(f"cannot load a sequence classifier from {path}: {str(err).splitlines()[0]}; "
+                                "train one with `cq train detect --out DIR` and pass --model DIR") from None
+        if self.model.config.num_labels != 2:
+            raise ResourceError(f"{path} has {self.model.config.num_labels} labels; --method classifier needs 2 "
+                                "(not ambiguous, ambiguous)")
+        self.device = device
+        self._torch = torch
+
+    def predict(self, pairs: list[tuple[str, str | None]], batch_size: int = 32) -> list[float]:
+        torch = self._torch
+        out: list[float] = []
+        for start in range(0, len(pairs), batch_size):
+            enc = encode_pairs(self.tokenizer, pairs[start:start + batch_size]).to(self.device)
+            with torch.inference_mode():
+                probs = torch.softmax(self.model(**enc).logits.float(), dim=-1)[:, 1]
+            out.extend(float(p) for p in probs)
+        return out
+
+
+def classifier_detector(model: str | None, n_passages: int, threshold: float, device: str = "auto") -> Detector:
+    if not model:
+        raise ResourceError("--method classifier needs --model DIR, a model saved by `cq train detect --out DIR`")
+    from ..models.backends import pick_device
+    from ..models.resolve import resolve
+
+    resolved = resolve(model)
+    dev = pick_device(device)
+    clf = SequenceClassifier(resolved.path, dev)
+
+    def score(records):
+        return clf.predict([classifier_text(r, n_passages) for r in records])
+
+    info = {"method": "classifier", "model": resolved.name, "source": resolved.source, "passages": n_passages,
+            "max_length": MAX_LENGTH, "threshold": threshold, "device": dev}
+    return Detector("classifier", score, threshold, info)
+
+
+# --- llm (CLAM) ------------------------------------------------------------------------------------
+
+def llm_detector(generator, threshold: float) -> Detector:
+    """score = log p(" True") - log p(" False") given the few-shot prefix (its KV cache reused)."""
+    prefix = prompts.detect_prefix()
+    yes, no = prompts.DETECT_LABELS
+
+    def score(records):
+        texts = [prompts.detect_prompt(r["question"]) for r in records]
+        n = len(texts)
+        logps = generator.score(texts + texts, [yes] * n + [no] * n, prefix=prefix)
+        return [logps[i] - logps[n + i] for i in range(n)]
+
+    info = {"method": "llm", "model": generator.name, **dict(generator.info), "shots": len(prompts.DETECT_EXAMPLES),
+            "threshold": threshold}
+    return Detector("llm", score, threshold, info)
+
+
+# --- answers (AskCQ "predicted answers") ------------------------------------------------------------
+
+def distinct_answers(record: dict) -> int:
+    answers = record.get("answers")
+    if answers is None:
+        raise InputError(f"record {record.get('id')} has no 'answers'; run cq answer --mode multi first")
+    if not isinstance(answers, list) or not all(isinstance(a, (dict, str)) for a in answers):
+        raise InputError(f"record {record.get('id')}: 'answers' must be a list of {{text}} objects "
+                         "(from cq answer --mode multi)")
+    from ..metrics.normalize import normalize_answer
+
+    texts = [a.get("text") if isinstance(a, dict) else a for a in answers]
+    return len({n for n in (normalize_answer(str(t or "")) for t in texts) if n})
+
+
+def answers_detector(threshold: float) -> Detector:
+    return Detector("answers", lambda recs: [float(distinct_answers(r)) for r in recs], threshold,
+                    {"method": "answers", "threshold": threshold})
+
+
+# --- tree (ToC) ------------------------------------------------------------------------------
+
+def surviving_nodes(record: dict) -> int:
+    """Disambiguations left after pruning: ``tree`` ({nodes: [...]} or a list of nodes; a node
+    marked ``pruned: true`` or ``keep: false`` does not count) or, failing that, ``dqs``."""
+    tree = record.get("tree")
+    if tree is not None:
+        nodes = tree.get("nodes") if isinstance(tree, dict) else tree
+        if not isinstance(nodes, list):
+            raise InputError(f"record {record.get('id')}: 'tree' must be a list of nodes or {{nodes: [...]}}")
+        return sum(1 for node in nodes if not (isinstance(node, dict) and (node.get("pruned") or
+                                                                          node.get("keep") is False)))
+    dqs = record.get("dqs")
+    if dqs is None:
+        raise InputError(f"record {record.get('id')} has neither 'tree' nor 'dqs'; run cq disambiguate --tree first")
+    if not isinstance(dqs, list):
+        raise InputError(f"record {record.get('id')}: 'dqs' must be a list")
+    return len(dqs)
+
+
+def tree_detector(threshold: float) -> Detector:
+    return Detector("tree", lambda recs: [float(surviving_nodes(r)) for r in recs], threshold,
+                    {"method": "tree", "threshold": threshold})
+
+
+# --- baselines -----------------------------------------------------------------------------------
+
+def constant_detector(name: str, threshold: float) -> Detector:
+    value = 1.0 if name == "always" else 0.0
+    return Detector(name, lambda recs: [value] * len(recs), threshold, {"method": name})

@@ -1,0 +1,44 @@
+"""Rerank stage: score (query, passage) pairs with a cross-encoder, keep the top K.
+
+Pairs from every record of a batch go through the model together, so short records do not
+leave the model's batches half empty.
+"""
+from __future__ import annotations
+
+from ..records import PASSAGES, require, set_meta
+
+RUN_RETRIEVE = "run `cq retrieve` first (cq retrieve --index IDX | cq rerank)"
+DEFAULT_RERANKER = "cross-encoder/ms-marco-MiniLM-L-12-v2"
+
+
+def passage_text(passage: dict) -> str:
+    """What the cross-encoder reads for a passage: its title, then its text."""
+    title = passage.get("title")
+    return f"{title}\n{passage['text']}" if title else passage["text"]
+
+
+def rerank_lists(cross_encoder, queries: list[str], lists: list[list[dict]], top: int | None,
+                 batch_size: int = 32) -> list[list[dict]]:
+    """Each passage list reranked for its query: copies with ``rerank_score`` added, ordered by
+    (-score, id), cut to ``top`` and ranked from 1. One model call for all lists."""
+    pairs = [(q, passage_text(p)) for q, passages in zip(queries, lists) for p in passages]
+    scores = iter(cross_encoder.predict(pairs, batch_size=batch_size) if pairs else [])
+    out = []
+    for passages in lists:
+        scored = [{**p, "rerank_score": next(scores)} for p in passages]
+        scored.sort(key=lambda p: (-p["rerank_score"], str(p["id"])))
+        scored = scored[:top] if top else scored
+        for n, p in enumerate(scored, start=1):
+            p["rank"] = n
+        out.append(scored)
+    return out
+
+
+def rerank_batch(records: list[dict], cross_encoder, top: int | None, query_field: str, batch_size: int,
+                 info: dict) -> list[dict]:
+    lists = [list(require(r, PASSAGES, RUN_RETRIEVE)) for r in records]
+    queries = [str(require(r, query_field, "pass --query-field with a key the records have")) for r in records]
+    for record, passages in zip(records, rerank_lists(cross_encoder, queries, lists, top, batch_size)):
+        record[PASSAGES] = passages
+        set_meta(record, "rerank", info)
+    return records

@@ -1,0 +1,161 @@
+"""`cq gen-cq`: canonical CQ form, from-dqs against the hand-written CQs, every method end to end."""
+import pytest
+
+from cqtools.cli import cli
+from cqtools.metrics.cq import micro_prf, parse_cq, score_record
+from cqtools.stages.gen_cq import extract_options, format_cq, repair
+
+from .conftest import jsonl, parse_jsonl
+
+SMOLLM = "HuggingFaceTB/SmolLM2-135M-Instruct"
+
+
+def gen(runner, text, *args):
+    return runner.invoke(cli, ["gen-cq", *args], input=text)
+
+
+def assert_cq(cq, method):
+    assert set(cq) >= {"text", "category", "options", "method", "valid"}
+    assert cq["method"] == method and isinstance(cq["options"], list) and cq["options"]
+    if cq["valid"] and not method.endswith("zero-shot"):
+        assert parse_cq(cq["text"]) == (cq["category"], cq["options"])
+
+
+def test_format_cq():
+    assert format_cq("Which film", ["A", "B"]) == "Which film: A or B?"
+    assert format_cq("Which film", ["A", "B", "C"]) == "Which film: A, B, or C?"
+    assert parse_cq(format_cq("On which continent", ["Asia", "Africa", "Europe"])) == (
+        "On which continent", ["Asia", "Africa", "Europe"])
+
+
+@pytest.mark.parametrize("raw,text,valid", [
+    ("Which film: A, B or C?\nmore", "Which film: A, B, or C?", True),
+    ("Which year: 2002 / 2012; 2017?", "Which year: 2002, 2012, or 2017?", True),
+    ("film: X or Y", "Which film: X or Y?", True),
+    ("Do you mean the country or the US state?", "Which one: the country or the US state?", False),
+    ("I don't know.", "I don't know.", False),
+])
+def test_repair(raw, text, valid):
+    cq = repair(raw, "llm")
+    assert cq["text"] == text and cq["valid"] is valid and cq["raw"] == raw
+    if text.startswith("Which"):
+        assert parse_cq(cq["text"]) == (cq["category"], cq["options"])
+    else:
+        assert cq["category"] == cq["options"][0] == "invalid form"
+
+
+def test_extract_options():
+    assert extract_options("Are you asking about the film, the novel, or the song?") == [
+        "the film", "the novel", "the song"]
+    assert extract_options("What do you mean?") == []
+
+
+def test_from_dqs_reproduces_hand_written_cqs(runner, questions_text):
+    """Options F1 (AskCQ partial match, micro) of the silver CQs against the 18 hand-written
+    fixture CQs. Measured 0.957 (P 0.972, R 0.943): the misses are kept parentheticals
+    ("The Dark Knight (2008)") and dropped articles ("the country"). The floor 0.90 allows a
+    small change in the diff heuristics, but not losing the options of two or three questions."""
+    result = gen(runner, questions_text, "--method", "from-dqs")
+    assert result.exit_code == 0, result.stderr
+    out = parse_jsonl(result.stdout)
+    sums = [0.0, 0.0, 0, 0]
+    n = 0
+    for r in out:
+        if not r["gold"].get("cq"):
+            assert r["cq"] is None  # no gold DQs: nothing to ask
+            continue
+        assert_cq(r["cq"], "from-dqs")
+        s = score_record(r["gold"]["cq"], r["cq"]["text"])
+        for i, key in enumerate(("p_sum", "r_sum", "n_pred", "n_gold")):
+            sums[i] += s[key]
+        n += 1
+    assert n == 18
+    precision, recall, f1 = micro_prf(*sums)
+    assert f1 >= 0.90, (precision, recall, f1)
+    by_id = {r["id"]: r["cq"] for r in out}
+    assert by_id["fx04"]["text"] == "Which year: 2000, 2004, or 2008?"
+    assert by_id["fx11"]["text"] == "Which season: 1, 2, 3, or 4?"
+    assert by_id["fx21"]["options"] == ["Republic of the Congo", "Democratic Republic of the Congo"]
+
+
+def test_unambiguous_records_pass_through_unless_all(runner, questions):
+    records = [dict(q, ambiguity={"label": q["id"] != "fx01", "score": 0.0, "method": "x"}) for q in questions[:3]]
+    out = parse_jsonl(gen(runner, jsonl(records), "--method", "from-dqs").stdout)
+    assert out[0]["cq"] is None and out[2]["cq"]["method"] == "from-dqs"
+    out = parse_jsonl(gen(runner, jsonl(records), "--method", "from-dqs", "--all").stdout)
+    assert out[0]["cq"]["text"].startswith("Which")
+
+
+@pytest.mark.parametrize("record,args,needle", [
+    ({"id": "g1", "question": "q"}, ["--method", "from-dqs"], "has no gold.dqs"),
+    ({"id": "g2", "question": "q", "ambiguity": True}, ["--method", "from-dqs"], "'ambiguity' must be"),
+])
+def test_bad_records_are_one_line_errors(runner, record, args, needle):
+    result = gen(runner, jsonl([record]), *args)
+    assert result.exit_code == 1 and result.stdout == ""
+    assert needle in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_option_misuse_is_a_usage_error(runner, questions_text):
+    result = gen(runner, questions_text, "--method", "from-dqs", "--with-answers", "gold")
+    assert result.exit_code == 2 and "--with-answers" in result.stderr
+
+
+@pytest.fixture(scope="module")
+def tiny_seq2seq(tmp_path_factory):
+    """A random, tiny BART with the MiniLM tokenizer, built locally (never downloaded)."""
+    import torch
+    from transformers import AutoTokenizer, BartConfig, BartForConditionalGeneration
+
+    from cqtools.models.resolve import resolve
+    from cqtools.stages.train import keep_model_inputs
+
+    out = str(tmp_path_factory.mktemp("tinybart"))
+    tok = AutoTokenizer.from_pretrained(resolve("sentence-transformers/all-MiniLM-L6-v2", announce=False).path)
+    config = BartConfig(vocab_size=len(tok), d_model=32, encoder_layers=1, decoder_layers=1,
+                        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
+                        decoder_ffn_dim=64, max_position_embeddings=512, pad_token_id=tok.pad_token_id,
+                        bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id,
+                        decoder_start_token_id=tok.cls_token_id, forced_eos_token_id=None)
+    torch.manual_seed(0)
+    model = BartForConditionalGeneration(config)
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    keep_model_inputs(out, model)
+    return out
+
+
+def test_seq2seq_with_answers(runner, questions, tiny_seq2seq):
+    records = [dict(q, passages=[{"id": "p", "title": "T", "text": "some text"}]) for q in questions[:3]]
+    result = gen(runner, jsonl(records), "--method", "seq2seq", "--model", tiny_seq2seq, "--with-answers", "gold",
+                 "--max-new-tokens", "8")
+    assert result.exit_code == 0, result.stderr
+    out = parse_jsonl(result.stdout)
+    for r in out:
+        assert_cq(r["cq"], "seq2seq")
+        assert r["meta"]["gen_cq"]["with_answers"] == "gold"
+
+
+@pytest.mark.parametrize("record,args,needle", [
+    ({"id": "s1", "question": "q"}, ["--with-answers", "pred"], "run cq answer --mode multi first"),
+    ({"id": "s2", "question": "q", "passages": "oops"}, [], "'passages' must be a list"),
+])
+def test_seq2seq_bad_inputs(runner, tiny_seq2seq, record, args, needle):
+    result = gen(runner, jsonl([record]), "--method", "seq2seq", "--model", tiny_seq2seq, *args)
+    assert result.exit_code == 1 and result.stdout == ""
+    assert needle in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.slow
+def test_llm_few_shot_and_zero_shot(runner, questions):
+    """The real SmolLM2 (weak: checks the form, not the quality), on a few fixture records."""
+    text = jsonl(questions[:3])
+    result = gen(runner, text, "--method", "llm", "--model", SMOLLM, "--max-new-tokens", "24")
+    assert result.exit_code == 0, result.stderr
+    for r in parse_jsonl(result.stdout):
+        assert_cq(r["cq"], "llm")
+        assert r["cq"]["text"].startswith("Which") or r["cq"]["category"] == "invalid form"
+    result = gen(runner, text, "--method", "llm", "--zero-shot", "--model", SMOLLM, "--max-new-tokens", "24")
+    assert result.exit_code == 0, result.stderr
+    for r in parse_jsonl(result.stdout):
+        assert_cq(r["cq"], "llm-zero-shot")

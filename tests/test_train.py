@@ -1,0 +1,117 @@
+"""`cq train detect|gen-cq`: test-sized runs whose saved models load back via --model."""
+import json
+import os
+
+import orjson
+import pytest
+
+from cqtools.cli import cli
+
+from .conftest import FIXTURES, jsonl, parse_jsonl
+from .test_gen_cq import tiny_seq2seq  # noqa: F401  (module fixture reused)
+
+QUESTIONS = str(FIXTURES / "questions.jsonl")
+
+
+@pytest.fixture(scope="module")
+def detect_model(tmp_path_factory):
+    """MiniLM-L6 + a 2-label head, 2 steps on 16 fixture records (about 10 s on 2 cores)."""
+    from click.testing import CliRunner
+
+    out = str(tmp_path_factory.mktemp("detect") / "model")
+    result = CliRunner().invoke(cli, ["train", "detect", "--train", QUESTIONS, "--dev", QUESTIONS, "--out", out,
+                                      "--limit", "16", "--dev-limit", "8", "--max-steps", "2", "--batch-size", "8",
+                                      "--eval-every", "1", "--seed", "1"])
+    assert result.exit_code == 0, result.stderr
+    return out, result
+
+
+def test_train_detect_writes_a_model_and_report(detect_model):
+    out, result = detect_model
+    summary = orjson.loads(result.stdout)
+    assert summary["out"] == out and summary["steps"] == 2 and summary["train_records"] == 16
+    assert {"accuracy", "f1", "auroc", "step"} <= set(summary["best"])
+    assert {"config.json", "model.safetensors", "cq_train.json"} <= set(os.listdir(out))
+    with open(os.path.join(out, "cq_train.json")) as fh:
+        report = json.load(fh)
+    assert len(report["history"]) == 2 and report["config"]["seed"] == 1
+
+
+def test_trained_model_loads_in_detect(runner, detect_model, questions):
+    out, _ = detect_model
+    records = [dict(q, passages=[{"id": "p1", "title": "T", "text": "a passage"}]) if i % 2 else q
+               for i, q in enumerate(questions[:6])]  # with and without passages
+    result = runner.invoke(cli, ["detect", "--method", "classifier", "--model", out], input=jsonl(records))
+    assert result.exit_code == 0, result.stderr
+    got = parse_jsonl(result.stdout)
+    assert [r["id"] for r in got] == [r["id"] for r in records]
+    for r in got:
+        assert 0.0 <= r["ambiguity"]["score"] <= 1.0 and r["ambiguity"]["threshold"] == 0.5
+        assert r["meta"]["detect"]["model"] == out
+
+
+def test_classifier_bad_passages_is_a_one_line_error(runner, detect_model):
+    out, _ = detect_model
+    result = runner.invoke(cli, ["detect", "--method", "classifier", "--model", out],
+                           input=jsonl([{"id": "b1", "question": "q", "passages": ["just a string"]}]))
+    assert result.exit_code == 1 and result.stdout == ""
+    assert "'passages' must be a list" in result.stderr and "b1" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_train_gen_cq_tiny_seq2seq(runner, tmp_path, tiny_seq2seq):  # noqa: F811
+    out = str(tmp_path / "gencq")
+    result = runner.invoke(cli, ["train", "gen-cq", "--model", tiny_seq2seq, "--train", QUESTIONS, "--dev", QUESTIONS,
+                                 "--out", out, "--max-steps", "2", "--batch-size", "4", "--dev-limit", "6"])
+    assert result.exit_code == 0, result.stderr
+    summary = orjson.loads(result.stdout)
+    assert summary["kind"] == "seq2seq" and summary["steps"] == 2 and summary["train_examples"] == 18
+    assert set(summary["dev"]) >= {"options_f1", "category_em", "valid"}
+    result = runner.invoke(cli, ["gen-cq", "--method", "seq2seq", "--model", out, "--max-new-tokens", "6"],
+                           input=(FIXTURES / "questions.jsonl").read_text().splitlines()[0] + "\n")
+    assert result.exit_code == 0, result.stderr
+    assert parse_jsonl(result.stdout)[0]["cq"]["method"] == "seq2seq"
+
+
+def test_train_missing_file(runner, tmp_path):
+    result = runner.invoke(cli, ["train", "detect", "--train", str(tmp_path / "none.jsonl"), "--dev", QUESTIONS,
+                                 "--out", str(tmp_path / "m")])
+    assert result.exit_code == 1 and "file not found" in result.stderr and "cq convert ambignq" in result.stderr
+
+
+def test_train_needs_gold_labels(runner, tmp_path):
+    path = tmp_path / "nogold.jsonl"
+    path.write_text(jsonl([{"id": "n1", "question": "q"}]))
+    result = runner.invoke(cli, ["train", "detect", "--train", str(path), "--dev", str(path), "--out", str(tmp_path / "m")])
+    assert result.exit_code == 1 and "gold.ambiguous" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.fixture(scope="module")
+def tiny_causal(tmp_path_factory):
+    """A random, tiny Llama with the MiniLM tokenizer (no eos token: [SEP] ends the CQ)."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from cqtools.models.resolve import resolve
+    from cqtools.stages.train import keep_model_inputs
+
+    out = str(tmp_path_factory.mktemp("tinyllama"))
+    tok = AutoTokenizer.from_pretrained(resolve("sentence-transformers/all-MiniLM-L6-v2", announce=False).path)
+    config = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=1024,
+                         pad_token_id=tok.pad_token_id, bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config)
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    keep_model_inputs(out, model)
+    return out
+
+
+def test_train_gen_cq_tiny_causal(runner, tmp_path, tiny_causal):
+    out = str(tmp_path / "gencq-causal")
+    result = runner.invoke(cli, ["train", "gen-cq", "--model", tiny_causal, "--train", QUESTIONS, "--dev", QUESTIONS,
+                                 "--out", out, "--max-steps", "2", "--batch-size", "4", "--dev-limit", "6"])
+    assert result.exit_code == 0, result.stderr
+    summary = orjson.loads(result.stdout)
+    assert summary["kind"] == "causal" and summary["steps"] == 2 and summary["dev"]["n"] == 4
