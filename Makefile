@@ -32,11 +32,19 @@ $(WORK)/fixture-index/cq_index.json: fixtures/corpus.jsonl | $(STAMP)
 fixtures/questions.jsonl: fixtures/ambignq_light.json fixtures/cambignq.json | $(STAMP)
 	$(CQ) convert ambignq fixtures/ambignq_light.json --join cambignq:fixtures/cambignq.json > $@
 
-# The main job on the embedded default: every stage that exists so far, on the fixtures.
+# The main job on the embedded default: the whole pipeline on the first DEMO_N fixture questions.
+DEMO_N ?= 8
 demo: $(WORK)/fixture-index/cq_index.json fixtures/questions.jsonl
-	$(CQ) retrieve --index $(WORK)/fixture-index --method hybrid --hits 5 < fixtures/questions.jsonl \
-	  > $(WORK)/demo.retrieved.jsonl
-	$(CQ) show --passages 3 < $(WORK)/demo.retrieved.jsonl
+	head -n $(DEMO_N) fixtures/questions.jsonl \
+	  | $(CQ) retrieve --index $(WORK)/fixture-index --method hybrid --hits 10 \
+	  | $(CQ) rerank --top 3 \
+	  | $(CQ) detect --method llm \
+	  | $(CQ) gen-cq --method llm \
+	  | $(CQ) answer --mode cq > $(WORK)/demo.jsonl
+	$(CQ) show --passages 1 < $(WORK)/demo.jsonl
+	@echo "--- detection and clarification-based QA on these $(DEMO_N) questions (tiny offline LLM):"
+	$(CQ) score --task detect --format table < $(WORK)/demo.jsonl
+	$(CQ) score --task cbqa --format table < $(WORK)/demo.jsonl
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)

@@ -46,6 +46,10 @@ def setup() -> None:
         if "-Xrs" not in jnius_config.get_options():
             # Let Python, not the JVM, handle SIGINT/SIGTERM (clean Ctrl-C, resumable kills).
             original("-Xrs")
+            if not os.environ.get("CQ_DEBUG"):  # Anserini's INFO chatter off; warnings still shown
+                here = os.path.dirname(os.path.abspath(__file__))
+                original(f"-Dlog4j2.configurationFile={os.path.join(here, 'log4j2.xml')}",
+                         f"-Djava.util.logging.config.file={os.path.join(here, 'logging.properties')}")
         from pyserini import setup as pyserini_setup
 
         pyserini_setup.jnius_config = jnius_config

@@ -81,7 +81,7 @@ def build_lucene(passages: Iterable[dict], out_dir: str, threads: int, chunk: in
         indexer = jvm.autoclass("io.anserini.index.IndexCollection")
         args = ["-collection", "JsonCollection", "-input", tmp, "-index", out_dir,
                 "-generator", "DefaultLuceneDocumentGenerator", "-threads", str(threads),
-                "-storePositions", "-storeDocvectors", "-storeRaw"]
+                "-storePositions", "-storeDocvectors", "-storeRaw"] + ([] if os.environ.get("CQ_DEBUG") else ["-quiet"])
         with java_stdout_to_stderr():
             indexer.main(args)
         if not os.path.isdir(out_dir) or not any(n.startswith("segments_") for n in os.listdir(out_dir)):
