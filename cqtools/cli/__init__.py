@@ -22,6 +22,8 @@ COMMANDS = {
     "detect": "detect",
     "gen-cq": "gen_cq",
     "answer": "answer",
+    "disambiguate": "disambiguate",
+    "oracle": "oracle",
     "score": "score",
     "train": "train",
     "show": "show",

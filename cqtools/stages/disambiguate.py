@@ -1,0 +1,316 @@
+"""Disambiguation stage: ``dqs: [{question, answer, ...}]`` per record.
+
+Methods:
+  qd   AmbigQA question disambiguation: one minimal edit of the prompt question per predicted
+       answer (``answers`` from ``cq answer --mode multi``), conditioned on the question, that
+       answer, the other answers and the top passages. A generation that echoes the question (or
+       repeats an earlier DQ, or is empty) is replaced by a built-in rewrite, "AQ (title of the
+       passage holding the answer)?", marked ``"fallback": true``. A record with one answer keeps
+       the question as its only DQ (``"unchanged": true``); no answer gives no DQ.
+  rac  Tree of Clarifications' retrieval-augmented clarification: a few-shot prompt (k shots
+       picked by question similarity, :mod:`.shots`) with the top passages, answered by a list of
+       "DQ? Answer: A" lines. ``tree`` expands every DQ again with the record's passages
+       reranked for it (:mod:`.tree`); ``prune`` asks the model whether each node's answer could
+       answer the original question, given the best passage holding that answer (log p(" True")
+       against log p(" False")), and drops the nodes it rejects. The tree is written to the record
+       (``tree``) and ``dqs`` are its surviving nodes in BFS order.
+
+Every LLM prompt (a generation or a True/False verification) counts as one model call; the count
+is written to ``meta.disambiguate.model_calls`` per record (ToC promises fewer than 20).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import InputError
+from ..metrics.normalize import normalize_answer
+from ..records import PASSAGES, require, set_meta
+from . import prompts_disamb as P
+from .tree import Tree, TreeLimits, answer_passage, grow
+
+DEFAULT_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
+DQS = "dqs"
+TREE = "tree"
+NEED_PASSAGES = "run `cq retrieve` (and `cq rerank`) first, or pass --passages 0"
+NEED_ANSWERS = "run `cq answer --mode multi` first: --method qd writes one DQ per predicted answer"
+
+
+@dataclass
+class DisambigConfig:
+    method: str = "rac"          # qd | rac
+    passages: int = 5            # top passages in each prompt
+    passage_words: int = 80      # each passage cut to this many words
+    max_new_tokens: int | None = None  # None: 40 for qd, 128 for rac
+    k_shots: int = 3
+    tree: bool = False
+    max_nodes: int = 10
+    max_depth: int = 2
+    max_failures: int = 3
+    prune: bool = False
+    rerank_depth: int = 20       # --tree: passages of the record reranked for each DQ
+    batch_size: int = 32
+
+    @property
+    def new_tokens(self) -> int:
+        return self.max_new_tokens or (40 if self.method == "qd" else 128)
+
+    @property
+    def limits(self) -> TreeLimits:
+        # without --tree only the root is expanded (one RAC prompt per question)
+        return TreeLimits(self.max_nodes, self.max_depth if self.tree else 1, self.max_failures)
+
+    def params(self) -> dict:
+        out = {"method": self.method, "passages": self.passages, "passage_words": self.passage_words,
+               "max_new_tokens": self.new_tokens}
+        if self.method == "rac":
+            out.update(tree=self.tree, prune=self.prune, max_nodes=self.max_nodes,
+                       max_depth=self.limits.max_depth, max_failures=self.max_failures)
+            if self.tree:
+                out["rerank_depth"] = self.rerank_depth
+        return out
+
+
+def snippets(passages: list[dict], n: int, words: int) -> list[str]:
+    """Top ``n`` passages as "title: text" cut to ``words`` words."""
+    out = []
+    for p in passages[:n]:
+        if not isinstance(p, dict):
+            raise InputError("'passages' must be a list of {id, title, text} objects (from cq retrieve)")
+        text = " ".join(str(p.get("text", "")).split()[:words])
+        title = str(p.get("title") or "").strip()
+        out.append(f"{title}: {text}" if title else text)
+    return out
+
+
+# --- parsing generations -------------------------------------------------------------------------
+
+_NUMBER = re.compile(r"^\s*(?:\d+\s*[.)]|[-*•]|DQ\s*\d*\s*:|Q\s*\d*\s*:)\s*", re.I)
+_PAIR = re.compile(r"^(?P<q>.+?\?)\s*(?:\(?\s*(?:answer|a)\s*[:=-]\s*)?(?P<a>.*)$", re.I)
+_ANSWER_TAG = re.compile(r"\s*\b(?:answer|a)\s*:\s*", re.I)
+
+
+def clean_short(text: str, max_words: int = 10) -> str:
+    """A generated short answer: first clause, no quotes, no trailing punctuation; '' if too long."""
+    text = text.strip().strip("\"'`*()[]").strip()
+    text = re.sub(r"[.!;,:)\]]+$", "", text).strip().strip("\"'`*").strip()
+    return text if 0 < len(text.split()) <= max_words else ""
+
+
+def parse_pairs(raw: str) -> list[tuple[str, str]]:
+    """"1. DQ? Answer: A" lines -> [(DQ, A)]; lines without a question mark and an answer are dropped."""
+    pairs = []
+    for line in raw.splitlines():
+        line = _NUMBER.sub("", line.strip())
+        if not line:
+            continue
+        match = _PAIR.match(line)
+        if match:
+            question, answer = match.group("q").strip(), match.group("a")
+        elif _ANSWER_TAG.search(line):  # "DQ Answer: A" without a question mark
+            question, answer = _ANSWER_TAG.split(line, maxsplit=1)
+            question = question.strip().rstrip(".") + "?"
+        else:
+            continue
+        answer = clean_short(_ANSWER_TAG.sub("", answer, count=1))
+        question = question.strip(" \"'`*")
+        if answer and len(question.split()) >= 3:
+            pairs.append((question, answer))
+    return pairs
+
+
+def clean_question(raw: str) -> str:
+    """First line of a generation, cut after its first "?" (one added if missing)."""
+    lines = [x.strip() for x in raw.strip().splitlines() if x.strip()]
+    if not lines:
+        return ""
+    line = re.sub(r"^(?:rewritten question|question)\s*:\s*", "", lines[0], flags=re.I).strip(" \"'`*")
+    cut = line.find("?")
+    line = line[: cut + 1] if cut >= 0 else line.rstrip(".") + "?"
+    return line.strip(" \"'`*")
+
+
+# --- qd --------------------------------------------------------------------------------------------
+
+def _answer_texts(record: dict) -> list[str]:
+    answers = require(record, "answers", NEED_ANSWERS)
+    if not isinstance(answers, list):
+        raise InputError(f"record {record.get('id')}: 'answers' must be a list of {{text}} objects",
+                         record_id=record.get("id"))
+    seen, out = set(), []
+    for a in answers:
+        text = str(a.get("text") or "") if isinstance(a, dict) else str(a)
+        key = normalize_answer(text)
+        if key and key not in seen:
+            seen.add(key)
+            out.append(text.strip())
+    return out
+
+
+def fallback_question(question: str, answer: str, passages: list[dict], used: set[str]) -> str:
+    """The built-in rewrite: "AQ (context)?" where context is the title of the first passage
+    holding the answer, or the answer itself when there is no such title (or it is taken)."""
+    base = question.strip().rstrip("?").strip()
+    passage = answer_passage(answer, passages)
+    title = (passage or {}).get("title")
+    for context in (title, answer):
+        if not context:
+            continue
+        candidate = f"{base} ({context})?"
+        if normalize_answer(context) not in normalize_answer(base) and normalize_answer(candidate) not in used:
+            return candidate
+    return f"{base} ({answer})?"
+
+
+def qd_batch(records: list[dict], generator, config: DisambigConfig) -> list[tuple[list[dict], int]]:
+    """(dqs, model calls) per record."""
+    jobs = []  # (record index, answer, others, passages)
+    per_record: list[list[dict]] = [[] for _ in records]
+    calls = [0] * len(records)
+    for n, record in enumerate(records):
+        answers = _answer_texts(record)
+        passages = list(require(record, PASSAGES, NEED_PASSAGES)) if config.passages else []
+        if len(answers) == 1:
+            per_record[n] = [{"question": record["question"], "answer": answers[0], "unchanged": True}]
+            continue
+        for answer in answers:
+            others = [a for a in answers if a != answer][:5]
+            holding = [p for p in passages if answer_passage(answer, [p])]
+            shown = (holding + [p for p in passages if p not in holding])[: config.passages]
+            jobs.append((n, answer, others, shown, passages))
+    prefix = P.qd_prefix()
+    prompts = [prefix + P.qd_prompt(records[n]["question"], a, o, snippets(s, config.passages, config.passage_words))
+               for n, a, o, s, _ in jobs]
+    raw = generator.generate(prompts, max_new_tokens=config.new_tokens, chat=False, stop=["\n"]) if prompts else []
+    used: dict[int, set[str]] = {}
+    for (n, answer, _, _, passages), generation in zip(jobs, raw):
+        calls[n] += 1
+        question = records[n]["question"]
+        seen = used.setdefault(n, {normalize_answer(question)})
+        dq = clean_question(generation)
+        entry = {"question": dq, "answer": answer}
+        if not normalize_answer(dq) or normalize_answer(dq) in seen:
+            entry = {"question": fallback_question(question, answer, passages, seen), "answer": answer,
+                     "fallback": True, "generated": generation.strip()}
+        seen.add(normalize_answer(entry["question"]))
+        per_record[n].append(entry)
+    return list(zip(per_record, calls))
+
+
+# --- rac (+ tree, + prune) -------------------------------------------------------------------------
+
+class Clarifier:
+    """Runs RAC expansions and the pruning verification for batches of trees."""
+
+    def __init__(self, generator, config: DisambigConfig, selector, cross_encoder=None):
+        self.generator = generator
+        self.config = config
+        self.selector = selector
+        self.cross_encoder = cross_encoder
+        self._reranked: dict[int, list[dict]] = {}
+
+    def expand(self, items: list[tuple[Tree, object]]) -> list[tuple[list, list[dict]]]:
+        c = self.config
+        passages = [self._passages(tree, node) for tree, node in items]
+        shots = self.selector.select([node.question for _, node in items], c.k_shots)
+        prompts = [P.rac_prompt(node.question, snippets(ps, c.passages, c.passage_words), sh)
+                   for (_, node), ps, sh in zip(items, passages, shots)]
+        raw = self.generator.generate(prompts, max_new_tokens=c.new_tokens, chat=False,
+                                      stop=["\n\n", "Question:", "Passage:"])
+        out = []
+        for ps, generation in zip(passages, raw):
+            pairs = []
+            for question, answer in parse_pairs("1." + generation):
+                holder = answer_passage(answer, ps[: c.passages])
+                pairs.append((question, answer, str(holder["id"]) if holder and "id" in holder else None))
+            out.append((pairs, ps[: c.passages]))
+        return out
+
+    def _passages(self, tree: Tree, node) -> list[dict]:
+        """The root reads the record's passages as given; a DQ reads them reranked for itself."""
+        c = self.config
+        if node.parent is None or self.cross_encoder is None or not c.passages:
+            return tree.root.passages[: c.passages]
+        return self._reranked.get(id(node)) or tree.root.passages[: c.passages]
+
+    def rerank_for(self, items: list[tuple[Tree, object]]) -> None:
+        """Rerank each non-root node's record passages for its question, in one model call."""
+        from .rerank import rerank_lists
+
+        todo = [(t, n) for t, n in items if n.parent is not None]
+        if not todo or self.cross_encoder is None or not self.config.passages:
+            return
+        lists = rerank_lists(self.cross_encoder, [n.question for _, n in todo],
+                             [t.root.passages[: self.config.rerank_depth] for t, _ in todo],
+                             self.config.passages, self.config.batch_size)
+        for (_, node), ranked in zip(todo, lists):
+            self._reranked[id(node)] = ranked
+
+    def grow(self, trees: list[Tree]) -> None:
+        self._reranked = {}
+
+        def expand(items):
+            self.rerank_for(items)
+            return self.expand(items)
+
+        grow(trees, expand)
+        self._reranked = {}
+
+    def prune(self, trees: list[Tree]) -> None:
+        """Mark ``pruned`` the nodes whose answer the model judges not an answer of the AQ."""
+        items = []
+        for tree in trees:
+            for node in tree.valid:
+                holder = next((p for p in node.passages if str(p.get("id")) == node.passage_id), None)
+                holder = holder or (node.passages[0] if node.passages else None)
+                text = snippets([holder], 1, self.config.passage_words)[0] if holder else "(none)"
+                items.append((node, P.verify_prompt(tree.root.question, node.question, node.answer, text)))
+        if not items:
+            return
+        prompts = [p for _, p in items]
+        true, false = P.VERIFY_LABELS
+        scores = self.generator.score(prompts + prompts, [true] * len(prompts) + [false] * len(prompts))
+        for k, (node, _) in enumerate(items):
+            node.verify = round(scores[k] - scores[k + len(prompts)], 4)
+            node.pruned = node.verify < 0
+
+
+def rac_batch(records: list[dict], clarifier: Clarifier) -> list[tuple[list[dict], int, Tree]]:
+    c = clarifier.config
+    trees = []
+    for record in records:
+        passages = list(require(record, PASSAGES, NEED_PASSAGES)) if c.passages else []
+        trees.append(Tree(str(record["question"]), passages, c.limits))
+    clarifier.grow(trees)
+    if c.prune:
+        clarifier.prune(trees)
+    out = []
+    for tree in trees:
+        dqs = [{"question": n.question, "answer": n.answer, "node": n.id, "depth": n.depth,
+                "passage_id": n.passage_id} for n in tree.surviving()]
+        calls = tree.expansions + (len(tree.valid) if c.prune else 0)
+        out.append((dqs, calls, tree))
+    return out
+
+
+# --- the stage ------------------------------------------------------------------------------------
+
+def disambiguate_batch(records: list[dict], generator, config: DisambigConfig, info: dict,
+                       clarifier: Clarifier | None = None) -> list[dict]:
+    for record in records:
+        require(record, "question", "every record needs a question")
+    if config.method == "qd":
+        for record, (dqs, calls) in zip(records, qd_batch(records, generator, config)):
+            record[DQS] = dqs
+            set_meta(record, "disambiguate", {**info, "model_calls": calls,
+                                              "fallbacks": sum(bool(d.get("fallback")) for d in dqs)})
+        return records
+    if clarifier is None:
+        raise ValueError("--method rac needs a Clarifier")
+    for record, (dqs, calls, tree) in zip(records, rac_batch(records, clarifier)):
+        record[DQS] = dqs
+        record[TREE] = tree.to_json()
+        set_meta(record, "disambiguate", {**info, "model_calls": calls, "expansions": tree.expansions,
+                                          "valid_nodes": len(tree.valid), "pruned": sum(n.pruned for n in tree.valid),
+                                          "rejected_pairs": tree.rejected, "stop": tree.stop_reason})
+    return records

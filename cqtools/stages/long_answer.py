@@ -1,0 +1,73 @@
+"""Long answers (``cq answer --mode long``): Tree of Clarifications' answer generation.
+
+The model reads the ambiguous question, up to ``max_dqs`` disambiguations (the record's ``dqs``
+from ``cq disambiguate``, in BFS order) and up to ``passages`` passages that contain one of
+their answers, and writes ``long_answer``. When fewer than ``min_dqs`` disambiguations survived
+``--prune``, the pruned nodes of the record's ``tree`` come back, in BFS order ("undoing the
+pruning"), so that the answer still covers several readings. With no answer-containing passage
+the top passages are shown instead. What was used is written to ``meta.answer`` per record.
+"""
+from __future__ import annotations
+
+from ..errors import InputError
+from ..records import PASSAGES, set_meta
+from . import prompts_disamb as P
+from .disambiguate import snippets
+from .tree import answer_passage
+
+LONG_ANSWER = "long_answer"
+NEED_DQS = "run `cq disambiguate` first (cq disambiguate --method rac [--tree] | cq answer --mode long)"
+DEFAULT_NEW_TOKENS = 160
+DEFAULT_PASSAGES = 5
+
+
+def select_dqs(record: dict, max_dqs: int = 10, min_dqs: int = 2) -> tuple[list[tuple[str, str]], int]:
+    """(question, answer) pairs for the prompt, and how many pruned tree nodes were restored."""
+    dqs = record.get("dqs")
+    if dqs is None:
+        raise InputError(f"record {record.get('id')} has no 'dqs'; {NEED_DQS}", record_id=record.get("id"))
+    if not isinstance(dqs, list) or not all(isinstance(d, dict) for d in dqs):
+        raise InputError(f"record {record.get('id')}: 'dqs' must be a list of {{question, answer}} objects "
+                         f"(from cq disambiguate)", record_id=record.get("id"))
+    pairs = [(str(d.get("question") or ""), str(d.get("answer") or "")) for d in dqs]
+    pairs = [(q, a) for q, a in pairs if q and a]
+    restored = 0
+    tree = record.get("tree")
+    if len(pairs) < min_dqs and isinstance(tree, list):
+        have = {q for q, _ in pairs}
+        for node in tree:  # the tree is written in BFS order
+            if isinstance(node, dict) and node.get("pruned") and node.get("answer") and node.get("question") not in have:
+                pairs.append((str(node["question"]), str(node["answer"])))
+                restored += 1
+    return pairs[:max_dqs], restored
+
+
+def pick_passages(passages: list[dict], answers: list[str], n: int) -> tuple[list[dict], bool]:
+    """Up to ``n`` passages holding one of ``answers`` (passage order); the top ``n`` when none does.
+    The flag says whether they hold answers."""
+    holding = [p for p in passages if any(answer_passage(a, [p]) for a in answers)]
+    return (holding[:n], True) if holding else (passages[:n], False)
+
+
+def long_answer_batch(records: list[dict], generator, max_dqs: int = 10, min_dqs: int = 2,
+                      passages: int | None = None, passage_words: int = 80, max_new_tokens: int | None = None,
+                      info: dict | None = None) -> list[dict]:
+    """Add ``long_answer`` to each record (one prompt per record, one generate call per batch).
+    ``passages`` / ``max_new_tokens`` None: :data:`DEFAULT_PASSAGES` / :data:`DEFAULT_NEW_TOKENS`."""
+    passages = passages or DEFAULT_PASSAGES
+    prompts, used = [], []
+    for record in records:
+        pairs, restored = select_dqs(record, max_dqs, min_dqs)
+        record_passages = record.get(PASSAGES) or []
+        shown, holding = pick_passages(record_passages, [a for _, a in pairs], passages)
+        prompts.append(P.long_prompt(str(record["question"]), pairs, snippets(shown, passages, passage_words)))
+        used.append({"dqs_used": len(pairs), "restored_pruned": restored,
+                     "passage_ids": [str(p.get("id")) for p in shown], "answer_passages": holding})
+    tokens = max_new_tokens or DEFAULT_NEW_TOKENS
+    raw = generator.generate(prompts, max_new_tokens=tokens, stop=["\nQuestion:", "Disambiguations:"]) if prompts else []
+    base = {**(info or {}), "mode": "long", "max_dqs": max_dqs, "min_dqs": min_dqs, "passages": passages,
+            "max_new_tokens": tokens}
+    for record, text, extra in zip(records, raw, used):
+        record[LONG_ANSWER] = " ".join(text.split())
+        set_meta(record, "answer", {**base, **extra})
+    return records

@@ -1,0 +1,174 @@
+"""A simulated user for CLAM's evaluation protocol (Kuhn et al. 2022), generalised.
+
+The user asked the ambiguous question (AQ) but meant one disambiguated question (DQ): the gold
+DQ ``gold.dqs[gold.intended]`` (``intended`` defaults to 0; a record without gold DQs is an
+unambiguous question, and the user means the AQ as asked). Given the system's clarifying
+question (``cq``) the user replies:
+
+  overlap  a CQ with options: the option that best matches what the DQ adds to the AQ (its edit,
+           a token diff), by token F1 with the edit, then with the whole DQ, then by longest
+           common substring; ties go to the earlier option. A free-form CQ: the edit itself.
+  llm      a CQ with options: the option the model finds most likely as the user's reply given
+           the DQ (summed log-probability per word); a free-form CQ: a short reply it writes.
+
+:func:`reply` sees nothing but the AQ, the DQ and the CQ; :func:`oracle_batch` extracts exactly
+those from a record, so no other gold field, passage or prediction can reach the user.
+
+:func:`expand_record` builds the evaluation records: one per gold DQ of an ambiguous question
+(id ``<id>#<i>``, ``gold.intended = i``), unambiguous questions as they are.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+from ..errors import InputError
+from ..metrics.cq import INVALID, parse_cq
+from ..metrics.normalize import longest_common_substring, normalize_answer, token_f1
+from ..records import GOLD, set_meta
+from . import prompts_disamb as P
+
+DEFAULT_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
+NEED_GOLD = ("cq oracle plays a user who knows the intended question: pass records from `cq convert` "
+             "(and `cq oracle --expand` for one record per interpretation)")
+
+
+# --- building the evaluation records ------------------------------------------------------------
+
+def expand_record(record: dict) -> list[dict]:
+    """One record per gold DQ of an ambiguous question, the record itself otherwise."""
+    gold = record.get(GOLD)
+    if not isinstance(gold, dict):
+        raise InputError(f"record {record.get('id')} has no 'gold'; {NEED_GOLD}", record_id=record.get("id"))
+    dqs = gold.get("dqs") or []
+    if not (gold.get("ambiguous") and dqs):
+        return [record]
+    answers = gold.get("answers") or []
+    if len(answers) != len(dqs):
+        raise InputError(f"record {record.get('id')}: gold.dqs and gold.answers differ in length "
+                         f"({len(dqs)} vs {len(answers)}); gold.intended must index both", record_id=record.get("id"))
+    out = []
+    for i in range(len(dqs)):
+        new = copy.deepcopy(record)
+        new["id"] = f"{record['id']}#{i}"
+        new[GOLD]["intended"] = i
+        out.append(new)
+    return out
+
+
+# --- what the user sees --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Turn:
+    question: str          # the AQ as asked
+    dq: str                # what the user meant
+    cq: str                # the system's clarifying question
+    options: tuple[str, ...]
+
+
+def intended_dq(record: dict) -> str:
+    gold = record.get(GOLD)
+    if not isinstance(gold, dict):
+        raise InputError(f"record {record.get('id')} has no 'gold'; {NEED_GOLD}", record_id=record.get("id"))
+    dqs = gold.get("dqs") or []
+    if not dqs:
+        return str(record["question"])
+    i = gold.get("intended", 0)
+    if not isinstance(i, int) or not 0 <= i < len(dqs):
+        raise InputError(f"record {record.get('id')}: gold.intended must index gold.dqs (0..{len(dqs) - 1})",
+                         record_id=record.get("id"))
+    dq = dqs[i]
+    return str(dq.get("question") if isinstance(dq, dict) else dq)
+
+
+def cq_turn(record: dict) -> Turn | None:
+    """The turn the user answers, or None when no CQ was asked."""
+    cq = record.get("cq")
+    if cq is None:
+        return None
+    if isinstance(cq, str):
+        text, options = cq, parse_cq(cq)[1]
+    elif isinstance(cq, dict):
+        text = str(cq.get("text") or "")
+        options = list(cq.get("options") or []) or (parse_cq(text)[1] if text else [])
+    else:
+        raise InputError(f"record {record.get('id')}: 'cq' must be {{text, options, ...}} from cq gen-cq, or null",
+                         record_id=record.get("id"))
+    options = tuple(str(o) for o in options if o and o != INVALID)
+    return Turn(str(record["question"]), intended_dq(record), text, options)
+
+
+def dq_edit(question: str, dq: str) -> str:
+    """What the DQ adds to or changes in the AQ (the same token diff that builds silver CQs)."""
+    from .gen_cq import dq_option
+
+    return dq_option(question, dq)
+
+
+# --- replies ---------------------------------------------------------------------------------------
+
+def overlap_reply(turn: Turn) -> tuple[str | None, str]:
+    """(selected option or None, reply) by string overlap with the DQ's edit."""
+    edit = dq_edit(turn.question, turn.dq)
+    if not turn.options:
+        return None, edit
+    norm_edit = normalize_answer(edit)
+
+    def key(item):
+        position, option = item
+        norm = normalize_answer(option)
+        lcs = longest_common_substring(norm_edit, norm) / max(len(norm), 1)
+        return (-token_f1(edit, option), -token_f1(turn.dq, option), -lcs, position)
+
+    best = min(enumerate(turn.options), key=key)[1]
+    return best, best
+
+
+def llm_replies(turns: list[Turn], generator, max_new_tokens: int = 16) -> list[tuple[str | None, str]]:
+    out: list[tuple[str | None, str] | None] = [None] * len(turns)
+    scored = [(n, t) for n, t in enumerate(turns) if t.options]
+    prompts, conts, owners = [], [], []
+    for n, t in scored:
+        prompt = P.oracle_options_prompt(t.dq, t.cq, list(t.options))
+        for option in t.options:
+            prompts.append(prompt)
+            conts.append(" " + option)
+            owners.append(n)
+    scores = generator.score(prompts, conts) if prompts else []
+    best: dict[int, tuple[float, str]] = {}
+    for n, cont, score in zip(owners, conts, scores):
+        per_word = score / max(len(cont.split()), 1)
+        if n not in best or per_word > best[n][0]:  # strict: ties keep the earlier option
+            best[n] = (per_word, cont[1:])
+    for n, _ in scored:
+        out[n] = (best[n][1], best[n][1])
+    free = [(n, t) for n, t in enumerate(turns) if not t.options]
+    if free:
+        raw = generator.generate([P.oracle_free_prompt(t.question, t.dq, t.cq) for _, t in free],
+                                 max_new_tokens=max_new_tokens, stop=["\n"])
+        for (n, _), text in zip(free, raw):
+            reply = " ".join(text.split()).strip(" \"'")
+            out[n] = (None, reply)
+    return out  # type: ignore[return-value]
+
+
+# --- the stage ------------------------------------------------------------------------------------
+
+def oracle_batch(records: list[dict], method: str, info: dict, generator=None, max_new_tokens: int = 16) -> list[dict]:
+    """Add ``selected_option`` and ``clarification_answer`` to records with a CQ; others pass
+    through unchanged. A free-form CQ's reply also stands in as ``selected_option`` (so that
+    ``cq answer --mode cq --selected`` can use it) and ``meta.oracle.free_form`` says so."""
+    turns = [cq_turn(r) for r in records]
+    asked = [(r, t) for r, t in zip(records, turns) if t is not None]
+    if method == "overlap":
+        replies = [overlap_reply(t) for _, t in asked]
+    elif method == "llm":
+        replies = llm_replies([t for _, t in asked], generator, max_new_tokens)
+    else:
+        raise ValueError(f"unknown oracle method {method!r}")
+    for (record, turn), (selected, reply) in zip(asked, replies):
+        free_form = not turn.options
+        record["selected_option"] = reply if free_form else selected
+        record["clarification_answer"] = reply
+        set_meta(record, "oracle", {**info, "free_form": free_form})
+    return records
