@@ -63,3 +63,21 @@ clean:
 
 bench-pipeline: $(STAMP)
 	$(BIN)/python bench/pipeline.py --data $(SHARED) --work $(WORK)/bench --out docs/benchmarks/pipeline.md
+
+# Trained models live under $(WORK) (out of git); these targets rebuild them.
+DETECT_MODEL ?= $(WORK)/models/detect
+TRAIN_SECONDS ?= 1200
+
+$(WORK)/train.jsonl: | $(STAMP)
+	mkdir -p $(WORK) && $(CQ) convert ambignq $(SHARED)/ambignq/train_light.json > $@
+
+train-detect: $(WORK)/train.jsonl
+	OMP_NUM_THREADS=1 $(CQ) train detect --train $< --holdout 1000 --passages 0 --max-length 48 \
+	  --batch-size 32 --lr 5e-5 --epochs 3 --select auroc --eval-every 50 --patience 4 --seed 0 \
+	  --max-seconds $(TRAIN_SECONDS) --out $(DETECT_MODEL)
+
+bench-detect-gencq: $(STAMP)
+	$(BIN)/python bench/detect_gencq.py --data $(SHARED) --work $(WORK)/bench-detect --model-dir $(DETECT_MODEL) \
+	  --reuse --out docs/benchmarks/detect_gencq.md
+
+.PHONY: train-detect bench-detect-gencq

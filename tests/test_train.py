@@ -59,6 +59,38 @@ def test_classifier_bad_passages_is_a_one_line_error(runner, detect_model):
     assert "Traceback" not in result.stderr
 
 
+def test_train_detect_holdout_and_max_length(runner, tmp_path):
+    """--holdout takes the early-stopping records out of --train; --max-length travels with the model."""
+    out = str(tmp_path / "held")
+    result = runner.invoke(cli, ["train", "detect", "--train", QUESTIONS, "--holdout", "4", "--limit", "12",
+                                 "--max-steps", "0", "--max-length", "16", "--select", "auroc", "--out", out])
+    assert result.exit_code == 0, result.stderr
+    summary = orjson.loads(result.stdout)
+    assert summary["dev_source"] == "holdout" and summary["dev_records"] == 4 and summary["train_records"] == 8
+    assert "holdout_ids" not in summary
+    with open(os.path.join(out, "cq_train.json")) as fh:
+        report = json.load(fh)
+    first12 = [orjson.loads(line)["id"] for line in open(QUESTIONS)][:12]
+    assert len(report["holdout_ids"]) == 4 and set(report["holdout_ids"]) <= set(first12)
+    assert report["config"]["max_length"] == 16 and report["config"]["select"] == "auroc"
+    result = runner.invoke(cli, ["detect", "--method", "classifier", "--model", out, "--passages", "0"],
+                           input=(FIXTURES / "questions.jsonl").read_text().splitlines()[0] + "\n")
+    assert result.exit_code == 0, result.stderr
+    assert parse_jsonl(result.stdout)[0]["meta"]["detect"]["max_length"] == 16
+
+
+@pytest.mark.parametrize("args", [[], ["--dev", QUESTIONS, "--holdout", "2"]])
+def test_train_detect_needs_dev_or_holdout(runner, tmp_path, args):
+    result = runner.invoke(cli, ["train", "detect", "--train", QUESTIONS, "--out", str(tmp_path / "m"), *args])
+    assert result.exit_code == 1 and "--holdout" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_train_detect_holdout_too_large(runner, tmp_path):
+    result = runner.invoke(cli, ["train", "detect", "--train", QUESTIONS, "--limit", "5", "--holdout", "5",
+                                 "--out", str(tmp_path / "m")])
+    assert result.exit_code == 1 and "leaves no training records" in result.stderr
+
+
 def test_train_gen_cq_tiny_seq2seq(runner, tmp_path, tiny_seq2seq):  # noqa: F811
     out = str(tmp_path / "gencq")
     result = runner.invoke(cli, ["train", "gen-cq", "--model", tiny_seq2seq, "--train", QUESTIONS, "--dev", QUESTIONS,

@@ -13,8 +13,8 @@ def _common(default_lr: float, default_epochs: int, default_batch: int):
     return compose(
         click.option("--train", "train_path", required=True, type=click.Path(dir_okay=False),
                      help="Training records (JSONL from `cq convert ambignq train_light.json`)."),
-        click.option("--dev", "dev_path", required=True, type=click.Path(dir_okay=False),
-                     help="Dev records for early stopping / the report."),
+        click.option("--dev", "dev_path", type=click.Path(dir_okay=False), default=None,
+                     help="Dev records for early stopping / the report (detect: or use --holdout)."),
         click.option("--out", required=True, type=click.Path(file_okay=False), help="Directory to write the model to."),
         click.option("--epochs", type=click.IntRange(min=1), default=default_epochs, show_default=True),
         click.option("--batch-size", type=click.IntRange(min=1), default=default_batch, show_default=True),
@@ -42,7 +42,7 @@ def cli():
     \b
     Example:
       cq convert ambignq train_light.json > train.jsonl
-      cq train detect --train train.jsonl --dev dev.jsonl --out models/detect --max-seconds 600
+      cq train detect --train train.jsonl --holdout 1000 --out models/detect --max-seconds 1200
       cq detect --method classifier --model models/detect < dev.jsonl | cq score --task detect
     """
 
@@ -55,7 +55,7 @@ def _run(task: str, quiet: bool, **kwargs) -> None:
     kwargs.pop("dtype", None)
     cfg = TrainConfig(train=kwargs.pop("train_path"), dev=kwargs.pop("dev_path"), **kwargs)
     report = (train_detect if task == "detect" else train_gen_cq)(cfg)
-    summary = {k: v for k, v in report.items() if k not in ("history", "config")}
+    summary = {k: v for k, v in report.items() if k not in ("history", "config", "holdout_ids")}
     click.echo(json.dumps({"out": cfg.out, **summary}))
 
 
@@ -65,18 +65,29 @@ def _run(task: str, quiet: bool, **kwargs) -> None:
 @click.option("--eval-every", type=click.IntRange(min=1), default=None,
               help="Steps between dev evaluations (default: once per epoch).")
 @click.option("--patience", type=click.IntRange(min=1), default=3, show_default=True,
-              help="Dev evaluations without F1/accuracy improvement before stopping early.")
+              help="Dev evaluations without improvement (of --select) before stopping early.")
+@click.option("--holdout", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Early-stop on N --train records held out by a seeded draw (instead of --dev); "
+                   "their ids go into cq_train.json.")
+@click.option("--select", type=click.Choice(["f1", "auroc"]), default="f1", show_default=True,
+              help="Checkpoint metric on the early-stopping records: F1 at 0.5 (ties: accuracy) or AUROC "
+                   "(ties: F1).")
+@click.option("--max-length", type=click.IntRange(min=8), default=256, show_default=True,
+              help="Tokens per input (question [+ passages]); cq detect reuses the value saved with the model.")
 def detect_cmd(quiet, **kwargs):
     """Fine-tune an encoder as the ambiguity classifier (label: gold.ambiguous).
 
-    Keeps the checkpoint with the best dev F1 (ties: accuracy).
+    Keeps the checkpoint with the best early-stopping score (--select), measured either on
+    --dev or on --holdout N records taken out of --train.
 
     \b
     Example:
       cq convert ambignq train_light.json > train.jsonl
       cq convert ambignq dev_light.json > dev.jsonl
-      cq train detect --train train.jsonl --dev dev.jsonl --out models/detect --max-steps 300
-      cq detect --method classifier --model models/detect < dev.jsonl | cq score --task detect
+      cq train detect --train train.jsonl --holdout 1000 --passages 0 --max-length 48 \\
+        --batch-size 32 --select auroc --eval-every 50 --out models/detect --max-seconds 1200
+      cq detect --method classifier --model models/detect --passages 0 < dev.jsonl \\
+        | cq score --task detect --sweep
     """
     _run("detect", quiet, **kwargs)
 

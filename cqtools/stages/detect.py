@@ -60,8 +60,21 @@ def encode_pairs(tokenizer, pairs: list[tuple[str, str | None]], max_length: int
                      return_tensors="pt")
 
 
+def trained_max_length(path: str) -> int:
+    """The ``max_length`` a ``cq train detect`` directory was trained with (its cq_train.json), else MAX_LENGTH."""
+    import json
+    import os
+
+    try:
+        with open(os.path.join(path, "cq_train.json")) as fh:
+            return int(json.load(fh)["config"].get("max_length") or MAX_LENGTH)
+    except (OSError, ValueError, KeyError, TypeError):
+        return MAX_LENGTH
+
+
 class SequenceClassifier:
-    """A model dir written by ``cq train detect`` (any AutoModelForSequenceClassification, 2 labels)."""
+    """A model dir written by ``cq train detect`` (any AutoModelForSequenceClassification, 2 labels);
+    inputs are cut to the length it was trained with."""
 
     def __init__(self, path: str, device: str = "cpu"):
         import torch
@@ -77,13 +90,14 @@ class SequenceClassifier:
             raise ResourceError(f"{path} has {self.model.config.num_labels} labels; --method classifier needs 2 "
                                 "(not ambiguous, ambiguous)")
         self.device = device
+        self.max_length = trained_max_length(path)
         self._torch = torch
 
     def predict(self, pairs: list[tuple[str, str | None]], batch_size: int = 32) -> list[float]:
         torch = self._torch
         out: list[float] = []
         for start in range(0, len(pairs), batch_size):
-            enc = encode_pairs(self.tokenizer, pairs[start:start + batch_size]).to(self.device)
+            enc = encode_pairs(self.tokenizer, pairs[start:start + batch_size], self.max_length).to(self.device)
             with torch.inference_mode():
                 probs = torch.softmax(self.model(**enc).logits.float(), dim=-1)[:, 1]
             out.extend(float(p) for p in probs)
@@ -104,7 +118,7 @@ def classifier_detector(model: str | None, n_passages: int, threshold: float, de
         return clf.predict([classifier_text(r, n_passages) for r in records])
 
     info = {"method": "classifier", "model": resolved.name, "source": resolved.source, "passages": n_passages,
-            "max_length": MAX_LENGTH, "threshold": threshold, "device": dev}
+            "max_length": clf.max_length, "threshold": threshold, "device": dev}
     return Detector("classifier", score, threshold, info)
 
 

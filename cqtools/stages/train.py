@@ -5,8 +5,9 @@ train with a fixed seed, evaluate on dev, keep the best checkpoint and write it 
 tokenizer and a ``cq_train.json`` report to ``out``:
 
 * detect: an encoder + 2-label head (AutoModelForSequenceClassification) on
-  "question [SEP] passages" with label ``gold.ambiguous``; early stop on dev F1 (ties: accuracy).
-  The directory is what ``cq detect --method classifier --model DIR`` loads.
+  "question [SEP] passages" with label ``gold.ambiguous``; early stop on dev F1 (ties: accuracy)
+  or dev AUROC, where "dev" is either a separate file or a seeded slice held out of the training
+  records (``holdout``). The directory is what ``cq detect --method classifier --model DIR`` loads.
 * gen-cq: a generator on silver CQs built by ``from-dqs`` from gold DQs of the ambiguous
   records (seq2seq when the model is encoder-decoder, else a causal LM with the loss on the CQ
   only); dev CQ metrics against the dev silver CQs (or gold.cq where the records carry one).
@@ -36,7 +37,7 @@ REPORT = "cq_train.json"
 @dataclass
 class TrainConfig:
     train: str
-    dev: str
+    dev: str | None
     model: str
     out: str
     epochs: int = 3
@@ -50,6 +51,9 @@ class TrainConfig:
     passages: int = 3
     eval_every: int | None = None   # steps between dev evaluations (default: once per epoch)
     patience: int = 3               # evaluations without improvement before stopping
+    holdout: int | None = None      # detect only: early-stop on N train records held out (instead of dev)
+    select: str = "f1"              # detect only: checkpoint metric, "f1" (ties: accuracy) or "auroc"
+    max_length: int = detect_stage.MAX_LENGTH  # detect only: tokens per input
     device: str = "auto"
     with_answers: str | None = None  # gen-cq only: None | "gold"
 
@@ -97,6 +101,14 @@ def batches(n: int, size: int, epochs: int, seed: int) -> Iterator[tuple[int, li
             yield epoch, order[start:start + size]
 
 
+def split_holdout(records: list[dict], n: int, seed: int) -> tuple[list[dict], list[dict]]:
+    """(train, held out): ``n`` records drawn with a seeded shuffle; both keep file order."""
+    if n >= len(records):
+        raise InputError(f"--holdout {n} leaves no training records (the file has {len(records)})")
+    held = set(random.Random(seed).sample(range(len(records)), n))
+    return ([r for i, r in enumerate(records) if i not in held], [r for i, r in enumerate(records) if i in held])
+
+
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
@@ -141,9 +153,18 @@ def train_detect(cfg: TrainConfig) -> dict:
     from ..models.backends import pick_device
     from ..models.resolve import resolve
 
+    if (cfg.dev is None) == (cfg.holdout is None):
+        raise InputError("train detect needs either --dev FILE or --holdout N (records held out of --train) "
+                         "for early stopping, not both")
+    if cfg.select not in ("f1", "auroc"):
+        raise InputError(f"select must be f1 or auroc, not {cfg.select!r}")
     seed_everything(cfg.seed)
     train = load_records(cfg.train, cfg.limit)
-    dev = load_records(cfg.dev, cfg.dev_limit)
+    if cfg.holdout is not None:
+        train, dev = split_holdout(train, cfg.holdout, cfg.seed)
+        dev = dev[:cfg.dev_limit] if cfg.dev_limit else dev
+    else:
+        dev = load_records(cfg.dev, cfg.dev_limit)
     y_train = [gold_label(r) for r in train]
     y_dev = [gold_label(r) for r in dev]
     x_train = [detect_stage.classifier_text(r, cfg.passages) for r in train]
@@ -170,7 +191,7 @@ def train_detect(cfg: TrainConfig) -> dict:
         probs: list[float] = []
         with torch.inference_mode():
             for start in range(0, len(x_dev), 64):
-                enc = detect_stage.encode_pairs(tokenizer, x_dev[start:start + 64]).to(device)
+                enc = detect_stage.encode_pairs(tokenizer, x_dev[start:start + 64], cfg.max_length).to(device)
                 probs.extend(torch.softmax(model(**enc).logits.float(), -1)[:, 1].tolist())
         model.train()
         scores = confusion(y_dev, [p > 0.5 for p in probs])
@@ -181,13 +202,22 @@ def train_detect(cfg: TrainConfig) -> dict:
     best_state = None
     history = []
     bad_evals = step = 0
+    stopped = "done"
     losses: list[float] = []
+
+    def key(scores: dict) -> tuple:
+        if cfg.select == "auroc":
+            return (scores["auroc"] if scores["auroc"] is not None else -1.0, scores["f1"])
+        return (scores["f1"], scores["accuracy"])
+
     model.train()
-    log.info("train detect: %d train / %d dev records, %d steps at most, device %s", len(train), len(dev), total, device)
+    log.info("train detect: %d train / %d %s records, %d steps at most, device %s", len(train), len(dev),
+             "held-out train" if cfg.holdout is not None else "dev", total, device)
     for epoch, idx in batches(len(train), cfg.batch_size, cfg.epochs, cfg.seed):
         if budget.spent(step):
+            stopped = "budget"
             break
-        enc = detect_stage.encode_pairs(tokenizer, [x_train[i] for i in idx]).to(device)
+        enc = detect_stage.encode_pairs(tokenizer, [x_train[i] for i in idx], cfg.max_length).to(device)
         labels = torch.tensor([int(y_train[i]) for i in idx], device=device)
         loss = model(**enc, labels=labels).loss
         loss.backward()
@@ -201,10 +231,10 @@ def train_detect(cfg: TrainConfig) -> dict:
             scores = evaluate()
             history.append({"step": step, "epoch": epoch, "loss": sum(losses[-eval_every:]) / len(losses[-eval_every:]),
                             **{k: scores[k] for k in ("accuracy", "precision", "recall", "f1", "auroc")}})
-            log.info("step %d: loss %.3f dev F1 %.3f acc %.3f", step, history[-1]["loss"], scores["f1"],
-                     scores["accuracy"])
-            key = (scores["f1"], scores["accuracy"])
-            if best is None or key > (best["f1"], best["accuracy"]):
+            log.info("step %d (%.0f s): loss %.3f dev F1 %.3f acc %.3f AUROC %s", step, budget.elapsed(),
+                     history[-1]["loss"], scores["f1"], scores["accuracy"],
+                     "-" if scores["auroc"] is None else f"{scores['auroc']:.3f}")
+            if best is None or key(scores) > key(best):
                 best = {**history[-1]}
                 best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
                 bad_evals = 0
@@ -212,6 +242,7 @@ def train_detect(cfg: TrainConfig) -> dict:
                 bad_evals += 1
                 if bad_evals >= cfg.patience:
                     log.info("early stop: no dev improvement in %d evaluations", bad_evals)
+                    stopped = "early stop"
                     break
     if best is None:  # no step was taken (empty budget)
         best = {"step": 0, **evaluate()}
@@ -221,9 +252,12 @@ def train_detect(cfg: TrainConfig) -> dict:
     model.save_pretrained(cfg.out)
     tokenizer.save_pretrained(cfg.out)
     report = {"task": "detect", "config": asdict(cfg), "base_model": resolved.describe(), "device": device,
-              "steps": step, "train_seconds": round(budget.elapsed(), 1), "peak_rss_mb": round(peak_rss_mb()),
-              "train_records": len(train), "train_ambiguous": sum(y_train), "dev_records": len(dev),
-              "best": best, "history": history}
+              "steps": step, "stopped": stopped, "train_seconds": round(budget.elapsed(), 1),
+              "peak_rss_mb": round(peak_rss_mb()), "train_records": len(train), "train_ambiguous": sum(y_train),
+              "dev_records": len(dev), "dev_ambiguous": sum(y_dev),
+              "dev_source": "holdout" if cfg.holdout is not None else "dev", "best": best, "history": history}
+    if cfg.holdout is not None:
+        report["holdout_ids"] = [r.get("id") for r in dev]
     _write_report(cfg.out, report)
     return report
 
@@ -288,6 +322,8 @@ def train_gen_cq(cfg: TrainConfig) -> dict:
     from ..models.backends import _gguf_to_safetensors, load_generator, pick_device
     from ..models.resolve import resolve
 
+    if cfg.dev is None:
+        raise InputError("train gen-cq needs --dev FILE")
     seed_everything(cfg.seed)
     train = silver_examples(load_records(cfg.train, cfg.limit), cfg.passages, cfg.with_answers)
     dev = silver_examples(load_records(cfg.dev, cfg.dev_limit), cfg.passages, cfg.with_answers)
