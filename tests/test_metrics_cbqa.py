@@ -40,8 +40,8 @@ def test_exact_matches_tied_by_option():
     assert exact_matches(GOLD_CQ, GOLD, preds) == [1, 0]
     # options name the gold option, whatever their order
     assert exact_matches(GOLD_CQ, GOLD, [{"text": "joaquin phoenix", "option": "joker"}]) == [1]
-    # an option that is no gold option: tied to the gold option at the same position
-    assert exact_matches(GOLD_CQ, GOLD, [{"text": "Heath Ledger", "option": "Dark Knight film"}]) == [1]
-    # beyond the gold answer sets: 0; no option: not tied
-    assert exact_matches(GOLD_CQ, GOLD, [{"text": "a", "option": "x"}] * 3) == [0, 0, 0]
+    # an option that is no gold option (a generated CQ's) is not tied: no EM, whatever its position
+    assert exact_matches(GOLD_CQ, GOLD, [{"text": "Heath Ledger", "option": "Dark Knight film"}]) == []
+    # a gold option without a gold answer set scores 0; no option: not tied
+    assert exact_matches(GOLD_CQ, GOLD[:1], [{"text": "Joaquin Phoenix", "option": "Joker"}]) == [0]
     assert exact_matches(GOLD_CQ, GOLD, [{"text": "Heath Ledger"}]) == []

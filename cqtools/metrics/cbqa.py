@@ -49,20 +49,23 @@ def answers_overlap(gold_sets: Sequence[Sequence[str]], preds: Sequence[str]) ->
 def exact_matches(gold_cq: str, gold_sets: Sequence[Sequence[str]], preds: Sequence[dict]) -> list[int]:
     """EM of the predictions tied to a gold option (AskCQ's "gold" setting).
 
-    Only predictions carrying ``option`` are tied (the others return nothing). The k-th of them
-    is tied to the gold option it names when that string (normalised) is an option of the
-    parsed gold CQ, else to the gold option at the same position k; its gold answer set is
-    ``gold_sets`` at that option's index. EM = 1 when the normalised prediction is among the
-    set's normalised aliases; a position with no gold answer set scores 0.
+    A prediction is tied when its ``option`` (normalised) is an option of the parsed gold CQ, as
+    when the gold CQ itself was answered; predictions for other options (a generated CQ's) are
+    not tied and return nothing, so EM never pairs answers with unrelated gold options. The gold
+    answer set is ``gold_sets`` at the tied option's index. EM = 1 when the normalised prediction
+    is among that set's normalised aliases; an option with no gold answer set scores 0.
     """
     _, options = parse_cq(gold_cq)
     index = {}
     for i, option in enumerate(options):
         index.setdefault(normalize_answer(option), i)
-    tied = [p for p in preds if p.get("option") is not None]
     ems = []
-    for k, pred in enumerate(tied):
-        i = index.get(normalize_answer(str(pred["option"])), k)
+    for pred in preds:
+        if pred.get("option") is None:
+            continue
+        i = index.get(normalize_answer(str(pred["option"])))
+        if i is None:
+            continue
         if i >= len(gold_sets):
             ems.append(0)
             continue
