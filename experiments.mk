@@ -103,7 +103,7 @@ $(EXP)/ambignq.e2e.jsonl: $(EXP)/ambignq.det.llm.jsonl
 $(S)/ambignq.e2e.json: $(EXP)/ambignq.e2e.jsonl
 	$(call score,cbqa,)
 
-ASKCQ := $(foreach m,llm answers always never,$(S)/ambignq.det.$(m).json) \
+ASKCQ := $(foreach m,llm classifier answers always never,$(S)/ambignq.det.$(m).json) \
          $(foreach m,llm zeroshot fromdqs,$(S)/ambignq.cq.$(m).json $(S)/ambignq.cqa.$(m).json) \
          $(S)/ambignq.e2e.json $(S)/ambignq.ret.bm25.retrieval.json $(S)/ambignq.ret.dense.retrieval.json \
          $(S)/ambignq.ret.hybrid.retrieval.json

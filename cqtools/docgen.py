@@ -6,12 +6,15 @@ import click
 from .cli import cli
 
 
-def _help(command: click.Command, path: list[str]) -> list[str]:
-    ctx = click.Context(command, info_name=" ".join(path), max_content_width=100, terminal_width=100)
+def _help(command: click.Command, path: list[str], parent: click.Context | None = None) -> list[str]:
+    """Help as `cq ... --help` prints it: the root context takes the group's context_settings
+    (-h, widths) and every subcommand's context inherits from its parent's."""
+    settings = command.context_settings if parent is None else {}
+    ctx = click.Context(command, info_name=path[-1], parent=parent, **settings)
     out = [f"## `{' '.join(path)}`", "", "```", command.get_help(ctx).rstrip(), "```", ""]
     if isinstance(command, click.Group):
         for name in command.list_commands(ctx):
-            out += _help(command.get_command(ctx, name), path + [name])
+            out += _help(command.get_command(ctx, name), path + [name], ctx)
     return out
 
 

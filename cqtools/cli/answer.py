@@ -24,6 +24,10 @@ DEFAULT_RERANKER = "cross-encoder/ms-marco-MiniLM-L-12-v2"  # = stages.rerank.DE
 @click.option("--passage-chars", type=click.IntRange(min=50), default=600, show_default=True,
               help="Each passage's text is cut to this many characters in the prompt.")
 @click.option("--max-new-tokens", type=click.IntRange(min=1), default=16, show_default=True)
+@click.option("--grounding", type=click.Choice(["span", "none"]), default="span", show_default=True,
+              help="single/cq: snap each answer to the passage span it best matches, or, when the generation is "
+                   "unusable, take the span the reader scores highest (answers record which was used); "
+                   "multi: snap only. none: answers as generated.")
 @click.option("--selected", is_flag=True,
               help="--mode cq: answer only the record's \"selected_option\" (set by a user or an oracle).")
 @click.option("--reranker", default=DEFAULT_RERANKER, show_default=True, envvar="CQ_MODEL_RERANKER",
@@ -39,9 +43,9 @@ DEFAULT_RERANKER = "cross-encoder/ms-marco-MiniLM-L-12-v2"  # = stages.rerank.DE
 @click.option("--verify-threshold", type=float, default=-8.0, show_default=True,
               help="With --verify, answers scoring below this summed log-probability are dropped.")
 @compose(batch_option, device_options, seed_option, stream_options, scale_options)
-def cli(mode, model, kind, n_passages, passage_chars, max_new_tokens, selected, reranker, rerank_depth,
+def cli(mode, model, kind, n_passages, passage_chars, max_new_tokens, grounding, selected, reranker, rerank_depth,
         round_trip, max_rounds, verify, verify_threshold, device, dtype, seed, **kwargs):
-    """Add "answers": [{text, option?, question?, verify_score?}] read from "passages".
+    """Add "answers": [{text, grounding, generated?, option?, question?, verify_score?}] read from "passages".
 
     \b
     Examples:
@@ -56,8 +60,8 @@ def cli(mode, model, kind, n_passages, passage_chars, max_new_tokens, selected, 
     if selected and mode != "cq":
         raise click.UsageError("--selected needs --mode cq")
     config = AnswerConfig(mode=mode, passages=n_passages, passage_chars=passage_chars,
-                          max_new_tokens=max_new_tokens, selected=selected, rerank_depth=rerank_depth,
-                          round_trip=round_trip, max_rounds=max_rounds, verify=verify,
+                          max_new_tokens=max_new_tokens, grounding=grounding, selected=selected,
+                          rerank_depth=rerank_depth, round_trip=round_trip, max_rounds=max_rounds, verify=verify,
                           verify_threshold=verify_threshold, batch_size=kwargs["batch_size"])
     spec = spec_from(kwargs, required=("question",), desc="answer")
     set_seed(seed)

@@ -537,6 +537,9 @@ class ASQATask(Task):
             out["disambig_f1"] = _pct(safe_div(s["disambig_f1"], s["n_disambig"])) if s["n_disambig"] else None
             out["dr"] = m_asqa.dr_score(out["disambig_f1"], out["rouge_l"])
             out["reader"] = self.reader.name
+            if self.reader.generative is not None:
+                self.notes.append(f"disambig_f1/dr: read by {self.reader.name}, {self.reader.kind}: not the "
+                                  f"papers' RoBERTa-large SQuAD 2.0 reader, so not comparable with their D-F1/DR")
         if s["with_dqs"]:
             out["answer_f1"] = _pct(safe_div(s["answer_f1"], self.n))
         else:
@@ -835,15 +838,17 @@ class BertScore:
 
 
 class Reader:
-    """Extractive reader (a transformers ``question-answering`` pipeline) for Disambig-F1.
-
-    A model that cannot be resolved, or that has no question-answering head, leaves ``error``
-    set and Disambig-F1/DR null (never a silent 0).
+    """Reader for Disambig-F1: an extractive model (a transformers ``question-answering``
+    pipeline), or else a generative one through `cq answer`'s own reader (span-grounded, with the
+    long answer as its only passage; ``kind`` says which). A model that cannot be resolved or
+    loaded leaves ``error`` set and Disambig-F1/DR null (never a silent 0).
     """
 
     def __init__(self, name: str, device: str, batch_size: int):
         self.name, self.device, self.batch_size = name, device, batch_size
         self.pipe = None
+        self.generative = None
+        self.kind: str | None = None
         self.error: str | None = None
 
     def _load(self) -> None:
@@ -856,18 +861,32 @@ class Reader:
             return
         from transformers import AutoConfig, pipeline
 
-        architectures = getattr(AutoConfig.from_pretrained(resolved.path), "architectures", None) or []
+        architectures = [] if resolved.fmt == "gguf" else (
+            getattr(AutoConfig.from_pretrained(resolved.path), "architectures", None) or [])
         if not any(a.endswith("ForQuestionAnswering") for a in architectures):
-            self.error = (f"reader {self.name} has no question-answering head ({', '.join(architectures) or 'none'});"
-                          f" pass an extractive QA model, e.g. deepset/roberta-large-squad2")
+            generative = resolved.fmt == "gguf" or any(a.endswith(("ForCausalLM", "ForConditionalGeneration"))
+                                                       for a in architectures)
+            if not generative:
+                self.error = (f"reader {self.name} is neither an extractive QA model nor a generator "
+                              f"({', '.join(architectures) or 'no architecture'}); pass e.g. "
+                              f"deepset/roberta-large-squad2")
+                return
+            from ..models.backends import load_generator
+            from .answer import AnswerConfig
+            from .answer import Reader as AnswerReader
+
+            config = AnswerConfig(mode="single", passages=1, passage_chars=4000, batch_size=self.batch_size)
+            self.generative = AnswerReader(load_generator(self.name, self.device), config)
+            self.kind = "generative (cq answer reader, span-grounded)"
             return
+        self.kind = "extractive"
         device = _device(self.device)
         self.pipe = pipeline("question-answering", model=resolved.path, tokenizer=resolved.path,
                              device=0 if device == "cuda" else -1)
         log.info("reader: %s", resolved.describe())
 
     def answer(self, questions: list[str], contexts: list[str]) -> list[str] | None:
-        if self.pipe is None and self.error is None:
+        if self.pipe is None and self.generative is None and self.error is None:
             self._load()
             if self.error:
                 log.warning("%s", self.error)
@@ -875,6 +894,15 @@ class Reader:
             return None
         answers = [""] * len(questions)
         todo = [i for i, c in enumerate(contexts) if c.strip()]
+        if todo and self.generative is not None:
+            from .answer import Question
+
+            asked = [Question(n, questions[i], [{"id": "long_answer", "title": "", "text": contexts[i],
+                                                  "score": 0.0, "rank": 1}])
+                     for n, i in enumerate(todo)]
+            for i, found in zip(todo, self.generative.ask(asked, multi=False)):
+                answers[i] = found[0]["text"] if found else ""
+            return answers
         if todo:
             results = self.pipe(question=[questions[i] for i in todo], context=[contexts[i] for i in todo],
                                 batch_size=self.batch_size)
