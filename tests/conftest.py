@@ -54,3 +54,45 @@ def shared_data() -> Path:
     if not SHARED.is_dir():
         pytest.skip(f"real data not found at {SHARED} (set CQ_SHARED_DATA); skipping")
     return SHARED
+
+
+def _save_tiny_model(out: str, build) -> str:
+    """A randomly initialised tiny model with the MiniLM tokenizer, built locally (never downloaded).
+    ``build(tokenizer)`` returns the model; seeded so every run builds the same weights."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from cqtools.models.resolve import resolve
+    from cqtools.stages.train import keep_model_inputs
+
+    tok = AutoTokenizer.from_pretrained(resolve("sentence-transformers/all-MiniLM-L6-v2", announce=False).path)
+    torch.manual_seed(0)
+    model = build(tok)
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    keep_model_inputs(out, model)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_seq2seq(tmp_path_factory) -> str:
+    """A random, tiny BART (offline stand-in for a fine-tuned seq2seq generator)."""
+    from transformers import BartConfig, BartForConditionalGeneration
+
+    return _save_tiny_model(str(tmp_path_factory.mktemp("tinybart")), lambda tok: BartForConditionalGeneration(
+        BartConfig(vocab_size=len(tok), d_model=32, encoder_layers=1, decoder_layers=1,
+                   encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
+                   decoder_ffn_dim=64, max_position_embeddings=512, pad_token_id=tok.pad_token_id,
+                   bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id,
+                   decoder_start_token_id=tok.cls_token_id, forced_eos_token_id=None)))
+
+
+@pytest.fixture(scope="session")
+def tiny_causal(tmp_path_factory) -> str:
+    """A random, tiny Llama (no eos token: [SEP] ends the CQ)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    return _save_tiny_model(str(tmp_path_factory.mktemp("tinyllama")), lambda tok: LlamaForCausalLM(
+        LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                    num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=1024,
+                    pad_token_id=tok.pad_token_id, bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id)))

@@ -101,30 +101,6 @@ def test_option_misuse_is_a_usage_error(runner, questions_text):
     assert result.exit_code == 2 and "--with-answers" in result.stderr
 
 
-@pytest.fixture(scope="module")
-def tiny_seq2seq(tmp_path_factory):
-    """A random, tiny BART with the MiniLM tokenizer, built locally (never downloaded)."""
-    import torch
-    from transformers import AutoTokenizer, BartConfig, BartForConditionalGeneration
-
-    from cqtools.models.resolve import resolve
-    from cqtools.stages.train import keep_model_inputs
-
-    out = str(tmp_path_factory.mktemp("tinybart"))
-    tok = AutoTokenizer.from_pretrained(resolve("sentence-transformers/all-MiniLM-L6-v2", announce=False).path)
-    config = BartConfig(vocab_size=len(tok), d_model=32, encoder_layers=1, decoder_layers=1,
-                        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
-                        decoder_ffn_dim=64, max_position_embeddings=512, pad_token_id=tok.pad_token_id,
-                        bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id,
-                        decoder_start_token_id=tok.cls_token_id, forced_eos_token_id=None)
-    torch.manual_seed(0)
-    model = BartForConditionalGeneration(config)
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
-    keep_model_inputs(out, model)
-    return out
-
-
 def test_seq2seq_with_answers(runner, questions, tiny_seq2seq):
     records = [dict(q, passages=[{"id": "p", "title": "T", "text": "some text"}]) for q in questions[:3]]
     result = gen(runner, jsonl(records), "--method", "seq2seq", "--model", tiny_seq2seq, "--with-answers", "gold",

@@ -8,7 +8,6 @@ import pytest
 from cqtools.cli import cli
 
 from .conftest import FIXTURES, jsonl, parse_jsonl
-from .test_gen_cq import tiny_seq2seq  # noqa: F401  (module fixture reused)
 
 QUESTIONS = str(FIXTURES / "questions.jsonl")
 
@@ -91,7 +90,7 @@ def test_train_detect_holdout_too_large(runner, tmp_path):
     assert result.exit_code == 1 and "leaves no training records" in result.stderr
 
 
-def test_train_gen_cq_tiny_seq2seq(runner, tmp_path, tiny_seq2seq):  # noqa: F811
+def test_train_gen_cq_tiny_seq2seq(runner, tmp_path, tiny_seq2seq):
     out = str(tmp_path / "gencq")
     result = runner.invoke(cli, ["train", "gen-cq", "--model", tiny_seq2seq, "--train", QUESTIONS, "--dev", QUESTIONS,
                                  "--out", out, "--max-steps", "2", "--batch-size", "4", "--dev-limit", "6"])
@@ -116,28 +115,6 @@ def test_train_needs_gold_labels(runner, tmp_path):
     path.write_text(jsonl([{"id": "n1", "question": "q"}]))
     result = runner.invoke(cli, ["train", "detect", "--train", str(path), "--dev", str(path), "--out", str(tmp_path / "m")])
     assert result.exit_code == 1 and "gold.ambiguous" in result.stderr and "Traceback" not in result.stderr
-
-
-@pytest.fixture(scope="module")
-def tiny_causal(tmp_path_factory):
-    """A random, tiny Llama with the MiniLM tokenizer (no eos token: [SEP] ends the CQ)."""
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-
-    from cqtools.models.resolve import resolve
-    from cqtools.stages.train import keep_model_inputs
-
-    out = str(tmp_path_factory.mktemp("tinyllama"))
-    tok = AutoTokenizer.from_pretrained(resolve("sentence-transformers/all-MiniLM-L6-v2", announce=False).path)
-    config = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=1024,
-                         pad_token_id=tok.pad_token_id, bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id)
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(config)
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
-    keep_model_inputs(out, model)
-    return out
 
 
 def test_train_gen_cq_tiny_causal(runner, tmp_path, tiny_causal):

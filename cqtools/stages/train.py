@@ -91,6 +91,18 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def optimizer_step(loss, model, opt, sched) -> float:
+    """One update shared by every training loop: backward, clip to norm 1, step, schedule, zero."""
+    import torch
+
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    sched.step()
+    opt.zero_grad()
+    return loss.item()
+
+
 def batches(n: int, size: int, epochs: int, seed: int) -> Iterator[tuple[int, list[int]]]:
     """(epoch, indices) for every step: a fresh seeded shuffle each epoch."""
     rng = random.Random(seed)
@@ -219,14 +231,8 @@ def train_detect(cfg: TrainConfig) -> dict:
             break
         enc = detect_stage.encode_pairs(tokenizer, [x_train[i] for i in idx], cfg.max_length).to(device)
         labels = torch.tensor([int(y_train[i]) for i in idx], device=device)
-        loss = model(**enc, labels=labels).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        opt.zero_grad()
+        losses.append(optimizer_step(model(**enc, labels=labels).loss, model, opt, sched))
         step += 1
-        losses.append(loss.item())
         if step % eval_every == 0 or budget.spent(step) or step == total:
             scores = evaluate()
             history.append({"step": step, "epoch": epoch, "loss": sum(losses[-eval_every:]) / len(losses[-eval_every:]),
@@ -377,14 +383,8 @@ def train_gen_cq(cfg: TrainConfig) -> dict:
         if budget.spent(step):
             break
         batch = {k: v.to(device) for k, v in encode([train[i] for i in idx]).items()}
-        loss = model(**batch).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        opt.zero_grad()
+        losses.append(optimizer_step(model(**batch).loss, model, opt, sched))
         step += 1
-        losses.append(loss.item())
         if step % 10 == 0:
             log.info("step %d: loss %.3f", step, sum(losses[-10:]) / len(losses[-10:]))
     os.makedirs(cfg.out, exist_ok=True)
