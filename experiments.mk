@@ -149,7 +149,7 @@ $(EXP)/asqa.toc.tree.%.jsonl: $(EXP)/asqa.rr.%.jsonl
 $(EXP)/asqa.toc.prune.%.jsonl: $(EXP)/asqa.rr.%.jsonl
 	$(call run,$(CQ) disambiguate --method rac --tree --prune $(LLM) | $(CQ) answer --mode long $(LLM))
 $(S)/asqa.toc.%.json: $(EXP)/asqa.toc.%.jsonl
-	$(call score,asqa,)
+	$(call score,asqa,--reader $(MODEL_LLM) --device $(DEVICE))
 exp-toc: $(foreach v,rac tree prune,$(S)/asqa.toc.$(v).bm25.json) $(S)/asqa.toc.rac.dense.json \
          $(S)/asqa.toc.rac.hybrid.json $(foreach m,bm25 dense hybrid,$(S)/asqa.ret.$(m).retrieval.json)
 
