@@ -21,13 +21,15 @@ DEFAULT_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 def load_encoder(name: str, device: str = "cpu"):
-    model = resolve(name)
+    """(resolved model, encoder) for dense retrieval: the model layer's cached bi-encoder, restricted
+    to sentence-transformers models (the index manifest records which one built the vectors)."""
+    from ..models.backends import load_encoder as load_bi_encoder
+
+    model = resolve(name, announce=False)
     if model.fmt not in ("sentence-transformers", "hf"):
         raise ResourceError(f"dense encoder {name} resolved to a {model.fmt} copy; pass a sentence-transformers "
                             f"model (a hub id or a local directory)")
-    from sentence_transformers import SentenceTransformer
-
-    return model, SentenceTransformer(model.path, device=None if device == "auto" else device)
+    return model, load_bi_encoder(name, device)
 
 
 def build_dense(passages: Iterable[dict], out_dir: str, encoder: str, batch_size: int = 256,
