@@ -78,7 +78,13 @@ def test_cq_gold_scores_100_and_shuffled_less():
     assert (gold["n"], gold["missing"], gold["skipped"]) == (18, 0, 12)
     for key in ("bleu", "options_precision", "options_recall", "options_f1", "category_em", "category_bleu1"):
         assert gold[key] == pytest.approx(100.0), key
-    assert gold["avg_options"] == gold["avg_gold_options"] == pytest.approx(2.5)
+    # AskCQ's parser (the default) reads "A or B" as one option; cq's splits it
+    assert gold["avg_options"] == gold["avg_gold_options"] == pytest.approx(35 / 18, abs=1e-4)
+    assert gold["variant"] == {"cq_parser": "askcq", "matcher": "difflib"}
+    own = summary(run(["score", "--task", "cq", "--no-bertscore", "--cq-parser", "cq", "--matcher", "lcs"],
+                      with_gold_predictions(records)))
+    assert own["avg_options"] == own["avg_gold_options"] == pytest.approx(2.5)
+    assert own["options_f1"] == pytest.approx(100.0) and own["variant"] == {"cq_parser": "cq", "matcher": "lcs"}
     ambiguous = [r for r in records if r["gold"].get("cq")]
     shuffled = summary(run(["score", "--task", "cq", "--no-bertscore"],
                            with_gold_predictions(ambiguous, rotated(ambiguous))))

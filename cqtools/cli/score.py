@@ -46,15 +46,33 @@ def _ks(ctx, param, value):
 @click.option("--no-bertscore", is_flag=True, help="cq: skip BERTScore (no model is loaded).")
 @click.option("--reader", default=None, metavar="MODEL",
               help="asqa: extractive QA model for Disambig-F1 and DR (e.g. deepset/roberta-large-squad2); "
-                   "without it they are null. Env: CQ_MODEL_READER.", envvar="CQ_MODEL_READER")
+                   "without it they are null. Env: CQ_MODEL_SCORE_READER.", envvar="CQ_MODEL_SCORE_READER")
+@click.option("--cq-parser", type=click.Choice(["askcq", "cq"]), default="askcq", show_default=True,
+              help="cq, cbqa: AskCQ's released CQ parser (splits on ',' and ', or' only, keeps quotes and the "
+                   "category as written) or cq's (also ' or ', unquotes, trims).")
+@click.option("--matcher", type=click.Choice(["difflib", "lcs"]), default="difflib", show_default=True,
+              help="cq, cbqa: partial-match length: difflib's SequenceMatcher as AskCQ ships it (autojunk on "
+                   "for 200+ characters) or the exact longest common substring.")
+@click.option("--unique-answers", type=click.Choice(["dataset", "question"]), default="dataset",
+              show_default=True,
+              help="cbqa: avg_unique_answers = distinct answers over the whole input / questions (AskCQ) or "
+                   "the mean of distinct answers per question.")
+@click.option("--str-em", "str_em", type=click.Choice(["asqa", "cq"]), default="asqa", show_default=True,
+              help="asqa: a short answer that normalises to '' counts as found (ASQA's scorer) or is ignored.")
+@click.option("--ac-average", type=click.Choice(["record", "cluster"]), default="record", show_default=True,
+              help="retrieval: AC@k averaged over records, or over all gold answer clusters (micro; "
+                   "what docs/benchmarks/retrieve.md reports).")
 @compose(batch_option, device_options, stream_options)
 def cli(task, fmt, per_record, plot, ks, lam, threshold, sweep, tokenizer, bertscore_model, no_bertscore,
-        reader, batch_size, device, dtype, on_error, quiet):
+        reader, cq_parser, matcher, unique_answers, str_em, ac_average, batch_size, device, dtype, on_error, quiet):
     """Score predicted records against their gold; print a summary on stdout.
 
     Reads records (predictions plus the "gold" key of `cq convert`) on stdin. A record
     without the prediction a task needs scores 0 and is counted in "missing"; records whose
     gold lacks what the task needs are skipped and counted in "notes". Scores are percentages.
+    Defaults reproduce the papers' released scorers; "variant" in the summary names the
+    options that select cq's own alternatives (--cq-parser, --matcher, --unique-answers,
+    --str-em, --ac-average).
 
     \b
     Tasks: detect (accuracy, P/R/F1, AUROC), cq (BLEU, BERTScore, category, options),
@@ -79,10 +97,11 @@ def cli(task, fmt, per_record, plot, ks, lam, threshold, sweep, tokenizer, berts
         task=task, ks=ks, lam=lam, tokenizer=tokenizer,
         bertscore_model=None if no_bertscore else (bertscore_model or DEFAULT_BERTSCORE_MODEL),
         bertscore_required=bertscore_model is not None, reader=reader, sweep=sweep, threshold=threshold,
-        device=device, batch_size=batch_size)
+        device=device, batch_size=batch_size, cq_parser=cq_parser, matcher=matcher, unique_answers=unique_answers,
+        str_em=str_em, ac_average=ac_average)
     skipped = Skipped()
     records = read_records(sys.stdin.buffer, ("question",), on_error, skipped)
-    out = open(per_record, "wb") if per_record else None
+    out = _open_output(per_record) if per_record else None
     try:
         result = score_records(records, opts, on_row=(lambda row: out.write(dumps(row))) if out else None)
     finally:
@@ -97,6 +116,19 @@ def cli(task, fmt, per_record, plot, ks, lam, threshold, sweep, tokenizer, berts
         sys.stdout.buffer.write(orjson.dumps(_rounded(summary)) + b"\n")
     else:
         click.echo(format_table(summary))
+
+
+def _open_output(path: str):
+    """Open ``--per-record FILE`` for writing, creating its parent directories."""
+    import os
+
+    from ..errors import CQError
+
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        return open(path, "wb")
+    except OSError as err:
+        raise CQError(f"--per-record {path}: cannot write it ({err.strerror}); pass a writable path") from None
 
 
 def _rounded(value):

@@ -29,11 +29,15 @@ def rouge_lsum(prediction: str, references: Sequence[str], scorer, split_sentenc
                default=0.0)
 
 
-def str_em(long_answer: str, answer_sets: Sequence[Sequence[str]]) -> float | None:
-    """Share of QA pairs with any short answer in the long answer (None without QA pairs)."""
+def str_em(long_answer: str, answer_sets: Sequence[Sequence[str]], count_empty: bool = True) -> float | None:
+    """Share of QA pairs with any short answer in the long answer (None without QA pairs).
+
+    ``count_empty`` (ASQA's ``_exact_presence``, the default): a short answer that normalises to
+    "" ("The") is found in every long answer; False ignores such answers (``--str-em cq``).
+    """
     if not answer_sets:
         return None
-    return sum(any_alias_in(aliases, long_answer) for aliases in answer_sets) / len(answer_sets)
+    return sum(any_alias_in(aliases, long_answer, count_empty) for aliases in answer_sets) / len(answer_sets)
 
 
 def disambig_f1(reader_answers: Sequence[str], answer_sets: Sequence[Sequence[str]]) -> float | None:

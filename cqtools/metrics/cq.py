@@ -1,24 +1,38 @@
 """Clarifying-question metrics (AskCQ Task 2): CQ parsing, options partial match, category.
 
-A CQ reads "Which [category]: A, B, or C?". Parsing follows AskCQ's
-``parse_clarification_question``: split at the first ":" into the category and the option
-string; a CQ without ":" has category "invalid form" and the single option "invalid form".
-Options are separated by ", or ", ", " and " or "; the final "?" is dropped; an option in
-quotes ("A, B" or 'A or B') is kept whole and loses its quotes.
+A CQ reads "Which [category]: A, B, or C?". Two parsers (``--cq-parser``):
+
+* ``askcq`` (default) is AskCQ's released ``parse_clarification_question`` (CQDataset.py):
+  split at the first ":" (no ":": category and single option "invalid form"); the category is
+  kept as written (``"Which one :"`` gives ``"Which one "``); the option string is split on
+  ``", or"``, then on ``","``, and each piece loses spaces and "?" at both ends. So "A or B"
+  is one option, quotes stay, and empty pieces stay (``"Which one:?"`` has the option ``""``).
+* ``cq``: category trimmed; options separated by ", or ", ", " and " or "; the final "?"
+  dropped; an option in quotes ("A, B" or 'A or B') kept whole and unquoted; empty options
+  dropped.
 """
 from __future__ import annotations
 
 from typing import Sequence
 
-from .normalize import f1, longest_common_substring, safe_div
+from .normalize import MATCHERS, f1, safe_div
 
 INVALID = "invalid form"
 SEPARATORS = (", or ", ", ", " or ")  # longest first: ", or " must win over ", "
 QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019"}
+PARSERS = ("askcq", "cq")
 
 
-def parse_cq(text: str) -> tuple[str, list[str]]:
-    """``(category, options)`` of a clarifying question."""
+def parse_cq(text: str, parser: str = "cq") -> tuple[str, list[str]]:
+    """``(category, options)`` of a clarifying question, with the ``askcq`` or ``cq`` parser.
+
+    The default here is ``cq``, what the pipeline stages (gen-cq, answer, oracle) read CQs with;
+    scoring passes its ``--cq-parser`` (default ``askcq``) explicitly.
+    """
+    if parser == "askcq":
+        return parse_cq_askcq(text)
+    if parser != "cq":
+        raise ValueError(f"unknown CQ parser {parser!r}; use one of {', '.join(PARSERS)}")
     category, sep, option_string = text.partition(":")
     if not sep:
         return INVALID, [INVALID]
@@ -26,6 +40,14 @@ def parse_cq(text: str) -> tuple[str, list[str]]:
     if option_string.endswith("?"):
         option_string = option_string[:-1].rstrip()
     return category.strip(), split_options(option_string)
+
+
+def parse_cq_askcq(text: str) -> tuple[str, list[str]]:
+    """AskCQ's ``parse_clarification_question``, quirks included (see the module docstring)."""
+    category, sep, option_string = text.partition(":")
+    if not sep:
+        return INVALID, [INVALID]
+    return category, [option.strip(" ?") for part in option_string.split(", or") for option in part.split(",")]
 
 
 def _separator_at(text: str, i: int) -> str | None:
@@ -78,19 +100,22 @@ def _assignment_sums(p_scores: list[list[float]], r_scores: list[list[float]]) -
     return p_sum, float(r[rows, cols].sum())
 
 
-def options_overlap(gold: Sequence[str], pred: Sequence[str]) -> tuple[float, float]:
-    """Sums of matched precision and recall scores between gold and predicted options.
+def options_overlap(gold: Sequence[str], pred: Sequence[str], matcher: str = "difflib") -> tuple[float, float]:
+    """Sums of matched precision and recall scores between gold and predicted options
+    (AskCQ's ``count_overlap``).
 
-    Pair score: L = longest common substring (characters); precision L/len(pred),
-    recall L/len(gold). Both lists empty: (1, 1); exactly one empty: (0, 0).
+    Pair score: L = the ``matcher``'s match length in characters (``difflib``: SequenceMatcher's
+    longest match, gold first, as AskCQ; ``lcs``: the exact longest common substring);
+    precision L/len(pred), recall L/len(gold). Both lists empty: (1, 1); one empty: (0, 0).
     """
+    match = MATCHERS[matcher]
     if not gold and not pred:
         return 1.0, 1.0
     if not gold or not pred:
         return 0.0, 0.0
     p_scores, r_scores = [], []
     for g in gold:
-        lengths = [longest_common_substring(g, p) for p in pred]
+        lengths = [match(g, p) for p in pred]
         p_scores.append([safe_div(length, len(p)) for length, p in zip(lengths, pred)])
         r_scores.append([safe_div(length, len(g)) for length in lengths])
     return _assignment_sums(p_scores, r_scores)
@@ -106,14 +131,14 @@ def micro_prf(p_sum: float, r_sum: float, n_pred: int, n_gold: int) -> tuple[flo
     return precision, recall, f1(precision, recall)
 
 
-def score_record(gold_cq: str, pred_cq: str | None) -> dict:
+def score_record(gold_cq: str, pred_cq: str | None, parser: str = "askcq", matcher: str = "difflib") -> dict:
     """Per-record CQ scores; ``pred_cq`` None means no CQ was predicted (scores 0)."""
-    gold_category, gold_options = parse_cq(gold_cq)
+    gold_category, gold_options = parse_cq(gold_cq, parser)
     if pred_cq is None:
         pred_category, pred_options = None, []
     else:
-        pred_category, pred_options = parse_cq(pred_cq)
-    p_sum, r_sum = options_overlap(gold_options, pred_options)
+        pred_category, pred_options = parse_cq(pred_cq, parser)
+    p_sum, r_sum = options_overlap(gold_options, pred_options, matcher)
     n_pred, n_gold = max(len(pred_options), 1), max(len(gold_options), 1)
     precision, recall, f = micro_prf(p_sum, r_sum, n_pred, n_gold)
     return {

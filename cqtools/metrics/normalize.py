@@ -1,10 +1,11 @@
 """Answer normalisation and the string comparisons the released scorers build on."""
 from __future__ import annotations
 
+import difflib
 import re
 import string
 from collections import Counter
-from typing import Iterable
+from typing import Callable, Iterable
 
 _PUNCT = frozenset(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -19,11 +20,22 @@ def normalize_answer(text: str) -> str:
     return " ".join(text.split())
 
 
+def difflib_match(a: str, b: str) -> int:
+    """Size of ``difflib.SequenceMatcher(None, a, b).find_longest_match(0, len(a), 0, len(b))``,
+    what AskCQ's released ``CQ_evaluate.py`` calls with ``a`` = gold, ``b`` = prediction.
+
+    As shipped, autojunk on: when ``b`` has 200+ characters, every character occurring more than
+    ``len(b) // 100 + 1`` times in it is ignored, so the match is often shorter than the longest
+    common substring (:func:`longest_common_substring`).
+    """
+    return difflib.SequenceMatcher(None, a, b).find_longest_match(0, len(a), 0, len(b)).size
+
+
 def longest_common_substring(a: str, b: str) -> int:
     """Length in characters of the longest common contiguous substring of ``a`` and ``b``.
 
-    Exact dynamic programme; equals ``difflib.SequenceMatcher(None, a, b).find_longest_match``
-    (what AskCQ calls) for strings under 200 characters, where difflib's autojunk is off.
+    Exact dynamic programme (``--matcher lcs``); equals :func:`difflib_match` when ``b`` is
+    shorter than 200 characters, where difflib's autojunk is off.
     """
     if not a or not b:
         return 0
@@ -40,6 +52,10 @@ def longest_common_substring(a: str, b: str) -> int:
     return best
 
 
+Matcher = Callable[[str, str], int]
+MATCHERS: dict[str, Matcher] = {"difflib": difflib_match, "lcs": longest_common_substring}
+
+
 def token_f1(gold: str, pred: str) -> float:
     """SQuAD token F1 on normalised tokens (ASQA's ``_compute_f1``): both empty = 1, one = 0."""
     gold_toks = normalize_answer(gold).split() if gold else []
@@ -54,13 +70,14 @@ def token_f1(gold: str, pred: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def any_alias_in(aliases: Iterable[str], text: str) -> bool:
+def any_alias_in(aliases: Iterable[str], text: str, count_empty: bool = False) -> bool:
     """True when some normalised alias is a substring of the normalised ``text``.
 
-    Empty aliases (after normalisation) never count: ``"" in text`` is always true.
+    An alias that is empty after normalisation ("The", "!") is in every text; it counts only with
+    ``count_empty`` (what ASQA's released ``_exact_presence`` does), never by default.
     """
     norm_text = normalize_answer(text)
-    return any((n := normalize_answer(a)) and n in norm_text for a in aliases)
+    return any((n := normalize_answer(a)) in norm_text and (n or count_empty) for a in aliases)
 
 
 def f1(precision: float, recall: float) -> float:

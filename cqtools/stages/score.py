@@ -53,6 +53,16 @@ class ScoreOptions:
     threshold: float | None = None
     device: str = "auto"
     batch_size: int = 64
+    # Defaults reproduce the released scorers; the alternatives are cq's own (docs/metrics.md).
+    cq_parser: str = "askcq"  # cq, cbqa: "askcq" (parse_clarification_question) or "cq"
+    matcher: str = "difflib"  # cq, cbqa: "difflib" (SequenceMatcher, autojunk on) or "lcs"
+    unique_answers: str = "dataset"  # cbqa: distinct answers over the set / questions, or "question"
+    str_em: str = "asqa"  # asqa: "asqa" (empty normalised short answers count as found) or "cq"
+    ac_average: str = "record"  # retrieval: mean over records, or "cluster" (over all gold clusters)
+
+
+VARIANT_KEYS = {"cq": ("cq_parser", "matcher"), "cbqa": ("matcher", "unique_answers"),
+                "asqa": ("str_em",), "retrieval": ("ac_average",)}
 
 
 @dataclass
@@ -92,18 +102,33 @@ class Task:
 
     def summary(self) -> dict:
         out = {"task": self.opts.task, "n": self.n, "missing": self.missing}
+        keys = VARIANT_KEYS.get(self.opts.task)
+        if keys:
+            out["variant"] = {key: getattr(self.opts, key) for key in keys}
+        if not self.n:
+            self.notes.append("no records to score: every metric is null")
         if self.skipped:
             out["skipped"] = sum(self.skipped.values())
             for reason, count in sorted(self.skipped.items()):
                 self.notes.append(f"{count} record(s) skipped: {reason}")
         if self.missing:
             self.notes.append(f"{self.missing} record(s) lack the prediction and score 0")
-        out.update(self.metrics())
+        metrics = self.metrics()
+        if not self.n:
+            metrics = {k: _nulled(v) for k, v in metrics.items()}
+        out.update(metrics)
         out["notes"] = self.notes
         return out
 
     def plot(self, path: str) -> None:
         raise InputError(f"--plot is available for --task detect and --task cq, not {self.opts.task}")
+
+
+def _nulled(value):
+    """A metric of an empty input: numbers become null (counts stay), groups recursively."""
+    if isinstance(value, dict):
+        return {k: v if k == "n" else _nulled(v) for k, v in value.items()}
+    return None if isinstance(value, float) else value
 
 
 def _gold(record: dict) -> dict:
@@ -258,7 +283,7 @@ class CQTask(Task):
             cq = record.get("cq")
             pred = cq.get("text") if isinstance(cq, dict) else cq
             pred = None if pred is None else str(pred)
-            row = m_cq.score_record(gold_cq, pred)
+            row = m_cq.score_record(gold_cq, pred, self.opts.cq_parser, self.opts.matcher)
             self.n += 1
             self.missing += pred is None
             self.bleu.add(pred or "", [gold_cq])
@@ -324,6 +349,7 @@ class CBQATask(Task):
     em_total: int = 0
     em_count: int = 0
     tied_seen: bool = False
+    distinct: set = field(default_factory=set)  # --unique-answers dataset: every distinct answer seen
 
     def skip_reason(self, record):
         return None if isinstance(_gold(record).get("answers"), list) else "no gold.answers"
@@ -335,7 +361,9 @@ class CBQATask(Task):
             texts = _answer_texts(record)
             self.n += 1
             self.missing += texts is None
-            row = m_cbqa.score_record(gold["answers"], texts or [])
+            row = m_cbqa.score_record(gold["answers"], texts or [], self.opts.matcher)
+            if self.opts.unique_answers == "dataset":
+                self.distinct |= row["unique_answers"]
             for key in ("p_sum", "r_sum", "n_pred", "n_gold", "n_answers", "n_unique_answers"):
                 self.sums[key] += row[key]
             out = {"id": record["id"], **{k: row[k] for k in ("precision", "recall", "f1", "n_answers",
@@ -364,7 +392,10 @@ class CBQATask(Task):
             out["em"], out["em_n"] = None, 0
             self.notes.append("em: no prediction carries an 'option' tied to a gold CQ (gold.cq)")
         out["avg_answers"] = safe_div(s["n_answers"], self.n)
-        out["avg_unique_answers"] = safe_div(s["n_unique_answers"], self.n)
+        if self.opts.unique_answers == "dataset":
+            out["avg_unique_answers"] = safe_div(len(self.distinct), self.n)
+        else:
+            out["avg_unique_answers"] = safe_div(s["n_unique_answers"], self.n)
         return out
 
 
@@ -489,7 +520,7 @@ class ASQATask(Task):
             sets = gold.get("answers") or []
             row = {"id": record["id"],
                    "rouge_l": m_asqa.rouge_lsum(text, gold["long_answers"], self.rouge, self.split_sentences),
-                   "str_em": m_asqa.str_em(text, sets)}
+                   "str_em": m_asqa.str_em(text, sets, count_empty=self.opts.str_em == "asqa")}
             self.sums["rouge_l"] += row["rouge_l"]
             self.sums["length"] += len(text.split())
             if row["str_em"] is not None:
@@ -609,16 +640,24 @@ class RetrievalTask(Task):
         rows = []
         for record in records:
             passages = record.get("passages")
+            if passages is not None and not (isinstance(passages, list)
+                                             and all(isinstance(p, dict) for p in passages)):
+                raise InputError(f"record {record['id']}: 'passages' must be a list of {{title, text}} objects "
+                                 f"(as `cq retrieve` writes), not {type(passages).__name__}")
+            clusters = _gold(record)["answers"]
             self.n += 1
             self.missing += passages is None
-            coverage = m_retrieval.answer_coverage(_gold(record)["answers"], passages or [], self.opts.ks)
+            coverage = m_retrieval.answer_coverage(clusters, passages or [], self.opts.ks)
+            weight = len(clusters) if self.opts.ac_average == "cluster" else 1
             for k, value in coverage.items():
-                self.sums[k] += value
+                self.sums[k] += value * weight
+            self.sums["weight"] += weight
             rows.append({"id": record["id"], **{f"ac@{k}": v for k, v in coverage.items()}})
         return rows
 
     def metrics(self):
-        return {f"ac@{k}": _pct(safe_div(self.sums[k], self.n)) if self.n else None for k in self.opts.ks}
+        weight = self.sums["weight"]
+        return {f"ac@{k}": _pct(safe_div(self.sums[k], weight)) if weight else None for k in self.opts.ks}
 
 
 TASK_CLASSES = {"detect": DetectTask, "cq": CQTask, "cbqa": CBQATask, "ambigqa": AmbigQATask,
@@ -815,7 +854,12 @@ class BertScore:
                                             device=_device(self.device), batch_size=self.batch_size)
 
     def f1(self, preds: list[str | None], golds: list[str]) -> list[float] | None:
-        """F1 per pair (0 for a missing prediction); None when the model is unavailable."""
+        """F1 per pair; None when the model is unavailable.
+
+        A missing (None) or empty prediction scores 0 without reaching bert-score: 0 is what
+        bert-score gives an empty candidate, and under transformers 5 it crashes on one instead
+        (``build_inputs_with_special_tokens`` is gone).
+        """
         if self.error:
             return None
         if self.scorer is None:
@@ -828,7 +872,7 @@ class BertScore:
                               f"sentence-transformers/all-MiniLM-L6-v2 (offline) or --no-bertscore")
                 log.warning("bertscore: %s", self.error)
                 return None
-        todo = [i for i, p in enumerate(preds) if p is not None]
+        todo = [i for i, p in enumerate(preds) if p is not None and p.strip() and golds[i].strip()]
         values = [0.0] * len(preds)
         if todo:
             _, _, f = self.scorer.score([preds[i] for i in todo], [golds[i] for i in todo])
@@ -837,9 +881,64 @@ class BertScore:
         return values
 
 
+class ExtractiveReader:
+    """Extractive QA with ``AutoModelForQuestionAnswering`` (transformers 5 has no
+    "question-answering" pipeline): the best-scoring span (start + end logit, start <= end, at most
+    ``max_answer_tokens`` tokens, inside the context) over windows of ``max_length`` tokens with
+    ``stride`` overlap, as that pipeline did by default (no "no answer" option)."""
+
+    def __init__(self, path: str, device: str, batch_size: int, max_length: int = 384, stride: int = 128,
+                 max_answer_tokens: int = 30):
+        import torch
+        from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+
+        self.torch = torch
+        self.device = _device(device)
+        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        if not self.tokenizer.is_fast:
+            raise ResourceError(f"reader {path}: needs a fast tokenizer (character offsets of the spans)")
+        self.model = AutoModelForQuestionAnswering.from_pretrained(path).to(self.device).eval()
+        self.batch_size, self.max_length, self.stride = batch_size, max_length, stride
+        self.max_answer_tokens = max_answer_tokens
+
+    def __call__(self, questions: list[str], contexts: list[str]) -> list[str]:
+        out = []
+        for start in range(0, len(questions), self.batch_size):
+            out += self._batch(questions[start:start + self.batch_size], contexts[start:start + self.batch_size])
+        return out
+
+    def _batch(self, questions: list[str], contexts: list[str]) -> list[str]:
+        enc = self.tokenizer([q.lstrip() for q in questions], contexts, truncation="only_second",
+                             max_length=self.max_length, stride=self.stride, return_overflowing_tokens=True,
+                             return_offsets_mapping=True, padding=True, return_tensors="pt")
+        owners = enc.pop("overflow_to_sample_mapping").tolist()
+        offsets = enc.pop("offset_mapping").tolist()
+        inputs = {k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+        with self.torch.no_grad():
+            logits = self.model(**inputs)
+        starts, ends = logits.start_logits.float().cpu(), logits.end_logits.float().cpu()
+        best: dict[int, tuple[float, str]] = {}
+        for w, owner in enumerate(owners):
+            context_idx = [i for i, seq in enumerate(enc.sequence_ids(w)) if seq == 1]
+            if not context_idx:
+                continue
+            s_logits, e_logits = starts[w], ends[w]
+            first, last = context_idx[0], context_idx[-1]
+            scores = s_logits[first:last + 1, None] + e_logits[None, first:last + 1]
+            allowed = self.torch.ones_like(scores, dtype=self.torch.bool).triu().tril(self.max_answer_tokens - 1)
+            scores = scores.masked_fill(~allowed, float("-inf"))
+            flat = int(scores.argmax())
+            i, j = divmod(flat, scores.shape[1])
+            score = float(scores[i, j])
+            if owner not in best or score > best[owner][0]:
+                text = contexts[owner][offsets[w][first + i][0]:offsets[w][first + j][1]]
+                best[owner] = (score, text.strip())
+        return [best.get(i, (0.0, ""))[1] for i in range(len(questions))]
+
+
 class Reader:
-    """Reader for Disambig-F1: an extractive model (a transformers ``question-answering``
-    pipeline), or else a generative one through `cq answer`'s own reader (span-grounded, with the
+    """Reader for Disambig-F1: an extractive model (:class:`ExtractiveReader`), or else a
+    generative one through `cq answer`'s own reader (span-grounded, with the
     long answer as its only passage; ``kind`` says which). A model that cannot be resolved or
     loaded leaves ``error`` set and Disambig-F1/DR null (never a silent 0).
     """
@@ -859,7 +958,7 @@ class Reader:
         except ResourceError as err:
             self.error = f"reader {self.name} unavailable: {err.message}"
             return
-        from transformers import AutoConfig, pipeline
+        from transformers import AutoConfig
 
         architectures = [] if resolved.fmt == "gguf" else (
             getattr(AutoConfig.from_pretrained(resolved.path), "architectures", None) or [])
@@ -880,9 +979,11 @@ class Reader:
             self.kind = "generative (cq answer reader, span-grounded)"
             return
         self.kind = "extractive"
-        device = _device(self.device)
-        self.pipe = pipeline("question-answering", model=resolved.path, tokenizer=resolved.path,
-                             device=0 if device == "cuda" else -1)
+        try:
+            self.pipe = ExtractiveReader(resolved.path, self.device, self.batch_size)
+        except ResourceError as err:
+            self.error = err.message
+            return
         log.info("reader: %s", resolved.describe())
 
     def answer(self, questions: list[str], contexts: list[str]) -> list[str] | None:
@@ -904,9 +1005,6 @@ class Reader:
                 answers[i] = found[0]["text"] if found else ""
             return answers
         if todo:
-            results = self.pipe(question=[questions[i] for i in todo], context=[contexts[i] for i in todo],
-                                batch_size=self.batch_size)
-            results = results if isinstance(results, list) else [results]
-            for i, result in zip(todo, results):
-                answers[i] = result.get("answer", "")
+            for i, answer in zip(todo, self.pipe([questions[i] for i in todo], [contexts[i] for i in todo])):
+                answers[i] = answer
         return answers
