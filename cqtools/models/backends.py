@@ -4,6 +4,16 @@ returns the same object for the same arguments.
 
 torch, transformers, onnxruntime and sentence-transformers are imported inside the loaders, so
 importing this module is cheap.
+
+Batch invariance: every backend computes each input alone, at its own length (no padding, no
+batch mates), so a record's scores and generations do not depend on ``--batch-size``, ``--shard``,
+a resume or the number of processes. The INT8 ONNX copies quantise activations dynamically, with
+one scale for a call's whole tensor, so a padded batch changes every member's scores (by up to
+0.9 logits); torch models' padded batches differ by ~1e-6. ``CQ_PADDED_BATCHES=1`` brings padded
+batches back (faster on a GPU, batch dependent). docs/benchmarks/determinism.md has the costs.
+
+Input limits: prompts longer than the model's context (or ``--max-input-tokens``) are cut in the
+middle, keeping their start (instructions, shots) and end (the question's cue), with a warning.
 """
 from __future__ import annotations
 
@@ -19,6 +29,72 @@ from .resolve import ResolvedModel, resolve
 log = logging.getLogger("cqtools")
 
 _LOADED: dict[tuple, object] = {}
+_MAX_INPUT_TOKENS: int | None = None
+DEFAULT_CONTEXT = 4096  # for a model whose config and tokenizer name no context length
+
+
+# ---------------------------------------------------------------------------------------------
+# batch invariance and input limits
+
+
+def padded_batches() -> bool:
+    """True when ``CQ_PADDED_BATCHES`` asks for padded (faster, batch-dependent) model batches."""
+    return os.environ.get("CQ_PADDED_BATCHES", "") not in ("", "0")
+
+
+def set_max_input_tokens(limit: int | None) -> None:
+    """Process-wide cap on a model input's tokens (``--max-input-tokens``); None: the model's context."""
+    global _MAX_INPUT_TOKENS
+    _MAX_INPUT_TOKENS = limit
+
+
+def max_input_tokens() -> int | None:
+    return _MAX_INPUT_TOKENS
+
+
+def _groups(order: list[int], size: int):
+    for start in range(0, len(order), size):
+        yield order[start:start + size]
+
+
+def cut_middle(ids: list, budget: int) -> list:
+    """``ids`` cut to ``budget`` items by dropping the middle: the start and the end are kept."""
+    if len(ids) <= budget:
+        return ids
+    head = budget // 2
+    tail = budget - head
+    return ids[:head] + (ids[len(ids) - tail:] if tail else [])
+
+
+def _warn_cut(name: str, cuts: list[tuple[int, int]], once: dict | None = None) -> None:
+    """One stderr line per call naming how much was cut; with ``once`` (a backend's flag dict),
+    only the first call warns and later ones log at info level."""
+    if not cuts:
+        return
+    level = logging.WARNING
+    if once is not None:
+        level = logging.INFO if once.get("warned") else logging.WARNING
+        once["warned"] = True
+    removed = sum(before - after for before, after in cuts)
+    longest = max(before for before, _ in cuts)
+    log.log(level, "%s: %d input(s) over the %d-token limit cut (longest %d tokens; %d tokens removed in all); "
+            "--max-input-tokens sets the limit", name, len(cuts), max(after for _, after in cuts), longest, removed)
+
+
+def _context_length(config, tokenizer=None) -> int:
+    """The longest input a model takes: the smallest of its position table and its tokenizer's limit."""
+    sizes = [getattr(config, k, None) for k in ("max_position_embeddings", "n_positions", "max_sequence_length")]
+    tok = getattr(tokenizer, "model_max_length", None)
+    sizes.append(tok if isinstance(tok, int) and tok < 1_000_000 else None)
+    known = [s for s in sizes if isinstance(s, int) and s > 0]
+    return min(known) if known else DEFAULT_CONTEXT
+
+
+def _limit(context: int, reserve: int = 0) -> int:
+    """Tokens an input may have: the context less ``reserve`` (tokens still to generate), or
+    ``--max-input-tokens`` when that is smaller."""
+    limit = max(1, context - reserve)
+    return limit if _MAX_INPUT_TOKENS is None else max(1, min(limit, _MAX_INPUT_TOKENS))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -170,8 +246,11 @@ class Generator:
         probe = self.tokenizer("x").input_ids
         bos = self.tokenizer.bos_token_id
         self._bos = [bos] if kind == "causal" and bos is not None and probe and probe[0] == bos else []
+        self.context = _context_length(config, self.tokenizer)
+        self.padded = padded_batches()
         self.info = {"model": resolved.name, "source": resolved.source, "device": device,
-                     "dtype": str(torch_dtype).replace("torch.", ""), "kind": kind}
+                     "dtype": str(torch_dtype).replace("torch.", ""), "kind": kind,
+                     "batching": "padded" if self.padded else "per-item"}
 
     # -- prompting -------------------------------------------------------------------------------
 
@@ -183,27 +262,51 @@ class Generator:
     def generate(self, prompts: list[str], max_new_tokens: int = 32, chat: bool | None = None,
                  stop: list[str] | None = None) -> list[str]:
         """Greedy continuations of ``prompts`` (chat template applied when the model has one and
-        ``chat`` is not False), cut at the first of ``stop``; batched longest first."""
+        ``chat`` is not False), cut at the first of ``stop``. Each prompt runs alone at its own
+        length (padded batches of ``batch_size``, longest first, with ``CQ_PADDED_BATCHES=1``);
+        a prompt longer than the input limit loses its middle."""
         import torch
 
         use_chat = self.has_chat if chat is None else (chat and self.has_chat)
         texts = [self.chat_prompt(p) if use_chat else p for p in prompts]
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        outputs: list[str] = [""] * len(texts)
         special = use_chat  # a chat template already contains the special tokens
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start:start + self.batch_size]
-            enc = self.tokenizer([texts[i] for i in idx], return_tensors="pt", padding=True,
-                                 add_special_tokens=not special).to(self.device)
-            enc = {k: enc[k] for k in ("input_ids", "attention_mask")}  # no token_type_ids (BERT tokenizers)
+        seqs = [self.tokenizer(t, add_special_tokens=not special).input_ids for t in texts]
+        seqs = self._fit(seqs, _limit(self.context, max_new_tokens if self.kind == "causal" else 0))
+        order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i]))
+        outputs: list[str] = [""] * len(texts)
+        for idx in _groups(order, self.batch_size if self.padded else 1):
+            ids, mask = self._pad([seqs[i] for i in idx], left=self.kind == "causal")
             with torch.inference_mode():
-                out = self.model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
-                                          num_beams=1, pad_token_id=self.tokenizer.pad_token_id)
+                out = self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                                          max_new_tokens=max_new_tokens, do_sample=False, num_beams=1,
+                                          pad_token_id=self.tokenizer.pad_token_id)
             if self.kind == "causal":
-                out = out[:, enc["input_ids"].shape[1]:]
+                out = out[:, ids.shape[1]:]
             for i, row in zip(idx, out):
                 outputs[i] = _cut(self.tokenizer.decode(row, skip_special_tokens=True), stop)
         return outputs
+
+    def _fit(self, seqs: list[list[int]], budget: int) -> list[list[int]]:
+        """Sequences cut to ``budget`` tokens (middle dropped), with one warning for the call."""
+        cuts = [(len(s), budget) for s in seqs if len(s) > budget]
+        _warn_cut(self.name, cuts)
+        return [cut_middle(s, budget) for s in seqs] if cuts else seqs
+
+    def _pad(self, seqs: list[list[int]], left: bool, value: int | None = None):
+        """(ids, attention mask) tensors; a single sequence gets no padding at all."""
+        import torch
+
+        pad = self.tokenizer.pad_token_id if value is None else value
+        width = max(1, max(map(len, seqs)))
+        ids = torch.full((len(seqs), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(seqs), width), dtype=torch.long)
+        for row, seq in enumerate(seqs):
+            if not seq:
+                continue
+            cols = slice(width - len(seq), width) if left else slice(0, len(seq))
+            ids[row, cols] = torch.tensor(seq, dtype=torch.long)
+            mask[row, cols] = 1
+        return ids, mask
 
     # -- scoring ---------------------------------------------------------------------------------
 
@@ -230,6 +333,13 @@ class Generator:
 
         prefix_ids = self._bos + self._ids(prefix)
         items = [(self._ids(p), self._ids(c)) for p, c in zip(prompts, continuations)]
+        limit, cuts = _limit(self.context), []
+        for n, (p, c) in enumerate(items):  # the prompt gives way: prefix and continuation stay whole
+            room = max(0, limit - len(prefix_ids) - len(c))
+            if len(p) > room:
+                cuts.append((len(prefix_ids) + len(p) + len(c), len(prefix_ids) + room + len(c)))
+                items[n] = (cut_middle(p, room), c)
+        _warn_cut(self.name, cuts)
         cache = last = None
         if use_cache and prefix and prefix_ids:
             with torch.inference_mode():
@@ -240,17 +350,11 @@ class Generator:
             raise ValueError("cannot score a continuation with no context; pass a prompt or prefix")
         order = sorted(range(len(items)), key=lambda i: -sum(map(len, items[i])))
         scores = [0.0] * len(items)
-        pad = self.tokenizer.pad_token_id
         offset = len(prefix_ids) if cache is not None else 0
-        for start in range(0, len(order), self.batch_size):
-            idx = [i for i in order[start:start + self.batch_size]]
-            seqs = [head + items[i][0] + items[i][1] for i in idx]
-            width = max(1, max(map(len, seqs)))
-            ids = torch.full((len(idx), width), pad, dtype=torch.long)
-            mask = torch.zeros((len(idx), width), dtype=torch.long)
-            for row, seq in enumerate(seqs):  # right padding: positions stay those of one sequence
-                ids[row, :len(seq)] = torch.tensor(seq, dtype=torch.long)
-                mask[row, :len(seq)] = 1
+        for idx in _groups(order, self.batch_size if self.padded else 1):
+            # right padding (if any): positions stay those of one sequence
+            ids, mask = self._pad([head + items[i][0] + items[i][1] for i in idx], left=False)
+            width = ids.shape[1]
             kwargs = {}
             if cache is not None:
                 past = copy.deepcopy(cache)
@@ -291,16 +395,16 @@ class Generator:
     def _score_seq2seq(self, sources: list[str], targets: list[str]) -> list[float]:
         import torch
 
+        src = self._fit([self.tokenizer(t).input_ids for t in sources], _limit(self.context))
+        tgt = [self.tokenizer(text_target=t).input_ids for t in targets]
         scores = [0.0] * len(sources)
-        order = sorted(range(len(sources)), key=lambda i: -len(sources[i]))
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start:start + self.batch_size]
-            enc = self.tokenizer([sources[i] for i in idx], return_tensors="pt", padding=True, truncation=True)
-            labels = self.tokenizer(text_target=[targets[i] for i in idx], return_tensors="pt", padding=True)
-            label_ids = labels.input_ids.masked_fill(labels.attention_mask == 0, -100)
+        order = sorted(range(len(src)), key=lambda i: -len(src[i]))
+        for idx in _groups(order, self.batch_size if self.padded else 1):
+            ids, mask = self._pad([src[i] for i in idx], left=False)
+            label_ids, _ = self._pad([tgt[i] for i in idx], left=False, value=-100)
             with torch.inference_mode():
-                logits = self.model(input_ids=enc.input_ids.to(self.device), attention_mask=enc.attention_mask.to(
-                    self.device), labels=label_ids.to(self.device)).logits
+                logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                                    labels=label_ids.to(self.device)).logits
                 logprobs = torch.log_softmax(logits.float(), dim=-1)
                 safe = label_ids.clamp(min=0).to(logprobs.device)
                 token_lp = logprobs.gather(-1, safe[..., None])[..., 0] * (label_ids != -100).to(logprobs.device)
@@ -348,7 +452,12 @@ def _onnx_session(path: str):
 
 
 class OnnxCrossEncoder:
-    """A BERT-style cross-encoder exported to ONNX, run with plain onnxruntime."""
+    """A BERT-style cross-encoder exported to ONNX, run with plain onnxruntime.
+
+    Each pair runs alone at its own length: the INT8 copies quantise activations with one scale
+    per call (DynamicQuantizeLinear over the whole input tensor), so batch mates and padding would
+    change a pair's score. Measured on 2 CPU cores this is as fast as padded batches
+    (docs/benchmarks/determinism.md)."""
 
     max_length = 512
 
@@ -356,21 +465,34 @@ class OnnxCrossEncoder:
         from tokenizers import Tokenizer
 
         self.session = _onnx_session(os.path.join(resolved.path, "model.onnx"))
-        self.tokenizer = Tokenizer.from_file(os.path.join(resolved.path, "tokenizer.json"))
-        self.tokenizer.enable_truncation(self.max_length)
+        path = os.path.join(resolved.path, "tokenizer.json")
+        self.tokenizer = Tokenizer.from_file(path)
         self.tokenizer.no_padding()
+        self._full = Tokenizer.from_file(path)  # untruncated, to report how much a cut removed
+        self._full.no_truncation()
+        self._full.no_padding()
+        self._truncation = None
+        self._warned: dict = {}
         self.inputs = {i.name for i in self.session.get_inputs()}
         self.name = resolved.name
-        self.info = {"model": resolved.name, "source": resolved.source, "device": "cpu", "dtype": "int8-onnx"}
+        self.padded = padded_batches()
+        self.info = {"model": resolved.name, "source": resolved.source, "device": "cpu", "dtype": "int8-onnx",
+                     "batching": "padded" if self.padded else "per-item"}
 
     def predict(self, pairs: list[tuple[str, str]], batch_size: int = 32) -> list[float]:
         import numpy as np
 
+        limit = _limit(self.max_length)
+        if limit != self._truncation:
+            self.tokenizer.enable_truncation(limit)
+            self._truncation = limit
         encodings = self.tokenizer.encode_batch([(q, p) for q, p in pairs])
+        cuts = [(len(self._full.encode(*pairs[i]).ids), limit) for i, e in enumerate(encodings)
+                if len(e.ids) >= limit and e.overflowing]
+        _warn_cut(self.name, cuts, self._warned)
         order = sorted(range(len(encodings)), key=lambda i: -len(encodings[i].ids))
         scores = [0.0] * len(encodings)
-        for start in range(0, len(order), batch_size):
-            idx = order[start:start + batch_size]
+        for idx in _groups(order, batch_size if self.padded else 1):
             width = max(len(encodings[i].ids) for i in idx)
             arrays = {k: np.zeros((len(idx), width), dtype=np.int64)
                       for k in ("input_ids", "attention_mask", "token_type_ids")}
@@ -387,7 +509,8 @@ class OnnxCrossEncoder:
 
 
 class HFCrossEncoder:
-    """sentence-transformers' CrossEncoder returning raw logits (no sigmoid)."""
+    """sentence-transformers' CrossEncoder returning raw logits (no sigmoid); one pair per forward
+    pass unless ``CQ_PADDED_BATCHES=1``."""
 
     def __init__(self, resolved: ResolvedModel, device: str):
         import torch
@@ -398,14 +521,26 @@ class HFCrossEncoder:
         except (OSError, ValueError) as err:
             raise ResourceError(f"cannot load {resolved.name} as a cross-encoder: {str(err).splitlines()[0]}") from None
         self._identity = torch.nn.Identity()
+        self._context = self.model.max_seq_length or _context_length(self.model.config, self.model.tokenizer)
+        self._warned: dict = {}
         self.name = resolved.name
-        self.info = {"model": resolved.name, "source": resolved.source, "device": device, "dtype": "float32"}
+        self.padded = padded_batches()
+        self.info = {"model": resolved.name, "source": resolved.source, "device": device, "dtype": "float32",
+                     "batching": "padded" if self.padded else "per-item"}
 
     def predict(self, pairs: list[tuple[str, str]], batch_size: int = 32) -> list[float]:
         if not pairs:
             return []
-        scores = self.model.predict([list(p) for p in pairs], batch_size=batch_size, activation_fn=self._identity,
-                                    show_progress_bar=False, convert_to_numpy=True)
+        limit = _limit(self._context)
+        self.model.max_seq_length = limit
+        # a pair can only be over the limit if it has more characters than the limit has tokens
+        long = [p for p in pairs if len(p[0]) + len(p[1]) + 3 > limit]
+        if long:
+            tok = self.model.tokenizer
+            lengths = [len(tok(q, p, verbose=False).input_ids) for q, p in long]
+            _warn_cut(self.name, [(n, limit) for n in lengths if n > limit], self._warned)
+        scores = self.model.predict([list(p) for p in pairs], batch_size=batch_size if self.padded else 1,
+                                    activation_fn=self._identity, show_progress_bar=False, convert_to_numpy=True)
         return [float(s if getattr(s, "ndim", 0) == 0 else s[0]) for s in scores]
 
 
@@ -425,9 +560,26 @@ def load_encoder(name: str, device: str = "auto"):
             raise ResourceError(f"{name} is a GGUF language model, not a sentence encoder")
         from sentence_transformers import SentenceTransformer
 
-        return SentenceTransformer(resolved.path, device=dev)
+        return SentenceEncoder(SentenceTransformer(resolved.path, device=dev))
 
     return _cached(("encoder", name, dev), build)
+
+
+class SentenceEncoder:
+    """A SentenceTransformer that encodes each text alone (no padding, so no batch dependence)
+    unless ``CQ_PADDED_BATCHES=1``; everything else is the model's own."""
+
+    def __init__(self, model):
+        self.model = model
+        self.padded = padded_batches()
+
+    def encode(self, texts, batch_size: int = 32, **kwargs):
+        return self.model.encode(texts, batch_size=batch_size if self.padded else 1, **kwargs)
+
+    def __getattr__(self, name):
+        if name == "model":  # not set yet (copy/pickle)
+            raise AttributeError(name)
+        return getattr(self.model, name)
 
 
 class OnnxEncoder:
@@ -442,16 +594,20 @@ class OnnxEncoder:
         self.tokenizer.enable_padding()
         self.inputs = {i.name for i in self.session.get_inputs()}
         self.pooling = resolved.files.get("pooling", "mean")
+        self.padded = padded_batches()
 
     def encode(self, texts, batch_size: int = 32, normalize_embeddings: bool = False, convert_to_numpy: bool = True,
                show_progress_bar: bool = False, **_):
+        """Each text alone at its own length (an INT8 copy's activation scales are per call), or
+        padded batches of ``batch_size`` with ``CQ_PADDED_BATCHES=1``."""
         import numpy as np
 
         single = isinstance(texts, str)
         texts = [texts] if single else list(texts)
+        step = batch_size if self.padded else 1
         chunks = []
-        for start in range(0, len(texts), batch_size):
-            encs = self.tokenizer.encode_batch(texts[start:start + batch_size])
+        for start in range(0, len(texts), step):
+            encs = self.tokenizer.encode_batch(texts[start:start + step])
             feed = {"input_ids": np.array([e.ids for e in encs], dtype=np.int64),
                     "attention_mask": np.array([e.attention_mask for e in encs], dtype=np.int64),
                     "token_type_ids": np.array([e.type_ids for e in encs], dtype=np.int64)}

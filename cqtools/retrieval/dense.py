@@ -77,12 +77,22 @@ class DenseSearcher:
         return self.batch_search([query], ["q"], k)["q"]
 
     def batch_search(self, queries: list[str], ids: list[str], k: int, threads: int = 1) -> dict[str, list[dict]]:
+        """Each query is encoded and searched alone (the encoder runs one text per forward pass),
+        so a query's hits do not depend on the batch it came in."""
         import faiss
+        import numpy as np
 
         faiss.omp_set_num_threads(max(1, int(threads)))
         vectors = self.encoder.encode(queries, batch_size=self.batch_size, normalize_embeddings=True,
                                       convert_to_numpy=True, show_progress_bar=False)
-        scores, rows = self.index.search(vectors.astype("float32"), min(k, self.index.ntotal))
+        vectors = np.ascontiguousarray(vectors, dtype="float32")
+        k = min(k, self.index.ntotal)
+        # one query per faiss call: from 20 queries on faiss computes the inner products with a
+        # BLAS matrix product whose sums differ in the last bits from the one-query loop, which
+        # could reorder near-tied passages depending on the batch a query came in
+        found = [self.index.search(vectors[i:i + 1], k) for i in range(len(queries))]
+        scores = [s[0] for s, _ in found]
+        rows = [r[0] for _, r in found]
         wanted = {self.docids[r] for row in rows for r in row if r >= 0}
         docs = self.docstore.docs(sorted(wanted))
         out = {}

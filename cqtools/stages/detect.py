@@ -94,10 +94,15 @@ class SequenceClassifier:
         self._torch = torch
 
     def predict(self, pairs: list[tuple[str, str | None]], batch_size: int = 32) -> list[float]:
+        """P(ambiguous) per pair; one pair per forward pass (no padding, so a score does not depend
+        on its batch mates) unless ``CQ_PADDED_BATCHES=1``."""
+        from ..models.backends import padded_batches
+
         torch = self._torch
+        step = batch_size if padded_batches() else 1
         out: list[float] = []
-        for start in range(0, len(pairs), batch_size):
-            enc = encode_pairs(self.tokenizer, pairs[start:start + batch_size], self.max_length).to(self.device)
+        for start in range(0, len(pairs), step):
+            enc = encode_pairs(self.tokenizer, pairs[start:start + step], self.max_length).to(self.device)
             with torch.inference_mode():
                 probs = torch.softmax(self.model(**enc).logits.float(), dim=-1)[:, 1]
             out.extend(float(p) for p in probs)
