@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import click
 
-from .options import batch_option, compose, device_options, model_option, scale_options, stream_options
+from .options import (batch_option, compose, device_options, max_input_option, model_option, scale_options,
+                      stream_options)
 from ..stages.detect import METHODS  # the stage module imports no model library at import time
 from .stream import run_stream, spec_from
 
@@ -20,7 +21,7 @@ from .stream import run_stream, spec_from
                    "answers / tree 1 (more than one).")
 @click.option("--passages", "n_passages", type=click.IntRange(min=0), default=3, show_default=True,
               help="classifier: top passages appended to the question (0: question only).")
-@compose(batch_option, device_options, stream_options, scale_options)
+@compose(batch_option, device_options, max_input_option, stream_options, scale_options)
 def cli(method, model, threshold, n_passages, device, dtype, **kwargs):
     """Judge whether each question is ambiguous.
 

@@ -87,6 +87,25 @@ device_options = compose(
 )
 
 
+def _set_max_input_tokens(ctx, param, value):
+    from ..models.backends import set_max_input_tokens
+
+    set_max_input_tokens(value)
+    return value
+
+
+max_input_option = click.option(
+    "--max-input-tokens",
+    type=click.IntRange(min=16),
+    default=None,
+    envvar="CQ_MAX_INPUT_TOKENS",
+    expose_value=False,
+    callback=_set_max_input_tokens,
+    help="Model inputs longer than this many tokens lose their middle, with a warning on stderr "
+         "[default: the model's context].",
+)
+
+
 def model_option(role: str, default: str, help: str = "Hugging Face id, local directory, or offline copy."):
     """``--model`` for a role; the environment variable CQ_MODEL_<ROLE> overrides the default."""
     return click.option(
@@ -119,6 +138,7 @@ __all__ = [
     "hits_option",
     "seed_option",
     "device_options",
+    "max_input_option",
     "model_option",
     "not_implemented",
 ]

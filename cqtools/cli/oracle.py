@@ -5,7 +5,8 @@ import sys
 
 import click
 
-from .options import batch_option, compose, device_options, model_option, scale_options, stream_options
+from .options import (batch_option, compose, device_options, max_input_option, model_option, scale_options,
+                      stream_options)
 from .stream import run_stream, spec_from
 
 DEFAULT_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"  # = stages.oracle.DEFAULT_MODEL
@@ -21,7 +22,7 @@ DEFAULT_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"  # = stages.oracle.DEFAULT
 @model_option("oracle", DEFAULT_MODEL, help="--method llm: causal LM, Hugging Face id, local directory, or offline copy.")
 @click.option("--max-new-tokens", type=click.IntRange(min=1), default=16, show_default=True,
               help="--method llm: length of a reply to a free-form CQ.")
-@compose(batch_option, device_options, stream_options, scale_options)
+@compose(batch_option, device_options, max_input_option, stream_options, scale_options)
 def cli(expand, method, model, max_new_tokens, device, dtype, **kwargs):
     """Answer each record's clarifying question "cq" as the user who meant gold.dqs[gold.intended]:
     adds "selected_option" and "clarification_answer". Records without a CQ (cq null or absent)
