@@ -245,4 +245,72 @@ def test_reader_without_a_qa_head_reports_null_with_a_note():
     preds = [dict(r, long_answer=r["gold"]["long_answers"][0]) for r in records]
     out = summary(run(["score", "--task", "asqa", "--reader", "sentence-transformers/all-MiniLM-L6-v2"], preds))
     assert out["disambig_f1"] is None and out["dr"] is None
-    assert any("question-answering head" in note for note in out["notes"])
+    assert any("neither an extractive QA model nor a generator" in note for note in out["notes"])
+
+
+# ---------------------------------------------------------------- issue 10: empty input, paths, variants
+
+
+def test_empty_input_reports_null_and_says_so():
+    out = summary(run(["score", "--task", "detect"], []))
+    assert out["n"] == 0 and out["accuracy"] is None and out["f1"] is None
+    assert any("no records" in note for note in out["notes"])
+
+
+def test_per_record_creates_parent_directories(tmp_path):
+    path = tmp_path / "new" / "dir" / "rows.jsonl"
+    summary(run(["score", "--task", "detect", "--per-record", str(path)], DETECT))
+    assert len(path.read_text().splitlines()) == 4
+
+
+def test_per_record_unwritable_is_one_line_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = run(["score", "--task", "detect", "--per-record", str(blocker / "rows.jsonl")], DETECT)
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1 and "--per-record" in result.stderr
+
+
+def test_retrieval_non_list_passages_is_one_line_error():
+    records = [{"id": "1", "question": "q", "gold": {"answers": [["Paris"]]}, "passages": "Paris"}]
+    result = run(["score", "--task", "retrieval"], records)
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1
+    assert "'passages' must be a list" in result.stderr and "line 1" in result.stderr
+
+
+def test_retrieval_cluster_average():
+    records = [{"id": "1", "question": "q", "gold": {"answers": [["Heath Ledger"], ["Jared Leto"], ["Joaquin Phoenix"]]},
+                "passages": [{"id": "p", "title": "", "text": "Heath Ledger"}]},
+               {"id": "2", "question": "q", "gold": {"answers": [["Paris"]]},
+                "passages": [{"id": "p", "title": "", "text": "Paris"}]}]
+    per_record = summary(run(["score", "--task", "retrieval", "--k", "1"], records))
+    assert per_record["ac@1"] == pytest.approx(100 * (1 / 3 + 1) / 2, abs=1e-4)
+    assert per_record["variant"] == {"ac_average": "record"}
+    per_cluster = summary(run(["score", "--task", "retrieval", "--k", "1", "--ac-average", "cluster"], records))
+    assert per_cluster["ac@1"] == pytest.approx(50.0) and per_cluster["variant"] == {"ac_average": "cluster"}
+
+
+def test_extractive_reader_without_a_pipeline(tmp_path):
+    """A tiny random QA model through AutoModelForQuestionAnswering (transformers 5 has no
+    question-answering pipeline): Disambig-F1 and DR are computed, answers are spans."""
+    from transformers import BertConfig, BertForQuestionAnswering
+
+    from .conftest import _save_tiny_model
+
+    model = _save_tiny_model(str(tmp_path / "qa"), lambda tok: BertForQuestionAnswering(BertConfig(
+        vocab_size=len(tok), hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)))
+    records = convert("asqa", FIXTURES / "asqa.json")
+    preds = [dict(r, long_answer=r["gold"]["long_answers"][0]) for r in records]
+    rows_path = tmp_path / "rows.jsonl"
+    out = summary(run(["score", "--task", "asqa", "--reader", model, "--per-record", str(rows_path)], preds))
+    assert out["reader"] == model and out["disambig_f1"] is not None and out["dr"] is not None
+    assert all("disambig_f1" in json.loads(line) for line in rows_path.read_text().splitlines())
+
+
+@pytest.mark.slow
+def test_bertscore_with_empty_and_null_cqs():
+    records = [{"id": "1", "question": "q", "gold": {"cq": "Which film: A, B?"}, "cq": {"text": ""}},
+               {"id": "2", "question": "q", "gold": {"cq": "Which film: A, B?"}, "cq": None},
+               {"id": "3", "question": "q", "gold": {"cq": "Which film: A, B?"}, "cq": {"text": "Which film: A, B?"}}]
+    out = summary(run(["score", "--task", "cq", "--bertscore-model", "sentence-transformers/all-MiniLM-L6-v2"],
+                      records))
+    assert out["bertscore_f1"] == pytest.approx(100 / 3, abs=0.01) and out["missing"] == 1
