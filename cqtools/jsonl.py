@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import logging
+from itertools import islice
 from typing import IO, Iterable, Iterator
 
 import orjson
 
-from .errors import InputError
+from .errors import CQError, InputError
 
 log = logging.getLogger("cqtools")
 
@@ -65,6 +66,24 @@ def _parse(raw: bytes, required: tuple[str, ...]) -> dict:
             label = f" (record {rid})" if rid is not None else ""
             raise InputError(f"missing required key '{key}'{label}")
     return record
+
+
+def batched(items: Iterable, size: int) -> Iterator[list]:
+    """Lists of up to ``size`` items. If the source raises (a malformed line under
+    ``--on-error fail``), the items read before it are yielded first, then the error."""
+    it = iter(items)
+    while True:
+        batch: list = []
+        try:
+            batch.extend(islice(it, size))
+        except CQError as err:
+            if batch:
+                yield batch
+            raise err
+        if batch:
+            yield batch
+        if len(batch) < size:
+            return
 
 
 def dumps(record: dict) -> bytes:

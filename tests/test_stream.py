@@ -80,10 +80,86 @@ def test_resume_appends_only_missing_and_repairs_a_torn_line(runner, fixture_ind
     full = retrieve(runner, fixture_index, questions_text).stdout
     lines = full.splitlines(keepends=True)
     out = tmp_path / "out.jsonl"
+    assert retrieve(runner, fixture_index, questions_text, "--resume", str(out)).exit_code == 0
+    assert out.read_text() == full
     out.write_text("".join(lines[:10]) + lines[10][:50])  # killed in the middle of line 11
     result = retrieve(runner, fixture_index, questions_text, "--resume", str(out))
     assert result.exit_code == 0 and result.stdout == ""
     assert out.read_text() == full
+    record = orjson.loads((tmp_path / "out.jsonl.cq.json").read_bytes())
+    assert record["complete"] and record["input_records"] == record["records_written"] == len(lines)
+
+
+def test_resume_refuses_another_configuration(runner, fixture_index, questions, tmp_path):
+    out = tmp_path / "out.jsonl"
+    text = jsonl(questions[:4])
+    assert retrieve(runner, fixture_index, jsonl(questions[:2]), "--resume", str(out)).exit_code == 0
+    before = out.read_bytes()
+    result = retrieve(runner, fixture_index, text, "--resume", str(out), "--method", "dense")
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1, result.stderr
+    assert "--method: 'bm25' != 'dense'" in result.stderr and "--force-resume" in result.stderr
+    assert out.read_bytes() == before
+    forced = retrieve(runner, fixture_index, text, "--resume", str(out), "--method", "dense", "--force-resume")
+    assert forced.exit_code == 0, forced.stderr
+    assert [r["id"] for r in parse_jsonl(out.read_text())] == [q["id"] for q in questions[:4]]
+    assert orjson.loads((tmp_path / "out.jsonl.cq.json").read_bytes())["forced_over"]["params"]["method"] == "bm25"
+
+
+def test_resume_refuses_output_without_run_record(runner, fixture_index, questions, tmp_path):
+    out = tmp_path / "out.jsonl"
+    out.write_text(retrieve(runner, fixture_index, jsonl(questions[:2])).stdout + '{"id": "fx03", "que')
+    before = out.read_bytes()
+    result = retrieve(runner, fixture_index, jsonl(questions[:4]), "--resume", str(out))
+    assert result.exit_code == 1 and "no run record" in result.stderr
+    assert out.read_bytes() == before  # a refused resume changes nothing, not even a torn line
+    assert retrieve(runner, fixture_index, jsonl(questions[:4]), "--resume", str(out),
+                    "--force-resume").exit_code == 0
+    assert [r["id"] for r in parse_jsonl(out.read_text())] == [q["id"] for q in questions[:4]]
+
+
+def test_resume_is_by_position_duplicate_ids_kept(runner, fixture_index, questions, tmp_path):
+    q = questions
+    records = [dict(q[0], id="a"), dict(q[1], id="b"), dict(q[2], id="a"), dict(q[3], id="c")]
+    full = retrieve(runner, fixture_index, jsonl(records)).stdout
+    out = tmp_path / "out.jsonl"
+    assert retrieve(runner, fixture_index, jsonl(records[:2]), "--resume", str(out)).exit_code == 0
+    assert retrieve(runner, fixture_index, jsonl(records), "--resume", str(out)).exit_code == 0
+    assert out.read_text() == full
+    assert [r["id"] for r in parse_jsonl(full)] == ["a", "b", "a", "c"]
+
+
+def test_resume_refuses_another_input(runner, fixture_index, questions, tmp_path):
+    out = tmp_path / "out.jsonl"
+    assert retrieve(runner, fixture_index, jsonl(questions[:2]), "--resume", str(out)).exit_code == 0
+    result = retrieve(runner, fixture_index, jsonl(questions[1:5]), "--resume", str(out))
+    assert result.exit_code == 1 and "another input" in result.stderr, result.stderr
+    assert len(parse_jsonl(out.read_text())) == 2
+
+
+def test_resume_into_a_new_directory(runner, fixture_index, questions, tmp_path):
+    out = tmp_path / "not" / "yet" / "out.jsonl"
+    result = retrieve(runner, fixture_index, jsonl(questions[:2]), "--resume", str(out))
+    assert result.exit_code == 0, result.stderr
+    assert len(parse_jsonl(out.read_text())) == 2
+
+
+@pytest.mark.parametrize("field, value, what", [
+    ("question", None, "'question' must be a string, got null"),
+    ("question", 7, "'question' must be a string, got a number"),
+    ("passages", "p1", "'passages' must be a list of objects, got a string"),
+])
+def test_bad_record_types(runner, fixture_index, questions, field, value, what):
+    records = [questions[0], dict(questions[1], **{field: value}), questions[2]]
+    failed = retrieve(runner, fixture_index, jsonl(records))
+    assert failed.exit_code == 1 and failed.stderr.count("\n") == 1, failed.stderr
+    assert what in failed.stderr and "line 2" in failed.stderr and questions[1]["id"] in failed.stderr
+    assert [r["id"] for r in parse_jsonl(failed.stdout)] == [questions[0]["id"]]
+    skipped = retrieve(runner, fixture_index, jsonl(records), "--on-error", "skip", "--batch-size", "3")
+    assert skipped.exit_code == 0, skipped.stderr
+    out = parse_jsonl(skipped.stdout)
+    assert [r["id"] for r in out] == [r["id"] for r in records]  # one record out per record in
+    assert out[1]["errors"]["retrieve"].startswith(what) and "passages" not in out[1] or field == "passages"
+    assert out[0]["passages"] and out[2]["passages"] and "errors" not in out[0]
 
 
 def test_missing_index_is_one_line(runner, tmp_path):
@@ -114,4 +190,5 @@ def test_closed_pipe_ends_quietly(fixture_index):
     out = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, text=True, cwd=ROOT,
                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert out.stdout.count("\n") == 1
+    assert out.returncode == 0, out.stderr  # with pipefail: a closed pipe is no failure (docs/schema.md)
     assert "Traceback" not in out.stderr and "BrokenPipe" not in out.stderr, out.stderr

@@ -51,6 +51,11 @@ class LazyGroup(click.Group):
             name = ctx.invoked_subcommand or "cq"
             click.echo(f"cq {name}: error: {err}", err=True)
             ctx.exit(err.exit_code)
+        except BrokenPipeError:
+            # The reader went away (`cq ... | head -1`): end quietly with status 0, as documented in
+            # docs/schema.md, so `set -o pipefail` scripts and make do not read it as a failure.
+            _silence_stdout()
+            ctx.exit(0)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100,

@@ -32,7 +32,8 @@ stream_options = compose(
         type=click.Choice(["fail", "skip"]),
         default="fail",
         show_default=True,
-        help="A malformed input line stops the run (fail) or is skipped with a warning (skip).",
+        help="A bad input record stops the run (fail), or is written through unchanged with the reason under "
+             "\"errors\" (skip; a line that is not a JSON object is dropped). Each is reported on stderr.",
     ),
     click.option("-q", "--quiet", is_flag=True, help="No progress bar or info messages on stderr."),
 )
@@ -57,7 +58,13 @@ scale_options = compose(
         "--resume",
         type=click.Path(dir_okay=False),
         metavar="OUT",
-        help="Append to OUT instead of stdout, skipping ids already in OUT (restart a killed job).",
+        help="Write to OUT instead of stdout; if OUT exists, continue after the records it holds (restart a "
+             "killed job). OUT.cq.json records the configuration; a different one is refused.",
+    ),
+    click.option(
+        "--force-resume",
+        is_flag=True,
+        help="With --resume: append even if OUT was written with another configuration (or without a run record).",
     ),
 )
 

@@ -1,8 +1,18 @@
-"""The one loop every stage command runs: read records lazily, keep this shard's share,
+"""The one loop every stage command runs: read records lazily, check them, keep this shard's share,
 skip what ``--resume`` already has, map a batch function, write as it goes.
 
 Memory stays constant in the input size: records are pulled through ``islice`` one batch
 at a time and written (and flushed) before the next batch is read.
+
+One record out per record in, always in input order. A record a stage cannot handle (a
+``question`` that is not a string, a stage error naming the record) stops the run under
+``--on-error fail``; under ``--on-error skip`` it is written through unchanged with the reason
+under ``errors.<stage>`` and the rest of its batch is processed as usual. Only a line that is not
+a JSON object at all is dropped (it is no record); each is reported with its line number.
+
+``--resume OUT`` resumes by input position: OUT's complete lines are the first records of this
+run's input (their ids are checked in order), a torn last line is cut off, and the run record
+``OUT.cq.json`` (cqtools/runrecord.py) must show the same configuration.
 
 Under a multi-process launcher (``accelerate launch --multi_gpu --num_processes N -m cqtools ...``,
 or torchrun: ``WORLD_SIZE`` > 1) only the main process reads stdin; it hands each process one
@@ -16,17 +26,19 @@ import os
 import sys
 from dataclasses import dataclass
 from itertools import islice
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterator
 
 import orjson
 from tqdm import tqdm
 
+from .. import runrecord
 from ..errors import CQError, InputError
-from ..jsonl import JsonlWriter, Skipped, read_records
+from ..jsonl import JsonlWriter, Skipped, batched, read_records
 
 log = logging.getLogger("cqtools")
 
 BatchFn = Callable[[list[dict]], list[dict]]
+ERRORS = "errors"
 
 
 @dataclass
@@ -38,6 +50,7 @@ class StreamSpec:
     batch_size: int = 32
     shard: tuple[int, int] | None = None
     resume: str | None = None
+    force_resume: bool = False
     required: tuple[str, ...] = ("question",)
     desc: str = "records"
 
@@ -50,12 +63,181 @@ def spec_from(kwargs: dict, **overrides) -> StreamSpec:
         batch_size=kwargs.pop("batch_size", 32),
         shard=kwargs.pop("shard", None),
         resume=kwargs.pop("resume", None),
+        force_resume=kwargs.pop("force_resume", False),
     )
     for key, value in overrides.items():
         setattr(spec, key, value)
     if spec.quiet:
         logging.getLogger("cqtools").setLevel(logging.WARNING)
     return spec
+
+
+# ---------------------------------------------------------------------------------------------
+# checking records
+
+
+def record_problem(record: dict, required: tuple[str, ...]) -> str | None:
+    """Why a stage cannot take ``record`` (None if it can): the schema's types, checked once here."""
+    for key in required:
+        if key not in record:
+            return f"missing required key '{key}'"
+        if not isinstance(record[key], str):
+            return f"'{key}' must be a string, got {_json_type(record[key])}"
+    passages = record.get("passages")
+    if passages is not None and not (isinstance(passages, list) and all(isinstance(p, dict) for p in passages)):
+        return f"'passages' must be a list of objects, got {_json_type(passages)}"
+    return None
+
+
+def _json_type(value) -> str:
+    names = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string",
+             list: "a list", dict: "an object"}
+    return names.get(type(value), type(value).__name__)
+
+
+@dataclass
+class Item:
+    """One input record on its way through a batch: where it came from, and why it was set aside."""
+
+    lineno: int
+    record: dict
+    problem: str | None = None
+
+
+def _items(records, spec: StreamSpec) -> Iterator[Item]:
+    for lineno, record in records:
+        problem = record_problem(record, spec.required)
+        if problem and spec.on_error != "skip":
+            raise InputError(f"{problem} (record {record['id']}); fix the input, or pass --on-error skip "
+                             f"to write such records through with the reason under '{ERRORS}'",
+                             where=f"line {lineno}", record_id=record["id"])
+        yield Item(lineno, record, problem)
+
+
+def apply(process: BatchFn, items: list[Item], spec: StreamSpec) -> list[dict]:
+    """``process`` over a batch. Under ``--on-error skip`` a record the stage rejects (by name, or
+    alone in a batch) is written through unchanged with the reason; the others are processed."""
+    out: dict[int, dict] = {}
+    todo = []
+    for n, item in enumerate(items):
+        if item.problem:
+            out[n] = _set_aside(item.record, spec.desc, item.problem)
+        else:
+            todo.append(n)
+    pristine = {n: orjson.dumps(items[n].record) for n in todo} if spec.on_error == "skip" else None
+    while todo:
+        records = [items[n].record for n in todo]
+        try:
+            result = process(records)
+        except CQError as err:
+            if err.where is None:
+                err.where = _locate(err, [items[n] for n in todo])
+            if pristine is None:
+                raise
+            culprit = _culprit(err, items, todo)
+            if culprit is None:  # the stage did not say which record: find it by going one at a time
+                for n in todo:
+                    items[n].record = orjson.loads(pristine[n])
+                    out[n] = apply(process, [items[n]], spec)[0]
+                break
+            log.warning("%s: %s (record %s): written through unchanged", spec.desc, err, items[culprit].record["id"])
+            out[culprit] = _set_aside(orjson.loads(pristine[culprit]), spec.desc, err.message)
+            todo = [n for n in todo if n != culprit]
+            for n in todo:  # the stage may have changed records before it failed
+                items[n].record = orjson.loads(pristine[n])
+            continue
+        if len(result) != len(records):
+            raise CQError(f"internal: stage returned {len(result)} records for {len(records)}")
+        out.update(zip(todo, result))
+        break
+    return [out[n] for n in range(len(items))]
+
+
+def _culprit(err: CQError, items: list[Item], todo: list[int]) -> int | None:
+    if len(todo) == 1:
+        return todo[0]
+    for n in todo:
+        if err.record_id is not None and items[n].record["id"] == err.record_id:
+            return n
+    return None
+
+
+def _set_aside(record: dict, stage: str, reason: str) -> dict:
+    errors = record.get(ERRORS)
+    record[ERRORS] = {**(errors if isinstance(errors, dict) else {}), stage: reason}
+    return record
+
+
+def _locate(err: CQError, items: list[Item]) -> str:
+    """``line N`` of the record an error names, else the batch's line range."""
+    for item in items:
+        if err.record_id is not None and item.record["id"] == err.record_id:
+            return f"line {item.lineno}"
+    if len(items) == 1:
+        return f"line {items[0].lineno} (record {items[0].record['id']})"
+    return f"lines {items[0].lineno}-{items[-1].lineno}"
+
+
+# ---------------------------------------------------------------------------------------------
+# input and output
+
+
+class _Counted:
+    """The records read (before sharding): a finished run writes their number into its run record."""
+
+    def __init__(self, records):
+        self.records = records
+        self.count = 0
+
+    def __iter__(self):
+        for item in self.records:
+            self.count += 1
+            yield item
+
+
+class _Run:
+    """This run's input (read, checked, sharded, resumed) and output (stdout, or ``--resume OUT``
+    with its run record)."""
+
+    def __init__(self, spec: StreamSpec, stdin, stdout):
+        self.spec = spec
+        self.skipped = Skipped()
+        self.counted = _Counted(read_records(stdin if stdin is not None else click_stdin(), (), spec.on_error,
+                                             self.skipped))
+        records = iter(self.counted)
+        if spec.shard is not None:
+            records = _take_shard(records, *spec.shard)
+        self.out_fh = None
+        self.record = None
+        self.done = 0
+        if spec.resume:
+            self.record, self.done = _open_resume(spec)
+            if self.done:
+                log.info("resume: %d records already in %s", self.done, spec.resume)
+                records = _skip_done(records, spec.resume, self.done)
+            self.out_fh = open(spec.resume, "ab")
+        self.items = _items(records, spec)
+        self.writer = JsonlWriter(self.out_fh or (stdout if stdout is not None else sys.stdout.buffer))
+        self.bar = tqdm(desc=spec.desc, unit="rec", file=sys.stderr,
+                        disable=spec.quiet or not sys.stderr.isatty())
+
+    def write(self, records: list[dict], n_inputs: int) -> None:
+        self.writer.write_all(records)
+        self.bar.update(n_inputs)
+
+    def finish(self) -> None:
+        """The input is exhausted: say so in the run record (cq merge checks it)."""
+        if self.record is not None:
+            self.record.update(complete=True, input_records=self.counted.count,
+                               records_written=self.done + self.writer.written)
+            runrecord.write(self.spec.resume, self.record)
+        if self.skipped.count:
+            log.warning("skipped %d malformed line(s)", self.skipped.count)
+
+    def close(self) -> None:
+        self.bar.close()
+        if self.out_fh:
+            self.out_fh.close()
 
 
 def run_stream(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> int:
@@ -66,41 +248,88 @@ def run_stream(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> i
     """
     if _world_size() > 1:
         return _run_distributed(process, spec, stdin, stdout)
-    stdin = stdin if stdin is not None else click_stdin()
-    skipped = Skipped()
-    records, out_fh = _input_records(spec, stdin, skipped)
-    writer = JsonlWriter(out_fh or (stdout if stdout is not None else sys.stdout.buffer))
-    bar = tqdm(desc=spec.desc, unit="rec", file=sys.stderr, disable=spec.quiet or not sys.stderr.isatty())
+    run = _Run(spec, stdin, stdout)
     try:
-        for batch in batched(records, spec.batch_size):
-            recs = [r for _, r in batch]
-            try:
-                out = process(recs)
-            except CQError as err:
-                if err.where is None:
-                    err.where = _locate(err, batch)
-                raise
-            if len(out) != len(recs):
-                raise CQError(f"internal: stage returned {len(out)} records for {len(recs)}")
-            writer.write_all(out)
-            bar.update(len(recs))
+        for batch in batched(run.items, spec.batch_size):
+            run.write(apply(process, batch, spec), len(batch))
+        run.finish()
     finally:
-        bar.close()
-        if out_fh:
-            out_fh.close()
-    if skipped.count:
-        log.warning("skipped %d malformed line(s)", skipped.count)
-    return writer.written
+        run.close()
+    return run.writer.written
 
 
-def _locate(err: CQError, batch: list[tuple[int, dict]]) -> str:
-    """``line N`` of the record an error names, else the batch's line range."""
-    for lineno, record in batch:
-        if err.record_id is not None and record["id"] == err.record_id:
-            return f"line {lineno}"
-    if len(batch) == 1:
-        return f"line {batch[0][0]} (record {batch[0][1]['id']})"
-    return f"lines {batch[0][0]}-{batch[-1][0]}"
+def _open_resume(spec: StreamSpec) -> tuple[dict, int]:
+    """Check ``--resume OUT`` against this run's configuration; returns the run record to keep
+    writing and how many records OUT already holds (a torn last line is cut off)."""
+    out = spec.resume
+    parent = os.path.dirname(os.path.abspath(out))
+    os.makedirs(parent, exist_ok=True)
+    new = runrecord.build(*_command_and_params())
+    new.update(shard=list(spec.shard) if spec.shard else None, complete=False)
+    done, good_end = _complete_lines(out)
+    old = runrecord.read(out)
+    if done:
+        fix = "use a new output file, or pass --force-resume to append anyway"
+        if old is None:
+            problem = (f"--resume {out} holds {done} records but no run record {runrecord.path_for(out)} "
+                       f"(written by a redirect or an older cq), so cq cannot tell they come from this "
+                       f"configuration; {fix}")
+        else:
+            why = runrecord.difference(old, new)
+            problem = why and f"--resume {out} was written with a different configuration ({why}); {fix}"
+        if problem and not spec.force_resume:
+            raise InputError(problem)
+        if problem:
+            log.warning("--force-resume: appending although %s", problem.split("; ")[0])
+            new["forced_over"] = runrecord.config_of(old) if old else None
+    if os.path.exists(out) and good_end != os.path.getsize(out):
+        log.warning("resume: dropping a partly written last line of %s", out)
+        with open(out, "r+b") as fh:
+            fh.truncate(good_end)
+    runrecord.write(out, new)
+    return new, done
+
+
+def _command_and_params() -> tuple[str, dict]:
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return "python", {}
+    return ctx.command.name, dict(ctx.params)
+
+
+def _complete_lines(path: str) -> tuple[int, int]:
+    """Complete lines in ``path`` and the byte offset where they end (a kill may tear the last one)."""
+    if not os.path.exists(path):
+        return 0, 0
+    count = good_end = 0
+    with open(path, "rb") as fh:
+        for raw in fh:
+            if not raw.endswith(b"\n"):
+                break
+            count += 1
+            good_end += len(raw)
+    return count, good_end
+
+
+def _skip_done(records, path: str, done: int):
+    """Drop the first ``done`` records, checking that OUT's ids are theirs, in order (resume by
+    position: duplicate ids are fine; another input file is not)."""
+    with open(path, "rb") as fh:
+        for n, (lineno, record) in enumerate(records):
+            if n >= done:
+                yield lineno, record
+                continue
+            raw = fh.readline()
+            try:
+                written = str(orjson.loads(raw)["id"])
+            except (orjson.JSONDecodeError, KeyError, TypeError):
+                raise InputError(f"{path} line {n + 1} is not a cq record; pass a file cq wrote") from None
+            if written != record["id"]:
+                raise InputError(f"--resume {path} line {n + 1} has record {written} but input line {lineno} "
+                                 f"is record {record['id']}: OUT was written from another input (or another "
+                                 f"--shard); use a new output file")
 
 
 def _world_size() -> int:
@@ -108,21 +337,6 @@ def _world_size() -> int:
         return int(os.environ.get("WORLD_SIZE", "1"))
     except ValueError:
         return 1
-
-
-def _input_records(spec: StreamSpec, stdin, skipped: Skipped):
-    """This run's (line number, record) pairs and the file ``--resume`` appends to (or None)."""
-    records = read_records(stdin, spec.required, spec.on_error, skipped)
-    if spec.shard is not None:
-        records = _take_shard(records, *spec.shard)
-    out_fh = None
-    if spec.resume:
-        done = _ids_done(spec.resume)
-        if done:
-            log.info("resume: %d records already in %s", len(done), spec.resume)
-        records = ((n, r) for n, r in records if r["id"] not in done)
-        out_fh = open(spec.resume, "ab")
-    return records, out_fh
 
 
 def _run_distributed(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> int:
@@ -141,14 +355,10 @@ def _run_distributed(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None
     main = rank == 0
     if not main:
         logging.getLogger("cqtools").setLevel(logging.WARNING)
-    skipped = Skipped()
-    records = out_fh = writer = bar = None
+    run = items = None
     if main:
-        stdin = stdin if stdin is not None else click_stdin()
-        records, out_fh = _input_records(spec, stdin, skipped)
-        records = iter(records)
-        writer = JsonlWriter(out_fh or (stdout if stdout is not None else sys.stdout.buffer))
-        bar = tqdm(desc=spec.desc, unit="rec", file=sys.stderr, disable=spec.quiet or not sys.stderr.isatty())
+        run = _Run(spec, stdin, stdout)
+        items = iter(run.items)
         log.info("%s: %d processes, batches of %d", spec.desc, world, spec.batch_size)
     failure = None  # an input error on the main process, raised after the records before it
     try:
@@ -159,7 +369,7 @@ def _run_distributed(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None
                 while len(parts) < world and failure is None:
                     part: list = []
                     try:
-                        part.extend(islice(records, spec.batch_size))  # keeps what came before an error
+                        part.extend(islice(items, spec.batch_size))  # keeps what came before an error
                     except CQError as err:
                         failure = err
                     parts.append(part)
@@ -172,7 +382,7 @@ def _run_distributed(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None
             dist.scatter_object_list(box, parts, src=0, group=group)
             if box[0] is None:
                 break
-            result = _run_part(process, box[0])
+            result = _run_part(process, box[0], spec)
             gathered = [None] * world if main else None
             dist.gather_object(result, gathered, dst=0, group=group)
             if not main:
@@ -181,60 +391,35 @@ def _run_distributed(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None
                 if status == "error":
                     failure = payload
                     break
-                writer.write_all(payload)
-                bar.update(len(part))
+                run.write(payload, len(part))
             if failure is not None:
                 dist.scatter_object_list([None], [None] * world, src=0, group=group)
                 raise failure
+        if main:
+            if failure is not None:
+                raise failure
+            run.finish()
     finally:
         if main:
-            bar.close()
-            if out_fh:
-                out_fh.close()
-    if skipped.count:
-        log.warning("skipped %d malformed line(s)", skipped.count)
-    return writer.written if main else 0
+            run.close()
+    return run.writer.written if main else 0
 
 
-def _run_part(process: BatchFn, batch: list) -> tuple[str, object]:
+def _run_part(process: BatchFn, batch: list[Item], spec: StreamSpec) -> tuple[str, object]:
     """Run ``process`` on one process's batch; failures come back as values, not exceptions,
     so that no process is left waiting in a collective call."""
     if not batch:
         return "ok", []
-    recs = [r for _, r in batch]
     try:
-        out = process(recs)
-        if len(out) != len(recs):
-            raise CQError(f"internal: stage returned {len(out)} records for {len(recs)}")
-        return "ok", out
+        return "ok", apply(process, batch, spec)
     except CQError as err:  # pickles with its where/record_id (exceptions carry their __dict__)
-        if err.where is None:
-            err.where = _locate(err, batch)
         return "error", err
     except Exception as err:  # noqa: BLE001 - reported by the main process
         if os.environ.get("CQ_DEBUG"):
             import traceback
 
             traceback.print_exc()
-        return "error", CQError(f"{type(err).__name__}: {err}", f"lines {batch[0][0]}-{batch[-1][0]}")
-
-
-def batched(items: Iterable, size: int) -> Iterator[list]:
-    """Lists of up to ``size`` items. If the source raises (a malformed line under
-    ``--on-error fail``), the items read before it are yielded first, then the error."""
-    it = iter(items)
-    while True:
-        batch: list = []
-        try:
-            batch.extend(islice(it, size))
-        except CQError as err:
-            if batch:
-                yield batch
-            raise err
-        if batch:
-            yield batch
-        if len(batch) < size:
-            return
+        return "error", CQError(f"{type(err).__name__}: {err}", f"lines {batch[0].lineno}-{batch[-1].lineno}")
 
 
 def click_stdin():
@@ -247,23 +432,4 @@ def _take_shard(records, index: int, total: int):
             yield item
 
 
-def _ids_done(path: str) -> set[str]:
-    """Ids already written to ``path``; a torn last line (killed mid-write) is cut off."""
-    if not os.path.exists(path):
-        return set()
-    done: set[str] = set()
-    good_end = 0
-    with open(path, "rb") as fh:
-        for raw in fh:
-            if not raw.endswith(b"\n"):
-                break
-            try:
-                done.add(str(orjson.loads(raw)["id"]))
-            except (orjson.JSONDecodeError, KeyError, TypeError):
-                raise InputError(f"{path} has a line that is not a cq record; pass a file cq wrote") from None
-            good_end += len(raw)
-    if good_end != os.path.getsize(path):
-        log.warning("resume: dropping a partly written last line of %s", path)
-        with open(path, "r+b") as fh:
-            fh.truncate(good_end)
-    return done
+__all__ = ["StreamSpec", "spec_from", "run_stream", "apply", "record_problem", "batched", "click_stdin"]

