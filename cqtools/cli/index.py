@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import tempfile
 import time
 
 import click
@@ -24,10 +25,16 @@ log = logging.getLogger("cqtools")
               envvar="CQ_MODEL_ENCODER", help="Sentence-transformers encoder: hub id, local dir or offline copy.")
 @click.option("--threads", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="number of CPUs")
 @click.option("--batch-size", type=click.IntRange(min=1), default=128, show_default=True, help="Encoding batch size.")
-@click.option("--overwrite", is_flag=True, help="Replace an existing index directory.")
+@click.option("--overwrite", is_flag=True,
+              help="Replace an existing cq or Pyserini index. The new one is built beside it and swapped in only "
+                   "when complete; any other non-empty directory is never touched.")
+@click.option("-q", "--quiet", is_flag=True, help="No info messages on stderr.")
 @device_options
-def cli(corpus, out_dir, dense, encoder, threads, batch_size, overwrite, device, dtype):
+def cli(corpus, out_dir, dense, encoder, threads, batch_size, overwrite, quiet, device, dtype):
     """Index a corpus for `cq retrieve`.
+
+    The index is built in a temporary directory beside --out and moved into place only when
+    complete: a failed or killed build leaves any earlier index as it was.
 
     \b
     Example:
@@ -39,26 +46,75 @@ def cli(corpus, out_dir, dense, encoder, threads, batch_size, overwrite, device,
     from ..retrieval.base import DENSE_DIR, LUCENE_DIR, write_manifest
     from ..retrieval.lucene import build_lucene
 
-    if os.path.exists(out_dir) and os.listdir(out_dir):
-        if not overwrite:
-            raise ResourceError(f"{out_dir} already exists and is not empty; pass --overwrite to replace it")
-        shutil.rmtree(out_dir)
-    os.makedirs(out_dir, exist_ok=True)
-    start = time.perf_counter()
-    store = ds.DocStoreWriter(os.path.join(out_dir, ds.NAME))
-    count = build_lucene(store.tee(iter_corpus(corpus)), os.path.join(out_dir, LUCENE_DIR), threads, docstore=store)
-    store.close()
-    manifest = {"corpus": os.path.abspath(corpus), "passages": count, "lucene": LUCENE_DIR, "docstore": ds.NAME,
-                "dense": None,
-                "bm25_seconds": round(time.perf_counter() - start, 2), "cqtools": __version__}
-    log.info("bm25: indexed %d passages in %.1f s", count, manifest["bm25_seconds"])
-    if dense:
-        from ..retrieval.dense import build_dense
-
+    if quiet:
+        log.setLevel(logging.WARNING)
+    out_dir = os.path.abspath(out_dir)
+    replace = _check_target(out_dir, corpus, overwrite)
+    if not os.path.isfile(corpus):
+        raise ResourceError(f"corpus {corpus} not found; pass a JSONL or DPR .tsv file of passages")
+    parent = os.path.dirname(out_dir)
+    os.makedirs(parent, exist_ok=True)
+    build_dir = tempfile.mkdtemp(prefix=f".{os.path.basename(out_dir)}.building-", dir=parent)
+    try:
         start = time.perf_counter()
-        info = build_dense(iter_corpus(corpus), os.path.join(out_dir, DENSE_DIR), encoder, batch_size,
-                           "cpu" if device == "auto" else device)
-        info["seconds"] = round(time.perf_counter() - start, 2)
-        manifest["dense"] = info | {"dir": DENSE_DIR}
-        log.info("dense: encoded %d passages in %.1f s", info["passages"], info["seconds"])
-    write_manifest(out_dir, manifest)
+        store = ds.DocStoreWriter(os.path.join(build_dir, ds.NAME))
+        count = build_lucene(store.tee(iter_corpus(corpus)), os.path.join(build_dir, LUCENE_DIR), threads,
+                             docstore=store)
+        store.close()
+        manifest = {"corpus": os.path.abspath(corpus), "passages": count, "lucene": LUCENE_DIR, "docstore": ds.NAME,
+                    "dense": None, "bm25_seconds": round(time.perf_counter() - start, 2), "cqtools": __version__}
+        log.info("bm25: indexed %d passages in %.1f s", count, manifest["bm25_seconds"])
+        if dense:
+            from ..retrieval.dense import build_dense
+
+            start = time.perf_counter()
+            info = build_dense(iter_corpus(corpus), os.path.join(build_dir, DENSE_DIR), encoder, batch_size,
+                               "cpu" if device == "auto" else device)
+            info["seconds"] = round(time.perf_counter() - start, 2)
+            manifest["dense"] = info | {"dir": DENSE_DIR}
+            log.info("dense: encoded %d passages in %.1f s", info["passages"], info["seconds"])
+        write_manifest(build_dir, manifest)
+        _swap_in(build_dir, out_dir, replace)
+    finally:
+        if os.path.exists(build_dir):
+            shutil.rmtree(build_dir, ignore_errors=True)
+
+
+def _is_index(path: str) -> bool:
+    from ..retrieval.base import MANIFEST
+
+    names = set(os.listdir(path))
+    return MANIFEST in names or any(n.startswith("segments_") for n in names)
+
+
+def _check_target(out_dir: str, corpus: str, overwrite: bool) -> bool:
+    """Whether an existing index is to be replaced; refuses anything that would lose a user's files."""
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise ResourceError(f"{out_dir} is a file, not a directory; pass another --out")
+    if not os.path.isdir(out_dir) or not os.listdir(out_dir):
+        return False
+    if not overwrite:
+        raise ResourceError(f"{out_dir} already exists and is not empty; pass --overwrite to replace the index "
+                            f"there, or another --out")
+    if not _is_index(out_dir):
+        raise ResourceError(f"{out_dir} is not a cq or Pyserini index (no cq_index.json, no Lucene segments): "
+                            f"--overwrite replaces only indexes, never other files; pass another --out")
+    corpus_path = os.path.abspath(corpus)
+    if os.path.commonpath([corpus_path, out_dir]) == out_dir:
+        raise ResourceError(f"the corpus {corpus} is inside {out_dir}, which --overwrite would replace; "
+                            f"move the corpus out first")
+    return True
+
+
+def _swap_in(build_dir: str, out_dir: str, replace: bool) -> None:
+    """Move the finished index into place; the old one is removed only after the new one is there."""
+    old = None
+    if os.path.isdir(out_dir):
+        if replace:
+            old = tempfile.mkdtemp(prefix=f".{os.path.basename(out_dir)}.old-", dir=os.path.dirname(out_dir))
+            os.rename(out_dir, os.path.join(old, "index"))
+        else:
+            os.rmdir(out_dir)  # empty (checked above)
+    os.rename(build_dir, out_dir)
+    if old:
+        shutil.rmtree(old, ignore_errors=True)
