@@ -31,7 +31,7 @@ def cli(top, query_field, model, device, dtype, **kwargs):
 
     pair_batch = kwargs["batch_size"]
     # records per stream batch: enough to fill a few model batches with pairs from several records
-    spec = spec_from(kwargs, required=(), desc="rerank")
+    spec = spec_from(kwargs, required=(query_field,), desc="rerank")
     spec.batch_size = max(1, min(64, pair_batch))
     encoder = load_cross_encoder(model, device)
     info = {**encoder.info, "top": top, "query_field": query_field}

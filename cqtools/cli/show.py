@@ -7,25 +7,34 @@ import textwrap
 import click
 
 from .options import stream_options
-from .stream import batched, click_stdin
+from .stream import batched, click_stdin, record_problem
+from ..errors import InputError
 from ..jsonl import read_records
 
 
 def render(record: dict, passages: int) -> str:
     lines = [f"[{record['id']}] {record.get('question', '')}"]
-    for hit in record.get("passages", [])[:passages]:
-        text = textwrap.shorten(hit.get("text", ""), 90)
-        lines.append(f"    {hit.get('rank', '-'):>3}. {hit.get('score', 0):7.3f}  {hit.get('title', '')}: {text}")
-    if "ambiguity" in record:
-        amb = record["ambiguity"]
+    hits = record.get("passages")
+    for hit in hits[:passages] if isinstance(hits, list) and all(isinstance(h, dict) for h in hits) else []:
+        text = textwrap.shorten(str(hit.get("text", "")), 90)
+        score = hit.get("score")
+        score = f"{score:7.3f}" if isinstance(score, (int, float)) else f"{'-':>7}"
+        lines.append(f"    {hit.get('rank', '-'):>3}. {score}  {hit.get('title', '')}: {text}")
+    amb = record.get("ambiguity")
+    if isinstance(amb, dict):
         lines.append(f"    ambiguous: {amb.get('label')} (score {amb.get('score')}, {amb.get('method')})")
-    if record.get("cq"):
-        lines.append(f"    clarify: {record['cq'].get('text')}")
-    for answer in record.get("answers", []):
+    cq = record.get("cq")
+    if cq:
+        lines.append(f"    clarify: {cq.get('text') if isinstance(cq, dict) else cq}")
+    answers = record.get("answers")
+    for answer in answers if isinstance(answers, list) else []:
+        answer = answer if isinstance(answer, dict) else {"text": answer}
         option = f"{answer['option']}: " if answer.get("option") else ""
         lines.append(f"    answer: {option}{answer.get('text')}")
     if record.get("long_answer"):
-        lines.append("    long answer: " + textwrap.shorten(record["long_answer"], 200))
+        lines.append("    long answer: " + textwrap.shorten(str(record["long_answer"]), 200))
+    for stage, reason in (record.get("errors") or {}).items():
+        lines.append(f"    error in {stage}: {reason}")
     return "\n".join(lines)
 
 
@@ -41,6 +50,10 @@ def cli(passages, on_error, quiet):
     """
     records = read_records(click_stdin(), required=(), on_error=on_error)
     for batch in batched(records, 64):
-        for _, record in batch:
-            click.echo(render(record, passages) + "\n")
+        for lineno, record in batch:
+            problem = record_problem(record, ())
+            if problem and on_error != "skip":
+                raise InputError(f"{problem} (record {record['id']}); pass --on-error skip to show the rest",
+                                 where=f"line {lineno}")
+            click.echo(render(record, passages) + (f"\n    not shown: {problem}" if problem else "") + "\n")
         sys.stdout.flush()

@@ -1,0 +1,36 @@
+"""`cq show`: records for people, and one-line errors on records it cannot read."""
+from cqtools.cli import cli
+
+from .conftest import jsonl
+
+FULL = {"id": "r1", "question": "Who played the Joker?",
+        "passages": [{"id": "p1", "rank": 1, "score": 12.5, "title": "Joker (2019 film)",
+                      "text": "Joaquin Phoenix plays Arthur Fleck."}],
+        "ambiguity": {"label": True, "score": 0.9, "method": "always"},
+        "cq": {"text": "Which film: The Dark Knight, or Joker?"},
+        "answers": [{"text": "Heath Ledger", "option": "The Dark Knight"}, {"text": "Joaquin Phoenix"}],
+        "errors": {"rerank": "no passages"}}
+
+
+def test_renders_every_part(runner):
+    result = runner.invoke(cli, ["show", "--passages", "1"], input=jsonl([FULL]))
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "[r1] Who played the Joker?",
+        "      1.  12.500  Joker (2019 film): Joaquin Phoenix plays Arthur Fleck.",
+        "    ambiguous: True (score 0.9, always)",
+        "    clarify: Which film: The Dark Knight, or Joker?",
+        "    answer: The Dark Knight: Heath Ledger",
+        "    answer: Joaquin Phoenix",
+        "    error in rerank: no passages",
+        "",
+    ]
+
+
+def test_bad_passages_one_line_or_shown_with_skip(runner):
+    records = [{"id": "a", "question": "q", "passages": "p1"}, {"id": "b", "question": "q2"}]
+    failed = runner.invoke(cli, ["show"], input=jsonl(records))
+    assert failed.exit_code == 1 and failed.stderr.count("\n") == 1
+    assert "line 1" in failed.stderr and "'passages' must be a list of objects" in failed.stderr
+    skipped = runner.invoke(cli, ["show", "--on-error", "skip"], input=jsonl(records))
+    assert skipped.exit_code == 0 and "not shown: 'passages'" in skipped.stdout and "[b] q2" in skipped.stdout
