@@ -67,7 +67,7 @@ def main() -> None:
             row = json.loads(line)
             questions.append({"id": f"nq{n}", "question": row["question"], "gold_answers": row["answer"]})
 
-    searcher = open_searcher(args.index, "bm25", None, "cpu")
+    searcher = open_searcher(args.index, "bm25")
     t = time.time()
     hits = searcher.batch_search([q["question"] for q in questions], [q["id"] for q in questions], 10, 2)
     bm25_s = time.time() - t

@@ -29,6 +29,7 @@ COMMANDS = {
     "show": "show",
     "merge": "merge",
     "models": "models",
+    "plugins": "plugins",
 }
 
 

@@ -5,20 +5,22 @@ import click
 
 from .options import (batch_option, compose, device_options, max_input_option, model_option, scale_options,
                       stream_options)
-from ..stages.detect import METHODS  # the stage module imports no model library at import time
+from ..registry import DETECTORS
 from .stream import run_stream, spec_from
 
 
+def _threshold_help() -> str:
+    defaults = ", ".join(f"{m.name} {m.defaults['threshold']:g}" for m in DETECTORS.methods()
+                         if "threshold" in m.defaults)
+    return f"label = score > threshold. Defaults: {defaults}."
+
+
 @click.command(name="detect")
-@click.option("--method", type=click.Choice(METHODS), default="llm", show_default=True,
-              help="classifier: a model from `cq train detect`; llm: few-shot True/False (CLAM); answers: "
-                   "more than one distinct answer from `cq answer --mode multi`; tree: >= 2 surviving "
-                   "disambiguations; always / never: baselines.")
+@click.option("--method", type=click.Choice(DETECTORS.names()), default="llm", show_default=True,
+              help=DETECTORS.help() + ".")
 @model_option("detect", None, help="classifier: a `cq train detect` directory; llm: a causal LM "
                                    "(default HuggingFaceTB/SmolLM2-135M-Instruct).")
-@click.option("--threshold", type=float, default=None,
-              help="label = score > threshold. Defaults: classifier 0.5 (a probability), llm 0.0 (log-odds), "
-                   "answers / tree 1 (more than one).")
+@click.option("--threshold", type=float, default=None, help=_threshold_help())
 @click.option("--passages", "n_passages", type=click.IntRange(min=0), default=3, show_default=True,
               help="classifier: top passages appended to the question (0: question only).")
 @compose(batch_option, device_options, max_input_option, stream_options, scale_options)
@@ -34,17 +36,5 @@ def cli(method, model, threshold, n_passages, device, dtype, **kwargs):
     from ..stages import detect
 
     spec = spec_from(kwargs, desc="detect")
-    threshold = detect.DEFAULT_THRESHOLD[method] if threshold is None else threshold
-    if method == "classifier":
-        detector = detect.classifier_detector(model, n_passages, threshold, device)
-    elif method == "llm":
-        from ..models.backends import load_generator
-
-        detector = detect.llm_detector(load_generator(model or detect.DEFAULT_LLM, device, dtype), threshold)
-    elif method == "answers":
-        detector = detect.answers_detector(threshold)
-    elif method == "tree":
-        detector = detect.tree_detector(threshold)
-    else:
-        detector = detect.constant_detector(method, threshold)
-    run_stream(lambda recs: detect.detect_batch(recs, detector), spec)
+    run_stream(detect.build(method, model=model, threshold=threshold, n_passages=n_passages, device=device,
+                            dtype=dtype), spec)

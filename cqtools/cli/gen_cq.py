@@ -5,12 +5,12 @@ import click
 
 from .options import (batch_option, compose, device_options, max_input_option, model_option, scale_options,
                       stream_options)
+from ..registry import CQ_METHODS
 
 
 @click.command(name="gen-cq")
-@click.option("--method", type=click.Choice(["llm", "seq2seq", "from-dqs"]), default="llm", show_default=True,
-              help="llm: few-shot prompt (CAmbigNQ style); seq2seq: a generator from `cq train gen-cq`; "
-                   "from-dqs: silver CQ built from gold.dqs (reads gold: an upper bound / training data).")
+@click.option("--method", type=click.Choice(CQ_METHODS.names()), default="llm", show_default=True,
+              help=CQ_METHODS.help() + ".")
 @model_option("gen-cq", None, help="llm: a causal LM (default HuggingFaceTB/SmolLM2-135M-Instruct); "
                                    "seq2seq: a `cq train gen-cq` directory (required).")
 @click.option("--zero-shot", is_flag=True, help="llm: CLAM's zero-shot prompt; the free-form CQ is kept as "
@@ -46,17 +46,6 @@ def cli(method, model, zero_shot, with_answers, n_passages, max_new_tokens, all_
     if with_answers and method != "seq2seq":
         raise click.BadParameter("--with-answers goes with --method seq2seq", param_hint="--with-answers")
     spec = spec_from(kwargs, desc="gen-cq")
-    if method == "from-dqs":
-        cq_method = gen_cq.from_dqs_method()
-    else:
-        from ..models.backends import load_generator
-
-        if method == "seq2seq" and not model:
-            raise click.BadParameter("--method seq2seq needs --model DIR from `cq train gen-cq`",
-                                     param_hint="--model")
-        generator = load_generator(model or gen_cq.DEFAULT_LLM, device, dtype)
-        if method == "llm":
-            cq_method = gen_cq.llm_method(generator, n_passages, zero_shot, max_new_tokens)
-        else:
-            cq_method = gen_cq.seq2seq_method(generator, n_passages, with_answers, max_new_tokens)
-    run_stream(lambda recs: gen_cq.gen_cq_batch(recs, cq_method, all_records), spec)
+    run_stream(gen_cq.build(method, all_records, model=model, n_passages=n_passages, zero_shot=zero_shot,
+                            with_answers=with_answers, max_new_tokens=max_new_tokens, device=device, dtype=dtype),
+               spec)

@@ -6,13 +6,15 @@ import os
 import click
 
 from .options import batch_option, compose, device_options, hits_option, scale_options, stream_options
+from ..registry import SEARCHERS
 from .stream import run_stream, spec_from
 
 
 @click.command(name="retrieve")
 @click.option("--index", "index_dir", required=True, type=click.Path(), envvar="CQ_INDEX",
               help="A `cq index` directory (or a plain Pyserini Lucene index for bm25).")
-@click.option("--method", type=click.Choice(["bm25", "dense", "hybrid"]), default="bm25", show_default=True)
+@click.option("--method", type=click.Choice(SEARCHERS.names()), default="bm25", show_default=True,
+              help=SEARCHERS.help() + ".")
 @hits_option
 @click.option("--threads", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="number of CPUs",
               help="Search threads per batch.")
@@ -32,11 +34,9 @@ def cli(index_dir, method, hits, threads, query_field, encoder, fusion, alpha, k
       cq retrieve --index idx --method bm25 --hits 100 < questions.jsonl \\
         | cq rerank --top 10 | cq answer --mode single
     """
-    from ..retrieval import open_searcher
-    from ..stages.retrieve import retrieve_batch
+    from ..stages import retrieve
 
     spec = spec_from(kwargs, required=(query_field,), desc="retrieve")
-    searcher = open_searcher(index_dir, method, encoder, "cpu" if device == "auto" else device,
-                             fusion=fusion, alpha=alpha, k1=k1, b=b)
-    info = {"method": method, "index": os.path.abspath(index_dir), "hits": hits, **searcher.params}
-    run_stream(lambda recs: retrieve_batch(recs, searcher, hits, threads, query_field, info), spec)
+    run_stream(retrieve.build(method, index_dir=index_dir, hits=hits, threads=threads, query_field=query_field,
+                              encoder=encoder, device="cpu" if device == "auto" else device, fusion=fusion,
+                              alpha=alpha, k1=k1, b=b), spec)

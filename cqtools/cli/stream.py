@@ -53,6 +53,7 @@ class StreamSpec:
     force_resume: bool = False
     required: tuple[str, ...] = ("question",)
     desc: str = "records"
+    fanout: bool = False  # process returns a list of records per input (in order), not one record
 
 
 def spec_from(kwargs: dict, **overrides) -> StreamSpec:
@@ -121,7 +122,7 @@ def apply(process: BatchFn, items: list[Item], spec: StreamSpec) -> list[dict]:
     todo = []
     for n, item in enumerate(items):
         if item.problem:
-            out[n] = _set_aside(item.record, spec.desc, item.problem)
+            out[n] = _set_aside(item.record, spec, item.problem)
         else:
             todo.append(n)
     pristine = {n: orjson.dumps(items[n].record) for n in todo} if spec.on_error == "skip" else None
@@ -141,7 +142,7 @@ def apply(process: BatchFn, items: list[Item], spec: StreamSpec) -> list[dict]:
                     out[n] = apply(process, [items[n]], spec)[0]
                 break
             log.warning("%s: %s (record %s): written through unchanged", spec.desc, err, items[culprit].record["id"])
-            out[culprit] = _set_aside(orjson.loads(pristine[culprit]), spec.desc, err.message)
+            out[culprit] = _set_aside(orjson.loads(pristine[culprit]), spec, err.message)
             todo = [n for n in todo if n != culprit]
             for n in todo:  # the stage may have changed records before it failed
                 items[n].record = orjson.loads(pristine[n])
@@ -162,10 +163,10 @@ def _culprit(err: CQError, items: list[Item], todo: list[int]) -> int | None:
     return None
 
 
-def _set_aside(record: dict, stage: str, reason: str) -> dict:
+def _set_aside(record: dict, spec: StreamSpec, reason: str) -> dict | list[dict]:
     errors = record.get(ERRORS)
-    record[ERRORS] = {**(errors if isinstance(errors, dict) else {}), stage: reason}
-    return record
+    record[ERRORS] = {**(errors if isinstance(errors, dict) else {}), spec.desc: reason}
+    return [record] if spec.fanout else record
 
 
 def _locate(err: CQError, items: list[Item]) -> str:
@@ -221,8 +222,8 @@ class _Run:
         self.bar = tqdm(desc=spec.desc, unit="rec", file=sys.stderr,
                         disable=spec.quiet or not sys.stderr.isatty())
 
-    def write(self, records: list[dict], n_inputs: int) -> None:
-        self.writer.write_all(records)
+    def write(self, records: list, n_inputs: int) -> None:
+        self.writer.write_all([r for group in records for r in group] if self.spec.fanout else records)
         self.bar.update(n_inputs)
 
     def finish(self) -> None:

@@ -1,7 +1,8 @@
 """Ambiguity detection: ``ambiguity: {label, score, method, threshold}`` per record.
 
 Each method is a :class:`Detector` whose ``score(records)`` returns one number per record;
-the label is always ``score > threshold``:
+the label is always ``score > threshold``. Methods live in the DETECTORS registry
+(cqtools/registry.py; plugins add more); :func:`build` assembles the stage from Python:
 
   classifier  P(ambiguous) from a sequence classifier over "question [SEP] passages" (AskCQ task 1)
   llm         log p(" True") - log p(" False") after a few-shot CLAM-style prompt
@@ -11,16 +12,16 @@ the label is always ``score > threshold``:
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import InputError, ResourceError
 from ..records import set_meta
+from ..registry import DETECTORS
 from . import prompts
 from .gen_cq import passage_snippets
 
-METHODS = ("classifier", "llm", "answers", "tree", "always", "never")
-DEFAULT_THRESHOLD = {"classifier": 0.5, "llm": 0.0, "answers": 1.0, "tree": 1.0, "always": 0.5, "never": 0.5}
 DEFAULT_LLM = "HuggingFaceTB/SmolLM2-135M-Instruct"
 MAX_LENGTH = 256
 
@@ -31,6 +32,15 @@ class Detector:
     score: Callable[[list[dict]], list[float]]
     threshold: float
     info: dict = field(default_factory=dict)
+
+
+def build(method: str = "llm", **options) -> Callable[[list[dict]], list[dict]]:
+    """The detect stage as a batch function (records -> records), e.g. in a notebook::
+
+        detect = build("llm", model="HuggingFaceTB/SmolLM2-135M-Instruct")
+        records = detect(records)
+    """
+    return functools.partial(detect_batch, detector=DETECTORS.build(method, **options))
 
 
 def detect_batch(records: list[dict], detector: Detector) -> list[dict]:
@@ -109,6 +119,8 @@ class SequenceClassifier:
         return out
 
 
+@DETECTORS.register("classifier", help="P(ambiguous) from a `cq train detect` model over question + passages "
+                    "(AskCQ)", defaults={"threshold": 0.5, "n_passages": 3})
 def classifier_detector(model: str | None, n_passages: int, threshold: float, device: str = "auto") -> Detector:
     if not model:
         raise ResourceError("--method classifier needs --model DIR, a model saved by `cq train detect --out DIR`")
@@ -128,6 +140,14 @@ def classifier_detector(model: str | None, n_passages: int, threshold: float, de
 
 
 # --- llm (CLAM) ------------------------------------------------------------------------------------
+
+@DETECTORS.register("llm", help="few-shot log p(True) - log p(False) (CLAM)",
+                    defaults={"threshold": 0.0, "model": DEFAULT_LLM})
+def load_llm_detector(model: str, threshold: float, device: str = "auto", dtype: str = "auto") -> Detector:
+    from ..models.backends import load_generator
+
+    return llm_detector(load_generator(model, device, dtype), threshold)
+
 
 def llm_detector(generator, threshold: float) -> Detector:
     """score = log p(" True") - log p(" False") given the few-shot prefix (its KV cache reused)."""
@@ -160,6 +180,8 @@ def distinct_answers(record: dict) -> int:
     return len({n for n in (normalize_answer(str(t or "")) for t in texts) if n})
 
 
+@DETECTORS.register("answers", help="distinct answers from `cq answer --mode multi` (AskCQ)",
+                    defaults={"threshold": 1.0})
 def answers_detector(threshold: float) -> Detector:
     return Detector("answers", lambda recs: [float(distinct_answers(r)) for r in recs], threshold,
                     {"method": "answers", "threshold": threshold})
@@ -185,6 +207,8 @@ def surviving_nodes(record: dict) -> int:
     return len(dqs)
 
 
+@DETECTORS.register("tree", help="surviving disambiguations of `cq disambiguate --tree` (ToC)",
+                    defaults={"threshold": 1.0})
 def tree_detector(threshold: float) -> Detector:
     return Detector("tree", lambda recs: [float(surviving_nodes(r)) for r in recs], threshold,
                     {"method": "tree", "threshold": threshold})
@@ -195,3 +219,9 @@ def tree_detector(threshold: float) -> Detector:
 def constant_detector(name: str, threshold: float) -> Detector:
     value = 1.0 if name == "always" else 0.0
     return Detector(name, lambda recs: [value] * len(recs), threshold, {"method": name})
+
+
+DETECTORS.register("always", functools.partial(constant_detector, "always"), help="baseline: always ambiguous",
+                   defaults={"threshold": 0.5})
+DETECTORS.register("never", functools.partial(constant_detector, "never"), help="baseline: never ambiguous",
+                   defaults={"threshold": 0.5})

@@ -4,9 +4,10 @@ Every method ends in the CAmbigNQ form "Which [category]: [opt1], [opt2], or [op
 options: "A or B"), parsed with the scorer's own parser (:func:`cqtools.metrics.cq.parse_cq`),
 except ``llm --zero-shot`` whose free-form text is kept as the model wrote it.
 
-Methods (see :data:`METHODS`):
-  llm        few-shot prompt over the question and its top passages (CAmbigNQ style)
-  zero-shot  CLAM's "... I have to ask the following clarifying question:"
+Methods (the CQ_METHODS registry, cqtools/registry.py; plugins add more; :func:`build` assembles
+the stage from Python):
+  llm        few-shot prompt over the question and its top passages (CAmbigNQ style);
+             with zero_shot: CLAM's "... I have to ask the following clarifying question:"
   seq2seq    a fine-tuned generator (``cq train gen-cq``) over "AQ [SEP] (answers [SEP]) passages"
   from-dqs   a silver CQ built from gold disambiguated questions: reads ``gold`` by design
              (an upper bound, and the training-data builder of ``cq train gen-cq``)
@@ -14,12 +15,14 @@ Methods (see :data:`METHODS`):
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import InputError
 from ..records import GOLD, PASSAGES, set_meta
+from ..registry import CQ_METHODS
 from . import prompts
 
 SEP = " [SEP] "
@@ -307,6 +310,7 @@ class CQMethod:
     info: dict = field(default_factory=dict)
 
 
+@CQ_METHODS.register("from-dqs", help="silver CQ built from gold.dqs (reads gold: an upper bound / training data)")
 def from_dqs_method() -> CQMethod:
     def run(records):
         out = []
@@ -319,6 +323,25 @@ def from_dqs_method() -> CQMethod:
         return out
 
     return CQMethod("from-dqs", run, {"method": "from-dqs", "reads": "gold.dqs"})
+
+
+@CQ_METHODS.register("llm", help="few-shot prompt (CAmbigNQ style), or CLAM's zero-shot one",
+                     defaults={"model": DEFAULT_LLM})
+def load_llm_method(model: str, n_passages: int = 3, zero_shot: bool = False, max_new_tokens: int = 40,
+                    device: str = "auto", dtype: str = "auto") -> CQMethod:
+    from ..models.backends import load_generator
+
+    return llm_method(load_generator(model, device, dtype), n_passages, zero_shot, max_new_tokens)
+
+
+@CQ_METHODS.register("seq2seq", help="a generator from `cq train gen-cq` (AskCQ)")
+def load_seq2seq_method(model: str | None, n_passages: int = 3, with_answers: str | None = None,
+                        max_new_tokens: int = 40, device: str = "auto", dtype: str = "auto") -> CQMethod:
+    if not model:
+        raise InputError("--method seq2seq needs --model DIR from `cq train gen-cq`")
+    from ..models.backends import load_generator
+
+    return seq2seq_method(load_generator(model, device, dtype), n_passages, with_answers, max_new_tokens)
 
 
 def llm_method(generator, n_passages: int, zero_shot: bool, max_new_tokens: int) -> CQMethod:
@@ -378,6 +401,11 @@ def needs_cq(record: dict) -> bool:
     if not isinstance(ambiguity, dict) or "label" not in ambiguity:
         raise InputError(f"record {record.get('id')}: 'ambiguity' must be {{label, score, method}} from cq detect")
     return bool(ambiguity["label"])
+
+
+def build(method: str = "llm", all_records: bool = False, **options) -> Callable[[list[dict]], list[dict]]:
+    """The gen-cq stage as a batch function (records -> records), e.g. ``build("from-dqs", all_records=True)``."""
+    return functools.partial(gen_cq_batch, method=CQ_METHODS.build(method, **options), all_records=all_records)
 
 
 def gen_cq_batch(records: list[dict], method: CQMethod, all_records: bool) -> list[dict]:

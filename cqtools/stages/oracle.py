@@ -11,7 +11,7 @@ question (``cq``) the user replies:
   llm      a CQ with options: the option the model finds most likely as the user's reply given
            the DQ (summed log-probability per word); a free-form CQ: a short reply it writes.
 
-:func:`reply` sees nothing but the AQ, the DQ and the CQ; :func:`oracle_batch` extracts exactly
+:func:`overlap_reply` and :func:`llm_replies` see nothing but the AQ, the DQ and the CQ; :func:`oracle_batch` extracts exactly
 those from a record, so no other gold field, passage or prediction can reach the user.
 
 :func:`expand_record` builds the evaluation records: one per gold DQ of an ambiguous question
@@ -20,12 +20,15 @@ those from a record, so no other gold field, passage or prediction can reach the
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, field
+from typing import Callable
 
 from ..errors import InputError
 from ..metrics.cq import INVALID, parse_cq
 from ..metrics.normalize import longest_common_substring, normalize_answer, token_f1
 from ..records import GOLD, set_meta
+from ..registry import ORACLES
 from . import prompts_disamb as P
 
 DEFAULT_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
@@ -154,21 +157,50 @@ def llm_replies(turns: list[Turn], generator, max_new_tokens: int = 16) -> list[
 
 # --- the stage ------------------------------------------------------------------------------------
 
-def oracle_batch(records: list[dict], method: str, info: dict, generator=None, max_new_tokens: int = 16) -> list[dict]:
+@dataclass
+class Oracle:
+    """A simulated user: ``reply(turns) -> [(selected option or None, reply text)]``, plus its meta."""
+
+    name: str
+    reply: Callable[[list[Turn]], list[tuple[str | None, str]]]
+    info: dict = field(default_factory=dict)
+
+
+@ORACLES.register("overlap", help="the option that best overlaps what the DQ adds to the question")
+def overlap_oracle() -> Oracle:
+    return Oracle("overlap", lambda turns: [overlap_reply(t) for t in turns], {"method": "overlap"})
+
+
+@ORACLES.register("llm", help="the model, with the DQ in its prompt, picks the option (or writes a short reply "
+                              "to a free-form CQ)", defaults={"model": DEFAULT_MODEL})
+def llm_oracle(model: str, max_new_tokens: int = 16, device: str = "auto", dtype: str = "auto") -> Oracle:
+    from ..models import load_generator
+
+    generator = load_generator(model, device, dtype)
+    return Oracle("llm", functools.partial(llm_replies, generator=generator, max_new_tokens=max_new_tokens),
+                  {"method": "llm", **generator.info, "max_new_tokens": max_new_tokens})
+
+
+def build(method: str = "overlap", **options) -> Callable[[list[dict]], list[dict]]:
+    """The oracle stage as a batch function (records -> records)."""
+    return functools.partial(oracle_batch, oracle=ORACLES.build(method, **options))
+
+
+def expand_batch(records: list[dict]) -> list[list[dict]]:
+    """``--expand``: the evaluation records of each input record (one per gold DQ)."""
+    return [expand_record(r) for r in records]
+
+
+def oracle_batch(records: list[dict], oracle: Oracle) -> list[dict]:
     """Add ``selected_option`` and ``clarification_answer`` to records with a CQ; others pass
     through unchanged. A free-form CQ's reply also stands in as ``selected_option`` (so that
     ``cq answer --mode cq --selected`` can use it) and ``meta.oracle.free_form`` says so."""
     turns = [cq_turn(r) for r in records]
     asked = [(r, t) for r, t in zip(records, turns) if t is not None]
-    if method == "overlap":
-        replies = [overlap_reply(t) for _, t in asked]
-    elif method == "llm":
-        replies = llm_replies([t for _, t in asked], generator, max_new_tokens)
-    else:
-        raise ValueError(f"unknown oracle method {method!r}")
+    replies = oracle.reply([t for _, t in asked])
     for (record, turn), (selected, reply) in zip(asked, replies):
         free_form = not turn.options
         record["selected_option"] = reply if free_form else selected
         record["clarification_answer"] = reply
-        set_meta(record, "oracle", {**info, "free_form": free_form})
+        set_meta(record, "oracle", {**oracle.info, "free_form": free_form})
     return records

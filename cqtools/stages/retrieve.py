@@ -1,7 +1,22 @@
 """Retrieval stage: add ranked passages ``{id, title, text, score, rank}`` to each record."""
 from __future__ import annotations
 
+import functools
+import os
+from typing import Callable
+
 from ..records import PASSAGES, require, set_meta
+
+
+def build(method: str = "bm25", *, index_dir: str, hits: int = 100, threads: int = 1, query_field: str = "question",
+          **options) -> Callable[[list[dict]], list[dict]]:
+    """The retrieve stage as a batch function (records -> records) over ``index_dir``."""
+    from ..retrieval import open_searcher
+
+    searcher = open_searcher(index_dir, method, **options)
+    info = {"method": method, "index": os.path.abspath(index_dir), "hits": hits, **getattr(searcher, "params", {})}
+    return functools.partial(retrieve_batch, searcher=searcher, k=hits, threads=threads, query_field=query_field,
+                             info=info)
 
 
 def retrieve_batch(records: list[dict], searcher, k: int, threads: int, query_field: str, info: dict) -> list[dict]:

@@ -1,0 +1,82 @@
+"""The shapes every backend and method has (typing.Protocol): what a stage may call, nothing more.
+
+Batch sizes are passed per call; no caller sets attributes on a model (models are cached and
+shared in a process). ``info`` is what goes into a record's ``meta`` and the run record.
+"""
+from __future__ import annotations
+
+from typing import Protocol, Sequence, runtime_checkable
+
+
+@runtime_checkable
+class Generator(Protocol):
+    """A language model: greedy generation and continuation scoring (log p), causal or seq2seq."""
+
+    name: str
+    kind: str   # "causal" | "seq2seq" | "api"
+    info: dict
+
+    def chat_prompt(self, text: str) -> str: ...
+
+    def generate(self, prompts: list[str], max_new_tokens: int = 32, chat: bool | None = None,
+                 stop: Sequence[str] | None = None, batch_size: int | None = None) -> list[str]: ...
+
+    def score(self, prompts: list[str], continuations: list[str], prefix: str = "",
+              batch_size: int | None = None) -> list[float]: ...
+
+
+@runtime_checkable
+class CrossEncoder(Protocol):
+    """Scores (query, passage) pairs: raw logits, higher = more relevant."""
+
+    name: str
+    info: dict
+
+    def predict(self, pairs: list[tuple[str, str]], batch_size: int = 32) -> list[float]: ...
+
+
+@runtime_checkable
+class Encoder(Protocol):
+    """A bi-encoder (sentence-transformers' shape)."""
+
+    def encode(self, texts, batch_size: int = 32, normalize_embeddings: bool = False, **kwargs): ...
+
+
+@runtime_checkable
+class Searcher(Protocol):
+    """Pyserini's shape. A hit is ``{id, title, text, score, rank}``, ordered by (-score, id)."""
+
+    def search(self, query: str, k: int) -> list[dict]: ...
+
+    def batch_search(self, queries: list[str], ids: list[str], k: int, threads: int) -> dict[str, list[dict]]: ...
+
+
+@runtime_checkable
+class Detector(Protocol):
+    """One ambiguity score per record; the label is ``score > threshold``."""
+
+    name: str
+    threshold: float
+    info: dict
+
+    def score(self, records: list[dict]) -> list[float]: ...
+
+
+@runtime_checkable
+class CQMethod(Protocol):
+    """One clarifying question per record (a ``cq`` dict, or None when it asks nothing)."""
+
+    name: str
+    info: dict
+
+    def generate(self, records: list[dict]) -> list[dict | None]: ...
+
+
+@runtime_checkable
+class Reader(Protocol):
+    """Answers a batch of (question, passages) with answer dicts ``{text, ...}`` per record."""
+
+    name: str
+    info: dict
+
+    def read(self, questions: list[str], passages: list[list[dict]]) -> list[list[dict]]: ...
