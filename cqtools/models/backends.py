@@ -66,9 +66,9 @@ def cut_middle(ids: list, budget: int) -> list:
     return ids[:head] + (ids[len(ids) - tail:] if tail else [])
 
 
-def _warn_cut(name: str, cuts: list[tuple[int, int]], once: dict | None = None) -> None:
-    """One stderr line per call naming how much was cut; with ``once`` (a backend's flag dict),
-    only the first call warns and later ones log at info level."""
+def _warn_cut(name: str, cuts: list[tuple[int, int]], limit: int, once: dict | None = None) -> None:
+    """One stderr line per call naming how much was cut (``cuts``: tokens before and after each
+    cut); with ``once`` (a backend's flag dict), only the first call warns, later ones log at info."""
     if not cuts:
         return
     level = logging.WARNING
@@ -77,8 +77,8 @@ def _warn_cut(name: str, cuts: list[tuple[int, int]], once: dict | None = None) 
         once["warned"] = True
     removed = sum(before - after for before, after in cuts)
     longest = max(before for before, _ in cuts)
-    log.log(level, "%s: %d input(s) over the %d-token limit cut (longest %d tokens; %d tokens removed in all); "
-            "--max-input-tokens sets the limit", name, len(cuts), max(after for _, after in cuts), longest, removed)
+    log.log(level, "%s: %d input(s) over the %d-token limit cut in the middle (longest %d tokens; %d tokens "
+            "removed in all); --max-input-tokens sets the limit", name, len(cuts), limit, longest, removed)
 
 
 def _context_length(config, tokenizer=None) -> int:
@@ -270,7 +270,7 @@ class Generator:
         use_chat = self.has_chat if chat is None else (chat and self.has_chat)
         texts = [self.chat_prompt(p) if use_chat else p for p in prompts]
         special = use_chat  # a chat template already contains the special tokens
-        seqs = [self.tokenizer(t, add_special_tokens=not special).input_ids for t in texts]
+        seqs = [self.tokenizer(t, add_special_tokens=not special, verbose=False).input_ids for t in texts]
         seqs = self._fit(seqs, _limit(self.context, max_new_tokens if self.kind == "causal" else 0))
         order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i]))
         outputs: list[str] = [""] * len(texts)
@@ -289,7 +289,7 @@ class Generator:
     def _fit(self, seqs: list[list[int]], budget: int) -> list[list[int]]:
         """Sequences cut to ``budget`` tokens (middle dropped), with one warning for the call."""
         cuts = [(len(s), budget) for s in seqs if len(s) > budget]
-        _warn_cut(self.name, cuts)
+        _warn_cut(self.name, cuts, budget)
         return [cut_middle(s, budget) for s in seqs] if cuts else seqs
 
     def _pad(self, seqs: list[list[int]], left: bool, value: int | None = None):
@@ -326,7 +326,7 @@ class Generator:
         return self._score_causal(prompts, continuations, prefix, use_cache=True)
 
     def _ids(self, text: str) -> list[int]:
-        return self.tokenizer(text, add_special_tokens=False).input_ids if text else []
+        return self.tokenizer(text, add_special_tokens=False, verbose=False).input_ids if text else []
 
     def _score_causal(self, prompts, continuations, prefix: str, use_cache: bool = True) -> list[float]:
         import torch
@@ -339,7 +339,7 @@ class Generator:
             if len(p) > room:
                 cuts.append((len(prefix_ids) + len(p) + len(c), len(prefix_ids) + room + len(c)))
                 items[n] = (cut_middle(p, room), c)
-        _warn_cut(self.name, cuts)
+        _warn_cut(self.name, cuts, limit)
         cache = last = None
         if use_cache and prefix and prefix_ids:
             with torch.inference_mode():
@@ -395,8 +395,8 @@ class Generator:
     def _score_seq2seq(self, sources: list[str], targets: list[str]) -> list[float]:
         import torch
 
-        src = self._fit([self.tokenizer(t).input_ids for t in sources], _limit(self.context))
-        tgt = [self.tokenizer(text_target=t).input_ids for t in targets]
+        src = self._fit([self.tokenizer(t, verbose=False).input_ids for t in sources], _limit(self.context))
+        tgt = [self.tokenizer(text_target=t, verbose=False).input_ids for t in targets]
         scores = [0.0] * len(sources)
         order = sorted(range(len(src)), key=lambda i: -len(src[i]))
         for idx in _groups(order, self.batch_size if self.padded else 1):
@@ -489,7 +489,7 @@ class OnnxCrossEncoder:
         encodings = self.tokenizer.encode_batch([(q, p) for q, p in pairs])
         cuts = [(len(self._full.encode(*pairs[i]).ids), limit) for i, e in enumerate(encodings)
                 if len(e.ids) >= limit and e.overflowing]
-        _warn_cut(self.name, cuts, self._warned)
+        _warn_cut(self.name, cuts, limit, self._warned)
         order = sorted(range(len(encodings)), key=lambda i: -len(encodings[i].ids))
         scores = [0.0] * len(encodings)
         for idx in _groups(order, batch_size if self.padded else 1):
@@ -538,7 +538,7 @@ class HFCrossEncoder:
         if long:
             tok = self.model.tokenizer
             lengths = [len(tok(q, p, verbose=False).input_ids) for q, p in long]
-            _warn_cut(self.name, [(n, limit) for n in lengths if n > limit], self._warned)
+            _warn_cut(self.name, [(n, limit) for n in lengths if n > limit], limit, self._warned)
         scores = self.model.predict([list(p) for p in pairs], batch_size=batch_size if self.padded else 1,
                                     activation_fn=self._identity, show_progress_bar=False, convert_to_numpy=True)
         return [float(s if getattr(s, "ndim", 0) == 0 else s[0]) for s in scores]
