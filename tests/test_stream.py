@@ -192,3 +192,12 @@ def test_closed_pipe_ends_quietly(fixture_index):
     assert out.stdout.count("\n") == 1
     assert out.returncode == 0, out.stderr  # with pipefail: a closed pipe is no failure (docs/schema.md)
     assert "Traceback" not in out.stderr and "BrokenPipe" not in out.stderr, out.stderr
+
+
+def test_a_skipped_record_is_scored_as_missing(runner, questions):
+    """docs/schema.md: a record written through under --on-error skip scores 0, it is not dropped."""
+    records = questions[:3] + [dict(questions[3], question=None)]
+    detected = runner.invoke(cli, ["detect", "--method", "always", "--on-error", "skip"], input=jsonl(records))
+    assert detected.exit_code == 0 and len(parse_jsonl(detected.stdout)) == 4
+    summary = orjson.loads(runner.invoke(cli, ["score", "--task", "detect"], input=detected.stdout).stdout)
+    assert summary["n"] == 4 and summary["missing"] == 1
