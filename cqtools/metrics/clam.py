@@ -1,6 +1,7 @@
 """CLAM's answer accuracy with a penalty for needless clarification (Kuhn et al. 2022)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from .normalize import any_alias_in, safe_div
@@ -15,13 +16,31 @@ def score_record(aliases: Sequence[str], answer: str | None, asked: bool, ambigu
     return {"correct": correct, "adjusted": adjusted, "asked": asked, "ambiguous": ambiguous}
 
 
+@dataclass
+class ClamTotals:
+    """Running sums of :func:`score_record` rows; :meth:`rates` aggregates them (so a stream of
+    records need not be kept)."""
+
+    n: int = 0
+    correct: float = 0
+    adjusted: float = 0
+    asked: int = 0
+
+    def add(self, row: dict) -> None:
+        self.n += 1
+        self.correct += row["correct"]
+        self.adjusted += row["adjusted"]
+        self.asked += bool(row["asked"])
+
+    def rates(self) -> dict:
+        """{accuracy, adjusted_accuracy, clarification_rate, n}, rates in [0, 1] (0 without rows)."""
+        return {"accuracy": safe_div(self.correct, self.n), "adjusted_accuracy": safe_div(self.adjusted, self.n),
+                "clarification_rate": safe_div(self.asked, self.n), "n": self.n}
+
+
 def aggregate(rows: Iterable[dict]) -> dict:
     """{accuracy, adjusted_accuracy, clarification_rate, n} over the given per-record rows."""
-    n = correct = adjusted = asked = 0
+    totals = ClamTotals()
     for row in rows:
-        n += 1
-        correct += row["correct"]
-        adjusted += row["adjusted"]
-        asked += bool(row["asked"])
-    return {"accuracy": safe_div(correct, n), "adjusted_accuracy": safe_div(adjusted, n),
-            "clarification_rate": safe_div(asked, n), "n": n}
+        totals.add(row)
+    return totals.rates()

@@ -25,6 +25,17 @@ def confusion(gold: Sequence[bool], pred: Sequence[bool]) -> dict:
     }
 
 
+def fill_missing(gold: Sequence[bool], scores: Sequence[float | None]) -> list[float] | None:
+    """``scores`` with each missing (None) one set to the worst value for its record: below every
+    known score for an ambiguous record, above them for an unambiguous one (a missing prediction is
+    a wrong one). None when no score is known."""
+    known = [s for s in scores if s is not None]
+    if not known:
+        return None
+    low, high = min(known) - 1.0, max(known) + 1.0
+    return [s if s is not None else (low if g else high) for s, g in zip(scores, gold)]
+
+
 def auroc(gold: Sequence[bool], scores: Sequence[float]) -> float | None:
     """Area under the ROC curve = P(score of a positive > score of a negative), ties count 1/2.
 

@@ -1,9 +1,10 @@
 """Answer coverage AC@k of retrieved passages (Tree of Clarifications, Kim et al. 2023)."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Sequence
 
-from .normalize import normalize_answer
+from .normalize import normalize_answer, safe_div
 
 
 def answer_coverage(clusters: Sequence[Sequence[str]], passages: Sequence[dict], ks: Sequence[int]) -> dict[int, float]:
@@ -21,3 +22,28 @@ def answer_coverage(clusters: Sequence[Sequence[str]], passages: Sequence[dict],
         rank = next((r for r, text in enumerate(texts, start=1) if any(n in text for n in names)), None)
         first_hit.append(rank)
     return {k: sum(1 for r in first_hit if r is not None and r <= k) / len(clusters) for k in ks}
+
+
+AVERAGES = ("record", "cluster")
+
+
+@dataclass
+class CoverageMean:
+    """Mean AC@k over a stream of records: over records (``average="record"``, each record counts
+    once) or over all gold answer clusters (``"cluster"``, micro: a record counts once per cluster)."""
+
+    ks: Sequence[int]
+    average: str = "record"
+    sums: dict = field(default_factory=dict)
+    weight: int = 0
+
+    def add(self, coverage: dict[int, float], n_clusters: int) -> None:
+        """Add one record's :func:`answer_coverage` (``n_clusters``: its number of gold clusters)."""
+        weight = n_clusters if self.average == "cluster" else 1
+        for k, value in coverage.items():
+            self.sums[k] = self.sums.get(k, 0) + value * weight
+        self.weight += weight
+
+    def mean(self) -> dict[int, float | None]:
+        """{k: mean AC@k in [0, 1]}, None for every k before any record."""
+        return {k: safe_div(self.sums.get(k, 0), self.weight) if self.weight else None for k in self.ks}
