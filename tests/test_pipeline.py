@@ -22,7 +22,7 @@ def test_asqa_disambig_f1_with_a_generative_reader(monkeypatch, runner):
     from cqtools.cli import cli
     from cqtools.models import backends
     from cqtools.models.resolve import ResolvedModel
-    from cqtools.stages import score as score_stage
+    from cqtools.score import reader as score_stage
 
     fake = FakeGenerator({"1989": "Jack Nicholson", "2008": "Heath Ledger", "2019": "Tom Hanks"})
     monkeypatch.setattr(backends, "load_generator", lambda name, device="auto", **kw: fake)

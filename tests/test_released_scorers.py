@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from cqtools.cli import cli
 from cqtools.metrics.cq import parse_cq, score_record
-from cqtools.stages import score as stage
-from cqtools.stages.score import ScoreOptions, score_records
+from cqtools.score import asqa as stage
+from cqtools.score import ScoreOptions, score_records
 
 RELEASED = Path(__file__).resolve().parent.parent / "fixtures" / "released"
 TOL = 1e-6

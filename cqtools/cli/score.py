@@ -7,6 +7,7 @@ import click
 import orjson
 
 from ..jsonl import dumps, read_records
+from ..registry import SCORE_TASKS
 from .options import batch_option, compose, device_options, stream_options
 
 
@@ -21,9 +22,8 @@ def _ks(ctx, param, value):
 
 
 @click.command(name="score")
-@click.option("--task", required=True,
-              type=click.Choice(["detect", "cq", "cbqa", "ambigqa", "asqa", "clam", "retrieval"]),
-              help="Which metrics (see docs/metrics.md).")
+@click.option("--task", required=True, type=click.Choice(SCORE_TASKS.names()),
+              help=f"Which metrics (see docs/metrics.md). {SCORE_TASKS.help()}.")
 @click.option("--format", "fmt", type=click.Choice(["json", "table"]), default="json", show_default=True,
               help="Summary as one JSON object, or an aligned table for people.")
 @click.option("--per-record", type=click.Path(dir_okay=False, writable=True), metavar="FILE",
@@ -75,12 +75,6 @@ def cli(task, fmt, per_record, plot, ks, lam, threshold, sweep, tokenizer, berts
     --str-em, --ac-average).
 
     \b
-    Tasks: detect (accuracy, P/R/F1, AUROC), cq (BLEU, BERTScore, category, options),
-    cbqa (partial-match P/R/F1, EM, answers per question), ambigqa (F1_ans, F1_BLEU,
-    F1_EDIT-F1), asqa (ROUGE-L, STR-EM, Disambig-F1, DR), clam (accuracy, adjusted
-    accuracy, clarification rate), retrieval (AC@k).
-
-    \b
     Example:
       cq convert ambignq dev_light.json --join cambignq:cq_dev.json \\
         | cq retrieve --index idx | cq detect | cq score --task detect --sweep --plot det.png
@@ -89,7 +83,7 @@ def cli(task, fmt, per_record, plot, ks, lam, threshold, sweep, tokenizer, berts
     import logging
 
     from ..jsonl import Skipped
-    from ..stages.score import DEFAULT_BERTSCORE_MODEL, ScoreOptions, score_records
+    from ..score import DEFAULT_BERTSCORE_MODEL, ScoreOptions, score_records
 
     if quiet:
         logging.getLogger("cqtools").setLevel(logging.WARNING)
@@ -103,7 +97,9 @@ def cli(task, fmt, per_record, plot, ks, lam, threshold, sweep, tokenizer, berts
     records = read_records(sys.stdin.buffer, ("question",), on_error, skipped)
     out = _open_output(per_record) if per_record else None
     try:
-        result = score_records(records, opts, on_row=(lambda row: out.write(dumps(row))) if out else None)
+        scorer = SCORE_TASKS.build(task, opts=opts)  # the task's factory, from cqtools.score or a plugin
+        result = score_records(records, opts, on_row=(lambda row: out.write(dumps(row))) if out else None,
+                               task=scorer)
     finally:
         if out:
             out.close()

@@ -4,7 +4,7 @@ Follows the official ``ambigqa_evaluate_script.py``: every metric of a record is
 over its annotations. Questions reach :func:`qg_scores` already tokenised and normalised
 (tokens joined by single spaces): the official scorer runs the PTB tokenizer of pycocoevalcap
 and then :func:`~cqtools.metrics.normalize.normalize_answer`; see
-:mod:`cqtools.stages.score` for the tokenizers.
+:mod:`cqtools.score.tokenizers` for the tokenizers.
 """
 from __future__ import annotations
 

@@ -1,0 +1,190 @@
+"""What every `cq score --task` shares: :class:`ScoreOptions`, the :class:`Task` base class,
+:func:`score_records` (the batch loop) and small record helpers.
+
+A task is built by a factory registered in :data:`cqtools.registry.SCORE_TASKS`, which
+receives the options and returns a fresh :class:`Task`::
+
+    from cqtools.registry import SCORE_TASKS
+    from cqtools.score.base import ScoreOptions, Task
+
+    @SCORE_TASKS.register("length", help="mean words per long answer")
+    def length_task(opts: ScoreOptions) -> Task:
+        return LengthTask(opts)
+
+What a task implements (subclass :class:`Task`, a dataclass; add your own fields with defaults):
+
+``skip_reason(record) -> str | None``
+    Why a record cannot be scored at all (its *gold* lacks what the task compares against),
+    or None. Skipped records get the row ``{"id", "skipped": reason}``, are counted per reason
+    in ``skipped`` and named in the notes; they never reach ``score_scorable``.
+``score_scorable(records) -> list[dict]``  (required)
+    Score a batch of non-skipped records: return one row per record, in order, each
+    ``{"id": record["id"], ...plain numbers}`` (what ``--per-record`` writes). Add 1 to
+    ``self.n`` per record and 1 to ``self.missing`` per record that lacks the prediction (it
+    scores 0, it is never dropped). Keep running sums, not records: batches are dropped once
+    scored. Raise :class:`cqtools.errors.InputError` for a malformed record (the loop adds
+    the line numbers).
+``metrics() -> dict``  (required)
+    The task's metrics from its running sums, called once after the last batch; scores are
+    percentages (:func:`pct`), counts raw. It may append to ``self.notes``. With no records
+    scored, :meth:`Task.summary` turns every float into null (counts named ``n`` stay).
+``plot(path)``  (optional)
+    Write a figure for ``--plot``; the default says the task has none.
+``variant_keys``  (optional, class attribute)
+    Names of :class:`ScoreOptions` fields that choose between scorer variants; the summary
+    reports them under ``"variant"``.
+
+The summary is ``{"task", "n", "missing", ["variant"], ["skipped"], **metrics(), "notes"}``.
+A task that needs options of its own reads them from ``opts`` (a plugin may subclass
+:class:`ScoreOptions`) and loads models only on first use, never at import time.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Callable, ClassVar, Iterable, Iterator
+
+from ..errors import InputError
+
+DEFAULT_BERTSCORE_MODEL = "roberta-large"
+
+
+@dataclass
+class ScoreOptions:
+    task: str
+    ks: tuple[int, ...] = (5, 10, 20, 100)
+    lam: float = 0.8
+    tokenizer: str = "ptb"
+    bertscore_model: str | None = DEFAULT_BERTSCORE_MODEL  # None: --no-bertscore
+    bertscore_required: bool = False  # the user named the model: failing to load it is an error
+    reader: str | None = None
+    sweep: bool = False
+    threshold: float | None = None
+    device: str = "auto"
+    batch_size: int = 64
+    # Defaults reproduce the released scorers; the alternatives are cq's own (docs/metrics.md).
+    cq_parser: str = "askcq"  # cq, cbqa: "askcq" (parse_clarification_question) or "cq"
+    matcher: str = "difflib"  # cq, cbqa: "difflib" (SequenceMatcher, autojunk on) or "lcs"
+    unique_answers: str = "dataset"  # cbqa: distinct answers over the set / questions, or "question"
+    str_em: str = "asqa"  # asqa: "asqa" (empty normalised short answers count as found) or "cq"
+    ac_average: str = "record"  # retrieval: mean over records, or "cluster" (over all gold clusters)
+
+
+@dataclass
+class Task:
+    """Base of every task: the counters all share, the batch hook and the summary (see the module
+    docstring for what a subclass implements)."""
+
+    variant_keys: ClassVar[tuple[str, ...]] = ()
+
+    opts: ScoreOptions
+    n: int = 0
+    missing: int = 0
+    skipped: Counter = field(default_factory=Counter)
+    notes: list[str] = field(default_factory=list)
+
+    def score_batch(self, records: list[dict]) -> list[dict]:
+        rows = []
+        for record in records:
+            reason = self.skip_reason(record)
+            if reason:
+                self.skipped[reason] += 1
+                rows.append({"id": record["id"], "skipped": reason})
+            else:
+                rows.append(None)
+        todo = [r for r, row in zip(records, rows) if row is None]
+        scored = iter(self.score_scorable(todo) if todo else [])
+        return [row if row is not None else next(scored) for row in rows]
+
+    def skip_reason(self, record: dict) -> str | None:
+        return None
+
+    def score_scorable(self, records: list[dict]) -> list[dict]:
+        raise NotImplementedError
+
+    def metrics(self) -> dict:
+        raise NotImplementedError
+
+    def summary(self) -> dict:
+        out = {"task": self.opts.task, "n": self.n, "missing": self.missing}
+        if self.variant_keys:
+            out["variant"] = {key: getattr(self.opts, key) for key in self.variant_keys}
+        if not self.n:
+            self.notes.append("no records to score: every metric is null")
+        if self.skipped:
+            out["skipped"] = sum(self.skipped.values())
+            for reason, count in sorted(self.skipped.items()):
+                self.notes.append(f"{count} record(s) skipped: {reason}")
+        if self.missing:
+            self.notes.append(f"{self.missing} record(s) lack the prediction and score 0")
+        metrics = self.metrics()
+        if not self.n:
+            metrics = {k: _nulled(v) for k, v in metrics.items()}
+        out.update(metrics)
+        out["notes"] = self.notes
+        return out
+
+    def plot(self, path: str) -> None:
+        raise InputError(f"--plot is available for --task detect and --task cq, not {self.opts.task}")
+
+
+def _nulled(value):
+    """A metric of an empty input: numbers become null (counts stay), groups recursively."""
+    if isinstance(value, dict):
+        return {k: v if k == "n" else _nulled(v) for k, v in value.items()}
+    return None if isinstance(value, float) else value
+
+
+def gold_of(record: dict) -> dict:
+    """The record's ``gold`` object ({} when absent or not an object)."""
+    gold = record.get("gold")
+    return gold if isinstance(gold, dict) else {}
+
+
+def pct(value: float | None) -> float | None:
+    return None if value is None else 100.0 * value
+
+
+def answer_texts(record: dict) -> list[str] | None:
+    """The texts of the record's predicted ``answers`` (None when it has none)."""
+    answers = record.get("answers")
+    if answers is None:
+        return None
+    if not isinstance(answers, list):
+        raise InputError(f"record {record['id']}: 'answers' must be a list of {{text, ...}} objects")
+    return [str(a.get("text") or "") if isinstance(a, dict) else str(a) for a in answers]
+
+
+def make_task(opts: ScoreOptions) -> Task:
+    """The registered task ``opts.task``, built with ``opts`` (an unknown name is an InputError)."""
+    from ..registry import SCORE_TASKS
+
+    return SCORE_TASKS.build(opts.task, opts=opts)
+
+
+def score_records(
+    records: Iterable[tuple[int, dict]],
+    opts: ScoreOptions,
+    on_row: Callable[[dict], None] | None = None,
+    task: Task | None = None,
+) -> Task:
+    """Score ``(line, record)`` pairs batch by batch with ``task`` (by default the registered task
+    ``opts.task``); ``on_row`` gets every per-record row.
+
+    Returns the task, whose :meth:`Task.summary` is the result. Records are dropped as soon as
+    their batch is scored.
+    """
+    task = task if task is not None else make_task(opts)
+    it: Iterator = iter(records)
+    while batch := list(islice(it, opts.batch_size)):
+        try:
+            rows = task.score_batch([r for _, r in batch])
+        except InputError as err:
+            if err.where is None:
+                err.where = f"lines {batch[0][0]}-{batch[-1][0]}" if len(batch) > 1 else f"line {batch[0][0]}"
+            raise
+        if on_row is not None:
+            for row in rows:
+                on_row(row)
+    return task

@@ -1,0 +1,75 @@
+"""``--task cbqa``: answers after clarification against ``gold.answers`` (AskCQ's partial-match
+P/R/F1, EM of answers tied to a gold option, answers per question)."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..metrics import cbqa as m_cbqa
+from ..metrics import cq as m_cq
+from ..metrics.normalize import safe_div
+from ..registry import SCORE_TASKS
+from .base import ScoreOptions, Task, answer_texts, gold_of, pct
+
+
+@dataclass
+class CBQATask(Task):
+    variant_keys = ("matcher", "unique_answers")
+
+    sums: Counter = field(default_factory=Counter)
+    em_total: int = 0
+    em_count: int = 0
+    tied_seen: bool = False
+    distinct: set = field(default_factory=set)  # --unique-answers dataset: every distinct answer seen
+
+    def skip_reason(self, record):
+        return None if isinstance(gold_of(record).get("answers"), list) else "no gold.answers"
+
+    def score_scorable(self, records):
+        rows = []
+        for record in records:
+            gold = gold_of(record)
+            texts = answer_texts(record)
+            self.n += 1
+            self.missing += texts is None
+            row = m_cbqa.score_record(gold["answers"], texts or [], self.opts.matcher)
+            if self.opts.unique_answers == "dataset":
+                self.distinct |= row["unique_answers"]
+            for key in ("p_sum", "r_sum", "n_pred", "n_gold", "n_answers", "n_unique_answers"):
+                self.sums[key] += row[key]
+            out = {"id": record["id"], **{k: row[k] for k in ("precision", "recall", "f1", "n_answers",
+                                                               "n_unique_answers")}}
+            if gold.get("cq"):
+                if texts is None:
+                    ems = [0] * len(m_cq.parse_cq(str(gold["cq"]))[1])
+                else:
+                    preds = [a for a in record["answers"] if isinstance(a, dict)]
+                    ems = m_cbqa.exact_matches(str(gold["cq"]), gold["answers"], preds)
+                    self.tied_seen |= bool(ems)
+                self.em_total += sum(ems)
+                self.em_count += len(ems)
+                if ems:
+                    out["em"] = sum(ems) / len(ems)
+            rows.append(out)
+        return rows
+
+    def metrics(self):
+        s = self.sums
+        p, r, f = m_cq.micro_prf(s["p_sum"], s["r_sum"], s["n_pred"], s["n_gold"])
+        out = {"precision": pct(p), "recall": pct(r), "f1": pct(f)}
+        if self.tied_seen:
+            out["em"], out["em_n"] = pct(safe_div(self.em_total, self.em_count)), self.em_count
+        else:
+            out["em"], out["em_n"] = None, 0
+            self.notes.append("em: no prediction carries an 'option' tied to a gold CQ (gold.cq)")
+        out["avg_answers"] = safe_div(s["n_answers"], self.n)
+        if self.opts.unique_answers == "dataset":
+            out["avg_unique_answers"] = safe_div(len(self.distinct), self.n)
+        else:
+            out["avg_unique_answers"] = safe_div(s["n_unique_answers"], self.n)
+        return out
+
+
+@SCORE_TASKS.register("cbqa", help="partial-match P/R/F1, EM, answers per question")
+def cbqa_task(opts: ScoreOptions) -> Task:
+    return CBQATask(opts)

@@ -1,0 +1,88 @@
+"""``--task detect``: ambiguity detection against ``gold.ambiguous`` (accuracy, P/R/F1 with
+*ambiguous* positive, AUROC, TPR/TNR; ``--sweep``: the best thresholds; ``--plot``: ROC and PR)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import InputError
+from ..metrics import detect as m_detect
+from ..registry import SCORE_TASKS
+from . import plots
+from .base import ScoreOptions, Task, gold_of, pct
+
+
+@dataclass
+class DetectTask(Task):
+    gold_labels: list[bool] = field(default_factory=list)
+    pred_labels: list[bool] = field(default_factory=list)
+    scores: list[float | None] = field(default_factory=list)
+    thresholds_seen: set = field(default_factory=set)
+
+    def skip_reason(self, record):
+        if gold_of(record).get("ambiguous") is None:
+            return "gold.ambiguous is unknown"
+        return None
+
+    def score_scorable(self, records):
+        rows = []
+        for record in records:
+            gold = bool(gold_of(record)["ambiguous"])
+            amb = record.get("ambiguity") if isinstance(record.get("ambiguity"), dict) else {}
+            score = amb.get("score")
+            score = float(score) if isinstance(score, (int, float)) else None
+            if self.opts.threshold is not None and score is not None:
+                label = score >= self.opts.threshold
+            else:
+                label = amb.get("label")
+                if amb.get("threshold") is not None:
+                    self.thresholds_seen.add(float(amb["threshold"]))
+            self.n += 1
+            if label is None:
+                self.missing += 1
+                label, score = (not gold), None  # a missing prediction is a wrong one
+            self.gold_labels.append(gold)
+            self.pred_labels.append(bool(label))
+            self.scores.append(score)
+            rows.append({"id": record["id"], "gold": gold, "label": bool(label), "score": score,
+                         "correct": int(bool(label) == gold)})
+        return rows
+
+    def metrics(self):
+        m = m_detect.confusion(self.gold_labels, self.pred_labels)
+        out = {k: pct(m[k]) for k in ("accuracy", "precision", "recall", "f1")}
+        scores = m_detect.fill_missing(self.gold_labels, self.scores)
+        out["auroc"] = pct(m_detect.auroc(self.gold_labels, scores)) if scores else None
+        if scores is None:
+            self.notes.append("auroc: no record has ambiguity.score")
+        elif out["auroc"] is None:
+            self.notes.append("auroc: needs both ambiguous and unambiguous gold records")
+        out["tpr"], out["tnr"] = pct(m["tpr"]), pct(m["tnr"])
+        if self.opts.threshold is not None:
+            out["threshold"] = self.opts.threshold
+        elif len(self.thresholds_seen) == 1:
+            out["threshold"] = next(iter(self.thresholds_seen))
+        else:
+            out["threshold"] = None
+            if len(self.thresholds_seen) > 1:
+                self.notes.append(f"records carry {len(self.thresholds_seen)} different thresholds")
+        out["positives"] = sum(self.gold_labels)
+        if self.opts.sweep:
+            if scores is None:
+                self.notes.append("--sweep: no record has ambiguity.score")
+            else:
+                swept = m_detect.sweep(self.gold_labels, scores)
+                out.update({"best_f1": pct(swept["best_f1"]), "best_f1_threshold": swept["best_f1_threshold"],
+                            "best_accuracy": pct(swept["best_accuracy"]),
+                            "best_accuracy_threshold": swept["best_accuracy_threshold"]})
+        return out
+
+    def plot(self, path):
+        scores = m_detect.fill_missing(self.gold_labels, self.scores)
+        if scores is None:
+            raise InputError("--plot needs ambiguity.score on the records (ROC and PR curves)")
+        plots.detection_curves(path, self.gold_labels, self.pred_labels, scores)
+
+
+@SCORE_TASKS.register("detect", help="accuracy, P/R/F1, AUROC")
+def detect_task(opts: ScoreOptions) -> Task:
+    return DetectTask(opts)

@@ -1,0 +1,142 @@
+"""The reader of the ``asqa`` task's Disambig-F1 and DR: it answers each gold disambiguated
+question from the predicted long answer. An extractive QA model (:class:`ExtractiveReader`), or a
+generator through `cq answer`'s span-grounded reader; torch and transformers are imported on
+first use."""
+from __future__ import annotations
+
+import logging
+
+from ..errors import ResourceError
+
+log = logging.getLogger("cqtools")
+
+
+class ExtractiveReader:
+    """Extractive QA with ``AutoModelForQuestionAnswering`` (transformers 5 has no
+    "question-answering" pipeline): the best-scoring span (start + end logit, start <= end, at most
+    ``max_answer_tokens`` tokens, inside the context) over windows of ``max_length`` tokens with
+    ``stride`` overlap, as that pipeline did by default (no "no answer" option)."""
+
+    def __init__(self, path: str, device: str, batch_size: int, max_length: int = 384, stride: int = 128,
+                 max_answer_tokens: int = 30):
+        import torch
+        from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+
+        from ..models.backends import pick_device
+
+        self.torch = torch
+        self.device = pick_device(device)
+        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        if not self.tokenizer.is_fast:
+            raise ResourceError(f"reader {path}: needs a fast tokenizer (character offsets of the spans)")
+        self.model = AutoModelForQuestionAnswering.from_pretrained(path).to(self.device).eval()
+        self.batch_size, self.max_length, self.stride = batch_size, max_length, stride
+        self.max_answer_tokens = max_answer_tokens
+
+    def __call__(self, questions: list[str], contexts: list[str]) -> list[str]:
+        out = []
+        for start in range(0, len(questions), self.batch_size):
+            out += self._batch(questions[start:start + self.batch_size], contexts[start:start + self.batch_size])
+        return out
+
+    def _batch(self, questions: list[str], contexts: list[str]) -> list[str]:
+        enc = self.tokenizer([q.lstrip() for q in questions], contexts, truncation="only_second",
+                             max_length=self.max_length, stride=self.stride, return_overflowing_tokens=True,
+                             return_offsets_mapping=True, padding=True, return_tensors="pt")
+        owners = enc.pop("overflow_to_sample_mapping").tolist()
+        offsets = enc.pop("offset_mapping").tolist()
+        inputs = {k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+        with self.torch.no_grad():
+            logits = self.model(**inputs)
+        starts, ends = logits.start_logits.float().cpu(), logits.end_logits.float().cpu()
+        best: dict[int, tuple[float, str]] = {}
+        for w, owner in enumerate(owners):
+            context_idx = [i for i, seq in enumerate(enc.sequence_ids(w)) if seq == 1]
+            if not context_idx:
+                continue
+            s_logits, e_logits = starts[w], ends[w]
+            first, last = context_idx[0], context_idx[-1]
+            scores = s_logits[first:last + 1, None] + e_logits[None, first:last + 1]
+            allowed = self.torch.ones_like(scores, dtype=self.torch.bool).triu().tril(self.max_answer_tokens - 1)
+            scores = scores.masked_fill(~allowed, float("-inf"))
+            flat = int(scores.argmax())
+            i, j = divmod(flat, scores.shape[1])
+            score = float(scores[i, j])
+            if owner not in best or score > best[owner][0]:
+                text = contexts[owner][offsets[w][first + i][0]:offsets[w][first + j][1]]
+                best[owner] = (score, text.strip())
+        return [best.get(i, (0.0, ""))[1] for i in range(len(questions))]
+
+
+class Reader:
+    """Reader for Disambig-F1: an extractive model (:class:`ExtractiveReader`), or else a
+    generative one through `cq answer`'s own reader (span-grounded, with the
+    long answer as its only passage; ``kind`` says which). A model that cannot be resolved or
+    loaded leaves ``error`` set and Disambig-F1/DR null (never a silent 0).
+    """
+
+    def __init__(self, name: str, device: str, batch_size: int):
+        self.name, self.device, self.batch_size = name, device, batch_size
+        self.pipe = None
+        self.generative = None
+        self.kind: str | None = None
+        self.error: str | None = None
+
+    def _load(self) -> None:
+        from ..models import resolve
+
+        try:
+            resolved = resolve(self.name)
+        except ResourceError as err:
+            self.error = f"reader {self.name} unavailable: {err.message}"
+            return
+        from transformers import AutoConfig
+
+        architectures = [] if resolved.fmt == "gguf" else (
+            getattr(AutoConfig.from_pretrained(resolved.path), "architectures", None) or [])
+        if not any(a.endswith("ForQuestionAnswering") for a in architectures):
+            generative = resolved.fmt == "gguf" or any(a.endswith(("ForCausalLM", "ForConditionalGeneration"))
+                                                       for a in architectures)
+            if not generative:
+                self.error = (f"reader {self.name} is neither an extractive QA model nor a generator "
+                              f"({', '.join(architectures) or 'no architecture'}); pass e.g. "
+                              f"deepset/roberta-large-squad2")
+                return
+            from ..models.backends import load_generator
+            from ..stages.answer import AnswerConfig
+            from ..stages.answer import Reader as AnswerReader
+
+            config = AnswerConfig(mode="single", passages=1, passage_chars=4000, batch_size=self.batch_size)
+            self.generative = AnswerReader(load_generator(self.name, self.device), config)
+            self.kind = "generative (cq answer reader, span-grounded)"
+            return
+        self.kind = "extractive"
+        try:
+            self.pipe = ExtractiveReader(resolved.path, self.device, self.batch_size)
+        except ResourceError as err:
+            self.error = err.message
+            return
+        log.info("reader: %s", resolved.describe())
+
+    def answer(self, questions: list[str], contexts: list[str]) -> list[str] | None:
+        if self.pipe is None and self.generative is None and self.error is None:
+            self._load()
+            if self.error:
+                log.warning("%s", self.error)
+        if self.error:
+            return None
+        answers = [""] * len(questions)
+        todo = [i for i, c in enumerate(contexts) if c.strip()]
+        if todo and self.generative is not None:
+            from ..stages.answer import Question
+
+            asked = [Question(n, questions[i], [{"id": "long_answer", "title": "", "text": contexts[i],
+                                                  "score": 0.0, "rank": 1}])
+                     for n, i in enumerate(todo)]
+            for i, found in zip(todo, self.generative.ask(asked, multi=False)):
+                answers[i] = found[0]["text"] if found else ""
+            return answers
+        if todo:
+            for i, answer in zip(todo, self.pipe([questions[i] for i in todo], [contexts[i] for i in todo])):
+                answers[i] = answer
+        return answers

