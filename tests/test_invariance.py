@@ -89,7 +89,7 @@ def max_diff(a, b, path: str = "") -> float:
         assert isinstance(a, (int, float)) and isinstance(b, (int, float)), f"{path}: {a!r} != {b!r}"
         return 0.0 if a == b else abs(a - b) if math.isfinite(a - b) else math.inf
     if isinstance(a, dict):
-        assert isinstance(b, dict) and list(a) == list(b), f"{path}: keys {list(a)} != {list(b) if isinstance(b, dict) else b}"
+        assert isinstance(b, dict) and list(a) == list(b), f"{path}: {a!r} != {b!r}"
         return max([max_diff(a[k], b[k], f"{path}.{k}") for k in a], default=0.0)
     if isinstance(a, list):
         assert isinstance(b, list) and len(a) == len(b), f"{path}: {a!r} != {b!r}"
@@ -144,6 +144,7 @@ def run_accelerate(args: list[str], text: str, tmp_path: Path) -> list[dict]:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "CQ_ORT_THREADS": "1"}
     with open(source) as fh:
         done = subprocess.run([_accelerate(), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+                               "--main_process_port", "0",  # another job may hold the default port
                                "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "cqtools", *args,
                                "--batch-size", "2", "-q"], stdin=fh, capture_output=True, cwd=ROOT, env=env,
                               timeout=600)
