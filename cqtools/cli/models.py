@@ -1,5 +1,7 @@
-"""`cq models`: the default model of each role, where it resolves from, whether it is usable."""
+"""`cq models`: each role's model (default or CQ_MODEL_* override), where it resolves from, if usable."""
 from __future__ import annotations
+
+import os
 
 import click
 import orjson
@@ -10,8 +12,9 @@ import orjson
 @click.option("--load", is_flag=True, help="Also load each model and run it once (slow; proves it works).")
 @click.option("--json", "as_json", is_flag=True, help="JSONL rows instead of a table.")
 def cli(names, load, as_json):
-    """List each role's default model, where it resolves from (local dir, HF cache, hub, offline
-    wheel) and whether it is usable. Exit 1 if any listed model is not.
+    """List each role's model (its CQ_MODEL_* variable's value, else the default), where it
+    resolves from (local dir, HF cache, hub, offline wheel) and whether it is usable. Exit 1 if
+    any listed model is not.
 
     \b
     Examples:
@@ -20,20 +23,23 @@ def cli(names, load, as_json):
     """
     from ..models.registry import ROLES, status
 
-    rows = [{"role": r.role, **status(r.default), "used_by": r.used_by, "override": r.env} for r in ROLES] \
+    rows = [{"role": r.role, **status(r.model()), "used_by": r.used_by, "override": r.env,
+             "from_env": bool(os.environ.get(r.env))} for r in ROLES] \
         if not names else [{"role": "-", **status(n)} for n in names]
     if load:
         for row in rows:
-            if row["usable"]:
+            if row["usable"] and row["model"]:
                 _try_load(row)
     if as_json:
         for row in rows:
             click.echo(orjson.dumps(row).decode())
     else:
-        width = max(len(r["model"]) for r in rows)
+        width = max(len(r["model"] or "-") for r in rows)
         for row in rows:
             where = row["source"] if row["usable"] else "NOT USABLE"
-            click.echo(f"{row['role']:<10} {row['model']:<{width}}  {where}")
+            env = (f"  (from ${row['override']})" if row.get("from_env")
+                   else f"  (override: {row['override']})" if "override" in row else "")
+            click.echo(f"{row['role']:<13} {row['model'] or '-':<{width}}  {where}{env}")
     bad = [r for r in rows if not r["usable"]]
     for row in bad:
         click.echo(f"cq models: error: {row['problem']}", err=True)
@@ -52,6 +58,12 @@ def _try_load(row: dict) -> None:
             load_encoder(name, "cpu").encode(["test"])
         elif role == "reranker" or (role == "-" and row["format"] == "onnx"):
             load_cross_encoder(name, "cpu").predict([("test", "test")])
+        elif role == "score-reader":
+            from ..score.reader import Reader
+
+            reader = Reader(name, "cpu", 1)
+            if reader.answer(["Who?"], ["Ann did."]) is None:
+                raise ValueError(reader.error)
         else:
             load_generator(name, "cpu").generate(["Say yes."], max_new_tokens=2)
     except (CQError, OSError, ValueError, RuntimeError) as err:

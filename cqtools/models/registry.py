@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from dataclasses import dataclass
 
 from ..errors import ResourceError
@@ -13,26 +14,39 @@ SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct"
 @dataclass(frozen=True)
 class Role:
     role: str
-    default: str
+    default: str | None  # None: the role is off unless its variable (or option) names a model
     used_by: str
-    env: str
+    env: str  # the environment variable the commands read for this role's model
+
+    def model(self) -> str | None:
+        """The model the commands would use now: the variable's value, else the default."""
+        return os.environ.get(self.env) or self.default
 
 
+# One row per CQ_MODEL_* variable a stage reads (tests/test_docs_run.py checks both ways).
 ROLES: tuple[Role, ...] = (
-    Role("encoder", "sentence-transformers/all-MiniLM-L6-v2", "cq index --dense, cq retrieve --method dense",
-         "--encoder"),
-    Role("reranker", "cross-encoder/ms-marco-MiniLM-L-12-v2", "cq rerank, cq answer --mode cq", "CQ_MODEL_RERANKER"),
+    Role("encoder", "sentence-transformers/all-MiniLM-L6-v2",
+         "cq index --dense (retrieve reads it from the index), cq disambiguate --shots", "CQ_MODEL_ENCODER"),
+    Role("reranker", "cross-encoder/ms-marco-MiniLM-L-12-v2", "cq rerank, cq answer --mode cq, cq disambiguate",
+         "CQ_MODEL_RERANKER"),
     Role("reader", SMOLLM2, "cq answer", "CQ_MODEL_READER"),
-    Role("detector", SMOLLM2, "cq detect --method llm", "CQ_MODEL_DETECTOR"),
+    Role("detector", SMOLLM2, "cq detect --method llm", "CQ_MODEL_DETECT"),
     Role("generator", SMOLLM2, "cq gen-cq --method llm", "CQ_MODEL_GEN_CQ"),
+    Role("disambiguator", SMOLLM2, "cq disambiguate", "CQ_MODEL_DISAMBIGUATOR"),
+    Role("oracle", SMOLLM2, "cq oracle --method llm", "CQ_MODEL_ORACLE"),
+    Role("score-reader", None, "cq score --task asqa --reader (Disambig-F1, DR; null without one)",
+         "CQ_MODEL_SCORE_READER"),
 )
 
 # Python packages a weight format needs besides torch/transformers.
 NEEDS = {"onnx": ("onnxruntime", "tokenizers"), "gguf": ("gguf",), "sentence-transformers": ("sentence_transformers",)}
 
 
-def status(name: str) -> dict:
-    """Where ``name`` resolves from and whether its loader's packages are installed (no loading)."""
+def status(name: str | None) -> dict:
+    """Where ``name`` resolves from and whether its loader's packages are installed (no loading).
+    None (an optional role left unset) is usable: nothing needs loading."""
+    if name is None:
+        return {"model": None, "usable": True, "source": "not set", "path": None, "format": None, "problem": None}
     try:
         model = resolve(name, announce=False)
     except ResourceError as err:
