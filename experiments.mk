@@ -4,6 +4,7 @@
 # full pipeline that made it, which `make compare` prints next to each number.
 #
 #   make exp-askcq N=30          AskCQ: detection, CQ generation, clarification-based QA
+#                                (trains the detector first: make train-detect, unless MODEL_DETECT=DIR)
 #   make exp-ambigqa / exp-refuel / exp-clam / exp-toc
 #   make compare                 all of the above, then docs/results.md
 #
@@ -76,8 +77,15 @@ $(EXP)/ambignq.det.always.jsonl: $(EXP)/ambignq.rr.jsonl
 $(EXP)/ambignq.det.never.jsonl: $(EXP)/ambignq.rr.jsonl
 	$(call run,$(CQ) detect --method never)
 $(EXP)/ambignq.det.classifier.jsonl: $(EXP)/ambignq.rr.jsonl
-	@test -d $(MODEL_DETECT) || { echo "no detector at $(MODEL_DETECT): run 'make train-detect' or pass MODEL_DETECT=DIR"; exit 1; }
+	@test -d $(MODEL_DETECT) || { echo "no detector at $(MODEL_DETECT): pass MODEL_DETECT=DIR of a 'cq train detect' run"; exit 1; }
 	$(call run,$(CQ) detect --method classifier --model $(MODEL_DETECT) --device $(DEVICE))
+# The classifier needs a trained detector: with the default MODEL_DETECT, `make train-detect` runs first
+# (once: the directory is the target); MODEL_DETECT=DIR uses a detector you trained elsewhere.
+ifeq ($(MODEL_DETECT),$(WORK)/models/detect)
+$(EXP)/ambignq.det.classifier.jsonl: | $(MODEL_DETECT)
+$(MODEL_DETECT):
+	$(MAKE) train-detect DETECT_MODEL=$@
+endif
 $(S)/ambignq.det.%.json: $(EXP)/ambignq.det.%.jsonl
 	$(call score,detect,)
 
