@@ -1,0 +1,341 @@
+"""Docs that run: every fenced ```bash block of README.md and docs/**/*.md (docs/benchmarks/
+included) runs here on the fixtures, so a doc cannot go stale. tests/test_docs.py checks the
+generated docs/cli.md; this module checks the hand-written docs' commands and claims.
+
+How a block runs:
+- The blocks of one doc share one working directory and run in the doc's order (a doc is read as
+  one session: cluster.md merges what its SLURM script wrote). That directory looks like a
+  checkout: Makefile, experiments.mk, a copy of fixtures/ and a link to the test's .venv.
+- Each block runs with ``bash -eo pipefail`` and the venv's ``cq`` first on PATH; it must exit 0.
+- Placeholder paths and models are replaced as SUBSTITUTE says (data files by fixture files,
+  7B-8B LLMs by a tiny random local model). Every substitution must still match its doc.
+  The default LLM of every role is the same tiny model (CQ_MODEL_* variables), so no block needs a
+  real LLM and none is slow.
+- A block with ``#SBATCH --array=A-B`` is a SLURM array script: it runs once per task id, with
+  SLURM_ARRAY_TASK_ID set.
+- An HTML comment just before a block marks it: ``<!-- doc-test: skip (reason) -->`` for commands
+  that need the full shared data, hours, or are the test suite itself; ``<!-- doc-test: slow
+  (reason) -->`` for ones that only run under ``make test-slow``. Skips are few and each shows its
+  reason in the test report (pytest -rs).
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+import pytest
+
+from .conftest import FIXTURES, ROOT
+
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+MAX_SKIPS = 2
+TINY_LLM = "{tiny_llm}"
+
+# Per doc: (text in the doc, what the test runs instead). {tiny_llm} is filled in.
+SUBSTITUTE: dict[str, list[tuple[str, str]]] = {
+    "docs/cluster.md": [
+        ("--array=0-15", "--array=0-1"),  # two array tasks, not sixteen
+        ("N=16", "N=2"),
+        ("{0..15}", "{0..1}"),
+        ("--model Qwen/Qwen2.5-7B-Instruct --device cuda", "--model {tiny_llm} --device cpu"),
+        ("--num_processes 4", "--num_processes 2"),  # two cores in CI; no GPU: torchrun on CPU (gloo)
+        ("accelerate launch", "accelerate launch --main_process_port 0"),  # a free port, not 29500: tests run beside
+        ("--model meta-llama/Llama-3.1-8B-Instruct", "--model {tiny_llm}"),
+    ],
+}
+
+# Per doc: the inputs it reads but does not make, made from the fixtures before its first block.
+# {index} is the session's index of fixtures/corpus.jsonl (tests/conftest.py).
+SETUP: dict[str, str] = {
+    "README.md": (  # the first 4 AmbigNQ-light questions; the 8-passage DPR tsv; `make demo`'s index
+        "python -c 'import json; json.dump(json.load(open(\"fixtures/ambignq_light.json\"))[:4], "
+        "open(\"dev_light.json\", \"w\"))' && cp fixtures/formats/psgs_w100.tsv psgs_w100.tsv "
+        "&& mkdir -p work && ln -s {index} work/fixture-index"),
+    "docs/cluster.md": (  # 6 fixture questions with passages; with silver CQs for `cq answer --mode cq`
+        "mkdir -p work && head -n 6 fixtures/questions.jsonl | cq retrieve -q --index {index} --hits 5 > in.jsonl "
+        "&& cq gen-cq -q --method from-dqs --all < in.jsonl > work/with_cq.jsonl"),
+}
+
+# Per doc: environment variables (make variables included) on top of the shared ones.
+ENV: dict[str, dict[str, str]] = {
+    "README.md": {"DEMO_N": "2"},  # `make demo` on 2 questions, not 8
+}
+
+# Blocks that fail today because of a bug someone is fixing: (doc, text in the block) -> (the bug,
+# text its stderr shows, texts of the later blocks that need its output). strict: the test fails
+# once the bug is fixed, so the entry gets removed; a different failure is a plain failure.
+KNOWN_BUGS: dict[tuple[str, str], tuple[str, str, tuple[str, ...]]] = {
+    # e.g. ("docs/cluster.md", "#SBATCH --array"): ("`--resume out/x` crashes when out/ is missing (fix in
+    #       cqtools/cli/stream.py)", "out/answer.0.jsonl", ("cq merge out/answer.",)),  -- fixed in fa119a8
+}
+
+MARK = re.compile(r"^<!--\s*doc-test:\s*(\w+)\s*\((.+)\)\s*-->$")
+ARRAY = re.compile(r"^#SBATCH\s+--array=(\d+)-(\d+)\s*$", re.M)
+
+
+@dataclass(frozen=True)
+class Block:
+    doc: str  # path relative to the repository root
+    line: int  # line of the opening fence
+    text: str
+    mark: str | None = None  # skip | slow
+    reason: str | None = None
+
+    @property
+    def id(self) -> str:
+        return f"{self.doc}:{self.line}"
+
+
+def extract_blocks(path: Path) -> list[Block]:
+    doc = path.relative_to(ROOT).as_posix()
+    lines = path.read_text().splitlines()
+    blocks, i = [], 0
+    while i < len(lines):
+        if lines[i].strip() == "```bash":
+            start = i
+            i += 1
+            while i < len(lines) and lines[i].strip() != "```":
+                i += 1
+            before = next((x.strip() for x in reversed(lines[:start]) if x.strip()), "")
+            m = MARK.match(before)
+            blocks.append(Block(doc, start + 1, "\n".join(lines[start + 1:i]) + "\n",
+                                m.group(1) if m else None, m.group(2) if m else None))
+        elif lines[i].strip().startswith("<!--") and "doc-test" in lines[i] and not MARK.match(lines[i].strip()):
+            raise ValueError(f"{doc}:{i + 1}: malformed doc-test marker (use `<!-- doc-test: skip (reason) -->`)")
+        i += 1
+    return blocks
+
+
+BLOCKS = [b for path in DOCS for b in extract_blocks(path)]
+
+
+def _param(block: Block):
+    marks = []
+    if block.mark == "skip":
+        marks.append(pytest.mark.skip(reason=f"{block.id}: {block.reason}"))
+    elif block.mark == "slow":
+        marks.append(pytest.mark.slow)
+    bug = known_bug(block)
+    if bug:
+        marks.append(pytest.mark.xfail(strict=True, raises=AssertionError, reason=bug[0]))
+    return pytest.param(block, id=block.id, marks=marks)
+
+
+def known_bug(block: Block) -> tuple[str, str, tuple[str, ...]] | None:
+    return next((why for (doc, needle), why in KNOWN_BUGS.items() if doc == block.doc and needle in block.text), None)
+
+
+def substitute(block: Block, fills: dict[str, str]) -> str:
+    text = block.text
+    for old, new in SUBSTITUTE.get(block.doc, []):
+        for key, value in fills.items():
+            new = new.replace("{" + key + "}", value)
+        text = text.replace(old, new)
+    return text
+
+
+class DocRun:
+    """One doc's working directory; runs its blocks in order, each at most once."""
+
+    def __init__(self, doc: str, workdir: Path, env: dict, fills: dict):
+        self.doc, self.workdir, self.env, self.fills = doc, workdir, {**env, **ENV.get(doc, {})}, fills
+        self.results: dict[str, subprocess.CompletedProcess] = {}
+        _checkout_like(workdir)
+        if doc in SETUP:
+            self._bash(SETUP[doc].replace("{index}", fills["index"]), check=True)
+
+    def _bash(self, script: str, check: bool = False, extra_env: dict | None = None):
+        proc = subprocess.run(["bash", "-eo", "pipefail", "-c", script], cwd=self.workdir, capture_output=True,
+                              text=True, env={**self.env, **(extra_env or {})}, timeout=600)
+        if check:
+            assert proc.returncode == 0, f"setup failed:\n{proc.stderr[-3000:]}"
+        return proc
+
+    def run(self, block: Block) -> subprocess.CompletedProcess:
+        if block.id in self.results:
+            return self.results[block.id]
+        for earlier in BLOCKS:
+            if earlier == block:
+                break
+            if earlier.doc == self.doc and earlier.mark != "skip" and earlier.id not in self.results:
+                self.run(earlier)
+        text = substitute(block, self.fills)
+        array = ARRAY.search(text)
+        tasks = range(int(array.group(1)), int(array.group(2)) + 1) if array else [None]
+        for task in tasks:
+            proc = self._bash(text, extra_env={"SLURM_ARRAY_TASK_ID": str(task)} if task is not None else None)
+            if proc.returncode != 0:
+                break
+        self.results[block.id] = proc
+        return proc
+
+    def failed_before(self, block: Block) -> list[Block]:
+        ids = {b.id: b for b in BLOCKS}
+        return [ids[i] for i, p in self.results.items() if p.returncode != 0 and ids[i].line < block.line]
+
+
+def _checkout_like(workdir: Path) -> None:
+    """Makefile, experiments.mk, fixtures/ and .venv as in a checkout. The copies of setup.cfg and
+    pyproject.toml are dated 1970 so make never re-installs the shared venv from a test."""
+    for name in ("Makefile", "experiments.mk", "setup.cfg", "pyproject.toml"):
+        shutil.copy2(ROOT / name, workdir / name)
+    for name in ("setup.cfg", "pyproject.toml"):
+        os.utime(workdir / name, (0, 0))
+    shutil.copytree(FIXTURES, workdir / "fixtures")
+    (workdir / ".venv").symlink_to(Path(sys.prefix))
+
+
+@pytest.fixture(scope="session")
+def doc_runs(tmp_path_factory, tiny_causal, fixture_index):
+    fills = {"tiny_llm": tiny_causal, "index": fixture_index}
+    scratch = tmp_path_factory.mktemp("scratch")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "SCRATCH": str(scratch), "OMP_NUM_THREADS": "1", "CQ_ORT_THREADS": "1",
+           **{f"CQ_MODEL_{role}": tiny_causal for role in ("READER", "DETECT", "GEN_CQ", "DISAMBIGUATOR", "ORACLE")}}
+    env.pop("CQ_DEBUG", None)
+    runs: dict[str, DocRun] = {}
+
+    def get(doc: str) -> DocRun:
+        if doc not in runs:
+            runs[doc] = DocRun(doc, tmp_path_factory.mktemp(re.sub(r"\W", "_", doc)), env, fills)
+        return runs[doc]
+
+    return get
+
+
+@pytest.mark.parametrize("block", [_param(b) for b in BLOCKS])
+def test_doc_block_runs(block, doc_runs):
+    run = doc_runs(block.doc)
+    proc = run.run(block)
+    bug = known_bug(block)
+    if proc.returncode != 0 and bug and bug[1] not in proc.stderr:
+        pytest.fail(f"{block.id} fails, but not on its known bug ({bug[1]!r} not in stderr):\n{proc.stderr[-4000:]}")
+    if proc.returncode != 0 and not bug:
+        failed = [b for b in run.failed_before(block) if known_bug(b)
+                  and any(needle in block.text for needle in known_bug(b)[2])]
+        if failed:
+            pytest.xfail(f"needs the output of {failed[0].id}, which fails on a known bug")
+    assert proc.returncode == 0, (f"{block.id} exited {proc.returncode}\n--- block as run:\n"
+                                  f"{substitute(block, run.fills)}--- stderr:\n{proc.stderr[-4000:]}")
+
+
+def test_the_harness_finds_the_docs_blocks():
+    docs = {b.doc for b in BLOCKS}
+    assert {"README.md", "docs/cluster.md"} <= docs
+    assert len(BLOCKS) >= 5
+
+
+def test_every_substitution_still_matches_its_doc():
+    """A substitution that no longer matches means the doc changed: update SUBSTITUTE."""
+    for doc, pairs in SUBSTITUTE.items():
+        text = "".join(b.text for b in BLOCKS if b.doc == doc)
+        stale = [old for old, _ in pairs if old not in text]
+        assert not stale, f"{doc}: no block contains {stale}"
+    for (doc, needle), (_, _, needs) in KNOWN_BUGS.items():
+        for text in (needle, *needs):
+            assert any(b.doc == doc and text in b.text for b in BLOCKS), f"KNOWN_BUGS: no block of {doc} has {text!r}"
+
+
+def test_skips_are_few_and_give_a_reason():
+    skipped = [f"{b.id}: {b.reason}" for b in BLOCKS if b.mark == "skip"]
+    assert all(b.mark in (None, "skip", "slow") for b in BLOCKS), [b.id for b in BLOCKS if b.mark]
+    assert len(skipped) <= MAX_SKIPS, "too many doc blocks skipped:\n" + "\n".join(skipped)
+
+
+# --- the README's table of shared options is the code's ---------------------------------------------
+
+SHARED_OPTIONS = ("--model", "--seed", "--batch-size", "--device", "--dtype", "--shard", "--resume", "--on-error",
+                  "--quiet")
+TABLE_START, TABLE_END = "<!-- shared-options: start -->", "<!-- shared-options: end -->"
+
+
+def _commands():
+    from cqtools.cli import COMMANDS, cli
+
+    ctx = click.Context(cli)
+    for name in COMMANDS:
+        command = cli.get_command(ctx, name)
+        if isinstance(command, click.Group):
+            for sub in command.list_commands(ctx):
+                yield f"{name} {sub}", command.get_command(ctx, sub)
+        else:
+            yield name, command
+
+
+def shared_options_table() -> str:
+    """The README's table: which command takes which shared option (the --model cell: its env var)."""
+    rows = ["| command | " + " | ".join(f"`{o}`" for o in SHARED_OPTIONS) + " |",
+            "|---|" + "---|" * len(SHARED_OPTIONS)]
+    for name, command in _commands():
+        opts = {o: p for p in command.params if isinstance(p, click.Option) for o in p.opts}
+        cells = []
+        for option in SHARED_OPTIONS:
+            param = opts.get(option)
+            cells.append("" if param is None else f"`{param.envvar}`" if option == "--model" and param.envvar else "✓")
+        if any(cells):
+            rows.append(f"| `cq {name}` | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def test_readme_shared_options_table_matches_the_code():
+    readme = (ROOT / "README.md").read_text()
+    assert TABLE_START in readme and TABLE_END in readme, "README.md lost its shared-options table markers"
+    current = readme.split(TABLE_START)[1].split(TABLE_END)[0].strip()
+    assert current == shared_options_table(), ("README.md's shared-options table is stale; replace it with:\n"
+                                                + shared_options_table())
+
+
+# --- `cq models` names the environment variables the commands read -----------------------------------
+
+def _model_envvars() -> set[str]:
+    return {p.envvar for _, c in _commands() for p in c.params
+            if isinstance(p, click.Option) and isinstance(p.envvar, str) and p.envvar.startswith("CQ_MODEL_")}
+
+
+def _roles():
+    from cqtools.models.registry import ROLES
+
+    return ROLES
+
+
+@pytest.mark.parametrize("role", _roles(), ids=lambda r: r.role)
+def test_each_role_names_a_variable_the_code_reads(role):
+    assert role.env in _model_envvars(), f"`cq models` says {role.env} overrides {role.role}; no option reads it"
+
+
+def test_every_model_variable_the_code_reads_has_a_role():
+    # training starts from a base model (cq train --model); BERTScore's model is a metric's, not a stage's
+    not_roles = {"CQ_MODEL_TRAIN_DETECT", "CQ_MODEL_TRAIN_GEN_CQ", "CQ_MODEL_BERTSCORE"}
+    envs = {r.env for r in _roles()}
+    missing = _model_envvars() - envs - not_roles
+    assert not missing, f"read by the commands but not listed by `cq models`: {sorted(missing)}"
+    assert "CQ_MODEL_READER" in envs and "CQ_MODEL_SCORE_READER" in envs
+
+
+def test_readme_names_only_variables_the_code_reads():
+    named = set(re.findall(r"CQ_MODEL_[A-Z_]+", (ROOT / "README.md").read_text() + (ROOT / "docs" / "cluster.md")
+                           .read_text()))
+    assert named <= _model_envvars(), sorted(named - _model_envvars())
+
+
+# --- `make exp-askcq` trains its detector first, as the README says -----------------------------------
+
+def _dry_run(target: str, *args: str) -> str:
+    proc = subprocess.run(["make", "-n", "-C", str(ROOT), target, *args], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_exp_askcq_trains_the_detector_first(tmp_path):
+    plan = _dry_run("exp-askcq", f"WORK={tmp_path}/w")
+    assert "cq train detect --train" in plan and "detect --method classifier" in plan
+    assert plan.index("cq train detect --train") < plan.index("detect --method classifier")
+    mine = tmp_path / "my-detector"
+    mine.mkdir()
+    assert "cq train detect --train" not in _dry_run("exp-askcq", f"WORK={tmp_path}/w", f"MODEL_DETECT={mine}")
