@@ -11,6 +11,7 @@ error handling, verbosity) are left out: results do not depend on them.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from pathlib import Path
 
@@ -18,6 +19,8 @@ import orjson
 
 from . import __version__
 from .errors import InputError
+
+log = logging.getLogger("cqtools")
 
 SUFFIX = ".cq.json"
 # Options that never change a record (see docs/benchmarks/determinism.md), and where the output goes.
@@ -125,3 +128,80 @@ def difference(old: dict, new: dict, ignore: tuple[str, ...] = ()) -> str | None
 
 def config_of(record: dict) -> dict:
     return {k: record[k] for k in ("command", "params", "models", "prompts", "cqtools") if k in record}
+
+
+# ---------------------------------------------------------------------------------------------
+# --resume
+
+
+def open_resume(out: str, force: bool = False, shard: list | None = None) -> tuple[dict, int]:
+    """Check ``--resume OUT`` against this run's configuration; returns the run record to keep
+    writing and how many records OUT already holds (a torn last line is cut off)."""
+    parent = os.path.dirname(os.path.abspath(out))
+    os.makedirs(parent, exist_ok=True)
+    new = build(*_command_and_params())
+    new.update(shard=shard, complete=False)
+    done, good_end = _complete_lines(out)
+    old = read(out)
+    if done:
+        fix = "use a new output file, or pass --force-resume to append anyway"
+        if old is None:
+            problem = (f"--resume {out} holds {done} records but no run record {path_for(out)} "
+                       f"(written by a redirect or an older cq), so cq cannot tell they come from this "
+                       f"configuration; {fix}")
+        else:
+            why = difference(old, new)
+            problem = why and f"--resume {out} was written with a different configuration ({why}); {fix}"
+        if problem and not force:
+            raise InputError(problem)
+        if problem:
+            log.warning("--force-resume: appending although %s", problem.split("; ")[0])
+            new["forced_over"] = config_of(old) if old else None
+    if os.path.exists(out) and good_end != os.path.getsize(out):
+        log.warning("resume: dropping a partly written last line of %s", out)
+        with open(out, "r+b") as fh:
+            fh.truncate(good_end)
+    write(out, new)
+    return new, done
+
+
+def _command_and_params() -> tuple[str, dict]:
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return "python", {}
+    return ctx.command.name, dict(ctx.params)
+
+
+def _complete_lines(path: str) -> tuple[int, int]:
+    """Complete lines in ``path`` and the byte offset where they end (a kill may tear the last one)."""
+    if not os.path.exists(path):
+        return 0, 0
+    count = good_end = 0
+    with open(path, "rb") as fh:
+        for raw in fh:
+            if not raw.endswith(b"\n"):
+                break
+            count += 1
+            good_end += len(raw)
+    return count, good_end
+
+
+def skip_done(records, path: str, done: int):
+    """Drop the first ``done`` records, checking that OUT's ids are theirs, in order (resume by
+    position: duplicate ids are fine; another input file is not)."""
+    with open(path, "rb") as fh:
+        for n, (lineno, record) in enumerate(records):
+            if n >= done:
+                yield lineno, record
+                continue
+            raw = fh.readline()
+            try:
+                written = str(orjson.loads(raw)["id"])
+            except (orjson.JSONDecodeError, KeyError, TypeError):
+                raise InputError(f"{path} line {n + 1} is not a cq record; pass a file cq wrote") from None
+            if written != record["id"]:
+                raise InputError(f"--resume {path} line {n + 1} has record {written} but input line {lineno} "
+                                 f"is record {record['id']}: OUT was written from another input (or another "
+                                 f"--shard); use a new output file")

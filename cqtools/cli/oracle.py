@@ -1,8 +1,6 @@
 """`cq oracle`: a simulated user who answers clarifying questions from the gold DQ it "meant"."""
 from __future__ import annotations
 
-import sys
-
 import click
 
 from .options import (batch_option, compose, device_options, max_input_option, model_option, scale_options,

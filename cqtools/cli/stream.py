@@ -25,7 +25,6 @@ import logging
 import os
 import sys
 from dataclasses import dataclass
-from itertools import islice
 from typing import Callable, Iterator
 
 import orjson
@@ -212,10 +211,11 @@ class _Run:
         self.record = None
         self.done = 0
         if spec.resume:
-            self.record, self.done = _open_resume(spec)
+            self.record, self.done = runrecord.open_resume(spec.resume, spec.force_resume,
+                                                           shard=list(spec.shard) if spec.shard else None)
             if self.done:
                 log.info("resume: %d records already in %s", self.done, spec.resume)
-                records = _skip_done(records, spec.resume, self.done)
+                records = runrecord.skip_done(records, spec.resume, self.done)
             self.out_fh = open(spec.resume, "ab")
         self.items = _items(records, spec)
         self.writer = JsonlWriter(self.out_fh or (stdout if stdout is not None else sys.stdout.buffer))
@@ -248,7 +248,9 @@ def run_stream(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> i
     Errors carry the failing record's id; everything written before them stays written.
     """
     if _world_size() > 1:
-        return _run_distributed(process, spec, stdin, stdout)
+        from .distributed import run_distributed
+
+        return run_distributed(process, spec, stdin, stdout)
     run = _Run(spec, stdin, stdout)
     try:
         for batch in batched(run.items, spec.batch_size):
@@ -259,168 +261,11 @@ def run_stream(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> i
     return run.writer.written
 
 
-def _open_resume(spec: StreamSpec) -> tuple[dict, int]:
-    """Check ``--resume OUT`` against this run's configuration; returns the run record to keep
-    writing and how many records OUT already holds (a torn last line is cut off)."""
-    out = spec.resume
-    parent = os.path.dirname(os.path.abspath(out))
-    os.makedirs(parent, exist_ok=True)
-    new = runrecord.build(*_command_and_params())
-    new.update(shard=list(spec.shard) if spec.shard else None, complete=False)
-    done, good_end = _complete_lines(out)
-    old = runrecord.read(out)
-    if done:
-        fix = "use a new output file, or pass --force-resume to append anyway"
-        if old is None:
-            problem = (f"--resume {out} holds {done} records but no run record {runrecord.path_for(out)} "
-                       f"(written by a redirect or an older cq), so cq cannot tell they come from this "
-                       f"configuration; {fix}")
-        else:
-            why = runrecord.difference(old, new)
-            problem = why and f"--resume {out} was written with a different configuration ({why}); {fix}"
-        if problem and not spec.force_resume:
-            raise InputError(problem)
-        if problem:
-            log.warning("--force-resume: appending although %s", problem.split("; ")[0])
-            new["forced_over"] = runrecord.config_of(old) if old else None
-    if os.path.exists(out) and good_end != os.path.getsize(out):
-        log.warning("resume: dropping a partly written last line of %s", out)
-        with open(out, "r+b") as fh:
-            fh.truncate(good_end)
-    runrecord.write(out, new)
-    return new, done
-
-
-def _command_and_params() -> tuple[str, dict]:
-    import click
-
-    ctx = click.get_current_context(silent=True)
-    if ctx is None:
-        return "python", {}
-    return ctx.command.name, dict(ctx.params)
-
-
-def _complete_lines(path: str) -> tuple[int, int]:
-    """Complete lines in ``path`` and the byte offset where they end (a kill may tear the last one)."""
-    if not os.path.exists(path):
-        return 0, 0
-    count = good_end = 0
-    with open(path, "rb") as fh:
-        for raw in fh:
-            if not raw.endswith(b"\n"):
-                break
-            count += 1
-            good_end += len(raw)
-    return count, good_end
-
-
-def _skip_done(records, path: str, done: int):
-    """Drop the first ``done`` records, checking that OUT's ids are theirs, in order (resume by
-    position: duplicate ids are fine; another input file is not)."""
-    with open(path, "rb") as fh:
-        for n, (lineno, record) in enumerate(records):
-            if n >= done:
-                yield lineno, record
-                continue
-            raw = fh.readline()
-            try:
-                written = str(orjson.loads(raw)["id"])
-            except (orjson.JSONDecodeError, KeyError, TypeError):
-                raise InputError(f"{path} line {n + 1} is not a cq record; pass a file cq wrote") from None
-            if written != record["id"]:
-                raise InputError(f"--resume {path} line {n + 1} has record {written} but input line {lineno} "
-                                 f"is record {record['id']}: OUT was written from another input (or another "
-                                 f"--shard); use a new output file")
-
-
 def _world_size() -> int:
     try:
         return int(os.environ.get("WORLD_SIZE", "1"))
     except ValueError:
         return 1
-
-
-def _run_distributed(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> int:
-    """One round per ``world`` batches: the main process reads and scatters them, every process
-    runs ``process`` on its batch, the main process gathers and writes in input order.
-
-    A failure in any process stops every process; the main one raises it as a CQError."""
-    import torch.distributed as dist
-    from accelerate import PartialState
-
-    PartialState()  # joins the process group the launcher set up (and picks this process's device)
-    if not dist.is_initialized():
-        dist.init_process_group("gloo")
-    group = dist.new_group(backend="gloo")  # records travel as pickled objects, on CPU
-    rank, world = dist.get_rank(), dist.get_world_size()
-    main = rank == 0
-    if not main:
-        logging.getLogger("cqtools").setLevel(logging.WARNING)
-    run = items = None
-    if main:
-        run = _Run(spec, stdin, stdout)
-        items = iter(run.items)
-        log.info("%s: %d processes, batches of %d", spec.desc, world, spec.batch_size)
-    failure = None  # an input error on the main process, raised after the records before it
-    try:
-        while True:
-            parts = None
-            if main:
-                parts = []
-                while len(parts) < world and failure is None:
-                    part: list = []
-                    try:
-                        part.extend(islice(items, spec.batch_size))  # keeps what came before an error
-                    except CQError as err:
-                        failure = err
-                    parts.append(part)
-                    if len(part) < spec.batch_size:
-                        break
-                parts += [[]] * (world - len(parts))
-                if not any(parts):
-                    parts = [None] * world  # end of input (or a failure): everyone stops
-            box = [None]
-            dist.scatter_object_list(box, parts, src=0, group=group)
-            if box[0] is None:
-                break
-            result = _run_part(process, box[0], spec)
-            gathered = [None] * world if main else None
-            dist.gather_object(result, gathered, dst=0, group=group)
-            if not main:
-                continue
-            for part, (status, payload) in zip(parts, gathered):
-                if status == "error":
-                    failure = payload
-                    break
-                run.write(payload, len(part))
-            if failure is not None:
-                dist.scatter_object_list([None], [None] * world, src=0, group=group)
-                raise failure
-        if main:
-            if failure is not None:
-                raise failure
-            run.finish()
-    finally:
-        if main:
-            run.close()
-    return run.writer.written if main else 0
-
-
-def _run_part(process: BatchFn, batch: list[Item], spec: StreamSpec) -> tuple[str, object]:
-    """Run ``process`` on one process's batch; failures come back as values, not exceptions,
-    so that no process is left waiting in a collective call."""
-    if not batch:
-        return "ok", []
-    try:
-        return "ok", apply(process, batch, spec)
-    except CQError as err:  # pickles with its where/record_id (exceptions carry their __dict__)
-        return "error", err
-    except Exception as err:  # noqa: BLE001 - reported by the main process
-        if os.environ.get("CQ_DEBUG"):
-            import traceback
-
-            traceback.print_exc()
-        return "error", CQError(f"{type(err).__name__}: {err}", f"lines {batch[0].lineno}-{batch[-1].lineno}")
 
 
 def click_stdin():

@@ -20,7 +20,7 @@ def build(method: str = "bm25", *, index_dir: str, hits: int = 100, threads: int
 
 
 def retrieve_batch(records: list[dict], searcher, k: int, threads: int, query_field: str, info: dict) -> list[dict]:
-    queries = [str(require(r, query_field, f"pass --query-field with a key the records have")) for r in records]
+    queries = [str(require(r, query_field, "pass --query-field with a key the records have")) for r in records]
     ids = [f"{n}" for n in range(len(records))]  # positions: record ids need not be unique
     results = searcher.batch_search(queries, ids, k, threads)
     for n, record in enumerate(records):
