@@ -26,7 +26,3 @@ class InputError(CQError):
 
 class ResourceError(CQError):
     """Something that must exist does not: an index, a model, a file."""
-
-
-class NotImplementedStage(CQError):
-    exit_code = 2

@@ -124,19 +124,6 @@ def model_option(role: str, default: str, help: str = "Hugging Face id, local di
     )
 
 
-def not_implemented(name: str, issue: str):
-    """A placeholder command that exits 2 until its issue lands."""
-
-    @click.command(name=name, context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-    @click.pass_context
-    def cli(ctx):
-        click.echo(f"cq {name}: not implemented yet ({issue})", err=True)
-        ctx.exit(2)
-
-    cli.help = f"Not implemented yet ({issue})."
-    return cli
-
-
 __all__ = [
     "compose",
     "stream_options",
@@ -147,5 +134,4 @@ __all__ = [
     "device_options",
     "max_input_option",
     "model_option",
-    "not_implemented",
 ]

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 
 from ..errors import ResourceError
-from .resolve import OFFLINE, resolve
+from .resolve import resolve
 
 SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct"
 
@@ -55,7 +55,3 @@ def status(name: str | None) -> dict:
     problem = f"needs {', '.join(missing)}: pip install {' '.join(missing)}" if missing else None
     return {"model": model.name, "usable": not missing, "source": model.source, "path": model.path,
             "format": model.fmt, "problem": problem}
-
-
-def offline_models() -> list[str]:
-    return sorted(OFFLINE)
