@@ -1,4 +1,6 @@
-"""docs/cli.md from the commands' own --help (``make docs``; tests/test_docs.py checks it is current)."""
+"""Docs generated from the code (``make docs``; tests/test_docs.py checks they are current):
+docs/cli.md from the commands' own --help, and the generated block of docs/architecture.md
+(the pipeline diagram and the registries table)."""
 from __future__ import annotations
 
 import click
@@ -23,7 +25,52 @@ def cli_markdown() -> str:
     return "\n".join(lines + _help(cli, ["cq"])) + "\n"
 
 
+# The record flow of a typical run: (command, the keys it adds).
+FLOW = (
+    ("convert", "id, question, gold"),
+    ("retrieve", "passages"),
+    ("rerank", "passages (rerank_score)"),
+    ("detect", "ambiguity"),
+    ("gen-cq", "cq"),
+    ("oracle", "selected_option"),
+    ("answer", "answers, long_answer"),
+    ("disambiguate", "dqs, tree"),
+    ("score", "a summary"),
+)
+BEGIN, END = "<!-- generated:begin (make docs) -->", "<!-- generated:end -->"
+
+
+def architecture_block() -> str:
+    """The pipeline as a mermaid diagram and every registry with its methods, from the code."""
+    from . import registry
+    from .cli import COMMANDS
+
+    lines = [BEGIN, "", "```mermaid", "flowchart LR"]
+    for (name, writes), nxt in zip(FLOW, FLOW[1:] + (None,)):
+        assert name in COMMANDS, name
+        lines.append(f'  {name.replace("-", "_")}["cq {name}<br/>adds: {writes}"]')
+        if nxt:
+            lines.append(f'  {name.replace("-", "_")} --> {nxt[0].replace("-", "_")}')
+    lines += ["```", "", "| registry | kind | chosen by | plugin hook | methods (built in) |", "|---|---|---|---|---|"]
+    for reg in registry.ALL:
+        var = next(k for k, v in vars(registry).items() if v is reg)
+        methods = ", ".join(f"`{m.name}`" for m in reg.methods() if m.plugin == "cqtools") or "(none yet)"
+        lines.append(f"| `{var}` | {reg.kind} | `{reg.option}` | `{reg.hook}` | {methods} |")
+    return "\n".join(lines + ["", END])
+
+
+def with_architecture_block(text: str) -> str:
+    """``text`` (docs/architecture.md) with its generated block replaced by the current one."""
+    start, end = text.index(BEGIN), text.index(END) + len(END)
+    return text[:start] + architecture_block() + text[end:]
+
+
 if __name__ == "__main__":
+    import pathlib
     import sys
 
-    sys.stdout.write(cli_markdown())
+    if sys.argv[1:] == ["--architecture"]:
+        path = pathlib.Path(__file__).resolve().parent.parent / "docs" / "architecture.md"
+        path.write_text(with_architecture_block(path.read_text()))
+    else:
+        sys.stdout.write(cli_markdown())

@@ -104,7 +104,7 @@ CQ_METHODS = Registry("CQ method", "register_cq_methods", "cqtools.stages.gen_cq
 READERS = Registry("reader", "register_readers", "cqtools.stages.answer", option="--reader")
 SEARCHERS = Registry("searcher", "register_searchers", "cqtools.retrieval", option="--method")
 ORACLES = Registry("oracle method", "register_oracles", "cqtools.stages.oracle")
-BACKENDS = Registry("model backend", "register_backends", "cqtools.models", option="--backend")
+BACKENDS = Registry("model backend", "register_backends", "cqtools.models", option="--model PREFIX:NAME")
 SCORE_TASKS = Registry("score task", "register_score_tasks", "cqtools.score", option="--task")
 
 ALL = (DETECTORS, CQ_METHODS, READERS, SEARCHERS, ORACLES, BACKENDS, SCORE_TASKS)
