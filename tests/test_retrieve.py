@@ -117,6 +117,27 @@ def test_linear_fusion_matches_pyserini_formula_and_survives_ties():
     assert [h["id"] for h in tied] == ["a", "b"] and all(h["score"] == h["score"] for h in tied)  # no NaN
 
 
+def test_linear_fusion_through_the_cli(runner_module, fixture_index, questions):
+    """--fusion linear --alpha reaches the searcher: the CLI's passages are the sparse and dense
+    lists fused by linear(), and differ from RRF's."""
+    from cqtools.retrieval import open_searcher
+
+    text = "".join(json.dumps(q) + "\n" for q in questions[:5])
+    args = ["retrieve", "--index", fixture_index, "--method", "hybrid", "--hits", "5"]
+    result = runner_module.invoke(cli, args + ["--fusion", "linear", "--alpha", "0.3"], input=text)
+    assert result.exit_code == 0, result.stderr
+    out = parse_jsonl(result.stdout)
+    assert out[0]["meta"]["retrieve"]["fusion"] == "linear" and out[0]["meta"]["retrieve"]["alpha"] == 0.3
+    sparse, dense = open_searcher(fixture_index, "bm25"), open_searcher(fixture_index, "dense")
+    for q, record in zip(questions, out):
+        depth = 100  # HybridSearcher fuses max(2k, 100) candidates from each side
+        want = linear(sparse.search(q["question"], depth), dense.search(q["question"], depth), k=5, alpha=0.3)
+        assert [(p["id"], round(p["score"], 6)) for p in record["passages"]] == \
+            [(h["id"], round(h["score"], 6)) for h in want]
+    rrf_out = parse_jsonl(runner_module.invoke(cli, args, input=text).stdout)
+    assert [r["passages"] for r in rrf_out] != [r["passages"] for r in out]
+
+
 @pytest.mark.slow
 def test_pyserini_faiss_searcher_reads_our_dense_index(fixture_index):
     """Our dense index is in Pyserini's layout: its FaissSearcher returns the same top hit."""
