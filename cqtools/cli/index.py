@@ -22,7 +22,13 @@ log = logging.getLogger("cqtools")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Index directory to create.")
 @click.option("--dense", is_flag=True, help="Also build a dense faiss index (Pyserini layout).")
 @click.option("--encoder", default="sentence-transformers/all-MiniLM-L6-v2", show_default=True,
-              envvar="CQ_MODEL_ENCODER", help="Sentence-transformers encoder: hub id, local dir or offline copy.")
+              envvar="CQ_MODEL_ENCODER",
+              help="Passage encoder for --dense: a sentence-transformers model (normalised vectors) or a DPR "
+                   "context encoder such as facebook/dpr-ctx_encoder-multiset-base (CLS vectors, raw inner "
+                   "product); hub id, local dir or offline copy.")
+@click.option("--query-encoder", default=None,
+              help="DPR only: the question encoder recorded for `cq retrieve` [default: the context encoder's "
+                   "pair by DPR's naming, e.g. facebook/dpr-question_encoder-multiset-base].")
 @click.option("--threads", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="number of CPUs")
 @click.option("--batch-size", type=click.IntRange(min=1), default=128, show_default=True, help="Encoding batch size.")
 @click.option("--overwrite", is_flag=True,
@@ -30,7 +36,7 @@ log = logging.getLogger("cqtools")
                    "when complete; any other non-empty directory is never touched.")
 @click.option("-q", "--quiet", is_flag=True, help="No info messages on stderr.")
 @device_options
-def cli(corpus, out_dir, dense, encoder, threads, batch_size, overwrite, quiet, device, dtype):
+def cli(corpus, out_dir, dense, encoder, query_encoder, threads, batch_size, overwrite, quiet, device, dtype):
     """Index a corpus for `cq retrieve`.
 
     The index is built in a temporary directory beside --out and moved into place only when
@@ -40,6 +46,11 @@ def cli(corpus, out_dir, dense, encoder, threads, batch_size, overwrite, quiet, 
     Example:
       cq index --corpus passages.jsonl --out idx --dense
       cq retrieve --index idx --method hybrid --hits 20 < questions.jsonl | cq rerank
+
+    \b
+    DPR (separate question and context encoders):
+      cq index --corpus passages.jsonl --out idx-dpr --dense \\
+        --encoder facebook/dpr-ctx_encoder-multiset-base
     """
     from ..formats import iter_corpus
     from ..retrieval import docstore as ds
@@ -50,6 +61,8 @@ def cli(corpus, out_dir, dense, encoder, threads, batch_size, overwrite, quiet, 
         log.setLevel(logging.WARNING)
     out_dir = os.path.abspath(out_dir)
     replace = _check_target(out_dir, corpus, overwrite)
+    if query_encoder and not dense:
+        raise ResourceError("--query-encoder goes with --dense (and a DPR --encoder)")
     if not os.path.isfile(corpus):
         raise ResourceError(f"corpus {corpus} not found; pass a JSONL or DPR .tsv file of passages")
     parent = os.path.dirname(out_dir)
@@ -69,7 +82,7 @@ def cli(corpus, out_dir, dense, encoder, threads, batch_size, overwrite, quiet, 
 
             start = time.perf_counter()
             info = build_dense(iter_corpus(corpus), os.path.join(build_dir, DENSE_DIR), encoder, batch_size,
-                               "cpu" if device == "auto" else device)
+                               "cpu" if device == "auto" else device, query_encoder=query_encoder)
             info["seconds"] = round(time.perf_counter() - start, 2)
             manifest["dense"] = info | {"dir": DENSE_DIR}
             log.info("dense: encoded %d passages in %.1f s", info["passages"], info["seconds"])

@@ -1,6 +1,10 @@
 """Retrieval backends (Pyserini BM25, faiss dense, hybrid) behind one searcher shape:
 ``search(query, k)`` and ``batch_search(queries, ids, k, threads)`` returning ranked hits
-(cqtools.protocols.Searcher). Methods live in the SEARCHERS registry; plugins add more."""
+(cqtools.protocols.Searcher). Methods live in the SEARCHERS registry; plugins add more.
+
+``index_dir`` is a ``cq index`` directory, a plain Pyserini Lucene index, or the name of one of
+Pyserini's prebuilt indexes (``wikipedia-dpr-100w``, ``wikipedia-dpr-100w.dpr-multi``: see
+:mod:`.prebuilt`)."""
 from __future__ import annotations
 
 import os
@@ -20,8 +24,10 @@ def bm25_searcher(index_dir: str, k1: float = 0.9, b: float = 0.4, **_):
     return _open(index_dir, "bm25", k1=k1, b=b)
 
 
-@SEARCHERS.register("dense", help="faiss inner product over the index's dense part")
+@SEARCHERS.register("dense", help="faiss inner product over the index's dense part (sentence-transformers or DPR)")
 def dense_searcher(index_dir: str, encoder: str | None = None, device: str = "cpu", **_):
+    """``encoder``: the query encoder (default: the one recorded in the index, or for a prebuilt
+    DPR index the question encoder Pyserini's DPR runs use)."""
     return _open(index_dir, "dense", encoder, device)
 
 
@@ -33,9 +39,13 @@ def hybrid_searcher(index_dir: str, encoder: str | None = None, device: str = "c
 
 def _open(index_dir: str, method: str, encoder: str | None = None, device: str = "cpu",
           fusion: str = "rrf", alpha: float = 0.1, k1: float = 0.9, b: float = 0.4):
-    """The searcher for ``method`` over a ``cq index`` directory (or a plain Pyserini Lucene index)."""
+    """The searcher for ``method`` over a ``cq index`` directory, a plain Pyserini Lucene index or a
+    prebuilt index name."""
+    from . import prebuilt
     from .lucene import LuceneBM25
 
+    if prebuilt.looks_like_name(index_dir):
+        return _open_prebuilt(index_dir, method, encoder, device, fusion, alpha, k1, b)
     manifest = read_manifest(index_dir)
     docstore = None
     if manifest.get("docstore"):
@@ -50,10 +60,47 @@ def _open(index_dir: str, method: str, encoder: str | None = None, device: str =
                             f"`cq index --corpus FILE --out {index_dir} --dense`")
     from .dense import DenseSearcher
 
-    dense = DenseSearcher(os.path.join(index_dir, DENSE_DIR), encoder or manifest["dense"]["encoder"],
-                          docstore=sparse, device=device)
+    info = manifest["dense"]
+    dense = DenseSearcher(os.path.join(index_dir, info.get("dir") or DENSE_DIR),
+                          encoder or info.get("query_encoder") or info["encoder"], docstore=sparse, device=device,
+                          normalize=info.get("normalized", True))
+    return _combine(method, sparse, dense, fusion, alpha)
+
+
+def _combine(method: str, sparse, dense, fusion: str, alpha: float):
     if method == "dense":
         return dense
     from .hybrid import HybridSearcher
 
     return HybridSearcher(sparse, dense, fusion=fusion, alpha=alpha)
+
+
+def _open_prebuilt(name: str, method: str, encoder: str | None, device: str, fusion: str, alpha: float,
+                   k1: float, b: float):
+    """A prebuilt sparse index answers bm25; a prebuilt dense one answers dense (and hybrid, and
+    bm25, with the sparse index that holds its passages). Passages come from stored raw documents."""
+    from . import prebuilt
+    from .dense import DenseSearcher
+    from .lucene import LuceneBM25
+
+    index = prebuilt.locate(name)
+    if index.kind == "sparse" and method != "bm25":
+        raise ResourceError(f"{name} is a sparse (BM25) prebuilt index; --method {method} needs a dense one, such "
+                            f"as {name}.dpr-multi if Pyserini has it")
+    if index.kind == "dense" and not index.texts:
+        raise ResourceError(f"Pyserini's registry names no index holding the passages of {name}; use one of its "
+                            f"dense indexes that has one (as wikipedia-dpr-100w.dpr-multi has wikipedia-dpr-100w)")
+    texts = index if index.kind == "sparse" else prebuilt.locate(index.texts)
+    sparse = LuceneBM25(texts.path, k1=k1, b=b)
+    sparse.params = {**sparse.params, "prebuilt": texts.name, "index_path": texts.path}
+    if method == "bm25":
+        return sparse
+    query_encoder = encoder or prebuilt.QUERY_ENCODERS.get(name)
+    if query_encoder is None:
+        raise ResourceError(f"Pyserini's prebuilt index {name} does not say which query encoder made its vectors; "
+                            f"pass it with --encoder")
+    # Pyserini encodes queries as the model gives them: DPR vectors raw, a sentence-transformers model
+    # with its own normalisation (if any)
+    dense = DenseSearcher(index.path, query_encoder, docstore=sparse, device=device, normalize=False)
+    dense.params = {**dense.params, "prebuilt": name, "index_path": index.path}
+    return _combine(method, sparse, dense, fusion, alpha)

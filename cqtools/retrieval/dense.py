@@ -1,5 +1,9 @@
-"""Dense retrieval: a sentence-transformers encoder and a faiss inner-product index stored in
-Pyserini's layout (``index`` + ``docid``), so Pyserini's ``FaissSearcher`` can open it too.
+"""Dense retrieval: a faiss inner-product index stored in Pyserini's layout (``index`` +
+``docid``), so Pyserini's ``FaissSearcher`` can open it too, over vectors from either
+
+* a sentence-transformers model (one encoder for questions and passages, L2-normalised), or
+* DPR's two encoders (a context encoder for passages, a question encoder for questions; [CLS]
+  vectors, raw inner product, no normalisation, as DPR and Pyserini's DPR indexes use).
 
 Search uses faiss directly: importing ``pyserini.search.faiss`` costs 10-13 s and adds nothing
 for a flat inner-product index.
@@ -20,46 +24,79 @@ log = logging.getLogger("cqtools")
 DEFAULT_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
 
 
-def load_encoder(name: str, device: str = "cpu"):
-    """(resolved model, encoder) for dense retrieval: the model layer's cached bi-encoder, restricted
-    to sentence-transformers models (the index manifest records which one built the vectors)."""
+def load_encoder(name: str, device: str = "cpu", role: str | None = None):
+    """(resolved model, encoder) for dense retrieval from the model layer: a DPR encoder when the
+    checkpoint is one (``role``: "question" or "context" checks which), else the cached
+    sentence-transformers bi-encoder (the index manifest records which model built the vectors)."""
+    from ..models import dpr
     from ..models.backends import load_encoder as load_bi_encoder
 
     model = resolve(name, announce=False)
+    if dpr.dpr_kind(model):
+        expect = {"question": dpr.QUESTION, "context": dpr.CONTEXT}.get(role or "")
+        return model, dpr.load_dpr(name, device, expect)
     if model.fmt not in ("sentence-transformers", "hf"):
         raise ResourceError(f"dense encoder {name} resolved to a {model.fmt} copy; pass a sentence-transformers "
-                            f"model (a hub id or a local directory)")
+                            f"model or a DPR encoder (a hub id or a local directory)")
     return model, load_bi_encoder(name, device)
 
 
 def build_dense(passages: Iterable[dict], out_dir: str, encoder: str, batch_size: int = 256,
-                device: str = "cpu", chunk: int = 8192) -> dict:
-    """Encode passages in chunks (L2-normalised) into a faiss IndexFlatIP; returns manifest info."""
+                device: str = "cpu", chunk: int = 8192, query_encoder: str | None = None) -> dict:
+    """Encode passages in chunks into a faiss IndexFlatIP; returns manifest info.
+
+    A sentence-transformers ``encoder`` encodes title, newline, text, L2-normalised; a DPR context
+    encoder encodes (title, text) pairs unnormalised, and ``query_encoder`` (default: its pair by
+    DPR's naming) is recorded as the encoder of questions."""
     import faiss
     import numpy as np
 
     from ..cli.stream import batched
+    from ..models import dpr
 
-    model, st = load_encoder(encoder, device)
-    dim = (getattr(st, "get_embedding_dimension", None) or st.get_sentence_embedding_dimension)()
+    model, st = load_encoder(encoder, device, role="context")
+    is_dpr = isinstance(st, dpr.DPREncoder)
+    if is_dpr:
+        query_encoder = query_encoder or dpr.question_encoder_for(encoder)
+        load_encoder(query_encoder, device, role="question")  # fail now, not after hours of encoding
+    elif query_encoder and query_encoder != encoder:
+        raise ResourceError(f"--query-encoder is for DPR context encoders; {encoder} encodes questions itself")
+    dim = _dimension(st)
     index = faiss.IndexFlatIP(dim)
     os.makedirs(out_dir, exist_ok=True)
     count = 0
     with open(os.path.join(out_dir, "docid"), "w") as ids_fh:
         for group in batched(passages, chunk):
-            vectors = st.encode([contents(p) for p in group], batch_size=batch_size,
-                                normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+            if is_dpr:
+                vectors = st.encode([p["text"] for p in group], titles=[p.get("title") or "" for p in group],
+                                    batch_size=batch_size)
+            else:
+                vectors = st.encode([contents(p) for p in group], batch_size=batch_size,
+                                    normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
             index.add(np.ascontiguousarray(vectors, dtype="float32"))
             ids_fh.writelines(f"{p['id']}\n" for p in group)
             count += len(group)
             log.info("dense: encoded %d passages", count)
     faiss.write_index(index, os.path.join(out_dir, "index"))
-    return {"encoder": model.name, "encoder_source": model.source, "dim": dim, "normalized": True,
+    info = {"encoder": model.name, "encoder_source": model.source, "dim": dim, "normalized": not is_dpr,
             "passages": count}
+    if is_dpr:
+        qm = resolve(query_encoder, announce=False)
+        info |= {"kind": "dpr", "query_encoder": qm.path if qm.source == "local" else qm.name, "pooling": "cls",
+                 "similarity": "inner product"}
+    return info
+
+
+def _dimension(encoder) -> int:
+    return int((getattr(encoder, "get_embedding_dimension", None) or encoder.get_sentence_embedding_dimension)())
 
 
 class DenseSearcher:
-    def __init__(self, dense_dir: str, encoder: str, docstore, device: str = "cpu", batch_size: int = 64):
+    """Inner-product search over a faiss index. Questions are L2-normalised for indexes built
+    normalised (sentence-transformers ones), and left as the encoder gives them for DPR ones."""
+
+    def __init__(self, dense_dir: str, encoder: str, docstore, device: str = "cpu", batch_size: int = 64,
+                 normalize: bool = True):
         import faiss
 
         path = os.path.join(dense_dir, "index")
@@ -68,9 +105,14 @@ class DenseSearcher:
         self.index = faiss.read_index(path)
         with open(os.path.join(dense_dir, "docid")) as fh:
             self.docids = [line.rstrip("\n") for line in fh]
-        self.model, self.encoder = load_encoder(encoder, device)
+        self.model, self.encoder = load_encoder(encoder, device, role="question")
+        if _dimension(self.encoder) != self.index.d:
+            raise ResourceError(f"query encoder {encoder} gives {_dimension(self.encoder)}-"
+                                f"dimensional vectors but the index in {dense_dir} holds {self.index.d}-dimensional "
+                                f"ones; pass the encoder the index was built for (--encoder)")
         self.docstore = docstore
         self.batch_size = batch_size
+        self.normalize = normalize
         self.params = {"encoder": self.model.name}
 
     def search(self, query: str, k: int) -> list[dict]:
@@ -83,7 +125,7 @@ class DenseSearcher:
         import numpy as np
 
         faiss.omp_set_num_threads(max(1, int(threads)))
-        vectors = self.encoder.encode(queries, batch_size=self.batch_size, normalize_embeddings=True,
+        vectors = self.encoder.encode(queries, batch_size=self.batch_size, normalize_embeddings=self.normalize,
                                       convert_to_numpy=True, show_progress_bar=False)
         vectors = np.ascontiguousarray(vectors, dtype="float32")
         k = min(k, self.index.ntotal)

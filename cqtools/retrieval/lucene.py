@@ -140,13 +140,15 @@ class LuceneBM25:
     With a docstore (every ``cq index``) queries go straight to Lucene's IndexSearcher with
     Anserini's analyzer, bag-of-words query and BM25 similarity, in ``threads`` Python threads
     (jnius releases the GIL), and hits are read from SQLite. Without one (a Pyserini index built
-    elsewhere) Anserini's SimpleSearcher is used and passages come from the stored raw documents.
+    elsewhere, Pyserini's prebuilt ones) Anserini's SimpleSearcher is used and passages come from
+    the stored raw documents.
     """
 
     def __init__(self, index_dir: str, k1: float = 0.9, b: float = 0.4, docstore=None):
         if not os.path.isdir(index_dir):
             raise ResourceError(f"Lucene index {index_dir} not found; build it with `cq index`")
         self.params = {"k1": k1, "b": b}
+        self.index_dir = index_dir
         self.docstore = docstore
         self._pool = None
         if docstore is not None:
@@ -210,7 +212,7 @@ class LuceneBM25:
     def _anserini_hits(self, java_hits, k: int) -> list[dict]:
         hits = []
         for h in java_hits:
-            doc = split_contents(h.docid, h.lucene_document.get("raw"))
+            doc = split_contents(h.docid, self._raw(h.docid, h.lucene_document.get("raw")))
             doc["score"] = float(h.score)
             hits.append(doc)
         return rank(hits, k)
@@ -219,9 +221,10 @@ class LuceneBM25:
         """Passages by id (for dense hits, which carry ids only)."""
         if self.docstore is not None:
             return self.docstore.by_ids(docids)
-        out = {}
-        for docid in docids:
-            raw = self._anserini.doc_raw(docid)
-            if raw is not None:
-                out[docid] = split_contents(docid, raw)
-        return out
+        return {docid: split_contents(docid, self._raw(docid, self._anserini.doc_raw(docid))) for docid in docids}
+
+    def _raw(self, docid: str, raw: str | None) -> str:
+        if raw is None:
+            raise ResourceError(f"passage {docid} has no stored text in the Lucene index {self.index_dir} (a '-slim' "
+                                f"prebuilt index?); use an index that stores raw documents (cq index does)")
+        return raw
