@@ -160,6 +160,9 @@ def _quiet_transformers() -> None:
 # generators
 
 
+from . import openai_backend  # noqa: E402  registers "openai" in BACKENDS (cheap: no client import)
+
+
 def load_generator(name: str, device: str = "auto", dtype: str = "auto", kind: str = "auto") -> "Generator":
     """A :class:`Generator` for ``name`` (hub id, local dir, GGUF file or offline copy).
 
@@ -167,6 +170,11 @@ def load_generator(name: str, device: str = "auto", dtype: str = "auto", kind: s
     """
     if kind not in ("auto", "causal", "seq2seq"):
         raise ValueError(f"kind must be auto, causal or seq2seq, not {kind!r}")
+    api = openai_backend.route(name)  # ``openai:NAME``, or any name under --api-base: a server's model
+    if api is not None:
+        from ..registry import BACKENDS
+
+        return BACKENDS.build(api[0], model=api[1], kind=kind)
     dev = pick_device(device)
 
     def build():

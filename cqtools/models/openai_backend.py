@@ -1,0 +1,484 @@
+"""A :class:`~cqtools.protocols.Generator` served by any OpenAI-compatible server (vLLM, TGI,
+llama.cpp's server, hosted APIs): ``--model openai:NAME``, or ``--api-base URL`` for every model
+of a command.
+
+- generation: ``chat/completions`` (``chat`` not False) or ``completions`` (raw few-shot
+  prompts, ``chat=False``); greedy (temperature 0) with a fixed seed, cut at ``stop`` as the
+  local backend does.
+- scoring, log p(continuation | prefix + prompt) summed over its tokens: ``completions`` with
+  ``echo`` + ``logprobs`` (the prompt's own log-probabilities; the continuation's tokens are found
+  by their character offsets), or, where the server does not echo prompt logprobs, the next-token
+  ``top_logprobs`` one token at a time. A server with neither is a one-line error.
+- ``--concurrency N`` requests in flight, retries with exponential backoff on 429/5xx, timeouts
+  and dropped connections; the key comes from ``CQ_API_KEY`` or ``OPENAI_API_KEY`` only and is
+  never logged nor written to records or run records.
+- every answered request is cached on disk under ``$CQ_CACHE/api/`` keyed by (api base,
+  endpoint, request body: model and parameters), so a resumed or repeated run sends nothing twice.
+
+The ``openai`` client is imported when the first request is sent, so importing this module is cheap.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import random
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Sequence
+from urllib.parse import urlsplit, urlunsplit
+
+from ..errors import CQError, ResourceError
+from ..registry import BACKENDS
+
+log = logging.getLogger("cqtools")
+
+OPENAI_BASE = "https://api.openai.com/v1"
+KEY_VARIABLES = ("CQ_API_KEY", "OPENAI_API_KEY")
+# cqtools.retrieval.jvm puts this in OPENAI_API_KEY for pyserini's sake: it is not a key
+PLACEHOLDER_KEYS = {"unused-placeholder"}
+RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+SEED = 0
+MAX_STOP = 4  # the OpenAI API takes at most 4 stop sequences; the rest are cut here
+
+
+class ApiError(CQError):
+    """A request the server refused or never answered (after the retries)."""
+
+
+@dataclass
+class ApiSettings:
+    """Process-wide settings from the CLI's API options (cqtools/cli/options.py ``api_options``)."""
+
+    base: str | None = None   # --api-base / CQ_API_BASE: every generator of the command goes there
+    concurrency: int = 4      # --concurrency / CQ_CONCURRENCY
+    timeout: float = 120.0    # --api-timeout / CQ_API_TIMEOUT, seconds per request
+
+
+SETTINGS = ApiSettings()
+
+
+def _env_float(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        raise CQError(f"{name} must be a number, not {os.environ[name]!r}") from None
+
+
+def route(name: str) -> tuple[str, str] | None:
+    """(backend, model) when ``name`` goes to an API server (``openai:NAME``, or any name while
+    ``--api-base`` is set), else None (a local model)."""
+    prefix, sep, rest = name.partition(":")
+    if sep and prefix in BACKENDS.names() and rest:
+        return prefix, rest
+    if SETTINGS.base:
+        return "openai", name
+    return None
+
+
+def api_key() -> str | None:
+    """The key from the environment only (CQ_API_KEY, then OPENAI_API_KEY); None if unset."""
+    for var in KEY_VARIABLES:
+        value = os.environ.get(var, "").strip()
+        if value and value not in PLACEHOLDER_KEYS:
+            return value
+    return None
+
+
+def public_url(url: str) -> str:
+    """``url`` without user info, query or fragment (where a key could hide), for logs and meta."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+
+
+_GENERATORS: dict[tuple, "OpenAIGenerator"] = {}
+_LOCK = threading.Lock()
+
+
+@BACKENDS.register("openai", help="an OpenAI-compatible server (--model openai:NAME or --api-base URL; key from "
+                                  "CQ_API_KEY or OPENAI_API_KEY)")
+def openai_generator(model: str, kind: str = "auto", **_) -> "OpenAIGenerator":
+    """The generator for ``model`` on the configured server; one per (server, model, settings)."""
+    if kind == "seq2seq":
+        raise CQError(f"openai:{model}: --kind seq2seq is for local models; an API model is prompted as a causal "
+                      f"LM (use --kind auto)")
+    base = SETTINGS.base or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE
+    key = (base, model, SETTINGS.concurrency, SETTINGS.timeout)
+    with _LOCK:
+        if key not in _GENERATORS:
+            _GENERATORS[key] = OpenAIGenerator(model, base, SETTINGS.concurrency, SETTINGS.timeout)
+        return _GENERATORS[key]
+
+
+# ---------------------------------------------------------------------------------------------
+# the response cache
+
+
+def response_cache_dir() -> str:
+    from .backends import cache_dir
+
+    return os.path.join(cache_dir(), "api")
+
+
+def cache_key(base: str, endpoint: str, body: dict) -> str:
+    """Digest of what decides a response: the server, the endpoint and the whole body (model and
+    parameters). The key is not part of it (nor sent anywhere but the Authorization header)."""
+    blob = json.dumps({"base": public_url(base), "endpoint": endpoint, "body": body}, sort_keys=True,
+                      ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class ResponseCache:
+    """One JSON file per response, written to a temporary name and renamed into place, so threads
+    and processes sharing the directory never see half a file. ``CQ_API_CACHE=0`` turns it off."""
+
+    def __init__(self, root: str | None = None):
+        self.root = root or response_cache_dir()
+        self.enabled = os.environ.get("CQ_API_CACHE", "1") not in ("0", "off", "no")
+
+    def _path(self, key: str) -> str:
+        return os.path.join(self.root, key[:2], key + ".json")
+
+    def get(self, key: str) -> dict | None:
+        if not self.enabled:
+            return None
+        try:
+            with open(self._path(key), "rb") as fh:
+                return json.loads(fh.read())
+        except (OSError, ValueError):
+            return None
+
+    def put(self, key: str, value: dict) -> None:
+        if not self.enabled:
+            return
+        path = self._path(key)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "w") as fh:
+                json.dump(value, fh, ensure_ascii=False)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+
+# ---------------------------------------------------------------------------------------------
+# the generator
+
+
+class _Refused(Exception):
+    """A 4xx answer to a scoring request (kept to decide whether the server lacks a feature)."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class OpenAIGenerator:
+    """Greedy generation and continuation scoring over the OpenAI API (see the module's doc)."""
+
+    kind = "api"
+
+    def __init__(self, model: str, base: str, concurrency: int = 4, timeout: float = 120.0):
+        self.model = model
+        self.base = base.rstrip("/")
+        self.name = f"openai:{model}"
+        self.concurrency = max(1, int(concurrency))
+        self.timeout = float(timeout)
+        self.retries = int(_env_float("CQ_API_RETRIES", 6))
+        self.backoff = _env_float("CQ_API_BACKOFF", 1.0)  # seconds before the first retry; doubles each time
+        self.top_logprobs = int(_env_float("CQ_API_TOP_LOGPROBS", 20))
+        self.cache = ResponseCache()
+        self.info = {"model": self.name, "backend": "openai", "api_base": public_url(self.base), "kind": "api",
+                     "temperature": 0, "seed": SEED}
+        self._client = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._score_mode: str | None = None  # "echo" | "top", found on the first scoring call
+        self._bounded_warned = False
+        self._lock = threading.Lock()
+        log.info("model %s via the OpenAI-compatible API at %s (%d requests at once)", self.name,
+                 public_url(self.base), self.concurrency)
+
+    # -- HTTP --------------------------------------------------------------------------------
+
+    def _get_client(self):
+        with self._lock:
+            if self._client is None:
+                try:
+                    import openai
+                except ImportError:
+                    raise ResourceError("API models need the openai client: pip install openai") from None
+                self._client = openai.OpenAI(base_url=self.base, api_key=api_key() or "EMPTY", max_retries=0,
+                                             timeout=self.timeout)
+            return self._client
+
+    def _map(self, func, items: list):
+        """``func`` over ``items`` with at most ``concurrency`` calls in flight, results in order."""
+        if len(items) <= 1 or self.concurrency == 1:
+            return [func(x) for x in items]
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="cq-api")
+        return list(self._pool.map(func, items))
+
+    def _where(self, endpoint: str) -> str:
+        return f"{self.name} at {public_url(self.base)}/{endpoint}"
+
+    def request(self, endpoint: str, body: dict, refusals: bool = False) -> dict:
+        """The JSON answer to POST ``endpoint`` with ``body``, from the cache when it holds it.
+
+        Retries 408/409/429/5xx, timeouts and dropped connections ``CQ_API_RETRIES`` times, waiting
+        ``CQ_API_BACKOFF`` seconds doubled each time (or the server's Retry-After), with jitter.
+        Other errors raise :class:`ApiError`; with ``refusals`` a 4xx answer raises :class:`_Refused`
+        (and is cached too: the same request would be refused again)."""
+        key = cache_key(self.base, endpoint, body)
+        hit = self.cache.get(key)
+        if hit is not None:
+            if "__refused__" in hit:
+                if refusals:
+                    raise _Refused(hit["__refused__"], hit["message"])
+                raise ApiError(f"{self._where(endpoint)}: HTTP {hit['__refused__']}: {hit['message']}")
+            return hit
+        import openai
+
+        client = self._get_client()
+        resource = client.chat.completions if endpoint == "chat/completions" else client.completions
+        attempt = 0
+        while True:
+            try:
+                raw = resource.with_raw_response.create(**body)
+                data = json.loads(raw.http_response.text)
+                break
+            except openai.APIStatusError as err:
+                status = err.status_code
+                message = _server_message(err)
+                if status in RETRY_STATUS and attempt < self.retries:
+                    wait = self._wait(attempt, err.response.headers.get("retry-after"))
+                    log.warning("%s: HTTP %d, retry %d/%d in %.2f s", self._where(endpoint), status, attempt + 1,
+                                self.retries, wait)
+                    time.sleep(wait)
+                    attempt += 1
+                    continue
+                if status in (401, 403):
+                    raise ApiError(f"{self._where(endpoint)}: HTTP {status} ({message}); set the key in CQ_API_KEY "
+                                   f"or OPENAI_API_KEY") from None
+                if status in RETRY_STATUS:
+                    raise ApiError(f"{self._where(endpoint)}: HTTP {status} after {self.retries} retries: {message}; "
+                                   f"is the server overloaded? try a lower --concurrency") from None
+                if refusals and 400 <= status < 500:
+                    self.cache.put(key, {"__refused__": status, "message": message})
+                    raise _Refused(status, message) from None
+                raise ApiError(f"{self._where(endpoint)}: HTTP {status}: {message}") from None
+            except openai.APIConnectionError as err:  # includes timeouts
+                what = "no answer within --api-timeout" if isinstance(err, openai.APITimeoutError) else \
+                    f"cannot connect ({err.__cause__ or err})"
+                if attempt < self.retries:
+                    wait = self._wait(attempt, None)
+                    log.warning("%s: %s, retry %d/%d in %.2f s", self._where(endpoint), what, attempt + 1,
+                                self.retries, wait)
+                    time.sleep(wait)
+                    attempt += 1
+                    continue
+                raise ApiError(f"{self._where(endpoint)}: {what} (after {self.retries} retries); check that the "
+                               f"server is up and --api-base is right") from None
+            except ValueError:
+                raise ApiError(f"{self._where(endpoint)}: the answer is not JSON; is --api-base an OpenAI-compatible "
+                               f"server (usually ending in /v1)?") from None
+        if not isinstance(data, dict) or not data.get("choices"):
+            raise ApiError(f"{self._where(endpoint)}: the answer has no choices: {str(data)[:200]}")
+        self.cache.put(key, data)
+        return data
+
+    def _wait(self, attempt: int, retry_after: str | None) -> float:
+        try:
+            if retry_after is not None:
+                return min(60.0, max(0.0, float(retry_after)))
+        except ValueError:
+            pass
+        return min(60.0, self.backoff * 2 ** attempt) * (1 + 0.1 * random.random())
+
+    # -- generation ----------------------------------------------------------------------------
+
+    def chat_prompt(self, text: str) -> str:
+        raise CQError(f"{self.name}: the server applies its own chat template; call generate(..., chat=True)")
+
+    def _params(self, max_new_tokens: int, stop: Sequence[str] | None) -> dict:
+        params = {"max_tokens": max_new_tokens, "temperature": 0, "seed": SEED}
+        if stop:
+            params["stop"] = list(stop)[:MAX_STOP]
+        return params
+
+    def generate(self, prompts: list[str], max_new_tokens: int = 32, chat: bool | None = None,
+                 stop: Sequence[str] | None = None, batch_size: int | None = None) -> list[str]:
+        """Greedy continuations, one request per prompt (``chat`` not False: chat/completions with
+        the prompt as the user turn; False: completions on the raw text), cut at the first of ``stop``.
+        ``batch_size`` is accepted for the Protocol and ignored: ``--concurrency`` sets the pace."""
+        from .backends import _cut
+
+        use_chat = chat is not False
+        endpoint = "chat/completions" if use_chat else "completions"
+        params = self._params(max_new_tokens, stop)
+
+        def one(prompt: str) -> str:
+            if use_chat:
+                body = {"model": self.model, "messages": [{"role": "user", "content": prompt}], **params}
+                choice = self.request(endpoint, body)["choices"][0]
+                text = (choice.get("message") or {}).get("content") or ""
+            else:
+                body = {"model": self.model, "prompt": prompt, **params}
+                text = self.request(endpoint, body)["choices"][0].get("text") or ""
+            return _cut(text, stop)
+
+        return self._unique_map(one, list(prompts))
+
+    def _unique_map(self, func, items: list) -> list:
+        """``func`` over the distinct items only (the same request is never in flight twice)."""
+        distinct = list(dict.fromkeys(items))
+        results = dict(zip(distinct, self._map(func, distinct)))
+        return [results[x] for x in items]
+
+    # -- scoring -------------------------------------------------------------------------------
+
+    def score(self, prompts: list[str], continuations: list[str], prefix: str = "",
+              batch_size: int | None = None) -> list[float]:
+        """Summed log p(continuation | prefix + prompt) for each pair (see the module's doc)."""
+        if len(prompts) != len(continuations):
+            raise ValueError("prompts and continuations must have the same length")
+        pairs = [(prefix + p, c) for p, c in zip(prompts, continuations)]
+        if any(c and not ctx for ctx, c in pairs):
+            raise ValueError("cannot score a continuation with no context; pass a prompt or prefix")
+        todo = [pair for pair in dict.fromkeys(pairs) if pair[1]]
+        scores: dict[tuple[str, str], float] = {}
+        if todo and self._score_mode is None:
+            first = todo.pop(0)
+            scores[first] = self._probe(*first)
+        method = self._score_echo if self._score_mode == "echo" else self._score_top
+        for pair, value in zip(todo, self._map(lambda pr: method(*pr), todo)):
+            scores[pair] = value
+        bounded = [pair for pair, value in scores.items() if isinstance(value, _Bound)]
+        if bounded and not self._bounded_warned:
+            self._bounded_warned = True
+            log.warning("%s: %d continuation(s) left the server's top %d tokens; each such log p is the bound "
+                        "given by the lowest listed token (an upper bound)", self.name, len(bounded), self.top_logprobs)
+        return [float(scores[(ctx, c)]) if c else 0.0 for ctx, c in pairs]
+
+    def _probe(self, context: str, continuation: str) -> float:
+        """Score the first pair, finding which way this server gives log-probabilities."""
+        try:
+            value = self._score_echo(context, continuation)
+            self._score_mode = "echo"
+            log.info("%s: scoring with prompt logprobs (completions echo)", self.name)
+            return value
+        except _NoLogprobs as echo_err:
+            try:
+                value = self._score_top(context, continuation)
+            except _NoLogprobs as top_err:
+                raise ApiError(f"{self._where('completions')} gives no log-probabilities (echo+logprobs: "
+                               f"{echo_err}; next-token top_logprobs: {top_err}); scoring (detect --method llm, "
+                               f"oracle --method llm, answer --verify, disambiguate --prune) needs a server that "
+                               f"does, e.g. vLLM or llama-cpp-python's server with --logits_all true") from None
+            self._score_mode = "top"
+            log.warning("%s: the server does not echo prompt logprobs (%s); scoring token by token from its "
+                        "top-%d next-token logprobs", self.name, echo_err, self.top_logprobs)
+            return value
+
+    def _completions(self, body: dict) -> dict:
+        try:
+            return self.request("completions", body, refusals=True)
+        except _Refused as err:
+            if err.status in (401, 403):
+                raise ApiError(f"{self._where('completions')}: HTTP {err.status} ({err.message}); set the key in "
+                               f"CQ_API_KEY or OPENAI_API_KEY") from None
+            raise _NoLogprobs(f"HTTP {err.status}: {err.message}") from None
+
+    def _score_echo(self, context: str, continuation: str) -> float:
+        """log p from the prompt's own logprobs: the tokens overlapping the continuation's characters."""
+        full = context + continuation
+        body = {"model": self.model, "prompt": full, "max_tokens": 1, "temperature": 0, "seed": SEED,
+                "echo": True, "logprobs": 1}
+        choice = self._completions(body)["choices"][0]
+        lp = choice.get("logprobs") or {}
+        tokens, values, offsets = lp.get("tokens"), lp.get("token_logprobs"), lp.get("text_offset")
+        if not (tokens and values and offsets) or not (len(tokens) == len(values) == len(offsets)):
+            raise _NoLogprobs("no tokens, token_logprobs and text_offset in the answer")
+        if not (choice.get("text") or "").startswith(full) or offsets[0] != 0:
+            raise _NoLogprobs("the prompt is not echoed")
+        return continuation_logprob(tokens, values, offsets, len(context), len(full))
+
+    def _score_top(self, context: str, continuation: str) -> float:
+        """log p token by token: each step asks for the next token's top logprobs and takes the
+        longest listed token that the rest of the continuation starts with. A continuation whose
+        next piece is not listed gets the lowest listed logprob (an upper bound) for all the rest."""
+        total, pos = 0.0, 0
+        while pos < len(continuation):
+            body = {"model": self.model, "prompt": context + continuation[:pos], "max_tokens": 1, "temperature": 0,
+                    "seed": SEED, "logprobs": self.top_logprobs}
+            top = next_token_logprobs(self._completions(body)["choices"][0])
+            if not top:
+                raise _NoLogprobs("no top_logprobs in the answer")
+            rest = continuation[pos:]
+            match = max((t for t in top if t and rest.startswith(t)), key=len, default=None)
+            if match is None:
+                return _Bound(total + min(top.values()))
+            total += top[match]
+            pos += len(match)
+        return total
+
+
+class _NoLogprobs(Exception):
+    """The server answered without the logprobs a scoring method needs."""
+
+
+class _Bound(float):
+    """A log p that is only an upper bound (the continuation left the listed top tokens)."""
+
+
+def continuation_logprob(tokens: list[str], logprobs: list, offsets: list[int], start: int, end: int) -> float:
+    """Sum of the logprobs of the tokens overlapping characters [start, end) of the echoed text.
+
+    A token that straddles ``start`` (the server merged the prompt's last characters with the
+    continuation's first) counts: its probability is the continuation's."""
+    total = 0.0
+    for token, value, offset in zip(tokens, logprobs, offsets):
+        if offset >= end:
+            break
+        if offset >= start or offset + len(token) > start:
+            if value is None:
+                raise ValueError("cannot score a continuation with no context; pass a prompt or prefix")
+            total += float(value)
+    return total
+
+
+def next_token_logprobs(choice: dict) -> dict[str, float]:
+    """{token: logprob} for the first generated token, from either logprobs layout: the completions
+    API's ``top_logprobs: [{token: lp}]`` or the chat API's ``content: [{top_logprobs: [...]}]``."""
+    lp = choice.get("logprobs") or {}
+    top = lp.get("top_logprobs")
+    if isinstance(top, list) and top and isinstance(top[0], dict):
+        return {str(k): float(v) for k, v in top[0].items() if v is not None}
+    content = lp.get("content")
+    if isinstance(content, list) and content and isinstance(content[0], dict):
+        listed = content[0].get("top_logprobs") or []
+        return {str(x["token"]): float(x["logprob"]) for x in listed if x.get("logprob") is not None}
+    return {}
+
+
+def _server_message(err) -> str:
+    """The server's error message, on one line."""
+    body = getattr(err, "body", None)
+    message = None
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        message = inner.get("message") if isinstance(inner, dict) else inner
+    message = str(message or getattr(err, "message", "") or err)
+    return " ".join(message.split())[:300]

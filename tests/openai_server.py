@@ -1,0 +1,198 @@
+"""A tiny OpenAI-compatible HTTP server for tests (stdlib only): ``python -m tests.openai_server``.
+
+It prints ``PORT <n>`` on its first stdout line (an OS-chosen port on 127.0.0.1) and serves:
+
+- ``POST /v1/completions``: ``prompt`` (a string), ``max_tokens``, ``stop``, ``echo``, ``logprobs``;
+- ``POST /v1/chat/completions``: ``messages``, ``max_tokens``, ``stop``;
+- ``GET /v1/models``;
+- ``POST /_control`` (JSON): ``{"mode": ..., "faults": [...], "delay": s, "reply": str}`` sets how it answers
+  (every key optional; ``"reset": true`` also forgets the request log);
+- ``GET /_log``: every API request so far (path, body, Authorization header) and the most requests
+  it ever held in flight at once.
+
+Text is cut into tokens by :func:`tokenize` (a word with its leading spaces, or a run of spaces),
+and token ``t`` has the made-up log-probability :func:`token_logprob` ``(t)`` wherever it occurs,
+so a test can compute the exact expected score. Modes: ``echo`` (default: prompt logprobs with
+``echo``), ``top`` (refuses ``echo`` with 400; gives ``top_logprobs`` of the next token from
+:data:`VOCAB`), ``none`` (never any logprobs). A fault is ``429``/``500``/``503`` (answer that status
+once), or ``sleep:S`` (wait S seconds before answering), used up one per API request in order.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+TOKEN = re.compile(r"\s*\S+|\s+")
+# the next-token candidates of mode "top", with their logprobs
+VOCAB = {" True": -0.25, " False": -1.5, " Yes": -2.0, " No": -2.5, " story": -0.75, " the": -3.0}
+DEFAULT_REPLY = " Which one do you mean, the first or the second?\nQuestion: more text"
+
+
+def tokenize(text: str) -> list[str]:
+    return TOKEN.findall(text)
+
+
+def token_logprob(token: str) -> float:
+    """A fixed, made-up log-probability per token text (between -0.1 and -10.0)."""
+    return -round(0.1 + int(hashlib.sha1(token.encode()).hexdigest()[:6], 16) % 990 / 100, 2)
+
+
+class State:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.mode = "echo"
+        self.faults: list[str] = []
+        self.delay = 0.0
+        self.reply = DEFAULT_REPLY
+        self.log: list[dict] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+
+STATE = State()
+
+
+def _cut(text: str, stop) -> str:
+    for s in ([stop] if isinstance(stop, str) else stop or []):
+        pos = text.find(s)
+        if pos >= 0:
+            text = text[:pos]
+    return text
+
+
+def completion(body: dict) -> tuple[int, dict]:
+    prompt = body.get("prompt")
+    if not isinstance(prompt, str):
+        return 400, {"error": {"message": "prompt must be a string", "type": "invalid_request_error"}}
+    echo, logprobs = bool(body.get("echo")), body.get("logprobs")
+    if echo and STATE.mode == "top":
+        return 400, {"error": {"message": "echo is not supported", "type": "invalid_request_error"}}
+    generated_tokens = tokenize(STATE.reply)[: int(body.get("max_tokens") or 16)]
+    generated = _cut("".join(generated_tokens), body.get("stop"))
+    choice = {"index": 0, "text": (prompt if echo else "") + generated, "finish_reason": "stop", "logprobs": None}
+    if logprobs is not None and STATE.mode != "none":
+        if STATE.mode == "top":
+            listed = dict(sorted(VOCAB.items(), key=lambda kv: -kv[1])[: int(logprobs)])
+            first = next(iter(listed))
+            choice["logprobs"] = {"tokens": [first], "token_logprobs": [listed[first]],
+                                  "top_logprobs": [listed], "text_offset": [len(prompt)]}
+        else:
+            tokens = (tokenize(prompt) if echo else []) + tokenize(generated)[:1]
+            values = [token_logprob(t) for t in tokens]
+            if echo and values:
+                values[0] = None  # the first prompt token has no context
+            offsets, at = [], 0
+            for t in tokens:
+                offsets.append(at)
+                at += len(t)
+            if not echo:
+                offsets = [len(prompt) + o for o in offsets]
+            choice["logprobs"] = {"tokens": tokens, "token_logprobs": values, "text_offset": offsets,
+                                  "top_logprobs": [{t: v} for t, v in zip(tokens, values)]}
+    return 200, {"id": "cmpl-test", "object": "text_completion", "created": 0, "model": body.get("model"),
+                 "choices": [choice], "usage": {"prompt_tokens": len(tokenize(prompt)), "completion_tokens": 1,
+                                                "total_tokens": len(tokenize(prompt)) + 1}}
+
+
+def chat(body: dict) -> tuple[int, dict]:
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return 400, {"error": {"message": "messages must be a non-empty list", "type": "invalid_request_error"}}
+    text = _cut("".join(tokenize(STATE.reply)[: int(body.get("max_tokens") or 16)]), body.get("stop"))
+    return 200, {"id": "chat-test", "object": "chat.completion", "created": 0, "model": body.get("model"),
+                 "choices": [{"index": 0, "finish_reason": "stop",
+                              "message": {"role": "assistant", "content": text.strip()}}],
+                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):  # quiet
+        pass
+
+    def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _body(self) -> dict:
+        length = int(self.headers.get("Content-Length") or 0)
+        return json.loads(self.rfile.read(length) or b"{}")
+
+    def do_GET(self):
+        if self.path == "/_log":
+            with STATE.lock:
+                return self._send(200, {"requests": STATE.log, "max_in_flight": STATE.max_in_flight})
+        if self.path == "/v1/models":
+            return self._send(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]})
+        self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+    def do_POST(self):
+        body = self._body()
+        if self.path == "/_control":
+            with STATE.lock:
+                if body.get("reset"):
+                    STATE.log.clear()
+                    STATE.max_in_flight = 0
+                    STATE.faults, STATE.mode, STATE.delay, STATE.reply = [], "echo", 0.0, DEFAULT_REPLY
+                STATE.mode = body.get("mode", STATE.mode)
+                STATE.faults = list(body.get("faults", STATE.faults))
+                STATE.delay = float(body.get("delay", STATE.delay))
+                STATE.reply = body.get("reply", STATE.reply)
+            return self._send(200, {"ok": True})
+        routes = {"/v1/completions": completion, "/v1/chat/completions": chat}
+        if self.path not in routes:
+            return self._send(404, {"error": {"message": f"no route {self.path}"}})
+        with STATE.lock:
+            STATE.log.append({"path": self.path, "body": body, "authorization": self.headers.get("Authorization")})
+            STATE.in_flight += 1
+            STATE.max_in_flight = max(STATE.max_in_flight, STATE.in_flight)
+            fault = STATE.faults.pop(0) if STATE.faults else None
+            delay = STATE.delay
+        try:
+            if delay:
+                time.sleep(delay)
+            if fault and fault.startswith("sleep:"):
+                time.sleep(float(fault.split(":", 1)[1]))
+            elif fault:
+                status = int(fault)
+                return self._send(status, {"error": {"message": f"injected {status}", "type": "server_error"}},
+                                  {"Retry-After": "0"} if status == 429 else None)
+            status, payload = routes[self.path](body)
+            return self._send(status, payload)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
+            pass
+        finally:
+            with STATE.lock:
+                STATE.in_flight -= 1
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    server.daemon_threads = True
+    print(f"PORT {server.server_address[1]}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
