@@ -54,6 +54,7 @@ test-slow: $(STAMP)
 
 docs: $(STAMP)
 	$(BIN)/python -m cqtools.docgen > docs/cli.md
+	$(BIN)/python -m cqtools.docgen --architecture
 
 bench-retrieve: $(STAMP)
 	$(BIN)/python bench/retrieve.py --data $(SHARED) --work $(WORK)/bench --out docs/benchmarks/retrieve.md
@@ -81,3 +82,10 @@ bench-detect-gencq: $(STAMP)
 	  --reuse --out docs/benchmarks/detect_gencq.md
 
 .PHONY: train-detect bench-detect-gencq
+
+# Batch invariance of every model stage (stage x cut) and the speed cost of per-item model calls.
+bench-determinism: $(STAMP)
+	$(BIN)/python bench/determinism.py --data $(SHARED) --work $(WORK)/bench-determinism \
+	  --out docs/benchmarks/determinism.md
+
+.PHONY: bench-determinism
