@@ -113,6 +113,57 @@ max_input_option = click.option(
 )
 
 
+def _api_setting(field: str):
+    """A callback that puts an API option's value into the process-wide API settings."""
+
+    def callback(ctx, param, value):
+        from ..models.openai_backend import SETTINGS  # cheap: the openai client loads on the first request
+
+        setattr(SETTINGS, field, value)
+        return value
+
+    return callback
+
+
+# API models (an OpenAI-compatible server). Not part of the run record: the server's address and the
+# pace change no record. The key is read from CQ_API_KEY or OPENAI_API_KEY only, never from an option.
+api_options = compose(
+    click.option(
+        "--api-base",
+        metavar="URL",
+        default=None,
+        envvar="CQ_API_BASE",
+        expose_value=False,
+        callback=_api_setting("base"),
+        help="Send this command's language-model calls to the OpenAI-compatible server at URL (vLLM, TGI, "
+             "llama.cpp, a hosted API), e.g. http://node1:8000/v1; --model names the server's model. "
+             "`--model openai:NAME` does this for one model without --api-base (server: OPENAI_BASE_URL, "
+             "else api.openai.com). Key: CQ_API_KEY or OPENAI_API_KEY (environment only). Env: CQ_API_BASE.",
+    ),
+    click.option(
+        "--concurrency",
+        type=click.IntRange(min=1),
+        default=4,
+        show_default=True,
+        envvar="CQ_CONCURRENCY",
+        expose_value=False,
+        callback=_api_setting("concurrency"),
+        help="API models: requests in flight at once (429/5xx answers are retried with backoff). "
+             "Env: CQ_CONCURRENCY.",
+    ),
+    click.option(
+        "--api-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=120.0,
+        show_default=True,
+        envvar="CQ_API_TIMEOUT",
+        expose_value=False,
+        callback=_api_setting("timeout"),
+        help="API models: seconds to wait for one answer before retrying it. Env: CQ_API_TIMEOUT.",
+    ),
+)
+
+
 def model_option(role: str, default: str, help: str = "Hugging Face id, local directory, or offline copy."):
     """``--model`` for a role; the environment variable CQ_MODEL_<ROLE> overrides the default."""
     return click.option(
@@ -133,5 +184,6 @@ __all__ = [
     "seed_option",
     "device_options",
     "max_input_option",
+    "api_options",
     "model_option",
 ]
