@@ -7,8 +7,8 @@ It prints ``PORT <n>`` on its first stdout line (an OS-chosen port on 127.0.0.1)
 - ``GET /v1/models``;
 - ``POST /_control`` (JSON): ``{"mode": ..., "faults": [...], "delay": s, "reply": str}`` sets how it answers
   (every key optional; ``"reset": true`` also forgets the request log);
-- ``GET /_log``: every API request so far (path, body, Authorization header) and the most requests
-  it ever held in flight at once.
+- ``GET /_log``: every API request so far (path, body, Authorization header), the requests in
+  flight now and the most it ever held in flight at once.
 
 Text is cut into tokens by :func:`tokenize` (a word with its leading spaces, or a run of spaces),
 and token ``t`` has the made-up log-probability :func:`token_logprob` ``(t)`` wherever it occurs,
@@ -134,7 +134,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path == "/_log":
             with STATE.lock:
-                return self._send(200, {"requests": STATE.log, "max_in_flight": STATE.max_in_flight})
+                return self._send(200, {"requests": STATE.log, "max_in_flight": STATE.max_in_flight,
+                                        "in_flight": STATE.in_flight})
         if self.path == "/v1/models":
             return self._send(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]})
         self._send(404, {"error": {"message": f"no route {self.path}"}})
@@ -166,17 +167,20 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(delay)
             if fault and fault.startswith("sleep:"):
                 time.sleep(float(fault.split(":", 1)[1]))
+                status, payload, headers = routes[self.path](body) + (None,)
             elif fault:
                 status = int(fault)
-                return self._send(status, {"error": {"message": f"injected {status}", "type": "server_error"}},
-                                  {"Retry-After": "0"} if status == 429 else None)
-            status, payload = routes[self.path](body)
-            return self._send(status, payload)
+                payload = {"error": {"message": f"injected {status}", "type": "server_error"}}
+                headers = {"Retry-After": "0"} if status == 429 else None
+            else:
+                status, payload, headers = routes[self.path](body) + (None,)
+        finally:
+            with STATE.lock:  # done before answering, so the client's next request never overlaps this one
+                STATE.in_flight -= 1
+        try:
+            self._send(status, payload, headers)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
             pass
-        finally:
-            with STATE.lock:
-                STATE.in_flight -= 1
 
 
 def main(argv: list[str] | None = None) -> None:
