@@ -99,6 +99,14 @@ def _open_prebuilt(name: str, method: str, encoder: str | None, device: str, fus
     if query_encoder is None:
         raise ResourceError(f"Pyserini's prebuilt index {name} does not say which query encoder made its vectors; "
                             f"pass it with --encoder")
+    if not encoder:
+        from ..models import resolve
+
+        try:
+            resolve(query_encoder, announce=False)
+        except ResourceError as err:
+            raise ResourceError(f"{name} is searched with the query encoder {query_encoder}, which is not available "
+                                f"here ({err}); or pass another with --encoder") from None
     # Pyserini encodes queries as the model gives them: DPR vectors raw, a sentence-transformers model
     # with its own normalisation (if any)
     dense = DenseSearcher(index.path, query_encoder, docstore=sparse, device=device, normalize=False)

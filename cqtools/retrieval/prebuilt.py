@@ -75,7 +75,8 @@ def cache_dir_name(info: dict) -> str:
 
 
 def offline() -> bool:
-    return os.environ.get("CQ_OFFLINE") == "1" or os.environ.get("HF_HUB_OFFLINE") == "1"
+    """CQ_OFFLINE=1: never download (HF_HUB_OFFLINE is about the Hugging Face hub, not Pyserini's servers)."""
+    return os.environ.get("CQ_OFFLINE") == "1"
 
 
 def locate(name: str) -> Prebuilt:
