@@ -77,19 +77,30 @@ class AmbigQATask(Task):
                 row.update(qg)
                 self.sums["f1_bleu"] += qg["f1_bleu"]
                 self.sums["f1_edit_f1"] += qg["f1_edit_f1"]
+            self.keep(record["id"], (f1_ans, float(multi), f1_ans * multi, row.get("f1_bleu", 0.0),
+                                     row.get("f1_edit_f1", 0.0)))
             rows.append(row)
         return rows
+
+    def _rates(self, s, n: int) -> dict:
+        """F1_ans (all, multi) and, when some record has predicted pairs, F1_BLEU, F1_EDIT-F1 and
+        their comb from the sums ``s`` over ``n`` questions."""
+        n_multi = s["n_multi"]
+        out = {"f1_ans": pct(safe_div(s["f1_ans"], n)) if n else None,
+               "f1_ans_multi": pct(safe_div(s["f1_ans_multi"], n_multi)) if n_multi else None}
+        if self.sums["with_dqs"]:
+            out["f1_bleu"] = pct(safe_div(s["f1_bleu"], n_multi))
+            out["f1_edit_f1"] = pct(safe_div(s["f1_edit_f1"], n_multi))
+            out["comb"] = out["f1_ans"] + out["f1_edit_f1"]
+        return out
 
     def metrics(self):
         s = self.sums
         n_multi = s["n_multi"]
-        out = {"f1_ans": pct(safe_div(s["f1_ans"], self.n)) if self.n else None,
-               "f1_ans_multi": pct(safe_div(s["f1_ans_multi"], n_multi)) if n_multi else None,
-               "n_multi": n_multi}
+        rates = self._rates(s, self.n)
+        out = {"f1_ans": rates["f1_ans"], "f1_ans_multi": rates["f1_ans_multi"], "n_multi": n_multi}
         if s["with_dqs"]:
-            out["f1_bleu"] = pct(safe_div(s["f1_bleu"], n_multi))
-            out["f1_edit_f1"] = pct(safe_div(s["f1_edit_f1"], n_multi))
-            out["comb"] = out["f1_ans"] + out["f1_edit_f1"]
+            out.update({k: rates[k] for k in ("f1_bleu", "f1_edit_f1", "comb")})
             out["tokenizer"] = self.opts.tokenizer
             if s["with_dqs"] < n_multi:
                 self.notes.append(f"f1_bleu/f1_edit_f1: {n_multi - s['with_dqs']} multi record(s) without "
@@ -98,6 +109,10 @@ class AmbigQATask(Task):
             out.update({"f1_bleu": None, "f1_edit_f1": None, "comb": None, "tokenizer": None})
             self.notes.append("f1_bleu/f1_edit_f1: no record has predicted question-answer pairs ('dqs')")
         return out
+
+    def resample(self, idx):
+        return self._rates(self.kept_sums(idx, ("f1_ans", "n_multi", "f1_ans_multi", "f1_bleu", "f1_edit_f1")),
+                           len(idx))
 
 
 @SCORE_TASKS.register("ambigqa", help="F1_ans, F1_BLEU, F1_EDIT-F1")

@@ -77,12 +77,33 @@ class ASQATask(Task):
                         row["disambig_f1"] = value
                         self.sums["disambig_f1"] += value
                         self.sums["n_disambig"] += 1
+        for record, row in zip(records, rows):
+            self.keep(record["id"], (row["rouge_l"], row["str_em"] or 0.0, float(row["str_em"] is not None),
+                                     row.get("answer_f1", 0.0), row.get("disambig_f1", 0.0),
+                                     float("disambig_f1" in row), len(str(record.get("long_answer") or "").split())))
         return rows
+
+    def _rates(self, s, n: int) -> dict:
+        """ROUGE-L, STR-EM, Disambig-F1 and DR (when the reader answered), answer F1 (when some
+        record has predicted pairs) and length from the sums ``s`` over ``n`` questions."""
+        out = {"rouge_l": pct(safe_div(s["rouge_l"], n)) if n else None,
+               "str_em": pct(safe_div(s["str_em"], s["n_str_em"])) if s["n_str_em"] else None}
+        if self.reader is not None and not self.reader.error:
+            out["disambig_f1"] = pct(safe_div(s["disambig_f1"], s["n_disambig"])) if s["n_disambig"] else None
+            out["dr"] = m_asqa.dr_score(out["disambig_f1"], out["rouge_l"])
+        if self.sums["with_dqs"]:
+            out["answer_f1"] = pct(safe_div(s["answer_f1"], n))
+        out["length"] = safe_div(s["length"], n)
+        return out
+
+    def resample(self, idx):
+        return self._rates(self.kept_sums(idx, ("rouge_l", "str_em", "n_str_em", "answer_f1", "disambig_f1",
+                                                "n_disambig", "length")), len(idx))
 
     def metrics(self):
         s = self.sums
-        out = {"rouge_l": pct(safe_div(s["rouge_l"], self.n)) if self.n else None,
-               "str_em": pct(safe_div(s["str_em"], s["n_str_em"])) if s["n_str_em"] else None}
+        rates = self._rates(s, self.n)
+        out = {"rouge_l": rates["rouge_l"], "str_em": rates["str_em"]}
         if self.reader is None:
             out["disambig_f1"] = out["dr"] = out["reader"] = None
             self.notes.append("disambig_f1/dr: need a reading-comprehension model; pass --reader MODEL "
@@ -92,18 +113,17 @@ class ASQATask(Task):
             out["reader"] = self.reader.name
             self.notes.append(f"disambig_f1/dr: {self.reader.error}")
         else:
-            out["disambig_f1"] = pct(safe_div(s["disambig_f1"], s["n_disambig"])) if s["n_disambig"] else None
-            out["dr"] = m_asqa.dr_score(out["disambig_f1"], out["rouge_l"])
+            out["disambig_f1"], out["dr"] = rates["disambig_f1"], rates["dr"]
             out["reader"] = self.reader.name
             if self.reader.generative is not None:
                 self.notes.append(f"disambig_f1/dr: read by {self.reader.name}, {self.reader.kind}: not the "
                                   f"papers' RoBERTa-large SQuAD 2.0 reader, so not comparable with their D-F1/DR")
         if s["with_dqs"]:
-            out["answer_f1"] = pct(safe_div(s["answer_f1"], self.n))
+            out["answer_f1"] = rates["answer_f1"]
         else:
             out["answer_f1"] = None
             self.notes.append("answer_f1: no record has predicted question-answer pairs ('dqs')")
-        out["length"] = safe_div(s["length"], self.n)
+        out["length"] = rates["length"]
         return out
 
 

@@ -33,6 +33,13 @@ What a task implements (subclass :class:`Task`, a dataclass; add your own fields
 ``variant_keys``  (optional, class attribute)
     Names of :class:`ScoreOptions` fields that choose between scorer variants; the summary
     reports them under ``"variant"``.
+``resample(idx) -> dict``  (optional; needed by ``--ci`` and ``--paired``)
+    The task's metrics recomputed on the scored questions at positions ``idx`` (a numpy array,
+    repeats allowed), as flat ``{name: number or None}`` (a group's metric is ``"group.name"``),
+    with the same aggregation as :meth:`metrics` (``resample(arange(n))`` gives its numbers).
+    What it needs per question is kept by :meth:`Task.keep`, called by ``score_scorable`` for
+    every scored record, only while ``opts.keep_questions`` is set (the stream is not held
+    otherwise). :meth:`Task.kept_sums` adds up kept rows of numbers for sum-based aggregations.
 
 The summary is ``{"task", "n", "missing", ["variant"], ["skipped"], **metrics(), "notes"}``.
 A task that needs options of its own reads them from ``opts`` (a plugin may subclass
@@ -46,6 +53,7 @@ from itertools import islice
 from typing import Callable, ClassVar, Iterable, Iterator
 
 from ..errors import InputError
+from ..records import answer_texts  # noqa: F401 (the tasks' accessor: None when a record has no answers)
 
 DEFAULT_BERTSCORE_MODEL = "roberta-large"
 
@@ -69,6 +77,8 @@ class ScoreOptions:
     unique_answers: str = "dataset"  # cbqa: distinct answers over the set / questions, or "question"
     str_em: str = "asqa"  # asqa: "asqa" (empty normalised short answers count as found) or "cq"
     ac_average: str = "record"  # retrieval: mean over records, or "cluster" (over all gold clusters)
+    qrels: str | None = None  # retrieval: a TREC qrels file for nDCG@10, R@k and MRR
+    keep_questions: bool = False  # keep per-question numbers for Task.resample (--ci, --paired)
 
 
 @dataclass
@@ -83,6 +93,9 @@ class Task:
     missing: int = 0
     skipped: Counter = field(default_factory=Counter)
     notes: list[str] = field(default_factory=list)
+    question_ids: list = field(default_factory=list)  # with opts.keep_questions: ids of scored records
+    question_stats: list = field(default_factory=list)  # ... and what each adds to the aggregation
+    _matrix: object = field(default=None, repr=False)
 
     def score_batch(self, records: list[dict]) -> list[dict]:
         rows = []
@@ -128,6 +141,27 @@ class Task:
     def plot(self, path: str) -> None:
         raise InputError(f"--plot is available for --task detect and --task cq, not {self.opts.task}")
 
+    def keep(self, record_id, stats=None) -> None:
+        """Remember a scored question for :meth:`resample` (only with ``opts.keep_questions``)."""
+        if self.opts.keep_questions:
+            self.question_ids.append(record_id)
+            self.question_stats.append(stats)
+            self._matrix = None
+
+    def kept_sums(self, idx, columns: tuple[str, ...]) -> dict[str, float]:
+        """{column: sum over the questions ``idx``} of kept stats that are tuples in ``columns`` order."""
+        import numpy as np
+
+        if self._matrix is None:
+            self._matrix = np.asarray(self.question_stats, dtype=float).reshape(len(self.question_stats),
+                                                                                 len(columns))
+        counts = np.bincount(idx, minlength=len(self.question_stats)).astype(float)
+        return dict(zip(columns, (float(v) for v in counts @ self._matrix)))
+
+    def resample(self, idx) -> dict:
+        raise InputError(f"--task {self.opts.task} cannot recompute its metrics on resampled questions, "
+                         f"so it has no --ci or --paired (its Task implements no resample)")
+
 
 def _nulled(value):
     """A metric of an empty input: numbers become null (counts stay), groups recursively."""
@@ -144,16 +178,6 @@ def gold_of(record: dict) -> dict:
 
 def pct(value: float | None) -> float | None:
     return None if value is None else 100.0 * value
-
-
-def answer_texts(record: dict) -> list[str] | None:
-    """The texts of the record's predicted ``answers`` (None when it has none)."""
-    answers = record.get("answers")
-    if answers is None:
-        return None
-    if not isinstance(answers, list):
-        raise InputError(f"record {record['id']}: 'answers' must be a list of {{text, ...}} objects")
-    return [str(a.get("text") or "") if isinstance(a, dict) else str(a) for a in answers]
 
 
 def make_task(opts: ScoreOptions) -> Task:

@@ -12,6 +12,9 @@ from ..registry import SCORE_TASKS
 from .base import ScoreOptions, Task, answer_texts, gold_of, pct
 
 
+SUMMED = ("p_sum", "r_sum", "n_pred", "n_gold", "n_answers", "n_unique_answers")
+
+
 @dataclass
 class CBQATask(Task):
     variant_keys = ("matcher", "unique_answers")
@@ -35,7 +38,7 @@ class CBQATask(Task):
             row = m_cbqa.score_record(gold["answers"], texts or [], self.opts.matcher)
             if self.opts.unique_answers == "dataset":
                 self.distinct |= row["unique_answers"]
-            for key in ("p_sum", "r_sum", "n_pred", "n_gold", "n_answers", "n_unique_answers"):
+            for key in SUMMED:
                 self.sums[key] += row[key]
             out = {"id": record["id"], **{k: row[k] for k in ("precision", "recall", "f1", "n_answers",
                                                                "n_unique_answers")}}
@@ -50,23 +53,45 @@ class CBQATask(Task):
                 self.em_count += len(ems)
                 if ems:
                     out["em"] = sum(ems) / len(ems)
+            else:
+                ems = []
+            self.keep(record["id"], (*(row[k] for k in SUMMED), sum(ems), len(ems)))
             rows.append(out)
         return rows
 
-    def metrics(self):
-        s = self.sums
+    def _rates(self, s, n: int, em_total: float, em_count: float, distinct: int) -> dict:
+        """P/R/F1, EM (when predictions are tied to gold options) and answers per question of the
+        sums ``s`` over ``n`` questions (``distinct``: distinct answers over them)."""
         p, r, f = m_cq.micro_prf(s["p_sum"], s["r_sum"], s["n_pred"], s["n_gold"])
         out = {"precision": pct(p), "recall": pct(r), "f1": pct(f)}
         if self.tied_seen:
-            out["em"], out["em_n"] = pct(safe_div(self.em_total, self.em_count)), self.em_count
+            out["em"], out["em_n"] = pct(safe_div(em_total, em_count)), em_count
         else:
             out["em"], out["em_n"] = None, 0
-            self.notes.append("em: no prediction carries an 'option' tied to a gold CQ (gold.cq)")
-        out["avg_answers"] = safe_div(s["n_answers"], self.n)
+        out["avg_answers"] = safe_div(s["n_answers"], n)
         if self.opts.unique_answers == "dataset":
-            out["avg_unique_answers"] = safe_div(len(self.distinct), self.n)
+            out["avg_unique_answers"] = safe_div(distinct, n)
         else:
-            out["avg_unique_answers"] = safe_div(s["n_unique_answers"], self.n)
+            out["avg_unique_answers"] = safe_div(s["n_unique_answers"], n)
+        return out
+
+    def metrics(self):
+        if not self.tied_seen:
+            self.notes.append("em: no prediction carries an 'option' tied to a gold CQ (gold.cq)")
+        if self.opts.keep_questions and self.opts.unique_answers == "dataset":
+            self.notes.append("avg_unique_answers: no interval with --unique-answers dataset (distinct answers "
+                              "over resampled questions undercount); --unique-answers question has one")
+        return self._rates(self.sums, self.n, self.em_total, self.em_count, len(self.distinct))
+
+    def resample(self, idx):
+        """All but ``em_n`` and, with ``--unique-answers dataset``, ``avg_unique_answers``: distinct
+        answers over a resample undercount (a question drawn twice adds no new answer), so its
+        bootstrap values would sit below the estimate and give no meaningful interval."""
+        s = self.kept_sums(idx, (*SUMMED, "em_total", "em_count"))
+        out = self._rates(s, len(idx), s["em_total"], s["em_count"], 0)
+        del out["em_n"]
+        if self.opts.unique_answers == "dataset":
+            del out["avg_unique_answers"]
         return out
 
 

@@ -41,15 +41,29 @@ class ClamTask(Task):
             for group in ("ambiguous" if row["ambiguous"] else "unambiguous", "all"):
                 self.groups[group].add(row)
             rows.append({"id": record["id"], **row})
+            amb = float(row["ambiguous"])
+            self.keep(record["id"], (amb, amb * row["correct"], amb * row["adjusted"], amb * row["asked"],
+                                     row["correct"], row["adjusted"], float(row["asked"])))
         return rows
 
+    @staticmethod
+    def _rates(totals: m_clam.ClamTotals) -> dict:
+        rates = totals.rates()
+        return {**{k: pct(rates[k]) if totals.n else None for k in RATES}, "n": totals.n}
+
     def metrics(self):
-        out = {}
-        for group, totals in self.groups.items():
-            rates = totals.rates()
-            out[group] = {**{k: pct(rates[k]) if totals.n else None for k in RATES}, "n": totals.n}
+        out = {group: self._rates(totals) for group, totals in self.groups.items()}
         out["lambda"] = self.opts.lam
         return out
+
+    def resample(self, idx):
+        s = self.kept_sums(idx, ("amb", "amb_correct", "amb_adjusted", "amb_asked", "correct", "adjusted", "asked"))
+        amb = m_clam.ClamTotals(round(s["amb"]), s["amb_correct"], s["amb_adjusted"], round(s["amb_asked"]))
+        every = m_clam.ClamTotals(len(idx), s["correct"], s["adjusted"], round(s["asked"]))
+        unamb = m_clam.ClamTotals(every.n - amb.n, every.correct - amb.correct, every.adjusted - amb.adjusted,
+                                  every.asked - amb.asked)
+        return {f"{group}.{k}": v for group, totals in zip(GROUPS, (amb, unamb, every))
+                for k, v in self._rates(totals).items() if k != "n"}
 
 
 @SCORE_TASKS.register("clam", help="accuracy, adjusted accuracy, clarification rate")

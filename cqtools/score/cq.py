@@ -14,6 +14,13 @@ from .base import ScoreOptions, Task, gold_of, pct
 from .bertscore import BertScore
 
 
+SUMMED = ("category_em", "p_sum", "r_sum", "n_pred", "n_gold", "n_options", "n_gold_options")
+# What one question adds to the aggregation (--ci, --paired): its BLEU-4 and category BLEU-1
+# statistics, the summed per-record numbers, and its BERTScore F1 (0 without BERTScore).
+COLUMNS = (*(f"m{n}" for n in range(1, 5)), *(f"p{n}" for n in range(1, 5)), "hyp_len", "ref_len",
+           "cat_m1", "cat_p1", "cat_hyp_len", "cat_ref_len", *SUMMED, "bertscore")
+
+
 @dataclass
 class CQTask(Task):
     variant_keys = ("cq_parser", "matcher")
@@ -45,12 +52,14 @@ class CQTask(Task):
             self.missing += pred is None
             self.bleu.add(pred or "", [gold_cq])
             self.category_bleu.add(row["category"] or "", [row["gold_category"]])
-            for key in ("category_em", "p_sum", "r_sum", "n_pred", "n_gold", "n_options", "n_gold_options"):
+            for key in SUMMED:
                 self.sums[key] += row[key]
             self.pred_hist[row["n_options"]] += 1
             self.gold_hist[row["n_gold_options"]] += 1
             golds.append(gold_cq)
             preds.append(pred)
+            if self.opts.keep_questions:
+                self.keep(record["id"], self._question_stats(pred or "", gold_cq, row))
             rows.append({"id": record["id"], **{k: row[k] for k in (
                 "category_em", "options_precision", "options_recall", "options_f1", "n_options",
                 "n_gold_options", "category")}})
@@ -60,29 +69,58 @@ class CQTask(Task):
                 for row, value in zip(rows, values):
                     row["bertscore_f1"] = value
                     self.sums["bertscore"] += value
+                if self.opts.keep_questions:  # the last len(values) kept questions are this batch's
+                    start = len(self.question_stats) - len(values)
+                    for i, value in enumerate(values):
+                        self.question_stats[start + i] = (*self.question_stats[start + i][:-1], value)
         return rows
 
+    @staticmethod
+    def _question_stats(pred: str, gold_cq: str, row: dict) -> tuple:
+        """What one question adds to the aggregation (columns in :data:`COLUMNS` order)."""
+        bleu, category_bleu = BleuStats(4), BleuStats(1)
+        bleu.add(pred, [gold_cq])
+        category_bleu.add(row["category"] or "", [row["gold_category"]])
+        return (*bleu.matches, *bleu.possible, bleu.hyp_len, bleu.ref_len, *category_bleu.matches,
+                *category_bleu.possible, category_bleu.hyp_len, category_bleu.ref_len,
+                *(row[k] for k in SUMMED), 0.0)
+
+    def _rates(self, s, n: int, bleu: BleuStats, category_bleu: BleuStats, bertscore: bool) -> dict:
+        """The metrics of the sums ``s`` over ``n`` questions, in summary order (bertscore_f1 None
+        unless ``bertscore``)."""
+        p, r, f = m_cq.micro_prf(s["p_sum"], s["r_sum"], s["n_pred"], s["n_gold"])
+        return {
+            "bleu": pct(bleu.score()),
+            "bertscore_f1": pct(safe_div(s["bertscore"], n)) if bertscore and n else None,
+            "category_em": pct(safe_div(s["category_em"], n)),
+            "category_bleu1": pct(category_bleu.score()),
+            "options_precision": pct(p), "options_recall": pct(r), "options_f1": pct(f),
+            "avg_options": safe_div(s["n_options"], n),
+            "avg_gold_options": safe_div(s["n_gold_options"], n),
+        }
+
+    def _bertscore_ok(self) -> bool:
+        return self.bertscore is not None and not self.bertscore.error
+
     def metrics(self):
-        n = self.n
-        p, r, f = m_cq.micro_prf(self.sums["p_sum"], self.sums["r_sum"], self.sums["n_pred"], self.sums["n_gold"])
-        out = {"bleu": pct(self.bleu.score())}
+        out = self._rates(self.sums, self.n, self.bleu, self.category_bleu, self._bertscore_ok())
         if self.bertscore is None:
-            out["bertscore_f1"], out["bertscore_model"] = None, None
+            out["bertscore_model"] = None
             self.notes.append("bertscore: skipped (--no-bertscore)")
         elif self.bertscore.error:
-            out["bertscore_f1"], out["bertscore_model"] = None, self.bertscore.name
+            out["bertscore_model"] = self.bertscore.name
             self.notes.append(f"bertscore: {self.bertscore.error}")
         else:
-            out["bertscore_f1"] = pct(safe_div(self.sums["bertscore"], n)) if n else None
             out["bertscore_model"] = self.bertscore.describe()
-        out.update({
-            "category_em": pct(safe_div(self.sums["category_em"], n)),
-            "category_bleu1": pct(self.category_bleu.score()),
-            "options_precision": pct(p), "options_recall": pct(r), "options_f1": pct(f),
-            "avg_options": safe_div(self.sums["n_options"], n),
-            "avg_gold_options": safe_div(self.sums["n_gold_options"], n),
-        })
-        return out
+        order = ["bleu", "bertscore_f1", "bertscore_model"]
+        return {**{k: out[k] for k in order}, **{k: v for k, v in out.items() if k not in order}}
+
+    def resample(self, idx):
+        s = self.kept_sums(idx, COLUMNS)
+        bleu = BleuStats(4, [s[f"m{n}"] for n in range(1, 5)], [s[f"p{n}"] for n in range(1, 5)],
+                         s["hyp_len"], s["ref_len"])
+        category_bleu = BleuStats(1, [s["cat_m1"]], [s["cat_p1"]], s["cat_hyp_len"], s["cat_ref_len"])
+        return self._rates(s, len(idx), bleu, category_bleu, self._bertscore_ok())
 
     def plot(self, path):
         plots.options_histogram(path, self.pred_hist, self.gold_hist)

@@ -17,6 +17,7 @@ class DetectTask(Task):
     pred_labels: list[bool] = field(default_factory=list)
     scores: list[float | None] = field(default_factory=list)
     thresholds_seen: set = field(default_factory=set)
+    _filled: tuple | None = field(default=None, repr=False)  # resample: (scores, fill_missing(scores))
 
     def skip_reason(self, record):
         if gold_of(record).get("ambiguous") is None:
@@ -45,18 +46,24 @@ class DetectTask(Task):
             self.scores.append(score)
             rows.append({"id": record["id"], "gold": gold, "label": bool(label), "score": score,
                          "correct": int(bool(label) == gold)})
+            self.keep(record["id"])  # resample reads the lists above
         return rows
 
-    def metrics(self):
-        m = m_detect.confusion(self.gold_labels, self.pred_labels)
+    def _rates(self, gold: list[bool], pred: list[bool], scores: list[float] | None) -> dict:
+        """The metrics of these labels and scores (``scores`` filled by fill_missing, or None)."""
+        m = m_detect.confusion(gold, pred)
         out = {k: pct(m[k]) for k in ("accuracy", "precision", "recall", "f1")}
+        out["auroc"] = pct(m_detect.auroc(gold, scores)) if scores else None
+        out["tpr"], out["tnr"] = pct(m["tpr"]), pct(m["tnr"])
+        return out
+
+    def metrics(self):
         scores = m_detect.fill_missing(self.gold_labels, self.scores)
-        out["auroc"] = pct(m_detect.auroc(self.gold_labels, scores)) if scores else None
+        out = self._rates(self.gold_labels, self.pred_labels, scores)
         if scores is None:
             self.notes.append("auroc: no record has ambiguity.score")
         elif out["auroc"] is None:
             self.notes.append("auroc: needs both ambiguous and unambiguous gold records")
-        out["tpr"], out["tnr"] = pct(m["tpr"]), pct(m["tnr"])
         if self.opts.threshold is not None:
             out["threshold"] = self.opts.threshold
         elif len(self.thresholds_seen) == 1:
@@ -70,10 +77,29 @@ class DetectTask(Task):
             if scores is None:
                 self.notes.append("--sweep: no record has ambiguity.score")
             else:
-                swept = m_detect.sweep(self.gold_labels, scores)
-                out.update({"best_f1": pct(swept["best_f1"]), "best_f1_threshold": swept["best_f1_threshold"],
-                            "best_accuracy": pct(swept["best_accuracy"]),
-                            "best_accuracy_threshold": swept["best_accuracy_threshold"]})
+                out.update(self._swept(self.gold_labels, scores))
+        return out
+
+    @staticmethod
+    def _swept(gold: list[bool], scores: list[float]) -> dict:
+        swept = m_detect.sweep(gold, scores)
+        return {"best_f1": pct(swept["best_f1"]), "best_f1_threshold": swept["best_f1_threshold"],
+                "best_accuracy": pct(swept["best_accuracy"]),
+                "best_accuracy_threshold": swept["best_accuracy_threshold"]}
+
+    def resample(self, idx):
+        """The rates (and with --sweep the best F1 and accuracy) of the questions ``idx``; the
+        thresholds themselves get no interval."""
+        gold = [self.gold_labels[i] for i in idx]
+        pred = [self.pred_labels[i] for i in idx]
+        if self._filled is None or len(self._filled[0]) != len(self.scores):
+            self._filled = (self.scores, m_detect.fill_missing(self.gold_labels, self.scores))
+        filled = self._filled[1]
+        scores = None if filled is None else [filled[i] for i in idx]
+        out = self._rates(gold, pred, scores)
+        if self.opts.sweep and scores is not None:
+            swept = self._swept(gold, scores)
+            out.update(best_f1=swept["best_f1"], best_accuracy=swept["best_accuracy"])
         return out
 
     def plot(self, path):
