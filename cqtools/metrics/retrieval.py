@@ -47,3 +47,36 @@ class CoverageMean:
     def mean(self) -> dict[int, float | None]:
         """{k: mean AC@k in [0, 1]}, None for every k before any record."""
         return {k: safe_div(self.sums.get(k, 0), self.weight) if self.weight else None for k in self.ks}
+
+
+def ir_measure_names(ks: Sequence[int]) -> list[str]:
+    """cq's names of the standard IR measures, in summary order: nDCG@10, MRR, R@k for each k."""
+    return ["ndcg@10", "mrr", *(f"r@{k}" for k in ks)]
+
+
+def ir_measures_of(qrels: dict[str, dict[str, int]], rankings: dict[str, Sequence[str]],
+                   ks: Sequence[int]) -> dict[str, dict[str, float]]:
+    """{qid: {"ndcg@10", "mrr", "r@k"...}} in [0, 1] for every qid of ``qrels``, through ir_measures
+    (pytrec_eval, i.e. trec_eval: nDCG with the relevance grade as gain and log2(rank+1) discount,
+    reciprocal rank and recall counting relevance >= 1).
+
+    ``rankings[qid]`` is the ranked list of docids as retrieved (duplicates after the first are
+    dropped); the rank, not a score, decides the order, so trec_eval's tie-breaking by docid never
+    reorders it. A qid of ``qrels`` without a ranking (or an empty one) scores 0 on every measure.
+    """
+    import ir_measures
+    from ir_measures import RR, R, nDCG
+
+    measures = {nDCG @ 10: "ndcg@10", RR: "mrr", **{R @ k: f"r@{k}" for k in ks}}
+    run = {}
+    for qid, docids in rankings.items():
+        scores: dict[str, float] = {}
+        for rank, docid in enumerate(docids):
+            scores.setdefault(docid, float(-rank))
+        if scores and qid in qrels:
+            run[qid] = scores
+    out = {qid: {name: 0.0 for name in measures.values()} for qid in qrels}
+    if run:
+        for metric in ir_measures.iter_calc(list(measures), {q: qrels[q] for q in run}, run):
+            out[metric.query_id][measures[metric.measure]] = float(metric.value)
+    return out
