@@ -8,7 +8,7 @@ import orjson
 
 from ..jsonl import dumps, read_records
 from ..registry import SCORE_TASKS
-from .options import batch_option, compose, device_options, stream_options
+from .options import batch_option, compose, device_options, seed_option, stream_options
 
 
 def _ks(ctx, param, value):
@@ -62,9 +62,24 @@ def _ks(ctx, param, value):
 @click.option("--ac-average", type=click.Choice(["record", "cluster"]), default="record", show_default=True,
               help="retrieval: AC@k averaged over records, or over all gold answer clusters (micro; "
                    "what docs/benchmarks/retrieve.md reports).")
-@compose(batch_option, device_options, stream_options)
+@click.option("--qrels", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+              help="retrieval: TREC qrels ('qid 0 docid relevance'; qid = the record's id, docid = a "
+                   "passages[].id) for nDCG@10, MRR and R@k (--k) through ir_measures.")
+@click.option("--ci", is_flag=True,
+              help="Add a bootstrap 95%% interval to every metric: questions resampled, the task's own "
+                   "aggregation recomputed (docs/metrics.md).")
+@click.option("--paired", type=click.Path(exists=True, dir_okay=False), metavar="OTHER.jsonl",
+              help="Compare with OTHER.jsonl (B) on the same question ids: A (stdin), B and B-A with its "
+                   "paired-bootstrap interval, instead of the summary.")
+@click.option("--intersect", is_flag=True, help="--paired: compare on the ids both score instead of refusing.")
+@click.option("--n-boot", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="--ci, --paired: bootstrap resamples.")
+@click.option("--ci-method", type=click.Choice(["percentile", "basic"]), default="percentile", show_default=True,
+              help="--ci, --paired: percentile interval, or basic (reflected around the estimate).")
+@compose(batch_option, device_options, stream_options, seed_option)
 def cli(task, fmt, per_record, plot, ks, lam, threshold, sweep, tokenizer, bertscore_model, no_bertscore,
-        reader, cq_parser, matcher, unique_answers, str_em, ac_average, batch_size, device, dtype, on_error, quiet):
+        reader, cq_parser, matcher, unique_answers, str_em, ac_average, qrels, ci, paired, intersect, n_boot,
+        ci_method, batch_size, device, dtype, on_error, quiet, seed):
     """Score predicted records against their gold; print a summary on stdout.
 
     Reads records (predictions plus the "gold" key of `cq convert`) on stdin. A record
@@ -79,6 +94,7 @@ def cli(task, fmt, per_record, plot, ks, lam, threshold, sweep, tokenizer, berts
       cq convert ambignq dev_light.json --join cambignq:cq_dev.json \\
         | cq retrieve --index idx | cq detect | cq score --task detect --sweep --plot det.png
       ... | cq gen-cq | cq score --task cq --bertscore-model sentence-transformers/all-MiniLM-L6-v2
+      cq score --task cbqa --ci < a.jsonl; cq score --task cbqa --paired b.jsonl < a.jsonl
     """
     import logging
 
@@ -92,7 +108,7 @@ def cli(task, fmt, per_record, plot, ks, lam, threshold, sweep, tokenizer, berts
         bertscore_model=None if no_bertscore else (bertscore_model or DEFAULT_BERTSCORE_MODEL),
         bertscore_required=bertscore_model is not None, reader=reader, sweep=sweep, threshold=threshold,
         device=device, batch_size=batch_size, cq_parser=cq_parser, matcher=matcher, unique_answers=unique_answers,
-        str_em=str_em, ac_average=ac_average)
+        str_em=str_em, ac_average=ac_average, qrels=qrels, keep_questions=ci or paired is not None)
     skipped = Skipped()
     records = read_records(sys.stdin.buffer, ("question",), on_error, skipped)
     out = _open_output(per_record) if per_record else None
@@ -108,8 +124,26 @@ def cli(task, fmt, per_record, plot, ks, lam, threshold, sweep, tokenizer, berts
         summary["notes"].append(f"{skipped.count} malformed line(s) skipped (--on-error skip)")
     if plot:
         result.plot(plot)
+    if paired is not None or ci:
+        from ..score.ci import BootstrapOptions
+        from ..score.ci import paired as paired_report
+        from ..score.ci import with_intervals
+
+        boot = BootstrapOptions(n_boot=n_boot, seed=seed, method=ci_method)
+        if paired is not None:
+            with open(paired, "rb") as fh:
+                other = score_records(read_records(fh, ("question",), on_error), opts,
+                                      task=SCORE_TASKS.build(task, opts=opts))
+            other.summary()  # finishes the task (its notes) as for A
+            summary = paired_report(result, other, boot, "stdin", paired, intersect)
+            if ci:
+                summary["notes"].append("--ci: the paired report already gives intervals (of B - A)")
+        else:
+            summary = with_intervals(summary, result, boot)
     if fmt == "json":
         sys.stdout.buffer.write(orjson.dumps(_rounded(summary)) + b"\n")
+    elif paired is not None:
+        click.echo(format_paired_table(summary))
     else:
         click.echo(format_table(summary))
 
@@ -138,12 +172,13 @@ def _rounded(value):
 
 
 def format_table(summary: dict) -> str:
-    """Aligned "metric  value" lines; nested groups (clam) become group.metric."""
+    """Aligned "metric  value" lines; nested groups (clam) become group.metric; with --ci the
+    interval follows the value."""
     rows = []
 
     def add(prefix, data):
         for key, value in data.items():
-            if key == "notes":
+            if key in ("notes", "ci"):
                 continue
             name = f"{prefix}{key}"
             if isinstance(value, dict):
@@ -155,6 +190,38 @@ def format_table(summary: dict) -> str:
 
     add("", summary)
     width = max(len(name) for name, _ in rows)
-    lines = [f"{name:<{width}}  {value:>10}" for name, value in rows]
+    if "ci" not in summary:
+        lines = [f"{name:<{width}}  {value:>10}" for name, value in rows]
+    else:
+        from ..metrics.bootstrap import flatten
+
+        intervals = flatten(summary["ci"]["intervals"])
+        lines = [f"{name:<{width}}  {value:>10}  {_interval(*intervals[name]) if name in intervals else ''}".rstrip()
+                 for name, value in rows]
+        ci = summary["ci"]
+        lines.append(f"note: intervals: {ci['level']:.0%} {ci['method']} bootstrap over questions, "
+                     f"{ci['n_boot']} resamples, seed {ci['seed']}")
     lines += [f"note: {note}" for note in summary.get("notes", [])]
+    return "\n".join(lines)
+
+
+def _interval(low, high) -> str:
+    return "[-, -]" if low is None else f"[{low:.2f}, {high:.2f}]"
+
+
+def format_paired_table(report: dict) -> str:
+    """One line per metric: A, B, B-A and its interval; '*' where the interval excludes 0."""
+    rows = [("metric", "A", "B", "B-A", "interval", "")]
+    for name, m in report["metrics"].items():
+        rows.append((name, f"{m['a']:.2f}", f"{m['b']:.2f}", f"{m['diff']:+.2f}", _interval(m["low"], m["high"]),
+                     "*" if m["excludes_zero"] else ""))
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    lines = [f"{r[0]:<{widths[0]}}  " + "  ".join(f"{c:>{w}}" for c, w in zip(r[1:5], widths[1:])) + f" {r[5]}"
+             for r in rows]
+    ci = report["ci"]
+    lines = [line.rstrip() for line in lines]
+    lines.append(f"note: A = {report['a']}, B = {report['b']}, {report['n']} paired questions; "
+                 f"{ci['level']:.0%} {ci['method']} paired bootstrap, {ci['n_boot']} resamples, seed {ci['seed']}; "
+                 f"* = the interval of B-A excludes 0")
+    lines += [f"note: {note}" for note in report.get("notes", [])]
     return "\n".join(lines)
