@@ -14,8 +14,9 @@ Text is cut into tokens by :func:`tokenize` (a word with its leading spaces, or 
 and token ``t`` has the made-up log-probability :func:`token_logprob` ``(t)`` wherever it occurs,
 so a test can compute the exact expected score. Modes: ``echo`` (default: prompt logprobs with
 ``echo``), ``top`` (refuses ``echo`` with 400; gives ``top_logprobs`` of the next token from
-:data:`VOCAB`), ``none`` (never any logprobs). A fault is ``429``/``500``/``503`` (answer that status
-once), or ``sleep:S`` (wait S seconds before answering), used up one per API request in order.
+:data:`VOCAB`), ``none`` (never any logprobs). A fault is an HTTP status such as ``429`` or ``500`` (answer
+with it), ``sleep:S`` (wait S seconds before answering) or ``pass`` (answer normally), used up one
+per API request in order.
 """
 from __future__ import annotations
 
@@ -165,6 +166,8 @@ class Handler(BaseHTTPRequestHandler):
         try:
             if delay:
                 time.sleep(delay)
+            if fault == "pass":
+                fault = None
             if fault and fault.startswith("sleep:"):
                 time.sleep(float(fault.split(":", 1)[1]))
                 status, payload, headers = routes[self.path](body) + (None,)

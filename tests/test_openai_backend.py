@@ -216,12 +216,12 @@ def test_retries_run_out_with_a_one_line_error(runner, server, questions3):
 
 
 def test_a_stalled_request_times_out_and_is_retried(runner, server, questions3):
-    server.control(faults=["sleep:3"])
+    server.control(faults=["sleep:2"])
     start = time.monotonic()
-    result = detect(runner, server, questions3, "--concurrency", "1", "--api-timeout", "0.5")
+    result = detect(runner, server, questions3, "--concurrency", "1", "--api-timeout", "0.3")
     assert result.exit_code == 0, result.stderr
     assert "no answer within --api-timeout" in result.stderr
-    assert time.monotonic() - start < 3
+    assert time.monotonic() - start < 2
     assert len(server.requests()) == 7
     while server.log()["in_flight"] and time.monotonic() - start < 10:  # the stalled one ends
         time.sleep(0.1)
@@ -257,6 +257,15 @@ def test_a_server_without_logprobs_is_a_clear_error(runner, server, questions3):
     # generation still works on that server
     gen = OpenAIGenerator("fake", server.url)
     assert gen.generate(["x"], chat=False, stop=["\n"])
+
+
+def test_a_request_refused_mid_run_is_a_one_line_error(runner, server, questions3):
+    server.control(faults=["pass", "400"])  # the first request finds echo works; the second is refused
+    result = detect(runner, server, questions3, "--concurrency", "1")
+    assert result.exit_code == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("cq detect: error: ") and "HTTP 400: injected 400" in last, result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_next_token_top_logprobs_when_echo_is_refused(runner, server, questions3):
@@ -309,8 +318,8 @@ def test_cache_is_keyed_by_model_and_parameters(server):
 @pytest.mark.parametrize("concurrency", [1, 3])
 def test_concurrency_is_bounded(runner, server, concurrency):
     server.control(delay=0.05)
-    questions = (FIXTURES / "questions.jsonl").read_text()
-    n = len(questions.splitlines())
+    lines = (FIXTURES / "questions.jsonl").read_text().splitlines(keepends=True)[:8]
+    questions, n = "".join(lines), len(lines)
     result = detect(runner, server, questions, "--concurrency", str(concurrency), "--batch-size", "16")
     assert result.exit_code == 0, result.stderr
     log = server.log()
@@ -349,8 +358,11 @@ def test_the_placeholder_pyserini_key_is_not_sent(server, monkeypatch):
     assert server.requests()[0]["authorization"] == "Bearer EMPTY"
 
 
-def test_backend_is_registered():
+def test_backend_is_registered(server):
+    from cqtools.protocols import Generator
     from cqtools.registry import BACKENDS
+
+    assert isinstance(OpenAIGenerator("fake", server.url), Generator)
 
     assert "openai" in BACKENDS.names()
     assert openai_backend.route("openai:gpt-x") == ("openai", "gpt-x")

@@ -363,7 +363,14 @@ class OpenAIGenerator:
             first = todo.pop(0)
             scores[first] = self._probe(*first)
         method = self._score_echo if self._score_mode == "echo" else self._score_top
-        for pair, value in zip(todo, self._map(lambda pr: method(*pr), todo)):
+
+        def one(pair: tuple[str, str]) -> float:
+            try:
+                return method(*pair)
+            except _NoLogprobs as err:  # the server took this way of scoring before: this request is at fault
+                raise ApiError(f"{self._where('completions')}: {err}") from None
+
+        for pair, value in zip(todo, self._map(one, todo)):
             scores[pair] = value
         bounded = [pair for pair, value in scores.items() if isinstance(value, _Bound)]
         if bounded and not self._bounded_warned:
@@ -449,10 +456,12 @@ def continuation_logprob(tokens: list[str], logprobs: list, offsets: list[int], 
     A token that straddles ``start`` (the server merged the prompt's last characters with the
     continuation's first) counts: its probability is the continuation's."""
     total = 0.0
-    for token, value, offset in zip(tokens, logprobs, offsets):
+    for n, (token, value, offset) in enumerate(zip(tokens, logprobs, offsets)):
         if offset >= end:
             break
-        if offset >= start or offset + len(token) > start:
+        # where the token ends in the text: the next token's offset (a BOS token has no width)
+        token_end = min(offset + len(token), offsets[n + 1]) if n + 1 < len(offsets) else offset + len(token)
+        if offset >= start or token_end > start:
             if value is None:
                 raise ValueError("cannot score a continuation with no context; pass a prompt or prefix")
             total += float(value)
