@@ -11,6 +11,11 @@ See docs/schema.md for the full description. In short, a record is one question:
      "meta": {stage: {...}}}   # what produced each key (model, parameters)
 
 No inference stage may read ``gold`` (or ``source_qid`` of a passage).
+
+The accessors below are the one place each of these is read: :func:`answer_texts` /
+:func:`distinct_texts` (predicted answers), :func:`passage_text` / :func:`snippets` /
+:func:`passage_snippets` (passages as model input), :func:`read_cq` (a clarifying question),
+:func:`annotation_clusters` (AmbigNQ answers).
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from .errors import InputError
 
 GOLD = "gold"
 PASSAGES = "passages"
+ANSWERS = "answers"
 META = "meta"
 
 
@@ -32,6 +38,109 @@ def require(record: dict, key: str, hint: str) -> object:
 def set_meta(record: dict, stage: str, info: dict) -> None:
     record.setdefault(META, {})[stage] = info
 
+
+# --- predicted answers ---------------------------------------------------------------------------
+
+def answer_text(answer, raw: bool = False) -> str:
+    """The text of one predicted answer: an ``{text, ...}`` object's ``text`` or a bare string.
+    A missing or null text is ''; with ``raw`` the value goes through ``str`` as it is (null ->
+    "None": what gen-cq's seq2seq input has always read)."""
+    if not isinstance(answer, dict):
+        return str(answer)
+    return str(answer.get("text", "")) if raw else str(answer.get("text") or "")
+
+
+def answer_texts(record: dict, hint: str | None = None, raw: bool = False) -> list[str] | None:
+    """The texts of the record's predicted ``answers``, in order, duplicates kept.
+
+    A record without ``answers`` gives None, or, with ``hint``, an InputError naming what to run
+    first; ``answers`` that is not a list is an InputError. ``raw``: see :func:`answer_text`."""
+    answers = record.get(ANSWERS)
+    if answers is None:
+        if hint is None:
+            return None
+        raise InputError(f"record {record.get('id')} has no 'answers'; {hint}", record_id=record.get("id"))
+    if not isinstance(answers, list):
+        raise InputError(f"record {record.get('id')}: 'answers' must be a list of {{text, ...}} objects "
+                         "(from cq answer)", record_id=record.get("id"))
+    return [answer_text(a, raw) for a in answers]
+
+
+def distinct_texts(texts) -> list[str]:
+    """``texts`` without repeats: the first of each normalised form (SQuAD normalisation) is kept,
+    texts that normalise to nothing are dropped."""
+    from .metrics.normalize import normalize_answer
+
+    seen, out = set(), []
+    for text in texts:
+        key = normalize_answer(text)
+        if key and key not in seen:
+            seen.add(key)
+            out.append(text)
+    return out
+
+
+# --- passages as model input ---------------------------------------------------------------------
+
+def passage_text(passage: dict, words: int | None = None, sep: str = ": ") -> str:
+    """A passage as a model reads it: ``title<sep>text``, or the text alone when it has no title.
+
+    ``words`` None: title and text verbatim (the text must be there). ``words`` N: the text's first
+    N words joined by single spaces, the title stripped (a missing text reads as '')."""
+    if words is None:
+        title = passage.get("title")
+        return f"{title}{sep}{passage['text']}" if title else passage["text"]
+    text = " ".join(str(passage.get("text", "")).split()[:words])
+    title = str(passage.get("title") or "").strip()
+    return f"{title}{sep}{text}" if title else text
+
+
+def snippets(passages: list, n: int, words: int) -> list[str]:
+    """The first ``n`` of ``passages`` as "title: text", each text cut to ``words`` words."""
+    out = []
+    for p in passages[:n]:
+        if not isinstance(p, dict):
+            raise InputError("'passages' must be a list of {id, title, text} objects (from cq retrieve)")
+        out.append(passage_text(p, words))
+    return out
+
+
+def passage_snippets(record: dict, n: int, words: int) -> list[str]:
+    """The record's top ``n`` passages as :func:`snippets`; [] when it has none (or ``n`` is 0)."""
+    passages = record.get(PASSAGES)
+    if passages is None or n == 0:
+        return []
+    if not isinstance(passages, list) or not all(isinstance(p, dict) for p in passages):
+        raise InputError(f"record {record.get('id')}: 'passages' must be a list of {{title, text}} objects "
+                         "(from cq retrieve)")
+    return snippets(passages, n, words)
+
+
+# --- clarifying questions ------------------------------------------------------------------------
+
+def read_cq(cq, record_id: str | None = None) -> tuple[str, str | None, list[str]]:
+    """(text, category, options) of a ``cq``: a dict from cq gen-cq, or its text alone.
+
+    Options missing from a dict (or a bare text) are read from the text with the scorer's parser
+    (:func:`cqtools.metrics.cq.parse_cq`; an unreadable text gives its "invalid form"); a dict's
+    own ``category`` wins over the parsed one."""
+    from .metrics.cq import parse_cq
+
+    if isinstance(cq, str):
+        category, options = parse_cq(cq)
+        return cq, category, list(options)
+    if not isinstance(cq, dict):
+        raise InputError(f"record {record_id}: 'cq' must be {{text, options, ...}} from cq gen-cq, or null",
+                         record_id=record_id)
+    text = str(cq.get("text") or "")
+    category, options = cq.get("category"), list(cq.get("options") or [])
+    if not options and text:
+        parsed, options = parse_cq(text)
+        category = category or parsed
+    return text, category, list(options)
+
+
+# --- gold ----------------------------------------------------------------------------------------
 
 def annotation_clusters(annotation: dict) -> list[list[str]]:
     """AmbigNQ annotation -> answer clusters: one for singleAnswer, one per QA pair otherwise."""

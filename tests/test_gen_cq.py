@@ -135,3 +135,47 @@ def test_llm_few_shot_and_zero_shot(runner, questions):
     assert result.exit_code == 0, result.stderr
     for r in parse_jsonl(result.stdout):
         assert_cq(r["cq"], "llm-zero-shot")
+
+
+# --- the record accessors (cqtools/records.py) every stage reads through ---------------------------
+
+def test_answer_texts_reads_objects_and_strings_and_names_what_to_run():
+    from cqtools.errors import InputError
+    from cqtools.records import answer_texts, distinct_texts
+
+    record = {"id": "a", "answers": [{"text": "Paris"}, "paris.", {"text": None}, {"score": 1}]}
+    assert answer_texts(record) == ["Paris", "paris.", "", ""]
+    assert answer_texts(record, raw=True) == ["Paris", "paris.", "None", ""]  # gen-cq's seq2seq input
+    assert distinct_texts(answer_texts(record)) == ["Paris"]
+    assert answer_texts({"id": "b"}) is None
+    with pytest.raises(InputError, match="has no 'answers'; run cq answer first"):
+        answer_texts({"id": "b"}, "run cq answer first")
+    with pytest.raises(InputError, match="'answers' must be a list"):
+        answer_texts({"id": "c", "answers": "Paris"})
+
+
+def test_passage_text_verbatim_or_cut_to_words():
+    from cqtools.errors import InputError
+    from cqtools.records import passage_snippets, passage_text, snippets
+
+    p = {"id": "p", "title": " T ", "text": "one  two three"}
+    assert passage_text(p, sep="\n") == " T \none  two three"  # what the cross-encoder reads
+    assert passage_text(p, words=2) == "T: one two"
+    assert passage_text({"text": "x y"}, words=5) == "x y"
+    assert snippets([p, p], 1, 2) == ["T: one two"]
+    assert passage_snippets({"id": "r", "passages": [p]}, 3, 60) == ["T: one  two three".replace("  ", " ")]
+    assert passage_snippets({"id": "r"}, 3, 60) == [] and passage_snippets({"id": "r", "passages": [p]}, 0, 60) == []
+    with pytest.raises(InputError, match="'passages' must be a list"):
+        snippets(["oops"], 1, 5)
+
+
+def test_read_cq_from_a_dict_or_its_text():
+    from cqtools.errors import InputError
+    from cqtools.records import read_cq
+
+    assert read_cq("Which year: 2000 or 2004?") == ("Which year: 2000 or 2004?", "Which year", ["2000", "2004"])
+    assert read_cq({"text": "Which year: 2000 or 2004?", "category": "year"}) == (
+        "Which year: 2000 or 2004?", "year", ["2000", "2004"])
+    assert read_cq({"category": "film", "options": ["A", "B"]}) == ("", "film", ["A", "B"])
+    with pytest.raises(InputError, match="'cq' must be"):
+        read_cq(["A", "B"], "r1")

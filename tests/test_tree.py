@@ -141,7 +141,7 @@ class ScriptedGenerator:
         self.scored: list[tuple[str, str]] = []
         self.n = 0
 
-    def generate(self, prompts, max_new_tokens=32, chat=None, stop=None):
+    def generate(self, prompts, max_new_tokens=32, chat=None, stop=None, batch_size=None):
         out = []
         for p in prompts:
             self.generated.append(p)
@@ -153,7 +153,7 @@ class ScriptedGenerator:
             out.append(" " + "\n".join(f"{k}. {line}" if k > 1 else line for k, line in enumerate(lines, 1)))
         return out
 
-    def score(self, prompts, continuations, prefix=""):
+    def score(self, prompts, continuations, prefix="", batch_size=None):
         out = []
         for p, c in zip(prompts, continuations):
             self.scored.append((p, c))
@@ -177,7 +177,7 @@ class FakeCrossEncoder:
 @pytest.mark.parametrize("prune", [False, True])
 def test_clarifier_counts_calls_and_prunes(prune):
     gen, ce = ScriptedGenerator(), FakeCrossEncoder()
-    config = DisambigConfig(method="rac", tree=True, prune=prune, max_nodes=5, max_depth=2, passages=3)
+    config = DisambigConfig(method="rac", tree=True, prune=prune, max_nodes=5, max_depth=2, n_passages=3)
     clarifier = Clarifier(gen, config, ShotSelector(builtin_shots()), ce)
     records = [{"id": "a", "question": "Who won?", "passages": PASSAGES}]
     ((dqs, calls, tree),) = rac_batch(records, clarifier)

@@ -20,7 +20,8 @@ DEFAULT_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"  # = stages.shots.DEF
 @click.option("--passages", "n_passages", type=click.IntRange(min=0), default=5, show_default=True,
               help="Top passages in each prompt (0: none; records then need no passages).")
 @click.option("--passage-words", type=click.IntRange(min=10), default=80, show_default=True,
-              help="Each passage is cut to this many words in the prompt.")
+              help="Each passage's text is cut to its first this-many words in the prompt (titles stay whole; "
+                   "--prune's verification passage too).")
 @click.option("--max-new-tokens", type=click.IntRange(min=1), default=None,
               help="Generation length [default: 40 for qd, 128 for rac].")
 @click.option("--shots", "shots_file", type=click.Path(exists=True, dir_okay=False), default=None,
@@ -66,7 +67,7 @@ def cli(method, model, n_passages, passage_words, max_new_tokens, shots_file, k_
         for flag, value in (("--tree", tree), ("--prune", prune), ("--shots", shots_file)):
             if value:
                 raise click.BadParameter(f"{flag} goes with --method rac", param_hint=flag)
-    config = DisambigConfig(method=method, passages=n_passages, passage_words=passage_words,
+    config = DisambigConfig(method=method, n_passages=n_passages, passage_words=passage_words,
                             max_new_tokens=max_new_tokens, k_shots=k_shots, tree=tree, max_nodes=max_nodes,
                             max_depth=max_depth, max_failures=max_failures, prune=prune,
                             rerank_depth=rerank_depth, batch_size=kwargs["batch_size"])

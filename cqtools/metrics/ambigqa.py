@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Callable, Sequence
 
+from ..records import annotation_clusters
 from .bleu import coco_bleu
 from .normalize import normalize_answer
 
@@ -18,12 +19,6 @@ from .normalize import normalize_answer
 def is_multi(annotations: Sequence[dict]) -> bool:
     """A "multi" record has no singleAnswer annotation (the scorer's ``is_multi``)."""
     return bool(annotations) and not any(a["type"] == "singleAnswer" for a in annotations)
-
-
-def clusters_of(annotation: dict) -> list[list[str]]:
-    if annotation["type"] == "singleAnswer":
-        return [list(annotation["answer"])]
-    return [list(pair["answer"]) for pair in annotation["qaPairs"]]
 
 
 def matches(aliases, prediction) -> bool:
@@ -54,7 +49,7 @@ def set_f1(golds: Sequence, preds: Sequence, is_equal: Callable = matches) -> fl
 
 def f1_answer(annotations: Sequence[dict], predictions: Sequence[str]) -> float:
     """F1_ans of one record: max over annotations of :func:`set_f1` against its clusters."""
-    return max((set_f1(clusters_of(a), predictions) for a in annotations), default=0.0)
+    return max((set_f1(annotation_clusters(a), predictions) for a in annotations), default=0.0)
 
 
 def edits(prompt: list[str], question: list[str]) -> list[str]:

@@ -17,13 +17,15 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import InputError, ResourceError
-from ..records import set_meta
+from ..records import ANSWERS, answer_texts, distinct_texts, passage_snippets, set_meta
 from ..registry import DETECTORS
 from . import prompts
-from .gen_cq import passage_snippets
 
 DEFAULT_LLM = "HuggingFaceTB/SmolLM2-135M-Instruct"
-MAX_LENGTH = 256
+MAX_INPUT_TOKENS = 256  # the classifier's input length in tokens (question + passages), unless trained longer
+# Each passage's text is cut to this many words before tokenizing: no more can fit in MAX_INPUT_TOKENS
+# tokens (a word is at least one token); the tokenizer then truncates the pair to the token limit.
+CLASSIFIER_PASSAGE_WORDS = MAX_INPUT_TOKENS
 
 
 @dataclass
@@ -56,11 +58,11 @@ def detect_batch(records: list[dict], detector: Detector) -> list[dict]:
 
 def classifier_text(record: dict, n_passages: int) -> tuple[str, str | None]:
     """(question, "title: text [SEP] ...") for the classifier; the second part is None without passages."""
-    snippets = passage_snippets(record, n_passages, words=MAX_LENGTH)
+    snippets = passage_snippets(record, n_passages, words=CLASSIFIER_PASSAGE_WORDS)
     return record["question"], (" [SEP] ".join(snippets) if snippets else None)
 
 
-def encode_pairs(tokenizer, pairs: list[tuple[str, str | None]], max_length: int = MAX_LENGTH):
+def encode_pairs(tokenizer, pairs: list[tuple[str, str | None]], max_length: int = MAX_INPUT_TOKENS):
     """Tokenize (question, passages) pairs; passages are cut first, then the question."""
     firsts = [q for q, _ in pairs]
     if all(p is None for _, p in pairs):
@@ -71,15 +73,16 @@ def encode_pairs(tokenizer, pairs: list[tuple[str, str | None]], max_length: int
 
 
 def trained_max_length(path: str) -> int:
-    """The ``max_length`` a ``cq train detect`` directory was trained with (its cq_train.json), else MAX_LENGTH."""
+    """The ``max_length`` (tokens) a ``cq train detect`` directory was trained with (its cq_train.json),
+    else MAX_INPUT_TOKENS."""
     import json
     import os
 
     try:
         with open(os.path.join(path, "cq_train.json")) as fh:
-            return int(json.load(fh)["config"].get("max_length") or MAX_LENGTH)
+            return int(json.load(fh)["config"].get("max_length") or MAX_INPUT_TOKENS)
     except (OSError, ValueError, KeyError, TypeError):
-        return MAX_LENGTH
+        return MAX_INPUT_TOKENS
 
 
 class SequenceClassifier:
@@ -168,16 +171,12 @@ def llm_detector(generator, threshold: float) -> Detector:
 # --- answers (AskCQ "predicted answers") ------------------------------------------------------------
 
 def distinct_answers(record: dict) -> int:
-    answers = record.get("answers")
-    if answers is None:
-        raise InputError(f"record {record.get('id')} has no 'answers'; run cq answer --mode multi first")
-    if not isinstance(answers, list) or not all(isinstance(a, (dict, str)) for a in answers):
+    """How many of the record's predicted answers differ once normalised (empty ones not counted)."""
+    texts = answer_texts(record, "run cq answer --mode multi first")
+    if not all(isinstance(a, (dict, str)) for a in record[ANSWERS]):
         raise InputError(f"record {record.get('id')}: 'answers' must be a list of {{text}} objects "
-                         "(from cq answer --mode multi)")
-    from ..metrics.normalize import normalize_answer
-
-    texts = [a.get("text") if isinstance(a, dict) else a for a in answers]
-    return len({n for n in (normalize_answer(str(t or "")) for t in texts) if n})
+                         "(from cq answer --mode multi)", record_id=record.get("id"))
+    return len(distinct_texts(texts))
 
 
 @DETECTORS.register("answers", help="distinct answers from `cq answer --mode multi` (AskCQ)",

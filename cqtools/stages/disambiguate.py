@@ -23,9 +23,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import InputError
 from ..metrics.normalize import normalize_answer
-from ..records import PASSAGES, require, set_meta
+from ..records import PASSAGES, answer_texts, distinct_texts, require, set_meta, snippets
 from . import prompts_disamb as P
 from .tree import Tree, TreeLimits, answer_passage, grow
 
@@ -39,8 +38,8 @@ NEED_ANSWERS = "run `cq answer --mode multi` first: --method qd writes one DQ pe
 @dataclass
 class DisambigConfig:
     method: str = "rac"          # qd | rac
-    passages: int = 5            # top passages in each prompt
-    passage_words: int = 80      # each passage cut to this many words
+    n_passages: int = 5          # top passages in each prompt (--passages)
+    passage_words: int = 80      # each passage's text cut to this many words
     max_new_tokens: int | None = None  # None: 40 for qd, 128 for rac
     k_shots: int = 3
     tree: bool = False
@@ -61,7 +60,7 @@ class DisambigConfig:
         return TreeLimits(self.max_nodes, self.max_depth if self.tree else 1, self.max_failures)
 
     def params(self) -> dict:
-        out = {"method": self.method, "passages": self.passages, "passage_words": self.passage_words,
+        out = {"method": self.method, "passages": self.n_passages, "passage_words": self.passage_words,
                "max_new_tokens": self.new_tokens}
         if self.method == "rac":
             out.update(tree=self.tree, prune=self.prune, max_nodes=self.max_nodes,
@@ -69,18 +68,6 @@ class DisambigConfig:
             if self.tree:
                 out["rerank_depth"] = self.rerank_depth
         return out
-
-
-def snippets(passages: list[dict], n: int, words: int) -> list[str]:
-    """Top ``n`` passages as "title: text" cut to ``words`` words."""
-    out = []
-    for p in passages[:n]:
-        if not isinstance(p, dict):
-            raise InputError("'passages' must be a list of {id, title, text} objects (from cq retrieve)")
-        text = " ".join(str(p.get("text", "")).split()[:words])
-        title = str(p.get("title") or "").strip()
-        out.append(f"{title}: {text}" if title else text)
-    return out
 
 
 # --- parsing generations -------------------------------------------------------------------------
@@ -132,19 +119,9 @@ def clean_question(raw: str) -> str:
 
 # --- qd --------------------------------------------------------------------------------------------
 
-def _answer_texts(record: dict) -> list[str]:
-    answers = require(record, "answers", NEED_ANSWERS)
-    if not isinstance(answers, list):
-        raise InputError(f"record {record.get('id')}: 'answers' must be a list of {{text}} objects",
-                         record_id=record.get("id"))
-    seen, out = set(), []
-    for a in answers:
-        text = str(a.get("text") or "") if isinstance(a, dict) else str(a)
-        key = normalize_answer(text)
-        if key and key not in seen:
-            seen.add(key)
-            out.append(text.strip())
-    return out
+def distinct_answers(record: dict) -> list[str]:
+    """The record's predicted answers without repeats (normalised), stripped."""
+    return [text.strip() for text in distinct_texts(answer_texts(record, NEED_ANSWERS))]
 
 
 def fallback_question(question: str, answer: str, passages: list[dict], used: set[str]) -> str:
@@ -168,18 +145,18 @@ def qd_batch(records: list[dict], generator, config: DisambigConfig) -> list[tup
     per_record: list[list[dict]] = [[] for _ in records]
     calls = [0] * len(records)
     for n, record in enumerate(records):
-        answers = _answer_texts(record)
-        passages = list(require(record, PASSAGES, NEED_PASSAGES)) if config.passages else []
+        answers = distinct_answers(record)
+        passages = list(require(record, PASSAGES, NEED_PASSAGES)) if config.n_passages else []
         if len(answers) == 1:
             per_record[n] = [{"question": record["question"], "answer": answers[0], "unchanged": True}]
             continue
         for answer in answers:
             others = [a for a in answers if a != answer][:5]
             holding = [p for p in passages if answer_passage(answer, [p])]
-            shown = (holding + [p for p in passages if p not in holding])[: config.passages]
+            shown = (holding + [p for p in passages if p not in holding])[: config.n_passages]
             jobs.append((n, answer, others, shown, passages))
     prefix = P.qd_prefix()
-    prompts = [prefix + P.qd_prompt(records[n]["question"], a, o, snippets(s, config.passages, config.passage_words))
+    prompts = [prefix + P.qd_prompt(records[n]["question"], a, o, snippets(s, config.n_passages, config.passage_words))
                for n, a, o, s, _ in jobs]
     raw = generator.generate(prompts, max_new_tokens=config.new_tokens, chat=False, stop=["\n"]) if prompts else []
     used: dict[int, set[str]] = {}
@@ -213,7 +190,7 @@ class Clarifier:
         c = self.config
         passages = [self._passages(tree, node) for tree, node in items]
         shots = self.selector.select([node.question for _, node in items], c.k_shots)
-        prompts = [P.rac_prompt(node.question, snippets(ps, c.passages, c.passage_words), sh)
+        prompts = [P.rac_prompt(node.question, snippets(ps, c.n_passages, c.passage_words), sh)
                    for (_, node), ps, sh in zip(items, passages, shots)]
         raw = self.generator.generate(prompts, max_new_tokens=c.new_tokens, chat=False,
                                       stop=["\n\n", "Question:", "Passage:"])
@@ -221,28 +198,28 @@ class Clarifier:
         for ps, generation in zip(passages, raw):
             pairs = []
             for question, answer in parse_pairs("1." + generation):
-                holder = answer_passage(answer, ps[: c.passages])
+                holder = answer_passage(answer, ps[: c.n_passages])
                 pairs.append((question, answer, str(holder["id"]) if holder and "id" in holder else None))
-            out.append((pairs, ps[: c.passages]))
+            out.append((pairs, ps[: c.n_passages]))
         return out
 
     def _passages(self, tree: Tree, node) -> list[dict]:
         """The root reads the record's passages as given; a DQ reads them reranked for itself."""
         c = self.config
-        if node.parent is None or self.cross_encoder is None or not c.passages:
-            return tree.root.passages[: c.passages]
-        return self._reranked.get(id(node)) or tree.root.passages[: c.passages]
+        if node.parent is None or self.cross_encoder is None or not c.n_passages:
+            return tree.root.passages[: c.n_passages]
+        return self._reranked.get(id(node)) or tree.root.passages[: c.n_passages]
 
     def rerank_for(self, items: list[tuple[Tree, object]]) -> None:
         """Rerank each non-root node's record passages for its question, in one model call."""
         from .rerank import rerank_lists
 
         todo = [(t, n) for t, n in items if n.parent is not None]
-        if not todo or self.cross_encoder is None or not self.config.passages:
+        if not todo or self.cross_encoder is None or not self.config.n_passages:
             return
         lists = rerank_lists(self.cross_encoder, [n.question for _, n in todo],
                              [t.root.passages[: self.config.rerank_depth] for t, _ in todo],
-                             self.config.passages, self.config.batch_size)
+                             self.config.n_passages, self.config.batch_size)
         for (_, node), ranked in zip(todo, lists):
             self._reranked[id(node)] = ranked
 
@@ -279,7 +256,7 @@ def rac_batch(records: list[dict], clarifier: Clarifier) -> list[tuple[list[dict
     c = clarifier.config
     trees = []
     for record in records:
-        passages = list(require(record, PASSAGES, NEED_PASSAGES)) if c.passages else []
+        passages = list(require(record, PASSAGES, NEED_PASSAGES)) if c.n_passages else []
         trees.append(Tree(str(record["question"]), passages, c.limits))
     clarifier.grow(trees)
     if c.prune:

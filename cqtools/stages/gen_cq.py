@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import InputError
-from ..records import GOLD, PASSAGES, set_meta
+from ..metrics.cq import parse_cq
+from ..records import GOLD, answer_texts as predicted_answer_texts, set_meta
+from ..records import passage_snippets as record_snippets
 from ..registry import CQ_METHODS
 from . import prompts
 
@@ -29,13 +31,7 @@ SEP = " [SEP] "
 INVALID = "invalid form"
 DEFAULT_LLM = "HuggingFaceTB/SmolLM2-135M-Instruct"
 CAUSAL_SUFFIX = "\nClarifying question:"  # what a fine-tuned causal LM continues with its CQ
-
-
-def parse(text: str) -> tuple[str, list[str]]:
-    """The scorer's parser (category, options); imported late so the metrics module stays the one copy."""
-    from ..metrics.cq import parse_cq
-
-    return parse_cq(text)
+PASSAGE_WORDS = 60  # each passage's text is cut to this many words in prompts and seq2seq inputs (no option)
 
 
 # --- the canonical form ------------------------------------------------------------------------
@@ -66,7 +62,7 @@ def canonical_cq(head: str, options: list[str], method: str, **extra) -> dict:
     """A CQ in the canonical form, stored with what the scorer's parser reads back from it
     (``category`` is the parser's: the whole head, "Which film")."""
     text = format_cq(head, options)
-    cat, opts = parse(text)
+    cat, opts = parse_cq(text)
     return make_cq(text, cat, opts, method, cat != INVALID, **extra)
 
 
@@ -83,7 +79,7 @@ def repair(raw: str, method: str) -> dict:
     """
     line = first_question(raw)
     cleaned = _SEPARATORS.sub(", ", line)
-    category, options = parse(cleaned) if cleaned else (INVALID, [INVALID])
+    category, options = parse_cq(cleaned) if cleaned else (INVALID, [INVALID])
     head = canonical_head(category)
     if head and options and all(options):
         return canonical_cq(head, options, method, raw=raw)
@@ -254,20 +250,9 @@ def gold_dq_questions(record: dict) -> list[str]:
 
 # --- passages and answers as model input -------------------------------------------------------
 
-def passage_snippets(record: dict, n: int, words: int = 60) -> list[str]:
-    """Top ``n`` passages as "title: text" cut to ``words`` words; [] when the record has none."""
-    passages = record.get(PASSAGES)
-    if passages is None or n == 0:
-        return []
-    if not isinstance(passages, list) or not all(isinstance(p, dict) for p in passages):
-        raise InputError(f"record {record.get('id')}: 'passages' must be a list of {{title, text}} objects "
-                         "(from cq retrieve)")
-    out = []
-    for p in passages[:n]:
-        text = " ".join(str(p.get("text", "")).split()[:words])
-        title = str(p.get("title") or "").strip()
-        out.append(f"{title}: {text}" if title else text)
-    return out
+def passage_snippets(record: dict, n: int, words: int = PASSAGE_WORDS) -> list[str]:
+    """Top ``n`` passages as "title: text" cut to ``words`` words (:func:`cqtools.records.passage_snippets`)."""
+    return record_snippets(record, n, words)
 
 
 def answer_texts(record: dict, source: str | None) -> list[str] | None:
@@ -281,13 +266,7 @@ def answer_texts(record: dict, source: str | None) -> list[str] | None:
             raise InputError(f"record {record.get('id')} has no gold.answers; --with-answers gold needs gold "
                              "from cq convert")
         return [c[0] if isinstance(c, list) else str(c) for c in clusters if c]
-    answers = record.get("answers")
-    if answers is None:
-        raise InputError(f"record {record.get('id')} has no 'answers'; run cq answer --mode multi first, "
-                         "or drop --with-answers")
-    if not isinstance(answers, list):
-        raise InputError(f"record {record.get('id')}: 'answers' must be a list of {{text}} objects")
-    return [str(a.get("text", "")) if isinstance(a, dict) else str(a) for a in answers]
+    return predicted_answer_texts(record, "run cq answer --mode multi first, or drop --with-answers", raw=True)
 
 
 def seq2seq_input(question: str, snippets: list[str], answers: list[str] | None = None) -> str:
@@ -367,7 +346,7 @@ def llm_method(generator, n_passages: int, zero_shot: bool, max_new_tokens: int)
 def free_form(raw: str, method: str) -> dict:
     """Zero-shot CQs stay as written; category/options filled where they can be read."""
     text = first_question(raw)
-    category, options = parse(text) if text else (INVALID, [INVALID])
+    category, options = parse_cq(text) if text else (INVALID, [INVALID])
     if canonical_head(category) and options and all(options):
         return make_cq(text, category, options, method, True, raw=raw)
     options = extract_options(text)

@@ -10,9 +10,8 @@ the top passages are shown instead. What was used is written to ``meta.answer`` 
 from __future__ import annotations
 
 from ..errors import InputError
-from ..records import PASSAGES, set_meta
+from ..records import PASSAGES, set_meta, snippets
 from . import prompts_disamb as P
-from .disambiguate import snippets
 from .tree import answer_passage
 
 LONG_ANSWER = "long_answer"

@@ -5,6 +5,7 @@ leave the model's batches half empty.
 """
 from __future__ import annotations
 
+from .. import records as schema
 from ..records import PASSAGES, require, set_meta
 
 RUN_RETRIEVE = "run `cq retrieve` first (cq retrieve --index IDX | cq rerank)"
@@ -12,9 +13,8 @@ DEFAULT_RERANKER = "cross-encoder/ms-marco-MiniLM-L-12-v2"
 
 
 def passage_text(passage: dict) -> str:
-    """What the cross-encoder reads for a passage: its title, then its text."""
-    title = passage.get("title")
-    return f"{title}\n{passage['text']}" if title else passage["text"]
+    """What the cross-encoder reads for a passage: its title, a newline, then its whole text."""
+    return schema.passage_text(passage, sep="\n")
 
 
 def rerank_lists(cross_encoder, queries: list[str], lists: list[list[dict]], top: int | None,

@@ -26,6 +26,7 @@ from typing import Iterator
 
 from ..errors import InputError, ResourceError
 from ..jsonl import read_records
+from ..models.backends import set_seed
 from ..records import GOLD
 from . import detect as detect_stage
 from . import gen_cq as gen_stage
@@ -53,7 +54,7 @@ class TrainConfig:
     patience: int = 3               # evaluations without improvement before stopping
     holdout: int | None = None      # detect only: early-stop on N train records held out (instead of dev)
     select: str = "f1"              # detect only: checkpoint metric, "f1" (ties: accuracy) or "auroc"
-    max_length: int = detect_stage.MAX_LENGTH  # detect only: tokens per input
+    max_length: int = detect_stage.MAX_INPUT_TOKENS  # detect only: tokens per input
     device: str = "auto"
     with_answers: str | None = None  # gen-cq only: None | "gold"
 
@@ -80,15 +81,6 @@ def gold_label(record: dict) -> bool:
         raise InputError(f"record {record.get('id')} has no gold.ambiguous; training needs records from "
                          "`cq convert ambignq ...`")
     return bool(value)
-
-
-def seed_everything(seed: int) -> None:
-    import numpy as np
-    import torch
-
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
 
 
 def optimizer_step(loss, model, opt, sched) -> float:
@@ -170,7 +162,7 @@ def train_detect(cfg: TrainConfig) -> dict:
                          "for early stopping, not both")
     if cfg.select not in ("f1", "auroc"):
         raise InputError(f"select must be f1 or auroc, not {cfg.select!r}")
-    seed_everything(cfg.seed)
+    set_seed(cfg.seed)
     train = load_records(cfg.train, cfg.limit)
     if cfg.holdout is not None:
         train, dev = split_holdout(train, cfg.holdout, cfg.seed)
@@ -330,7 +322,7 @@ def train_gen_cq(cfg: TrainConfig) -> dict:
 
     if cfg.dev is None:
         raise InputError("train gen-cq needs --dev FILE")
-    seed_everything(cfg.seed)
+    set_seed(cfg.seed)
     train = silver_examples(load_records(cfg.train, cfg.limit), cfg.passages, cfg.with_answers)
     dev = silver_examples(load_records(cfg.dev, cfg.dev_limit), cfg.passages, cfg.with_answers)
     if not train:
