@@ -1,13 +1,17 @@
 """Readers for the public data formats, turning them into cq records (questions) or
-passages ({id, title, text}). Used by ``cq convert`` and ``cq index``."""
+passages ({id, title, text}), and the TREC run writer. Used by ``cq convert``, ``cq index`` and
+``cq retrieve --run``. Every file may be gzipped (recognised by its magic bytes)."""
 from __future__ import annotations
 
 import csv
 import os
+import zlib
 from typing import Callable, Iterator
 
+import orjson
+
 from .errors import InputError, ResourceError
-from .jsonl import load_json_or_jsonl
+from .jsonl import AtomicFile, load_json_or_jsonl, open_input
 from .records import gold_from_annotations
 
 # AmbigNQ full-format fields that are annotation by-products: gold, never system input.
@@ -69,10 +73,11 @@ def asqa(path: str) -> Iterator[dict]:
 
 
 def _asqa_items(path):
-    import orjson
-
-    with open(path, "rb") as fh:
-        data = orjson.loads(fh.read())
+    with open_input(path) as fh:
+        try:
+            data = orjson.loads(fh.read())
+        except orjson.JSONDecodeError as err:
+            raise InputError(f"not valid JSON ({err}); ASQA is one JSON file", where=path) from None
     if isinstance(data, list):
         for item in data:
             _need(item, ("id",), 0, "ASQA")
@@ -100,18 +105,64 @@ def nq_open(path: str) -> Iterator[dict]:
 
 
 def dpr_tsv(path: str) -> Iterator[dict]:
-    """DPR's psgs_w100.tsv: header ``id text title``, tab separated, csv quoting."""
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.reader(fh, delimiter="\t")
+    """DPR's psgs_w100.tsv (or .tsv.gz): header ``id text title``, tab separated, csv quoting."""
+    lines = _TextLines(path)
+    reader = csv.reader((line for _, line in lines), delimiter="\t")
+    try:
         header = next(reader, None)
         if header is None:
             return
         if [h.strip().lower() for h in header[:3]] != ["id", "text", "title"]:
             raise InputError(f"{path}: expected a DPR header 'id<TAB>text<TAB>title', got {header[:3]}")
-        for lineno, row in enumerate(reader, start=2):
+        for row in reader:
             if len(row) < 3:
-                raise InputError(f"{path} line {lineno}: expected 3 tab-separated fields, got {len(row)}")
+                raise InputError(f"{path} line {lines.lineno}: expected 3 tab-separated fields, got {len(row)}")
             yield {"id": row[0], "title": row[2], "text": row[1]}
+    except csv.Error as err:
+        raise InputError(f"{path} line {lines.lineno}: not DPR tsv ({err})") from None
+
+
+def topics(path: str) -> Iterator[dict]:
+    """Anserini/Pyserini topic TSV: ``qid<TAB>query`` per line (further fields are ignored, as
+    Anserini's TsvTopicReader does); records ``{id, question}`` without gold."""
+    lines = _TextLines(path)
+    for lineno, line in lines:
+        line = line.rstrip("\r\n")
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) < 2 or not fields[0].strip() or not fields[1].strip():
+            raise InputError(f"expected 'qid<TAB>query', got {line[:60]!r}: a topics file has one "
+                             f"tab-separated qid and query per line", where=f"{path} line {lineno}")
+        yield {"id": fields[0].strip(), "question": fields[1].strip()}
+
+
+class _TextLines:
+    """A text file's lines (gzip or not, UTF-8) with exact line numbers in errors: a byte that is not
+    UTF-8, or a gzip file cut short, names its line instead of raising a raw traceback."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.lineno = 0
+
+    def __iter__(self) -> Iterator[tuple[int, str]]:
+        with open_input(self.path) as fh:
+            raw_lines = iter(fh)
+            while True:
+                try:
+                    raw = next(raw_lines)
+                except StopIteration:
+                    return
+                except (EOFError, OSError, zlib.error) as err:
+                    raise InputError(f"{self.path} line {self.lineno + 1}: the file is cut short or damaged "
+                                     f"({err}); fix or re-download it") from None
+                self.lineno += 1
+                try:
+                    yield self.lineno, raw.decode("utf-8")
+                except UnicodeDecodeError as err:
+                    raise InputError(f"{self.path} line {self.lineno}: not UTF-8 text ({err.reason} at byte "
+                                     f"{err.start}); compressed other than by gzip? decompress it first, or "
+                                     f"convert it to UTF-8") from None
 
 
 def passages_jsonl(path: str) -> Iterator[dict]:
@@ -124,7 +175,7 @@ def passages_jsonl(path: str) -> Iterator[dict]:
 
 
 def iter_corpus(path: str) -> Iterator[dict]:
-    """Passages from a DPR tsv or a JSONL file, chosen by extension."""
+    """Passages from a DPR tsv or a JSONL file (either gzipped), chosen by extension."""
     _open_check(path)
     reader = dpr_tsv if path.endswith((".tsv", ".tsv.gz")) else passages_jsonl
     return reader(path)
@@ -135,6 +186,7 @@ QUESTION_FORMATS: dict[str, Callable[[str], Iterator[dict]]] = {
     "cambignq": cambignq,
     "asqa": asqa,
     "nq-open": nq_open,
+    "topics": topics,
 }
 CORPUS_FORMATS: dict[str, Callable[[str], Iterator[dict]]] = {
     "dpr": dpr_tsv,
@@ -154,6 +206,54 @@ def convert(fmt: str, path: str) -> Iterator[dict]:
                          f"check the format name") from None
 
 
+class TrecRun:
+    """``cq retrieve --run FILE``: the standard TREC run ``qid Q0 docid rank score tag``, one line per
+    passage in the order, with the ranks and the very scores (same digits), of the JSONL records;
+    written all or nothing like ``-o`` (gzip for ``.gz``). A record set aside under ``--on-error skip``
+    (``errors.<stage>``) gets no lines: it was not retrieved for."""
+
+    def __init__(self, path: str, tag: str, stage: str = "retrieve"):
+        _trec_token(tag, "--run-tag")
+        self.path, self.tag, self.stage = path, tag, stage
+        self.out: AtomicFile | None = None  # opened on first use: a run refused at its start leaves nothing
+
+    def write(self, records: list[dict]) -> None:
+        lines = []
+        for record in records:
+            errors = record.get("errors")
+            if isinstance(errors, dict) and self.stage in errors:
+                continue
+            qid = _trec_token(record["id"], "record id")
+            for n, passage in enumerate(record.get("passages") or []):
+                docid = _trec_token(str(passage.get("id")), "passage id", qid)
+                if passage.get("score") is None:
+                    raise InputError(f"passage {docid} of record {qid} has no score; a TREC run needs one",
+                                     record_id=qid)
+                score = orjson.dumps(passage["score"], option=orjson.OPT_SERIALIZE_NUMPY).decode()
+                lines.append(f"{qid} Q0 {docid} {passage.get('rank', n + 1)} {score} {self.tag}\n")
+        self._file().write("".join(lines).encode())
+
+    def _file(self) -> AtomicFile:
+        if self.out is None:
+            self.out = AtomicFile(self.path)
+        return self.out
+
+    def commit(self) -> None:
+        self._file().commit()
+
+    def abort(self) -> None:
+        if self.out is not None:
+            self.out.abort()
+
+
+def _trec_token(value: str, what: str, qid: str | None = None) -> str:
+    if not value or any(c.isspace() for c in value):
+        where = f" (record {qid})" if qid else ""
+        raise InputError(f"{what} {value!r}{where} is empty or holds whitespace, which a TREC run cannot hold; "
+                         f"use ids without spaces, or leave out --run", record_id=qid)
+    return value
+
+
 def _need(item, keys, n, what) -> None:
     if not isinstance(item, dict):
         raise InputError(f"{what} entry {n}: expected an object, got {type(item).__name__}")
@@ -163,4 +263,4 @@ def _need(item, keys, n, what) -> None:
                          f"is this really {what} data?")
 
 
-__all__ = ["convert", "iter_corpus", "QUESTION_FORMATS", "CORPUS_FORMATS"]
+__all__ = ["convert", "iter_corpus", "QUESTION_FORMATS", "CORPUS_FORMATS", "TrecRun", "topics"]

@@ -1,13 +1,19 @@
-"""Streaming JSONL: a reader that keeps line numbers and a writer that flushes as it goes."""
+"""Streaming JSONL: a reader that keeps line numbers and a writer that flushes as it goes; gzip in
+and out (recognised by its magic bytes when reading, by a ``.gz`` name when writing), atomic output
+files, and the repair of a torn ``--resume`` file."""
 from __future__ import annotations
 
+import gzip
+import io
 import logging
+import os
+import zlib
 from itertools import islice
 from typing import IO, Iterable, Iterator
 
 import orjson
 
-from .errors import CQError, InputError
+from .errors import CQError, InputError, ResourceError
 
 log = logging.getLogger("cqtools")
 
@@ -32,7 +38,7 @@ def read_records(
     warning on stderr (``on_error="skip"``). Records without ``id`` get their line number.
     """
     required = tuple(required)
-    for lineno, raw in enumerate(stream, start=1):
+    for lineno, raw in _lines(maybe_gunzip(stream)):
         if not raw.strip():
             continue
         try:
@@ -47,6 +53,24 @@ def read_records(
             continue
         record.setdefault("id", str(lineno))
         yield lineno, record
+
+
+def _lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
+    """Numbered lines; a damaged or cut gzip stream becomes an InputError after the last good line."""
+    lineno = 0
+    lines = iter(stream)
+    damage = (EOFError, OSError, zlib.error) if isinstance(stream, gzip.GzipFile) else ()
+    while True:
+        try:
+            raw = next(lines)
+        except StopIteration:
+            return
+        except damage as err:
+            raise InputError(f"the gzip input is cut short or damaged here ({err}); the records before "
+                             f"it were processed; fix or re-download the file",
+                             where=f"line {lineno + 1}") from None
+        lineno += 1
+        yield lineno, raw
 
 
 def _parse(raw: bytes, required: tuple[str, ...]) -> dict:
@@ -108,20 +132,29 @@ class JsonlWriter:
 
 
 def load_json_or_jsonl(path: str) -> Iterator[dict]:
-    """Yield the objects of a JSON list file or a JSONL file (used by ``cq convert``)."""
-    with open(path, "rb") as fh:
-        head = fh.read(1 << 16).lstrip()
-        fh.seek(0)
+    """Yield the objects of a JSON list file or a JSONL file, either gzipped (used by ``cq convert``)."""
+    with open_input(path) as fh:
+        head = fh.read(1 << 16)
+    head = head.lstrip()
+    with open_input(path) as fh:
         if head.startswith(b"[") or (head.startswith(b"{") and not _is_jsonl(head)):
-            data = orjson.loads(fh.read())
+            try:
+                data = orjson.loads(fh.read())
+            except orjson.JSONDecodeError as err:
+                raise InputError(f"not valid JSON ({err}); pass a JSON or JSONL file", where=path) from None
             yield from (data if isinstance(data, list) else [data])
             return
-        for lineno, raw in enumerate(fh, start=1):
-            if raw.strip():
-                try:
-                    yield orjson.loads(raw)
-                except orjson.JSONDecodeError as err:
-                    raise InputError(f"not valid JSON ({err})", where=f"{path} line {lineno}") from None
+        try:
+            for lineno, raw in _lines(fh):
+                if raw.strip():
+                    try:
+                        yield orjson.loads(raw)
+                    except orjson.JSONDecodeError as err:
+                        raise InputError(f"not valid JSON ({err})", where=f"{path} line {lineno}") from None
+        except InputError as err:
+            if not err.where.startswith(path):
+                err.where = f"{path} {err.where}"
+            raise
 
 
 def _is_jsonl(head: bytes) -> bool:
@@ -131,3 +164,223 @@ def _is_jsonl(head: bytes) -> bool:
         return True
     except orjson.JSONDecodeError:
         return False
+
+
+# ---------------------------------------------------------------------------------------------
+# gzip in
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def is_gzip(path: str) -> bool:
+    """Whether ``path`` starts with gzip's magic bytes (its name does not matter)."""
+    with open(path, "rb") as fh:
+        return fh.read(2) == GZIP_MAGIC
+
+
+def open_input(path: str) -> IO[bytes]:
+    """``path`` opened for binary reading, decompressed if it is gzip (by magic bytes); gzip
+    members appended one after another read as one stream."""
+    try:
+        fh = open(path, "rb")
+    except OSError as err:
+        raise ResourceError(f"cannot read {path}: {err.strerror}") from None
+    if fh.read(2) == GZIP_MAGIC:
+        fh.close()
+        return gzip.GzipFile(path, mode="rb")
+    fh.seek(0)
+    return fh
+
+
+def maybe_gunzip(stream: IO[bytes]) -> IO[bytes]:
+    """A binary stream that may be gzip (stdin: ``zcat``-less ``cq detect < q.jsonl.gz``): its first two
+    bytes are peeked, without losing them, and a gzip stream is decompressed as it is read."""
+    if isinstance(stream, gzip.GzipFile):
+        return stream
+    peek = getattr(stream, "peek", None)
+    head = peek(2)[:2] if peek is not None else None
+    if head is None or len(head) == 1:  # no peek, or a pipe that has delivered one byte so far
+        head = stream.read(2)
+        if not head:
+            return stream
+        stream = io.BufferedReader(_Prefixed(head, stream))
+    if head == GZIP_MAGIC:
+        return gzip.GzipFile(filename="", fileobj=stream, mode="rb")
+    return stream
+
+
+class _Prefixed(io.RawIOBase):
+    """Bytes already read from a stream, then the rest of the stream (``read1``: no waiting for a full
+    buffer, so records flow through a pipeline as they are written)."""
+
+    def __init__(self, head: bytes, stream: IO[bytes]):
+        self.head = head
+        self.stream = stream
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self.head:
+            data, self.head = self.head[:len(buffer)], self.head[len(buffer):]
+        else:
+            read = getattr(self.stream, "read1", self.stream.read)
+            data = read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+
+# ---------------------------------------------------------------------------------------------
+# out: -o FILE (atomic), --resume OUT (appended as it goes)
+
+
+def wants_gzip(path: str) -> bool:
+    return path.endswith(".gz")
+
+
+class AtomicFile:
+    """``-o FILE``: written to a hidden temp file beside FILE, renamed over it by :meth:`commit`. A run
+    that fails (or is killed) never leaves half a FILE, and an existing FILE stays as it was until the
+    new one is complete (so ``-o`` may even name the input file). ``.gz`` names are gzipped."""
+
+    def __init__(self, path: str):
+        self.path = path
+        parent, name = os.path.split(os.path.abspath(path))
+        self.tmp = os.path.join(parent, f".{name}.tmp{os.getpid()}")
+        try:
+            os.makedirs(parent, exist_ok=True)
+            self.raw = open(self.tmp, "wb")
+        except OSError as err:
+            raise ResourceError(f"cannot write {path}: {err.strerror}") from None
+        self.stream = gzip.GzipFile(filename="", fileobj=self.raw, mode="wb", mtime=0) if wants_gzip(path) else self.raw
+        self.done = False
+
+    def write(self, data: bytes) -> None:
+        self.stream.write(data)
+
+    def flush(self) -> None:
+        """Nothing to do: nobody reads the temp file (and gzip compresses better unflushed)."""
+
+    def commit(self) -> None:
+        if self.done:
+            return
+        if self.stream is not self.raw:
+            self.stream.close()
+        self.raw.flush()
+        os.fsync(self.raw.fileno())
+        self.raw.close()
+        os.replace(self.tmp, self.path)
+        self.done = True
+
+    def abort(self) -> None:
+        if self.done:
+            return
+        self.done = True
+        try:
+            if self.stream is not self.raw:
+                self.stream.close()
+            self.raw.close()
+        finally:
+            if os.path.exists(self.tmp):
+                os.unlink(self.tmp)
+
+
+class GzipMembers:
+    """Appends to a gzip file one complete gzip member per :meth:`flush` (per batch), so the file is
+    valid gzip between batches and a kill can tear at most the member being written."""
+
+    def __init__(self, fh: IO[bytes]):
+        self.fh = fh
+        self.pending: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.pending.append(data)
+
+    def flush(self) -> None:
+        if self.pending:
+            self.fh.write(gzip.compress(b"".join(self.pending), mtime=0))
+            self.pending = []
+        self.fh.flush()
+
+    def close(self) -> None:
+        self.flush()
+        self.fh.close()
+
+
+def output_is_gzip(path: str) -> bool:
+    """A ``--resume`` file's format: what an existing one holds (magic bytes), else its name."""
+    if os.path.exists(path) and os.path.getsize(path) > 0:
+        return is_gzip(path)
+    return wants_gzip(path)
+
+
+def open_append(path: str) -> IO[bytes]:
+    fh = open(path, "ab")
+    return GzipMembers(fh) if output_is_gzip(path) else fh
+
+
+def scan_output(path: str) -> tuple[int, int, bytes]:
+    """A ``--resume`` file's complete records: ``(count, good_end, recovered)``. The file's first
+    ``good_end`` bytes are sound; ``recovered`` holds the complete lines (uncompressed) that a torn
+    gzip tail still gives after them (empty for plain JSONL, whose torn last line is just cut off)."""
+    if not os.path.exists(path):
+        return 0, 0, b""
+    if output_is_gzip(path):
+        return _scan_gzip(path)
+    count = good_end = 0
+    with open(path, "rb") as fh:
+        for raw in fh:
+            if not raw.endswith(b"\n"):
+                break
+            count += 1
+            good_end += len(raw)
+    return count, good_end, b""
+
+
+def _scan_gzip(path: str) -> tuple[int, int, bytes]:
+    """Decompress member by member; ``good_end`` is the end of the last member after which the
+    records end on a line break, ``recovered`` what decompresses after it up to its last line break
+    (a torn member, from a kill, still gives the lines compressed before the kill)."""
+    count = good_end = position = 0  # position: compressed bytes before the current member
+    tail = bytearray()  # uncompressed bytes after good_end
+    decompressor = zlib.decompressobj(wbits=31)
+    fed = 0  # compressed bytes of the current member fed so far
+    with open(path, "rb") as fh:
+        data = b""
+        while True:
+            if not data:
+                data = fh.read(1 << 20)
+                if not data:
+                    break
+            try:
+                tail += decompressor.decompress(data)
+            except zlib.error:
+                break
+            if not decompressor.eof:
+                fed += len(data)
+                data = b""
+                continue
+            rest = decompressor.unused_data
+            position += fed + len(data) - len(rest)
+            fed = 0
+            data = rest
+            decompressor = zlib.decompressobj(wbits=31)
+            if not tail or tail.endswith(b"\n"):
+                count += tail.count(b"\n")
+                good_end = position
+                tail.clear()
+    recovered = bytes(tail[:tail.rfind(b"\n") + 1])
+    return count + recovered.count(b"\n"), good_end, recovered
+
+
+def repair_output(path: str, good_end: int, recovered: bytes) -> None:
+    """Cut a ``--resume`` file back to its sound part and rewrite the recovered lines cleanly (a new
+    gzip member); a kill during the repair leaves a file the next repair handles the same way."""
+    if not os.path.exists(path) or (good_end == os.path.getsize(path) and not recovered):
+        return
+    with open(path, "r+b") as fh:
+        fh.truncate(good_end)
+        fh.seek(good_end)
+        if recovered:
+            fh.write(gzip.compress(recovered, mtime=0))

@@ -19,13 +19,15 @@ import orjson
 
 from . import __version__
 from .errors import InputError
+from .jsonl import open_input, repair_output, scan_output
 
 log = logging.getLogger("cqtools")
 
 SUFFIX = ".cq.json"
-# Options that never change a record (see docs/benchmarks/determinism.md), and where the output goes.
+# Options that never change a record (see docs/benchmarks/determinism.md), and where the output goes
+# (-o, cq retrieve --run: a TREC run written beside the records, from them).
 NOT_SHAPING = frozenset({"batch_size", "on_error", "quiet", "resume", "force_resume", "device", "threads",
-                         "concurrency"})
+                         "concurrency", "output", "run_file", "run_tag"})
 PROMPT_MODULES = ("stages/prompts.py", "stages/prompts_disamb.py", "stages/shots.py")
 _HEAD = 1 << 20  # bytes hashed at each end of a large file
 
@@ -136,12 +138,13 @@ def config_of(record: dict) -> dict:
 
 def open_resume(out: str, force: bool = False, shard: list | None = None) -> tuple[dict, int]:
     """Check ``--resume OUT`` against this run's configuration; returns the run record to keep
-    writing and how many records OUT already holds (a torn last line is cut off)."""
+    writing and how many records OUT already holds (a torn last line is cut off; a torn gzip tail is
+    cut back to its last whole member and the lines that still decompress are rewritten as a new one)."""
     parent = os.path.dirname(os.path.abspath(out))
     os.makedirs(parent, exist_ok=True)
     new = build(*_command_and_params())
     new.update(shard=shard, complete=False)
-    done, good_end = _complete_lines(out)
+    done, good_end, recovered = scan_output(out)
     old = read(out)
     if done:
         fix = "use a new output file, or pass --force-resume to append anyway"
@@ -157,10 +160,9 @@ def open_resume(out: str, force: bool = False, shard: list | None = None) -> tup
         if problem:
             log.warning("--force-resume: appending although %s", problem.split("; ")[0])
             new["forced_over"] = config_of(old) if old else None
-    if os.path.exists(out) and good_end != os.path.getsize(out):
-        log.warning("resume: dropping a partly written last line of %s", out)
-        with open(out, "r+b") as fh:
-            fh.truncate(good_end)
+    if os.path.exists(out) and (good_end != os.path.getsize(out) or recovered):
+        log.warning("resume: dropping a partly written end of %s (%d complete records kept)", out, done)
+        repair_output(out, good_end, recovered)
     write(out, new)
     return new, done
 
@@ -174,24 +176,10 @@ def _command_and_params() -> tuple[str, dict]:
     return ctx.command.name, dict(ctx.params)
 
 
-def _complete_lines(path: str) -> tuple[int, int]:
-    """Complete lines in ``path`` and the byte offset where they end (a kill may tear the last one)."""
-    if not os.path.exists(path):
-        return 0, 0
-    count = good_end = 0
-    with open(path, "rb") as fh:
-        for raw in fh:
-            if not raw.endswith(b"\n"):
-                break
-            count += 1
-            good_end += len(raw)
-    return count, good_end
-
-
 def skip_done(records, path: str, done: int):
     """Drop the first ``done`` records, checking that OUT's ids are theirs, in order (resume by
     position: duplicate ids are fine; another input file is not)."""
-    with open(path, "rb") as fh:
+    with open_input(path) as fh:
         for n, (lineno, record) in enumerate(records):
             if n >= done:
                 yield lineno, record

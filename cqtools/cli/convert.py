@@ -6,7 +6,8 @@ import sys
 import click
 
 from ..formats import CORPUS_FORMATS, QUESTION_FORMATS, convert
-from ..jsonl import JsonlWriter
+from ..jsonl import AtomicFile, JsonlWriter, open_input
+from .options import output_option
 
 
 def add_silver_cq(gold: dict, question: str) -> None:
@@ -44,7 +45,8 @@ def _join_arg(ctx, param, values):
 @click.option("--silver-cq", is_flag=True,
               help="Give ambiguous records without a gold CQ a silver one built from their gold DQs "
                    "(cq gen-cq --method from-dqs; gold.cq_source says so). For AmbigNQ without CAmbigNQ.")
-def cli(fmt, path, joins, ids_file, limit, silver_cq):
+@output_option
+def cli(fmt, path, joins, ids_file, limit, silver_cq, output):
     """Turn a public data format into cq records on stdout.
 
     \b
@@ -53,33 +55,45 @@ def cli(fmt, path, joins, ids_file, limit, silver_cq):
       cambignq  CAmbigNQ cq_train.json / cq_dev.json
       asqa      ASQA (a list with ids, or {"dev": {id: ...}})
       nq-open   NQ-open jsonl {"question", "answer": [...]}
+      topics    Anserini/Pyserini topic TSV: qid<TAB>query per line (no gold)
     Corpus formats (passages {id, title, text}, for cq index):
       dpr       DPR psgs_w100.tsv (id, text, title)
       passages  JSONL {id, title, text}
+    Any FILE may be gzipped (.gz, or recognised by its content).
 
     \b
     Example:
       cq convert ambignq dev_light.json --join cambignq:cq_dev.json > questions.jsonl
       cq retrieve --index idx < questions.jsonl | cq detect | cq score --task detect
+      cq convert topics topics.nq.dev.tsv -o questions.jsonl.gz
     """
     extra = {}
     for jfmt, jpath in joins:
         for record in convert(jfmt, jpath):
-            extra[record["id"]] = record["gold"]
+            extra[record["id"]] = record.get("gold", {})
     keep = None
     if ids_file:
-        with open(ids_file) as fh:
-            keep = {line.strip() for line in fh if line.strip()}
-    writer = JsonlWriter(sys.stdout.buffer)
-    records = (r for r in convert(fmt, path) if keep is None or r["id"] in keep)
-    for n, record in enumerate(records):
-        if limit is not None and n >= limit:
-            break
-        for key, value in extra.get(record["id"], {}).items():
-            if key == "ambiguous" and record["gold"].get("ambiguous") is None:
-                record["gold"][key] = value
-            record["gold"].setdefault(key, value)
-        if silver_cq:
-            add_silver_cq(record["gold"], record["question"])
-        writer.write(record)
-    sys.stdout.buffer.flush()
+        with open_input(ids_file) as fh:
+            keep = {line.strip().decode("utf-8", "replace") for line in fh if line.strip()}
+    out = AtomicFile(output) if output else None
+    writer = JsonlWriter(out or sys.stdout.buffer)
+    try:
+        records = (r for r in convert(fmt, path) if keep is None or r["id"] in keep)
+        for n, record in enumerate(records):
+            if limit is not None and n >= limit:
+                break
+            if record["id"] in extra or silver_cq:
+                gold = record.setdefault("gold", {})
+                for key, value in extra.get(record["id"], {}).items():
+                    if key == "ambiguous" and gold.get("ambiguous") is None:
+                        gold[key] = value
+                    gold.setdefault(key, value)
+                if silver_cq:
+                    add_silver_cq(gold, record["question"])
+            writer.write(record)
+        writer.stream.flush()
+        if out:
+            out.commit()
+    finally:
+        if out:
+            out.abort()

@@ -8,7 +8,8 @@ import click
 
 from .. import runrecord
 from ..errors import InputError
-from ..jsonl import JsonlWriter, read_records
+from ..jsonl import AtomicFile, JsonlWriter, open_input, read_records
+from .options import output_option
 
 log = logging.getLogger("cqtools")
 
@@ -18,7 +19,8 @@ log = logging.getLogger("cqtools")
 @click.option("--order", type=click.Path(exists=True, dir_okay=False), metavar="INPUT",
               help="Order by the ids of INPUT instead of interleaving (use when shards skipped records; "
                    "holds the shard outputs in memory).")
-def cli(shards, order):
+@output_option
+def cli(shards, order, output):
     """Merge shard outputs (given in shard order 0..N-1) into input order on stdout.
 
     `--shard I/N` keeps the records at positions p with p % N == I, so reading one
@@ -26,7 +28,7 @@ def cli(shards, order):
     `--resume OUT` carry a run record (OUT.cq.json): merge then refuses shards made with
     different configurations, shards given out of order, and shards whose run did not finish
     or holds fewer records than its share of the input. Without run records it can only check
-    that the shards' sizes fit together, and says so.
+    that the shards' sizes fit together, and says so. Shards may be gzipped (`--resume out.0.jsonl.gz`).
 
     \b
     Example:
@@ -34,11 +36,18 @@ def cli(shards, order):
       cq merge out.0.jsonl out.1.jsonl out.2.jsonl out.3.jsonl | cq score --task cbqa
     """
     check_run_records(shards)
-    writer = JsonlWriter(sys.stdout.buffer)
-    if order:
-        _merge_by_input(shards, order, writer)
-    else:
-        _interleave(shards, writer)
+    out = AtomicFile(output) if output else None
+    writer = JsonlWriter(out or sys.stdout.buffer)
+    try:
+        if order:
+            _merge_by_input(shards, order, writer)
+        else:
+            _interleave(shards, writer)
+        if out:
+            out.commit()
+    finally:
+        if out:
+            out.abort()
 
 
 def check_run_records(shards: tuple[str, ...]) -> None:
@@ -79,13 +88,13 @@ def check_run_records(shards: tuple[str, ...]) -> None:
 
 
 def _count_lines(path: str) -> int:
-    with open(path, "rb") as fh:
+    with open_input(path) as fh:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
 
 
 def _records(path: str):
     """A shard's records; a bad line names the shard file."""
-    with open(path, "rb") as fh:
+    with open_input(path) as fh:
         try:
             yield from read_records(fh, required=())
         except InputError as err:
@@ -122,7 +131,7 @@ def _merge_by_input(shards: tuple[str, ...], order: str, writer: JsonlWriter) ->
     for path in shards:
         for _, record in _records(path):
             by_id.setdefault(record["id"], []).append(record)
-    with open(order, "rb") as fh:
+    with open_input(order) as fh:
         for lineno, record in read_records(fh, required=()):
             if not by_id.get(record["id"]):
                 raise InputError(f"id {record['id']} of {order} is in no shard output; "

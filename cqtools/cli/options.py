@@ -47,7 +47,18 @@ batch_option = click.option(
     help="Records (or pairs) processed together.",
 )
 
+output_option = click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Write to FILE instead of stdout, all or nothing: a temp file renamed to FILE when the run ends "
+         "well (a failed run leaves FILE as it was). FILE.gz is gzipped. For a file a killed run can "
+         "continue, use --resume instead.",
+)
+
 scale_options = compose(
+    output_option,
     click.option(
         "--shard",
         callback=_shard,
@@ -58,8 +69,9 @@ scale_options = compose(
         "--resume",
         type=click.Path(dir_okay=False),
         metavar="OUT",
-        help="Write to OUT instead of stdout; if OUT exists, continue after the records it holds (restart a "
-             "killed job). OUT.cq.json records the configuration; a different one is refused.",
+        help="Write to OUT instead of stdout, as it goes; if OUT exists, continue after the records it holds "
+             "(restart a killed job). OUT.cq.json records the configuration; a different one is refused. "
+             "OUT.gz is gzipped (one gzip member per batch; a torn one is repaired on resume).",
     ),
     click.option(
         "--force-resume",
@@ -180,6 +192,7 @@ __all__ = [
     "stream_options",
     "batch_option",
     "scale_options",
+    "output_option",
     "hits_option",
     "seed_option",
     "device_options",

@@ -12,7 +12,10 @@ a JSON object at all is dropped (it is no record); each is reported with its lin
 
 ``--resume OUT`` resumes by input position: OUT's complete lines are the first records of this
 run's input (their ids are checked in order), a torn last line is cut off, and the run record
-``OUT.cq.json`` (cqtools/runrecord.py) must show the same configuration.
+``OUT.cq.json`` (cqtools/runrecord.py) must show the same configuration. ``-o FILE`` instead writes
+all or nothing: a temp file renamed to FILE when the input is exhausted. Either is gzip if named
+``.gz``; gzip input (a file or stdin) is recognised by its magic bytes. ``spec.sinks`` (``cq retrieve
+--run``) see every record written, OUT's earlier ones included, and are committed with the run.
 
 Under a multi-process launcher (``accelerate launch --multi_gpu --num_processes N -m cqtools ...``,
 or torchrun: ``WORLD_SIZE`` > 1) only the main process reads stdin; it hands each process one
@@ -24,15 +27,18 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import islice
 from typing import Callable, Iterator
+
+import click
 
 import orjson
 from tqdm import tqdm
 
 from .. import runrecord
 from ..errors import CQError, InputError
-from ..jsonl import JsonlWriter, Skipped, batched, read_records
+from ..jsonl import AtomicFile, JsonlWriter, Skipped, batched, open_append, open_input, read_records
 
 log = logging.getLogger("cqtools")
 
@@ -53,6 +59,8 @@ class StreamSpec:
     required: tuple[str, ...] = ("question",)
     desc: str = "records"
     fanout: bool = False  # process returns a list of records per input (in order), not one record
+    output: str | None = None
+    sinks: list = field(default_factory=list)  # write(records), commit(), abort(): e.g. a TREC run
 
 
 def spec_from(kwargs: dict, **overrides) -> StreamSpec:
@@ -64,11 +72,15 @@ def spec_from(kwargs: dict, **overrides) -> StreamSpec:
         shard=kwargs.pop("shard", None),
         resume=kwargs.pop("resume", None),
         force_resume=kwargs.pop("force_resume", False),
+        output=kwargs.pop("output", None),
     )
     for key, value in overrides.items():
         setattr(spec, key, value)
     if spec.quiet:
         logging.getLogger("cqtools").setLevel(logging.WARNING)
+    if spec.output and spec.resume:
+        raise click.UsageError("-o/--output and --resume both name the output: use -o FILE for an all-or-nothing "
+                               "file, --resume OUT for one that a killed run can continue")
     return spec
 
 
@@ -196,8 +208,8 @@ class _Counted:
 
 
 class _Run:
-    """This run's input (read, checked, sharded, resumed) and output (stdout, or ``--resume OUT``
-    with its run record)."""
+    """This run's input (read, checked, sharded, resumed) and output (stdout, ``-o FILE``, or
+    ``--resume OUT`` with its run record), and the sinks that see what is written."""
 
     def __init__(self, spec: StreamSpec, stdin, stdout):
         self.spec = spec
@@ -216,14 +228,28 @@ class _Run:
             if self.done:
                 log.info("resume: %d records already in %s", self.done, spec.resume)
                 records = runrecord.skip_done(records, spec.resume, self.done)
-            self.out_fh = open(spec.resume, "ab")
+            self.out_fh = open_append(spec.resume)
+            self._replay(spec.resume, self.done)
+        elif spec.output:
+            self.out_fh = AtomicFile(spec.output)
         self.items = _items(records, spec)
         self.writer = JsonlWriter(self.out_fh or (stdout if stdout is not None else sys.stdout.buffer))
         self.bar = tqdm(desc=spec.desc, unit="rec", file=sys.stderr,
                         disable=spec.quiet or not sys.stderr.isatty())
 
+    def _replay(self, path: str, done: int) -> None:
+        """Sinks see the records OUT already holds, so that they cover the whole output."""
+        if self.spec.sinks and done:
+            with open_input(path) as fh:
+                for _, record in islice(read_records(fh, required=()), done):
+                    for sink in self.spec.sinks:
+                        sink.write([record])
+
     def write(self, records: list, n_inputs: int) -> None:
-        self.writer.write_all([r for group in records for r in group] if self.spec.fanout else records)
+        records = [r for group in records for r in group] if self.spec.fanout else records
+        self.writer.write_all(records)
+        for sink in self.spec.sinks:
+            sink.write(records)
         self.bar.update(n_inputs)
 
     def finish(self) -> None:
@@ -234,10 +260,17 @@ class _Run:
             runrecord.write(self.spec.resume, self.record)
         if self.skipped.count:
             log.warning("skipped %d malformed line(s)", self.skipped.count)
+        for out in [self.out_fh, *self.spec.sinks] if isinstance(self.out_fh, AtomicFile) else self.spec.sinks:
+            out.commit()
 
     def close(self) -> None:
+        """After :meth:`finish` (committed), or after a failure: ``-o`` and sinks leave no file behind."""
         self.bar.close()
-        if self.out_fh:
+        for sink in self.spec.sinks:
+            sink.abort()
+        if isinstance(self.out_fh, AtomicFile):
+            self.out_fh.abort()
+        elif self.out_fh:
             self.out_fh.close()
 
 
