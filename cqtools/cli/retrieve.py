@@ -25,18 +25,27 @@ from .stream import run_stream, spec_from
 @click.option("--alpha", type=float, default=0.1, show_default=True, help="Sparse weight for --fusion linear.")
 @click.option("--k1", type=float, default=0.9, show_default=True, help="BM25 k1.")
 @click.option("--b", type=float, default=0.4, show_default=True, help="BM25 b.")
+@click.option("--run", "run_file", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Also write a TREC run (qid Q0 docid rank score tag) to FILE, all or nothing, with the "
+                   "JSONL's ranks and scores (FILE.gz is gzipped). With --shard: that shard's run (shard runs "
+                   "`cat` into one); with --resume: the whole of OUT's run, rewritten at the end.")
+@click.option("--run-tag", default=None, metavar="TAG", help="The TREC run's tag column [default: cq-METHOD].")
 @compose(batch_option, device_options, stream_options, scale_options)
-def cli(index_dir, method, hits, threads, query_field, encoder, fusion, alpha, k1, b, device, dtype, **kwargs):
+def cli(index_dir, method, hits, threads, query_field, encoder, fusion, alpha, k1, b, run_file, run_tag, device,
+        dtype, **kwargs):
     """Add the top passages {id, title, text, score, rank} under "passages".
 
     \b
     Example:
       cq retrieve --index idx --method bm25 --hits 100 < questions.jsonl \\
         | cq rerank --top 10 | cq answer --mode single
+      cq retrieve --index idx --hits 1000 --run run.trec -o retrieved.jsonl.gz < questions.jsonl
     """
+    from ..formats import TrecRun
     from ..stages import retrieve
 
-    spec = spec_from(kwargs, required=(query_field,), desc="retrieve")
+    sinks = [TrecRun(run_file, run_tag or f"cq-{method}")] if run_file else []
+    spec = spec_from(kwargs, required=(query_field,), desc="retrieve", sinks=sinks)
     run_stream(retrieve.build(method, index_dir=index_dir, hits=hits, threads=threads, query_field=query_field,
                               encoder=encoder, device="cpu" if device == "auto" else device, fusion=fusion,
                               alpha=alpha, k1=k1, b=b), spec)
