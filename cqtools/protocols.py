@@ -74,9 +74,21 @@ class CQMethod(Protocol):
 
 @runtime_checkable
 class Reader(Protocol):
-    """Answers a batch of (question, passages) with answer dicts ``{text, ...}`` per record."""
+    """Answers each question from its passages (``cq answer --reader``): per question, answer dicts
+    ``{text, ...}`` best first; one (the first is used) unless ``multi``, then every distinct answer
+    found. Extra keys (``grounding``, ``generated``, a span's ``passage_id``...) are kept in the
+    record. ``info`` (the model) and ``params`` (the reader's options) go into ``meta.answer``."""
 
     name: str
     info: dict
+    params: dict
 
-    def read(self, questions: list[str], passages: list[list[dict]]) -> list[list[dict]]: ...
+    def read(self, questions: list[str], passages: list[list[dict]], multi: bool = False) -> list[list[dict]]: ...
+
+
+@runtime_checkable
+class AnswerVerifier(Protocol):
+    """A reader that can also score answers (``cq answer --verify``, REFUEL): one number per answer,
+    higher = better supported (the generative reader: summed log p(answer | passages, question))."""
+
+    def verify(self, question: str, passages: list[dict], answers: list[str]) -> list[float]: ...

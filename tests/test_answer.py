@@ -4,8 +4,9 @@ import pytest
 from cqtools.cli import cli
 from cqtools.metrics.cq import parse_cq
 from cqtools.metrics.normalize import normalize_answer
-from cqtools.stages.answer import (AnswerConfig, Reader, answer_batch, candidate_spans, clean_answer, ground,
-                                   record_cq, revised_question, shown_passages, snap_spans, split_answers)
+from cqtools.stages.answer import (AnswerConfig, AnswerStage, GenerativeReader, answer_batch, candidate_spans,
+                                   clean_answer, ground, record_cq, revised_question, shown_passages, snap_spans,
+                                   split_answers)
 
 from .conftest import jsonl, parse_jsonl
 from .conftest_models import FakeCrossEncoder, bm25_index, retrieved  # noqa: F401
@@ -40,7 +41,7 @@ class FakeGenerator:
         self.replies = replies
         self.prompts = []
 
-    def generate(self, prompts, max_new_tokens=32, chat=None, stop=None):
+    def generate(self, prompts, max_new_tokens=32, chat=None, stop=None, batch_size=None):
         self.prompts += prompts
         out = []
         for p in prompts:
@@ -48,8 +49,12 @@ class FakeGenerator:
             out.append(next((v for k, v in self.replies.items() if k in question), "unknown"))
         return out
 
-    def score(self, prompts, continuations, prefix=""):
+    def score(self, prompts, continuations, prefix="", batch_size=None):
         return [-1.0 if "good" in c.lower() or c.strip().lower() == "x" else -20.0 for c in continuations]
+
+
+def _stage(generator, config, cross_encoder=None):
+    return AnswerStage(config, GenerativeReader(generator, config), cross_encoder)
 
 
 def _record(**extra):
@@ -62,7 +67,7 @@ def test_cq_mode_one_answer_per_option():
     gen = FakeGenerator({"A1": "Answer one.", "B2": "The answer is two"})
     cfg = AnswerConfig(mode="cq", grounding="none")
     record = _record(cq={"text": "Which thing: A1 or B2?", "category": "Which thing", "options": ["A1", "B2"]})
-    out = answer_batch([record], Reader(gen, cfg, FakeCrossEncoder()), {"mode": "cq"})[0]
+    out = answer_batch([record], _stage(gen, cfg, FakeCrossEncoder()), {"mode": "cq"})[0]
     assert out["answers"] == [
         {"text": "Answer one", "grounding": "none", "option": "A1", "question": "Who?, Which thing: A1"},
         {"text": "two", "grounding": "none", "option": "B2", "question": "Who?, Which thing: B2"}]
@@ -72,7 +77,7 @@ def test_cq_mode_one_answer_per_option():
 def test_cq_mode_selected_option_only():
     gen = FakeGenerator({"B2": "two"})
     record = _record(cq={"category": "thing", "options": ["A1", "B2"]}, selected_option="B2")
-    out = answer_batch([record], Reader(gen, AnswerConfig(mode="cq", selected=True, grounding="none"), None), {})[0]
+    out = answer_batch([record], _stage(gen, AnswerConfig(mode="cq", selected=True, grounding="none"), None), {})[0]
     assert [(a["option"], a["text"]) for a in out["answers"]] == [("B2", "two")]
 
 
@@ -82,13 +87,13 @@ def test_multi_mode_round_trip_and_verify():
                        grounding="none")
     record = _record()
     record["passages"][1]["text"] = "here good b is"
-    out = answer_batch([record], Reader(gen, cfg), {})[0]
+    out = answer_batch([record], _stage(gen, cfg), {})[0]
     texts = [a["text"] for a in out["answers"]]
     assert texts == ["X", "good b", "good c"]  # "x" deduplicated; round trip found "good c"
     assert out["answers"][2]["question"] == "Who? [T1]"
     assert all(a["verify_score"] == -1.0 for a in out["answers"])
     cfg.verify_threshold = 0.0
-    assert answer_batch([_record()], Reader(gen, cfg), {})[0]["answers"] == []
+    assert answer_batch([_record()], _stage(gen, cfg), {})[0]["answers"] == []
 
 
 # --- grounding ----------------------------------------------------------------------------------
@@ -106,11 +111,11 @@ class ScoringGenerator:
     def __init__(self, reply, scores=None):
         self.reply, self.scores, self.score_calls, self.chats = reply, scores or {}, [], []
 
-    def generate(self, prompts, max_new_tokens=32, chat=None, stop=None):
+    def generate(self, prompts, max_new_tokens=32, chat=None, stop=None, batch_size=None):
         self.chats.append(chat)
         return [self.reply] * len(prompts)
 
-    def score(self, prompts, continuations, prefix=""):
+    def score(self, prompts, continuations, prefix="", batch_size=None):
         self.score_calls.append((list(prompts), list(continuations), prefix))
         return [self.scores.get(c.strip(), -50.0) for c in continuations]
 
@@ -188,17 +193,17 @@ def test_answer_batch_records_the_grounding_and_passes_only_shown_text():
                 {"id": "p2", "title": "Other", "text": "Gary Oldman played Gordon."}]
     record = {"id": "r", "question": "who played the joker", "passages": passages}
     gen = ScoringGenerator("The Joker was played by the actor Heath Ledger.", {"Gary Oldman": 0.0})
-    cfg = AnswerConfig(passages=1, passage_chars=60)
-    out = answer_batch([dict(record)], Reader(gen, cfg), {"grounding": cfg.grounding})[0]
+    cfg = AnswerConfig(n_passages=1, passage_chars=60)
+    out = answer_batch([dict(record)], _stage(gen, cfg), {"grounding": cfg.grounding})[0]
     assert out["answers"] == [{"text": "Heath Ledger", "grounding": "span",
                                "generated": "The Joker was played by the actor Heath Ledger"}]
     assert gen.chats == [False]  # few-shot completion prompt, no chat template
     gen.reply = "nobody"
-    out = answer_batch([dict(record)], Reader(gen, cfg), {})[0]
+    out = answer_batch([dict(record)], _stage(gen, cfg), {})[0]
     assert out["answers"][0]["grounding"] == "score" and out["answers"][0]["text"] != "Gary Oldman"  # not shown
     assert shown_passages(passages, 1, 60) == [("The Dark Knight",
                                                 "Heath Ledger played the Joker in The Dark Knight, released")]
-    out = answer_batch([dict(record)], Reader(gen, AnswerConfig(grounding="none")), {})[0]
+    out = answer_batch([dict(record)], _stage(gen, AnswerConfig(grounding="none")), {})[0]
     assert out["answers"] == [{"text": "nobody", "grounding": "none"}]
 
 
@@ -263,3 +268,38 @@ def test_cq_mode_on_fixtures_with_gold_cq(runner, retrieved):
         assert [a["option"] for a in record["answers"]] == options
         assert all(a["question"].endswith(a["option"]) for a in record["answers"])
     assert out[0]["meta"]["answer"]["reranker"] == "cross-encoder/ms-marco-MiniLM-L-12-v2"
+
+
+# --- the reader registry and build() ---------------------------------------------------------------
+
+def test_build_uses_the_registered_generative_reader_and_passes_batch_size_per_call(monkeypatch):
+    from cqtools import models
+    from cqtools.protocols import AnswerVerifier
+    from cqtools.protocols import Reader as ReaderProtocol
+    from cqtools.registry import READERS
+    from cqtools.stages import answer
+
+    class Recording(FakeGenerator):
+        batch_size = 16
+
+        def generate(self, prompts, max_new_tokens=32, chat=None, stop=None, batch_size=None):
+            self.sizes.append(batch_size)
+            return super().generate(prompts, max_new_tokens, chat, stop)
+
+    gen = Recording({"Who?": "Alpha"})
+    gen.sizes = []
+    monkeypatch.setattr(models, "load_generator", lambda name, device="auto", dtype="auto", kind="auto": gen)
+    assert "generative" in READERS.names()
+    reader = READERS.build("generative", model="m", n_passages=2, batch_size=4)
+    assert isinstance(reader, ReaderProtocol) and isinstance(reader, AnswerVerifier)
+    run = answer.build(mode="single", reader="generative", model="m", grounding="none", batch_size=4, seed=0)
+    out = run([_record()])[0]
+    assert out["answers"] == [{"text": "Alpha", "grounding": "none"}]
+    assert out["meta"]["answer"] == {**FakeGenerator.info, "mode": "single", "passages": 3, "passage_chars": 600,
+                                     "max_new_tokens": 16, "grounding": "none", "seed": 0}
+    assert gen.sizes == [4] and gen.batch_size == 16  # per call; the shared model is left as it was
+
+
+def test_unknown_reader_is_a_usage_error(runner):
+    result = runner.invoke(cli, ["answer", "--reader", "nope"], input="")
+    assert result.exit_code == 2 and "Invalid value for '--reader': 'nope'" in result.stderr

@@ -24,7 +24,7 @@ class FakeGenerator:
         self.prompts: list[str] = []
         self.n = 0
 
-    def generate(self, prompts, max_new_tokens=32, chat=None, stop=None):
+    def generate(self, prompts, max_new_tokens=32, chat=None, stop=None, batch_size=None):
         out = []
         for p in prompts:
             self.prompts.append(p)
@@ -44,7 +44,7 @@ class FakeGenerator:
                 out.append(" " + lines[0] + "\n2. " + lines[1])
         return out
 
-    def score(self, prompts, continuations, prefix=""):
+    def score(self, prompts, continuations, prefix="", batch_size=None):
         return [-1.0 if c == " True" else -2.0 for c in continuations]
 
 

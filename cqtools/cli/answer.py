@@ -5,6 +5,7 @@ import click
 
 from .options import (api_options, batch_option, compose, device_options, max_input_option, model_option, scale_options,
                       seed_option, stream_options)
+from ..registry import READERS
 from .stream import run_stream, spec_from
 
 DEFAULT_READER = "HuggingFaceTB/SmolLM2-135M-Instruct"      # = stages.answer.DEFAULT_READER
@@ -15,15 +16,19 @@ DEFAULT_RERANKER = "cross-encoder/ms-marco-MiniLM-L-12-v2"  # = stages.rerank.DE
 @click.option("--mode", type=click.Choice(["single", "cq", "multi", "long"]), default="single", show_default=True,
               help="single: one answer; cq: one per option of the record's \"cq\"; multi: every distinct answer; "
                    "long: a long answer from the record's \"dqs\" (cq disambiguate; 5 passages, 160 tokens unless given).")
+@click.option("--reader", "reader_name", type=click.Choice(READERS.names()), default="generative", show_default=True,
+              help=READERS.help() + ".")
 @model_option("reader", DEFAULT_READER, help="Reader LM (causal or seq2seq): Hugging Face id, local directory, "
                                             "or offline copy.")
 @click.option("--kind", type=click.Choice(["auto", "causal", "seq2seq"]), default="auto", show_default=True,
               help="Reader architecture (auto: from the model config).")
 @click.option("--passages", "n_passages", type=click.IntRange(min=1), default=3, show_default=True,
-              help="Top passages shown to the reader.")
+              help="Top passages shown to the reader (cq mode: after reranking them for each revised question).")
 @click.option("--passage-chars", type=click.IntRange(min=50), default=600, show_default=True,
-              help="Each passage's text is cut to this many characters in the prompt.")
-@click.option("--max-new-tokens", type=click.IntRange(min=1), default=16, show_default=True)
+              help="Each passage's text is cut at a word boundary before this many characters in the reader's "
+                   "prompt (titles stay whole; --mode long cuts passages to 80 words instead).")
+@click.option("--max-new-tokens", type=click.IntRange(min=1), default=16, show_default=True,
+              help="Tokens generated per answer (multi: three times as many for the list).")
 @click.option("--grounding", type=click.Choice(["span", "none"]), default="span", show_default=True,
               help="single/cq: snap each answer to the passage span it best matches, or, when the generation is "
                    "unusable, take the span the reader scores highest (answers record which was used); "
@@ -43,8 +48,8 @@ DEFAULT_RERANKER = "cross-encoder/ms-marco-MiniLM-L-12-v2"  # = stages.rerank.DE
 @click.option("--verify-threshold", type=float, default=-8.0, show_default=True,
               help="With --verify, answers scoring below this summed log-probability are dropped.")
 @compose(batch_option, device_options, max_input_option, api_options, seed_option, stream_options, scale_options)
-def cli(mode, model, kind, n_passages, passage_chars, max_new_tokens, grounding, selected, reranker, rerank_depth,
-        round_trip, max_rounds, verify, verify_threshold, device, dtype, seed, **kwargs):
+def cli(mode, reader_name, model, kind, n_passages, passage_chars, max_new_tokens, grounding, selected, reranker,
+        rerank_depth, round_trip, max_rounds, verify, verify_threshold, device, dtype, seed, **kwargs):
     """Add "answers": [{text, grounding, generated?, option?, question?, verify_score?}] read from "passages".
 
     \b
@@ -53,32 +58,20 @@ def cli(mode, model, kind, n_passages, passage_chars, max_new_tokens, grounding,
       ... | cq gen-cq | cq answer --mode cq            # one answer per CQ option
       ... | cq answer --mode multi --round-trip --verify
     """
-    from ..models import load_cross_encoder, load_generator
     from ..models.backends import set_seed
-    from ..stages.answer import AnswerConfig, Reader, answer_batch
+    from ..stages import answer
 
     if selected and mode != "cq":
         raise click.UsageError("--selected needs --mode cq")
-    config = AnswerConfig(mode=mode, passages=n_passages, passage_chars=passage_chars,
-                          max_new_tokens=max_new_tokens, grounding=grounding, selected=selected,
-                          rerank_depth=rerank_depth, round_trip=round_trip, max_rounds=max_rounds, verify=verify,
-                          verify_threshold=verify_threshold, batch_size=kwargs["batch_size"])
+    options = dict(model=model, kind=kind, device=device, dtype=dtype, n_passages=n_passages,
+                   passage_chars=passage_chars, max_new_tokens=max_new_tokens, grounding=grounding, selected=selected,
+                   rerank_depth=rerank_depth, round_trip=round_trip, max_rounds=max_rounds, verify=verify,
+                   verify_threshold=verify_threshold, batch_size=kwargs["batch_size"])
+    if mode == "long":  # Tree of Clarifications' long answer: its own defaults unless given
+        given = click.get_current_context().get_parameter_source
+        for name in ("n_passages", "max_new_tokens"):
+            if given(name).name == "DEFAULT":
+                options[name] = None
     spec = spec_from(kwargs, required=("question",), desc="answer")
     set_seed(seed)
-    generator = load_generator(model, device, dtype, kind)
-    generator.batch_size = config.batch_size
-    if mode == "long":  # Tree of Clarifications' long answer: cqtools/stages/long_answer.py
-        from ..stages.long_answer import long_answer_batch
-
-        given = click.get_current_context().get_parameter_source
-        tokens = max_new_tokens if given("max_new_tokens").name != "DEFAULT" else None
-        top = n_passages if given("n_passages").name != "DEFAULT" else None
-        run_stream(lambda recs: long_answer_batch(recs, generator, passages=top, max_new_tokens=tokens,
-                                                  info={**generator.info, "seed": seed}), spec)
-        return
-    cross_encoder = load_cross_encoder(reranker, device) if mode == "cq" else None
-    info = {**generator.info, **config.params(), "seed": seed}
-    if cross_encoder is not None:
-        info["reranker"] = cross_encoder.info["model"]
-    reader = Reader(generator, config, cross_encoder)
-    run_stream(lambda recs: answer_batch(recs, reader, info), spec)
+    run_stream(answer.build(mode, reader_name, reranker=reranker, seed=seed, **options), spec)

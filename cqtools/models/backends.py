@@ -268,10 +268,11 @@ class Generator:
                                                   add_generation_prompt=True)
 
     def generate(self, prompts: list[str], max_new_tokens: int = 32, chat: bool | None = None,
-                 stop: list[str] | None = None) -> list[str]:
+                 stop: list[str] | None = None, batch_size: int | None = None) -> list[str]:
         """Greedy continuations of ``prompts`` (chat template applied when the model has one and
         ``chat`` is not False), cut at the first of ``stop``. Each prompt runs alone at its own
-        length (padded batches of ``batch_size``, longest first, with ``CQ_PADDED_BATCHES=1``);
+        length (padded batches of ``batch_size``, default ``self.batch_size``, longest first, with
+        ``CQ_PADDED_BATCHES=1``);
         a prompt longer than the input limit loses its middle."""
         import torch
 
@@ -282,7 +283,7 @@ class Generator:
         seqs = self._fit(seqs, _limit(self.context, max_new_tokens if self.kind == "causal" else 0))
         order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i]))
         outputs: list[str] = [""] * len(texts)
-        for idx in _groups(order, self.batch_size if self.padded else 1):
+        for idx in _groups(order, (batch_size or self.batch_size) if self.padded else 1):
             ids, mask = self._pad([seqs[i] for i in idx], left=self.kind == "causal")
             with torch.inference_mode():
                 out = self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
@@ -318,7 +319,8 @@ class Generator:
 
     # -- scoring ---------------------------------------------------------------------------------
 
-    def score(self, prompts: list[str], continuations: list[str], prefix: str = "") -> list[float]:
+    def score(self, prompts: list[str], continuations: list[str], prefix: str = "",
+              batch_size: int | None = None) -> list[float]:
         """Summed log p(continuation | prefix + prompt) for each pair.
 
         Pieces are tokenized separately and concatenated, so the scores do not depend on whether
@@ -330,13 +332,14 @@ class Generator:
         if not prompts:
             return []
         if self.kind == "seq2seq":
-            return self._score_seq2seq([prefix + p for p in prompts], continuations)
-        return self._score_causal(prompts, continuations, prefix, use_cache=True)
+            return self._score_seq2seq([prefix + p for p in prompts], continuations, batch_size)
+        return self._score_causal(prompts, continuations, prefix, use_cache=True, batch_size=batch_size)
 
     def _ids(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False, verbose=False).input_ids if text else []
 
-    def _score_causal(self, prompts, continuations, prefix: str, use_cache: bool = True) -> list[float]:
+    def _score_causal(self, prompts, continuations, prefix: str, use_cache: bool = True,
+                      batch_size: int | None = None) -> list[float]:
         import torch
 
         prefix_ids = self._bos + self._ids(prefix)
@@ -359,7 +362,7 @@ class Generator:
         order = sorted(range(len(items)), key=lambda i: -sum(map(len, items[i])))
         scores = [0.0] * len(items)
         offset = len(prefix_ids) if cache is not None else 0
-        for idx in _groups(order, self.batch_size if self.padded else 1):
+        for idx in _groups(order, (batch_size or self.batch_size) if self.padded else 1):
             # right padding (if any): positions stay those of one sequence
             ids, mask = self._pad([head + items[i][0] + items[i][1] for i in idx], left=False)
             width = ids.shape[1]
@@ -400,14 +403,14 @@ class Generator:
         self._head = lambda x: x
         return self.model(input_ids=ids, attention_mask=mask, **kwargs).logits
 
-    def _score_seq2seq(self, sources: list[str], targets: list[str]) -> list[float]:
+    def _score_seq2seq(self, sources: list[str], targets: list[str], batch_size: int | None = None) -> list[float]:
         import torch
 
         src = self._fit([self.tokenizer(t, verbose=False).input_ids for t in sources], _limit(self.context))
         tgt = [self.tokenizer(text_target=t, verbose=False).input_ids for t in targets]
         scores = [0.0] * len(sources)
         order = sorted(range(len(src)), key=lambda i: -len(src[i]))
-        for idx in _groups(order, self.batch_size if self.padded else 1):
+        for idx in _groups(order, (batch_size or self.batch_size) if self.padded else 1):
             ids, mask = self._pad([src[i] for i in idx], left=False)
             label_ids, _ = self._pad([tgt[i] for i in idx], left=False, value=-100)
             with torch.inference_mode():

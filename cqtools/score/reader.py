@@ -68,8 +68,8 @@ class ExtractiveReader:
         return [best.get(i, (0.0, ""))[1] for i in range(len(questions))]
 
 
-class Reader:
-    """Reader for Disambig-F1: an extractive model (:class:`ExtractiveReader`), or else a
+class DisambigF1Reader:
+    """The scorer's reader for Disambig-F1 (not ``cq answer``'s readers): an extractive model (:class:`ExtractiveReader`), or else a
     generative one through `cq answer`'s own reader (span-grounded, with the
     long answer as its only passage; ``kind`` says which). A model that cannot be resolved or
     loaded leaves ``error`` set and Disambig-F1/DR null (never a silent 0).
@@ -103,11 +103,10 @@ class Reader:
                               f"deepset/roberta-large-squad2")
                 return
             from ..models.backends import load_generator
-            from ..stages.answer import AnswerConfig
-            from ..stages.answer import Reader as AnswerReader
+            from ..stages.answer import GenerativeReader, ReaderOptions
 
-            config = AnswerConfig(mode="single", passages=1, passage_chars=4000, batch_size=self.batch_size)
-            self.generative = AnswerReader(load_generator(self.name, self.device), config)
+            options = ReaderOptions(n_passages=1, passage_chars=4000)
+            self.generative = GenerativeReader(load_generator(self.name, self.device), options)
             self.kind = "generative (cq answer reader, span-grounded)"
             return
         self.kind = "extractive"
@@ -128,15 +127,15 @@ class Reader:
         answers = [""] * len(questions)
         todo = [i for i, c in enumerate(contexts) if c.strip()]
         if todo and self.generative is not None:
-            from ..stages.answer import Question
-
-            asked = [Question(n, questions[i], [{"id": "long_answer", "title": "", "text": contexts[i],
-                                                  "score": 0.0, "rank": 1}])
-                     for n, i in enumerate(todo)]
-            for i, found in zip(todo, self.generative.ask(asked, multi=False)):
+            passages = [[{"id": "long_answer", "title": "", "text": contexts[i], "score": 0.0, "rank": 1}]
+                        for i in todo]
+            for i, found in zip(todo, self.generative.read([questions[i] for i in todo], passages)):
                 answers[i] = found[0]["text"] if found else ""
             return answers
         if todo:
             for i, answer in zip(todo, self.pipe([questions[i] for i in todo], [contexts[i] for i in todo])):
                 answers[i] = answer
         return answers
+
+
+Reader = DisambigF1Reader  # the old name, still imported by score/asqa.py and cli/models.py

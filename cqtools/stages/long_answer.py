@@ -1,8 +1,8 @@
 """Long answers (``cq answer --mode long``): Tree of Clarifications' answer generation.
 
 The model reads the ambiguous question, up to ``max_dqs`` disambiguations (the record's ``dqs``
-from ``cq disambiguate``, in BFS order) and up to ``passages`` passages that contain one of
-their answers, and writes ``long_answer``. When fewer than ``min_dqs`` disambiguations survived
+from ``cq disambiguate``, in BFS order) and up to ``n_passages`` passages that contain one of
+their answers, each cut to ``passage_words`` words, and writes ``long_answer``. When fewer than ``min_dqs`` disambiguations survived
 ``--prune``, the pruned nodes of the record's ``tree`` come back, in BFS order ("undoing the
 pruning"), so that the answer still covers several readings. With no answer-containing passage
 the top passages are shown instead. What was used is written to ``meta.answer`` per record.
@@ -49,22 +49,25 @@ def pick_passages(passages: list[dict], answers: list[str], n: int) -> tuple[lis
 
 
 def long_answer_batch(records: list[dict], generator, max_dqs: int = 10, min_dqs: int = 2,
-                      passages: int | None = None, passage_words: int = 80, max_new_tokens: int | None = None,
-                      info: dict | None = None) -> list[dict]:
-    """Add ``long_answer`` to each record (one prompt per record, one generate call per batch).
-    ``passages`` / ``max_new_tokens`` None: :data:`DEFAULT_PASSAGES` / :data:`DEFAULT_NEW_TOKENS`."""
-    passages = passages or DEFAULT_PASSAGES
+                      n_passages: int | None = None, passage_words: int = 80, max_new_tokens: int | None = None,
+                      info: dict | None = None, batch_size: int | None = None) -> list[dict]:
+    """Add ``long_answer`` to each record (one prompt per record, one generate call per batch, in
+    batches of ``batch_size`` when given). ``n_passages`` / ``max_new_tokens`` None:
+    :data:`DEFAULT_PASSAGES` / :data:`DEFAULT_NEW_TOKENS`."""
+    n_passages = n_passages or DEFAULT_PASSAGES
     prompts, used = [], []
     for record in records:
         pairs, restored = select_dqs(record, max_dqs, min_dqs)
         record_passages = record.get(PASSAGES) or []
-        shown, holding = pick_passages(record_passages, [a for _, a in pairs], passages)
-        prompts.append(P.long_prompt(str(record["question"]), pairs, snippets(shown, passages, passage_words)))
+        shown, holding = pick_passages(record_passages, [a for _, a in pairs], n_passages)
+        prompts.append(P.long_prompt(str(record["question"]), pairs, snippets(shown, n_passages, passage_words)))
         used.append({"dqs_used": len(pairs), "restored_pruned": restored,
                      "passage_ids": [str(p.get("id")) for p in shown], "answer_passages": holding})
     tokens = max_new_tokens or DEFAULT_NEW_TOKENS
-    raw = generator.generate(prompts, max_new_tokens=tokens, stop=["\nQuestion:", "Disambiguations:"]) if prompts else []
-    base = {**(info or {}), "mode": "long", "max_dqs": max_dqs, "min_dqs": min_dqs, "passages": passages,
+    per_call = {} if batch_size is None else {"batch_size": batch_size}
+    raw = generator.generate(prompts, max_new_tokens=tokens, stop=["\nQuestion:", "Disambiguations:"],
+                             **per_call) if prompts else []
+    base = {**(info or {}), "mode": "long", "max_dqs": max_dqs, "min_dqs": min_dqs, "passages": n_passages,
             "max_new_tokens": tokens}
     for record, text, extra in zip(records, raw, used):
         record[LONG_ANSWER] = " ".join(text.split())

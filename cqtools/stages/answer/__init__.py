@@ -1,0 +1,164 @@
+"""Answer stage: short answers from a record's passages with a reader (the READERS registry).
+
+Modes:
+  single  one answer per question (the reader over the top passages);
+  cq      AskCQ Task 3: one answer per option of the record's clarifying question, each for the
+          "AQ revised by CQ" ("AQ, Which [category]: [option]") over passages reranked for it;
+  multi   AmbigQA multiple answers: the reader lists every answer it finds (deduplicated).
+Extras (REFUEL, :mod:`.refuel`): ``round_trip`` re-asks the question with each new answer's context
+until no new answer appears; ``verify`` scores log p(answer | passages + question) and drops weak pairs.
+
+Readers are registered in :data:`cqtools.registry.READERS` (``cq answer --reader``; plugins add
+more) and have the shape of :class:`cqtools.protocols.Reader`. The built-in ``generative`` reader
+(:mod:`.reader`) prompts a Generator and grounds its answers in passage spans (:mod:`.grounding`).
+:func:`build` assembles the stage from Python::
+
+    answer = build(mode="single", reader="generative", model="HuggingFaceTB/SmolLM2-135M-Instruct")
+    records = answer(records)
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, fields
+from typing import Callable
+
+from ...errors import InputError
+from ...protocols import AnswerVerifier
+from ...records import ANSWERS, set_meta
+from ...registry import READERS
+from ..rerank import DEFAULT_RERANKER
+from .grounding import MAX_SPAN_WORDS, Span, candidate_spans, ground, snap_spans
+from .questions import Question, questions_of, record_cq, rerank_questions, revised_question
+from .reader import DEFAULT_READER, GenerativeReader, ReaderOptions
+from .refuel import round_trip, verify
+from .text import (MULTI_PROMPT, SINGLE_PROMPT, VERIFY_QUERY, clean_answer, passage_block,
+                   shown_passages, split_answers)
+
+__all__ = ["AnswerConfig", "AnswerStage", "DEFAULT_READER", "GenerativeReader", "MAX_SPAN_WORDS", "MODES",
+           "MULTI_PROMPT", "Question", "Reader", "ReaderOptions", "SINGLE_PROMPT", "Span", "VERIFY_QUERY",
+           "answer_batch", "build", "candidate_spans", "clean_answer", "ground", "passage_block", "record_cq",
+           "revised_question", "shown_passages", "snap_spans", "split_answers"]
+
+MODES = ("single", "cq", "multi", "long")
+
+
+@dataclass
+class AnswerConfig(ReaderOptions):
+    """The stage's options; the :class:`ReaderOptions` fields are the generative reader's (the
+    stage itself reads ``n_passages``: cq mode reranks each revised question's passages down to it)."""
+
+    mode: str = "single"               # single | cq | multi
+    selected: bool = False             # cq mode: only record["selected_option"]
+    rerank_depth: int = 20             # cq mode: passages reranked per revised question
+    round_trip: bool = False
+    max_rounds: int = 2
+    verify: bool = False
+    verify_threshold: float = -8.0
+    batch_size: int = 32
+
+    def stage_params(self) -> dict:
+        """The stage's own options as written into ``meta.answer`` (after the reader's)."""
+        keep: dict = {}
+        if self.mode == "cq":
+            keep.update(selected=self.selected, rerank_depth=self.rerank_depth)
+        if self.round_trip:
+            keep.update(round_trip=True, max_rounds=self.max_rounds)
+        if self.verify:
+            keep.update(verify=True, verify_threshold=self.verify_threshold)
+        return keep
+
+
+@dataclass
+class AnswerStage:
+    """A reader (any :class:`cqtools.protocols.Reader`) with the stage's options and, for cq mode,
+    the cross-encoder that reranks passages per revised question."""
+
+    config: AnswerConfig
+    reader: object
+    cross_encoder: object = None
+
+    def meta(self, seed: int | None = None) -> dict:
+        """``meta.answer``: the reader's model, the mode, the reader's and the stage's options."""
+        info = {**self.reader.info, "mode": self.config.mode, **self.reader.params, **self.config.stage_params()}
+        if seed is not None:
+            info["seed"] = seed
+        if self.cross_encoder is not None:
+            info["reranker"] = self.cross_encoder.info["model"]
+        return info
+
+
+def Reader(generator, config: AnswerConfig, cross_encoder=None) -> AnswerStage:  # noqa: N802
+    """The pre-registry constructor, kept for old callers: a generative reader over ``generator``
+    with ``config``'s options, as an :class:`AnswerStage`. New code: :func:`build`, or
+    ``AnswerStage(config, GenerativeReader(generator, config, config.batch_size), cross_encoder)``."""
+    return AnswerStage(config, GenerativeReader(generator, config), cross_encoder)
+
+
+def build(mode: str = "single", reader: str = "generative", *, reranker: str = DEFAULT_RERANKER,
+          seed: int | None = None, **options) -> Callable[[list[dict]], list[dict]]:
+    """The answer stage as a batch function (records -> records). ``options``: the reader's (e.g.
+    ``model``, ``device``, ``dtype``, ``kind``, ``batch_size``, :class:`ReaderOptions`) and the
+    stage's (:class:`AnswerConfig`). ``mode="long"`` is Tree of Clarifications' long answer
+    (:mod:`cqtools.stages.long_answer`), written by the generative reader's model."""
+    if mode not in MODES:
+        raise InputError(f"unknown mode {mode!r}; --mode takes one of: {', '.join(MODES)}")
+    if mode == "long":
+        return _long(reader, seed, **options)
+    names = {f.name for f in fields(AnswerConfig)}
+    config = AnswerConfig(mode=mode, **{k: v for k, v in options.items() if k in names and v is not None})
+    if config.selected and mode != "cq":
+        raise InputError("--selected needs --mode cq")
+    the_reader = READERS.build(reader, **{**options, "batch_size": config.batch_size})
+    if config.verify and not isinstance(the_reader, AnswerVerifier):
+        raise InputError(f"--verify needs a reader that scores answers; {reader!r} does not (use --reader generative)")
+    cross_encoder = None
+    if mode == "cq":
+        from ...models import load_cross_encoder
+
+        cross_encoder = load_cross_encoder(reranker, options.get("device") or "auto")
+    stage = AnswerStage(config, the_reader, cross_encoder)
+    return functools.partial(answer_batch, stage=stage, info=stage.meta(seed))
+
+
+def _long(reader: str, seed: int | None, model: str | None = None, device: str = "auto", dtype: str = "auto",
+          kind: str = "auto", n_passages: int | None = None, max_new_tokens: int | None = None,
+          batch_size: int | None = None, **_):
+    """``mode="long"``: ``n_passages`` / ``max_new_tokens`` None take the long answer's defaults."""
+    from ...models import load_generator
+    from ..long_answer import long_answer_batch
+
+    if reader != "generative":
+        raise InputError("--mode long writes with a generator: it takes --reader generative")
+    generator = load_generator(model or DEFAULT_READER, device, dtype, kind)
+    return functools.partial(long_answer_batch, generator=generator, n_passages=n_passages,
+                             max_new_tokens=max_new_tokens, info={**generator.info, "seed": seed},
+                             batch_size=batch_size)
+
+
+def answer_batch(records: list[dict], stage: AnswerStage, info: dict) -> list[dict]:
+    c, reader = stage.config, stage.reader
+    questions = questions_of(records, c.mode, c.selected)
+    if c.mode == "cq":
+        rerank_questions(questions, stage.cross_encoder, c.rerank_depth, c.n_passages, c.batch_size)
+    multi = c.mode == "multi"
+    found = reader.read([q.text for q in questions], [q.passages for q in questions], multi=multi)
+    for q, answers in zip(questions, found):
+        q.answers = answers
+    per_record: list[list[dict]] = [[] for _ in records]
+    for q in questions:
+        for answer in q.answers[: None if multi else 1]:
+            entry = dict(answer)
+            if q.option is not None:
+                entry.update(option=q.option, question=q.text)
+            per_record[q.record].append(entry)
+    if c.round_trip and c.mode != "cq":
+        round_trip(questions, per_record, reader, c.max_rounds)
+    if c.verify:
+        verify(questions, per_record, reader)
+    for record, answers in zip(records, per_record):
+        if c.verify:
+            answers = [a for a in answers if a["verify_score"] >= c.verify_threshold]
+        record[ANSWERS] = answers
+        set_meta(record, "answer", info)
+    return records
+

@@ -1,0 +1,79 @@
+"""What the answer stage asks: the record's question, or AskCQ's "AQ revised by CQ" per option."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ...errors import InputError
+from ...records import PASSAGES, read_cq, require
+from ..rerank import RUN_RETRIEVE, rerank_lists
+
+
+@dataclass
+class Question:
+    """One question to answer for a record: the record's own, or a revision of it."""
+
+    record: int
+    text: str
+    passages: list[dict]
+    option: str | None = None
+    answers: list[dict] = field(default_factory=list)  # {text, grounding, generated?}
+
+
+def revised_question(question: str, category: str | None, option: str) -> str:
+    """AskCQ's "AQ revised by CQ": ``AQ, Which [category]: [option]``.
+
+    ``category`` may be a bare noun ("film") or already a head ("Which film", "In which year")."""
+    category = (category or "").strip()
+    if not category:
+        head = "Which one"
+    elif re.match(r"^(?:\w+\s+)?which\b", category, re.I):
+        head = category[0].upper() + category[1:]
+    else:
+        head = f"Which {category}"
+    return f"{question.strip()}, {head}: {option.strip()}"
+
+
+def record_cq(record: dict) -> tuple[str | None, list[str]]:
+    """(category, options) of the record's predicted ``cq`` (a dict from cq gen-cq, or its text)."""
+    if "cq" not in record:
+        raise InputError(f"record {record.get('id')} has no 'cq'; run `cq gen-cq` first (or drop --mode cq)",
+                         record_id=record.get("id"))
+    if record["cq"] is None:  # gen-cq judged it unambiguous and asked nothing
+        return None, []
+    _, category, options = read_cq(record["cq"], record.get("id"))
+    return category, options
+
+
+def questions_of(records: list[dict], mode: str, selected: bool = False) -> list[Question]:
+    """The questions to answer: one per record, or in cq mode one per option of its CQ (only the
+    ``selected_option`` with ``selected``; the question itself when no CQ was asked)."""
+    if mode != "cq":
+        return [Question(n, str(require(r, "question", "every record needs a question")),
+                         list(require(r, PASSAGES, RUN_RETRIEVE))) for n, r in enumerate(records)]
+    questions: list[Question] = []
+    for n, record in enumerate(records):
+        passages = list(require(record, PASSAGES, RUN_RETRIEVE))
+        category, options = record_cq(record)
+        if record["cq"] is None:  # no clarification asked: answer the question itself (AskCQ, CLAM)
+            questions.append(Question(n, record["question"], passages, None))
+            continue
+        if selected:
+            chosen = record.get("selected_option")
+            if chosen is None:
+                raise InputError(f"record {record.get('id')} has no 'selected_option'; set it (an oracle or a "
+                                 f"user's choice) or drop --selected", record_id=record.get("id"))
+            options = [chosen]
+        for option in options:
+            questions.append(Question(n, revised_question(record["question"], category, option), passages, option))
+    return questions
+
+
+def rerank_questions(questions: list[Question], cross_encoder, depth: int, top: int, batch_size: int) -> None:
+    """Each question's first ``depth`` passages reranked for it and cut to ``top`` (one model call)."""
+    if cross_encoder is None or not questions:
+        return
+    lists = rerank_lists(cross_encoder, [q.text for q in questions], [q.passages[:depth] for q in questions],
+                         top, batch_size)
+    for q, passages in zip(questions, lists):
+        q.passages = passages
