@@ -173,7 +173,7 @@ def _command_and_params() -> tuple[str, dict]:
     ctx = click.get_current_context(silent=True)
     if ctx is None:
         return "python", {}
-    return ctx.command.name, dict(ctx.params)
+    return ctx.command.name, {**ctx.meta.get("cq.params", {}), **ctx.params}
 
 
 def skip_done(records, path: str, done: int):

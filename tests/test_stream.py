@@ -201,3 +201,15 @@ def test_a_skipped_record_is_scored_as_missing(runner, questions):
     assert detected.exit_code == 0 and len(parse_jsonl(detected.stdout)) == 4
     summary = orjson.loads(runner.invoke(cli, ["score", "--task", "detect"], input=detected.stdout).stdout)
     assert summary["n"] == 4 and summary["missing"] == 1
+
+
+def test_resume_sees_options_applied_by_callbacks(runner, questions, tmp_path):
+    """--max-input-tokens is applied through a callback, not passed to the command: the run
+    record must still see it."""
+    out = tmp_path / "out.jsonl"
+    args = ["detect", "--method", "always", "--resume", str(out)]
+    assert runner.invoke(cli, args, input=jsonl(questions[:2])).exit_code == 0
+    record = orjson.loads((tmp_path / "out.jsonl.cq.json").read_bytes())
+    assert record["params"]["max_input_tokens"] is None
+    result = runner.invoke(cli, args + ["--max-input-tokens", "64"], input=jsonl(questions[:3]))
+    assert result.exit_code == 1 and "--max-input-tokens: None != 64" in result.stderr, result.stderr

@@ -106,10 +106,17 @@ device_options = compose(
 )
 
 
+def _remember(ctx, param, value) -> None:
+    """Options applied through a callback (not passed to the command) still shape the output:
+    the run record of --resume reads them from here (cqtools/runrecord.py)."""
+    ctx.meta.setdefault("cq.params", {})[param.name] = value
+
+
 def _set_max_input_tokens(ctx, param, value):
     from ..models.backends import set_max_input_tokens
 
     set_max_input_tokens(value)
+    _remember(ctx, param, value)
     return value
 
 
@@ -132,6 +139,7 @@ def _api_setting(field: str):
         from ..models.openai_backend import SETTINGS  # cheap: the openai client loads on the first request
 
         setattr(SETTINGS, field, value)
+        _remember(ctx, param, value)
         return value
 
     return callback
