@@ -27,7 +27,7 @@ SUFFIX = ".cq.json"
 # Options that never change a record (see docs/benchmarks/determinism.md), and where the output goes
 # (-o, cq retrieve --run: a TREC run written beside the records, from them).
 NOT_SHAPING = frozenset({"batch_size", "on_error", "quiet", "resume", "force_resume", "device", "threads",
-                         "concurrency", "output", "run_file", "run_tag"})
+                         "concurrency", "api_timeout", "output", "run_file", "run_tag"})
 PROMPT_MODULES = ("stages/prompts.py", "stages/prompts_disamb.py", "stages/shots.py")
 _HEAD = 1 << 20  # bytes hashed at each end of a large file
 
