@@ -152,8 +152,8 @@ def load_json_or_jsonl(path: str) -> Iterator[dict]:
                     except orjson.JSONDecodeError as err:
                         raise InputError(f"not valid JSON ({err})", where=f"{path} line {lineno}") from None
         except InputError as err:
-            if not err.where.startswith(path):
-                err.where = f"{path} {err.where}"
+            if not (err.where or "").startswith(path):
+                err.where = f"{path} {err.where}" if err.where else path
             raise
 
 
