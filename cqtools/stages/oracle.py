@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import InputError
-from ..metrics.cq import INVALID, parse_cq
+from ..metrics.cq import INVALID
 from ..metrics.normalize import longest_common_substring, normalize_answer, token_f1
-from ..records import GOLD, set_meta
+from ..records import GOLD, read_cq, set_meta
 from ..registry import ORACLES
 from . import prompts_disamb as P
 
@@ -89,14 +89,7 @@ def cq_turn(record: dict) -> Turn | None:
     cq = record.get("cq")
     if cq is None:
         return None
-    if isinstance(cq, str):
-        text, options = cq, parse_cq(cq)[1]
-    elif isinstance(cq, dict):
-        text = str(cq.get("text") or "")
-        options = list(cq.get("options") or []) or (parse_cq(text)[1] if text else [])
-    else:
-        raise InputError(f"record {record.get('id')}: 'cq' must be {{text, options, ...}} from cq gen-cq, or null",
-                         record_id=record.get("id"))
+    text, _, options = read_cq(cq, record.get("id"))
     options = tuple(str(o) for o in options if o and o != INVALID)
     return Turn(str(record["question"]), intended_dq(record), text, options)
 
