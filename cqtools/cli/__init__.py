@@ -30,6 +30,7 @@ COMMANDS = {
     "merge": "merge",
     "models": "models",
     "plugins": "plugins",
+    "pyserini": "pyserini",
 }
 
 
