@@ -52,7 +52,7 @@ def main() -> None:
     from cqtools.models import load_cross_encoder, load_generator
     from cqtools.retrieval import open_searcher
     from cqtools.stages import prompts
-    from cqtools.stages.answer import AnswerConfig, Reader, answer_batch
+    from cqtools.stages.answer import AnswerConfig, AnswerStage, GenerativeReader, answer_batch
     from cqtools.stages.rerank import passage_text, rerank_batch
 
     started = time.time()
@@ -89,9 +89,8 @@ def main() -> None:
     n_pairs = 10 * len(questions)
 
     gen = load_generator("HuggingFaceTB/SmolLM2-135M-Instruct", "cpu")
-    gen.batch_size = 8
     config = AnswerConfig(mode="single")
-    reader = Reader(gen, config)
+    reader = AnswerStage(config, GenerativeReader(gen, config, 8))
     t = time.time()
     for start in range(0, len(questions), 8):
         answer_batch(questions[start:start + 8], reader, {})

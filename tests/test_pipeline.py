@@ -1,5 +1,7 @@
 """Stages composed as a user composes them: the contracts between neighbouring stages."""
-from cqtools.stages.answer import AnswerConfig, Reader, answer_batch
+import pytest
+
+from cqtools.stages.answer import AnswerConfig, AnswerStage, GenerativeReader, answer_batch
 
 from .test_answer import FakeGenerator, _record
 
@@ -10,11 +12,11 @@ def test_cq_mode_answers_the_question_itself_when_no_cq_was_asked():
     gen = FakeGenerator({"Who?": "Somebody"})
     for selected in (False, True):
         cfg = AnswerConfig(mode="cq", selected=selected, grounding="none")
-        out = answer_batch([_record(cq=None)], Reader(gen, cfg, None), {})[0]
+        out = answer_batch([_record(cq=None)], AnswerStage(cfg, GenerativeReader(gen, cfg)), {})[0]
         assert [(a.get("option"), a["text"]) for a in out["answers"]] == [(None, "Somebody")]
 
 
-def test_asqa_disambig_f1_with_a_generative_reader(monkeypatch, runner):
+def test_asqa_disambig_f1_with_a_generative_reader(monkeypatch, runner, tmp_path):
     """--reader with a generator (no QA head) reads each gold DQ from the long answer through
     cq answer's reader; Disambig-F1 is token F1 against the DQ's short answers."""
     import orjson
@@ -22,7 +24,6 @@ def test_asqa_disambig_f1_with_a_generative_reader(monkeypatch, runner):
     from cqtools.cli import cli
     from cqtools.models import backends
     from cqtools.models.resolve import ResolvedModel
-    from cqtools.score import reader as score_stage
 
     fake = FakeGenerator({"1989": "Jack Nicholson", "2008": "Heath Ledger", "2019": "Tom Hanks"})
     monkeypatch.setattr(backends, "load_generator", lambda name, device="auto", **kw: fake)
@@ -34,10 +35,17 @@ def test_asqa_disambig_f1_with_a_generative_reader(monkeypatch, runner):
                        "dqs": [{"question": "Who played the Joker in 1989?", "answers": ["Jack Nicholson"]},
                                {"question": "Who played the Joker in 2008?", "answers": ["Heath Ledger"]},
                                {"question": "Who played the Joker in 2019?", "answers": ["Joaquin Phoenix"]}]}}
-    result = runner.invoke(cli, ["score", "--task", "asqa", "--reader", "fake-llm"], input=orjson.dumps(record).decode())
+    rows = tmp_path / "rows.jsonl"
+    result = runner.invoke(cli, ["score", "--task", "asqa", "--reader", "fake-llm", "--per-record", str(rows)],
+                           input=orjson.dumps(record).decode())
     assert result.exit_code == 0, result.output
     summary = orjson.loads(result.stdout)
-    # "Tom Hanks" is no span of the long answer: grounding snaps or scores it to one; the first two are exact.
-    assert summary["disambig_f1"] >= 66.6 and summary["reader"] == "fake-llm"
+    # the reader read each gold DQ (3 prompts, through the fake) against the long answer
+    assert [p.rsplit("Question: ", 1)[1].split("\n")[0] for p in fake.prompts] == \
+        [dq["question"] for dq in record["gold"]["dqs"]]
+    # "Tom Hanks" is no span of the long answer: grounding ties it to one; the first two are exact matches
+    # no shared token with "Joaquin Phoenix": Disambig-F1 = (1 + 1 + 0) / 3
+    row = orjson.loads(rows.read_text())
+    assert row["disambig_f1"] == pytest.approx(2 / 3) and summary["disambig_f1"] == pytest.approx(66.6667, abs=1e-4)
+    assert summary["reader"] == "fake-llm"
     assert any("not comparable" in note for note in summary["notes"])
-    assert score_stage.Reader  # the scorer's reader class is what was used

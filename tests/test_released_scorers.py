@@ -145,7 +145,7 @@ def test_ambigqa_question_metrics_equal_the_official_script_with_ptb():
 # ---------------------------------------------------------------- ASQA scoring.py
 
 
-class _FixtureReader(stage.Reader):
+class _FixtureReader(stage.DisambigF1Reader):
     """The reader's answers recorded in the fixture (what ASQA's "qa" predictions file holds)."""
 
     answers: dict = {}
@@ -158,7 +158,7 @@ class _FixtureReader(stage.Reader):
 def test_asqa_defaults_equal_asqa_scoring(monkeypatch):
     data = load("asqa.json")
     monkeypatch.setattr(_FixtureReader, "answers", data["reader_answers"])
-    monkeypatch.setattr(stage, "Reader", _FixtureReader)
+    monkeypatch.setattr(stage, "DisambigF1Reader", _FixtureReader)
     monkeypatch.setattr(stage, "sentence_splitter", _untrained_punkt)  # what the released run used
     out = summarise(data["records"], task="asqa", reader="fixture")
     released = data["released"]["all"]

@@ -59,9 +59,9 @@ def _try_load(row: dict) -> None:
         elif role == "reranker" or (role == "-" and row["format"] == "onnx"):
             load_cross_encoder(name, "cpu").predict([("test", "test")])
         elif role == "score-reader":
-            from ..score.reader import Reader
+            from ..score.reader import DisambigF1Reader
 
-            reader = Reader(name, "cpu", 1)
+            reader = DisambigF1Reader(name, "cpu", 1)
             if reader.answer(["Who?"], ["Ann did."]) is None:
                 raise ValueError(reader.error)
         else:

@@ -11,7 +11,7 @@ from ..metrics.ambigqa import set_f1
 from ..metrics.normalize import safe_div
 from ..registry import SCORE_TASKS
 from .base import ScoreOptions, Task, gold_of, pct
-from .reader import Reader
+from .reader import DisambigF1Reader
 from .tokenizers import sentence_splitter
 
 
@@ -20,7 +20,7 @@ class ASQATask(Task):
     variant_keys = ("str_em",)
 
     sums: Counter = field(default_factory=Counter)
-    reader: Reader | None = None
+    reader: DisambigF1Reader | None = None
     rouge: object = None
     split_sentences: Callable[[str], list[str]] | None = None
 
@@ -31,7 +31,7 @@ class ASQATask(Task):
         self.split_sentences, note = sentence_splitter()
         if note:
             self.notes.append(note)
-        self.reader = Reader(self.opts.reader, self.opts.device, self.opts.batch_size) if self.opts.reader else None
+        self.reader = DisambigF1Reader(self.opts.reader, self.opts.device, self.opts.batch_size) if self.opts.reader else None
 
     def skip_reason(self, record):
         return None if gold_of(record).get("long_answers") else "no gold.long_answers (convert ASQA data)"

@@ -138,4 +138,3 @@ class DisambigF1Reader:
         return answers
 
 
-Reader = DisambigF1Reader  # the old name, still imported by score/asqa.py and cli/models.py

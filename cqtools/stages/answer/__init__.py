@@ -35,7 +35,7 @@ from .text import (MULTI_PROMPT, SINGLE_PROMPT, VERIFY_QUERY, clean_answer, pass
                    shown_passages, split_answers)
 
 __all__ = ["AnswerConfig", "AnswerStage", "DEFAULT_READER", "GenerativeReader", "MAX_SPAN_WORDS", "MODES",
-           "MULTI_PROMPT", "Question", "Reader", "ReaderOptions", "SINGLE_PROMPT", "Span", "VERIFY_QUERY",
+           "MULTI_PROMPT", "Question", "ReaderOptions", "SINGLE_PROMPT", "Span", "VERIFY_QUERY",
            "answer_batch", "build", "candidate_spans", "clean_answer", "ground", "passage_block", "record_cq",
            "revised_question", "shown_passages", "snap_spans", "split_answers"]
 
@@ -85,13 +85,6 @@ class AnswerStage:
         if self.cross_encoder is not None:
             info["reranker"] = self.cross_encoder.info["model"]
         return info
-
-
-def Reader(generator, config: AnswerConfig, cross_encoder=None) -> AnswerStage:  # noqa: N802
-    """The pre-registry constructor, kept for old callers: a generative reader over ``generator``
-    with ``config``'s options, as an :class:`AnswerStage`. New code: :func:`build`, or
-    ``AnswerStage(config, GenerativeReader(generator, config, config.batch_size), cross_encoder)``."""
-    return AnswerStage(config, GenerativeReader(generator, config), cross_encoder)
 
 
 def build(mode: str = "single", reader: str = "generative", *, reranker: str = DEFAULT_RERANKER,
