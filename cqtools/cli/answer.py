@@ -5,11 +5,11 @@ import click
 
 from .options import (api_options, batch_option, compose, device_options, max_input_option, model_option, scale_options,
                       seed_option, stream_options)
+from ..models.registry import LLM, RERANKER
 from ..registry import READERS
 from .stream import run_stream, spec_from
 
-DEFAULT_READER = "HuggingFaceTB/SmolLM2-135M-Instruct"      # = stages.answer.DEFAULT_READER
-DEFAULT_RERANKER = "cross-encoder/ms-marco-MiniLM-L-12-v2"  # = stages.rerank.DEFAULT_RERANKER
+DEFAULT_READER, DEFAULT_RERANKER = LLM, RERANKER
 
 
 @click.command(name="answer")

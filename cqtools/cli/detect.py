@@ -5,6 +5,7 @@ import click
 
 from .options import (api_options, batch_option, compose, device_options, max_input_option, model_option, scale_options,
                       stream_options)
+from ..models.registry import LLM
 from ..registry import DETECTORS
 from .stream import run_stream, spec_from
 
@@ -18,8 +19,7 @@ def _threshold_help() -> str:
 @click.command(name="detect")
 @click.option("--method", type=click.Choice(DETECTORS.names()), default="llm", show_default=True,
               help=DETECTORS.help() + ".")
-@model_option("detect", None, help="classifier: a `cq train detect` directory; llm: a causal LM "
-                                   "(default HuggingFaceTB/SmolLM2-135M-Instruct).")
+@model_option("detector", None, help=f"classifier: a `cq train detect` directory; llm: a causal LM (default {LLM}).")
 @click.option("--threshold", type=float, default=None, help=_threshold_help())
 @click.option("--passages", "n_passages", type=click.IntRange(min=0), default=3, show_default=True,
               help="classifier: top passages appended to the question (0: question only).")

@@ -5,11 +5,10 @@ import click
 
 from .options import (api_options, batch_option, compose, device_options, max_input_option, model_option, scale_options,
                       seed_option, stream_options)
+from ..models.registry import ENCODER, LLM, RERANKER
 from .stream import run_stream, spec_from
 
-DEFAULT_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"       # = stages.disambiguate.DEFAULT_MODEL
-DEFAULT_RERANKER = "cross-encoder/ms-marco-MiniLM-L-12-v2"  # = stages.rerank.DEFAULT_RERANKER
-DEFAULT_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"  # = stages.shots.DEFAULT_ENCODER
+DEFAULT_MODEL, DEFAULT_RERANKER, DEFAULT_ENCODER = LLM, RERANKER, ENCODER
 
 
 @click.command(name="disambiguate")

@@ -5,13 +5,14 @@ import click
 
 from .options import (api_options, batch_option, compose, device_options, max_input_option, model_option, scale_options,
                       stream_options)
+from ..models.registry import LLM
 from ..registry import CQ_METHODS
 
 
 @click.command(name="gen-cq")
 @click.option("--method", type=click.Choice(CQ_METHODS.names()), default="llm", show_default=True,
               help=CQ_METHODS.help() + ".")
-@model_option("gen-cq", None, help="llm: a causal LM (default HuggingFaceTB/SmolLM2-135M-Instruct); "
+@model_option("generator", None, help=f"llm: a causal LM (default {LLM}); "
                                    "seq2seq: a `cq train gen-cq` directory (required).")
 @click.option("--zero-shot", is_flag=True, help="llm: CLAM's zero-shot prompt; the free-form CQ is kept as "
                                                 "written, options extracted where possible.")

@@ -12,6 +12,7 @@ import click
 from .. import __version__
 from ..errors import ResourceError
 from .options import device_options
+from ..models.registry import ENCODER
 
 log = logging.getLogger("cqtools")
 
@@ -21,7 +22,7 @@ log = logging.getLogger("cqtools")
               help="Passages: JSONL {id, title, text} or DPR psgs_w100.tsv (id, text, title).")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Index directory to create.")
 @click.option("--dense", is_flag=True, help="Also build a dense faiss index (Pyserini layout).")
-@click.option("--encoder", default="sentence-transformers/all-MiniLM-L6-v2", show_default=True,
+@click.option("--encoder", default=ENCODER, show_default=True,
               envvar="CQ_MODEL_ENCODER",
               help="Passage encoder for --dense: a sentence-transformers model (normalised vectors) or a DPR "
                    "context encoder such as facebook/dpr-ctx_encoder-multiset-base (CLS vectors, raw inner "

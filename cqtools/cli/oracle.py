@@ -5,6 +5,7 @@ import click
 
 from .options import (api_options, batch_option, compose, device_options, max_input_option, model_option, scale_options,
                       stream_options)
+from ..models.registry import LLM
 from ..registry import ORACLES
 from .stream import run_stream, spec_from
 
@@ -16,7 +17,7 @@ from .stream import run_stream, spec_from
 @click.option("--method", type=click.Choice(ORACLES.names()), default="overlap", show_default=True,
               help=ORACLES.help() + ".")
 @model_option("oracle", None, help="--method llm: causal LM, Hugging Face id, local directory, or offline copy "
-                                   "(default HuggingFaceTB/SmolLM2-135M-Instruct).")
+                                   f"(default {LLM}).")
 @click.option("--max-new-tokens", type=click.IntRange(min=1), default=16, show_default=True,
               help="--method llm: length of a reply to a free-form CQ.")
 @compose(batch_option, device_options, max_input_option, api_options, stream_options, scale_options)

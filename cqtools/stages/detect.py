@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import InputError, ResourceError
+from ..models.registry import role
 from ..records import ANSWERS, answer_texts, distinct_texts, passage_snippets, set_meta
 from ..registry import DETECTORS
 from . import prompts
 
-DEFAULT_LLM = "HuggingFaceTB/SmolLM2-135M-Instruct"
+DEFAULT_LLM = role("detector").default
 MAX_INPUT_TOKENS = 256  # the classifier's input length in tokens (question + passages), unless trained longer
 # Each passage's text is cut to this many words before tokenizing: no more can fit in MAX_INPUT_TOKENS
 # tokens (a word is at least one token); the tokenizer then truncates the pair to the token limit.
@@ -39,7 +40,7 @@ class Detector:
 def build(method: str = "llm", **options) -> Callable[[list[dict]], list[dict]]:
     """The detect stage as a batch function (records -> records), e.g. in a notebook::
 
-        detect = build("llm", model="HuggingFaceTB/SmolLM2-135M-Instruct")
+        detect = build("llm", model="HuggingFaceTB/SmolLM2-135M-Instruct")  # or a larger instruct model
         records = detect(records)
     """
     return functools.partial(detect_batch, detector=DETECTORS.build(method, **options))

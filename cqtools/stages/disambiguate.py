@@ -24,11 +24,12 @@ import re
 from dataclasses import dataclass
 
 from ..metrics.normalize import normalize_answer
+from ..models.registry import role
 from ..records import PASSAGES, answer_texts, distinct_texts, require, set_meta, snippets
 from . import prompts_disamb as P
 from .tree import Tree, TreeLimits, answer_passage, grow
 
-DEFAULT_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
+DEFAULT_MODEL = role("disambiguator").default
 DQS = "dqs"
 TREE = "tree"
 NEED_PASSAGES = "run `cq retrieve` (and `cq rerank`) first, or pass --passages 0"

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import InputError
+from ..models.registry import role
 from ..metrics.cq import parse_cq
 from ..records import GOLD, answer_texts as predicted_answer_texts, set_meta
 from ..records import passage_snippets as record_snippets
@@ -29,7 +30,7 @@ from . import prompts
 
 SEP = " [SEP] "
 INVALID = "invalid form"
-DEFAULT_LLM = "HuggingFaceTB/SmolLM2-135M-Instruct"
+DEFAULT_LLM = role("generator").default
 CAUSAL_SUFFIX = "\nClarifying question:"  # what a fine-tuned causal LM continues with its CQ
 PASSAGE_WORDS = 60  # each passage's text is cut to this many words in prompts and seq2seq inputs (no option)
 

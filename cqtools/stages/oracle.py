@@ -26,12 +26,13 @@ from typing import Callable
 
 from ..errors import InputError
 from ..metrics.cq import INVALID
+from ..models.registry import role
 from ..metrics.normalize import longest_common_substring, normalize_answer, token_f1
 from ..records import GOLD, read_cq, set_meta
 from ..registry import ORACLES
 from . import prompts_disamb as P
 
-DEFAULT_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
+DEFAULT_MODEL = role("oracle").default
 NEED_GOLD = ("cq oracle plays a user who knows the intended question: pass records from `cq convert` "
              "(and `cq oracle --expand` for one record per interpretation)")
 

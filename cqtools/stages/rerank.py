@@ -6,10 +6,11 @@ leave the model's batches half empty.
 from __future__ import annotations
 
 from .. import records as schema
+from ..models.registry import role
 from ..records import PASSAGES, require, set_meta
 
 RUN_RETRIEVE = "run `cq retrieve` first (cq retrieve --index IDX | cq rerank)"
-DEFAULT_RERANKER = "cross-encoder/ms-marco-MiniLM-L-12-v2"
+DEFAULT_RERANKER = role("reranker").default
 
 
 def passage_text(passage: dict) -> str:

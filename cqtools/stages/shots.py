@@ -16,10 +16,11 @@ from typing import Sequence
 
 from ..errors import InputError, ResourceError
 from ..jsonl import load_json_or_jsonl
+from ..models.registry import role
 from . import prompts_disamb
 
 Shot = tuple[str, list[tuple[str, str]]]
-DEFAULT_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_ENCODER = role("encoder").default
 
 
 def builtin_shots() -> list[Shot]:

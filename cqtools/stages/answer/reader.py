@@ -11,13 +11,14 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from ...models.registry import role
 from ...records import distinct_texts
 from ...registry import READERS
 from .grounding import ground
 from .text import (MULTI_PROMPT, MULTI_STOP, SINGLE_PROMPT, SINGLE_STOP, VERIFY_QUERY, clean_answer, passage_block,
                    shown_passages, split_answers)
 
-DEFAULT_READER = "HuggingFaceTB/SmolLM2-135M-Instruct"
+DEFAULT_READER = role("reader").default
 
 
 @dataclass
