@@ -7,21 +7,8 @@ import click
 
 from ..formats import CORPUS_FORMATS, QUESTION_FORMATS, convert
 from ..jsonl import AtomicFile, JsonlWriter, open_input
+from ..stages.silver_cq import add_silver_cq
 from .options import output_option
-
-
-def add_silver_cq(gold: dict, question: str) -> None:
-    """gold.cq from the gold DQs (AskCQ-style options = what each DQ adds), marked as silver."""
-    if gold.get("cq") is not None:
-        gold.setdefault("cq_source", "gold")
-        return
-    if gold.get("ambiguous") and len(gold.get("dqs", [])) >= 2:
-        from ..stages.gen_cq import cq_from_dqs, format_cq, which
-
-        category, options = cq_from_dqs(question, [d["question"] for d in gold["dqs"]])
-        if options:
-            gold["cq"] = format_cq(which(category), options)
-            gold["cq_source"] = "silver: built from gold DQs by cq gen-cq --method from-dqs"
 
 
 def _join_arg(ctx, param, values):
