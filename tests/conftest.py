@@ -76,15 +76,14 @@ def _save_tiny_model(out: str, build) -> str:
 
 @pytest.fixture(scope="session")
 def tiny_seq2seq(tmp_path_factory) -> str:
-    """A random, tiny BART (offline stand-in for a fine-tuned seq2seq generator)."""
-    from transformers import BartConfig, BartForConditionalGeneration
+    """A random, tiny 2-layer T5 (offline stand-in for a fine-tuned seq2seq generator). T5, not BART:
+    transformers can also load a BART as a causal LM, and a test needs a model it refuses."""
+    from transformers import T5Config, T5ForConditionalGeneration
 
-    return _save_tiny_model(str(tmp_path_factory.mktemp("tinybart")), lambda tok: BartForConditionalGeneration(
-        BartConfig(vocab_size=len(tok), d_model=32, encoder_layers=1, decoder_layers=1,
-                   encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
-                   decoder_ffn_dim=64, max_position_embeddings=512, pad_token_id=tok.pad_token_id,
-                   bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id,
-                   decoder_start_token_id=tok.cls_token_id, forced_eos_token_id=None)))
+    return _save_tiny_model(str(tmp_path_factory.mktemp("tinyt5")), lambda tok: T5ForConditionalGeneration(
+        T5Config(vocab_size=len(tok), d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4,
+                 pad_token_id=tok.pad_token_id, eos_token_id=tok.sep_token_id,
+                 decoder_start_token_id=tok.pad_token_id)))
 
 
 @pytest.fixture(scope="session")

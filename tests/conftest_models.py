@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from .conftest import FIXTURES, parse_jsonl
+from .conftest import FIXTURES, parse_jsonl, tiny_seq2seq  # noqa: F401  (re-exported: one tiny seq2seq)
+from .fakes import FakeCrossEncoder  # noqa: F401  (re-exported for test_rerank)
 
 READER = "HuggingFaceTB/SmolLM2-135M-Instruct"
 RERANKER = "cross-encoder/ms-marco-MiniLM-L-12-v2"
@@ -49,25 +50,6 @@ def cross_encoder():
 
 
 @pytest.fixture(scope="session")
-def tiny_seq2seq(tmp_path_factory) -> str:
-    """A randomly initialised 2-layer T5 with MiniLM's tokenizer, saved locally (no download)."""
-    import torch
-    from transformers import AutoTokenizer, T5Config, T5ForConditionalGeneration
-
-    from cqtools.models import resolve
-
-    tokenizer = AutoTokenizer.from_pretrained(resolve(MINILM, announce=False).path)
-    config = T5Config(vocab_size=tokenizer.vocab_size, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4,
-                      pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.sep_token_id,
-                      decoder_start_token_id=tokenizer.pad_token_id)
-    torch.manual_seed(0)
-    out = tmp_path_factory.mktemp("t5") / "tiny-t5"
-    T5ForConditionalGeneration(config).save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return str(out)
-
-
-@pytest.fixture(scope="session")
 def tiny_cross_encoder(tmp_path_factory) -> str:
     """A randomly initialised 1-label BERT classifier with MiniLM's tokenizer (the HF path)."""
     import torch
@@ -83,16 +65,3 @@ def tiny_cross_encoder(tmp_path_factory) -> str:
     BertForSequenceClassification(config).save_pretrained(out)
     tokenizer.save_pretrained(out)
     return str(out)
-
-
-class FakeCrossEncoder:
-    """Scores a pair by how many query words the passage contains; counts calls."""
-
-    info = {"model": "fake-ce", "source": "test", "device": "cpu", "dtype": "float32"}
-
-    def __init__(self):
-        self.calls = []
-
-    def predict(self, pairs, batch_size=32):
-        self.calls.append(len(pairs))
-        return [float(sum(w in p.lower() for w in q.lower().strip("?").split())) for q, p in pairs]

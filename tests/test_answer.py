@@ -9,7 +9,8 @@ from cqtools.stages.answer import (AnswerConfig, AnswerStage, GenerativeReader, 
                                    split_answers)
 
 from .conftest import jsonl, parse_jsonl
-from .conftest_models import FakeCrossEncoder, bm25_index, retrieved  # noqa: F401
+from .conftest_models import bm25_index, retrieved  # noqa: F401
+from .fakes import FakeCrossEncoder, FakeGenerator
 
 
 @pytest.mark.parametrize("raw, clean", [
@@ -32,25 +33,9 @@ def test_revised_question_follows_askcq():
     assert record_cq({"cq": "Which year: 2000, 2004, or 2008?"}) == ("Which year", ["2000", "2004", "2008"])
 
 
-class FakeGenerator:
-    """Answers with the first capitalised word of the prompt's question's revision or passage."""
-
-    info = {"model": "fake", "source": "test", "device": "cpu", "dtype": "float32"}
-
-    def __init__(self, replies):
-        self.replies = replies
-        self.prompts = []
-
-    def generate(self, prompts, max_new_tokens=32, chat=None, stop=None, batch_size=None):
-        self.prompts += prompts
-        out = []
-        for p in prompts:
-            question = p.rsplit("Question: ", 1)[1]
-            out.append(next((v for k, v in self.replies.items() if k in question), "unknown"))
-        return out
-
-    def score(self, prompts, continuations, prefix="", batch_size=None):
-        return [-1.0 if "good" in c.lower() or c.strip().lower() == "x" else -20.0 for c in continuations]
+def good_or_x(prompt, continuation):
+    """log p of a verified answer: high for "good ..." and "x", low for anything else."""
+    return -1.0 if "good" in continuation.lower() or continuation.strip().lower() == "x" else -20.0
 
 
 def _stage(generator, config, cross_encoder=None):
@@ -82,7 +67,7 @@ def test_cq_mode_selected_option_only():
 
 
 def test_multi_mode_round_trip_and_verify():
-    gen = FakeGenerator({"[T": "good c ; x", "Who?": "X ; good b ; x"})
+    gen = FakeGenerator({"[T": "good c ; x", "Who?": "X ; good b ; x"}, good_or_x)
     cfg = AnswerConfig(mode="multi", round_trip=True, max_rounds=3, verify=True, verify_threshold=-5,
                        grounding="none")
     record = _record()
@@ -103,26 +88,9 @@ SHOWN = [("The Dark Knight", "Heath Ledger played the Joker in The Dark Knight, 
          ("Joker (2019 film)", "Joaquin Phoenix won the Academy Award for Best Actor in 2020.")]
 
 
-class ScoringGenerator:
-    """A Generator that replies ``reply`` and scores continuations from a table (others: -50)."""
-
-    info = {"model": "fake-scorer", "source": "test", "device": "cpu", "dtype": "float32"}
-
-    def __init__(self, reply, scores=None):
-        self.reply, self.scores, self.score_calls, self.chats = reply, scores or {}, [], []
-
-    def generate(self, prompts, max_new_tokens=32, chat=None, stop=None, batch_size=None):
-        self.chats.append(chat)
-        return [self.reply] * len(prompts)
-
-    def score(self, prompts, continuations, prefix="", batch_size=None):
-        self.score_calls.append((list(prompts), list(continuations), prefix))
-        return [self.scores.get(c.strip(), -50.0) for c in continuations]
-
-
 def test_ground_keeps_an_answer_that_is_a_span():
     assert ground("Heath Ledger", "who played the joker", SHOWN) == {"text": "Heath Ledger", "grounding": "exact"}
-    gen = ScoringGenerator("", {"Joaquin Phoenix": -1.0})
+    gen = FakeGenerator("", {"Joaquin Phoenix": -1.0})
     assert ground("heath ledger", "who played the joker", SHOWN, gen, "P") == {"text": "heath ledger",
                                                                               "grounding": "exact"}
     assert gen.score_calls == []  # a usable answer costs no model call
@@ -134,13 +102,13 @@ def test_ground_keeps_an_answer_that_is_a_span():
     ("Christopher Nolan (director)", "Christopher Nolan"),
     ("Ledger, Heath", "Heath Ledger")])
 def test_ground_snaps_a_paraphrase_to_the_passage_span(generated, span):
-    out = ground(generated, "who played the joker", SHOWN, ScoringGenerator(""), "P")
+    out = ground(generated, "who played the joker", SHOWN, FakeGenerator(""), "P")
     assert out == {"text": span, "grounding": "span", "generated": generated}
 
 
 @pytest.mark.parametrize("generated", ["Christopher Nolan Jr", "1500 ft", "Heath"])
 def test_ground_never_snaps_away_a_name_or_number(generated):
-    gen = ScoringGenerator("", {"Christopher Nolan": -1.0, "Heath Ledger": -1.0, "2008": -1.0})
+    gen = FakeGenerator("", {"Christopher Nolan": -1.0, "Heath Ledger": -1.0, "2008": -1.0})
     out = ground(generated, "who made it", SHOWN, gen, "P")
     assert out["grounding"] in ("score", "exact") and out["text"] != "Nolan"
 
@@ -159,7 +127,7 @@ def test_snap_spans_rank_by_f1_and_skip_question_words():
 
 @pytest.mark.parametrize("generated", ["", "who played the joker in the dark knight", "Jack Nicholson"])
 def test_ground_scores_candidate_spans_when_the_generation_is_unusable(generated):
-    gen = ScoringGenerator("", {"Heath Ledger": -2.0, "Joaquin Phoenix": -3.0})
+    gen = FakeGenerator("", {"Heath Ledger": -2.0, "Joaquin Phoenix": -3.0})
     out = ground(generated, "who played the joker in the dark knight", SHOWN, gen, "PROMPT")
     assert out["text"] == "Heath Ledger" and out["grounding"] == "score"
     assert out.get("generated", "") == generated
@@ -181,7 +149,7 @@ def test_candidate_spans_follow_the_question_type_and_are_bounded():
 
 
 def test_grounding_is_deterministic_and_ties_go_to_the_earliest_span():
-    gen = ScoringGenerator("", {})  # every candidate scores -50
+    gen = FakeGenerator("", {})  # every candidate scores -50
     runs = [ground("", "who directed the dark knight", SHOWN, gen, "P") for _ in range(3)]
     assert runs[0] == runs[1] == runs[2] == {"text": "Heath Ledger", "grounding": "score", "generated": ""}
     first, again = snap_spans("Ledger", SHOWN * 2)[0][1], snap_spans("Ledger", SHOWN * 2)[0][1]
@@ -192,13 +160,13 @@ def test_answer_batch_records_the_grounding_and_passes_only_shown_text():
     passages = [{"id": "p1", "title": "The Dark Knight", "text": SHOWN[0][1]},
                 {"id": "p2", "title": "Other", "text": "Gary Oldman played Gordon."}]
     record = {"id": "r", "question": "who played the joker", "passages": passages}
-    gen = ScoringGenerator("The Joker was played by the actor Heath Ledger.", {"Gary Oldman": 0.0})
+    gen = FakeGenerator("The Joker was played by the actor Heath Ledger.", {"Gary Oldman": 0.0})
     cfg = AnswerConfig(n_passages=1, passage_chars=60)
     out = answer_batch([dict(record)], _stage(gen, cfg), {"grounding": cfg.grounding})[0]
     assert out["answers"] == [{"text": "Heath Ledger", "grounding": "span",
                                "generated": "The Joker was played by the actor Heath Ledger"}]
     assert gen.chats == [False]  # few-shot completion prompt, no chat template
-    gen.reply = "nobody"
+    gen.replies = "nobody"
     out = answer_batch([dict(record)], _stage(gen, cfg), {})[0]
     assert out["answers"][0]["grounding"] == "score" and out["answers"][0]["text"] != "Gary Oldman"  # not shown
     assert shown_passages(passages, 1, 60) == [("The Dark Knight",
@@ -279,15 +247,7 @@ def test_build_uses_the_registered_generative_reader_and_passes_batch_size_per_c
     from cqtools.registry import READERS
     from cqtools.stages import answer
 
-    class Recording(FakeGenerator):
-        batch_size = 16
-
-        def generate(self, prompts, max_new_tokens=32, chat=None, stop=None, batch_size=None):
-            self.sizes.append(batch_size)
-            return super().generate(prompts, max_new_tokens, chat, stop)
-
-    gen = Recording({"Who?": "Alpha"})
-    gen.sizes = []
+    gen = FakeGenerator({"Who?": "Alpha"}, batch_size=16)
     monkeypatch.setattr(models, "load_generator", lambda name, device="auto", dtype="auto", kind="auto": gen)
     assert "generative" in READERS.names()
     reader = READERS.build("generative", model="m", n_passages=2, batch_size=4)
@@ -295,9 +255,9 @@ def test_build_uses_the_registered_generative_reader_and_passes_batch_size_per_c
     run = answer.build(mode="single", reader="generative", model="m", grounding="none", batch_size=4, seed=0)
     out = run([_record()])[0]
     assert out["answers"] == [{"text": "Alpha", "grounding": "none"}]
-    assert out["meta"]["answer"] == {**FakeGenerator.info, "mode": "single", "passages": 3, "passage_chars": 600,
+    assert out["meta"]["answer"] == {**gen.info, "mode": "single", "passages": 3, "passage_chars": 600,
                                      "max_new_tokens": 16, "grounding": "none", "seed": 0}
-    assert gen.sizes == [4] and gen.batch_size == 16  # per call; the shared model is left as it was
+    assert gen.sizes() == [4] and gen.batch_size == 16  # per call; the shared model is left as it was
 
 
 def test_unknown_reader_is_a_usage_error(runner):
