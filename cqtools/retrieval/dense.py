@@ -52,7 +52,7 @@ def build_dense(passages: Iterable[dict], out_dir: str, encoder: str, batch_size
     import faiss
     import numpy as np
 
-    from ..cli.stream import batched
+    from ..jsonl import batched
     from ..models import dpr
 
     model, st = load_encoder(encoder, device, role="context")
