@@ -8,6 +8,7 @@ import pytest
 from cqtools.cli import cli
 
 from .conftest import jsonl, parse_jsonl
+from .fakes import FakeGenerator
 
 
 @pytest.fixture(scope="module")
@@ -100,26 +101,15 @@ def _tampered(record: dict) -> dict:
     return r
 
 
-class FakeLM:
-    """Generator interface; its outputs depend on the prompt only, so equal prompts give equal replies."""
+def meaning_lm() -> FakeGenerator:
+    """Its outputs depend on the prompt only (equal prompts, equal replies): it replies with the last
+    word of the "What you meant:" line and scores an option high when that line contains it."""
+    def meant(p: str) -> str:
+        return p.split("What you meant: ", 1)[1].split("\n", 1)[0]
 
-    name = "fake-lm"
-    info = {"model": "fake-lm"}
-
-    def __init__(self):
-        self.prompts: list[str] = []
-
-    def generate(self, prompts, max_new_tokens=32, chat=None, stop=None):
-        self.prompts += prompts
-        return [" the one in " + p.split("What you meant: ", 1)[1].split("\n", 1)[0].split()[-1] for p in prompts]
-
-    def score(self, prompts, continuations, prefix=""):
-        self.prompts += prompts
-        out = []
-        for p, c in zip(prompts, continuations):
-            meant = p.split("What you meant: ", 1)[1].split("\n", 1)[0].lower()
-            out.append(-1.0 if c.strip().lower() in meant else -5.0 - len(c))
-        return out
+    return FakeGenerator(lambda p: " the one in " + meant(p).split()[-1],
+                         lambda p, c: -1.0 if c.strip().lower() in meant(p).lower() else -5.0 - len(c),
+                         name="fake-lm", info={"model": "fake-lm"})
 
 
 @pytest.mark.parametrize("method", ["overlap", "llm"])
@@ -129,7 +119,7 @@ def test_oracle_reads_only_the_gold_dq_and_the_cq(runner, with_cqs, monkeypatch,
     lms = []
 
     def load_generator(name, device="auto", dtype="auto", kind="auto"):
-        lms.append(FakeLM())
+        lms.append(meaning_lm())
         return lms[-1]
 
     monkeypatch.setattr(models, "load_generator", load_generator)
@@ -147,7 +137,9 @@ def test_oracle_reads_only_the_gold_dq_and_the_cq(runner, with_cqs, monkeypatch,
                         for r in parse_jsonl(result.stdout)])
     assert outputs[0] == outputs[1] == outputs[2]
     if method == "llm":
-        assert lms[0].prompts == lms[1].prompts == lms[2].prompts  # the model saw exactly the same text
+        seen = [(lm.prompts, lm.scored) for lm in lms]
+        assert seen[0][0] or seen[0][1]
+        assert seen[0] == seen[1] == seen[2]  # the model saw exactly the same text
     # a free-form CQ: the reply stands in as the selected option
     (_, selected, reply), = [o for o in outputs[0] if o[0] == "free-form"]
     assert reply and selected == reply
@@ -158,7 +150,7 @@ def test_oracle_reads_only_the_gold_dq_and_the_cq(runner, with_cqs, monkeypatch,
 def test_llm_oracle_with_fake_model_picks_the_meant_option(runner, with_cqs, monkeypatch):
     import cqtools.models as models
 
-    monkeypatch.setattr(models, "load_generator", lambda *a, **k: FakeLM())
+    monkeypatch.setattr(models, "load_generator", lambda *a, **k: meaning_lm())
     asked = [r for r in with_cqs if r.get("cq")]
     result = runner.invoke(cli, ["oracle", "--method", "llm", "-q"], input=jsonl(asked))
     assert result.exit_code == 0, result.stderr

@@ -1,11 +1,15 @@
 """The Tree of Clarifications: BFS bookkeeping, stops, deduplication, parsing, pruning (fake models)."""
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from cqtools.stages.disambiguate import Clarifier, DisambigConfig, clean_question, parse_pairs, rac_batch
 from cqtools.stages.shots import ShotSelector, builtin_shots
 from cqtools.stages.tree import Tree, TreeLimits, answer_passage, grow
+
+from .fakes import FakeCrossEncoder, FakeGenerator, shared_tokens
 
 PASSAGES = [{"id": f"p{i}", "title": f"Title {i}", "text": f"Passage {i} mentions answer {i}."} for i in range(8)]
 
@@ -128,62 +132,37 @@ def test_answer_passage():
     assert answer_passage("nowhere", PASSAGES) is None
 
 
-class ScriptedGenerator:
-    """The Generator interface: each expansion invents two DQs of the question it is asked about;
+def scripted_lm() -> FakeGenerator:
+    """Each expansion invents two DQs of the question it is asked about (numbered across calls);
     verification says True for answers ending in an even number."""
+    counter = itertools.count(1)
 
-    name = "fake"
-    kind = "causal"
-    info = {"model": "fake"}
+    def reply(p: str) -> str:
+        question = p.rsplit("Question: ", 1)[1].split("\n", 1)[0].rstrip("?")
+        lines = []
+        for _ in range(2):
+            n = next(counter)
+            lines.append(f"{question} part {n}? Answer: answer {n}")
+        return " " + "\n".join(f"{k}. {line}" if k > 1 else line for k, line in enumerate(lines, 1))
 
-    def __init__(self):
-        self.generated: list[str] = []
-        self.scored: list[tuple[str, str]] = []
-        self.n = 0
+    def verify(p: str, c: str) -> float:
+        answer = p.split("Proposed answer: ", 1)[1].split(" (", 1)[0]
+        even = int(answer.split()[-1]) % 2 == 0
+        return -1.0 if (c == " True") == even else -3.0
 
-    def generate(self, prompts, max_new_tokens=32, chat=None, stop=None, batch_size=None):
-        out = []
-        for p in prompts:
-            self.generated.append(p)
-            question = p.rsplit("Question: ", 1)[1].split("\n", 1)[0].rstrip("?")
-            lines = []
-            for _ in range(2):
-                self.n += 1
-                lines.append(f"{question} part {self.n}? Answer: answer {self.n}")
-            out.append(" " + "\n".join(f"{k}. {line}" if k > 1 else line for k, line in enumerate(lines, 1)))
-        return out
-
-    def score(self, prompts, continuations, prefix="", batch_size=None):
-        out = []
-        for p, c in zip(prompts, continuations):
-            self.scored.append((p, c))
-            answer = p.split("Proposed answer: ", 1)[1].split(" (", 1)[0]
-            even = int(answer.split()[-1]) % 2 == 0
-            out.append(-1.0 if (c == " True") == even else -3.0)
-        return out
-
-
-class FakeCrossEncoder:
-    info = {"model": "fake-ce"}
-
-    def __init__(self):
-        self.pairs = 0
-
-    def predict(self, pairs, batch_size=32):
-        self.pairs += len(pairs)
-        return [float(len(set(q.split()) & set(p.split()))) for q, p in pairs]
+    return FakeGenerator(reply, verify)
 
 
 @pytest.mark.parametrize("prune", [False, True])
 def test_clarifier_counts_calls_and_prunes(prune):
-    gen, ce = ScriptedGenerator(), FakeCrossEncoder()
+    gen, ce = scripted_lm(), FakeCrossEncoder(shared_tokens)
     config = DisambigConfig(method="rac", tree=True, prune=prune, max_nodes=5, max_depth=2, n_passages=3)
     clarifier = Clarifier(gen, config, ShotSelector(builtin_shots()), ce)
     records = [{"id": "a", "question": "Who won?", "passages": PASSAGES}]
     ((dqs, calls, tree),) = rac_batch(records, clarifier)
     assert len(tree.valid) == 5 and tree.stop_reason == "max_nodes"
     assert tree.expansions == 3  # root (2 nodes), then two children (2 + 1 kept)
-    assert calls == len(gen.generated) + len(gen.scored) // 2
+    assert calls == len(gen.prompts) + len(gen.scored) // 2
     assert ce.pairs == 2 * min(len(PASSAGES), config.rerank_depth)  # the two expanded DQs were reranked for
     if prune:
         assert [n.pruned for n in tree.valid] == [int(n.answer.split()[-1]) % 2 == 1 for n in tree.valid]
@@ -192,4 +171,4 @@ def test_clarifier_counts_calls_and_prunes(prune):
     else:
         assert len(dqs) == 5 and not gen.scored
     # the shots are in every prompt, the query last
-    assert all(p.count("Disambiguations:") == len(builtin_shots()) + 1 for p in gen.generated)
+    assert all(p.count("Disambiguations:") == len(builtin_shots()) + 1 for p in gen.prompts)
