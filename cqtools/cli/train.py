@@ -49,7 +49,8 @@ def cli():
 
 
 def _run(task: str, quiet: bool, **kwargs) -> None:
-    from ..stages.train import TrainConfig, train_detect, train_gen_cq
+    from ..stages.train import TrainConfig, train_detect
+    from ..stages.train_gen_cq import train_gen_cq
 
     if quiet:
         logging.getLogger("cqtools").setLevel(logging.WARNING)

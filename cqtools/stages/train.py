@@ -29,7 +29,6 @@ from ..jsonl import read_records
 from ..models.backends import set_seed
 from ..records import GOLD
 from . import detect as detect_stage
-from . import gen_cq as gen_stage
 
 log = logging.getLogger("cqtools")
 REPORT = "cq_train.json"
@@ -260,25 +259,6 @@ def train_detect(cfg: TrainConfig) -> dict:
     return report
 
 
-# --- gen-cq --------------------------------------------------------------------------------------
-
-def silver_examples(records: list[dict], passages: int, with_answers: str | None) -> list[tuple[str, str, dict]]:
-    """(input, target CQ, record) for the ambiguous records with >= 2 gold DQs; the target is
-    the from-dqs CQ (the same silver CQs ``cq gen-cq --method from-dqs`` writes)."""
-    out = []
-    for record in records:
-        dqs = gen_stage.gold_dq_questions(record)
-        if len(dqs) < 2:
-            continue
-        category, options = gen_stage.cq_from_dqs(record["question"], dqs)
-        if len(options) < 2:
-            continue
-        source = gen_stage.seq2seq_input(record["question"], gen_stage.passage_snippets(record, passages),
-                                         gen_stage.answer_texts(record, with_answers))
-        out.append((source, gen_stage.format_cq(gen_stage.which(category), options), record))
-    return out
-
-
 def keep_model_inputs(out: str, model) -> None:
     """Make the saved tokenizer return only what the model's forward takes (a BERT tokenizer on a
     BART model would add ``token_type_ids``, which ``generate`` rejects)."""
@@ -293,110 +273,3 @@ def keep_model_inputs(out: str, model) -> None:
         config["model_input_names"] = names
         with open(path, "w") as fh:
             json.dump(config, fh, indent=2)
-
-
-def cq_scores(pairs: list[tuple[str, str | None]]) -> dict:
-    """Micro-averaged options P/R/F1 (AskCQ) and category accuracy for (gold CQ, predicted CQ) pairs."""
-    from ..metrics.cq import micro_prf, score_record
-
-    p = r = n_pred = n_gold = cat = 0.0
-    for gold, pred in pairs:
-        s = score_record(gold, pred)
-        p += s["p_sum"]
-        r += s["r_sum"]
-        n_pred += s["n_pred"]
-        n_gold += s["n_gold"]
-        cat += s["category_em"]
-    precision, recall, f = micro_prf(p, r, n_pred, n_gold)
-    return {"options_precision": precision, "options_recall": recall, "options_f1": f,
-            "category_em": cat / len(pairs) if pairs else 0.0, "n": len(pairs)}
-
-
-def train_gen_cq(cfg: TrainConfig) -> dict:
-    """Fine-tune a generator on silver CQs; returns the report written to ``out``."""
-    import torch
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
-
-    from ..models.backends import _gguf_to_safetensors, load_generator, pick_device
-    from ..models.resolve import resolve
-
-    if cfg.dev is None:
-        raise InputError("train gen-cq needs --dev FILE")
-    set_seed(cfg.seed)
-    train = silver_examples(load_records(cfg.train, cfg.limit), cfg.passages, cfg.with_answers)
-    dev = silver_examples(load_records(cfg.dev, cfg.dev_limit), cfg.passages, cfg.with_answers)
-    if not train:
-        raise InputError(f"{cfg.train} has no ambiguous records with >= 2 gold DQs to build silver CQs from")
-    resolved = resolve(cfg.model)
-    path = _gguf_to_safetensors(resolved) if resolved.fmt == "gguf" else resolved.path
-    device = pick_device(cfg.device)
-    seq2seq = bool(getattr(AutoConfig.from_pretrained(path), "is_encoder_decoder", False))
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = (AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM).from_pretrained(path).to(device)
-    eos = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else tokenizer.sep_token_id
-    if eos is None:
-        raise ResourceError(f"the tokenizer of {cfg.model} has no end-of-sequence token to end a CQ with")
-    if tokenizer.pad_token_id is None:
-        tokenizer.pad_token_id = eos
-
-    def encode(items):
-        sources = [s for s, _, _ in items]
-        targets = [t for _, t, _ in items]
-        if seq2seq:
-            enc = tokenizer(sources, truncation=True, max_length=384, padding=True, return_tensors="pt")
-            enc = {"input_ids": enc.input_ids, "attention_mask": enc.attention_mask}
-            lab = tokenizer(text_target=targets, truncation=True, max_length=64, padding=True, return_tensors="pt")
-            enc["labels"] = lab.input_ids.masked_fill(lab.attention_mask == 0, -100)
-            return enc
-        # causal: "input\nClarifying question: CQ<eos>", loss on " CQ<eos>" only; right padding
-        rows, labels = [], []
-        for source, target in zip(sources, targets):
-            prompt = tokenizer(source + gen_stage.CAUSAL_SUFFIX, add_special_tokens=False).input_ids[-384:]
-            answer = tokenizer(" " + target, add_special_tokens=False).input_ids[:64] + [eos]
-            rows.append(prompt + answer)
-            labels.append([-100] * len(prompt) + answer)
-        width = max(map(len, rows))
-        pad = tokenizer.pad_token_id
-        ids = torch.tensor([row + [pad] * (width - len(row)) for row in rows])
-        mask = torch.tensor([[1] * len(row) + [0] * (width - len(row)) for row in rows])
-        lab = torch.tensor([row + [-100] * (width - len(row)) for row in labels])
-        return {"input_ids": ids, "attention_mask": mask, "labels": lab}
-
-    steps_per_epoch = -(-len(train) // cfg.batch_size)
-    total = steps_per_epoch * cfg.epochs if cfg.max_steps is None else min(cfg.max_steps, steps_per_epoch * cfg.epochs)
-    opt, sched = _optimizer(model, cfg.lr, total)
-    budget = Budget(cfg.max_steps, cfg.max_seconds)
-    model.train()
-    step = 0
-    losses: list[float] = []
-    log.info("train gen-cq: %d silver train / %d dev CQs, %s, %d steps at most, device %s", len(train), len(dev),
-             "seq2seq" if seq2seq else "causal LM", total, device)
-    for epoch, idx in batches(len(train), cfg.batch_size, cfg.epochs, cfg.seed):
-        if budget.spent(step):
-            break
-        batch = {k: v.to(device) for k, v in encode([train[i] for i in idx]).items()}
-        losses.append(optimizer_step(model(**batch).loss, model, opt, sched))
-        step += 1
-        if step % 10 == 0:
-            log.info("step %d: loss %.3f", step, sum(losses[-10:]) / len(losses[-10:]))
-    os.makedirs(cfg.out, exist_ok=True)
-    model.save_pretrained(cfg.out)
-    tokenizer.save_pretrained(cfg.out)
-    keep_model_inputs(cfg.out, model)
-    train_seconds = round(budget.elapsed(), 1)
-
-    # dev: generate with the saved model exactly as `cq gen-cq --method seq2seq` would
-    dev_scores = None
-    if dev:
-        generator = load_generator(cfg.out, device=device)
-        method = gen_stage.seq2seq_method(generator, cfg.passages, cfg.with_answers, 48)
-        preds = method.run([r for _, _, r in dev])
-        golds = [(r.get(GOLD) or {}).get("cq") or target for _, target, r in dev]
-        dev_scores = cq_scores([(g, p["text"]) for g, p in zip(golds, preds)])
-        dev_scores["valid"] = sum(bool(p["valid"]) for p in preds) / len(preds)
-    report = {"task": "gen-cq", "config": asdict(cfg), "base_model": resolved.describe(), "device": device,
-              "kind": "seq2seq" if seq2seq else "causal", "steps": step, "train_seconds": train_seconds,
-              "peak_rss_mb": round(peak_rss_mb()), "train_examples": len(train), "dev_examples": len(dev),
-              "final_loss": sum(losses[-10:]) / len(losses[-10:]) if losses else None, "dev": dev_scores}
-    _write_report(cfg.out, report)
-    return report
