@@ -6,6 +6,7 @@ from cqtools.metrics.cq import micro_prf, parse_cq, score_record
 from cqtools.stages.gen_cq import extract_options, format_cq, repair
 
 from .conftest import jsonl, parse_jsonl
+from .fakes import FakeGenerator
 
 SMOLLM = "HuggingFaceTB/SmolLM2-135M-Instruct"
 
@@ -101,15 +102,58 @@ def test_option_misuse_is_a_usage_error(runner, questions_text):
     assert result.exit_code == 2 and "--with-answers" in result.stderr
 
 
-def test_seq2seq_with_answers(runner, questions, tiny_seq2seq):
+def fake_model(monkeypatch, fake):
+    from cqtools.models import backends
+
+    monkeypatch.setattr(backends, "load_generator", lambda name, device="auto", dtype="auto", kind="auto": fake)
+    return fake
+
+
+SEQ2SEQ_INPUTS = [
+    "Who played the Joker? [SEP] Heath Ledger | Joaquin Phoenix | Jared Leto [SEP] T: some text",
+    "Who wrote The Lord of the Rings? [SEP] J. R. R. Tolkien [SEP] T: some text",
+    "Who won the World Cup in 2019? [SEP] England | South Africa | United States [SEP] T: some text"]
+
+
+@pytest.mark.parametrize("kind,suffix", [("seq2seq", ""), ("causal", "\nClarifying question:")])
+def test_seq2seq_with_answers(runner, monkeypatch, questions, kind, suffix):
+    """The gold answers (each cluster's first) reach the model's input exactly, between the question and
+    the passages; a causal LM's input ends with the suffix it was trained on; a valid output is parsed."""
+    fake = fake_model(monkeypatch, FakeGenerator({
+        "Joker": "film: The Dark Knight / Joker; Suicide Squad\nmore", "Rings": "Which one: the novel or the film?"},
+        on=lambda p: p, default="I am not sure.", kind=kind))
+    records = [dict(q, passages=[{"id": "p", "title": "T", "text": "some text"}]) for q in questions[:3]]
+    result = gen(runner, jsonl(records), "--method", "seq2seq", "--model", "m", "--with-answers", "gold",
+                 "--max-new-tokens", "8")
+    assert result.exit_code == 0, result.stderr
+    assert fake.prompts == [text + suffix for text in SEQ2SEQ_INPUTS]
+    assert fake.chats == [False] and fake.stops == [["\n"]]
+    out = parse_jsonl(result.stdout)
+    assert [r["cq"] for r in out] == [
+        {"text": "Which film: The Dark Knight, Joker, or Suicide Squad?", "category": "Which film",
+         "options": ["The Dark Knight", "Joker", "Suicide Squad"], "method": "seq2seq", "valid": True,
+         "raw": "film: The Dark Knight / Joker; Suicide Squad\nmore"},
+        {"text": "Which one: the novel or the film?", "category": "Which one", "options": ["the novel", "the film"],
+         "method": "seq2seq", "valid": True, "raw": "Which one: the novel or the film?"},
+        {"text": "I am not sure.", "category": "invalid form", "options": ["invalid form"], "method": "seq2seq",
+         "valid": False, "raw": "I am not sure."}]
+    for r in out:
+        assert_cq(r["cq"], "seq2seq")
+        assert r["meta"]["gen_cq"]["with_answers"] == "gold" and r["meta"]["gen_cq"]["model"] == "fake"
+
+
+def test_seq2seq_tiny_model_end_to_end(runner, questions, tiny_seq2seq):
+    """A real (random, tiny) seq2seq model: whatever it writes, the record holds the repair of its raw text."""
     records = [dict(q, passages=[{"id": "p", "title": "T", "text": "some text"}]) for q in questions[:3]]
     result = gen(runner, jsonl(records), "--method", "seq2seq", "--model", tiny_seq2seq, "--with-answers", "gold",
                  "--max-new-tokens", "8")
     assert result.exit_code == 0, result.stderr
     out = parse_jsonl(result.stdout)
+    assert [r["id"] for r in out] == [r["id"] for r in records]
     for r in out:
         assert_cq(r["cq"], "seq2seq")
-        assert r["meta"]["gen_cq"]["with_answers"] == "gold"
+        assert r["cq"] == repair(r["cq"]["raw"], "seq2seq")
+        assert r["meta"]["gen_cq"]["with_answers"] == "gold" and r["meta"]["gen_cq"]["kind"] == "seq2seq"
 
 
 @pytest.mark.parametrize("record,args,needle", [
@@ -122,19 +166,75 @@ def test_seq2seq_bad_inputs(runner, tiny_seq2seq, record, args, needle):
     assert needle in result.stderr and "Traceback" not in result.stderr
 
 
+LLM_REPLIES = {"Joker": " film: The Dark Knight, Joker, or Suicide Squad?\nQuestion: next",
+               "Rings": " Do you mean the novel or the film?", "World Cup": " I don't know"}
+
+
+def test_llm_few_shot_and_zero_shot(runner, monkeypatch, questions):
+    """A fake model with known replies: the prompts are the CAmbigNQ few-shot (or CLAM zero-shot) ones over
+    the question and its passages; few-shot replies continue the primed "Which" and are repaired into the
+    canonical form, zero-shot ones are kept as written."""
+    from cqtools.records import passage_snippets
+    from cqtools.stages import prompts
+
+    records = [dict(q, passages=[{"id": f"p{i}", "title": f"T{i}", "text": f"passage {i} " * 70} for i in range(4)])
+               for q in questions[:3]]
+    snippets = [passage_snippets(r, 3, 60) for r in records]
+
+    fake = fake_model(monkeypatch, FakeGenerator(LLM_REPLIES, name="fake-llm"))
+    result = gen(runner, jsonl(records), "--method", "llm", "--model", "m", "--max-new-tokens", "24")
+    assert result.exit_code == 0, result.stderr
+    assert fake.prompts == [prompts.gencq_prefix() + prompts.gencq_prompt(r["question"], s)
+                            for r, s in zip(records, snippets)]
+    assert all(f"Question: {r['question']}\n" in p and all(x in p for x in s) and p.endswith(" Which")
+               for p, r, s in zip(fake.prompts, records, snippets))
+    assert fake.chats == [False] and fake.stops == [["\n"]]
+    out = parse_jsonl(result.stdout)
+    assert [r["cq"] for r in out] == [
+        {"text": "Which film: The Dark Knight, Joker, or Suicide Squad?", "category": "Which film",
+         "options": ["The Dark Knight", "Joker", "Suicide Squad"], "method": "llm", "valid": True,
+         "raw": "Which film: The Dark Knight, Joker, or Suicide Squad?\nQuestion: next"},
+        {"text": "Which one: the novel or the film?", "category": "Which one", "options": ["the novel", "the film"],
+         "method": "llm", "valid": False, "raw": "Which Do you mean the novel or the film?", "repaired": True},
+        {"text": "Which I don't know", "category": "invalid form", "options": ["invalid form"], "method": "llm",
+         "valid": False, "raw": "Which I don't know"}]
+    assert out[0]["meta"]["gen_cq"]["model"] == "fake-llm" and out[0]["meta"]["gen_cq"]["passages"] == 3
+
+    fake = fake_model(monkeypatch, FakeGenerator(LLM_REPLIES, name="fake-llm"))
+    result = gen(runner, jsonl(records), "--method", "llm", "--zero-shot", "--model", "m", "--max-new-tokens", "24")
+    assert result.exit_code == 0, result.stderr
+    assert fake.prompts == [prompts.zero_shot_prompt(r["question"], s) for r, s in zip(records, snippets)]
+    out = parse_jsonl(result.stdout)
+    assert [r["cq"] for r in out] == [
+        {"text": "film: The Dark Knight, Joker, or Suicide Squad?", "category": "film",
+         "options": ["The Dark Knight", "Joker", "Suicide Squad"], "method": "llm-zero-shot", "valid": True,
+         "raw": LLM_REPLIES["Joker"]},
+        {"text": "Do you mean the novel or the film?", "category": "one", "options": ["the novel", "the film"],
+         "method": "llm-zero-shot", "valid": False, "raw": LLM_REPLIES["Rings"], "repaired": True},
+        {"text": "I don't know", "category": "invalid form", "options": ["invalid form"],
+         "method": "llm-zero-shot", "valid": False, "raw": LLM_REPLIES["World Cup"]}]
+    for r in out:
+        assert_cq(r["cq"], "llm-zero-shot")
+
+
 @pytest.mark.slow
-def test_llm_few_shot_and_zero_shot(runner, questions):
-    """The real SmolLM2 (weak: checks the form, not the quality), on a few fixture records."""
+def test_llm_real_model_few_shot_and_zero_shot(runner, questions):
+    """The real SmolLM2 (weak: checks the form, not the quality), on a few fixture records: each CQ is
+    the repair of what the model wrote after the primed "Which" (zero-shot: its first question, as written)."""
+    from cqtools.stages.gen_cq import free_form
+
     text = jsonl(questions[:3])
     result = gen(runner, text, "--method", "llm", "--model", SMOLLM, "--max-new-tokens", "24")
     assert result.exit_code == 0, result.stderr
     for r in parse_jsonl(result.stdout):
         assert_cq(r["cq"], "llm")
-        assert r["cq"]["text"].startswith("Which") or r["cq"]["category"] == "invalid form"
+        assert r["cq"]["raw"].startswith("Which ") and r["cq"] == repair(r["cq"]["raw"], "llm")
+        assert r["meta"]["gen_cq"]["model"] == SMOLLM
     result = gen(runner, text, "--method", "llm", "--zero-shot", "--model", SMOLLM, "--max-new-tokens", "24")
     assert result.exit_code == 0, result.stderr
     for r in parse_jsonl(result.stdout):
         assert_cq(r["cq"], "llm-zero-shot")
+        assert r["cq"] == free_form(r["cq"]["raw"], "llm-zero-shot") and "\n" not in r["cq"]["text"]
 
 
 # --- the record accessors (cqtools/records.py) every stage reads through ---------------------------
