@@ -2,6 +2,7 @@
 the fixtures, with fake models behind the real loaders' interface (one real-model test, slow)."""
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
@@ -9,72 +10,38 @@ import pytest
 from cqtools.cli import cli
 
 from .conftest import FIXTURES, jsonl, parse_jsonl
+from .fakes import FakeCrossEncoder, FakeEncoder, FakeGenerator, shared_words
 
 
-class FakeGenerator:
-    """The Generator interface (generate/score) with scripted, prompt-dependent outputs."""
+def scripted_lm(echo: bool = False) -> FakeGenerator:
+    """A generator with prompt-dependent outputs: qd rewrites the question with its answer (or, with
+    ``echo``, repeats it), the long answer joins the DQs, rac invents two new DQs of whatever question
+    is asked (numbered across calls); verification prefers " True"."""
+    counter = itertools.count(1)
 
-    name = "fake-lm"
-    kind = "causal"
-    info = {"model": "fake-lm", "source": "test", "device": "cpu", "dtype": "float32", "kind": "causal"}
-    batch_size = 16
+    def reply(p: str) -> str:
+        if p.rstrip().endswith("Rewritten question:"):  # qd
+            question = p.rsplit("Question: ", 1)[1].split("\n", 1)[0]
+            answer = p.rsplit("Answer: ", 1)[1].split("\n", 1)[0]
+            return question if echo else f"{question.rstrip('?')} with the answer {answer}?"
+        if p.rstrip().endswith("Long answer:"):
+            pairs = re.findall(r"^- (.+?\?) Answer: (.+)$", p, re.M)
+            return " ".join(f"{q} {a}." for q, a in pairs) or "No answer."
+        question = p.rsplit("Question: ", 1)[1].split("\n", 1)[0].rstrip("?")  # rac
+        lines = []
+        for _ in range(2):
+            n = next(counter)
+            lines.append(f"{question} in case {n}? Answer: answer {n}")
+        return " " + lines[0] + "\n2. " + lines[1]
 
-    def __init__(self, echo: bool = False):
-        self.echo = echo
-        self.prompts: list[str] = []
-        self.n = 0
-
-    def generate(self, prompts, max_new_tokens=32, chat=None, stop=None, batch_size=None):
-        out = []
-        for p in prompts:
-            self.prompts.append(p)
-            if p.rstrip().endswith("Rewritten question:"):  # qd
-                question = p.rsplit("Question: ", 1)[1].split("\n", 1)[0]
-                answer = p.rsplit("Answer: ", 1)[1].split("\n", 1)[0]
-                out.append(question if self.echo else f"{question.rstrip('?')} with the answer {answer}?")
-            elif p.rstrip().endswith("Long answer:"):
-                pairs = re.findall(r"^- (.+?\?) Answer: (.+)$", p, re.M)
-                out.append(" ".join(f"{q} {a}." for q, a in pairs) or "No answer.")
-            else:  # rac: two new DQs of whatever question is asked
-                question = p.rsplit("Question: ", 1)[1].split("\n", 1)[0].rstrip("?")
-                lines = []
-                for _ in range(2):
-                    self.n += 1
-                    lines.append(f"{question} in case {self.n}? Answer: answer {self.n}")
-                out.append(" " + lines[0] + "\n2. " + lines[1])
-        return out
-
-    def score(self, prompts, continuations, prefix="", batch_size=None):
-        return [-1.0 if c == " True" else -2.0 for c in continuations]
-
-
-class FakeCrossEncoder:
-    info = {"model": "fake-ce", "source": "test"}
-
-    def predict(self, pairs, batch_size=32):
-        return [float(len(set(q.lower().split()) & set(p.lower().split()))) for q, p in pairs]
-
-
-class FakeEncoder:
-    """Hashed bag-of-words vectors: questions that share words are similar."""
-
-    def encode(self, texts, batch_size=32, normalize_embeddings=True, **_):
-        import zlib
-
-        import numpy as np
-
-        out = np.zeros((len(texts), 1024), dtype=np.float32)
-        for i, text in enumerate(texts):
-            for word in re.findall(r"\w+", text.lower()):
-                out[i, zlib.crc32(word.encode()) % 1024] += 1
-        return out / np.clip(np.linalg.norm(out, axis=1, keepdims=True), 1e-9, None)
+    return FakeGenerator(reply, lambda p, c: -1.0 if c == " True" else -2.0, name="fake-lm")
 
 
 @pytest.fixture
 def fakes(monkeypatch):
     import cqtools.models as models
 
-    gen = FakeGenerator()
+    gen = scripted_lm()
     made = {"generator": gen, "cross_encoder": 0, "encoder": 0}
 
     def load_generator(name, device="auto", dtype="auto", kind="auto"):
@@ -82,7 +49,7 @@ def fakes(monkeypatch):
 
     def load_cross_encoder(name, device="auto"):
         made["cross_encoder"] += 1
-        return FakeCrossEncoder()
+        return FakeCrossEncoder(shared_words)
 
     def load_encoder(name, device="auto"):
         made["encoder"] += 1
@@ -146,6 +113,7 @@ def test_tree_is_recorded_and_bounded(runner, fakes, retrieved, max_nodes, max_d
         assert meta["model_calls"] == meta["expansions"] + len(valid)
         assert meta["model_calls"] < 20 or max_nodes > 10
         assert [d["node"] for d in record["dqs"]] == [n["id"] for n in valid if not n["pruned"]]
+        assert_tree_shape(record, max_nodes, max_depth, pruned=True)
 
 
 def test_shots_file_picks_nearest_examples(runner, fakes, retrieved, tmp_path):
@@ -175,7 +143,7 @@ def test_qd_one_dq_per_answer_and_fallback(runner, fakes, retrieved):
     assert out[2]["dqs"] == []
     assert [r["meta"]["disambiguate"]["model_calls"] for r in out] == [2, 0, 0]
 
-    fakes["generator"] = FakeGenerator(echo=True)  # a model that repeats the question
+    fakes["generator"] = scripted_lm(echo=True)  # a model that repeats the question
     result, out = run(runner, ["disambiguate", "--method", "qd", "-q"], jsonl(records[:1]))
     assert result.exit_code == 0, result.stderr
     dqs = out[0]["dqs"]
@@ -245,6 +213,34 @@ def test_tree_flags_need_rac(runner, fakes):
     assert "--tree goes with --method rac" in result.stderr
 
 
+def assert_tree_shape(record: dict, max_nodes: int, max_depth: int, pruned: bool) -> None:
+    """What holds for any model's output: the root is the question; ids in order; every node's
+    parent an earlier node one level up; limits kept; verdicts boolean; dqs = the surviving nodes;
+    one generation per expansion (+ one verification per node when pruning)."""
+    tree = record["tree"]
+    root, valid = tree[0], tree[1:]
+    assert root == {"id": 0, "parent": None, "question": record["question"], "answer": None, "depth": 0,
+                    "pruned": False, "passage_id": None}
+    assert [n["id"] for n in tree] == list(range(len(tree)))
+    assert len(valid) <= max_nodes
+    by_id = {n["id"]: n for n in tree}
+    for n in valid:
+        assert isinstance(n["parent"], int) and n["parent"] < n["id"]
+        assert n["depth"] == by_id[n["parent"]]["depth"] + 1 <= max_depth
+        assert isinstance(n["pruned"], bool) and (pruned or not n["pruned"])
+        assert isinstance(n["question"], str) and n["question"].endswith("?") and n["question"] != record["question"]
+        assert isinstance(n["answer"], str) and n["answer"].strip()
+        assert n["passage_id"] is None or n["passage_id"] in {p["id"] for p in record["passages"]}
+        assert ("verify" in n) is pruned
+    assert [(d["node"], d["question"], d["answer"]) for d in record["dqs"]] == [
+        (n["id"], n["question"], n["answer"]) for n in valid if not n["pruned"]]
+    meta = record["meta"]["disambiguate"]
+    assert meta["valid_nodes"] == len(valid) and meta["pruned"] == sum(n["pruned"] for n in valid)
+    assert meta["model_calls"] == meta["expansions"] + (len(valid) if pruned else 0)
+    assert 1 <= meta["expansions"] <= 1 + len(valid)
+    assert meta["stop"] in {"max_nodes", "max_depth", "failures", "exhausted"}
+
+
 @pytest.mark.slow
 def test_real_model_tree(runner, retrieved):
     """SmolLM2 through the whole ToC path on two fixture questions: structure only (it is weak)."""
@@ -253,10 +249,14 @@ def test_real_model_tree(runner, retrieved):
             "--rerank-depth", "5", "-q"]
     result, records = run(runner, args, text)
     assert result.exit_code == 0, result.stderr
+    assert [r["id"] for r in records] == [r["id"] for r in parse_jsonl(text)]
     for record in records:
-        assert record["tree"][0]["question"] == record["question"]
-        assert len(record["tree"]) <= 4
-        assert 1 <= record["meta"]["disambiguate"]["model_calls"] < 20
+        assert_tree_shape(record, max_nodes=3, max_depth=2, pruned=True)
     result, out = run(runner, ["answer", "--mode", "long", "--max-new-tokens", "32", "-q"], jsonl(records))
     assert result.exit_code == 0, result.stderr
-    assert all(isinstance(r["long_answer"], str) for r in out)
+    for record, before in zip(out, records):
+        assert isinstance(record["long_answer"], str)
+        assert record["dqs"] == before["dqs"] and record["tree"] == before["tree"]  # passed through
+        meta = record["meta"]["answer"]
+        assert meta["mode"] == "long" and meta["dqs_used"] == len(record["dqs"])
+        assert meta["model"] == "HuggingFaceTB/SmolLM2-135M-Instruct"
