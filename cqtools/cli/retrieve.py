@@ -12,14 +12,16 @@ from .stream import run_stream, spec_from
 
 @click.command(name="retrieve")
 @click.option("--index", "index_dir", required=True, type=click.Path(), envvar="CQ_INDEX",
-              help="A `cq index` directory (or a plain Pyserini Lucene index for bm25).")
+              help="A `cq index` directory, a plain Pyserini Lucene index, or the name of a Pyserini prebuilt index "
+                   "(e.g. wikipedia-dpr-100w, wikipedia-dpr-100w.dpr-multi) in Pyserini's cache.")
 @click.option("--method", type=click.Choice(SEARCHERS.names()), default="bm25", show_default=True,
               help=SEARCHERS.help() + ".")
 @hits_option
 @click.option("--threads", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="number of CPUs",
               help="Search threads per batch.")
 @click.option("--query-field", default="question", show_default=True, help="Record key holding the query.")
-@click.option("--encoder", default=None, help="Dense query encoder (default: the one the index was built with).")
+@click.option("--encoder", default=None, help="Dense query encoder (default: the one recorded in the index; for a "
+                                             "prebuilt DPR index, its DPR question encoder).")
 @click.option("--fusion", type=click.Choice(["rrf", "linear"]), default="rrf", show_default=True,
               help="Hybrid fusion: reciprocal rank (rrf) or Pyserini's normalised interpolation (linear).")
 @click.option("--alpha", type=float, default=0.1, show_default=True, help="Sparse weight for --fusion linear.")

@@ -14,7 +14,8 @@ def build(method: str = "bm25", *, index_dir: str, hits: int = 100, threads: int
     from ..retrieval import open_searcher
 
     searcher = open_searcher(index_dir, method, **options)
-    info = {"method": method, "index": os.path.abspath(index_dir), "hits": hits, **getattr(searcher, "params", {})}
+    index = os.path.abspath(index_dir) if os.path.exists(index_dir) else index_dir  # a path, or a prebuilt name
+    info = {"method": method, "index": index, "hits": hits, **getattr(searcher, "params", {})}
     return functools.partial(retrieve_batch, searcher=searcher, k=hits, threads=threads, query_field=query_field,
                              info=info)
 
