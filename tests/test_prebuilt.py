@@ -62,6 +62,7 @@ def test_sparse_prebuilt_by_name(runner, cache, fixture_index, questions_text):
     assert hits(by_name) == hits(by_dir)
     meta = by_name[0]["meta"]["retrieve"]
     assert meta["prebuilt"] == SPARSE and meta["index_path"].startswith(str(cache))
+    assert meta["index"] == SPARSE  # the name as given, not a path under the current directory
 
 
 def test_dense_prebuilt_by_name(runner, cache, fixture_index, questions_text):
