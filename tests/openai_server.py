@@ -12,9 +12,11 @@ It prints ``PORT <n>`` on its first stdout line (an OS-chosen port on 127.0.0.1)
 
 Text is cut into tokens by :func:`tokenize` (a word with its leading spaces, or a run of spaces),
 and token ``t`` has the made-up log-probability :func:`token_logprob` ``(t)`` wherever it occurs,
-so a test can compute the exact expected score. Modes: ``echo`` (default: prompt logprobs with
-``echo``), ``top`` (refuses ``echo`` with 400; gives ``top_logprobs`` of the next token from
-:data:`VOCAB`), ``none`` (never any logprobs). A fault is an HTTP status such as ``429`` or ``500`` (answer
+so a test can compute the exact expected score. A request without ``echo`` lists the tokens of
+:data:`VOCAB` as the next token's ``top_logprobs``. Modes: ``echo`` (default: prompt logprobs with
+``echo``), ``shifted`` (echoed prompt logprobs that disagree with the next-token ones, as
+llama-cpp-python 0.3's are one position off), ``top`` (refuses ``echo`` with 400), ``none`` (never
+any logprobs). A fault is an HTTP status such as ``429`` or ``500`` (answer
 with it), ``sleep:S`` (wait S seconds before answering) or ``pass`` (answer normally), used up one
 per API request in order.
 """
@@ -30,8 +32,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 TOKEN = re.compile(r"\s*\S+|\s+")
-# the next-token candidates of mode "top", with their logprobs
-VOCAB = {" True": -0.25, " False": -1.5, " Yes": -2.0, " No": -2.5, " story": -0.75, " the": -3.0}
+# the tokens listed as next-token top_logprobs (each with its token_logprob), best first
+VOCAB = (" True", " False", " Yes", " No", " story", " the")
 DEFAULT_REPLY = " Which one do you mean, the first or the second?\nQuestion: more text"
 
 
@@ -78,24 +80,21 @@ def completion(body: dict) -> tuple[int, dict]:
     generated = _cut("".join(generated_tokens), body.get("stop"))
     choice = {"index": 0, "text": (prompt if echo else "") + generated, "finish_reason": "stop", "logprobs": None}
     if logprobs is not None and STATE.mode != "none":
-        if STATE.mode == "top":
-            listed = dict(sorted(VOCAB.items(), key=lambda kv: -kv[1])[: int(logprobs)])
-            first = next(iter(listed))
-            choice["logprobs"] = {"tokens": [first], "token_logprobs": [listed[first]],
-                                  "top_logprobs": [listed], "text_offset": [len(prompt)]}
-        else:
-            tokens = (tokenize(prompt) if echo else []) + tokenize(generated)[:1]
-            values = [token_logprob(t) for t in tokens]
-            if echo and values:
-                values[0] = None  # the first prompt token has no context
+        if echo:
+            tokens = tokenize(prompt) + tokenize(generated)[:1]
+            lp = (lambda t: token_logprob(t + "|after")) if STATE.mode == "shifted" else token_logprob
+            values = [None] + [lp(t) for t in tokens[1:]]  # the first prompt token has no context
             offsets, at = [], 0
             for t in tokens:
                 offsets.append(at)
                 at += len(t)
-            if not echo:
-                offsets = [len(prompt) + o for o in offsets]
             choice["logprobs"] = {"tokens": tokens, "token_logprobs": values, "text_offset": offsets,
-                                  "top_logprobs": [{t: v} for t, v in zip(tokens, values)]}
+                                  "top_logprobs": [None] + [{t: v} for t, v in zip(tokens[1:], values[1:])]}
+        else:
+            listed = dict(sorted(((t, token_logprob(t)) for t in VOCAB), key=lambda kv: -kv[1])[: int(logprobs)])
+            first = next(iter(listed))
+            choice["logprobs"] = {"tokens": [first], "token_logprobs": [listed[first]], "top_logprobs": [listed],
+                                  "text_offset": [len(prompt)]}
     return 200, {"id": "cmpl-test", "object": "text_completion", "created": 0, "model": body.get("model"),
                  "choices": [choice], "usage": {"prompt_tokens": len(tokenize(prompt)), "completion_tokens": 1,
                                                 "total_tokens": len(tokenize(prompt)) + 1}}

@@ -7,8 +7,9 @@ of a command.
   local backend does.
 - scoring, log p(continuation | prefix + prompt) summed over its tokens: ``completions`` with
   ``echo`` + ``logprobs`` (the prompt's own log-probabilities; the continuation's tokens are found
-  by their character offsets), or, where the server does not echo prompt logprobs, the next-token
-  ``top_logprobs`` one token at a time. A server with neither is a one-line error.
+  by their character offsets), checked once against the server's next-token logprobs; where the
+  server does not echo prompt logprobs (or they disagree), the next-token ``top_logprobs`` one
+  token at a time. A server with neither is a one-line error.
 - ``--concurrency N`` requests in flight, retries with exponential backoff on 429/5xx, timeouts
   and dropped connections; the key comes from ``CQ_API_KEY`` or ``OPENAI_API_KEY`` only and is
   never logged nor written to records or run records.
@@ -44,6 +45,7 @@ PLACEHOLDER_KEYS = {"unused-placeholder"}
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 SEED = 0
 MAX_STOP = 4  # the OpenAI API takes at most 4 stop sequences; the rest are cut here
+ECHO_TOLERANCE = 0.1  # prompt and next-token logprobs of one token may differ this much (batched kernels)
 
 
 class ApiError(CQError):
@@ -380,24 +382,49 @@ class OpenAIGenerator:
         return [float(scores[(ctx, c)]) if c else 0.0 for ctx, c in pairs]
 
     def _probe(self, context: str, continuation: str) -> float:
-        """Score the first pair, finding which way this server gives log-probabilities."""
+        """Score the first pair, finding which way this server gives log-probabilities: prompt
+        logprobs (echo) when it has them and they agree with its next-token logprobs, else the
+        next-token logprobs token by token, else a one-line error."""
         try:
-            value = self._score_echo(context, continuation)
-            self._score_mode = "echo"
-            log.info("%s: scoring with prompt logprobs (completions echo)", self.name)
-            return value
+            value, first = self._echo(context, continuation)
         except _NoLogprobs as echo_err:
-            try:
-                value = self._score_top(context, continuation)
-            except _NoLogprobs as top_err:
-                raise ApiError(f"{self._where('completions')} gives no log-probabilities (echo+logprobs: "
-                               f"{echo_err}; next-token top_logprobs: {top_err}); scoring (detect --method llm, "
-                               f"oracle --method llm, answer --verify, disambiguate --prune) needs a server that "
-                               f"does, e.g. vLLM or llama-cpp-python's server with --logits_all true") from None
-            self._score_mode = "top"
-            log.warning("%s: the server does not echo prompt logprobs (%s); scoring token by token from its "
-                        "top-%d next-token logprobs", self.name, echo_err, self.top_logprobs)
-            return value
+            why = str(echo_err)
+        else:
+            why = self._echo_disagrees(context, first)
+            if why is None:
+                self._score_mode = "echo"
+                log.info("%s: scoring with prompt logprobs (completions echo)", self.name)
+                return value
+        try:
+            value = self._score_top(context, continuation)
+        except _NoLogprobs as top_err:
+            raise ApiError(f"{self._where('completions')} gives no log-probabilities (echo+logprobs: "
+                           f"{why}; next-token top_logprobs: {top_err}); scoring (detect --method llm, "
+                           f"oracle --method llm, answer --verify, disambiguate --prune) needs a server that "
+                           f"does, e.g. vLLM or llama-cpp-python's server") from None
+        self._score_mode = "top"
+        log.warning("%s: no usable prompt logprobs (%s); scoring token by token from the top-%d next-token "
+                    "logprobs", self.name, why, self.top_logprobs)
+        return value
+
+    def _echo_disagrees(self, context: str, first: tuple[str, float] | None) -> str | None:
+        """Why the server's prompt logprobs cannot be trusted, or None. The continuation's first token
+        is looked up in the server's next-token logprobs after ``context``: the two must agree (they
+        do not on llama-cpp-python 0.3, whose echoed logprobs are one position off, its issue #1983).
+        Unchecked (None) when that token straddles the context or is not listed."""
+        if first is None:
+            return None
+        body = {"model": self.model, "prompt": context, "max_tokens": 1, "temperature": 0, "seed": SEED,
+                "logprobs": self.top_logprobs}
+        try:
+            top = next_token_logprobs(self._completions(body)["choices"][0])
+        except _NoLogprobs:
+            return None
+        token, echoed = first
+        if token in top and abs(top[token] - echoed) > ECHO_TOLERANCE:
+            return (f"its prompt logprob of {token!r} is {echoed:.3f} but its next-token logprob "
+                    f"{top[token]:.3f}")
+        return None
 
     def _completions(self, body: dict) -> dict:
         try:
@@ -408,8 +435,9 @@ class OpenAIGenerator:
                                f"CQ_API_KEY or OPENAI_API_KEY") from None
             raise _NoLogprobs(f"HTTP {err.status}: {err.message}") from None
 
-    def _score_echo(self, context: str, continuation: str) -> float:
-        """log p from the prompt's own logprobs: the tokens overlapping the continuation's characters."""
+    def _echo(self, context: str, continuation: str) -> tuple[float, tuple[str, float] | None]:
+        """(log p from the prompt's own logprobs, (the continuation's first token, its logprob) when
+        that token starts where the continuation does)."""
         full = context + continuation
         body = {"model": self.model, "prompt": full, "max_tokens": 1, "temperature": 0, "seed": SEED,
                 "echo": True, "logprobs": 1}
@@ -420,7 +448,14 @@ class OpenAIGenerator:
             raise _NoLogprobs("no tokens, token_logprobs and text_offset in the answer")
         if not (choice.get("text") or "").startswith(full) or offsets[0] != 0:
             raise _NoLogprobs("the prompt is not echoed")
-        return continuation_logprob(tokens, values, offsets, len(context), len(full))
+        total = continuation_logprob(tokens, values, offsets, len(context), len(full))
+        first = next(((t, v) for t, v, o in zip(tokens, values, offsets) if o == len(context) and t and v is not None),
+                     None)
+        return total, first
+
+    def _score_echo(self, context: str, continuation: str) -> float:
+        """log p from the prompt's own logprobs: the tokens overlapping the continuation's characters."""
+        return self._echo(context, continuation)[0]
 
     def _score_top(self, context: str, continuation: str) -> float:
         """log p token by token: each step asks for the next token's top logprobs and takes the
