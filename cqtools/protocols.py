@@ -64,12 +64,13 @@ class Detector(Protocol):
 
 @runtime_checkable
 class CQMethod(Protocol):
-    """One clarifying question per record (a ``cq`` dict, or None when it asks nothing)."""
+    """One clarifying question per record (a ``cq`` dict, or None when it asks nothing): ``run``, as
+    gen-cq's stage calls it (cqtools.stages.gen_cq.CQMethod)."""
 
     name: str
     info: dict
 
-    def generate(self, records: list[dict]) -> list[dict | None]: ...
+    def run(self, records: list[dict]) -> list[dict | None]: ...
 
 
 @runtime_checkable

@@ -127,13 +127,13 @@ class FakeCrossEncoder:
 
 class FakeEncoder:
     """A :class:`cqtools.protocols.Encoder`: hashed bag-of-words vectors (``dim`` buckets), so texts
-    that share words are similar; L2-normalised unless ``normalize_embeddings=False``."""
+    that share words are similar; L2-normalised with ``normalize_embeddings=True``."""
 
     def __init__(self, dim: int = 1024):
         self.dim = dim
         self.calls: list[int] = []
 
-    def encode(self, texts, batch_size: int = 32, normalize_embeddings: bool = True, **kwargs):
+    def encode(self, texts, batch_size: int = 32, normalize_embeddings: bool = False, **kwargs):
         import numpy as np
 
         self.calls.append(len(texts))
