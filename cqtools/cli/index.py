@@ -83,7 +83,7 @@ def cli(corpus, out_dir, dense, encoder, query_encoder, threads, batch_size, ove
 
             start = time.perf_counter()
             info = build_dense(iter_corpus(corpus), os.path.join(build_dir, DENSE_DIR), encoder, batch_size,
-                               "cpu" if device == "auto" else device, query_encoder=query_encoder)
+                               device, query_encoder=query_encoder)
             info["seconds"] = round(time.perf_counter() - start, 2)
             manifest["dense"] = info | {"dir": DENSE_DIR}
             log.info("dense: encoded %d passages in %.1f s", info["passages"], info["seconds"])

@@ -49,5 +49,5 @@ def cli(index_dir, method, hits, threads, query_field, encoder, fusion, alpha, k
     sinks = [TrecRun(run_file, run_tag or f"cq-{method}")] if run_file else []
     spec = spec_from(kwargs, required=(query_field,), desc="retrieve", sinks=sinks)
     run_stream(retrieve.build(method, index_dir=index_dir, hits=hits, threads=threads, query_field=query_field,
-                              encoder=encoder, device="cpu" if device == "auto" else device, fusion=fusion,
+                              encoder=encoder, device=device, fusion=fusion,
                               alpha=alpha, k1=k1, b=b), spec)
