@@ -325,7 +325,7 @@ class OpenAIGenerator:
         """Greedy continuations, one request per prompt (``chat`` not False: chat/completions with
         the prompt as the user turn; False: completions on the raw text), cut at the first of ``stop``.
         ``batch_size`` is accepted for the Protocol and ignored: ``--concurrency`` sets the pace."""
-        from .backends import _cut
+        from .generator import _cut
 
         use_chat = chat is not False
         endpoint = "chat/completions" if use_chat else "completions"

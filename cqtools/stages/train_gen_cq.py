@@ -49,7 +49,8 @@ def train_gen_cq(cfg: TrainConfig) -> dict:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
-    from ..models.backends import _gguf_to_safetensors, load_generator, pick_device
+    from ..models.backends import load_generator, pick_device
+    from ..models.generator import _gguf_to_safetensors
     from ..models.resolve import resolve
 
     if cfg.dev is None:

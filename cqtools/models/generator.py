@@ -1,0 +1,286 @@
+"""Local generators (causal LM, seq2seq; GGUF copies converted once): greedy generation and
+continuation scoring, each input alone at its own length (cqtools/models/backends.py)."""
+from __future__ import annotations
+
+import copy
+import hashlib
+import logging
+import os
+from typing import Sequence
+
+from ..errors import ResourceError
+from . import openai_backend
+from .resolve import ResolvedModel, resolve
+from .runtime import (_cached, _context_length, _groups, _limit, _warn_cut, cache_dir, cut_middle, padded_batches,
+                      pick_device, pick_dtype)
+
+log = logging.getLogger("cqtools")
+
+
+def load_generator(name: str, device: str = "auto", dtype: str = "auto", kind: str = "auto") -> "Generator":
+    """A :class:`Generator` for ``name`` (hub id, local dir, GGUF file or offline copy).
+
+    ``kind`` is ``causal``, ``seq2seq`` or ``auto`` (read from the model config).
+    """
+    if kind not in ("auto", "causal", "seq2seq"):
+        raise ValueError(f"kind must be auto, causal or seq2seq, not {kind!r}")
+    api = openai_backend.route(name)  # ``openai:NAME``, or any name under --api-base: a server's model
+    if api is not None:
+        from ..registry import BACKENDS
+
+        return BACKENDS.build(api[0], model=api[1], kind=kind)
+    dev = pick_device(device)
+
+    def build():
+        resolved = resolve(name)
+        if resolved.fmt in ("onnx", "sentence-transformers"):
+            raise ResourceError(f"{name} resolved to a {resolved.fmt} model, not a generator; pass a causal LM "
+                                f"or seq2seq model (e.g. HuggingFaceTB/SmolLM2-135M-Instruct)")
+        return Generator(resolved, dev, dtype, kind)
+
+    return _cached(("generator", name, dev, dtype, kind), build)
+
+
+def _gguf_to_safetensors(resolved: ResolvedModel) -> str:
+    """Dequantise a GGUF checkpoint once into ``CQ_CACHE``; later loads read the safetensors copy."""
+    gguf_file = resolved.files.get("gguf_file")
+    folder = resolved.path
+    if os.path.isfile(folder):
+        folder, gguf_file = os.path.dirname(folder), os.path.basename(folder)
+    if gguf_file is None:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".gguf"))
+        if not names:
+            raise ResourceError(f"no .gguf file in {folder}")
+        gguf_file = names[0]
+    source = os.path.join(folder, gguf_file)
+    stat = os.stat(source)
+    digest = hashlib.sha1(f"{os.path.abspath(source)}:{stat.st_size}:{int(stat.st_mtime)}".encode()).hexdigest()[:12]
+    target = os.path.join(cache_dir(), "gguf", f"{os.path.splitext(gguf_file)[0]}-{digest}")
+    if os.path.exists(os.path.join(target, "config.json")):
+        return target
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    log.info("converting %s to safetensors in %s (once; ~30 s)", gguf_file, target)
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf_file)
+    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf_file)
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    partial = f"{target}.part{os.getpid()}"
+    model.save_pretrained(partial)
+    tokenizer.save_pretrained(partial)
+    try:
+        os.replace(partial, target)
+    except OSError:  # another process converted it first
+        import shutil
+
+        shutil.rmtree(partial, ignore_errors=True)
+    return target
+
+
+class Generator:
+    """Greedy generation and continuation scoring with one call shape for causal and seq2seq LMs."""
+
+    def __init__(self, resolved: ResolvedModel, device: str, dtype: str = "auto", kind: str = "auto",
+                 batch_size: int = 16):
+        import torch
+        from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+
+        path = _gguf_to_safetensors(resolved) if resolved.fmt == "gguf" else resolved.path
+        config = AutoConfig.from_pretrained(path)
+        if kind == "auto":
+            kind = "seq2seq" if getattr(config, "is_encoder_decoder", False) else "causal"
+        self.kind = kind
+        self.name = resolved.name
+        self.device = device
+        self.batch_size = batch_size
+        torch_dtype = pick_dtype(dtype, device)
+        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        cls = AutoModelForSeq2SeqLM if kind == "seq2seq" else AutoModelForCausalLM
+        try:
+            self.model = cls.from_pretrained(path, dtype=torch_dtype).to(device).eval()
+        except (ValueError, OSError) as err:
+            raise ResourceError(f"cannot load {resolved.name} as a {kind} LM: {str(err).splitlines()[0]}") from None
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.tokenizer.padding_side = "left" if kind == "causal" else "right"
+        self.has_chat = kind == "causal" and bool(getattr(self.tokenizer, "chat_template", None))
+        probe = self.tokenizer("x").input_ids
+        bos = self.tokenizer.bos_token_id
+        self._bos = [bos] if kind == "causal" and bos is not None and probe and probe[0] == bos else []
+        self.context = _context_length(config, self.tokenizer)
+        self.padded = padded_batches()
+        self.info = {"model": resolved.name, "source": resolved.source, "device": device,
+                     "dtype": str(torch_dtype).replace("torch.", ""), "kind": kind,
+                     "batching": "padded" if self.padded else "per-item"}
+
+    # -- prompting -------------------------------------------------------------------------------
+
+    def chat_prompt(self, text: str) -> str:
+        """``text`` as one user turn of the chat template, ready for the assistant's reply."""
+        return self.tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
+                                                  add_generation_prompt=True)
+
+    def generate(self, prompts: list[str], max_new_tokens: int = 32, chat: bool | None = None,
+                 stop: list[str] | None = None, batch_size: int | None = None) -> list[str]:
+        """Greedy continuations of ``prompts`` (chat template applied when the model has one and
+        ``chat`` is not False), cut at the first of ``stop``. Each prompt runs alone at its own
+        length (padded batches of ``batch_size``, default ``self.batch_size``, longest first, with
+        ``CQ_PADDED_BATCHES=1``);
+        a prompt longer than the input limit loses its middle."""
+        import torch
+
+        use_chat = self.has_chat if chat is None else (chat and self.has_chat)
+        texts = [self.chat_prompt(p) if use_chat else p for p in prompts]
+        special = use_chat  # a chat template already contains the special tokens
+        seqs = [self.tokenizer(t, add_special_tokens=not special, verbose=False).input_ids for t in texts]
+        seqs = self._fit(seqs, _limit(self.context, max_new_tokens if self.kind == "causal" else 0))
+        order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i]))
+        outputs: list[str] = [""] * len(texts)
+        for idx in _groups(order, (batch_size or self.batch_size) if self.padded else 1):
+            ids, mask = self._pad([seqs[i] for i in idx], left=self.kind == "causal")
+            with torch.inference_mode():
+                out = self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                                          max_new_tokens=max_new_tokens, do_sample=False, num_beams=1,
+                                          pad_token_id=self.tokenizer.pad_token_id)
+            if self.kind == "causal":
+                out = out[:, ids.shape[1]:]
+            for i, row in zip(idx, out):
+                outputs[i] = _cut(self.tokenizer.decode(row, skip_special_tokens=True), stop)
+        return outputs
+
+    def _fit(self, seqs: list[list[int]], budget: int) -> list[list[int]]:
+        """Sequences cut to ``budget`` tokens (middle dropped), with one warning for the call."""
+        cuts = [(len(s), budget) for s in seqs if len(s) > budget]
+        _warn_cut(self.name, cuts, budget)
+        return [cut_middle(s, budget) for s in seqs] if cuts else seqs
+
+    def _pad(self, seqs: list[list[int]], left: bool, value: int | None = None):
+        """(ids, attention mask) tensors; a single sequence gets no padding at all."""
+        import torch
+
+        pad = self.tokenizer.pad_token_id if value is None else value
+        width = max(1, max(map(len, seqs)))
+        ids = torch.full((len(seqs), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(seqs), width), dtype=torch.long)
+        for row, seq in enumerate(seqs):
+            if not seq:
+                continue
+            cols = slice(width - len(seq), width) if left else slice(0, len(seq))
+            ids[row, cols] = torch.tensor(seq, dtype=torch.long)
+            mask[row, cols] = 1
+        return ids, mask
+
+    # -- scoring ---------------------------------------------------------------------------------
+
+    def score(self, prompts: list[str], continuations: list[str], prefix: str = "",
+              batch_size: int | None = None) -> list[float]:
+        """Summed log p(continuation | prefix + prompt) for each pair.
+
+        Pieces are tokenized separately and concatenated, so the scores do not depend on whether
+        the prefix's KV cache is reused; with a non-empty ``prefix`` (causal models) it is run once
+        and its cache copied for every batch.
+        """
+        if len(prompts) != len(continuations):
+            raise ValueError("prompts and continuations must have the same length")
+        if not prompts:
+            return []
+        if self.kind == "seq2seq":
+            return self._score_seq2seq([prefix + p for p in prompts], continuations, batch_size)
+        return self._score_causal(prompts, continuations, prefix, use_cache=True, batch_size=batch_size)
+
+    def _ids(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=False, verbose=False).input_ids if text else []
+
+    def _score_causal(self, prompts, continuations, prefix: str, use_cache: bool = True,
+                      batch_size: int | None = None) -> list[float]:
+        import torch
+
+        prefix_ids = self._bos + self._ids(prefix)
+        items = [(self._ids(p), self._ids(c)) for p, c in zip(prompts, continuations)]
+        limit, cuts = _limit(self.context), []
+        for n, (p, c) in enumerate(items):  # the prompt gives way: prefix and continuation stay whole
+            room = max(0, limit - len(prefix_ids) - len(c))
+            if len(p) > room:
+                cuts.append((len(prefix_ids) + len(p) + len(c), len(prefix_ids) + room + len(c)))
+                items[n] = (cut_middle(p, room), c)
+        _warn_cut(self.name, cuts, limit)
+        cache = last = None
+        if use_cache and prefix and prefix_ids:
+            with torch.inference_mode():
+                out = self.model(torch.tensor([prefix_ids], device=self.device), use_cache=True)
+            cache, last = out.past_key_values, torch.log_softmax(out.logits[0, -1].float(), dim=-1)
+        head = [] if cache is not None else prefix_ids
+        if not head and any(not p and c for p, c in items) and cache is None:
+            raise ValueError("cannot score a continuation with no context; pass a prompt or prefix")
+        order = sorted(range(len(items)), key=lambda i: -sum(map(len, items[i])))
+        scores = [0.0] * len(items)
+        offset = len(prefix_ids) if cache is not None else 0
+        for idx in _groups(order, (batch_size or self.batch_size) if self.padded else 1):
+            # right padding (if any): positions stay those of one sequence
+            ids, mask = self._pad([head + items[i][0] + items[i][1] for i in idx], left=False)
+            width = ids.shape[1]
+            kwargs = {}
+            if cache is not None:
+                past = copy.deepcopy(cache)
+                if len(idx) > 1:
+                    past.batch_repeat_interleave(len(idx))
+                mask = torch.cat([torch.ones((len(idx), offset), dtype=torch.long), mask], dim=1)
+                positions = torch.arange(offset, offset + width).expand(len(idx), -1)
+                kwargs = {"past_key_values": past, "position_ids": positions.to(self.device)}
+            with torch.inference_mode():
+                hidden = self._hidden(ids.to(self.device), mask.to(self.device), kwargs)
+                for row, i in enumerate(idx):
+                    prompt_ids, cont_ids = items[i]
+                    if not cont_ids:
+                        continue
+                    first = len(head) + len(prompt_ids)  # position of the first continuation token
+                    target = torch.tensor(cont_ids, device=hidden.device)
+                    # only the positions that predict continuation tokens go through the LM head
+                    start_pos = max(first - 1, 0)
+                    logprobs = torch.log_softmax(
+                        self._head(hidden[row, start_pos:first - 1 + len(cont_ids)]).float(), dim=-1)
+                    if first == 0:  # the first token is predicted by the prefix's last position
+                        total = last[target[0]] + logprobs.gather(-1, target[1:, None]).sum()
+                    else:
+                        total = logprobs.gather(-1, target[:, None]).sum()
+                    scores[i] = float(total)
+        return scores
+
+    def _hidden(self, ids, mask, kwargs):
+        """Last hidden states (the LM head is applied only where needed), or logits for models
+        without a separate head."""
+        base = getattr(self.model, "base_model", None)
+        if base is not None and base is not self.model and self.model.get_output_embeddings() is not None:
+            self._head = self.model.get_output_embeddings()
+            return base(input_ids=ids, attention_mask=mask, **kwargs).last_hidden_state
+        self._head = lambda x: x
+        return self.model(input_ids=ids, attention_mask=mask, **kwargs).logits
+
+    def _score_seq2seq(self, sources: list[str], targets: list[str], batch_size: int | None = None) -> list[float]:
+        import torch
+
+        src = self._fit([self.tokenizer(t, verbose=False).input_ids for t in sources], _limit(self.context))
+        tgt = [self.tokenizer(text_target=t, verbose=False).input_ids for t in targets]
+        scores = [0.0] * len(sources)
+        order = sorted(range(len(src)), key=lambda i: -len(src[i]))
+        for idx in _groups(order, (batch_size or self.batch_size) if self.padded else 1):
+            ids, mask = self._pad([src[i] for i in idx], left=False)
+            label_ids, _ = self._pad([tgt[i] for i in idx], left=False, value=-100)
+            with torch.inference_mode():
+                logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                                    labels=label_ids.to(self.device)).logits
+                logprobs = torch.log_softmax(logits.float(), dim=-1)
+                safe = label_ids.clamp(min=0).to(logprobs.device)
+                token_lp = logprobs.gather(-1, safe[..., None])[..., 0] * (label_ids != -100).to(logprobs.device)
+            for row, i in enumerate(idx):
+                scores[i] = float(token_lp[row].sum())
+        return scores
+
+
+def _cut(text: str, stop: Sequence[str] | None) -> str:
+    for s in stop or ():
+        pos = text.find(s)
+        if pos >= 0:
+            text = text[:pos]
+    return text.strip()
