@@ -1,0 +1,181 @@
+"""What an API model backend needs besides its client: the settings the CLI fills (--api-base,
+--concurrency, --api-timeout), the key (from the environment only), the on-disk response cache,
+and the log-probability arithmetic over a server's token lists (cqtools/models/openai_backend.py)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+from ..errors import CQError
+from ..registry import BACKENDS
+
+
+OPENAI_BASE = "https://api.openai.com/v1"
+KEY_VARIABLES = ("CQ_API_KEY", "OPENAI_API_KEY")
+# cqtools.retrieval.jvm puts this in OPENAI_API_KEY for pyserini's sake: it is not a key
+PLACEHOLDER_KEYS = {"unused-placeholder"}
+RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+SEED = 0
+MAX_STOP = 4  # the OpenAI API takes at most 4 stop sequences; the rest are cut here
+ECHO_TOLERANCE = 0.1  # prompt and next-token logprobs of one token may differ this much (batched kernels)
+
+
+class ApiError(CQError):
+    """A request the server refused or never answered (after the retries)."""
+
+
+@dataclass
+class ApiSettings:
+    """Process-wide settings from the CLI's API options (cqtools/cli/options.py ``api_options``)."""
+
+    base: str | None = None   # --api-base / CQ_API_BASE: every generator of the command goes there
+    concurrency: int = 4      # --concurrency / CQ_CONCURRENCY
+    timeout: float = 120.0    # --api-timeout / CQ_API_TIMEOUT, seconds per request
+
+
+SETTINGS = ApiSettings()
+
+
+def _env_float(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        raise CQError(f"{name} must be a number, not {os.environ[name]!r}") from None
+
+
+def route(name: str) -> tuple[str, str] | None:
+    """(backend, model) when ``name`` goes to an API server (``openai:NAME``, or any name while
+    ``--api-base`` is set), else None (a local model)."""
+    prefix, sep, rest = name.partition(":")
+    if sep and prefix in BACKENDS.names() and rest:
+        return prefix, rest
+    if SETTINGS.base:
+        return "openai", name
+    return None
+
+
+def api_key() -> str | None:
+    """The key from the environment only (CQ_API_KEY, then OPENAI_API_KEY); None if unset."""
+    for var in KEY_VARIABLES:
+        value = os.environ.get(var, "").strip()
+        if value and value not in PLACEHOLDER_KEYS:
+            return value
+    return None
+
+
+def public_url(url: str) -> str:
+    """``url`` without user info, query or fragment (where a key could hide), for logs and meta."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+
+
+# ---------------------------------------------------------------------------------------------
+# the response cache
+
+
+def response_cache_dir() -> str:
+    from .backends import cache_dir
+
+    return os.path.join(cache_dir(), "api")
+
+
+def cache_key(base: str, endpoint: str, body: dict) -> str:
+    """Digest of what decides a response: the server, the endpoint and the whole body (model and
+    parameters). The key is not part of it (nor sent anywhere but the Authorization header)."""
+    blob = json.dumps({"base": public_url(base), "endpoint": endpoint, "body": body}, sort_keys=True,
+                      ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class ResponseCache:
+    """One JSON file per response, written to a temporary name and renamed into place, so threads
+    and processes sharing the directory never see half a file. ``CQ_API_CACHE=0`` turns it off."""
+
+    def __init__(self, root: str | None = None):
+        self.root = root or response_cache_dir()
+        self.enabled = os.environ.get("CQ_API_CACHE", "1") not in ("0", "off", "no")
+
+    def _path(self, key: str) -> str:
+        return os.path.join(self.root, key[:2], key + ".json")
+
+    def get(self, key: str) -> dict | None:
+        if not self.enabled:
+            return None
+        try:
+            with open(self._path(key), "rb") as fh:
+                return json.loads(fh.read())
+        except (OSError, ValueError):
+            return None
+
+    def put(self, key: str, value: dict) -> None:
+        if not self.enabled:
+            return
+        path = self._path(key)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "w") as fh:
+                json.dump(value, fh, ensure_ascii=False)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+
+class _NoLogprobs(Exception):
+    """The server answered without the logprobs a scoring method needs."""
+
+
+class _Bound(float):
+    """A log p that is only an upper bound (the continuation left the listed top tokens)."""
+
+
+def continuation_logprob(tokens: list[str], logprobs: list, offsets: list[int], start: int, end: int) -> float:
+    """Sum of the logprobs of the tokens overlapping characters [start, end) of the echoed text.
+
+    A token that straddles ``start`` (the server merged the prompt's last characters with the
+    continuation's first) counts: its probability is the continuation's."""
+    total = 0.0
+    for n, (token, value, offset) in enumerate(zip(tokens, logprobs, offsets)):
+        if offset >= end:
+            break
+        # where the token ends in the text: the next token's offset (a BOS token has no width)
+        token_end = min(offset + len(token), offsets[n + 1]) if n + 1 < len(offsets) else offset + len(token)
+        if offset >= start or token_end > start:
+            if value is None:
+                raise ValueError("cannot score a continuation with no context; pass a prompt or prefix")
+            total += float(value)
+    return total
+
+
+def next_token_logprobs(choice: dict) -> dict[str, float]:
+    """{token: logprob} for the first generated token, from either logprobs layout: the completions
+    API's ``top_logprobs: [{token: lp}]`` or the chat API's ``content: [{top_logprobs: [...]}]``."""
+    lp = choice.get("logprobs") or {}
+    top = lp.get("top_logprobs")
+    if isinstance(top, list) and top and isinstance(top[0], dict):
+        return {str(k): float(v) for k, v in top[0].items() if v is not None}
+    content = lp.get("content")
+    if isinstance(content, list) and content and isinstance(content[0], dict):
+        listed = content[0].get("top_logprobs") or []
+        return {str(x["token"]): float(x["logprob"]) for x in listed if x.get("logprob") is not None}
+    return {}
+
+
+def _server_message(err) -> str:
+    """The server's error message, on one line."""
+    body = getattr(err, "body", None)
+    message = None
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        message = inner.get("message") if isinstance(inner, dict) else inner
+    message = str(message or getattr(err, "message", "") or err)
+    return " ".join(message.split())[:300]
