@@ -3,7 +3,8 @@ import pytest
 
 from cqtools.stages.answer import AnswerConfig, AnswerStage, GenerativeReader, answer_batch
 
-from .test_answer import FakeGenerator, _record
+from .fakes import FakeGenerator
+from .test_answer import _record
 
 
 def test_cq_mode_answers_the_question_itself_when_no_cq_was_asked():

@@ -1,27 +1,15 @@
-"""The searcher shape shared by every backend, and the index manifest."""
+"""The index manifest and the ranking rule every searcher shares (the searcher shape itself is
+:class:`cqtools.protocols.Searcher`)."""
 from __future__ import annotations
 
 import json
 import os
-from typing import Protocol
 
 from ..errors import ResourceError
 
 MANIFEST = "cq_index.json"
 LUCENE_DIR = "lucene"
 DENSE_DIR = "dense"
-
-
-class Searcher(Protocol):
-    """Pyserini's shape: every backend answers ``search`` and ``batch_search``.
-
-    A hit is a dict ``{id, title, text, score, rank}``; lists are ordered by (-score, id)
-    and ranks start at 1.
-    """
-
-    def search(self, query: str, k: int) -> list[dict]: ...
-
-    def batch_search(self, queries: list[str], ids: list[str], k: int, threads: int) -> dict[str, list[dict]]: ...
 
 
 def rank(hits: list[dict], k: int) -> list[dict]:
