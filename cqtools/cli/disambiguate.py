@@ -57,30 +57,16 @@ def cli(method, model, n_passages, passage_words, max_new_tokens, shots_file, k_
         | cq disambiguate --method rac --tree --prune --shots train.jsonl \\
         | cq answer --mode long | cq score --task asqa
     """
-    from ..models import load_cross_encoder, load_generator
-    from ..models.backends import set_seed
-    from ..stages.disambiguate import Clarifier, DisambigConfig, disambiguate_batch
-    from ..stages.shots import ShotSelector, builtin_shots, load_shots
+    from ..stages import disambiguate
 
     if method == "qd":
         for flag, value in (("--tree", tree), ("--prune", prune), ("--shots", shots_file)):
             if value:
                 raise click.BadParameter(f"{flag} goes with --method rac", param_hint=flag)
-    config = DisambigConfig(method=method, n_passages=n_passages, passage_words=passage_words,
-                            max_new_tokens=max_new_tokens, k_shots=k_shots, tree=tree, max_nodes=max_nodes,
-                            max_depth=max_depth, max_failures=max_failures, prune=prune,
-                            rerank_depth=rerank_depth, batch_size=kwargs["batch_size"])
+    batch_size = kwargs["batch_size"]
     spec = spec_from(kwargs, required=("question",), desc="disambiguate")
-    set_seed(seed)
-    generator = load_generator(model, device, dtype)
-    info = {**generator.info, **config.params(), "seed": seed}
-    clarifier = None
-    if method == "rac":
-        shots = load_shots(shots_file) if shots_file else builtin_shots()
-        selector = ShotSelector(shots, encoder_name=encoder, device=device)
-        cross_encoder = load_cross_encoder(reranker, device) if tree and n_passages else None
-        clarifier = Clarifier(generator, config, selector, cross_encoder)
-        info.update(selector.info(k_shots), shots_file=shots_file)
-        if cross_encoder is not None:
-            info["reranker"] = cross_encoder.info["model"]
-    run_stream(lambda recs: disambiguate_batch(recs, generator, config, info, clarifier), spec)
+    run_stream(disambiguate.build(method, model=model, device=device, dtype=dtype, seed=seed, shots_file=shots_file,
+                                  encoder=encoder, reranker=reranker, n_passages=n_passages,
+                                  passage_words=passage_words, max_new_tokens=max_new_tokens, k_shots=k_shots,
+                                  tree=tree, max_nodes=max_nodes, max_depth=max_depth, max_failures=max_failures,
+                                  prune=prune, rerank_depth=rerank_depth, batch_size=batch_size), spec)

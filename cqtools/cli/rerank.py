@@ -27,13 +27,10 @@ def cli(top, query_field, model, device, dtype, **kwargs):
       cq retrieve --index idx --hits 50 < questions.jsonl | cq rerank --top 10 \\
         | cq answer --mode single
     """
-    from ..models import load_cross_encoder
-    from ..stages.rerank import rerank_batch
+    from ..stages import rerank
 
     pair_batch = kwargs["batch_size"]
     # records per stream batch: enough to fill a few model batches with pairs from several records
     spec = spec_from(kwargs, required=(query_field,), desc="rerank")
     spec.batch_size = max(1, min(64, pair_batch))
-    encoder = load_cross_encoder(model, device)
-    info = {**encoder.info, "top": top, "query_field": query_field}
-    run_stream(lambda recs: rerank_batch(recs, encoder, top, query_field, pair_batch, info), spec)
+    run_stream(rerank.build(model, top, query_field, pair_batch, device), spec)

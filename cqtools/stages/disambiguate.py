@@ -20,8 +20,11 @@ is written to ``meta.disambiguate.model_calls`` per record (ToC promises fewer t
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import re
 from dataclasses import dataclass
+from typing import Callable
 
 from ..metrics.normalize import normalize_answer
 from ..models.registry import role
@@ -272,6 +275,34 @@ def rac_batch(records: list[dict], clarifier: Clarifier) -> list[tuple[list[dict
 
 
 # --- the stage ------------------------------------------------------------------------------------
+
+def build(method: str = "rac", *, model: str = DEFAULT_MODEL, device: str = "auto", dtype: str = "auto",
+          seed: int = 0, shots_file: str | None = None, encoder: str | None = None, reranker: str | None = None,
+          **options) -> Callable[[list[dict]], list[dict]]:
+    """The disambiguate stage as a batch function (records -> records); ``options`` are
+    :class:`DisambigConfig`'s fields (n_passages, tree, prune, ...)."""
+    from ..models import load_cross_encoder, load_generator
+    from ..models.backends import set_seed
+    from .rerank import DEFAULT_RERANKER
+    from .shots import DEFAULT_ENCODER, ShotSelector, builtin_shots, load_shots
+
+    names = {f.name for f in dataclasses.fields(DisambigConfig)}
+    config = DisambigConfig(method=method, **{k: v for k, v in options.items() if k in names})
+    set_seed(seed)
+    generator = load_generator(model, device, dtype)
+    info = {**generator.info, **config.params(), "seed": seed}
+    clarifier = None
+    if method == "rac":
+        shots = load_shots(shots_file) if shots_file else builtin_shots()
+        selector = ShotSelector(shots, encoder_name=encoder or DEFAULT_ENCODER, device=device)
+        cross_encoder = (load_cross_encoder(reranker or DEFAULT_RERANKER, device)
+                         if config.tree and config.n_passages else None)
+        clarifier = Clarifier(generator, config, selector, cross_encoder)
+        info.update(selector.info(config.k_shots), shots_file=shots_file)
+        if cross_encoder is not None:
+            info["reranker"] = cross_encoder.info["model"]
+    return functools.partial(disambiguate_batch, generator=generator, config=config, info=info, clarifier=clarifier)
+
 
 def disambiguate_batch(records: list[dict], generator, config: DisambigConfig, info: dict,
                        clarifier: Clarifier | None = None) -> list[dict]:

@@ -103,3 +103,27 @@ ZERO_SHOT = (
 
 def zero_shot_prompt(question: str, snippets: list[str]) -> str:
     return ZERO_SHOT.format(question=question.strip(), passages=_passage_block(snippets))
+
+
+# --- the reader (cq answer --reader generative) -------------------------------------------------
+
+# Few-shot completion prompt (the examples show the answer format: a few words copied from a passage).
+SINGLE_PROMPT = (
+    "Answer the question with a few words copied exactly from the passages: a name, a date, a number "
+    "or a short phrase. Never write a sentence.\n\n"
+    "Passages:\n[1] Canberra: Canberra is the capital city of Australia. Founded following the federation "
+    "of the colonies of Australia, it is the country's largest inland city.\n"
+    "Question: what is the capital of australia\nAnswer: Canberra\n\n"
+    "Passages:\n[1] Apollo 11: Apollo 11 was the spaceflight that first landed humans on the Moon. Commander "
+    "Neil Armstrong and pilot Buzz Aldrin landed on July 20, 1969.\n"
+    "Question: when did humans first land on the moon\nAnswer: July 20, 1969\n\n"
+    "Passages:\n{passages}\nQuestion: {question}\nAnswer:"
+)
+SINGLE_STOP = ["Question:", "Passages:"]  # clean_answer keeps the first non-empty line
+MULTI_PROMPT = (
+    "Read the passages. The question may have several correct answers, one for each of its "
+    "interpretations. List every distinct answer found in the passages, each one to five words, "
+    "separated by \" ; \". Reply with the list only.\n\n{passages}\n\nQuestion: {question}\nAnswers:"
+)
+MULTI_STOP = ["\n\n", "Question:"]
+VERIFY_QUERY = "Question: {question}\nAnswer:"

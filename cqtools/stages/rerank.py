@@ -5,6 +5,9 @@ leave the model's batches half empty.
 """
 from __future__ import annotations
 
+import functools
+from typing import Callable
+
 from .. import records as schema
 from ..models.registry import role
 from ..records import PASSAGES, require, set_meta
@@ -43,3 +46,14 @@ def rerank_batch(records: list[dict], cross_encoder, top: int | None, query_fiel
         record[PASSAGES] = passages
         set_meta(record, "rerank", info)
     return records
+
+
+def build(model: str = DEFAULT_RERANKER, top: int | None = 10, query_field: str = "question", batch_size: int = 32,
+          device: str = "auto", **_) -> Callable[[list[dict]], list[dict]]:
+    """The rerank stage as a batch function (records -> records); ``batch_size`` counts pairs."""
+    from ..models import load_cross_encoder
+
+    encoder = load_cross_encoder(model, device)
+    info = {**encoder.info, "top": top, "query_field": query_field}
+    return functools.partial(rerank_batch, cross_encoder=encoder, top=top, query_field=query_field,
+                             batch_size=batch_size, info=info)
