@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from . import openai_backend  # noqa: F401  registers "openai" in BACKENDS (cheap: no client import)
 from .encoders import (HFCrossEncoder, OnnxCrossEncoder, OnnxEncoder, SentenceEncoder,  # noqa: F401
-                       load_cross_encoder, load_encoder)
+                       load_cross_encoder, load_encoder, load_transformers)
 from .generator import Generator, load_generator  # noqa: F401
 from .runtime import (_LOADED, DEFAULT_CONTEXT, _cached, cache_dir, cut_middle, max_input_tokens,  # noqa: F401
                       padded_batches, pick_device, pick_dtype, set_max_input_tokens, set_seed)

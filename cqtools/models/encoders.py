@@ -217,3 +217,27 @@ class OnnxEncoder:
 
     def get_sentence_embedding_dimension(self) -> int:
         return int(self.encode(["x"]).shape[1])
+
+
+# ---------------------------------------------------------------------------------------------
+# task heads (the detect classifier, the scorer's extractive QA reader)
+
+
+def load_transformers(path: str, auto_class: str, device: str = "auto", what: str = "a model", hint: str = ""):
+    """``(tokenizer, model)`` of a transformers model directory for ``auto_class`` (e.g.
+    ``AutoModelForSequenceClassification``), in eval mode on ``device``, loaded once per process;
+    a one-line error naming ``what`` (and ``hint``) when it cannot be loaded."""
+    dev = pick_device(device)
+
+    def build():
+        import transformers
+
+        try:
+            tokenizer = transformers.AutoTokenizer.from_pretrained(path)
+            model = getattr(transformers, auto_class).from_pretrained(path).to(dev).eval()
+        except (OSError, ValueError) as err:
+            raise ResourceError(f"cannot load {what} from {path}: {str(err).splitlines()[0]}"
+                                + (f"; {hint}" if hint else "")) from None
+        return tokenizer, model
+
+    return _cached(("transformers", path, auto_class, dev), build)

@@ -20,16 +20,15 @@ class ExtractiveReader:
     def __init__(self, path: str, device: str, batch_size: int, max_length: int = 384, stride: int = 128,
                  max_answer_tokens: int = 30):
         import torch
-        from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
-        from ..models.backends import pick_device
+        from ..models.backends import load_transformers, pick_device
 
         self.torch = torch
         self.device = pick_device(device)
-        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        self.tokenizer, self.model = load_transformers(path, "AutoModelForQuestionAnswering", self.device,
+                                                       "an extractive QA reader")
         if not self.tokenizer.is_fast:
             raise ResourceError(f"reader {path}: needs a fast tokenizer (character offsets of the spans)")
-        self.model = AutoModelForQuestionAnswering.from_pretrained(path).to(self.device).eval()
         self.batch_size, self.max_length, self.stride = batch_size, max_length, stride
         self.max_answer_tokens = max_answer_tokens
 

@@ -92,14 +92,12 @@ class SequenceClassifier:
 
     def __init__(self, path: str, device: str = "cpu"):
         import torch
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(path)
-            self.model = AutoModelForSequenceClassification.from_pretrained(path).to(device).eval()
-        except (OSError, ValueError) as err:
-            raise ResourceError(f"cannot load a sequence classifier from {path}: {str(err).splitlines()[0]}; "
-                                "train one with `cq train detect --out DIR` and pass --model DIR") from None
+        from ..models.backends import load_transformers
+
+        self.tokenizer, self.model = load_transformers(
+            path, "AutoModelForSequenceClassification", device, "a sequence classifier",
+            "train one with `cq train detect --out DIR` and pass --model DIR")
         if self.model.config.num_labels != 2:
             raise ResourceError(f"{path} has {self.model.config.num_labels} labels; --method classifier needs 2 "
                                 "(not ambiguous, ambiguous)")
