@@ -1,4 +1,5 @@
-"""`cq train detect|gen-cq`: fine-tune the models that `cq detect` and `cq gen-cq` load."""
+"""`cq train detect|gen-cq|reader`: fine-tune the models that `cq detect`, `cq gen-cq` and
+`cq answer --reader extractive` load."""
 from __future__ import annotations
 
 import json
@@ -35,7 +36,7 @@ def _common(default_lr: float, default_epochs: int, default_batch: int):
 
 @click.group(name="train")
 def cli():
-    """Fine-tune the ambiguity classifier (detect) or the CQ generator (gen-cq).
+    """Fine-tune the ambiguity classifier (detect), the CQ generator (gen-cq) or the span reader (reader).
 
     Each writes a model directory plus a cq_train.json report, and prints the report's
     summary as one JSON object on stdout.
@@ -112,3 +113,64 @@ def gen_cq_cmd(quiet, **kwargs):
       cq detect < dev.jsonl | cq gen-cq --method seq2seq --model models/gencq
     """
     _run("gen-cq", quiet, **kwargs)
+
+
+@cli.command(name="reader")
+@model_option("train-reader", ENCODER, help="Encoder to put the span head on.")
+@click.option("--train", "train_path", required=True, type=click.Path(dir_okay=False),
+              help="Records with passages (`cq retrieve` output) and gold answers; --holdout draws from these.")
+@click.option("--more-train", multiple=True, type=click.Path(dir_okay=False),
+              help="Further training records with passages (e.g. AmbigNQ train or NQ-open); never held out, and "
+                   "held-out ids / questions are dropped from them. Repeatable.")
+@click.option("--dev", "dev_path", type=click.Path(dir_okay=False), default=None,
+              help="Validation records with passages (or use --holdout).")
+@click.option("--holdout", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Validate on N --train records held out by a seeded draw (by question id; ids in cq_train.json).")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Directory to write the model to.")
+@click.option("--epochs", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True)
+@click.option("--lr", type=float, default=5e-5, show_default=True, help="AdamW learning rate.")
+@click.option("--max-steps", type=click.IntRange(min=0), default=None, help="Stop after N optimiser steps.")
+@click.option("--max-seconds", type=click.FloatRange(min=0), default=None, help="Stop after this much training time.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Use only the first N records of each train file.")
+@click.option("--dev-limit", type=click.IntRange(min=1), default=None, help="Validate on the first N records only.")
+@click.option("--passages", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Top passages searched for a gold answer per training question.")
+@click.option("--positives", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Passages holding an answer trained per question (their first match is the target span).")
+@click.option("--negatives", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Top passages holding no answer trained per question (target: [CLS], \"no answer\").")
+@click.option("--max-length", type=click.IntRange(min=16), default=256, show_default=True,
+              help="Tokens per (question, passage) input; cq answer reuses the value saved with the model.")
+@click.option("--max-answer-tokens", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Longest answer span the reader returns (saved with the model).")
+@click.option("--eval-passages", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Passages read per validation question (cq answer --passages).")
+@click.option("--eval-every", type=click.IntRange(min=1), default=None,
+              help="Also score validation every N steps (history only; the last model is kept).")
+@compose(seed_option, device_options)
+@click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
+def reader_cmd(quiet, train_path, dev_path, more_train, dtype, **kwargs):
+    """Train the extractive span reader by distant supervision (gold aliases found in passages).
+
+    Each training question's first passage holding a gold alias is trained to that span, its
+    top passages holding none to "no answer" ([CLS]). Reports single-answer EM/F1 on the held-out
+    (or --dev) records; the directory is what `cq answer --reader extractive` loads.
+
+    \b
+    Example:
+      cq retrieve --index idx --hits 10 < dev.jsonl > dev.ret.jsonl
+      cq retrieve --index idx --hits 10 < train.jsonl > train.ret.jsonl
+      cq train reader --train dev.ret.jsonl --holdout 300 --more-train train.ret.jsonl \\
+        --out models/reader --max-seconds 1200
+      cq retrieve --index idx --hits 10 < questions.jsonl \\
+        | cq answer --reader extractive --model models/reader --mode multi
+    """
+    from ..stages.train_reader import ReaderTrainConfig, train_reader
+
+    if quiet:
+        logging.getLogger("cqtools").setLevel(logging.WARNING)
+    cfg = ReaderTrainConfig(train=train_path, dev=dev_path, more_train=tuple(more_train), **kwargs)
+    report = train_reader(cfg)
+    keep = ("steps", "stopped", "train_seconds", "train_records", "examples", "first_loss", "last_loss", "validation")
+    click.echo(json.dumps({"out": cfg.out, **{k: report[k] for k in keep}}))

@@ -30,6 +30,7 @@ from ..rerank import DEFAULT_RERANKER
 from .grounding import MAX_SPAN_WORDS, Span, candidate_spans, ground, snap_spans
 from .questions import Question, questions_of, record_cq, rerank_questions, revised_question
 from .reader import DEFAULT_READER, GenerativeReader, ReaderOptions
+from . import extractive  # noqa: F401  (registers --reader extractive)
 from .refuel import round_trip, verify
 from .text import (MULTI_PROMPT, SINGLE_PROMPT, VERIFY_QUERY, clean_answer, passage_block,
                    shown_passages, split_answers)

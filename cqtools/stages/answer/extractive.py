@@ -1,0 +1,202 @@
+"""The extractive reader (``cq answer --reader extractive --model DIR``): answer spans read off the
+passages by a span model trained with ``cq train reader`` (:mod:`cqtools.stages.train_reader`).
+
+The model is an ``AutoModelForQuestionAnswering`` (an encoder with start/end logits per token) on
+"question [SEP] title: text", one input per (question, passage). Passage relevance is the
+SQuAD 2.0 "no answer" convention: training points passages without a gold answer at the [CLS]
+token, so ``start[CLS] + end[CLS]`` is how strongly the model believes the passage holds no
+answer. A span's score is ``start[i] + end[j] - (start[CLS] + end[CLS])``: comparable across
+passages (a span in a passage the model finds irrelevant scores low) and positive when the span
+is more likely than "no answer here".
+
+Decoding, per question: the ``top_k`` starts x ``top_k`` ends of each of the top ``n_passages``
+passages (``i <= j``, at most ``max_answer_tokens`` tokens, inside the passage), best first, ties
+by (passage rank, start); distinct normalised texts. Single: the best span. Multi: every distinct
+span scoring at least ``multi_threshold``, ``max_answers`` at most, and always the best one.
+
+Each (question, passage) pair runs alone at its own length, so answers never depend on
+``--batch-size`` (``CQ_PADDED_BATCHES=1`` pads batches instead: faster, batch-dependent).
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+
+from ...errors import ResourceError
+from ...records import distinct_texts, passage_text
+from ...registry import READERS
+
+REPORT = "cq_train.json"
+
+
+@dataclass
+class ExtractiveOptions:
+    """How the extractive reader reads (``max_length`` comes from the model's cq_train.json)."""
+
+    n_passages: int = 3          # top passages read per question (cq answer --passages)
+    max_length: int = 256        # tokens per (question, passage) input
+    max_answer_tokens: int = 10  # longest span, in tokens
+    top_k: int = 20              # start and end candidates per passage
+    multi_threshold: float = 0.0  # multi: spans scoring below this (vs "no answer") are dropped
+    max_answers: int = 5         # multi: at most this many answers
+
+    def params(self) -> dict:
+        out = asdict(self)
+        out["passages"] = out.pop("n_passages")
+        return out
+
+
+def context_of(passage: dict) -> str:
+    """What the reader reads of a passage, and what span offsets index: "title: text"."""
+    return passage_text({"title": passage.get("title"), "text": passage.get("text") or ""})
+
+
+def trained_settings(path: str) -> dict:
+    """The reader settings a ``cq train reader`` directory was trained with (its cq_train.json)."""
+    try:
+        with open(os.path.join(path, REPORT)) as fh:
+            config = json.load(fh).get("config", {})
+    except (OSError, ValueError):
+        return {}
+    return {k: config[k] for k in ("max_length", "max_answer_tokens") if config.get(k)}
+
+
+class ExtractiveReader:
+    """Reads answer spans with a question-answering model (see the module's doc). ``tokenizer`` must
+    be a fast tokenizer (character offsets); the model is put in eval mode by the caller."""
+
+    name = "extractive"
+
+    def __init__(self, tokenizer, model, info: dict, options: ExtractiveOptions | None = None,
+                 batch_size: int | None = None):
+        from ...models.runtime import padded_batches
+
+        if not tokenizer.is_fast:
+            raise ResourceError(f"extractive reader {info.get('model')}: needs a fast tokenizer (span offsets)")
+        self.tokenizer, self.model = tokenizer, model
+        self.options = options if options is not None else ExtractiveOptions()
+        self.batch_size = batch_size or 32
+        self.padded = padded_batches()
+        self._info = {**info, "batching": "padded" if self.padded else "per-item"}
+
+    @property
+    def info(self) -> dict:
+        return dict(self._info)
+
+    @property
+    def params(self) -> dict:
+        return self.options.params()
+
+    # -- scoring -------------------------------------------------------------------------------
+
+    def _logits(self, question: str, contexts: list[str]) -> list[tuple]:
+        """(start logits, end logits, offsets, context token range) per context."""
+        import torch
+
+        from ...models.runtime import _limit
+
+        limit = _limit(self.options.max_length)
+        device = next(self.model.parameters()).device
+        step = self.batch_size if self.padded else 1
+        out = []
+        for begin in range(0, len(contexts), step):
+            chunk = contexts[begin:begin + step]
+            enc = self.tokenizer([question.strip()] * len(chunk), chunk, truncation="only_second",
+                                 max_length=limit, return_offsets_mapping=True, padding=True, return_tensors="pt")
+            offsets = enc.pop("offset_mapping").tolist()
+            feed = {k: v.to(device) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+            with torch.inference_mode():
+                logits = self.model(**feed)
+            starts, ends = logits.start_logits.float().cpu(), logits.end_logits.float().cpu()
+            for row in range(len(chunk)):
+                in_context = [i for i, s in enumerate(enc.sequence_ids(row)) if s == 1]
+                out.append((starts[row], ends[row], offsets[row], in_context))
+        return out
+
+    def spans(self, question: str, passages: list[dict]) -> list[dict]:
+        """Every candidate span of the top passages, best first: ``{text, score, passage_id,
+        passage_rank, start, end, grounding}`` (``start``/``end``: characters of "title: text")."""
+        o = self.options
+        shown = passages[:o.n_passages]
+        contexts = [context_of(p) for p in shown]
+        found = []
+        for rank, (passage, context, (s, e, offsets, idx)) in enumerate(
+                zip(shown, contexts, self._logits(question, contexts))):
+            if not idx:
+                continue
+            null = float(s[0] + e[0])
+            first, last = idx[0], idx[-1]
+            k = min(o.top_k, last - first + 1)
+            top_s = (s[first:last + 1].topk(k).indices + first).tolist()
+            top_e = (e[first:last + 1].topk(k).indices + first).tolist()
+            for i in top_s:
+                for j in top_e:
+                    if j < i or j - i + 1 > o.max_answer_tokens:
+                        continue
+                    begin, end = offsets[i][0], offsets[j][1]
+                    text = context[begin:end]
+                    stripped = text.strip()
+                    if not stripped:
+                        continue
+                    begin += len(text) - len(text.lstrip())
+                    found.append({"text": stripped, "score": round(float(s[i] + e[j]) - null, 4),
+                                  "passage_id": passage.get("id"), "passage_rank": rank, "start": begin,
+                                  "end": begin + len(stripped), "grounding": "span"})
+        found.sort(key=lambda a: (-a["score"], a["passage_rank"], a["start"], a["end"]))
+        return found
+
+    def read(self, questions: list[str], passages: list[list[dict]], multi: bool = False) -> list[list[dict]]:
+        """Per question, answer spans best first: the best one, or (``multi``) every distinct span
+        above ``multi_threshold`` (at least the best, at most ``max_answers``)."""
+        o = self.options
+        out = []
+        for question, ps in zip(questions, passages):
+            candidates = self.spans(question, ps or [])
+            keep = set(distinct_texts(a["text"] for a in candidates))
+            answers, seen = [], set()
+            for a in candidates:
+                if a["text"] in keep and a["text"] not in seen:
+                    seen.add(a["text"])
+                    answers.append(a)
+            if multi:
+                answers = answers[:1] + [a for a in answers[1:o.max_answers] if a["score"] >= o.multi_threshold]
+            else:
+                answers = answers[:1]
+            out.append(answers)
+        return out
+
+
+def load_extractive(model: str, device: str = "auto", batch_size: int | None = None, **options) -> ExtractiveReader:
+    """The extractive reader of ``model`` (a ``cq train reader`` directory, or any hub id / local
+    directory of an ``AutoModelForQuestionAnswering``), loaded once per process."""
+    from ...models.backends import load_transformers, pick_device
+    from ...models.resolve import resolve
+
+    resolved = resolve(model)
+    hint = "train one with `cq train reader` and pass --model DIR"
+    if resolved.fmt in ("gguf", "onnx"):
+        raise ResourceError(f"--reader extractive needs a span (question-answering) model, and {model} is "
+                            f"a {resolved.fmt} model; {hint}")
+    try:
+        with open(os.path.join(resolved.path, "config.json")) as fh:
+            architectures = json.load(fh).get("architectures") or []
+    except (OSError, ValueError):
+        architectures = []
+    if not any(a.endswith("ForQuestionAnswering") for a in architectures):
+        raise ResourceError(f"--reader extractive needs a span (question-answering) model; {model} is "
+                            f"{', '.join(architectures) or 'not one'}; {hint}")
+    dev = pick_device(device)
+    tokenizer, qa_model = load_transformers(resolved.path, "AutoModelForQuestionAnswering", dev,
+                                            "an extractive reader", hint)
+    names = {f for f in ExtractiveOptions.__dataclass_fields__}
+    settings = {**trained_settings(resolved.path), **{k: v for k, v in options.items() if k in names and v is not None}}
+    info = {"model": resolved.name, "source": resolved.source, "device": dev, "dtype": "float32"}
+    return ExtractiveReader(tokenizer, qa_model, info, ExtractiveOptions(**settings), batch_size)
+
+
+@READERS.register("extractive", help="a span model from `cq train reader` (--model DIR): the best-scoring "
+                                     "passage spans, several distinct ones in multi mode")
+def extractive_reader(model: str, device: str = "auto", batch_size: int | None = None, n_passages: int | None = None,
+                      **_) -> ExtractiveReader:
+    return load_extractive(model, device, batch_size, n_passages=n_passages)

@@ -1,0 +1,268 @@
+"""``cq train reader``: fine-tune the extractive span reader (:mod:`cqtools.stages.answer.extractive`)
+by distant supervision, on CPU.
+
+Input: cq records with ``passages`` (``cq retrieve`` output) and gold answers (``gold.answers`` and
+every annotation's aliases). For each question the top ``passages`` passages are searched for a gold
+alias (case-insensitive, whole words; the earliest match): the first ``positives`` passages holding
+one are trained to point at that span, the first ``negatives`` passages holding none at [CLS]
+(SQuAD 2.0's "no answer", which the reader uses as passage relevance). Questions with no
+passage holding an answer teach nothing and are skipped (counted in the report).
+
+Validation is by question id: ``holdout`` records drawn by a seeded shuffle from the ``train`` file
+(their ids go into the report), or a separate ``dev`` file; ``more_train`` files add training
+records only (e.g. AmbigNQ train or NQ-open with passages), minus any held-out id or question.
+The validation score is single-answer EM / F1 (max over the gold aliases) of the reader over each
+held-out record's top ``eval_passages`` passages; every held-out record counts, one whose passages
+hold no answer included. No checkpoint is chosen on validation: the model saved is the last one.
+
+The model directory (``AutoModelForQuestionAnswering`` + tokenizer + cq_train.json) is what
+``cq answer --reader extractive --model DIR`` loads.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+from dataclasses import asdict, dataclass, field
+
+from ..errors import InputError, ResourceError
+from ..models.backends import set_seed
+from ..records import GOLD, PASSAGES
+from .answer.extractive import ExtractiveOptions, ExtractiveReader, context_of
+from .train import Budget, _optimizer, _write_report, batches, load_records, optimizer_step, peak_rss_mb, split_holdout
+
+log = logging.getLogger("cqtools")
+
+
+@dataclass
+class ReaderTrainConfig:
+    train: str
+    model: str
+    out: str
+    dev: str | None = None
+    holdout: int | None = None       # validation: N records held out of ``train`` (instead of ``dev``)
+    more_train: tuple = field(default_factory=tuple)  # further training files (never held out)
+    epochs: int = 1
+    batch_size: int = 16
+    lr: float = 5e-5
+    max_steps: int | None = None
+    max_seconds: float | None = None
+    limit: int | None = None         # first N records of each training file
+    dev_limit: int | None = None
+    seed: int = 0
+    passages: int = 10               # top passages searched for gold answers per question
+    positives: int = 1               # passages with an answer trained per question
+    negatives: int = 1               # passages without one trained per question (to [CLS])
+    max_length: int = 256            # tokens per (question, passage); saved for the reader
+    max_answer_tokens: int = 10      # saved for the reader
+    eval_passages: int = 3           # passages the reader reads per validation question
+    eval_every: int | None = None    # steps between validation scores in the history (default: end only)
+    device: str = "auto"
+
+
+# --- distant supervision ---------------------------------------------------------------------------
+
+def gold_aliases(record: dict) -> list[str]:
+    """Every gold answer string of a record: ``gold.answers`` clusters, then each annotation's."""
+    gold = record.get(GOLD) or {}
+    out: list[str] = []
+    for cluster in gold.get("answers") or []:
+        out += list(cluster)
+    for ann in gold.get("annotations") or []:
+        out += list(ann.get("answer") or [])
+        for pair in ann.get("qaPairs") or []:
+            out += list(pair.get("answer") or [])
+    seen, keep = set(), []
+    for alias in out:
+        alias = str(alias).strip()
+        if alias and alias.lower() not in seen:
+            seen.add(alias.lower())
+            keep.append(alias)
+    return keep
+
+
+def find_answer(aliases: list[str], context: str) -> tuple[int, int] | None:
+    """(start, end) characters of the earliest whole-word, case-insensitive alias match in
+    ``context`` (ties: the longest), or None."""
+    best = None
+    for alias in aliases:
+        m = re.search(r"(?<!\w)" + re.escape(alias) + r"(?!\w)", context, flags=re.IGNORECASE)
+        if m and (best is None or (m.start(), -m.end()) < (best[0], -best[1])):
+            best = (m.start(), m.end())
+    return best
+
+
+def encode_example(tokenizer, question: str, context: str, span: tuple[int, int] | None, max_length: int):
+    """Token ids and (start, end) token targets; (0, 0) is [CLS] ("no answer"). None when the span
+    falls outside the truncated passage."""
+    enc = tokenizer(question.strip(), context, truncation="only_second", max_length=max_length,
+                    return_offsets_mapping=True)
+    target = (0, 0)
+    if span is not None:
+        ids = enc.sequence_ids()
+        ctx = [i for i, s in enumerate(ids) if s == 1]
+        offsets = enc["offset_mapping"]
+        starts = [i for i in ctx if offsets[i][1] > span[0]]
+        ends = [i for i in ctx if offsets[i][0] < span[1]]
+        if not ctx or not starts or not ends or offsets[ctx[-1]][1] < span[1] or ends[-1] < starts[0]:
+            return None
+        target = (starts[0], ends[-1])
+    features = {k: enc[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in enc}
+    return features, target
+
+
+def examples_of(records: list[dict], tokenizer, cfg: ReaderTrainConfig) -> tuple[list[tuple], dict]:
+    """The training examples (features, (start, end)) of ``records`` and counts for the report."""
+    out: list[tuple] = []
+    counts = {"questions": len(records), "questions_used": 0, "without_passages": 0, "positive": 0, "negative": 0}
+    for record in records:
+        passages = record.get(PASSAGES) or []
+        if not passages:
+            counts["without_passages"] += 1
+            continue
+        aliases = gold_aliases(record)
+        pos, neg = [], []
+        for passage in passages[:cfg.passages]:
+            context = context_of(passage)
+            span = find_answer(aliases, context)
+            if span is not None and len(pos) < cfg.positives:
+                example = encode_example(tokenizer, record["question"], context, span, cfg.max_length)
+                if example is not None:
+                    pos.append(example)
+            elif span is None and len(neg) < cfg.negatives:
+                neg.append(encode_example(tokenizer, record["question"], context, None, cfg.max_length))
+        if pos:
+            counts["questions_used"] += 1
+            counts["positive"] += len(pos)
+            counts["negative"] += len(neg)
+            out += pos + neg
+    return out, counts
+
+
+# --- validation ------------------------------------------------------------------------------------
+
+def validation_scores(reader: ExtractiveReader, records: list[dict], n_passages: int) -> dict:
+    """Single-answer EM / F1 (max over aliases, in %) of ``reader`` on ``records``; a record without
+    an answer scores 0. ``answer_in_passages``: records whose top passages hold a gold alias."""
+    from ..metrics.normalize import normalize_answer, token_f1
+
+    questions = [r["question"] for r in records]
+    found = reader.read(questions, [r.get(PASSAGES) or [] for r in records])
+    em = f1 = reachable = 0.0
+    for record, answers in zip(records, found):
+        aliases = gold_aliases(record)
+        pred = answers[0]["text"] if answers else ""
+        if pred:
+            em += max((normalize_answer(pred) == normalize_answer(a) for a in aliases), default=False)
+            f1 += max((token_f1(a, pred) for a in aliases), default=0.0)
+        contexts = [context_of(p) for p in (record.get(PASSAGES) or [])[:n_passages]]
+        reachable += any(find_answer(aliases, c) for c in contexts)
+    n = max(1, len(records))
+    return {"em": round(100 * em / n, 2), "f1": round(100 * f1 / n, 2),
+            "answer_in_passages": round(100 * reachable / n, 2), "records": len(records)}
+
+
+# --- training ----------------------------------------------------------------------------------------
+
+def _split(cfg: ReaderTrainConfig) -> tuple[list[dict], list[dict]]:
+    if (cfg.dev is None) == (cfg.holdout is None):
+        raise InputError("train reader needs either --dev FILE or --holdout N (records held out of --train) "
+                         "to report on, not both")
+    train = load_records(cfg.train, cfg.limit)
+    if cfg.holdout is not None:
+        train, dev = split_holdout(train, cfg.holdout, cfg.seed)
+    else:
+        dev = load_records(cfg.dev, None)
+    dev = dev[:cfg.dev_limit] if cfg.dev_limit else dev
+    held_ids = {r.get("id") for r in dev}
+    held_questions = {r["question"].strip().lower() for r in dev}
+    for path in cfg.more_train:
+        train += [r for r in load_records(path, cfg.limit)
+                  if r.get("id") not in held_ids and r["question"].strip().lower() not in held_questions]
+    if not any(r.get(PASSAGES) for r in train):
+        raise InputError(f"{cfg.train}: no training record has passages; run `cq retrieve` on the records first")
+    return train, dev
+
+
+def train_reader(cfg: ReaderTrainConfig) -> dict:
+    """Fine-tune the span reader; returns the report written to ``out`` (cq_train.json)."""
+    import torch
+    from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+
+    from ..models.backends import pick_device
+    from ..models.resolve import resolve
+
+    set_seed(cfg.seed)
+    train, dev = _split(cfg)
+    resolved = resolve(cfg.model)
+    device = pick_device(cfg.device)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(resolved.path)
+        model = AutoModelForQuestionAnswering.from_pretrained(resolved.path).to(device)
+    except (OSError, ValueError) as err:
+        raise ResourceError(f"cannot load {cfg.model} as an encoder with a span head: {str(err).splitlines()[0]}") \
+            from None
+    if not tokenizer.is_fast:
+        raise ResourceError(f"{cfg.model}: the reader needs a fast tokenizer (span offsets)")
+    examples, counts = examples_of(train, tokenizer, cfg)
+    if not examples:
+        raise InputError("no training question has a gold answer in its passages (searched the top "
+                         f"{cfg.passages}); retrieve more passages (--hits) or raise --passages")
+
+    steps_per_epoch = -(-len(examples) // cfg.batch_size)
+    total = steps_per_epoch * cfg.epochs if cfg.max_steps is None else min(cfg.max_steps, steps_per_epoch * cfg.epochs)
+    opt, sched = _optimizer(model, cfg.lr, total)
+    budget = Budget(cfg.max_steps, cfg.max_seconds)
+    options = ExtractiveOptions(n_passages=cfg.eval_passages, max_length=cfg.max_length,
+                                max_answer_tokens=cfg.max_answer_tokens)
+    info = {"model": cfg.out, "base_model": resolved.name, "device": device, "dtype": "float32"}
+
+    def evaluate() -> dict:
+        model.eval()
+        scores = validation_scores(ExtractiveReader(tokenizer, model, info, options), dev, cfg.eval_passages)
+        model.train()
+        return scores
+
+    log.info("train reader: %d examples (%d positive) from %d of %d questions; %d validation records; "
+             "%d steps at most, device %s", len(examples), counts["positive"], counts["questions_used"],
+             counts["questions"], len(dev), total, device)
+    history: list[dict] = []
+    losses: list[float] = []
+    step, stopped = 0, "done"
+    model.train()
+    for epoch, idx in batches(len(examples), cfg.batch_size, cfg.epochs, cfg.seed):
+        if budget.spent(step):
+            stopped = "budget"
+            break
+        batch = tokenizer.pad([examples[i][0] for i in idx], return_tensors="pt").to(device)
+        starts = torch.tensor([examples[i][1][0] for i in idx], device=device)
+        ends = torch.tensor([examples[i][1][1] for i in idx], device=device)
+        losses.append(optimizer_step(model(**batch, start_positions=starts, end_positions=ends).loss, model, opt, sched))
+        step += 1
+        if cfg.eval_every and step % cfg.eval_every == 0 and step < total:
+            history.append({"step": step, "epoch": epoch, "loss": sum(losses[-cfg.eval_every:]) / cfg.eval_every,
+                            **evaluate()})
+            log.info("step %d (%.0f s): loss %.3f validation EM %.1f F1 %.1f", step, budget.elapsed(),
+                     history[-1]["loss"], history[-1]["em"], history[-1]["f1"])
+        elif step % 20 == 0:
+            log.info("step %d (%.0f s): loss %.3f", step, budget.elapsed(), sum(losses[-20:]) / 20)
+    train_seconds = budget.elapsed()
+    final = evaluate()
+    log.info("validation (%d records): EM %.1f F1 %.1f (answer in the top %d passages: %.1f%%)", final["records"],
+             final["em"], final["f1"], cfg.eval_passages, final["answer_in_passages"])
+    os.makedirs(cfg.out, exist_ok=True)
+    model.save_pretrained(cfg.out)
+    tokenizer.save_pretrained(cfg.out)
+    window = max(1, min(20, len(losses) // 2))
+    report = {"task": "reader", "config": {**asdict(cfg), "more_train": list(cfg.more_train)},
+              "base_model": resolved.describe(), "device": device, "steps": step, "stopped": stopped,
+              "train_seconds": round(train_seconds, 1), "peak_rss_mb": round(peak_rss_mb()),
+              "train_records": len(train), "examples": len(examples), "supervision": counts,
+              "first_loss": round(sum(losses[:window]) / window, 4) if losses else None,
+              "last_loss": round(sum(losses[-window:]) / window, 4) if losses else None,
+              "validation": final, "dev_source": "holdout" if cfg.holdout is not None else "dev",
+              "losses": [round(x, 4) for x in losses], "history": history}
+    if cfg.holdout is not None:
+        report["holdout_ids"] = [r.get("id") for r in dev]
+    _write_report(cfg.out, report)
+    return report
