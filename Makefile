@@ -89,3 +89,27 @@ bench-determinism: $(STAMP)
 	  --out docs/benchmarks/determinism.md
 
 .PHONY: bench-determinism
+
+# The extractive reader (cq answer --reader extractive): BM25 passages for AmbigNQ dev + train over
+# the shared corpus, distant supervision, validation on 300 dev questions held out by id.
+READER_MODEL ?= $(WORK)/models/reader
+READER_DATA  := $(WORK)/reader-data
+
+$(READER_DATA)/index/cq_index.json: | $(STAMP)
+	mkdir -p $(READER_DATA)
+	$(CQ) convert passages $(SHARED)/corpus/passages.jsonl > $(READER_DATA)/corpus.jsonl
+	$(CQ) index --corpus $(READER_DATA)/corpus.jsonl --out $(READER_DATA)/index --overwrite -q
+
+$(READER_DATA)/%.bm25.jsonl: $(READER_DATA)/index/cq_index.json
+	$(CQ) convert ambignq $(SHARED)/ambignq/$*_light.json \
+	  | $(CQ) retrieve --index $(READER_DATA)/index --method bm25 --hits 10 -q -o $@
+
+train-reader: $(READER_DATA)/dev.bm25.jsonl $(READER_DATA)/train.bm25.jsonl
+	CQ_OFFLINE=1 $(CQ) train reader --train $(READER_DATA)/dev.bm25.jsonl --holdout 300 \
+	  --more-train $(READER_DATA)/train.bm25.jsonl --max-length 256 --batch-size 16 --lr 1e-4 --epochs 2 \
+	  --seed 0 --max-seconds $(TRAIN_SECONDS) --out $(READER_MODEL)
+
+# Every trained model into $(WORK)/models (about 20 minutes each on 2 cores).
+models: train-detect train-reader
+
+.PHONY: train-reader models
