@@ -1,0 +1,154 @@
+"""The extractive reader: `cq train reader` on a tiny locally built span model, then
+`cq answer --reader extractive` (spans are passage substrings, multi is distinct, batch invariant)."""
+import json
+import os
+
+import orjson
+import pytest
+
+from cqtools.cli import cli
+from cqtools.metrics.normalize import normalize_answer
+from cqtools.stages.answer.extractive import ExtractiveOptions, ExtractiveReader, context_of, load_extractive
+from cqtools.stages.train_reader import ReaderTrainConfig, _split, find_answer, gold_aliases
+
+from .conftest import _save_tiny_model, jsonl, parse_jsonl
+
+FACTS = [
+    ("Who wrote Hamlet?", "Hamlet", "Hamlet is a tragedy written by William Shakespeare around 1600.",
+     ["William Shakespeare", "Shakespeare"]),
+    ("What is the capital of France?", "Paris", "Paris is the capital and largest city of France.", ["Paris"]),
+    ("Who painted the Mona Lisa?", "Mona Lisa", "The Mona Lisa was painted by Leonardo da Vinci in Florence.",
+     ["Leonardo da Vinci"]),
+    ("When did the Berlin Wall fall?", "Berlin Wall", "The Berlin Wall fell on 9 November 1989 after weeks of unrest.",
+     ["9 November 1989", "1989"]),
+    ("Who discovered penicillin?", "Penicillin", "Penicillin was discovered in 1928 by Alexander Fleming in London.",
+     ["Alexander Fleming"]),
+    ("What is the largest planet?", "Jupiter", "Jupiter is the largest planet in the Solar System.", ["Jupiter"]),
+    ("Who composed the Magic Flute?", "The Magic Flute", "The Magic Flute is an opera by Wolfgang Amadeus Mozart.",
+     ["Wolfgang Amadeus Mozart", "Mozart"]),
+    ("What is the boiling point of water?", "Water", "At sea level water boils at 100 degrees Celsius.",
+     ["100 degrees Celsius"]),
+]
+FILLER = {"id": "neg", "title": "Weather", "text": "Rain is liquid water in the form of droplets that fall from clouds."}
+
+
+def record(i: int) -> dict:
+    question, title, text, answers = FACTS[i]
+    return {"id": f"r{i}", "question": question,
+            "gold": {"ambiguous": False, "annotations": [{"type": "singleAnswer", "answer": answers}],
+                     "answers": [answers], "dqs": []},
+            "passages": [{**FILLER, "id": f"neg{i}"}, {"id": f"p{i}", "title": title, "text": text}]}
+
+
+RECORDS = [record(i) for i in range(len(FACTS))]
+
+
+@pytest.fixture(scope="module")
+def tiny_qa(tmp_path_factory) -> str:
+    """A random, tiny 2-layer BERT with a span head (stand-in for MiniLM; never downloaded)."""
+    from transformers import BertConfig, BertForQuestionAnswering
+
+    return _save_tiny_model(str(tmp_path_factory.mktemp("tinyqa")), lambda tok: BertForQuestionAnswering(
+        BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                   intermediate_size=64, max_position_embeddings=512)))
+
+
+@pytest.fixture(scope="module")
+def trained(tiny_qa, tmp_path_factory):
+    """`cq train reader`: 40 steps on 6 records (2 held out), a few seconds."""
+    from click.testing import CliRunner
+
+    work = tmp_path_factory.mktemp("reader")
+    train = work / "train.jsonl"
+    train.write_text(jsonl(RECORDS))
+    out = str(work / "model")
+    result = CliRunner().invoke(cli, ["train", "reader", "--train", str(train), "--holdout", "2", "--model", tiny_qa,
+                                      "--out", out, "--epochs", "40", "--max-steps", "40", "--batch-size", "4",
+                                      "--lr", "1e-3", "--max-length", "64", "--seed", "3", "--eval-every", "20"])
+    assert result.exit_code == 0, result.output
+    return out, orjson.loads(result.stdout)
+
+
+def test_distant_supervision_finds_whole_word_aliases():
+    assert gold_aliases(RECORDS[0]) == ["William Shakespeare", "Shakespeare"]
+    text = "Hamlet is a tragedy written by William Shakespeare."
+    assert text[slice(*find_answer(["Shakespeare", "William Shakespeare"], text))] == "William Shakespeare"
+    assert find_answer(["Paris"], "Comparison of Parisian cafes") is None
+    assert find_answer(["1989"], "in 1989.") == (3, 7)
+
+
+def test_holdout_is_by_question_id_and_drops_held_questions_from_more_train(tmp_path):
+    train = tmp_path / "t.jsonl"
+    train.write_text(jsonl(RECORDS))
+    more = tmp_path / "m.jsonl"
+    more.write_text(jsonl(RECORDS))  # the same questions again: held-out ones must not come back
+    kept, held = _split(ReaderTrainConfig(train=str(train), model="x", out="y", holdout=3, more_train=(str(more),)))
+    held_ids = {r["id"] for r in held}
+    assert len(held) == 3 and not held_ids & {r["id"] for r in kept}
+    assert len(kept) == 2 * (len(RECORDS) - 3)
+
+
+def test_training_lowers_the_loss_and_writes_a_report(trained):
+    out, summary = trained
+    assert summary["steps"] == 40 and summary["examples"] == 12  # 6 questions x (1 positive + 1 negative)
+    assert summary["last_loss"] < summary["first_loss"]
+    assert set(summary["validation"]) == {"em", "f1", "answer_in_passages", "records"}
+    assert summary["validation"]["records"] == 2
+    with open(os.path.join(out, "cq_train.json")) as fh:
+        report = json.load(fh)
+    assert report["config"]["max_length"] == 64 and report["config"]["seed"] == 3
+    assert len(report["holdout_ids"]) == 2 and len(report["history"]) == 1
+    assert {"config.json", "model.safetensors", "tokenizer.json"} <= set(os.listdir(out))
+
+
+def test_reader_returns_passage_substrings_and_the_trained_settings(trained):
+    out, _ = trained
+    reader = load_extractive(out, "cpu", n_passages=2)
+    assert reader.options.max_length == 64  # from cq_train.json
+    found = reader.read([r["question"] for r in RECORDS], [r["passages"] for r in RECORDS])
+    assert len(found) == len(RECORDS)
+    for r, answers in zip(RECORDS, found):
+        assert len(answers) == 1
+        a = answers[0]
+        passage = next(p for p in r["passages"] if p["id"] == a["passage_id"])
+        assert context_of(passage)[a["start"]:a["end"]] == a["text"] and a["text"] == a["text"].strip()
+
+
+def test_multi_returns_distinct_answers_above_the_threshold(trained):
+    out, _ = trained
+    base = load_extractive(out, "cpu")
+    every = ExtractiveReader(base.tokenizer, base.model, base.info,
+                             ExtractiveOptions(n_passages=2, max_length=64, multi_threshold=-1e9, max_answers=4))
+    answers = every.read([RECORDS[0]["question"]], [RECORDS[0]["passages"]], multi=True)[0]
+    keys = [normalize_answer(a["text"]) for a in answers]
+    assert len(answers) == 4 and len(set(keys)) == 4 and all(keys)
+    assert [a["score"] for a in answers] == sorted((a["score"] for a in answers), reverse=True)
+    none = ExtractiveReader(base.tokenizer, base.model, base.info,
+                            ExtractiveOptions(n_passages=2, max_length=64, multi_threshold=1e9))
+    assert len(none.read([RECORDS[0]["question"]], [RECORDS[0]["passages"]], multi=True)[0]) == 1  # the best stays
+
+
+@pytest.mark.parametrize("mode", ["single", "multi"])
+def test_cq_answer_extractive_end_to_end_and_batch_invariant(runner, trained, mode):
+    out, _ = trained
+    stdin = jsonl(RECORDS)
+    outputs = []
+    for batch in ("1", "3"):
+        result = runner.invoke(cli, ["answer", "--reader", "extractive", "--model", out, "--mode", mode,
+                                     "--passages", "2", "--batch-size", batch], input=stdin)
+        assert result.exit_code == 0, result.output
+        outputs.append(parse_jsonl(result.stdout))
+    records = outputs[0]
+    assert [r["id"] for r in records] == [r["id"] for r in RECORDS]
+    for r in records:
+        assert r["answers"] and all(a["grounding"] == "span" for a in r["answers"])
+        assert r["meta"]["answer"]["model"] == out and r["meta"]["answer"]["mode"] == mode
+        assert r["meta"]["answer"]["passages"] == 2
+    assert [r["answers"] for r in outputs[0]] == [r["answers"] for r in outputs[1]]
+
+
+def test_extractive_reader_refuses_a_language_model(runner, tiny_causal, monkeypatch):
+    monkeypatch.setenv("CQ_OFFLINE", "1")
+    result = runner.invoke(cli, ["answer", "--reader", "extractive", "--model", tiny_causal], input=jsonl(RECORDS[:1]))
+    assert result.exit_code != 0
+    assert "--reader extractive needs a span" in result.output and "cq train reader" in result.output
