@@ -12,6 +12,14 @@ one scale for a call's whole tensor, so a padded batch changes every member's sc
 0.9 logits); torch models' padded batches differ by ~1e-6. ``CQ_PADDED_BATCHES=1`` brings padded
 batches back (faster on a GPU, batch dependent). docs/benchmarks/determinism.md has the costs.
 
+Loading (cqtools/models/runtime.py): ``--device auto`` is the process's accelerate device (its GPU
+under ``accelerate launch``) for generators and encoders alike (ONNX copies use onnxruntime's CUDA
+provider when onnxruntime-gpu is installed); ``--dtype auto`` is bfloat16 on GPUs that support it;
+a model whose weights exceed one GPU is spread over all visible GPUs (``device_map="auto"``);
+``--quantize 8bit|4bit`` loads through bitsandbytes; ``--revision`` picks a hub revision and a hub
+download fetches only the files the model needs (:func:`allow_patterns`); ``--trust-remote-code``
+is opt-in.
+
 Input limits: prompts longer than the model's context (or ``--max-input-tokens``) are cut in the
 middle, keeping their start (instructions, shots) and end (the question's cue), with a warning.
 """
@@ -19,7 +27,9 @@ from __future__ import annotations
 
 from . import openai_backend  # noqa: F401  registers "openai" in BACKENDS (cheap: no client import)
 from .encoders import (HFCrossEncoder, OnnxCrossEncoder, OnnxEncoder, SentenceEncoder,  # noqa: F401
-                       load_cross_encoder, load_encoder, load_transformers)
+                       load_cross_encoder, load_encoder, load_transformers, onnx_providers)
 from .generator import Generator, load_generator  # noqa: F401
-from .runtime import (_LOADED, DEFAULT_CONTEXT, _cached, cache_dir, cut_middle, max_input_tokens,  # noqa: F401
-                      padded_batches, pick_device, pick_dtype, set_max_input_tokens, set_seed)
+from .resolve import allow_patterns  # noqa: F401
+from .runtime import (_LOADED, DEFAULT_CONTEXT, LOAD, LoadOptions, _cached, cache_dir, cut_middle,  # noqa: F401
+                      load_kwargs, max_input_tokens, padded_batches, pick_device, pick_dtype, quantization_config,
+                      set_load_options, set_max_input_tokens, set_seed, wants_device_map)

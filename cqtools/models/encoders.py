@@ -7,7 +7,7 @@ import os
 
 from ..errors import ResourceError
 from .resolve import ResolvedModel, resolve
-from .runtime import _cached, _context_length, _groups, _limit, _warn_cut, padded_batches, pick_device
+from .runtime import LOAD, _cached, _context_length, _groups, _limit, _warn_cut, padded_batches, pick_device
 
 log = logging.getLogger("cqtools")
 
@@ -23,7 +23,7 @@ def load_cross_encoder(name: str, device: str = "auto"):
     def build():
         resolved = resolve(name)
         if resolved.fmt == "onnx":
-            return OnnxCrossEncoder(resolved)
+            return OnnxCrossEncoder(resolved, dev)
         if resolved.fmt == "gguf":
             raise ResourceError(f"{name} is a GGUF language model, not a cross-encoder; pass a cross-encoder "
                                 f"such as cross-encoder/ms-marco-MiniLM-L-12-v2")
@@ -32,14 +32,34 @@ def load_cross_encoder(name: str, device: str = "auto"):
     return _cached(("cross", name, dev), build)
 
 
-def _onnx_session(path: str):
+def onnx_providers(device: str, available: list[str]) -> list[str]:
+    """onnxruntime execution providers for ``device``: CUDA first on a CUDA device when this
+    onnxruntime build has it (onnxruntime-gpu), else the CPU."""
+    if device.startswith("cuda") and "CUDAExecutionProvider" in available:
+        index = device.split(":", 1)[1] if ":" in device else "0"
+        return [("CUDAExecutionProvider", {"device_id": int(index)}), "CPUExecutionProvider"]
+    return ["CPUExecutionProvider"]
+
+
+def _onnx_session(path: str, device: str = "cpu"):
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     threads = os.environ.get("CQ_ORT_THREADS")
     if threads:
         options.intra_op_num_threads = int(threads)
-    return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    providers = onnx_providers(device, ort.get_available_providers())
+    if device.startswith("cuda") and len(providers) == 1:
+        log.info("%s: this onnxruntime has no CUDA provider, running on the CPU (pip install onnxruntime-gpu)", path)
+    return ort.InferenceSession(path, options, providers=providers)
+
+
+def _session_device(session) -> str:
+    return "cuda" if "CUDAExecutionProvider" in session.get_providers() else "cpu"
+
+
+def _remote() -> dict:
+    return {"trust_remote_code": True} if LOAD.trust_remote_code else {}
 
 
 class OnnxCrossEncoder:
@@ -52,10 +72,10 @@ class OnnxCrossEncoder:
 
     max_length = 512
 
-    def __init__(self, resolved: ResolvedModel):
+    def __init__(self, resolved: ResolvedModel, device: str = "cpu"):
         from tokenizers import Tokenizer
 
-        self.session = _onnx_session(os.path.join(resolved.path, "model.onnx"))
+        self.session = _onnx_session(os.path.join(resolved.path, "model.onnx"), device)
         path = os.path.join(resolved.path, "tokenizer.json")
         self.tokenizer = Tokenizer.from_file(path)
         self.tokenizer.no_padding()
@@ -67,7 +87,8 @@ class OnnxCrossEncoder:
         self.inputs = {i.name for i in self.session.get_inputs()}
         self.name = resolved.name
         self.padded = padded_batches()
-        self.info = {"model": resolved.name, "source": resolved.source, "device": "cpu", "dtype": "int8-onnx",
+        self.info = {"model": resolved.name, "source": resolved.source, "device": _session_device(self.session),
+                     "dtype": "int8-onnx",
                      "batching": "padded" if self.padded else "per-item"}
 
     def predict(self, pairs: list[tuple[str, str]], batch_size: int = 32) -> list[float]:
@@ -108,7 +129,7 @@ class HFCrossEncoder:
         from sentence_transformers import CrossEncoder
 
         try:
-            self.model = CrossEncoder(resolved.path, device=device)
+            self.model = CrossEncoder(resolved.path, device=device, **_remote())
         except (OSError, ValueError) as err:
             raise ResourceError(f"cannot load {resolved.name} as a cross-encoder: {str(err).splitlines()[0]}") from None
         self._identity = torch.nn.Identity()
@@ -146,12 +167,12 @@ def load_encoder(name: str, device: str = "auto"):
     def build():
         resolved = resolve(name)
         if resolved.fmt == "onnx":
-            return OnnxEncoder(resolved)
+            return OnnxEncoder(resolved, device=dev)
         if resolved.fmt == "gguf":
             raise ResourceError(f"{name} is a GGUF language model, not a sentence encoder")
         from sentence_transformers import SentenceTransformer
 
-        return SentenceEncoder(SentenceTransformer(resolved.path, device=dev))
+        return SentenceEncoder(SentenceTransformer(resolved.path, device=dev, **_remote()))
 
     return _cached(("encoder", name, dev), build)
 
@@ -176,10 +197,11 @@ class SentenceEncoder:
 class OnnxEncoder:
     """A BERT-style bi-encoder in ONNX (CLS or mean pooling), shaped like SentenceTransformer."""
 
-    def __init__(self, resolved: ResolvedModel, max_length: int = 512):
+    def __init__(self, resolved: ResolvedModel, max_length: int = 512, device: str = "cpu"):
         from tokenizers import Tokenizer
 
-        self.session = _onnx_session(os.path.join(resolved.path, "model.onnx"))
+        self.session = _onnx_session(os.path.join(resolved.path, "model.onnx"), device)
+        self.device = _session_device(self.session)
         self.tokenizer = Tokenizer.from_file(os.path.join(resolved.path, "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length)
         self.tokenizer.enable_padding()
@@ -233,8 +255,8 @@ def load_transformers(path: str, auto_class: str, device: str = "auto", what: st
         import transformers
 
         try:
-            tokenizer = transformers.AutoTokenizer.from_pretrained(path)
-            model = getattr(transformers, auto_class).from_pretrained(path).to(dev).eval()
+            tokenizer = transformers.AutoTokenizer.from_pretrained(path, **_remote())
+            model = getattr(transformers, auto_class).from_pretrained(path, **_remote()).to(dev).eval()
         except (OSError, ValueError) as err:
             raise ResourceError(f"cannot load {what} from {path}: {str(err).splitlines()[0]}"
                                 + (f"; {hint}" if hint else "")) from None

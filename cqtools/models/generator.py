@@ -11,8 +11,8 @@ from typing import Sequence
 from ..errors import ResourceError
 from . import openai_backend
 from .resolve import ResolvedModel, resolve
-from .runtime import (_cached, _context_length, _groups, _limit, _warn_cut, cache_dir, cut_middle, padded_batches,
-                      pick_device, pick_dtype)
+from .runtime import (LOAD, _cached, _context_length, _groups, _limit, _warn_cut, cache_dir, cut_middle, input_device,
+                      load_kwargs, padded_batches, pick_device, pick_dtype)
 
 log = logging.getLogger("cqtools")
 
@@ -87,22 +87,27 @@ class Generator:
         from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
         path = _gguf_to_safetensors(resolved) if resolved.fmt == "gguf" else resolved.path
-        config = AutoConfig.from_pretrained(path)
+        remote = {"trust_remote_code": True} if LOAD.trust_remote_code else {}
+        try:
+            config = AutoConfig.from_pretrained(path, **remote)
+        except ValueError as err:  # e.g. an architecture that needs --trust-remote-code
+            raise ResourceError(f"cannot read {resolved.name}'s config: {str(err).splitlines()[0]}") from None
         if kind == "auto":
             kind = "seq2seq" if getattr(config, "is_encoder_decoder", False) else "causal"
         self.kind = kind
         self.name = resolved.name
-        self.device = device
         self.batch_size = batch_size
         torch_dtype = pick_dtype(dtype, device)
-        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        self.tokenizer = AutoTokenizer.from_pretrained(path, **remote)
         cls = AutoModelForSeq2SeqLM if kind == "seq2seq" else AutoModelForCausalLM
+        kwargs, move = load_kwargs(path, device, torch_dtype)
         try:
-            self.model = cls.from_pretrained(path, dtype=torch_dtype).to(device).eval()
+            model = cls.from_pretrained(path, **kwargs)
         except (ValueError, OSError) as err:
             raise ResourceError(f"cannot load {resolved.name} as a {kind} LM: {str(err).splitlines()[0]}") from None
-        if self.tokenizer.pad_token_id is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.model = (model.to(device) if move else model).eval()
+        self.device = input_device(self.model, device)
+        self.pad_id = _pad_token(self.tokenizer, config)
         self.tokenizer.padding_side = "left" if kind == "causal" else "right"
         self.has_chat = kind == "causal" and bool(getattr(self.tokenizer, "chat_template", None))
         probe = self.tokenizer("x").input_ids
@@ -110,9 +115,16 @@ class Generator:
         self._bos = [bos] if kind == "causal" and bos is not None and probe and probe[0] == bos else []
         self.context = _context_length(config, self.tokenizer)
         self.padded = padded_batches()
+        placement = getattr(self.model, "hf_device_map", None)
         self.info = {"model": resolved.name, "source": resolved.source, "device": device,
                      "dtype": str(torch_dtype).replace("torch.", ""), "kind": kind,
                      "batching": "padded" if self.padded else "per-item"}
+        if LOAD.quantize:
+            self.info["quantize"] = LOAD.quantize
+        if placement and len(set(map(str, placement.values()))) > 1:
+            self.info["device"] = "device_map=auto (" + ", ".join(sorted(set(map(str, placement.values())))) + ")"
+        if resolved.revision:
+            self.info["revision"] = resolved.revision
 
     # -- prompting -------------------------------------------------------------------------------
 
@@ -142,7 +154,7 @@ class Generator:
             with torch.inference_mode():
                 out = self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
                                           max_new_tokens=max_new_tokens, do_sample=False, num_beams=1,
-                                          pad_token_id=self.tokenizer.pad_token_id)
+                                          pad_token_id=self.pad_id)
             if self.kind == "causal":
                 out = out[:, ids.shape[1]:]
             for i, row in zip(idx, out):
@@ -159,7 +171,7 @@ class Generator:
         """(ids, attention mask) tensors; a single sequence gets no padding at all."""
         import torch
 
-        pad = self.tokenizer.pad_token_id if value is None else value
+        pad = self.pad_id if value is None else value
         width = max(1, max(map(len, seqs)))
         ids = torch.full((len(seqs), width), pad, dtype=torch.long)
         mask = torch.zeros((len(seqs), width), dtype=torch.long)
@@ -276,6 +288,22 @@ class Generator:
             for row, i in enumerate(idx):
                 scores[i] = float(token_lp[row].sum())
         return scores
+
+
+def _pad_token(tokenizer, config) -> int:
+    """The id padding uses (always masked out): the tokenizer's pad token, else its eos token (then set
+    as the tokenizer's pad token), else the config's pad or eos id, else 0."""
+    if tokenizer.pad_token_id is not None:
+        return tokenizer.pad_token_id
+    if tokenizer.eos_token is not None:
+        tokenizer.pad_token = tokenizer.eos_token
+        return tokenizer.pad_token_id
+    for key in ("pad_token_id", "eos_token_id"):
+        value = getattr(config, key, None)
+        value = value[0] if isinstance(value, (list, tuple)) and value else value
+        if isinstance(value, int):
+            return value
+    return 0
 
 
 def _cut(text: str, stop: Sequence[str] | None) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import re
 from dataclasses import dataclass, field
 
 from ..errors import ResourceError
@@ -52,9 +53,11 @@ class ResolvedModel:
     source: str          # "local" | "hf-cache" | "hub" | "offline:<wheel>"
     fmt: str = "hf"
     files: dict = field(default_factory=dict)
+    revision: str | None = None  # the hub revision asked for (--revision); None: the default branch
 
     def describe(self) -> str:
-        return f"{self.name} from {self.source} ({self.path})"
+        name = f"{self.name}@{self.revision}" if self.revision else self.name
+        return f"{name} from {self.source} ({self.path})"
 
 
 # Every model resolved in this process: the run record of a --resume output fingerprints them.
@@ -70,15 +73,23 @@ def offline_path(copy: OfflineCopy) -> str | None:
     return path if os.path.exists(path) else None
 
 
-def resolve(name: str, announce: bool = True) -> ResolvedModel:
-    """Resolve ``name``; raises ResourceError with what to install or pass when nothing fits."""
+def resolve(name: str, announce: bool = True, revision: str | None = None) -> ResolvedModel:
+    """Resolve ``name`` (at hub ``revision``, default: ``--revision``, else the default branch);
+    raises ResourceError with what to install or pass when nothing fits."""
+    from .runtime import LOAD
+
+    revision = revision or LOAD.revision
     name = ALIASES.get(name, name)
     expanded = os.path.expanduser(name)
     if os.path.exists(expanded):
         resolved = ResolvedModel(name, os.path.abspath(expanded), "local", _local_fmt(expanded))
     else:
-        resolved = _from_hub(name) or _from_wheel(name)
+        resolved = _from_hub(name, revision) or (None if revision else _from_wheel(name))
     if resolved is None:
+        if revision:
+            raise ResourceError(f"model {name} at revision {revision!r} is neither in the Hugging Face cache nor "
+                                f"downloadable (offline copies have no revisions); check the revision, or leave out "
+                                f"--revision")
         raise ResourceError(_missing_message(name))
     RESOLVED[(resolved.name, resolved.path)] = resolved
     if announce:
@@ -100,26 +111,100 @@ def _local_fmt(path: str) -> str:
     return "hf"
 
 
-def _from_hub(name: str) -> ResolvedModel | None:
-    if "/" not in name:
+def _from_hub(name: str, revision: str | None = None) -> ResolvedModel | None:
+    if "/" not in name or name.startswith(("/", ".", "~")):
         return None
     try:
         from huggingface_hub import snapshot_download
     except ImportError:  # pragma: no cover - transformers depends on it
         return None
     try:
-        path = snapshot_download(name, local_files_only=True)
-        return ResolvedModel(name, path, "hf-cache", _local_fmt(path))
+        path = snapshot_download(name, revision=revision, local_files_only=True)
+        return _hub_model(name, path, "hf-cache", revision)
     except Exception:
         pass
     if os.environ.get("HF_HUB_OFFLINE") == "1" or os.environ.get("CQ_OFFLINE") == "1":
         return None
+    from .runtime import LOAD
+
     try:
-        path = snapshot_download(name)
+        from huggingface_hub import HfApi
+
+        info = HfApi().model_info(name, revision=revision)  # one request, no retries when offline
+        files = [f.rfilename for f in info.siblings or ()]
+        patterns = allow_patterns(files, trust_remote_code=LOAD.trust_remote_code)
+        log.info("downloading %s%s: %s", name, f"@{revision}" if revision else "", ", ".join(patterns))
+        path = snapshot_download(name, revision=revision, allow_patterns=patterns)
     except Exception as err:  # no network, unknown repo, gated model ...
         log.debug("hub download of %s failed: %s", name, err)
         return None
-    return ResolvedModel(name, path, "hub", _local_fmt(path))
+    return _hub_model(name, path, "hub", revision)
+
+
+def _hub_model(name: str, path: str, source: str, revision: str | None) -> ResolvedModel:
+    fmt = _local_fmt(path)
+    files = {}
+    if fmt == "gguf":
+        ggufs = [n for n in os.listdir(path) if n.endswith(".gguf")]
+        files["gguf_file"] = _pick_gguf(ggufs)
+    return ResolvedModel(name, path, source, fmt, files, revision)
+
+
+# ---------------------------------------------------------------------------------------------
+# which files of a hub repo a model needs
+
+
+# Configuration and tokenizer files a loader may read (transformers, sentence-transformers, GGUF repos).
+CONFIG_FILES = frozenset({
+    "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+    "added_tokens.json", "vocab.txt", "vocab.json", "merges.txt", "tokenizer.model", "spiece.model",
+    "sentencepiece.bpe.model", "chat_template.jinja", "chat_template.json", "preprocessor_config.json",
+    "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json",
+})
+
+# GGUF quantisations in order of preference when a repo offers several and none was named.
+GGUF_PREFERENCE = ("Q4_K_M", "Q5_K_M", "Q8_0", "Q4_0", "Q4_1", "F16", "BF16", "F32")
+
+
+def _pick_gguf(names: list[str], wanted: str | None = None) -> str:
+    if wanted is not None:
+        return wanted
+    ordered = sorted(names)
+    for quant in GGUF_PREFERENCE:
+        for n in ordered:
+            if quant.lower() in os.path.basename(n).lower():
+                return n
+    return ordered[0]
+
+
+def allow_patterns(files: list[str], gguf_file: str | None = None, trust_remote_code: bool = False) -> list[str]:
+    """The files of a hub repo (``files``: its file list) that loading its model needs, as the exact
+    names passed to ``snapshot_download(allow_patterns=...)``: configuration and tokenizer files, one
+    weight format (safetensors, else PyTorch .bin, else one GGUF file, else ONNX), the module folders
+    of a sentence-transformers model, and the repo's Python code only with ``trust_remote_code``.
+    TensorFlow, Flax, Rust, OpenVINO and the other formats' copies are left out."""
+    top = [f for f in files if "/" not in f]
+    keep = [f for f in top if f in CONFIG_FILES or f.endswith(".tiktoken")
+            or (trust_remote_code and f.endswith(".py"))]
+    if "modules.json" in top:  # sentence-transformers: 1_Pooling/, 2_Normalize/, 2_Dense/ ...
+        keep += [f for f in files if re.match(r"\d+_[A-Za-z]+/", f)]
+    safetensors = [f for f in top if f.endswith(".safetensors") or f.endswith(".safetensors.index.json")]
+    torch_bins = [f for f in top if re.fullmatch(r"pytorch_model.*\.bin(\.index\.json)?", f)]
+    ggufs = [f for f in files if f.endswith(".gguf")]
+    onnx = [f for f in files if f.endswith(".onnx")]
+    if safetensors:
+        keep += safetensors
+    elif torch_bins:
+        keep += torch_bins
+    elif ggufs:
+        keep.append(_pick_gguf(ggufs, gguf_file))
+    elif onnx:
+        model = "model.onnx" if "model.onnx" in onnx else "onnx/model.onnx" if "onnx/model.onnx" in onnx else onnx[0]
+        keep += [model] + [f for f in files if f == model + "_data"]
+        folder = os.path.dirname(model)
+        if folder:  # tokenizer files may sit next to the ONNX model
+            keep += [f for f in files if os.path.dirname(f) == folder and os.path.basename(f) in CONFIG_FILES]
+    return sorted(set(keep))
 
 
 def _from_wheel(name: str) -> ResolvedModel | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
 
 from ..errors import ResourceError
 
@@ -101,11 +102,127 @@ def pick_device(device: str = "auto") -> str:
 
 
 def pick_dtype(dtype: str, device: str):
+    """``auto``: bfloat16 on a GPU that supports it (float16 on an older CUDA GPU), float32 elsewhere."""
     import torch
 
     if dtype == "auto":
-        return torch.bfloat16 if device.startswith("cuda") else torch.float32
+        if device.startswith("cuda"):
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.float32
     return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+
+
+# ---------------------------------------------------------------------------------------------
+# how local weights are fetched and loaded (--revision, --trust-remote-code, --quantize)
+
+
+@dataclass
+class LoadOptions:
+    revision: str | None = None      # a hub branch, tag or commit; None: the default branch
+    trust_remote_code: bool = False  # run a hub repo's own modelling code (opt-in)
+    quantize: str | None = None      # "8bit" | "4bit" (bitsandbytes), None: full precision
+
+    def key(self) -> tuple:
+        return (self.revision, self.trust_remote_code, self.quantize)
+
+
+LOAD = LoadOptions()
+
+
+def set_load_options(revision: str | None = None, trust_remote_code: bool = False,
+                     quantize: str | None = None) -> None:
+    """Process-wide loading options (the commands' ``--revision``/``--trust-remote-code``/``--quantize``)."""
+    if quantize not in (None, "8bit", "4bit"):
+        raise ValueError(f"quantize must be 8bit or 4bit, not {quantize!r}")
+    LOAD.revision, LOAD.trust_remote_code, LOAD.quantize = revision, trust_remote_code, quantize
+
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
+
+
+def weights_bytes(path: str) -> int:
+    """Bytes of weight files under ``path`` (a model folder or one file)."""
+    if os.path.isfile(path):
+        return os.path.getsize(path)
+    total = 0
+    for root, _, names in os.walk(path):
+        total += sum(os.path.getsize(os.path.join(root, n)) for n in names if n.endswith(WEIGHT_SUFFIXES))
+    return total
+
+
+def gpu_bytes(device: str) -> int | None:
+    """Memory of ``device``'s GPU; None for a CPU or MPS device."""
+    if not device.startswith("cuda"):
+        return None
+    import torch
+
+    index = int(device.split(":", 1)[1]) if ":" in device else torch.cuda.current_device()
+    return int(torch.cuda.get_device_properties(index).total_memory)
+
+
+def wants_device_map(weights: int, gpu: int | None, processes: int = 1, headroom: float = 0.8) -> bool:
+    """Spread a model over every visible GPU (``device_map="auto"``) when its weights would not fit in
+    ``headroom`` of one GPU; never under a multi-process ``accelerate launch`` (each process holds one
+    whole copy on its own GPU) and never without a GPU."""
+    return gpu is not None and processes == 1 and weights > headroom * gpu
+
+
+def _processes() -> int:
+    try:
+        from accelerate import PartialState
+
+        return PartialState().num_processes
+    except Exception:  # pragma: no cover - accelerate missing or not initialisable
+        return 1
+
+
+def quantization_config(quantize: str | None, device: str):
+    """transformers' BitsAndBytesConfig for ``--quantize``; a one-line error when bitsandbytes is not
+    installed or there is no CUDA GPU."""
+    if quantize is None:
+        return None
+    import importlib.util
+
+    if importlib.util.find_spec("bitsandbytes") is None:
+        raise ResourceError(f"--quantize {quantize} needs bitsandbytes: pip install bitsandbytes "
+                            f"(or leave out --quantize to load full-precision weights)")
+    if not device.startswith("cuda"):
+        raise ResourceError(f"--quantize {quantize} needs a CUDA GPU (device is {device}); leave out --quantize "
+                            f"on this machine")
+    from transformers import BitsAndBytesConfig
+
+    if quantize == "8bit":
+        return BitsAndBytesConfig(load_in_8bit=True)
+    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                              bnb_4bit_compute_dtype=pick_dtype("auto", device))
+
+
+def load_kwargs(path: str, device: str, torch_dtype=None) -> tuple[dict, bool]:
+    """``from_pretrained`` keyword arguments for the weights at ``path`` on ``device``, and whether
+    the caller still has to move the model there (False when accelerate places it: a device map or
+    quantized weights)."""
+    kwargs: dict = {}
+    if torch_dtype is not None:
+        kwargs["dtype"] = torch_dtype
+    if LOAD.trust_remote_code:
+        kwargs["trust_remote_code"] = True
+    quant = quantization_config(LOAD.quantize, device)
+    if quant is not None:
+        kwargs["quantization_config"] = quant
+        kwargs["device_map"] = "auto" if _processes() == 1 else {"": device}
+        return kwargs, False
+    if wants_device_map(weights_bytes(path), gpu_bytes(device), _processes()):
+        log.info("%s: weights larger than one GPU; spreading them over the visible GPUs (device_map=auto)", path)
+        kwargs["device_map"] = "auto"
+        return kwargs, False
+    return kwargs, True
+
+
+def input_device(model, device: str) -> str:
+    """Where a loaded model's inputs go: ``device``, or its first layer's device under a device map."""
+    if getattr(model, "hf_device_map", None) or getattr(model, "is_quantized", False):
+        return str(model.device)
+    return device
 
 
 def _mps_available() -> bool:
@@ -120,7 +237,9 @@ def cache_dir() -> str:
 
 
 def _cached(key: tuple, build):
+    """``build()`` once per process for ``key`` and the loading options in force."""
     _quiet_transformers()
+    key = key + LOAD.key()
     if key not in _LOADED:
         _LOADED[key] = build()
     return _LOADED[key]
