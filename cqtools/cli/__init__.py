@@ -24,6 +24,7 @@ COMMANDS = {
     "answer": "answer",
     "disambiguate": "disambiguate",
     "oracle": "oracle",
+    "chat": "chat",
     "score": "score",
     "train": "train",
     "show": "show",

@@ -9,4 +9,5 @@ torch, transformers or pyserini. :mod:`.plots` draws ``--plot``.
 """
 # Importing a task module registers it; this order is the order of `cq score --task`'s choices.
 from . import detect, cq, cbqa, ambigqa, asqa, clam, retrieval  # noqa: F401,I001  # isort: skip
+from . import study  # noqa: F401,I001  # isort: skip
 from .base import DEFAULT_BERTSCORE_MODEL, ScoreOptions, Task, make_task, score_records  # noqa: F401

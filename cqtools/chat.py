@@ -1,0 +1,415 @@
+"""`cq chat`: a person asks, cq clarifies and answers, one record per turn.
+
+A turn is one record through the stages built once per session (:class:`Session`): retrieve,
+rerank, detect, gen-cq, then answer ``--mode cq`` for the option the person picked (``--selected``),
+for every option ("show all answers"), or for the question itself when nothing is asked. The
+record keeps the pipeline's schema (docs/schema.md) plus ``selected_option`` (the picked option, or
+the text typed under "other", also in ``clarification_answer``) and ``meta.chat`` (how the person
+chose), so a log is read by ``cq show`` and ``cq score`` and replayed by :func:`replay_inputs`.
+
+The dialogue (:func:`chat_loop`, :func:`study_loop`) talks to a :class:`Terminal` (cqtools/cli/chat.py
+has the real one and the scripted one) and appends each finished turn to a :class:`TurnLog`,
+one flushed JSON line, so an interrupted session keeps every turn it finished.
+"""
+from __future__ import annotations
+
+import contextlib
+import random
+import re
+from dataclasses import dataclass, field
+from typing import IO, Callable, Iterable, Iterator, Protocol
+
+import orjson
+
+from .errors import CQError, InputError
+from .metrics.cq import INVALID
+from .records import ANSWERS, PASSAGES, read_cq, set_meta
+
+OTHER = "other: type your own"
+SHOW_ALL = "show all answers"
+CHOICES = ("option", "other", "all", "direct")  # meta.chat.choice
+
+
+# --- the stages, built once -------------------------------------------------------------------------
+
+@dataclass
+class ChatOptions:
+    """The stages' options; the defaults are `make demo`'s."""
+
+    index_dir: str
+    retrieve: str = "hybrid"
+    hits: int = 10
+    rerank_top: int = 3              # 0: no rerank
+    reranker: str | None = None      # None: the reranker role's default
+    detect: str = "llm"
+    detect_model: str | None = None  # None: the method's default
+    threshold: float | None = None
+    gen_cq: str = "llm"
+    gen_cq_model: str | None = None
+    reader: str = "generative"
+    reader_model: str | None = None
+    n_passages: int = 3
+    device: str = "auto"
+    dtype: str = "auto"
+    seed: int | None = 0
+    all_records: bool = False        # a CQ for every question, not only those detected ambiguous (study)
+    extra: dict = field(default_factory=dict)  # more options for the stages' build()
+
+    def stage_options(self) -> dict:
+        """What meta.chat records about the session's configuration."""
+        return {k: v for k, v in vars(self).items() if k != "extra" and v is not None}
+
+
+def _given(**options) -> dict:
+    return {k: v for k, v in options.items() if v is not None}
+
+
+class Session:
+    """The stages of a chat, built once: models loaded and the index opened when it starts.
+
+    ``status(label)`` is a context manager the stages run in (a spinner); the default does nothing."""
+
+    def __init__(self, opts: ChatOptions, status: Callable[[str], contextlib.AbstractContextManager] | None = None):
+        from .stages import answer, detect, gen_cq, rerank, retrieve
+
+        self.opts = opts
+        self.status = status or (lambda label: contextlib.nullcontext())
+        device = opts.device
+        with self.status("opening the index"):
+            self.retrieve = retrieve.build(opts.retrieve, index_dir=opts.index_dir, hits=opts.hits, device=device,
+                                           **opts.extra.get("retrieve", {}))
+        with self.status("loading models"):
+            self.rerank = (rerank.build(**_given(model=opts.reranker), top=opts.rerank_top, device=device)
+                           if opts.rerank_top else None)
+            self.detect = detect.build(opts.detect, **_given(model=opts.detect_model, threshold=opts.threshold),
+                                       device=device, dtype=opts.dtype)
+            self.gen_cq = gen_cq.build(opts.gen_cq, opts.all_records, **_given(model=opts.gen_cq_model),
+                                       device=device, dtype=opts.dtype)
+            reader = dict(_given(model=opts.reader_model, reranker=opts.reranker), device=device, dtype=opts.dtype,
+                          n_passages=opts.n_passages, seed=opts.seed)
+            self.answer_selected = answer.build("cq", opts.reader, selected=True, **reader)
+            self.answer_all = answer.build("cq", opts.reader, **reader)
+        self.turns = 0
+
+    def ask(self, question: str | dict) -> dict:
+        """A new turn's record: the question (a string, or a record that may carry an id and gold,
+        which no stage reads) retrieved, reranked, judged and, when ambiguous, clarified."""
+        from .models.backends import set_seed
+
+        self.turns += 1
+        record = dict(question) if isinstance(question, dict) else {"question": question}
+        if not isinstance(record.get("question"), str) or not record["question"].strip():
+            raise InputError("a question must be a non-empty string")
+        record.setdefault("id", f"chat-{self.turns}")
+        set_seed(self.opts.seed)
+        records = [record]
+        steps = [("retrieving", self.retrieve), ("reranking", self.rerank), ("detecting ambiguity", self.detect),
+                 ("writing a clarifying question", self.gen_cq)]
+        for label, stage in steps:
+            if stage is not None:
+                with self.status(label):
+                    records = stage(records)
+        return records[0]
+
+    def answer(self, record: dict, choice: str, selected: str | None = None) -> dict:
+        """Answer the turn: ``choice`` is "option" or "other" (``selected`` is the person's
+        interpretation), "all" (every option), or "direct" (the question itself; a CQ that offered
+        nothing usable is kept in the record but not used)."""
+        from .models.backends import set_seed
+
+        if choice not in CHOICES:
+            raise InputError(f"unknown choice {choice!r}; one of {', '.join(CHOICES)}")
+        record["selected_option"] = selected if choice in ("option", "other") else None
+        if choice == "other":
+            record["clarification_answer"] = selected
+        set_seed(self.opts.seed)
+        with self.status("answering"):
+            if choice == "direct":
+                done = self.answer_selected([{**record, "cq": None}])[0]
+                record[ANSWERS], record["meta"] = done[ANSWERS], done["meta"]
+            else:
+                stage = self.answer_all if choice == "all" else self.answer_selected
+                record = stage([record])[0]
+        set_meta(record, "chat", {"choice": choice, **self.opts.stage_options()})
+        return record
+
+
+def options_of(record: dict) -> list[str]:
+    """The CQ's options a person can pick ([] when no CQ was asked or it has none usable)."""
+    if record.get("cq") is None:
+        return []
+    _, _, options = read_cq(record["cq"], record.get("id"))
+    seen, out = set(), []
+    for option in (str(o).strip() for o in options):
+        if option and option != INVALID and option.lower() not in seen:
+            seen.add(option.lower())
+            out.append(option)
+    return out
+
+
+# --- presentation -------------------------------------------------------------------------------
+
+_SENTENCE = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)\s+(?=[A-Z0-9\"'(])")  # not after an initial (J. R. R.)
+
+
+def evidence(record: dict, answer: dict) -> tuple[dict, str, tuple[int, int] | None] | None:
+    """(passage, sentence, (start, end) of the answer in the sentence) for an answer: the first of
+    the record's passages holding the answer's text (case-insensitive), the sentence it is in; the
+    top passage's first sentence and no span when no passage holds it; None without passages."""
+    passages = [p for p in record.get(PASSAGES) or [] if isinstance(p, dict)]
+    if not passages:
+        return None
+    text = str(answer.get("text") or "").strip()
+    if text:
+        needle = re.compile(r"(?<!\w)" + re.escape(text) + r"(?!\w)", re.I)
+        for passage in passages:
+            for sentence in _SENTENCE.split(str(passage.get("text") or "")):
+                found = needle.search(sentence)
+                if found:
+                    return passage, sentence, found.span()
+    first = _SENTENCE.split(str(passages[0].get("text") or ""))[0]
+    return passages[0], first, None
+
+
+def render_cq(record: dict, options: list[str]) -> list[str]:
+    """The CQ and its numbered choices: the options, then "other" and "show all answers"."""
+    text, _, _ = read_cq(record["cq"], record.get("id"))
+    lines = [f"cq: {text}"]
+    for n, option in enumerate([*options, OTHER, SHOW_ALL], start=1):
+        lines.append(f"  {n}) {option}")
+    return lines
+
+
+def render_answers(record: dict, mark: Callable[[str], str]) -> list[str]:
+    """Each answer, its option when it has one, and the passage it came from: title and sentence,
+    the answer span passed through ``mark`` (bold in a terminal)."""
+    lines = []
+    answers = [a if isinstance(a, dict) else {"text": a} for a in record.get(ANSWERS) or []]
+    if not answers:
+        return ["answer: (none found)"]
+    for answer in answers:
+        option = answer.get("option")
+        head = f"answer ({option}): " if option else "answer: "
+        lines.append(head + (str(answer.get("text") or "") or "(empty)"))
+        found = evidence(record, answer)
+        if found is None:
+            continue
+        passage, sentence, span = found
+        shown = sentence if span is None else sentence[:span[0]] + mark(sentence[span[0]:span[1]]) + sentence[span[1]:]
+        lines.append(f"  from \"{passage.get('title', '')}\" [{passage.get('id', '')}]: {shown}")
+    return lines
+
+
+# --- the log -------------------------------------------------------------------------------------
+
+class TurnLog:
+    """Appends one JSON line per finished turn and flushes it (``--log FILE``; None: no log)."""
+
+    def __init__(self, path: str | None):
+        self.fh: IO[bytes] | None = open(path, "ab") if path else None
+        self.written = 0
+
+    def write(self, record: dict) -> None:
+        if self.fh is not None:
+            self.fh.write(orjson.dumps(record) + b"\n")
+            self.fh.flush()
+        self.written += 1
+
+    def close(self) -> None:
+        if self.fh is not None:
+            self.fh.close()
+
+
+def read_log(path: str) -> Iterator[dict]:
+    """The records of a chat log (one JSON object per line; blank lines ignored)."""
+    from .jsonl import open_input, read_records
+
+    with open_input(path) as fh:
+        for _, record in read_records(fh, required=("question",)):
+            yield record
+
+
+def replay_inputs(records: Iterable[dict]) -> Iterator[tuple[dict, str, str | None]]:
+    """(question record, choice, selected) of each logged turn: what the person asked and chose,
+    without what the stages added (``gold`` and the ``id`` stay)."""
+    keep = ("id", "question", "gold")
+    for record in records:
+        chat = ((record.get("meta") or {}).get("chat") or {})
+        choice = chat.get("choice") or ("option" if record.get("selected_option") is not None else "direct")
+        yield {k: record[k] for k in keep if k in record}, choice, record.get("selected_option")
+
+
+# --- the dialogue -------------------------------------------------------------------------------
+
+class Terminal(Protocol):
+    """What the dialogue needs from a terminal: ``read`` raises EOFError at the end of input
+    (Ctrl-D, or the end of a script)."""
+
+    def read(self, prompt: str) -> str: ...
+
+    def write(self, line: str = "") -> None: ...
+
+    def mark(self, text: str) -> str: ...
+
+
+def pick(term: Terminal, options: list[str], prompt: str = "pick> ", show_all: bool = True) -> tuple[str, str | None]:
+    """The person's choice among ``options`` + other (+ show all): (choice, selected). A number or
+    an option's text picks it; "other" (or its number) asks for a text."""
+    n = len(options)
+    while True:
+        reply = term.read(prompt).strip()
+        number = int(reply) if reply.isdigit() else None
+        by_text = [o for o in options if o.lower() == reply.lower()]
+        if number is not None and 1 <= number <= n:
+            return "option", options[number - 1]
+        if by_text:
+            return "option", by_text[0]
+        if number == n + 1 or reply.lower() in ("other", "o"):
+            while True:
+                typed = term.read("your interpretation> ").strip()
+                if typed:
+                    return "other", typed
+        if show_all and (number == n + 2 or reply.lower() in ("all", "a", "show all answers")):
+            return "all", None
+        term.write(f"type a number from 1 to {n + 2 if show_all else n + 1}")
+
+
+def clarify_and_answer(session: Session, term: Terminal, record: dict) -> dict:
+    """Show the turn's CQ (if any), take the person's choice, answer and show the answers."""
+    options = options_of(record)
+    if options:
+        for line in render_cq(record, options):
+            term.write(line)
+        choice, selected = pick(term, options)
+    else:
+        if record.get("cq") is not None:
+            term.write("(the question looks ambiguous, but no clarifying question with options came out: "
+                       "answering it directly)")
+        choice, selected = "direct", None
+    record = session.answer(record, choice, selected)
+    for line in render_answers(record, term.mark):
+        term.write(line)
+    return record
+
+
+def chat_loop(session: Session, term: Terminal, log: TurnLog) -> None:
+    """Questions until the end of input; each finished turn is appended to ``log``."""
+    while True:
+        question = term.read("question> ").strip()
+        if not question:
+            continue
+        try:
+            record = session.ask(_question_of(question))
+            record = clarify_and_answer(session, term, record)
+        except CQError as err:  # a question a stage refuses: say why, keep the session
+            term.write(f"error: {err}")
+            continue
+        log.write(record)
+        term.write()
+
+
+def replay_loop(session: Session, term: Terminal, log: TurnLog, turns: Iterable[tuple[dict, str, str | None]]) -> None:
+    """Each logged turn again through this session's stages, with the person's recorded choice: a
+    recorded option still offered is picked, any other interpretation is taken as typed ("other");
+    "show all answers" and direct answers are repeated; a turn answered directly before that now gets
+    a CQ is answered for every option (there is no choice to repeat)."""
+    for question, choice, selected in turns:
+        term.write(f"question> {question['question']}")
+        record = session.ask(question)
+        options = options_of(record)
+        if options:
+            for line in render_cq(record, options):
+                term.write(line)
+        if choice in ("option", "other") and selected is not None:
+            matches = [o for o in options if o.lower() == str(selected).lower()]
+            choice, selected = ("option", matches[0]) if matches else ("other", str(selected))
+            term.write(f"pick> {selected}" if choice == "option" else f"pick> other: {selected}")
+        elif options and choice != "all":
+            choice = "all"
+            term.write("pick> (no recorded choice: show all answers)")
+        elif not options:
+            choice, selected = "direct", None
+        record = session.answer(record, choice, selected)
+        for line in render_answers(record, term.mark):
+            term.write(line)
+        log.write(record)
+        term.write()
+
+
+def _question_of(line: str) -> str | dict:
+    """A typed line is the question; a line holding a JSON object is a question record (its id and
+    gold kept, so a scripted session can be scored)."""
+    if line.startswith("{"):
+        try:
+            value = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return line
+        if isinstance(value, dict):
+            return value
+    return line
+
+
+# --- study mode (AskCQ-style human evaluation) -----------------------------------------------------
+
+PRESENTATIONS = ("cq", "answers")
+
+
+def study_loop(session: Session, term: Terminal, log: TurnLog, questions: Iterable[dict], seed: int = 0) -> None:
+    """For each question: the CQ presentation (pick, then the answer) and the multiple-answers
+    presentation (every option's answer), in an order drawn from ``seed``; the person says which
+    helped more. The record holds the CQ, the option picked, every option's answers and
+    ``study: {order, preferred, cq_answers}`` (preferred: "cq", "answers" or "same")."""
+    rng = random.Random(seed)
+    questions = list(questions)
+    for n, question in enumerate(questions, start=1):
+        term.write(f"[{n}/{len(questions)}] question: {question['question']}")
+        record = session.ask(question)
+        options = options_of(record)
+        if not options:
+            term.write("(no clarifying question with options came out for this question: skipped)")
+            record = session.answer(record, "direct")
+            record["study"] = {"order": None, "preferred": None, "skipped": "no CQ options"}
+            log.write(record)
+            term.write()
+            continue
+        order = list(PRESENTATIONS)
+        rng.shuffle(order)
+        shown: dict = {}
+        for label, presentation in zip("AB", order):
+            term.write(f"--- presentation {label}")
+            if presentation == "cq":
+                for line in render_cq(record, options)[:-1]:  # no "show all answers": that is the other one
+                    term.write(line)
+                choice, selected = pick(term, options, show_all=False)
+                done = session.answer(dict(record), choice, selected)
+                shown["cq"] = (choice, selected, done[ANSWERS])
+                for line in render_answers(done, term.mark):
+                    term.write(line)
+            else:
+                done = session.answer(dict(record), "all")
+                shown["answers"] = done
+                for line in render_answers(done, term.mark):
+                    term.write(line)
+        preferred = _preference(term, order)
+        choice, selected, cq_answers = shown["cq"]
+        record = shown["answers"]
+        record["selected_option"] = selected
+        if choice == "other":
+            record["clarification_answer"] = selected
+        record["study"] = {"order": order, "preferred": preferred, "cq_choice": choice, "cq_answers": cq_answers}
+        set_meta(record, "chat", {"choice": "study", **session.opts.stage_options(), "seed": seed})
+        log.write(record)
+        term.write()
+
+
+def _preference(term: Terminal, order: list[str]) -> str:
+    term.write("which helped you more?  1) A  2) B  3) no difference")
+    while True:
+        reply = term.read("prefer> ").strip().lower()
+        if reply in ("1", "a"):
+            return order[0]
+        if reply in ("2", "b"):
+            return order[1]
+        if reply in ("3", "same", "="):
+            return "same"
+        term.write("type 1, 2 or 3")

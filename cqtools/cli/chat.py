@@ -1,0 +1,199 @@
+"""`cq chat`: a terminal session: ask, pick an interpretation, get the answer and its passage."""
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import sys
+import threading
+
+import click
+
+from .options import compose, device_options, seed_option
+from ..registry import CQ_METHODS, DETECTORS, READERS, SEARCHERS
+
+
+class Spinner:
+    """A spinner with the current step on stderr while a stage works (only on a terminal)."""
+
+    FRAMES = "|/-\\"
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+
+    @contextlib.contextmanager
+    def __call__(self, label: str):
+        if not self.enabled:
+            yield
+            return
+        stop = threading.Event()
+
+        def spin():
+            for frame in itertools.cycle(self.FRAMES):
+                sys.stderr.write(f"\r{frame} {label}...")
+                sys.stderr.flush()
+                if stop.wait(0.1):
+                    break
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+        thread = threading.Thread(target=spin, daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+
+
+class Console:
+    """The person at the terminal: lines read with readline editing, answers in bold."""
+
+    def __init__(self, color: bool):
+        self.color = color
+        with contextlib.suppress(ImportError):
+            import readline  # noqa: F401  (line editing and history for input())
+
+    def read(self, prompt: str) -> str:
+        return input(prompt)
+
+    def write(self, line: str = "") -> None:
+        click.echo(line)
+
+    def mark(self, text: str) -> str:
+        return click.style(text, bold=True, reverse=True) if self.color else f"[{text}]"
+
+
+class Script(Console):
+    """Inputs from a file, one line per thing typed, echoed after their prompt; its end is Ctrl-D."""
+
+    def __init__(self, path: str, color: bool):
+        super().__init__(color)
+        with open(path, encoding="utf-8") as fh:
+            self.lines = iter(fh.read().splitlines())
+
+    def read(self, prompt: str) -> str:
+        line = next(self.lines, None)
+        if line is None:
+            raise EOFError
+        click.echo(prompt + line)
+        return line
+
+
+def _models(model, detect_method, detect_model, gen_cq_method, gen_cq_model, reader_model) -> dict:
+    """--model names every causal LM of the session (llm detector, llm CQ writer, reader) unless
+    that stage's own --*-model option was typed."""
+    source = click.get_current_context().get_parameter_source
+    typed = {name: source(name) is click.core.ParameterSource.COMMANDLINE
+             for name in ("detect_model", "gen_cq_model", "reader_model")}
+    if model:
+        if detect_method == "llm" and not typed["detect_model"]:
+            detect_model = model
+        if gen_cq_method == "llm" and not typed["gen_cq_model"]:
+            gen_cq_model = model
+        if not typed["reader_model"]:
+            reader_model = model
+    return {"detect_model": detect_model, "gen_cq_model": gen_cq_model, "reader_model": reader_model}
+
+
+@click.command(name="chat")
+@click.option("--index", "index_dir", required=True, type=click.Path(), envvar="CQ_INDEX",
+              help="A `cq index` directory (or a Pyserini prebuilt index name), opened once per session.")
+@click.option("--retrieve", "retrieve_method", type=click.Choice(SEARCHERS.names()), default="hybrid",
+              show_default=True, help="Retrieval method (cq retrieve --method).")
+@click.option("--hits", type=click.IntRange(min=1), default=10, show_default=True, help="Passages retrieved.")
+@click.option("--rerank-top", type=click.IntRange(min=0), default=3, show_default=True,
+              help="Passages kept after reranking (cq rerank --top); 0: no reranking.")
+@click.option("--reranker", default=None, envvar="CQ_MODEL_RERANKER",
+              help="Cross-encoder of cq rerank and cq answer --mode cq [default: the reranker role's].")
+@click.option("--detect", "detect_method", type=click.Choice(DETECTORS.names()), default="llm", show_default=True,
+              help="Ambiguity detector (cq detect --method); answers and tree need keys a chat turn lacks.")
+@click.option("--detect-model", default=None, envvar="CQ_MODEL_DETECT",
+              help="cq detect --model (classifier: a `cq train detect` directory).")
+@click.option("--threshold", type=float, default=None, help="cq detect --threshold [default: the method's].")
+@click.option("--gen-cq", "gen_cq_method", type=click.Choice(CQ_METHODS.names()), default="llm", show_default=True,
+              help="Clarifying-question writer (cq gen-cq --method); from-dqs reads gold, which typed questions lack.")
+@click.option("--gen-cq-model", default=None, envvar="CQ_MODEL_GEN_CQ", help="cq gen-cq --model.")
+@click.option("--reader", "reader_name", type=click.Choice(READERS.names()), default="generative", show_default=True,
+              help="Reader (cq answer --reader).")
+@click.option("--reader-model", default=None, envvar="CQ_MODEL_READER", help="cq answer --model.")
+@click.option("--model", default=None, help="One causal LM for the llm detector, the llm CQ writer and the reader "
+                                            "(a stage's own --*-model wins) [default: each role's, SmolLM2].")
+@click.option("--passages", "n_passages", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Passages shown to the reader (cq answer --passages).")
+@click.option("--log", "log_path", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Append each finished turn to FILE as one record (JSONL, flushed per turn).")
+@click.option("--script", "script_path", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+              help="Read what the person types from FILE, one line per input (questions, picks, texts); "
+                   "a line holding a JSON record is a question with its id and gold. Its end ends the session.")
+@click.option("--replay", "replay_path", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+              help="Run the turns of a --log FILE again with these options and the person's recorded choices.")
+@click.option("--study", is_flag=True,
+              help="AskCQ-style human evaluation over --questions: per question, the CQ presentation and the "
+                   "multiple-answers one in random order (--seed), then which helped more (cq score --task study).")
+@click.option("--questions", "questions_path", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+              help="--study: the questions (JSONL records, e.g. from cq convert).")
+@click.option("-q", "--quiet", is_flag=True, help="No spinner.")
+@compose(device_options, seed_option)
+def cli(index_dir, retrieve_method, hits, rerank_top, reranker, detect_method, detect_model, threshold,
+        gen_cq_method, gen_cq_model, reader_name, reader_model, model, n_passages, log_path, script_path,
+        replay_path, study, questions_path, quiet, device, dtype, seed):
+    """Ask questions in the terminal: cq retrieves, detects ambiguity and, when the question is
+    ambiguous, asks which interpretation you mean (numbered options, "other: type your own", "show
+    all answers"), then answers it with the passage sentence the answer came from.
+
+    Defaults are `make demo`'s (hybrid retrieval of 10 passages, rerank to 3, llm detector and CQ
+    writer, generative reader; SmolLM2 offline). Models load once; Ctrl-D or Ctrl-C ends the session
+    and every finished turn is already in --log.
+
+    \b
+    Examples:
+      cq chat --index idx --log session.jsonl
+      cq chat --index idx --replay session.jsonl --detect always --log again.jsonl
+      cq chat --index idx --detect never --script inputs.txt --log out.jsonl
+      cq chat --index idx --study --questions questions.jsonl --log study.jsonl
+      cq score --task study < study.jsonl
+    """
+    from .. import chat
+
+    if study and not questions_path:
+        raise click.UsageError("--study needs --questions FILE")
+    if questions_path and not study:
+        raise click.UsageError("--questions goes with --study")
+    if replay_path and (study or script_path):
+        raise click.UsageError("--replay takes neither --study nor --script")
+    if detect_method in ("answers", "tree"):
+        raise click.UsageError(f"--detect {detect_method} reads keys a chat turn does not have "
+                               "(cq answer --mode multi / cq disambiguate); pick another detector")
+    models = _models(model, detect_method, detect_model, gen_cq_method, gen_cq_model, reader_model)
+    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    term = Script(script_path, color) if script_path else Console(color)
+    spinner = Spinner(enabled=not quiet and sys.stderr.isatty())
+    opts = chat.ChatOptions(index_dir=index_dir, retrieve=retrieve_method, hits=hits, rerank_top=rerank_top,
+                            reranker=reranker, detect=detect_method, threshold=threshold, gen_cq=gen_cq_method,
+                            reader=reader_name, n_passages=n_passages, device=device, dtype=dtype, seed=seed,
+                            all_records=study, **models)
+    log = chat.TurnLog(log_path)
+    try:
+        session = chat.Session(opts, status=spinner)
+        if replay_path:
+            chat.replay_loop(session, term, log, chat.replay_inputs(chat.read_log(replay_path)))
+        elif study:
+            chat.study_loop(session, term, log, chat.read_log(questions_path), seed=seed)
+        else:
+            if not script_path:
+                click.echo("Ask a question (Ctrl-D to end).")
+            chat.chat_loop(session, term, log)
+    except EOFError:
+        click.echo()
+    except KeyboardInterrupt:
+        click.echo("\ninterrupted", err=True)
+        _done(log, log_path)
+        sys.exit(130)
+    _done(log, log_path)
+
+
+def _done(log, log_path) -> None:
+    log.close()
+    if log_path:
+        click.echo(f"{log.written} turn(s) in {log_path}", err=True)
