@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import click
 
-from .options import (api_options, batch_option, compose, device_options, max_input_option, model_option, scale_options,
-                      seed_option, stream_options)
+from .options import (api_options, batch_option, compose, device_options, load_options, max_input_option, model_option,
+                      scale_options, seed_option, stream_options)
 from ..models.registry import LLM, RERANKER
 from ..registry import READERS
 from .stream import run_stream, spec_from
@@ -47,7 +47,8 @@ DEFAULT_READER, DEFAULT_RERANKER = LLM, RERANKER
               help="REFUEL LM verification: add verify_score = log p(answer | passages, question).")
 @click.option("--verify-threshold", type=float, default=-8.0, show_default=True,
               help="With --verify, answers scoring below this summed log-probability are dropped.")
-@compose(batch_option, device_options, max_input_option, api_options, seed_option, stream_options, scale_options)
+@compose(batch_option, device_options, load_options, max_input_option, api_options, seed_option, stream_options,
+         scale_options)
 def cli(mode, reader_name, model, kind, n_passages, passage_chars, max_new_tokens, grounding, selected, reranker,
         rerank_depth, round_trip, max_rounds, verify, verify_threshold, device, dtype, seed, **kwargs):
     """Add "answers": [{text, grounding, generated?, option?, question?, verify_score?}] read from "passages".

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import click
 
-from .options import (api_options, batch_option, compose, device_options, max_input_option, model_option, scale_options,
-                      stream_options)
+from .options import (api_options, batch_option, compose, device_options, load_options, max_input_option, model_option,
+                      scale_options, stream_options)
 from ..models.registry import LLM
 from ..registry import DETECTORS
 from .stream import run_stream, spec_from
@@ -23,7 +23,7 @@ def _threshold_help() -> str:
 @click.option("--threshold", type=float, default=None, help=_threshold_help())
 @click.option("--passages", "n_passages", type=click.IntRange(min=0), default=3, show_default=True,
               help="classifier: top passages appended to the question (0: question only).")
-@compose(batch_option, device_options, max_input_option, api_options, stream_options, scale_options)
+@compose(batch_option, device_options, load_options, max_input_option, api_options, stream_options, scale_options)
 def cli(method, model, threshold, n_passages, device, dtype, **kwargs):
     """Judge whether each question is ambiguous.
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import click
 
-from .options import (api_options, batch_option, compose, device_options, max_input_option, model_option, scale_options,
-                      seed_option, stream_options)
+from .options import (api_options, batch_option, compose, device_options, load_options, max_input_option, model_option,
+                      scale_options, seed_option, stream_options)
 from ..models.registry import ENCODER, LLM, RERANKER
 from .stream import run_stream, spec_from
 
@@ -42,7 +42,8 @@ DEFAULT_MODEL, DEFAULT_RERANKER, DEFAULT_ENCODER = LLM, RERANKER, ENCODER
               help="--tree: cross-encoder that reranks the record's passages for each DQ.")
 @click.option("--rerank-depth", type=click.IntRange(min=1), default=20, show_default=True,
               help="--tree: passages of the record reranked for each DQ.")
-@compose(batch_option, device_options, max_input_option, api_options, seed_option, stream_options, scale_options)
+@compose(batch_option, device_options, load_options, max_input_option, api_options, seed_option, stream_options,
+         scale_options)
 def cli(method, model, n_passages, passage_words, max_new_tokens, shots_file, k_shots, encoder, tree, max_nodes,
         max_depth, max_failures, prune, reranker, rerank_depth, device, dtype, seed, **kwargs):
     """Add "dqs": [{question, answer, ...}]; rac also writes the clarification "tree"

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import click
 
-from .options import (api_options, batch_option, compose, device_options, max_input_option, model_option, scale_options,
-                      stream_options)
+from .options import (api_options, batch_option, compose, device_options, load_options, max_input_option, model_option,
+                      scale_options, stream_options)
 from ..models.registry import LLM
 from ..registry import CQ_METHODS
 
@@ -24,7 +24,7 @@ from ..registry import CQ_METHODS
 @click.option("--max-new-tokens", type=click.IntRange(min=1), default=40, show_default=True)
 @click.option("--all", "all_records", is_flag=True,
               help="Write a CQ for every record, not only those `cq detect` labelled ambiguous.")
-@compose(batch_option, device_options, max_input_option, api_options, stream_options, scale_options)
+@compose(batch_option, device_options, load_options, max_input_option, api_options, stream_options, scale_options)
 def cli(method, model, zero_shot, with_answers, n_passages, max_new_tokens, all_records, device, dtype, **kwargs):
     """Write a clarifying question "Which [category]: A, B, or C?" for ambiguous records.
 

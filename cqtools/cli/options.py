@@ -93,7 +93,8 @@ device_options = compose(
         default="auto",
         show_default=True,
         envvar="CQ_DEVICE",
-        help="Where models run (auto: accelerate picks the GPU if there is one).",
+        help="Where models run, encoders included (auto: this process's GPU if there is one, under "
+             "accelerate launch its own GPU; else cpu).",
     ),
     click.option(
         "--dtype",
@@ -101,7 +102,8 @@ device_options = compose(
         default="auto",
         show_default=True,
         envvar="CQ_DTYPE",
-        help="Model weights' dtype (auto: bfloat16 on GPU, float32 on CPU).",
+        help="Language models' weights dtype (auto: bfloat16 on a GPU that supports it, else float16 on a "
+             "GPU; float32 on CPU).",
     ),
 )
 
@@ -129,6 +131,51 @@ max_input_option = click.option(
     callback=_set_max_input_tokens,
     help="Model inputs longer than this many tokens lose their middle, with a warning on stderr "
          "[default: the model's context].",
+)
+
+
+def _set_load_option(ctx, param, value):
+    """Put --revision/--trust-remote-code/--quantize into the process-wide loading options; a value
+    other than the default joins the run record (so older outputs stay resumable)."""
+    from ..models.runtime import LOAD  # cheap: no torch
+
+    setattr(LOAD, param.name, value)
+    if value:
+        _remember(ctx, param, value)
+    return value
+
+
+# How local models are fetched and loaded (cqtools/models/runtime.py), for every model a command loads.
+load_options = compose(
+    click.option(
+        "--revision",
+        metavar="REV",
+        default=None,
+        envvar="CQ_REVISION",
+        expose_value=False,
+        callback=_set_load_option,
+        help="Hub models: this branch, tag or commit instead of the default branch. Env: CQ_REVISION.",
+    ),
+    click.option(
+        "--trust-remote-code",
+        is_flag=True,
+        default=False,
+        envvar="CQ_TRUST_REMOTE_CODE",
+        expose_value=False,
+        callback=_set_load_option,
+        help="Run a hub model's own Python code (architectures transformers lacks). Off unless asked: "
+             "only for repos you trust. Env: CQ_TRUST_REMOTE_CODE.",
+    ),
+    click.option(
+        "--quantize",
+        type=click.Choice(["8bit", "4bit"]),
+        default=None,
+        envvar="CQ_QUANTIZE",
+        expose_value=False,
+        callback=_set_load_option,
+        help="Load language models' weights in 8 or 4 bits (bitsandbytes, CUDA GPU) [default: full precision]. "
+             "Env: CQ_QUANTIZE.",
+    ),
 )
 
 
@@ -204,6 +251,7 @@ __all__ = [
     "seed_option",
     "device_options",
     "max_input_option",
+    "load_options",
     "api_options",
     "model_option",
 ]

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import click
 
-from .options import (api_options, batch_option, compose, device_options, max_input_option, model_option, scale_options,
-                      stream_options)
+from .options import (api_options, batch_option, compose, device_options, load_options, max_input_option, model_option,
+                      scale_options, stream_options)
 from ..models.registry import LLM
 from ..registry import ORACLES
 from .stream import run_stream, spec_from
@@ -20,7 +20,7 @@ from .stream import run_stream, spec_from
                                    f"(default {LLM}).")
 @click.option("--max-new-tokens", type=click.IntRange(min=1), default=16, show_default=True,
               help="--method llm: length of a reply to a free-form CQ.")
-@compose(batch_option, device_options, max_input_option, api_options, stream_options, scale_options)
+@compose(batch_option, device_options, load_options, max_input_option, api_options, stream_options, scale_options)
 def cli(expand, method, model, max_new_tokens, device, dtype, **kwargs):
     """Answer each record's clarifying question "cq" as the user who meant gold.dqs[gold.intended]:
     adds "selected_option" and "clarification_answer". Records without a CQ (cq null or absent)

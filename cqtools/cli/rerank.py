@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import click
 
-from .options import (batch_option, compose, device_options, max_input_option, model_option, scale_options,
-                      stream_options)
+from .options import (batch_option, compose, device_options, load_options, max_input_option, model_option,
+                      scale_options, stream_options)
 from ..models.registry import RERANKER
 from .stream import run_stream, spec_from
 
@@ -17,7 +17,7 @@ DEFAULT_RERANKER = RERANKER
 @click.option("--query-field", default="question", show_default=True,
               help="Record key holding the query (e.g. a revised question).")
 @model_option("reranker", DEFAULT_RERANKER, help="Cross-encoder: Hugging Face id, local directory, or offline copy.")
-@compose(batch_option, device_options, max_input_option, stream_options, scale_options)
+@compose(batch_option, device_options, load_options, max_input_option, stream_options, scale_options)
 def cli(top, query_field, model, device, dtype, **kwargs):
     """Rerank "passages" with a cross-encoder: adds "rerank_score", re-sorts by it and renumbers
     "rank"; --batch-size counts (question, passage) pairs per forward pass.

@@ -5,7 +5,7 @@ import os
 
 import click
 
-from .options import batch_option, compose, device_options, hits_option, scale_options, stream_options
+from .options import batch_option, compose, device_options, hits_option, load_options, scale_options, stream_options
 from ..registry import SEARCHERS
 from .stream import run_stream, spec_from
 
@@ -32,7 +32,7 @@ from .stream import run_stream, spec_from
                    "JSONL's ranks and scores (FILE.gz is gzipped). With --shard: that shard's run (shard runs "
                    "`cat` into one); with --resume: the whole of OUT's run, rewritten at the end.")
 @click.option("--run-tag", default=None, metavar="TAG", help="The TREC run's tag column [default: cq-METHOD].")
-@compose(batch_option, device_options, stream_options, scale_options)
+@compose(batch_option, device_options, load_options, stream_options, scale_options)
 def cli(index_dir, method, hits, threads, query_field, encoder, fusion, alpha, k1, b, run_file, run_tag, device,
         dtype, **kwargs):
     """Add the top passages {id, title, text, score, rank} under "passages".

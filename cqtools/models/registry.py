@@ -54,16 +54,83 @@ def role(name: str) -> Role:
 NEEDS = {"onnx": ("onnxruntime", "tokenizers"), "gguf": ("gguf",), "sentence-transformers": ("sentence_transformers",)}
 
 
-def status(name: str | None) -> dict:
-    """Where ``name`` resolves from and whether its loader's packages are installed (no loading).
-    None (an optional role left unset) is usable: nothing needs loading."""
+# What loads a role's model (cq models): a generator, a bi-encoder, a cross-encoder or an extractive reader.
+LOADERS = {"encoder": "encoder", "reranker": "cross-encoder", "score-reader": "reader"}
+
+
+def loader_of(role: str, fmt: str | None) -> str:
+    """The loader a model is used through: the role's, or for a model named on its own (role ``-``)
+    its format's (sentence-transformers: encoder, ONNX: cross-encoder, else a generator)."""
+    if role in LOADERS:
+        return LOADERS[role]
+    if role == "-":
+        return {"sentence-transformers": "encoder", "onnx": "cross-encoder"}.get(fmt or "", "generator")
+    return "generator"
+
+
+def status(name: str | None, role: str = "-", device: str | None = None, dtype: str = "auto") -> dict:
+    """Where ``name`` resolves from, whether its loader's packages are installed, and (with
+    ``device``, e.g. ``auto``) which backend, device and dtype loading it would use; nothing is loaded
+    and no request is sent. None (an optional role left unset) is usable: nothing needs loading.
+    ``openai:NAME`` (or any name under ``--api-base``) is an API model: its server, no device or dtype."""
+    empty = {"backend": None, "device": None, "dtype": None}
     if name is None:
-        return {"model": None, "usable": True, "source": "not set", "path": None, "format": None, "problem": None}
+        return {"model": None, "usable": True, "source": "not set", "path": None, "format": None, "problem": None,
+                **empty}
+    from . import openai_backend
+
+    api = openai_backend.route(name)
+    if api is not None:
+        return _api_status(name, *api)
     try:
         model = resolve(name, announce=False)
     except ResourceError as err:
-        return {"model": name, "usable": False, "source": None, "path": None, "format": None, "problem": str(err)}
+        return {"model": name, "usable": False, "source": None, "path": None, "format": None, "problem": str(err),
+                **empty}
     missing = [p for p in NEEDS.get(model.fmt, ()) if importlib.util.find_spec(p) is None]
     problem = f"needs {', '.join(missing)}: pip install {' '.join(missing)}" if missing else None
-    return {"model": model.name, "usable": not missing, "source": model.source, "path": model.path,
-            "format": model.fmt, "problem": problem}
+    row = {"model": model.name, "usable": not missing, "source": model.source, "path": model.path,
+           "format": model.fmt, "problem": problem, **empty}
+    if model.revision:
+        row["revision"] = model.revision
+    if device is not None:
+        try:
+            row.update(placement(model.path, model.fmt, model.source, loader_of(role, model.fmt), device, dtype))
+        except ResourceError as err:  # --device cuda without a GPU, --quantize without bitsandbytes ...
+            row.update(usable=False, problem=str(err))
+    return row
+
+
+def _api_status(name: str, backend: str, model: str) -> dict:
+    from .api import OPENAI_BASE, SETTINGS, public_url
+
+    base = public_url(SETTINGS.base or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE)
+    return {"model": name, "usable": True, "source": f"server {base}", "path": None, "format": "api",
+            "problem": None, "backend": backend, "device": None, "dtype": None, "api_base": base, "api_model": model}
+
+
+def placement(path: str, fmt: str, source: str, loader: str, device: str = "auto", dtype: str = "auto") -> dict:
+    """The backend, device and dtype that loading the model at ``path`` through ``loader`` would use."""
+    from .runtime import LOAD, gpu_bytes, pick_device, pick_dtype, quantization_config, wants_device_map, weights_bytes
+
+    dev = pick_device(device)
+    if fmt == "onnx":
+        import onnxruntime as ort
+
+        from .encoders import onnx_providers
+
+        on_gpu = len(onnx_providers(dev, ort.get_available_providers())) > 1
+        return {"backend": "onnxruntime", "device": dev if on_gpu else "cpu",
+                "dtype": "int8" if "INT8" in source else "onnx"}
+    if loader in ("encoder", "cross-encoder"):
+        return {"backend": "sentence-transformers", "device": dev, "dtype": "float32"}
+    if loader == "reader":
+        return {"backend": "transformers", "device": dev, "dtype": "float32"}
+    backend = "transformers (GGUF, dequantised)" if fmt == "gguf" else "transformers"
+    if LOAD.quantize:
+        quantization_config(LOAD.quantize, dev)  # raises the one-line error now, not at load time
+        return {"backend": f"{backend} + bitsandbytes", "device": dev, "dtype": LOAD.quantize}
+    torch_dtype = str(pick_dtype(dtype, dev)).replace("torch.", "")
+    if wants_device_map(weights_bytes(path), gpu_bytes(dev)):
+        dev = "device_map=auto"
+    return {"backend": backend, "device": dev, "dtype": torch_dtype}
