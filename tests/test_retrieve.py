@@ -186,3 +186,29 @@ def test_anserini_tie_adjustment_by_hand():
     # 3.00004 -> 3.0; 3.0 ties with it (-1e-6); 2.99995 is 2.9999499 in float32 -> 2.9999, still
     # within 1e-4 of 2.999999, so the run goes on (-2e-6); 2.5 starts afresh.
     assert scores == [3.0, 2.999999, 2.999898, 2.5]
+
+
+def test_jvm_heap_option(monkeypatch):
+    from cqtools.errors import ResourceError
+    from cqtools.retrieval import jvm
+
+    monkeypatch.delenv("CQ_JVM_XMX", raising=False)
+    assert jvm.heap_option() == "-Xmx2g"
+    assert jvm.heap_option(jvm.SEARCH_XMX) == "-Xmx256m"
+    monkeypatch.setenv("CQ_JVM_XMX", "512M")
+    assert jvm.heap_option() == "-Xmx512m"
+    monkeypatch.setenv("CQ_JVM_XMX", "default")
+    assert jvm.heap_option() is None
+    monkeypatch.setenv("CQ_JVM_XMX", "lots")
+    with pytest.raises(ResourceError, match="CQ_JVM_XMX"):
+        jvm.heap_option()
+
+
+def test_score_docs_text_parses_to_exact_float32():
+    import numpy as np
+
+    from cqtools.retrieval.lucene import parse_score_docs
+
+    assert parse_score_docs("[]") == []
+    hits = parse_score_docs("[doc=12 score=7.4542847 shardIndex=-1, doc=3 score=1.0E-4 shardIndex=-1]")
+    assert hits == [(12, float(np.float32(7.4542847))), (3, float(np.float32(1e-4)))]

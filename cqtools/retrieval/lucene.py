@@ -198,6 +198,7 @@ class LuceneBM25:
         self.index_dir = index_dir
         self.docstore = docstore
         self._pool = None
+        jvm.setup(heap=jvm.SEARCH_XMX)  # when searching starts the JVM, a small heap (CQ_JVM_XMX overrides)
         if docstore is not None:
             reader = _open_reader(index_dir)
             self._searcher = jvm.autoclass("org.apache.lucene.search.IndexSearcher")(
