@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 
 include experiments.mk
 
-.PHONY: install demo test test-slow bench-retrieve bench-pipeline docs clean
+.PHONY: install demo test test-slow bench-retrieve bench-scale bench-pipeline docs clean
 
 install: $(STAMP)
 
@@ -58,6 +58,11 @@ docs: $(STAMP)
 
 bench-retrieve: $(STAMP)
 	$(BIN)/python bench/retrieve.py --data $(SHARED) --work $(WORK)/bench --out docs/benchmarks/retrieve.md
+
+# Index build and BM25 search at 10k/100k/1M passages (synthetic above 9.5k), bm25s alongside.
+SCALE ?= 10000,100000,1000000
+bench-scale: $(STAMP)
+	$(BIN)/python bench/scale.py --data $(SHARED) --work $(WORK)/bench-scale --scale $(SCALE) --out docs/benchmarks/retrieve.md
 
 clean:
 	rm -rf $(WORK)

@@ -155,7 +155,10 @@ def main() -> None:
               f"- dense index build (MiniLM-L6 encoding on CPU): {manifest['dense']['seconds']} s;"
               f" BM25 index build: {manifest['bm25_seconds']} s", ""]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text("\n".join(lines) + "\n")
+    kept = ""  # bench/scale.py's section (and what follows it) survives a regeneration
+    if Path(args.out).exists() and "## Scale (synthetic corpora)" in Path(args.out).read_text():
+        kept = "\n## Scale (synthetic corpora)" + Path(args.out).read_text().split("## Scale (synthetic corpora)", 1)[1]
+    Path(args.out).write_text("\n".join(lines) + "\n" + kept)
     print("\n".join(lines))
 
 
