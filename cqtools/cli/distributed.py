@@ -75,7 +75,17 @@ def run_distributed(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None)
     finally:
         if main:
             run.close()
+        _shut_down(dist)
     return run.writer.written if main else 0
+
+
+def _shut_down(dist) -> None:
+    """Tear the process groups down before the interpreter exits: left to exit-time destructors,
+    gloo's threads sometimes abort the process ("terminate called without an active exception")."""
+    try:
+        dist.destroy_process_group()
+    except Exception:  # noqa: BLE001 - already torn down, or never fully up
+        pass
 
 
 def run_part(process: BatchFn, batch: list[Item], spec: StreamSpec) -> tuple[str, object]:

@@ -11,6 +11,21 @@ from .options import compose, device_options, model_option, seed_option
 from ..models.registry import ENCODER, LLM
 
 
+def _loop(default_lr: float, default_epochs: int, default_batch: int):
+    """The training loop's options, shared by every ``cq train`` subcommand."""
+    return compose(
+        click.option("--epochs", type=click.IntRange(min=1), default=default_epochs, show_default=True),
+        click.option("--batch-size", type=click.IntRange(min=1), default=default_batch, show_default=True),
+        click.option("--lr", type=float, default=default_lr, show_default=True, help="AdamW learning rate."),
+        click.option("--max-steps", type=click.IntRange(min=0), default=None, help="Stop after N optimiser steps."),
+        click.option("--max-seconds", type=click.FloatRange(min=0), default=None,
+                     help="Stop after this much training time."),
+        click.option("--limit", type=click.IntRange(min=1), default=None,
+                     help="Use only the first N records of each train file."),
+        click.option("--dev-limit", type=click.IntRange(min=1), default=None, help="Use only the first N dev records."),
+    )
+
+
 def _common(default_lr: float, default_epochs: int, default_batch: int):
     return compose(
         click.option("--train", "train_path", required=True, type=click.Path(dir_okay=False),
@@ -18,14 +33,7 @@ def _common(default_lr: float, default_epochs: int, default_batch: int):
         click.option("--dev", "dev_path", type=click.Path(dir_okay=False), default=None,
                      help="Dev records for early stopping / the report (detect: or use --holdout)."),
         click.option("--out", required=True, type=click.Path(file_okay=False), help="Directory to write the model to."),
-        click.option("--epochs", type=click.IntRange(min=1), default=default_epochs, show_default=True),
-        click.option("--batch-size", type=click.IntRange(min=1), default=default_batch, show_default=True),
-        click.option("--lr", type=float, default=default_lr, show_default=True, help="AdamW learning rate."),
-        click.option("--max-steps", type=click.IntRange(min=0), default=None, help="Stop after N optimiser steps."),
-        click.option("--max-seconds", type=click.FloatRange(min=0), default=None,
-                     help="Stop after this much training time."),
-        click.option("--limit", type=click.IntRange(min=1), default=None, help="Use only the first N train records."),
-        click.option("--dev-limit", type=click.IntRange(min=1), default=None, help="Use only the first N dev records."),
+        _loop(default_lr, default_epochs, default_batch),
         click.option("--passages", type=click.IntRange(min=0), default=3, show_default=True,
                      help="Top passages in the input when the records have them (0: question only)."),
         seed_option,
@@ -127,13 +135,7 @@ def gen_cq_cmd(quiet, **kwargs):
 @click.option("--holdout", type=click.IntRange(min=1), default=None, metavar="N",
               help="Validate on N --train records held out by a seeded draw (by question id; ids in cq_train.json).")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Directory to write the model to.")
-@click.option("--epochs", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True)
-@click.option("--lr", type=float, default=5e-5, show_default=True, help="AdamW learning rate.")
-@click.option("--max-steps", type=click.IntRange(min=0), default=None, help="Stop after N optimiser steps.")
-@click.option("--max-seconds", type=click.FloatRange(min=0), default=None, help="Stop after this much training time.")
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="Use only the first N records of each train file.")
-@click.option("--dev-limit", type=click.IntRange(min=1), default=None, help="Validate on the first N records only.")
+@_loop(default_lr=5e-5, default_epochs=1, default_batch=16)
 @click.option("--passages", type=click.IntRange(min=1), default=10, show_default=True,
               help="Top passages searched for a gold answer per training question.")
 @click.option("--positives", type=click.IntRange(min=1), default=1, show_default=True,
