@@ -118,3 +118,11 @@ train-reader: $(READER_DATA)/dev.bm25.jsonl $(READER_DATA)/train.bm25.jsonl
 models: train-detect train-reader
 
 .PHONY: train-reader models
+
+# Per-stage throughput: local SmolLM2 (CPU) vs the same model behind a local llama.cpp server at
+# --concurrency 1,2,4 (needs llama-cpp-python[server]); writes a section of docs/benchmarks/models.md.
+bench-backends: $(STAMP)
+	HF_HUB_OFFLINE=1 CQ_OFFLINE=1 $(BIN)/python bench/backends.py --work $(WORK)/bench-backends \
+	  --out docs/benchmarks/models.md
+
+.PHONY: bench-backends

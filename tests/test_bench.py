@@ -117,3 +117,20 @@ def test_retrieve_on_the_fixture_index(tmp_path, shared_data, fixture_index):
     text = out.read_text()
     for method in ("bm25", "dense", "hybrid", "bm25s"):
         assert f"\n| {method} | " in text
+
+
+def test_backends_imports_and_reaches_the_llama_server_helper():
+    """bench/backends.py reuses the slow tests' llama.cpp server fixture (not started here) and finds
+    the concurrency after which throughput stops rising."""
+    import inspect
+
+    from bench import backends
+
+    server = backends.llama_server()
+    assert inspect.isgenerator(server)
+    server.close()
+    assert backends.saturation({1: 1.0, 2: 1.02, 4: 1.5}) == 1
+    assert backends.saturation({1: 1.0, 2: 1.5, 4: 1.4}) == 2
+    assert backends.saturation({1: 1.0, 2: 1.5, 4: 2.0}) == 4
+    result = bench("backends.py", "--help", timeout=120)
+    assert result.returncode == 0 and "--concurrency" in result.stdout, result.stderr
