@@ -100,6 +100,8 @@ def main() -> None:
     ap.add_argument("--stages", default="detect,gen-cq,answer", help="stages to time (default all three)")
     ap.add_argument("--gen-tokens", type=int, default=24, help="gen-cq --max-new-tokens (default 24)")
     ap.add_argument("--answer-tokens", type=int, default=8, help="answer --max-new-tokens (default 8)")
+    ap.add_argument("--budget", type=float, default=0,
+                    help="seconds: runs not started by then are reported as not measured (default: no limit)")
     ap.add_argument("--work", type=Path, default=ROOT / "work" / "bench-backends")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks" / "models.md")
     args = ap.parse_args()
@@ -128,18 +130,25 @@ def main() -> None:
           stdin=str(questions), stdout=str(retrieved))
 
     rows: dict[tuple[str, str], dict] = {}
-    for stage in stages:
-        rows[(stage, "local")] = run_stage(stage, args, ["--model", LOCAL_MODEL, "--device", "cpu"], retrieved,
-                                           args.work / f"local.{stage}.jsonl", {})
+    deadline = time.monotonic() + args.budget if args.budget else None
+
+    def measure(stage: str, backend: str, extra: list[str], out: Path, env: dict) -> None:
+        if deadline and time.monotonic() > deadline:
+            print(f"{stage} {backend}: not measured (--budget {args.budget} s spent)", file=sys.stderr)
+            return
+        rows[(stage, backend)] = run_stage(stage, args, extra, retrieved, out, env)
+
     server = llama_server()
     url = next(server)
     try:
-        for c in levels:
-            for stage in stages:
+        for stage in stages:  # stage by stage, so a --budget cut leaves whole stages comparable
+            measure(stage, "local", ["--model", LOCAL_MODEL, "--device", "cpu"], args.work / f"local.{stage}.jsonl",
+                    {})
+            for c in levels:
                 cache = tempfile.mkdtemp(prefix=f"cache-c{c}-{stage}-", dir=args.work)
-                rows[(stage, f"server c={c}")] = run_stage(
-                    stage, args, ["--model", "openai:smollm2", "--api-base", url, "--concurrency", str(c)],
-                    retrieved, args.work / f"server-c{c}.{stage}.jsonl", {"CQ_CACHE": cache})
+                measure(stage, f"server c={c}",
+                        ["--model", "openai:smollm2", "--api-base", url, "--concurrency", str(c)],
+                        args.work / f"server-c{c}.{stage}.jsonl", {"CQ_CACHE": cache})
     finally:
         next(server, None)
     wall = time.perf_counter() - wall
@@ -150,9 +159,15 @@ def main() -> None:
     if "detect" in stages:
         local = labels(args.work / "local.detect.jsonl")
         for c in levels:
+            if ("detect", f"server c={c}") not in rows or ("detect", "local") not in rows:
+                continue
             server_labels = labels(args.work / f"server-c{c}.detect.jsonl")
             agree[c] = sum(a == b for a, b in zip(local, server_labels))
-    sat = {stage: saturation({c: rows[(stage, f"server c={c}")]["qps"] for c in levels}) for stage in stages}
+    sat = {}
+    for stage in stages:
+        measured = {c: rows[(stage, f"server c={c}")]["qps"] for c in levels if (stage, f"server c={c}") in rows}
+        if len(measured) > 1:
+            sat[stage] = saturation(measured)
     (args.work / "results.json").write_text(json.dumps(
         {"rows": {f"{k[0]} | {k[1]}": v for k, v in rows.items()}, "saturation": sat, "agree": agree,
          "wall": wall, "load": sampler.samples}, indent=1))
@@ -179,12 +194,17 @@ def write_section(args, stages, levels, rows, sat, agree, wall, started, load) -
              "| stage | backend | seconds | questions/s | ratio to local |",
              "|---|---|---|---|---|"]
     for stage in stages:
-        base = rows[(stage, "local")]["qps"]
+        base = rows.get((stage, "local"), {}).get("qps")
         for backend in ["local"] + [f"server c={c}" for c in levels]:
-            r = rows[(stage, backend)]
-            lines.append(f"| {stage} | {backend} | {r['seconds']:.2f} | {r['qps']:.3f} | {r['qps'] / base:.2f} |")
+            r = rows.get((stage, backend))
+            if r is None:
+                lines.append(f"| {stage} | {backend} | not measured (--budget {args.budget:.0f} s spent) | – | – |")
+                continue
+            ratio = f"{r['qps'] / base:.2f}" if base else "–"
+            lines.append(f"| {stage} | {backend} | {r['seconds']:.2f} | {r['qps']:.3f} | {ratio} |")
     lines += ["", "Saturation (the concurrency beyond which the server backend's questions/s rises by 5% or less): "
-              + "; ".join(f"{s} at c={c}" for s, c in sat.items()) + "."]
+              + ("; ".join(f"{s} at c={c}" for s, c in sat.items()) or "not measured (fewer than two concurrencies)")
+              + "."]
     if agree:
         lines.append("Detect labels equal to the local backend's: "
                      + ", ".join(f"c={c}: {n}/{args.questions}" for c, n in agree.items()) + ".")
