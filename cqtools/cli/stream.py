@@ -260,8 +260,10 @@ class _Run:
             runrecord.write(self.spec.resume, self.record)
         if self.skipped.count:
             log.warning("skipped %d malformed line(s)", self.skipped.count)
-        for out in [self.out_fh, *self.spec.sinks] if isinstance(self.out_fh, AtomicFile) else self.spec.sinks:
-            out.commit()
+        if isinstance(self.out_fh, AtomicFile):
+            self.out_fh.commit()
+        for sink in self.spec.sinks:
+            sink.commit()
 
     def close(self) -> None:
         """After :meth:`finish` (committed), or after a failure: ``-o`` and sinks leave no file behind."""
@@ -277,7 +279,8 @@ class _Run:
 def run_stream(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> int:
     """Run ``process`` over every record of stdin and write its output; returns records written.
 
-    ``process`` gets a list of records and must return one record per input, in order.
+    ``process`` gets a list of records and must return one record per input, in order (with
+    ``spec.fanout``: one list of records per input).
     Errors carry the failing record's id; everything written before them stays written.
     """
     if _world_size() > 1:
