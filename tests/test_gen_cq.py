@@ -132,14 +132,15 @@ def test_seq2seq_with_answers(runner, monkeypatch, questions, kind, suffix):
     assert [r["cq"] for r in out] == [
         {"text": "Which film: The Dark Knight, Joker, or Suicide Squad?", "category": "Which film",
          "options": ["The Dark Knight", "Joker", "Suicide Squad"], "method": "seq2seq", "valid": True,
-         "raw": "film: The Dark Knight / Joker; Suicide Squad\nmore"},
+         "raw": "film: The Dark Knight / Joker; Suicide Squad\nmore", "grounded": [False, True, False]},
         {"text": "Which one: the novel or the film?", "category": "Which one", "options": ["the novel", "the film"],
-         "method": "seq2seq", "valid": True, "raw": "Which one: the novel or the film?"},
+         "method": "seq2seq", "valid": True, "raw": "Which one: the novel or the film?", "grounded": [False, False]},
         {"text": "I am not sure.", "category": "invalid form", "options": ["invalid form"], "method": "seq2seq",
-         "valid": False, "raw": "I am not sure."}]
+         "valid": False, "raw": "I am not sure.", "grounded": [False]}]
     for r in out:
         assert_cq(r["cq"], "seq2seq")
         assert r["meta"]["gen_cq"]["with_answers"] == "gold" and r["meta"]["gen_cq"]["model"] == "fake"
+        assert r["meta"]["gen_cq"]["options"] == "all"
 
 
 def test_seq2seq_tiny_model_end_to_end(runner, questions, tiny_seq2seq):
@@ -152,7 +153,8 @@ def test_seq2seq_tiny_model_end_to_end(runner, questions, tiny_seq2seq):
     assert [r["id"] for r in out] == [r["id"] for r in records]
     for r in out:
         assert_cq(r["cq"], "seq2seq")
-        assert r["cq"] == repair(r["cq"]["raw"], "seq2seq")
+        grounded = r["cq"].pop("grounded")
+        assert r["cq"] == repair(r["cq"]["raw"], "seq2seq") and len(grounded) == len(r["cq"]["options"])
         assert r["meta"]["gen_cq"]["with_answers"] == "gold" and r["meta"]["gen_cq"]["kind"] == "seq2seq"
 
 
@@ -193,11 +195,13 @@ def test_llm_few_shot_and_zero_shot(runner, monkeypatch, questions):
     assert [r["cq"] for r in out] == [
         {"text": "Which film: The Dark Knight, Joker, or Suicide Squad?", "category": "Which film",
          "options": ["The Dark Knight", "Joker", "Suicide Squad"], "method": "llm", "valid": True,
-         "raw": "Which film: The Dark Knight, Joker, or Suicide Squad?\nQuestion: next"},
+         "raw": "Which film: The Dark Knight, Joker, or Suicide Squad?\nQuestion: next",
+         "grounded": [False, True, False]},
         {"text": "Which one: the novel or the film?", "category": "Which one", "options": ["the novel", "the film"],
-         "method": "llm", "valid": False, "raw": "Which Do you mean the novel or the film?", "repaired": True},
+         "method": "llm", "valid": False, "raw": "Which Do you mean the novel or the film?", "repaired": True,
+         "grounded": [False, False]},
         {"text": "Which I don't know", "category": "invalid form", "options": ["invalid form"], "method": "llm",
-         "valid": False, "raw": "Which I don't know"}]
+         "valid": False, "raw": "Which I don't know", "grounded": [False]}]
     assert out[0]["meta"]["gen_cq"]["model"] == "fake-llm" and out[0]["meta"]["gen_cq"]["passages"] == 3
 
     fake = fake_model(monkeypatch, FakeGenerator(LLM_REPLIES, name="fake-llm"))
@@ -208,11 +212,12 @@ def test_llm_few_shot_and_zero_shot(runner, monkeypatch, questions):
     assert [r["cq"] for r in out] == [
         {"text": "film: The Dark Knight, Joker, or Suicide Squad?", "category": "film",
          "options": ["The Dark Knight", "Joker", "Suicide Squad"], "method": "llm-zero-shot", "valid": True,
-         "raw": LLM_REPLIES["Joker"]},
+         "raw": LLM_REPLIES["Joker"], "grounded": [False, True, False]},
         {"text": "Do you mean the novel or the film?", "category": "one", "options": ["the novel", "the film"],
-         "method": "llm-zero-shot", "valid": False, "raw": LLM_REPLIES["Rings"], "repaired": True},
+         "method": "llm-zero-shot", "valid": False, "raw": LLM_REPLIES["Rings"], "repaired": True,
+         "grounded": [False, False]},
         {"text": "I don't know", "category": "invalid form", "options": ["invalid form"],
-         "method": "llm-zero-shot", "valid": False, "raw": LLM_REPLIES["World Cup"]}]
+         "method": "llm-zero-shot", "valid": False, "raw": LLM_REPLIES["World Cup"], "grounded": [False]}]
     for r in out:
         assert_cq(r["cq"], "llm-zero-shot")
 
@@ -228,13 +233,17 @@ def test_llm_real_model_few_shot_and_zero_shot(runner, questions):
     assert result.exit_code == 0, result.stderr
     for r in parse_jsonl(result.stdout):
         assert_cq(r["cq"], "llm")
+        grounded = r["cq"].pop("grounded")
         assert r["cq"]["raw"].startswith("Which ") and r["cq"] == repair(r["cq"]["raw"], "llm")
+        assert len(grounded) == len(r["cq"]["options"])
         assert r["meta"]["gen_cq"]["model"] == SMOLLM
     result = gen(runner, text, "--method", "llm", "--zero-shot", "--model", SMOLLM, "--max-new-tokens", "24")
     assert result.exit_code == 0, result.stderr
     for r in parse_jsonl(result.stdout):
         assert_cq(r["cq"], "llm-zero-shot")
+        grounded = r["cq"].pop("grounded")
         assert r["cq"] == free_form(r["cq"]["raw"], "llm-zero-shot") and "\n" not in r["cq"]["text"]
+        assert len(grounded) == len(r["cq"]["options"])
 
 
 # --- the record accessors (cqtools/records.py) every stage reads through ---------------------------

@@ -1,12 +1,21 @@
 """The CAmbigNQ form of a clarifying question, "Which [category]: [opt1], [opt2], or [optN]?", and
-the repairs that bring a model's text to it (:mod:`cqtools.stages.gen_cq` writes CQs with these)."""
+the repairs that bring a model's text to it (:mod:`cqtools.stages.gen_cq` writes CQs with these).
+
+Options are distinct, always: an option that repeats an earlier one after the scorer's answer
+normalisation (:func:`cqtools.metrics.normalize.normalize_answer`: case, articles, punctuation,
+spaces) is left out of the CQ and listed under ``dropped.repeated``; the text is written from the
+options kept, so text, ``options`` and what the scorer's parser reads back agree. A CQ with fewer
+than two distinct options is not ``valid``.
+"""
 from __future__ import annotations
 
 import re
 
 from ..metrics.cq import parse_cq
+from ..metrics.normalize import normalize_answer
 
 INVALID = "invalid form"
+_REPARSE = 8  # rounds of write / read back / de-duplicate: two suffice unless quotes split options anew
 
 
 def which(category: str) -> str:
@@ -31,12 +40,60 @@ def make_cq(text: str, category: str, options: list[str], method: str, valid: bo
             "valid": valid, **extra}
 
 
-def canonical_cq(head: str, options: list[str], method: str, **extra) -> dict:
+def option_key(option: str) -> str:
+    """What options are compared by: the scorer's answer normalisation ("The Beatles" and "beatles."
+    are one option); an option that normalises to nothing ("The") by its lowercased text."""
+    return normalize_answer(option) or option.strip().lower()
+
+
+def distinct(options: list[str]) -> tuple[list[str], list[str]]:
+    """``(kept, repeated)``: each option whose :func:`option_key` an earlier one has is repeated."""
+    seen: set[str] = set()
+    kept: list[str] = []
+    repeated: list[str] = []
+    for option in options:
+        key = option_key(option)
+        (repeated if key in seen else kept).append(option)
+        seen.add(key)
+    return kept, repeated
+
+
+def canonical_cq(head: str, options: list[str], method: str, dropped: dict | None = None, **extra) -> dict:
     """A CQ in the canonical form, stored with what the scorer's parser reads back from it
-    (``category`` is the parser's: the whole head, "Which film")."""
-    text = format_cq(head, options)
-    cat, opts = parse_cq(text)
-    return make_cq(text, cat, opts, method, cat != INVALID, **extra)
+    (``category`` is the parser's: the whole head, "Which film").
+
+    Options repeating an earlier one are left out (also those the parser splits out of the text
+    written, e.g. "A or B" next to "A") and added to ``dropped["repeated"]``; ``dropped`` is stored
+    when it lists anything. Fewer than two distinct options: ``valid: false``; none: the text is
+    "Which film?", which the parser reads as "invalid form"."""
+    dropped = {reason: list(gone) for reason, gone in (dropped or {}).items()}
+    kept, repeated = distinct([o.strip() for o in options if o.strip()])
+    for _ in range(_REPARSE):
+        text = format_cq(head, kept) if kept else f"{head.strip()}?"
+        category, read = parse_cq(text)
+        kept, more = distinct(read)
+        if not more:
+            break
+        repeated += more
+    if repeated:
+        dropped["repeated"] = dropped.get("repeated", []) + repeated
+    if dropped:
+        extra["dropped"] = dropped
+    return make_cq(text, category, read, method, category != INVALID and len(read) >= 2, **extra)
+
+
+def drop_options(cq: dict, drop: list[bool], reason: str) -> dict:
+    """``cq`` without the options flagged in ``drop`` (listed under ``dropped[reason]``), re-written in
+    the canonical form from the options kept; a CQ that was not valid stays so. Nothing flagged: ``cq``."""
+    if not any(drop):
+        return cq
+    kept = [o for o, d in zip(cq["options"], drop) if not d]
+    dropped = dict(cq.get("dropped") or {})
+    dropped[reason] = dropped.get(reason, []) + [o for o, d in zip(cq["options"], drop) if d]
+    extra = {k: v for k, v in cq.items() if k not in ("text", "category", "options", "method", "valid", "dropped")}
+    out = canonical_cq(canonical_head(cq["category"]) or which("one"), kept, cq["method"], dropped, **extra)
+    out["valid"] = out["valid"] and bool(cq["valid"])
+    return out
 
 
 _SEPARATORS = re.compile(r"\s*(?:;|\||/(?!\d)|\s-\s|\band/or\b)\s*")

@@ -2,7 +2,13 @@
 
 Every method ends in the CAmbigNQ form "Which [category]: [opt1], [opt2], or [optN]?" (two
 options: "A or B"), parsed with the scorer's own parser (:func:`cqtools.metrics.cq.parse_cq`),
-except ``llm --zero-shot`` whose free-form text is kept as the model wrote it.
+except ``llm --zero-shot`` whose free-form text is kept as the model wrote it (unless an option is
+dropped: then it is re-written in the canonical form from the options kept).
+
+Options are distinct (:mod:`cqtools.stages.cq_form`: a repeat is dropped, listed under
+``cq.dropped.repeated``). The model methods (llm, seq2seq) also mark each option ``grounded`` in
+what the model read: :func:`grounded`. ``options="grounded"`` (``cq gen-cq --options grounded``)
+drops the others (listed under ``cq.dropped.ungrounded``); the default ``all`` keeps them.
 
 Methods (the CQ_METHODS registry, cqtools/registry.py; plugins add more; :func:`build` assembles
 the stage from Python):
@@ -15,17 +21,22 @@ the stage from Python):
 from __future__ import annotations
 
 import functools
+import inspect
+import re
+import string
 from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import InputError
 from ..models.registry import role
 from ..metrics.cq import parse_cq
+from ..metrics.normalize import normalize_answer
 from ..records import GOLD, answer_texts as predicted_answer_texts, set_meta
 from ..records import passage_snippets as record_snippets
 from ..registry import CQ_METHODS
 from . import prompts
-from .cq_form import INVALID, canonical_cq, canonical_head, extract_options, first_question, make_cq, repair, which
+from .cq_form import (INVALID, canonical_cq, canonical_head, distinct, drop_options, extract_options, first_question,
+                      make_cq, repair, which)
 from .cq_form import format_cq  # noqa: F401  (re-exported, as before the split)
 from .silver_cq import cq_from_dqs, gold_dq_questions
 
@@ -33,6 +44,7 @@ SEP = " [SEP] "
 DEFAULT_LLM = role("generator").default
 CAUSAL_SUFFIX = "\nClarifying question:"  # what a fine-tuned causal LM continues with its CQ
 PASSAGE_WORDS = 60  # each passage's text is cut to this many words in prompts and seq2seq inputs (no option)
+OPTIONS = ("all", "grounded")  # which options of a model's CQ are kept (--options)
 
 
 # --- passages and answers as model input -------------------------------------------------------
@@ -65,6 +77,51 @@ def seq2seq_input(question: str, snippets: list[str], answers: list[str] | None 
     return SEP.join(parts)
 
 
+# --- options grounded in what the model read ------------------------------------------------------
+
+_PUNCT_RUN = re.compile("[" + re.escape(string.punctuation) + "]+")
+
+
+def shown_words(texts: list[str]) -> set[str]:
+    """The words of the texts a model read, normalised as the scorer normalises answers
+    (:func:`cqtools.metrics.normalize.normalize_answer`), each also split at punctuation inside it
+    ("Tolkien's" gives "tolkiens" and "tolkien", "Batman/Superman" gives "batman" and "superman")."""
+    words: set[str] = set()
+    for text in texts:
+        for token in text.split():
+            for piece in (token, *_PUNCT_RUN.split(token)):
+                words.update(normalize_answer(piece).split())
+    return words
+
+
+def grounded(option: str, words: set[str]) -> bool:
+    """An option is grounded when it has a word and every word of it, normalised as the scorer
+    normalises answers (case, punctuation and articles dropped), is one of ``words``
+    (:func:`shown_words` of the question and the passages the model read). The "invalid form"
+    placeholder never is."""
+    option_words = normalize_answer(option).split()
+    return option != INVALID and bool(option_words) and all(w in words for w in option_words)
+
+
+def ground(cq: dict, shown: list[str], options: str = "all") -> dict:
+    """``cq`` with ``grounded`` (one flag per option) against the texts the model read; with
+    ``options="grounded"`` the ungrounded options are dropped first (:func:`cq_form.drop_options`;
+    an "invalid form" CQ has none to drop)."""
+    words = shown_words(shown)
+    flags = [grounded(o, words) for o in cq["options"]]
+    if options == "grounded" and cq["category"] != INVALID:
+        cq = drop_options(cq, [not f for f in flags], "ungrounded")
+        flags = [grounded(o, words) for o in cq["options"]]
+    cq["grounded"] = flags
+    return cq
+
+
+def check_options(options: str) -> str:
+    if options not in OPTIONS:
+        raise InputError(f"options={options!r}: use one of {', '.join(OPTIONS)} (--options)")
+    return options
+
+
 # --- generators ---------------------------------------------------------------------------------
 
 @dataclass
@@ -94,25 +151,28 @@ def from_dqs_method() -> CQMethod:
 @CQ_METHODS.register("llm", help="few-shot prompt (CAmbigNQ style), or CLAM's zero-shot one",
                      defaults={"model": DEFAULT_LLM})
 def load_llm_method(model: str, n_passages: int = 3, zero_shot: bool = False, max_new_tokens: int = 40,
-                    device: str = "auto", dtype: str = "auto") -> CQMethod:
+                    device: str = "auto", dtype: str = "auto", options: str = "all") -> CQMethod:
     from ..models.backends import load_generator
 
-    return llm_method(load_generator(model, device, dtype), n_passages, zero_shot, max_new_tokens)
+    return llm_method(load_generator(model, device, dtype), n_passages, zero_shot, max_new_tokens, options)
 
 
 @CQ_METHODS.register("seq2seq", help="a generator from `cq train gen-cq` (AskCQ)")
 def load_seq2seq_method(model: str | None, n_passages: int = 3, with_answers: str | None = None,
-                        max_new_tokens: int = 40, device: str = "auto", dtype: str = "auto") -> CQMethod:
+                        max_new_tokens: int = 40, device: str = "auto", dtype: str = "auto",
+                        options: str = "all") -> CQMethod:
     if not model:
         raise InputError("--method seq2seq needs --model DIR from `cq train gen-cq`")
     from ..models.backends import load_generator
 
-    return seq2seq_method(load_generator(model, device, dtype), n_passages, with_answers, max_new_tokens)
+    return seq2seq_method(load_generator(model, device, dtype), n_passages, with_answers, max_new_tokens, options)
 
 
-def llm_method(generator, n_passages: int, zero_shot: bool, max_new_tokens: int) -> CQMethod:
-    """Few-shot (CAmbigNQ style) or zero-shot (CLAM) prompting of a :class:`Generator`."""
+def llm_method(generator, n_passages: int, zero_shot: bool, max_new_tokens: int, options: str = "all") -> CQMethod:
+    """Few-shot (CAmbigNQ style) or zero-shot (CLAM) prompting of a :class:`Generator`; options
+    grounded in the question and the passages shown (:func:`ground`)."""
     name = "llm-zero-shot" if zero_shot else "llm"
+    check_options(options)
     prefix = "" if zero_shot else prompts.gencq_prefix()
 
     def run(records):
@@ -123,38 +183,54 @@ def llm_method(generator, n_passages: int, zero_shot: bool, max_new_tokens: int)
             texts = [prefix + prompts.gencq_prompt(r["question"], s) for r, s in zip(records, snippets)]
         raw = generator.generate(texts, max_new_tokens=max_new_tokens, chat=False, stop=["\n"])
         if zero_shot:
-            return [free_form(g, name) for g in raw]
-        return [repair(prompts.GENCQ_PRIME.strip() + " " + g.lstrip(), name) for g in raw]
+            cqs = [free_form(g, name) for g in raw]
+        else:
+            cqs = [repair(prompts.GENCQ_PRIME.strip() + " " + g.lstrip(), name) for g in raw]
+        return [ground(cq, [r["question"], *s], options) for cq, r, s in zip(cqs, records, snippets)]
 
     return CQMethod(name, run, {"method": name, "model": generator.name, **dict(generator.info),
-                                "passages": n_passages, "max_new_tokens": max_new_tokens})
+                                "passages": n_passages, "max_new_tokens": max_new_tokens, "options": options})
 
 
 def free_form(raw: str, method: str) -> dict:
-    """Zero-shot CQs stay as written; category/options filled where they can be read."""
+    """Zero-shot CQs stay as written; category/options filled where they can be read. One with a
+    repeated option is re-written in the canonical form without it (:func:`cq_form.canonical_cq`)."""
     text = first_question(raw)
     category, options = parse_cq(text) if text else (INVALID, [INVALID])
-    if canonical_head(category) and options and all(options):
-        return make_cq(text, category, options, method, True, raw=raw)
+    head = canonical_head(category)
+    if head and options and all(options):
+        if distinct(options)[1]:
+            return canonical_cq(head, options, method, raw=raw)
+        return make_cq(text, category, options, method, len(options) >= 2, raw=raw)
     options = extract_options(text)
     if options:
+        if distinct(options)[1]:
+            cq = canonical_cq(which("one"), options, method, raw=raw)
+            cq.update(valid=False, repaired=True)
+            return cq
         return make_cq(text, "one", options, method, False, raw=raw, repaired=True)
     return make_cq(text, INVALID, [INVALID], method, False, raw=raw)
 
 
-def seq2seq_method(generator, n_passages: int, with_answers: str | None, max_new_tokens: int) -> CQMethod:
+def seq2seq_method(generator, n_passages: int, with_answers: str | None, max_new_tokens: int,
+                   options: str = "all") -> CQMethod:
     """A fine-tuned generator (see :mod:`cqtools.stages.train`): a seq2seq model reads the input
-    itself, a causal LM reads it followed by :data:`CAUSAL_SUFFIX`; output repaired like ``llm``'s."""
+    itself, a causal LM reads it followed by :data:`CAUSAL_SUFFIX`; output repaired like ``llm``'s,
+    options grounded in its input (question, passages and, with ``with_answers``, the answers)."""
     suffix = CAUSAL_SUFFIX if generator.kind == "causal" else ""
+    check_options(options)
 
     def run(records):
-        inputs = [seq2seq_input(r["question"], passage_snippets(r, n_passages), answer_texts(r, with_answers))
-                  + suffix for r in records]
+        snippets = [passage_snippets(r, n_passages) for r in records]
+        answers = [answer_texts(r, with_answers) for r in records]
+        inputs = [seq2seq_input(r["question"], s, a) + suffix for r, s, a in zip(records, snippets, answers)]
         raw = generator.generate(inputs, max_new_tokens=max_new_tokens, chat=False, stop=["\n"])
-        return [repair(g, "seq2seq") for g in raw]
+        return [ground(repair(g, "seq2seq"), [r["question"], *s, *(a or [])], options)
+                for g, r, s, a in zip(raw, records, snippets, answers)]
 
     return CQMethod("seq2seq", run, {"method": "seq2seq", **dict(generator.info), "passages": n_passages,
-                                     "with_answers": with_answers, "max_new_tokens": max_new_tokens})
+                                     "with_answers": with_answers, "max_new_tokens": max_new_tokens,
+                                     "options": options})
 
 
 # --- the stage ------------------------------------------------------------------------------
@@ -169,9 +245,20 @@ def needs_cq(record: dict) -> bool:
     return bool(ambiguity["label"])
 
 
-def build(method: str = "llm", all_records: bool = False, **options) -> Callable[[list[dict]], list[dict]]:
-    """The gen-cq stage as a batch function (records -> records), e.g. ``build("from-dqs", all_records=True)``."""
-    return functools.partial(gen_cq_batch, method=CQ_METHODS.build(method, **options), all_records=all_records)
+def takes_options(method: str) -> bool:
+    """Whether CQ method ``method`` takes ``options`` (llm, seq2seq; a plugin's if it names it):
+    from-dqs reads gold DQs, and a method that would ignore ``options="grounded"`` must refuse it."""
+    factory = CQ_METHODS.get(method).factory
+    return "options" in inspect.signature(factory).parameters
+
+
+def build(method: str = "llm", all_records: bool = False, **settings) -> Callable[[list[dict]], list[dict]]:
+    """The gen-cq stage as a batch function (records -> records), e.g. ``build("from-dqs", all_records=True)``
+    or ``build("llm", model=..., options="grounded")``."""
+    if settings.get("options", "all") != "all" and not takes_options(method):
+        raise InputError(f"options={settings['options']!r} goes with a model's CQs (llm, seq2seq); "
+                         f"CQ method {method} reads no passages")
+    return functools.partial(gen_cq_batch, method=CQ_METHODS.build(method, **settings), all_records=all_records)
 
 
 def gen_cq_batch(records: list[dict], method: CQMethod, all_records: bool) -> list[dict]:
