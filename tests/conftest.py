@@ -87,6 +87,16 @@ def tiny_seq2seq(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="session")
+def tiny_classifier(tmp_path_factory) -> str:
+    """A random, tiny 2-label BERT: what `cq train detect` writes, without the training."""
+    from transformers import BertConfig, BertForSequenceClassification
+
+    return _save_tiny_model(str(tmp_path_factory.mktemp("tinyclf")), lambda tok: BertForSequenceClassification(
+        BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                   intermediate_size=64, num_labels=2)))
+
+
+@pytest.fixture(scope="session")
 def tiny_causal(tmp_path_factory) -> str:
     """A random, tiny Llama (no eos token: [SEP] ends the CQ)."""
     from transformers import LlamaConfig, LlamaForCausalLM

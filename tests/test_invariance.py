@@ -26,7 +26,7 @@ from click.testing import CliRunner
 
 from cqtools.cli import cli
 
-from .conftest import ROOT, _save_tiny_model, jsonl, parse_jsonl
+from .conftest import ROOT, jsonl, parse_jsonl
 
 N_RECORDS = 6
 TOL = 1e-5
@@ -47,16 +47,6 @@ STAGES = {
 
 
 # --- fixtures ---------------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def tiny_classifier(tmp_path_factory) -> str:
-    """A random, tiny 2-label BERT: what `cq train detect` writes, without the training."""
-    from transformers import BertConfig, BertForSequenceClassification
-
-    return _save_tiny_model(str(tmp_path_factory.mktemp("tinyclf")), lambda tok: BertForSequenceClassification(
-        BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                   intermediate_size=64, num_labels=2)))
-
 
 @pytest.fixture(scope="module")
 def inputs(fixture_index, questions) -> dict[str, str]:

@@ -11,15 +11,16 @@ from .stream import run_stream, spec_from
 
 
 def _threshold_help() -> str:
-    defaults = ", ".join(f"{m.name} {m.defaults['threshold']:g}" for m in DETECTORS.methods()
-                         if "threshold" in m.defaults)
+    defaults = ", ".join(f"{m.name} {m.defaults['threshold']:g}" if m.defaults["threshold"] is not None
+                         else f"{m.name}: the model's own" for m in DETECTORS.methods() if "threshold" in m.defaults)
     return f"label = score > threshold. Defaults: {defaults}."
 
 
 @click.command(name="detect")
 @click.option("--method", type=click.Choice(DETECTORS.names()), default="llm", show_default=True,
               help=DETECTORS.help() + ".")
-@model_option("detector", None, help=f"classifier: a `cq train detect` directory; llm: a causal LM (default {LLM}).")
+@model_option("detector", None, help=f"classifier: a `cq train detect` directory; combined: a `cq train combiner` directory; "
+              f"llm: a causal LM (default {LLM}).")
 @click.option("--threshold", type=float, default=None, help=_threshold_help())
 @click.option("--passages", "n_passages", type=click.IntRange(min=0), default=3, show_default=True,
               help="classifier: top passages appended to the question (0: question only).")

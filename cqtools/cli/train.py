@@ -1,4 +1,4 @@
-"""`cq train detect|gen-cq|reader`: fine-tune the models that `cq detect`, `cq gen-cq` and
+"""`cq train detect|gen-cq|reader|combiner`: fine-tune the models that `cq detect`, `cq gen-cq` and
 `cq answer --reader extractive` load."""
 from __future__ import annotations
 
@@ -176,3 +176,51 @@ def reader_cmd(quiet, train_path, dev_path, more_train, dtype, **kwargs):
     report = train_reader(cfg)
     keep = ("steps", "stopped", "train_seconds", "train_records", "examples", "first_loss", "last_loss", "validation")
     click.echo(json.dumps({"out": cfg.out, **{k: report[k] for k in keep}}))
+
+
+@cli.command(name="combiner")
+@click.option("--train", "train_path", required=True, type=click.Path(dir_okay=False),
+              help="Records with gold labels, retrieved (and answered, for `answers`) as at inference.")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Directory to write combiner.json to.")
+@click.option("--features", default="classifier,titles,namesakes,parens", show_default=True,
+              help="Signals to combine: classifier, titles, namesakes, parens, scores, answers (see `cq detect "
+                   "--method combined`). `scores` (the retriever's score shape) is opt-in: on the shared corpus it "
+                   "learns how the corpus was built (docs/benchmarks/detect_combined.md).")
+@click.option("--classifier", type=click.Path(file_okay=False), default=None,
+              help="A `cq train detect` model directory (for the classifier signal).")
+@click.option("--classifier-passages", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Passages the classifier reads (0: question only, as `make train-detect` trains it).")
+@click.option("--validation", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.4,
+              show_default=True, help="Share of question ids held out (a hash of seed and id) for the report.")
+@click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True,
+              help="Cross-validation folds on the training part that choose the threshold.")
+@click.option("--top-k", "k", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Top passages the retrieval signals read.")
+@click.option("--l2", type=click.FloatRange(min=0), default=1.0, show_default=True, help="L2 penalty on the weights.")
+@click.option("--n-boot", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Bootstrap resamples for the validation intervals.")
+@compose(seed_option, device_options)
+@click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
+def combiner_cmd(quiet, train_path, features, dtype, **kwargs):
+    """Fit the combined ambiguity detector (`cq detect --method combined --model DIR`).
+
+    A logistic model over the classifier's logit and retrieval / reader signals, fit on the
+    records whose id hashes outside --validation; threshold by cross-validated accuracy on that
+    part; AUROC, accuracy and F1 on the validation part with 95% bootstrap intervals, each signal
+    alone, and the paired AUROC difference to the classifier alone.
+
+    \b
+    Example:
+      cq retrieve --index idx --method bm25 --hits 10 < dev.jsonl > dev.ret.jsonl
+      cq train combiner --train dev.ret.jsonl --classifier models/detect --out models/combined
+      cq retrieve --index idx --method bm25 --hits 10 < questions.jsonl \\
+        | cq detect --method combined --model models/combined
+    """
+    from ..stages.detect_combined import parse_features
+    from ..stages.train_combiner import CombinerConfig, train_combiner
+
+    if quiet:
+        logging.getLogger("cqtools").setLevel(logging.WARNING)
+    report = train_combiner(CombinerConfig(train=train_path, features=parse_features(features), **kwargs))
+    click.echo(json.dumps({"out": kwargs["out"], **{k: report[k] for k in ("train_records", "threshold", "weights",
+                                                                            "retrieval", "validation")}}))

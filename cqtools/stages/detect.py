@@ -223,3 +223,6 @@ DETECTORS.register("always", functools.partial(constant_detector, "always"), hel
                    defaults={"threshold": 0.5})
 DETECTORS.register("never", functools.partial(constant_detector, "never"), help="baseline: never ambiguous",
                    defaults={"threshold": 0.5})
+
+
+from . import detect_combined  # noqa: E402,F401  (registers "combined"; it builds on the detectors above)
