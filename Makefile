@@ -137,10 +137,17 @@ bench-combiner: $(READER_DATA)/dev.covered.bm25.jsonl | $(DETECT_MODEL)
 	CQ_OFFLINE=1 HF_HUB_OFFLINE=1 $(BIN)/python bench/detect_combined.py --data $(SHARED) --classifier $(DETECT_MODEL) \
 	  --retrieved $< --work $(WORK)/bench-combiner --out docs/benchmarks/detect_combined.md
 
+# Model stages before/after idle OpenMP/onnxruntime threads sleep (docs/benchmarks/threads.md): the code at
+# BEFORE (a git revision) against this checkout, stage by stage and as one pipeline, same questions.
+BEFORE ?= 9aad93f
+bench-threads: $(STAMP)
+	$(BIN)/python bench/threads.py --data $(SHARED) --work $(WORK)/bench-threads --before $(BEFORE) --n 4 \
+	  --out docs/benchmarks/threads.md
+
 # Every trained model into $(WORK)/models (about 20 minutes each on 2 cores; the combiner seconds).
 models: train-detect train-reader train-combiner
 
-.PHONY: train-reader train-combiner bench-combiner models
+.PHONY: train-reader train-combiner bench-combiner bench-threads models
 
 # Per-stage throughput: local SmolLM2 (CPU) vs the same model behind a local llama.cpp server at
 # --concurrency 1,2,4 (needs llama-cpp-python[server]); writes a section of docs/benchmarks/models.md.

@@ -1,4 +1,5 @@
 """The command group: subcommands, help texts, lazy imports."""
+import os
 import subprocess
 import sys
 
@@ -40,3 +41,21 @@ def test_help_imports_no_torch_and_starts_no_jvm():
 def test_unknown_command_fails(runner):
     result = runner.invoke(cli, ["frobnicate"])
     assert result.exit_code == 2
+
+
+def test_cli_makes_openmp_threads_sleep_unless_the_user_chose(tmp_path):
+    """Set before torch loads (so libgomp reads it), and a user's own OMP_WAIT_POLICY wins."""
+    code = (
+        "import os, sys\n"
+        "from click.testing import CliRunner\n"
+        "from cqtools.cli import cli\n"
+        "r = CliRunner().invoke(cli, ['convert', 'passages', '--help'])\n"
+        "assert 'torch' not in sys.modules\n"
+        "print(os.environ.get('OMP_WAIT_POLICY'))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.strip() == "PASSIVE"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**env, "OMP_WAIT_POLICY": "ACTIVE"})
+    assert out.stdout.strip() == "ACTIVE"

@@ -48,6 +48,10 @@ def _onnx_session(path: str, device: str = "cpu"):
     threads = os.environ.get("CQ_ORT_THREADS")
     if threads:
         options.intra_op_num_threads = int(threads)
+    if os.environ.get("CQ_ORT_SPIN", "0") != "1":
+        # Idle pool threads sleep instead of spinning: in a pipeline every stage is a process on the
+        # same cores, and spinning threads then take the cores the working ones need.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     providers = onnx_providers(device, ort.get_available_providers())
     if device.startswith("cuda") and len(providers) == 1:
         log.info("%s: this onnxruntime has no CUDA provider, running on the CPU (pip install onnxruntime-gpu)", path)
