@@ -203,3 +203,19 @@ def test_a_one_option_cq_still_flows_downstream(runner):
     scored = runner.invoke(cli, ["score", "--task", "cq", "--no-bertscore"], input=jsonl([record]))
     assert scored.exit_code == 0, scored.stderr
     assert json.loads(scored.stdout)["n"] == 1
+
+
+def test_silver_cq_is_the_cq_from_dqs_writes():
+    """`cq convert --silver-cq` references and `gen-cq --method from-dqs` agree even when the parser
+    would read an option twice ("song, released in 1964" ... "song, released in 2016"), so from-dqs
+    stays the exact upper bound."""
+    from cqtools.stages.gen_cq import from_dqs_method
+    from cqtools.stages.silver_cq import add_silver_cq
+
+    question = "Who sang Hello?"
+    dqs = ["Who sang Hello as a song, released in 1964?", "Who sang Hello on the album?",
+           "Who sang Hello as a song, released in 2016?"]
+    gold = {"ambiguous": True, "dqs": [{"question": d} for d in dqs]}
+    add_silver_cq(gold, question)
+    made = from_dqs_method().run([{"id": "s1", "question": question, "gold": gold}])[0]
+    assert gold["cq"] == made["text"] == "Which one: song, released in 1964, album, or released in 2016?"

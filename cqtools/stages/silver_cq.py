@@ -8,7 +8,7 @@ import re
 
 from ..errors import InputError
 from ..records import GOLD
-from .cq_form import format_cq, which
+from .cq_form import canonical_cq, which
 
 
 _EDGE_WORDS = {"in", "on", "at", "of", "for", "as", "during", "from", "by", "to", "with", "about",
@@ -136,5 +136,7 @@ def add_silver_cq(gold: dict, question: str) -> None:
     if gold.get("ambiguous") and len(gold.get("dqs", [])) >= 2:
         category, options = cq_from_dqs(question, [d["question"] for d in gold["dqs"]])
         if options:
-            gold["cq"] = format_cq(which(category), options)
+            # the CQ from-dqs writes (options the scorer's parser would read twice dropped), so
+            # from-dqs stays the exact upper bound against these references
+            gold["cq"] = canonical_cq(which(category), options, "from-dqs")["text"]
             gold["cq_source"] = "silver: built from gold DQs by cq gen-cq --method from-dqs"
