@@ -1,44 +1,93 @@
 # The papers' experiment grids as make targets (included by the Makefile).
-# Every cell is a pipeline of cq commands; intermediate JSONL is cached as files so cells share
-# prefixes (retrieve once, rerank once, reuse everywhere). Each file F has F.cmd beside it: the
-# full pipeline that made it, which `make compare` prints next to each number.
+# Every cell is a pipeline of cq commands, one file per stage, so cells share prefixes (retrieve
+# once, rerank once, reuse everywhere). Each file F has beside it:
+#   F.cmd      the full pipeline that made it, which `make compare` prints next to each number
+#   F.wall     {"stage_s", "total_s", "attempts", "resumed"}: wall seconds of this stage, and from
+#              the question file through every stage F reads from (the index build is not counted)
+#   F.cq.json  the run record of `cq --resume` (configuration, models, records read and written)
+# A stage writes F.part through `--resume F.part`, then renames it: a killed `make compare`
+# continues each stage after the last record it wrote. A resumed stage's stage_s sums its attempts,
+# each counted up to the last record it wrote (the batch in flight at the kill is lost, not counted).
 #
-#   make exp-askcq N=30          AskCQ: detection, CQ generation, clarification-based QA
+#   make exp-askcq               AskCQ: detection, CQ generation, clarification-based QA
 #                                (trains the detector first: make train-detect, unless MODEL_DETECT=DIR)
 #   make exp-ambigqa / exp-refuel / exp-clam / exp-toc
+#   make pairs                   paired bootstrap comparisons of the cells that answer the papers' questions
 #   make compare                 all of the above, then docs/results.md
 #
-# Variables: DATA (../shared/data), N (first N covered questions), MODEL_LLM, MODEL_RERANK,
-# MODEL_DETECT (a `cq train detect` dir), DEVICE (auto|cpu|cuda), HITS (retrieval depth).
+# Tiers of size: cells without a model (retrieval, detection always/never, the trained classifier,
+# CQs from gold DQs) run on N_ALL covered AmbigNQ dev questions (empty: all of them); cells that call
+# the LLM or the reranker on the first N_MODEL of the same questions (a prefix: pairs across tiers
+# compare on the shared ids); ToC on the first N_ASQA covered ASQA dev questions. N=15 sets all three
+# (smoke runs). Other variables: DATA (../shared/data), MODEL_LLM, MODEL_RERANK, MODEL_DETECT (a
+# `cq train detect` dir), DEVICE (auto|cpu|cuda), HITS (retrieval depth), N_BOOT (bootstrap resamples),
+# RESULTS (where `make compare` writes the report: docs/results.md).
 
+ifdef N
+N_ALL        := $(N)
+N_MODEL      := $(N)
+N_ASQA       := $(N)
+endif
+N_ALL        ?=
+N_MODEL      ?= 150
+N_ASQA       ?= 100
+N_BOOT       ?= 1000
 DATA         ?= $(SHARED)
-N            ?= 30
 DEVICE       ?= auto
 HITS         ?= 20
 MODEL_LLM    ?= HuggingFaceTB/SmolLM2-135M-Instruct
 MODEL_RERANK ?= cross-encoder/ms-marco-MiniLM-L-12-v2
 MODEL_DETECT ?= $(WORK)/models/detect
-EXP          ?= $(WORK)/exp-N$(N)
+DETECT_PASSAGES ?= 0
+RESULTS      ?= docs/results.md
+EXP          ?= $(WORK)/exp-all_$(or $(N_ALL),all)-model_$(N_MODEL)-asqa_$(N_ASQA)
+# The corpus index does not depend on the tiers: one for every EXP under WORK.
+INDEX        ?= $(WORK)/exp-index
 S            := $(EXP)/scores
+P            := $(EXP)/pairs
 LLM          := --model $(MODEL_LLM) --device $(DEVICE)
+WALL         := $(BIN)/python bench/report.py wall
+RETRIEVERS   := bm25 dense hybrid
+# The model tier's questions (first N_MODEL), retrieved and reranked: the input of every model cell.
+RR           := $(EXP)/ambignq.m.rr.jsonl
 
-# $(call run,COMMAND): COMMAND < first prerequisite > target, atomically; target.cmd = the pipeline so far.
-define run
+# $(call stage,COMMAND): one cq command, COMMAND --resume $@.part < first prerequisite, renamed to $@
+# (its run record to $@.cq.json) when it ends; $@.cmd = the pipeline so far, $@.wall = wall seconds.
+# A $@.part older than the input, or without its run record, is from another run: it is dropped.
+define stage
 	@mkdir -p $(dir $@)
-	( $(1) ) < $< > $@.part && mv $@.part $@
+	@if [ $@.part -ot $< ] || [ ! -e $@.part.cq.json ]; then rm -f $@.part $@.part.cq.json; fi
+	@$(WALL) start $@
+	$(1) --resume $@.part < $<
+	@$(WALL) stop $@ $< && mv $@.part $@ && mv $@.part.cq.json $@.cq.json && rm -f $@.part.attempts
 	@{ cat $<.cmd 2>/dev/null || echo '# input: $<'; echo '  | $(subst $(CQ),cq,$(strip $(1)))'; } > $@.cmd
 endef
 
-# $(call score,TASK,FLAGS): score the first prerequisite into target (JSON) + target.cmd.
+# Score options per task (the cells' scores and the paired comparisons use the same ones).
+SCORE_detect    :=
+SCORE_cq        := --no-bertscore
+SCORE_cbqa      :=
+SCORE_ambigqa   :=
+SCORE_clam      :=
+SCORE_asqa      := --reader $(MODEL_LLM) --device $(DEVICE)
+SCORE_retrieval := --k 5,10,20
+CI              := --ci --n-boot $(N_BOOT) --seed 0
+
+# $(call score,TASK): score the first prerequisite into target (JSON with bootstrap intervals),
+# target.cmd and target.wall (scoring counted in the cell's wall time).
 define score
 	@mkdir -p $(dir $@)
-	$(CQ) score --task $(1) $(2) < $< > $@.part && mv $@.part $@
-	@{ cat $<.cmd 2>/dev/null; echo '  | cq score --task $(1) $(strip $(2))'; } > $@.cmd
+	@$(WALL) start $@
+	$(CQ) score --task $(1) $(CI) $(SCORE_$(1)) < $< > $@.part
+	@$(WALL) stop $@ $< && mv $@.part $@ && rm -f $@.part.attempts
+	@{ cat $<.cmd 2>/dev/null; echo '  | cq score --task $(1) $(strip $(CI) $(SCORE_$(1)))'; } > $@.cmd
 endef
 
 # ---- shared prefixes ------------------------------------------------------------------------
-$(EXP)/index/cq_index.json: | $(STAMP)
-	$(CQ) index --corpus $(DATA)/corpus/passages.jsonl --out $(EXP)/index --dense --overwrite
+$(INDEX)/cq_index.json: | $(STAMP)
+	@$(WALL) start $@
+	$(CQ) index --corpus $(DATA)/corpus/passages.jsonl --out $(INDEX) --dense --overwrite
+	@$(WALL) stop $@ $(DATA)/corpus/passages.jsonl && rm -f $@.part.attempts
 
 # Questions the shared corpus was built for (its source_qid): selection of the evaluation set only.
 $(EXP)/covered.ids: | $(STAMP)
@@ -46,39 +95,51 @@ $(EXP)/covered.ids: | $(STAMP)
 	$(BIN)/python -c "import json,sys; [print(i) for i in sorted({json.loads(l)['source_qid'] for l in open(sys.argv[1])})]" \
 	  $(DATA)/corpus/passages.jsonl > $@
 
+CONVERT_AMBIGNQ := cq convert ambignq $(DATA)/ambignq/dev_light.json --ids $(EXP)/covered.ids $(if $(N_ALL),--limit $(N_ALL)) --silver-cq
 $(EXP)/ambignq.jsonl: $(EXP)/covered.ids
-	$(CQ) convert ambignq $(DATA)/ambignq/dev_light.json --ids $< --limit $(N) --silver-cq > $@
-	@echo 'cq convert ambignq $(DATA)/ambignq/dev_light.json --ids $< --limit $(N) --silver-cq' > $@.cmd
+	@$(WALL) start $@
+	$(BIN)/$(CONVERT_AMBIGNQ) -o $@.part
+	@$(WALL) stop $@ $< && mv $@.part $@ && rm -f $@.part.attempts
+	@echo '$(CONVERT_AMBIGNQ)' > $@.cmd
 
+# The model tier: the first N_MODEL of the same questions.
+$(EXP)/ambignq.m.jsonl: $(EXP)/ambignq.jsonl
+	@$(WALL) start $@
+	head -n $(N_MODEL) $< > $@.part
+	@$(WALL) stop $@ $< && mv $@.part $@ && rm -f $@.part.attempts
+	@{ cat $<.cmd; echo '  | head -n $(N_MODEL)'; } > $@.cmd
+
+CONVERT_ASQA := cq convert asqa $(DATA)/asqa/dev.json --ids $(EXP)/covered.ids --limit $(N_ASQA)
 $(EXP)/asqa.jsonl: $(EXP)/covered.ids
-	$(CQ) convert asqa $(DATA)/asqa/dev.json --ids $< --limit $(N) > $@
-	@echo 'cq convert asqa $(DATA)/asqa/dev.json --ids $< --limit $(N)' > $@.cmd
+	@$(WALL) start $@
+	$(BIN)/$(CONVERT_ASQA) -o $@.part
+	@$(WALL) stop $@ $< && mv $@.part $@ && rm -f $@.part.attempts
+	@echo '$(CONVERT_ASQA)' > $@.cmd
 
-$(EXP)/%.ret.bm25.jsonl $(EXP)/%.ret.dense.jsonl $(EXP)/%.ret.hybrid.jsonl: $(EXP)/%.jsonl $(EXP)/index/cq_index.json
-	$(foreach m,bm25 dense hybrid,$(CQ) retrieve --index $(EXP)/index --method $(m) --hits $(HITS) < $< > $(EXP)/$*.ret.$(m).jsonl && \
-	  { cat $<.cmd; echo '  | cq retrieve --index $(EXP)/index --method $(m) --hits $(HITS)'; } > $(EXP)/$*.ret.$(m).jsonl.cmd &&) true
+RETRIEVED := $(foreach q,ambignq asqa,$(foreach m,$(RETRIEVERS),$(EXP)/$(q).ret.$(m).jsonl)) $(EXP)/ambignq.m.ret.bm25.jsonl
+$(filter $(EXP)/ambignq.ret.%,$(RETRIEVED)): $(EXP)/ambignq.ret.%.jsonl: $(EXP)/ambignq.jsonl $(INDEX)/cq_index.json
+	$(call stage,$(CQ) retrieve --index $(INDEX) --method $* --hits $(HITS))
+$(filter $(EXP)/asqa.ret.%,$(RETRIEVED)): $(EXP)/asqa.ret.%.jsonl: $(EXP)/asqa.jsonl $(INDEX)/cq_index.json
+	$(call stage,$(CQ) retrieve --index $(INDEX) --method $* --hits $(HITS))
+$(EXP)/ambignq.m.ret.bm25.jsonl: $(EXP)/ambignq.m.jsonl $(INDEX)/cq_index.json
+	$(call stage,$(CQ) retrieve --index $(INDEX) --method bm25 --hits $(HITS))
 
-$(EXP)/%.rr.jsonl: $(EXP)/%.ret.bm25.jsonl
-	$(call run,$(CQ) rerank --top 5 --model $(MODEL_RERANK) --device $(DEVICE))
+RERANK := $(CQ) rerank --top 5 --model $(MODEL_RERANK) --device $(DEVICE)
+$(RR): $(EXP)/ambignq.m.ret.bm25.jsonl
+	$(call stage,$(RERANK))
 
 $(S)/%.retrieval.json: $(EXP)/%.jsonl
-	$(call score,retrieval,--k 5$(comma)10$(comma)20)
-comma := ,
+	$(call score,retrieval)
 
 # ---- AskCQ (Lee et al. 2023) -----------------------------------------------------------------
-$(EXP)/ambignq.multi.jsonl: $(EXP)/ambignq.rr.jsonl
-	$(call run,$(CQ) answer --mode multi $(LLM))
-$(EXP)/ambignq.det.llm.jsonl: $(EXP)/ambignq.rr.jsonl
-	$(call run,$(CQ) detect --method llm $(LLM))
-$(EXP)/ambignq.det.answers.jsonl: $(EXP)/ambignq.multi.jsonl
-	$(call run,$(CQ) detect --method answers)
-$(EXP)/ambignq.det.always.jsonl: $(EXP)/ambignq.rr.jsonl
-	$(call run,$(CQ) detect --method always)
-$(EXP)/ambignq.det.never.jsonl: $(EXP)/ambignq.rr.jsonl
-	$(call run,$(CQ) detect --method never)
-$(EXP)/ambignq.det.classifier.jsonl: $(EXP)/ambignq.rr.jsonl
+# Detection without a model (always, never) and the trained classifier: every question, retrieved
+# passages (the classifier reads DETECT_PASSAGES of them: 0, as `make train-detect` trains it).
+DET_CHEAP := $(foreach m,always never classifier,$(EXP)/ambignq.det.$(m).jsonl)
+$(EXP)/ambignq.det.always.jsonl $(EXP)/ambignq.det.never.jsonl: $(EXP)/ambignq.det.%.jsonl: $(EXP)/ambignq.ret.bm25.jsonl
+	$(call stage,$(CQ) detect --method $*)
+$(EXP)/ambignq.det.classifier.jsonl: $(EXP)/ambignq.ret.bm25.jsonl
 	@test -d $(MODEL_DETECT) || { echo "no detector at $(MODEL_DETECT): pass MODEL_DETECT=DIR of a 'cq train detect' run"; exit 1; }
-	$(call run,$(CQ) detect --method classifier --model $(MODEL_DETECT) --device $(DEVICE))
+	$(call stage,$(CQ) detect --method classifier --model $(MODEL_DETECT) --passages $(DETECT_PASSAGES) --device $(DEVICE))
 # The classifier needs a trained detector: with the default MODEL_DETECT, `make train-detect` runs first
 # (once: the directory is the target); MODEL_DETECT=DIR uses a detector you trained elsewhere.
 ifeq ($(MODEL_DETECT),$(WORK)/models/detect)
@@ -86,84 +147,146 @@ $(EXP)/ambignq.det.classifier.jsonl: | $(MODEL_DETECT)
 $(MODEL_DETECT):
 	$(MAKE) train-detect DETECT_MODEL=$@
 endif
+# Model tier: the LLM's few-shot detector, and distinct predicted answers.
+$(EXP)/ambignq.multi.jsonl: $(RR)
+	$(call stage,$(CQ) answer --mode multi $(LLM))
+$(EXP)/ambignq.det.llm.jsonl: $(RR)
+	$(call stage,$(CQ) detect --method llm $(LLM))
+$(EXP)/ambignq.det.answers.jsonl: $(EXP)/ambignq.multi.jsonl
+	$(call stage,$(CQ) detect --method answers)
 $(S)/ambignq.det.%.json: $(EXP)/ambignq.det.%.jsonl
-	$(call score,detect,)
+	$(call score,detect)
 
-# CQ generation settings: no answers (llm), CLAM zero-shot, gold DQs (from-dqs: upper bound).
-$(EXP)/ambignq.cq.llm.jsonl: $(EXP)/ambignq.rr.jsonl
-	$(call run,$(CQ) gen-cq --method llm --all $(LLM))
-$(EXP)/ambignq.cq.zeroshot.jsonl: $(EXP)/ambignq.rr.jsonl
-	$(call run,$(CQ) gen-cq --method llm --zero-shot --all $(LLM))
-$(EXP)/ambignq.cq.fromdqs.jsonl: $(EXP)/ambignq.rr.jsonl
-	$(call run,$(CQ) gen-cq --method from-dqs --all)
+# CQ generation settings: no answers (llm), CLAM zero-shot, gold DQs (from-dqs: upper bound, every
+# question; ambignq.m.cq.fromdqs is the same on the model tier's reranked passages, for cqa.fromdqs).
+$(EXP)/ambignq.cq.llm.jsonl: $(RR)
+	$(call stage,$(CQ) gen-cq --method llm --all $(LLM))
+$(EXP)/ambignq.cq.zeroshot.jsonl: $(RR)
+	$(call stage,$(CQ) gen-cq --method llm --zero-shot --all $(LLM))
+$(EXP)/ambignq.cq.fromdqs.jsonl: $(EXP)/ambignq.ret.bm25.jsonl
+	$(call stage,$(CQ) gen-cq --method from-dqs --all)
+$(EXP)/ambignq.m.cq.fromdqs.jsonl: $(RR)
+	$(call stage,$(CQ) gen-cq --method from-dqs --all)
 $(S)/ambignq.cq.%.json: $(EXP)/ambignq.cq.%.jsonl
-	$(call score,cq,--no-bertscore)
+	$(call score,cq)
 
-# Clarification-based QA: one answer per option of each CQ setting.
-$(EXP)/ambignq.cqa.%.jsonl: $(EXP)/ambignq.cq.%.jsonl
-	$(call run,$(CQ) answer --mode cq $(LLM) --reranker $(MODEL_RERANK))
+# Clarification-based QA: one answer per option of each CQ setting (model tier).
+CQA := $(CQ) answer --mode cq $(LLM) --reranker $(MODEL_RERANK)
+$(EXP)/ambignq.cqa.llm.jsonl $(EXP)/ambignq.cqa.zeroshot.jsonl: $(EXP)/ambignq.cqa.%.jsonl: $(EXP)/ambignq.cq.%.jsonl
+	$(call stage,$(CQA))
+$(EXP)/ambignq.cqa.fromdqs.jsonl: $(EXP)/ambignq.m.cq.fromdqs.jsonl
+	$(call stage,$(CQA))
 $(S)/ambignq.cqa.%.json: $(EXP)/ambignq.cqa.%.jsonl
-	$(call score,cbqa,)
+	$(call score,cbqa)
 
 # End to end (AskCQ Table 6 layout): detect -> CQ only for ambiguous -> answer per option.
-$(EXP)/ambignq.e2e.jsonl: $(EXP)/ambignq.det.llm.jsonl
-	$(call run,$(CQ) gen-cq --method llm $(LLM) | $(CQ) answer --mode cq $(LLM) --reranker $(MODEL_RERANK))
+$(EXP)/ambignq.e2e.cq.jsonl: $(EXP)/ambignq.det.llm.jsonl
+	$(call stage,$(CQ) gen-cq --method llm $(LLM))
+$(EXP)/ambignq.e2e.jsonl: $(EXP)/ambignq.e2e.cq.jsonl
+	$(call stage,$(CQA))
 $(S)/ambignq.e2e.json: $(EXP)/ambignq.e2e.jsonl
-	$(call score,cbqa,)
+	$(call score,cbqa)
 
 ASKCQ := $(foreach m,llm classifier answers always never,$(S)/ambignq.det.$(m).json) \
          $(foreach m,llm zeroshot fromdqs,$(S)/ambignq.cq.$(m).json $(S)/ambignq.cqa.$(m).json) \
-         $(S)/ambignq.e2e.json $(S)/ambignq.ret.bm25.retrieval.json $(S)/ambignq.ret.dense.retrieval.json \
-         $(S)/ambignq.ret.hybrid.retrieval.json
+         $(S)/ambignq.e2e.json $(foreach m,$(RETRIEVERS),$(S)/ambignq.ret.$(m).retrieval.json)
 exp-askcq: $(ASKCQ)
 
-# ---- AmbigQA (Min et al. 2020) and REFUEL (Gao et al. 2021) ----------------------------------
+# ---- AmbigQA (Min et al. 2020) and REFUEL (Gao et al. 2021), model tier ----------------------
 $(EXP)/ambignq.qd.jsonl: $(EXP)/ambignq.multi.jsonl
-	$(call run,$(CQ) disambiguate --method qd $(LLM))
-$(EXP)/ambignq.disambigfirst.jsonl: $(EXP)/ambignq.rr.jsonl
-	$(call run,$(CQ) disambiguate --method rac --passages 0 $(LLM))
-$(EXP)/ambignq.refuel.%.jsonl: $(EXP)/ambignq.rr.jsonl
-	$(call run,$(CQ) answer --mode multi $(LLM) $(if $(findstring rt,$*),--round-trip) $(if $(findstring verify,$*),--verify) \
-	  | $(CQ) disambiguate --method qd $(LLM))
+	$(call stage,$(CQ) disambiguate --method qd $(LLM))
+$(EXP)/ambignq.disambigfirst.jsonl: $(RR)
+	$(call stage,$(CQ) disambiguate --method rac --passages 0 $(LLM))
+# REFUEL: predicted answers (with round trip and/or verification), then a question for each.
+REFUEL := rt verify rt-verify
+$(foreach v,$(REFUEL),$(EXP)/ambignq.multi.$(v).jsonl): $(EXP)/ambignq.multi.%.jsonl: $(RR)
+	$(call stage,$(CQ) answer --mode multi $(LLM) $(if $(findstring rt,$*),--round-trip) $(if $(findstring verify,$*),--verify))
+$(foreach v,$(REFUEL),$(EXP)/ambignq.refuel.$(v).jsonl): $(EXP)/ambignq.refuel.%.jsonl: $(EXP)/ambignq.multi.%.jsonl
+	$(call stage,$(CQ) disambiguate --method qd $(LLM))
+# REFUEL without round trip or verification runs the qd cell's two commands: a copy, not a rerun.
+$(EXP)/ambignq.refuel.plain.jsonl: $(EXP)/ambignq.qd.jsonl
+	cp $<.cmd $@.cmd && cp $<.wall $@.wall && cp $< $@
 $(S)/ambignq.%.ambigqa.json: $(EXP)/ambignq.%.jsonl
-	$(call score,ambigqa,)
+	$(call score,ambigqa)
 
 exp-ambigqa: $(S)/ambignq.qd.ambigqa.json $(S)/ambignq.disambigfirst.ambigqa.json
-exp-refuel: $(foreach v,plain rt verify rt-verify,$(S)/ambignq.refuel.$(v).ambigqa.json)
+exp-refuel: $(foreach v,plain $(REFUEL),$(S)/ambignq.refuel.$(v).ambigqa.json)
 
 # ---- CLAM (Kuhn et al. 2022): one record per intended DQ, a simulated user answers the CQ -----
-$(EXP)/clam.jsonl: $(EXP)/ambignq.rr.jsonl
-	$(call run,$(CQ) oracle --expand)
+# Model tier; each strategy's stages are files: [clam.det.S ->] clam.cq.S -> clam.oracle.S -> clam.S.
+$(EXP)/clam.jsonl: $(RR)
+	@$(WALL) start $@
+	$(CQ) oracle --expand -o $@.part < $<
+	@$(WALL) stop $@ $< && mv $@.part $@ && rm -f $@.part.attempts
+	@{ cat $<.cmd; echo '  | cq oracle --expand'; } > $@.cmd
 $(EXP)/clam.never.jsonl: $(EXP)/clam.jsonl
-	$(call run,$(CQ) answer --mode single $(LLM))
-$(EXP)/clam.always.jsonl: $(EXP)/clam.jsonl
-	$(call run,$(CQ) gen-cq --method llm --all $(LLM) | $(CQ) oracle | $(CQ) answer --mode cq --selected $(LLM))
-$(EXP)/clam.prompting.jsonl: $(EXP)/clam.jsonl
-	$(call run,$(CQ) gen-cq --method llm --zero-shot --all $(LLM) | $(CQ) oracle | $(CQ) answer --mode cq --selected $(LLM))
-$(EXP)/clam.clam.jsonl: $(EXP)/clam.jsonl
-	$(call run,$(CQ) detect --method llm $(LLM) | $(CQ) gen-cq --method llm $(LLM) | $(CQ) oracle \
-	  | $(CQ) answer --mode cq --selected $(LLM))
+	$(call stage,$(CQ) answer --mode single $(LLM))
+$(EXP)/clam.cq.always.jsonl: $(EXP)/clam.jsonl
+	$(call stage,$(CQ) gen-cq --method llm --all $(LLM))
+$(EXP)/clam.cq.prompting.jsonl: $(EXP)/clam.jsonl
+	$(call stage,$(CQ) gen-cq --method llm --zero-shot --all $(LLM))
+$(EXP)/clam.det.clam.jsonl: $(EXP)/clam.jsonl
+	$(call stage,$(CQ) detect --method llm $(LLM))
+$(EXP)/clam.cq.clam.jsonl: $(EXP)/clam.det.clam.jsonl
+	$(call stage,$(CQ) gen-cq --method llm $(LLM))
+CLAM_ASKING := always prompting clam
+$(foreach s,$(CLAM_ASKING),$(EXP)/clam.oracle.$(s).jsonl): $(EXP)/clam.oracle.%.jsonl: $(EXP)/clam.cq.%.jsonl
+	$(call stage,$(CQ) oracle)
+$(foreach s,$(CLAM_ASKING),$(EXP)/clam.$(s).jsonl): $(EXP)/clam.%.jsonl: $(EXP)/clam.oracle.%.jsonl
+	$(call stage,$(CQ) answer --mode cq --selected $(LLM))
 $(S)/clam.%.json: $(EXP)/clam.%.jsonl
-	$(call score,clam,)
-exp-clam: $(foreach s,never always prompting clam,$(S)/clam.$(s).json)
+	$(call score,clam)
+exp-clam: $(foreach s,never $(CLAM_ASKING),$(S)/clam.$(s).json)
 
-# ---- Tree of Clarifications (Kim et al. 2023) on ASQA ----------------------------------------
-$(EXP)/asqa.rr.%.jsonl: $(EXP)/asqa.ret.%.jsonl
-	$(call run,$(CQ) rerank --top 5 --model $(MODEL_RERANK) --device $(DEVICE))
-$(EXP)/asqa.toc.rac.%.jsonl: $(EXP)/asqa.rr.%.jsonl
-	$(call run,$(CQ) disambiguate --method rac $(LLM) | $(CQ) answer --mode long $(LLM))
-$(EXP)/asqa.toc.tree.%.jsonl: $(EXP)/asqa.rr.%.jsonl
-	$(call run,$(CQ) disambiguate --method rac --tree $(LLM) | $(CQ) answer --mode long $(LLM))
-$(EXP)/asqa.toc.prune.%.jsonl: $(EXP)/asqa.rr.%.jsonl
-	$(call run,$(CQ) disambiguate --method rac --tree --prune $(LLM) | $(CQ) answer --mode long $(LLM))
+# ---- Tree of Clarifications (Kim et al. 2023) on ASQA: first N_ASQA questions ------------------
+# Stages: asqa.ret.R -> asqa.rr.R -> asqa.dq.V.R (disambiguations) -> asqa.toc.V.R (long answer).
+$(foreach m,$(RETRIEVERS),$(EXP)/asqa.rr.$(m).jsonl): $(EXP)/asqa.rr.%.jsonl: $(EXP)/asqa.ret.%.jsonl
+	$(call stage,$(RERANK))
+TOC_FLAGS_rac   :=
+TOC_FLAGS_tree  := --tree
+TOC_FLAGS_prune := --tree --prune
+TOC := $(foreach v,rac tree prune,asqa.toc.$(v).bm25) asqa.toc.rac.dense asqa.toc.rac.hybrid
+TOC_DQ := $(foreach c,$(TOC),$(EXP)/$(subst .toc.,.dq.,$(c)).jsonl)
+define toc_dq
+$(filter %.$(1).jsonl,$(TOC_DQ)): $(EXP)/asqa.dq.%.$(1).jsonl: $(EXP)/asqa.rr.$(1).jsonl
+	$$(call stage,$$(CQ) disambiguate --method rac $$(TOC_FLAGS_$$*) $$(LLM))
+endef
+$(foreach m,$(RETRIEVERS),$(eval $(call toc_dq,$(m))))
+$(foreach c,$(TOC),$(EXP)/$(c).jsonl): $(EXP)/asqa.toc.%.jsonl: $(EXP)/asqa.dq.%.jsonl
+	$(call stage,$(CQ) answer --mode long $(LLM))
 $(S)/asqa.toc.%.json: $(EXP)/asqa.toc.%.jsonl
-	$(call score,asqa,--reader $(MODEL_LLM) --device $(DEVICE))
-exp-toc: $(foreach v,rac tree prune,$(S)/asqa.toc.$(v).bm25.json) $(S)/asqa.toc.rac.dense.json \
-         $(S)/asqa.toc.rac.hybrid.json $(foreach m,bm25 dense hybrid,$(S)/asqa.ret.$(m).retrieval.json)
+	$(call score,asqa)
+exp-toc: $(foreach c,$(TOC),$(S)/$(c).json) $(foreach m,$(RETRIEVERS),$(S)/asqa.ret.$(m).retrieval.json)
+
+# ---- paired comparisons: cq score --paired B < A on the ids both score --------------------------
+# $(call pair,TASK,A,B): $(P)/A--B.json, the paired bootstrap of B - A for every metric of TASK
+# (pairs across tiers compare on the model tier's questions). bench/report.py writes one sentence each.
+define pair
+$(P)/$(2)--$(3).json: $(EXP)/$(2).jsonl $(EXP)/$(3).jsonl
+	@mkdir -p $$(dir $$@)
+	$$(CQ) score --task $(1) --paired $(EXP)/$(3).jsonl --intersect --n-boot $$(N_BOOT) --seed 0 $$(SCORE_$(1)) \
+	  < $(EXP)/$(2).jsonl > $$@.part && mv $$@.part $$@
+PAIRS += $(P)/$(2)--$(3).json
+endef
+PAIRS :=
+$(eval $(call pair,detect,ambignq.det.always,ambignq.det.classifier))
+$(eval $(call pair,detect,ambignq.det.llm,ambignq.det.classifier))
+$(eval $(call pair,cq,ambignq.cq.zeroshot,ambignq.cq.llm))
+$(eval $(call pair,cbqa,ambignq.cqa.zeroshot,ambignq.cqa.llm))
+$(eval $(call pair,cbqa,ambignq.cqa.fromdqs,ambignq.cqa.llm))
+$(eval $(call pair,ambigqa,ambignq.refuel.plain,ambignq.refuel.rt-verify))
+$(eval $(call pair,clam,clam.never,clam.clam))
+$(eval $(call pair,clam,clam.always,clam.clam))
+$(eval $(call pair,asqa,asqa.toc.rac.bm25,asqa.toc.prune.bm25))
+pairs: $(PAIRS)
 
 # ---- everything, one report -------------------------------------------------------------------
-compare: exp-askcq exp-ambigqa exp-refuel exp-clam exp-toc
-	$(BIN)/python bench/report.py --scores $(S) --out docs/results.md --n $(N)
+compare: exp-askcq exp-ambigqa exp-refuel exp-clam exp-toc pairs
+	$(BIN)/python bench/report.py results --scores $(S) --pairs $(P) --out $(RESULTS) \
+	  --command 'make compare $(if $(N_ALL),N_ALL=$(N_ALL) )N_MODEL=$(N_MODEL) N_ASQA=$(N_ASQA)' \
+	  --tiers "$$(wc -l < $(EXP)/ambignq.jsonl),$$(wc -l < $(EXP)/ambignq.m.jsonl),$$(wc -l < $(EXP)/asqa.jsonl)" \
+	  --models 'LLM $(MODEL_LLM); reranker $(MODEL_RERANK); detector $(MODEL_DETECT) (--passages $(DETECT_PASSAGES))' \
+	  --device $(DEVICE) --index-wall $(INDEX)/cq_index.json.wall
 
-.PHONY: exp-askcq exp-ambigqa exp-refuel exp-clam exp-toc compare
+.PHONY: exp-askcq exp-ambigqa exp-refuel exp-clam exp-toc pairs compare
 .SECONDARY:

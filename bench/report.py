@@ -1,45 +1,122 @@
-"""`make compare`: gather the experiment grid's scores into docs/results.md.
+"""`make compare`: the grid's wall times as it runs, and docs/results.md from its scores at the end.
 
-Every row links to the exact pipeline that produced it (the ``.cmd`` file beside each score).
-Papers' numbers stand beside ours with what differs; ours come from this machine's models.
+    report.py wall start F      before a stage writes F (through F.part)
+    report.py wall stop F IN    after it: F.wall = {"stage_s", "total_s", "attempts", "resumed"}
+    report.py results --scores DIR --pairs DIR --out docs/results.md ...
+
+A stage's wall time is the sum over its attempts (F.part.attempts holds their [start, end]). An
+attempt that was killed counts up to the last record it wrote (the mtime of F.part, which
+`cq --resume` appends to as it goes); a stage with no resumable F.part (no run record
+F.part.cq.json) starts its count over. total_s adds the input's total_s (IN.wall), so a cell's
+total runs from the question file through every stage it reads from; "resumed" is true when any
+of those stages took more than one attempt.
+
+Every score row shows `value [low, high]` (the summary's bootstrap interval, `cq score --ci`), n,
+the cell's wall seconds, and links to the exact pipeline that produced it (the ``.cmd`` file beside
+each score). Each paired comparison (`cq score --paired`) becomes sentences that state a
+difference only when its interval excludes 0. Papers' numbers stand beside ours with what differs.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 
+# (title, task, score-name prefix, columns, papers)
 FAMILIES = [
-    ("Ambiguity detection (AskCQ Task 1, CLAM)", "ambignq.det.",
+    ("Ambiguity detection (AskCQ Task 1, CLAM)", "detect", "ambignq.det.",
      [("accuracy", "Acc"), ("precision", "P"), ("recall", "R"), ("f1", "F1"), ("auroc", "AUROC")],
      "AskCQ (BERT-base classifier, full CAmbigNQ/AmbigNQ dev): F1 61.3; predicted-answers detector F1 34.3. "
      "CLAM (GPT-3 few-shot, its own easier set): AUROC 0.93."),
-    ("Clarification question generation (AskCQ Task 2)", "ambignq.cq.",
+    ("Clarification question generation (AskCQ Task 2)", "cq", "ambignq.cq.",
      [("bleu", "BLEU"), ("category_em", "Cat. EM"), ("options_precision", "Opt. P"), ("options_recall", "Opt. R"),
       ("options_f1", "Opt. F1"), ("avg_options", "#opts")],
      "AskCQ (BART-large fine-tuned on CAmbigNQ, gold CQs): options F1 24.5 with no answers, 34.3 with gold answers. "
      "Ours are scored against silver CQs built from gold DQs (`--silver-cq`), not CAmbigNQ's human CQs."),
-    ("Clarification-based QA (AskCQ Task 3, end to end)", "ambignq.",
+    ("Clarification-based QA (AskCQ Task 3, end to end)", "cbqa", "ambignq.",
      [("precision", "P"), ("recall", "R"), ("f1", "F1"), ("em", "EM"), ("avg_answers", "#ans"),
       ("avg_unique_answers", "#unique")],
      "AskCQ reports partial-match F1 of clarification-based QA with a BART reader; see its Table 6."),
-    ("AmbigQA / REFUEL (answers and disambiguated questions)", "ambignq.",
+    ("AmbigQA / REFUEL (answers and disambiguated questions)", "ambigqa", "ambignq.",
      [("f1_ans", "F1 ans (all)"), ("f1_ans_multi", "F1 ans (multi)"), ("f1_bleu", "F1 BLEU"),
       ("f1_edit_f1", "F1 EDIT-F1"), ("comb", "Comb.")],
      "AmbigQA SpanSeqGen: F1_ans 39.7 (dev, full Wikipedia, BART-large); REFUEL: 48.3."),
-    ("CLAM protocol (simulated user holds the intended DQ)", "clam.",
+    ("CLAM protocol (simulated user holds the intended DQ)", "clam", "clam.",
      [("ambiguous.accuracy", "Acc amb."), ("ambiguous.adjusted_accuracy", "Adj. amb."),
       ("unambiguous.accuracy", "Acc unamb."), ("unambiguous.adjusted_accuracy", "Adj. unamb."),
       ("all.accuracy", "Acc all"), ("all.adjusted_accuracy", "Adj. all"), ("all.clarification_rate", "Ask rate")],
      "CLAM (GPT-3, its own ambiguous-question set): asking only when needed beats never and always asking."),
-    ("Tree of Clarifications on ASQA", "asqa.toc.",
+    ("Tree of Clarifications on ASQA", "asqa", "asqa.toc.",
      [("rouge_l", "ROUGE-L"), ("str_em", "STR-EM"), ("disambig_f1", "D-F1"), ("dr", "DR"), ("answer_f1", "Answer F1")],
      "ToC (GPT-3, Bing + ColBERT retrieval, full ASQA dev): D-F1 33.7, DR 36.6."),
-    ("Retrieval (answer coverage)", "",
+    ("Retrieval (answer coverage)", "retrieval", "",
      [("ac@5", "AC@5"), ("ac@10", "AC@10"), ("ac@20", "AC@20")],
      "ToC reports AC@k of its retrieval on ASQA; our corpus is the small shared one (9,532 passages)."),
 ]
+
+# The metrics each paired comparison is read on, by task.
+PAIR_METRICS = {
+    "detect": [("auroc", "AUROC"), ("accuracy", "accuracy")],
+    "cq": [("options_f1", "options F1")],
+    "cbqa": [("f1", "F1")],
+    "ambigqa": [("f1_ans", "F1 ans (all)")],
+    "clam": [("all.adjusted_accuracy", "adjusted accuracy (all)")],
+    "asqa": [("disambig_f1", "D-F1"), ("dr", "DR")],
+}
+UNITS = {"clam": "evaluation records"}  # what a paired comparison's n counts; others: questions
+RESUMED = "†"
+
+
+# ---------------------------------------------------------------------------------------------
+# wall times
+
+
+def _attempts_path(out: str) -> Path:
+    return Path(out + ".part.attempts")
+
+
+def _read_attempts(out: str) -> list[list]:
+    path = _attempts_path(out)
+    return json.loads(path.read_text()) if path.exists() else []
+
+
+def wall_start(out: str) -> None:
+    """Open an attempt at F; close a killed one before it at the last record it wrote."""
+    resumable = Path(out + ".part.cq.json").exists()
+    attempts = _read_attempts(out) if resumable else []
+    if attempts and attempts[-1][1] is None:
+        start = attempts[-1][0]
+        part = Path(out + ".part")
+        attempts[-1][1] = max(start, part.stat().st_mtime) if part.exists() else start
+    attempts.append([time.time(), None])
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    _attempts_path(out).write_text(json.dumps(attempts))
+
+
+def wall_stop(out: str, upstream: str) -> dict:
+    """Close the open attempt and write F.wall (total_s: this stage plus IN's total)."""
+    attempts = _read_attempts(out)
+    if not attempts or attempts[-1][1] is not None:
+        raise SystemExit(f"report.py wall stop {out}: no attempt was started (run `report.py wall start {out}` "
+                         f"before the stage)")
+    attempts[-1][1] = time.time()
+    stage_s = sum(end - start for start, end in attempts)
+    before = read_wall(upstream + ".wall") or {}
+    wall = {"stage_s": round(stage_s, 3), "total_s": round(stage_s + before.get("total_s", 0.0), 3),
+            "attempts": len(attempts), "resumed": len(attempts) > 1 or bool(before.get("resumed"))}
+    Path(out + ".wall").write_text(json.dumps(wall) + "\n")
+    return wall
+
+
+def read_wall(path) -> dict | None:
+    path = Path(path)
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+# ---------------------------------------------------------------------------------------------
+# formatting
 
 
 def value(summary: dict, key: str):
@@ -52,45 +129,141 @@ def fmt(v) -> str:
     return "–" if v is None else (f"{v:.1f}" if isinstance(v, float) else str(v))
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--scores", required=True)
-    ap.add_argument("--out", default="docs/results.md")
-    ap.add_argument("--n", default="?")
-    args = ap.parse_args()
-    scores = {p.name[:-5]: json.loads(p.read_text()) for p in sorted(Path(args.scores).glob("*.json"))}
-    lines = ["# Results: the five approaches on the same records", "",
-             f"`make compare N={args.n}` on {time.strftime('%Y-%m-%d')}, CPU only, default offline models "
-             "(SmolLM2-135M-Instruct as the LLM, ms-marco-MiniLM-L-12 INT8 as the reranker, all-MiniLM-L6 as the "
-             "encoder), corpus ../shared/data/corpus (9,532 passages). Every number links to the pipeline that "
-             "produced it. These are small-model, small-corpus numbers: compare methods with each other, not "
-             "with the papers' absolute values.", ""]
-    used = set()
-    for title, prefix, columns, paper in FAMILIES:
-        rows = [(name, s) for name, s in scores.items()
-                if name.startswith(prefix) and s.get("task") == _task(title) and name not in used]
-        if not rows:
-            continue
-        lines += [f"## {title}", "", "| cell | n | " + " | ".join(c[1] for c in columns) + " |",
-                  "|---|---|" + "---|" * len(columns)]
-        for name, s in rows:
-            used.add(name)
-            lines.append(f"| [{name}](#cmd-{name.replace('.', '-')}) | {s.get('n')} | "
-                         + " | ".join(fmt(value(s, key)) for key, _ in columns) + " |")
-        lines += ["", f"Papers: {paper}", ""]
+def fmt_ci(summary: dict, key: str) -> str:
+    """`value [low, high]` (one decimal); the value alone where the summary has no interval for it."""
+    v = value(summary, key)
+    interval = value(summary.get("ci", {}).get("intervals", {}), key)
+    if v is None or not isinstance(interval, list) or None in interval:
+        return fmt(v)
+    return f"{fmt(v)} [{interval[0]:.1f}, {interval[1]:.1f}]"
+
+
+def fmt_wall(wall: dict | None) -> str:
+    if wall is None:
+        return "–"
+    return f"{wall['total_s']:.0f}" + (RESUMED if wall.get("resumed") else "")
+
+
+def pair_sentence(a: str, b: str, label: str, metric: dict | None, n: int, unit: str = "questions") -> str:
+    """One sentence on d = B - A: a difference only when its interval excludes 0, else "no difference shown"."""
+    if metric is None or metric.get("diff") is None:
+        return f"{label}: not measured (undefined on these records)."
+    diff, low, high = metric["diff"], metric.get("low"), metric.get("high")
+    if low is not None and high is not None and (low > 0 or high < 0):
+        higher, lower = (b, a) if low > 0 else (a, b)
+        d, lo, hi = (diff, low, high) if low > 0 else (-diff, -high, -low)
+        return f"{label}: {higher} is higher than {lower} by {d:.1f} [{lo:.1f}, {hi:.1f}] on {n} shared {unit}."
+    interval = "–" if low is None or high is None else f"{low:.1f}, {high:.1f}"
+    return f"{label}: no difference shown (d = {diff:+.1f} [{interval}], n = {n})."
+
+
+def anchor(name: str) -> str:
+    return "cmd-" + name.replace(".", "-")
+
+
+# ---------------------------------------------------------------------------------------------
+# docs/results.md
+
+
+def header(args, scores: dict) -> list[str]:
+    n_all, n_model, n_asqa = (args.tiers.split(",") + ["?", "?", "?"])[:3]
+    ci = next((s["ci"] for s in scores.values() if "ci" in s), None)
+    interval = (f"bootstrap {ci['level']:.0%} interval ({ci['method']}, {ci['n_boot']} resamples of the scored "
+                f"questions, seed {ci['seed']}; `cq score --ci`)" if ci else "interval (none here: scored without --ci)")
+    index_wall = read_wall(args.index_wall) if args.index_wall else None
+    index = f": {index_wall['stage_s']:.0f} s" if index_wall else ""
+    return [
+        "# Results: the five approaches on the same records", "",
+        f"`{args.command}` on {time.strftime('%Y-%m-%d')}. Tiers of size: the cells without a model (retrieval, "
+        f"detection always/never/classifier, CQs from gold DQs) on {n_all} covered AmbigNQ dev questions; every cell "
+        f"that calls the LLM or the reranker on the first {n_model} of them (pairs across tiers compare on those); "
+        f"Tree of Clarifications on the first {n_asqa} covered ASQA dev questions. Models: {args.models}; corpus "
+        "../shared/data/corpus (9,532 passages).", "",
+        f"Each number is `value [low, high]`: the value and its {interval}. n: questions scored (CLAM: one "
+        "record per intended DQ). **wall s**: wall-clock seconds of this machine's run "
+        f"({os.cpu_count()} CPU cores, DEVICE={args.device}) from the question file to the score, every stage the "
+        "cell reads from included (shared stages count in each cell, so the column does not add up; the corpus "
+        f"index, built once for every tier, is not counted{index}). {RESUMED}: some stage was killed and resumed; its attempts are summed, each up to "
+        "the last record it wrote. Every number links to the pipeline that produced it. These are small-model, "
+        "small-corpus numbers: compare methods with each other, not with the papers' absolute values.", ""]
+
+
+def table(title: str, task: str, prefix: str, columns: list, paper: str, scores: dict, scores_dir: Path,
+          used: set) -> list[str]:
+    rows = [(name, s) for name, s in scores.items()
+            if name.startswith(prefix) and s.get("task") == task and name not in used]
+    if not rows:
+        return []
+    lines = [f"## {title}", "", "| cell | n | " + " | ".join(c[1] for c in columns) + " | wall s |",
+             "|---|---|" + "---|" * len(columns) + "---|"]
+    for name, s in rows:
+        used.add(name)
+        lines.append(f"| [{name}](#{anchor(name)}) | {s.get('n')} | "
+                     + " | ".join(fmt_ci(s, key) for key, _ in columns)
+                     + f" | {fmt_wall(read_wall(scores_dir / f'{name}.json.wall'))} |")
+    return lines + ["", f"Papers: {paper}", ""]
+
+
+def paired_section(pairs_dir: Path | None) -> list[str]:
+    files = sorted(pairs_dir.glob("*--*.json")) if pairs_dir and pairs_dir.is_dir() else []
+    if not files:
+        return []
+    lines = ["## Paired comparisons", "",
+             "`cq score --paired B.jsonl < A.jsonl`: B − A on the ids both cells score, with its paired bootstrap "
+             "interval; a difference is stated only when the interval excludes 0.", ""]
+    for path in files:
+        a, b = path.name[:-len(".json")].split("--", 1)
+        result = json.loads(path.read_text())
+        task = result.get("task")
+        sentences = [pair_sentence(a, b, label, result.get("metrics", {}).get(key), result.get("n"),
+                                   UNITS.get(task, "questions"))
+                     for key, label in PAIR_METRICS.get(task, [])]
+        lines.append(f"- **{b} vs {a}** ({task}; d = {b} − {a}): " + " ".join(sentences))
+    return lines + [""]
+
+
+def write_results(args) -> None:
+    scores_dir = Path(args.scores)
+    scores = {p.name[:-5]: json.loads(p.read_text()) for p in sorted(scores_dir.glob("*.json"))}
+    lines = header(args, scores)
+    used: set = set()
+    for title, task, prefix, columns, paper in FAMILIES:
+        lines += table(title, task, prefix, columns, paper, scores, scores_dir, used)
+    lines += paired_section(Path(args.pairs) if args.pairs else None)
     lines += ["## Commands", ""]
     for name in sorted(used):
-        cmd = Path(args.scores, f"{name}.json.cmd")
-        lines += [f'<a id="cmd-{name.replace(".", "-")}"></a>**{name}**', "", "```",
+        cmd = scores_dir / f"{name}.json.cmd"
+        lines += [f'<a id="{anchor(name)}"></a>**{name}**', "", "```",
                   cmd.read_text().rstrip() if cmd.exists() else "(no command recorded)", "```", ""]
     Path(args.out).write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out} ({len(used)} cells)")
 
 
-def _task(title: str) -> str:
-    return {"Ambiguity": "detect", "Clarification question": "cq", "Clarification-based": "cbqa", "AmbigQA": "ambigqa",
-            "CLAM": "clam", "Tree": "asqa", "Retrieval": "retrieval"}[next(k for k in ("Ambiguity", "Clarification question",
-            "Clarification-based", "AmbigQA", "CLAM", "Tree", "Retrieval") if title.startswith(k))]
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="action", required=True)
+    results = sub.add_parser("results", help="write docs/results.md from the score summaries and paired comparisons")
+    results.add_argument("--scores", required=True, help="directory of `cq score --ci` summaries (NAME.json)")
+    results.add_argument("--pairs", help="directory of `cq score --paired` outputs named A--B.json")
+    results.add_argument("--out", default="docs/results.md")
+    results.add_argument("--command", default="make compare", help="the command that ran the grid (header)")
+    results.add_argument("--tiers", default="?,?,?", help="questions in the tiers: all,model,asqa")
+    results.add_argument("--models", default="?", help="the models, in words (header)")
+    results.add_argument("--device", default="auto")
+    results.add_argument("--index-wall", help="the corpus index's F.wall (its build time, in the header)")
+    wall = sub.add_parser("wall", help="record a stage's wall time: start F, then stop F INPUT")
+    wall.add_argument("when", choices=["start", "stop"])
+    wall.add_argument("out", help="the stage's output file F")
+    wall.add_argument("input", nargs="?", help="stop: the stage's input (its F.wall total is added)")
+    args = ap.parse_args(argv)
+    if args.action == "results":
+        write_results(args)
+    elif args.when == "start":
+        wall_start(args.out)
+    else:
+        if not args.input:
+            ap.error("wall stop needs the stage's input: wall stop F INPUT")
+        wall_stop(args.out, args.input)
 
 
 if __name__ == "__main__":

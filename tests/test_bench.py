@@ -8,6 +8,7 @@ import importlib
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import orjson
 import pytest
@@ -60,37 +61,88 @@ def _is_submodule(package: str, name: str) -> bool:
 
 
 def test_report_on_real_score_summaries(tmp_path):
-    """`cq score` summaries of the fixtures (detect always/never, CQs from the gold DQs) become report rows
-    whose every column is filled from the summary (a renamed metric would show "–")."""
-    questions = (FIXTURES / "questions.jsonl").read_text()
-    scores = tmp_path / "scores"
-    scores.mkdir()
+    """Real `cq score --ci` summaries of the fixtures (detect always/never/tree, CQs from the gold DQs) and
+    real `cq score --paired` outputs become report rows of `value [low, high]` with n and the cell's wall
+    seconds, and sentences that state a difference only when the paired interval excludes 0."""
+    records = [orjson.loads(line) for line in (FIXTURES / "questions.jsonl").read_text().splitlines()]
+    questions = "".join(orjson.dumps(r).decode() + "\n" for r in records)
+    # "tree" counts the record's dqs: given the gold ones, it detects (almost) perfectly.
+    with_dqs = "".join(orjson.dumps({**r, "dqs": r["gold"]["dqs"]}).decode() + "\n" for r in records)
+    scores, pairs, cells = tmp_path / "scores", tmp_path / "pairs", tmp_path / "cells"
+    for d in (scores, pairs, cells):
+        d.mkdir()
+    for method, stdin in (("always", questions), ("never", questions), ("tree", with_dqs)):
+        (cells / f"ambignq.det.{method}.jsonl").write_text(cq("detect", "--method", method, "-q", stdin=stdin))
+    (cells / "ambignq.cq.from-dqs.jsonl").write_text(cq("gen-cq", "--method", "from-dqs", "-q", stdin=questions))
     summaries = {}
-    for method in ("always", "never"):
-        name = f"ambignq.det.{method}"
-        summaries[name] = orjson.loads(cq("score", "--task", "detect",
-                                          stdin=cq("detect", "--method", method, "-q", stdin=questions)))
-        (scores / f"{name}.json.cmd").write_text(f"cq detect --method {method} | cq score --task detect\n")
-    name = "ambignq.cq.from-dqs"
-    summaries[name] = orjson.loads(cq("score", "--task", "cq", "--no-bertscore",
-                                      stdin=cq("gen-cq", "--method", "from-dqs", "-q", stdin=questions)))
-    for name, summary in summaries.items():
-        (scores / f"{name}.json").write_bytes(orjson.dumps(summary))
+    for path in sorted(cells.glob("*.jsonl")):
+        name, task = path.name[:-len(".jsonl")], "cq" if ".cq." in path.name else "detect"
+        summaries[name] = orjson.loads(cq("score", "--task", task, "--ci", *(["--no-bertscore"] * (task == "cq")),
+                                          stdin=path.read_text()))
+        (scores / f"{name}.json").write_bytes(orjson.dumps(summaries[name]))
+        (scores / f"{name}.json.cmd").write_text(f"cq ... | cq score --task {task} --ci\n")
+    paired = {}
+    for a, b in (("always", "never"), ("always", "tree"), ("tree", "always")):
+        name = f"ambignq.det.{a}--ambignq.det.{b}"
+        paired[name] = orjson.loads(cq("score", "--task", "detect", "--paired", str(cells / f"ambignq.det.{b}.jsonl"),
+                                       stdin=(cells / f"ambignq.det.{a}.jsonl").read_text()))
+        (pairs / f"{name}.json").write_bytes(orjson.dumps(paired[name]))
+
+    # Wall times through the real helper: every score reads a stage that took 100 s; det.never's score was
+    # killed once after 5 s of work (its last write) and resumed.
+    upstream = tmp_path / "upstream.jsonl"
+    (tmp_path / "upstream.jsonl.wall").write_text('{"stage_s": 100.0, "total_s": 100.0, "attempts": 1}')
+    for name in summaries:
+        out = str(scores / f"{name}.json")
+        if name == "ambignq.det.never":
+            Path(out + ".part.cq.json").write_text("{}")
+            Path(out + ".part").write_text("")
+            assert bench("report.py", "wall", "start", out).returncode == 0
+            started = orjson.loads(Path(out + ".part.attempts").read_bytes())[0][0]
+            os.utime(out + ".part", (started + 5, started + 5))
+        for args in (("start", out), ("stop", out, str(upstream))):
+            result = bench("report.py", "wall", *args)
+            assert result.returncode == 0, result.stderr
+    never_wall = orjson.loads(Path(scores / "ambignq.det.never.json.wall").read_bytes())
+    assert never_wall["attempts"] == 2 and never_wall["resumed"] and 105 <= never_wall["total_s"] < 110
+
     out = tmp_path / "results.md"
-    result = bench("report.py", "--scores", str(scores), "--out", str(out), "--n", "30", timeout=120)
+    result = bench("report.py", "results", "--scores", str(scores), "--pairs", str(pairs), "--out", str(out),
+                   "--tiers", "30,20,10", "--command", "make compare N=30", timeout=120)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == f"wrote {out} (3 cells)"
+    assert result.stdout.strip() == f"wrote {out} (4 cells)"
     text = out.read_text()
+    assert "on 30 covered AmbigNQ dev questions" in text and "on the first 20 of them" in text
+    assert "first 10 covered ASQA" in text and "bootstrap 95% interval" in text
     rows = {line.split("]")[0].lstrip("| ["): line for line in text.splitlines() if line.startswith("| [")}
     assert set(rows) == set(summaries)
     always = summaries["ambignq.det.always"]
+    intervals = always["ci"]["intervals"]
     assert rows["ambignq.det.always"].endswith(
-        f"| {always['n']} | " + " | ".join(f"{always[k]:.1f}" for k in ("accuracy", "precision", "recall", "f1",
-                                                                        "auroc")) + " |")
+        f"| {always['n']} | " + " | ".join(f"{always[k]:.1f} [{intervals[k][0]:.1f}, {intervals[k][1]:.1f}]"
+                                           for k in ("accuracy", "precision", "recall", "f1", "auroc")) + " | 100 |")
+    assert rows["ambignq.det.never"].endswith(" | 105† |")
+    assert "| cell | n | Acc | P | R | F1 | AUROC | wall s |" in text
     for line in rows.values():
         assert "–" not in line, line
     assert "## Ambiguity detection" in text and "## Clarification question generation" in text
-    assert "cq detect --method never | cq score --task detect" in text  # the command beside each row
+    assert "cq ... | cq score --task detect --ci" in text  # the command beside each row
+
+    # The prose: a difference only when the interval excludes 0, in the direction of the difference.
+    bullets = {line.split("**")[1]: line for line in text.splitlines() if line.startswith("- **")}
+    assert set(bullets) == {"ambignq.det.never vs ambignq.det.always", "ambignq.det.tree vs ambignq.det.always",
+                            "ambignq.det.always vs ambignq.det.tree"}
+    null = paired["ambignq.det.always--ambignq.det.never"]["metrics"]["accuracy"]
+    assert not null["excludes_zero"]
+    assert (f"accuracy: no difference shown (d = {null['diff']:+.1f} [{null['low']:.1f}, {null['high']:.1f}], "
+            f"n = 30).") in bullets["ambignq.det.never vs ambignq.det.always"]
+    assert "higher" not in bullets["ambignq.det.never vs ambignq.det.always"]
+    shown = paired["ambignq.det.always--ambignq.det.tree"]["metrics"]["accuracy"]
+    assert shown["excludes_zero"] and shown["diff"] > 0
+    sentence = (f"accuracy: ambignq.det.tree is higher than ambignq.det.always by {shown['diff']:.1f} "
+                f"[{shown['low']:.1f}, {shown['high']:.1f}] on 30 shared questions.")
+    assert sentence in bullets["ambignq.det.tree vs ambignq.det.always"]
+    assert sentence in bullets["ambignq.det.always vs ambignq.det.tree"]  # A and B swapped: the same sentence
 
 
 @pytest.mark.slow
