@@ -55,10 +55,11 @@ def run_alone(env: dict, src: Path, work: Path, tag: str) -> tuple[list[float], 
 def run_pipeline(env: dict, src: Path, work: Path, tag: str) -> tuple[float, Path]:
     out = work / f"{tag}.pipeline.jsonl"
     cq = " ".join(map(shlex.quote, CQ))
-    line = " | ".join(f"{cq} {' '.join(args)} -q" for _, args in STAGES)
+    stages = [f"{cq} {' '.join(args)} -q" for _, args in STAGES]
+    stages[0] += f" < {shlex.quote(str(src))}"
+    line = " | ".join(stages) + f" > {shlex.quote(str(out))}"
     start = time.perf_counter()
-    subprocess.run(["bash", "-o", "pipefail", "-c", f"{line} < {shlex.quote(str(src))} > {shlex.quote(str(out))}"],
-                   env=env, cwd=ROOT, check=True)
+    subprocess.run(["bash", "-o", "pipefail", "-c", line], env=env, cwd=ROOT, check=True)
     return time.perf_counter() - start, out
 
 

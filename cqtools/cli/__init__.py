@@ -104,9 +104,8 @@ class _StderrHandler(logging.StreamHandler):
 def _share_cores() -> None:
     """OpenMP threads (torch, faiss) sleep when idle instead of spinning, unless OMP_WAIT_POLICY is
     set. The stages of a pipeline are processes on the same cores; spinning threads of one stage
-    hold the cores another needs, and every parallel op then waits for descheduled threads (a
-    SmolLM2 decode step took 3.6 s instead of 0.16 s beside four busy processes on 2 cores;
-    docs/benchmarks/threads.md). Set before torch loads: libgomp reads it once."""
+    hold the cores another needs, and every parallel op then waits for descheduled threads
+    (docs/benchmarks/threads.md). Set before torch loads: libgomp reads it once."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
