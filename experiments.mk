@@ -84,10 +84,12 @@ define score
 endef
 
 # ---- shared prefixes ------------------------------------------------------------------------
+# Its timing files sit beside the index directory ($(INDEX).wall): `cq index --overwrite` replaces
+# only an index, never a directory holding other files.
 $(INDEX)/cq_index.json: | $(STAMP)
-	@$(WALL) start $@
+	@$(WALL) start $(INDEX)
 	$(CQ) index --corpus $(DATA)/corpus/passages.jsonl --out $(INDEX) --dense --overwrite
-	@$(WALL) stop $@ $(DATA)/corpus/passages.jsonl && rm -f $@.part.attempts
+	@$(WALL) stop $(INDEX) $(DATA)/corpus/passages.jsonl && rm -f $(INDEX).part.attempts
 
 # Questions the shared corpus was built for (its source_qid): selection of the evaluation set only.
 $(EXP)/covered.ids: | $(STAMP)
@@ -286,7 +288,7 @@ compare: exp-askcq exp-ambigqa exp-refuel exp-clam exp-toc pairs
 	  --command 'make compare $(if $(N_ALL),N_ALL=$(N_ALL) )N_MODEL=$(N_MODEL) N_ASQA=$(N_ASQA)' \
 	  --tiers "$$(wc -l < $(EXP)/ambignq.jsonl),$$(wc -l < $(EXP)/ambignq.m.jsonl),$$(wc -l < $(EXP)/asqa.jsonl)" \
 	  --models 'LLM $(MODEL_LLM); reranker $(MODEL_RERANK); detector $(MODEL_DETECT) (--passages $(DETECT_PASSAGES))' \
-	  --device $(DEVICE) --index-wall $(INDEX)/cq_index.json.wall
+	  --device $(DEVICE) --index-wall $(INDEX).wall
 
 .PHONY: exp-askcq exp-ambigqa exp-refuel exp-clam exp-toc pairs compare
 .SECONDARY:
