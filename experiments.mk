@@ -283,12 +283,21 @@ $(eval $(call pair,asqa,asqa.toc.rac.bm25,asqa.toc.prune.bm25))
 pairs: $(PAIRS)
 
 # ---- everything, one report -------------------------------------------------------------------
-compare: exp-askcq exp-ambigqa exp-refuel exp-clam exp-toc pairs
+# The report from the score files present: `make compare` writes it at the end; `make report
+# PARTIAL='why'` writes it from the cells finished so far and says so (make compare resumes the rest).
+define report
 	$(BIN)/python bench/report.py results --scores $(S) --pairs $(P) --out $(RESULTS) \
 	  --command 'make compare $(if $(N_ALL),N_ALL=$(N_ALL) )N_MODEL=$(N_MODEL) N_ASQA=$(N_ASQA)' \
-	  --tiers "$$(wc -l < $(EXP)/ambignq.jsonl),$$(wc -l < $(EXP)/ambignq.m.jsonl),$$(wc -l < $(EXP)/asqa.jsonl)" \
+	  --tiers "$$(wc -l < $(EXP)/ambignq.jsonl),$$(cat $(EXP)/ambignq.m.jsonl 2>/dev/null | wc -l),$$(cat $(EXP)/asqa.jsonl 2>/dev/null | wc -l)" \
 	  --models 'LLM $(MODEL_LLM); reranker $(MODEL_RERANK); detector $(MODEL_DETECT) (--passages $(DETECT_PASSAGES))' \
-	  --device $(DEVICE) --index-wall $(INDEX).wall
+	  --device $(DEVICE) --index-wall $(INDEX).wall $(if $(PARTIAL),--partial '$(PARTIAL)')
+endef
 
-.PHONY: exp-askcq exp-ambigqa exp-refuel exp-clam exp-toc pairs compare
+compare: exp-askcq exp-ambigqa exp-refuel exp-clam exp-toc pairs
+	$(report)
+
+report:
+	$(report)
+
+.PHONY: report exp-askcq exp-ambigqa exp-refuel exp-clam exp-toc pairs compare
 .SECONDARY:

@@ -226,6 +226,10 @@ def write_results(args) -> None:
     scores_dir = Path(args.scores)
     scores = {p.name[:-5]: json.loads(p.read_text()) for p in sorted(scores_dir.glob("*.json"))}
     lines = header(args, scores)
+    if args.partial:
+        lines += [f"**Partial run** ({args.partial}): only the cells below have finished; every other cell of "
+                  "`make compare` has not run yet (the same command resumes it). No cell here is a cut-down version "
+                  "of its full-size self.", ""]
     used: set = set()
     for title, task, prefix, columns, paper in FAMILIES:
         lines += table(title, task, prefix, columns, paper, scores, scores_dir, used)
@@ -251,6 +255,8 @@ def main(argv=None) -> None:
     results.add_argument("--models", default="?", help="the models, in words (header)")
     results.add_argument("--device", default="auto")
     results.add_argument("--index-wall", help="the corpus index's F.wall (its build time, in the header)")
+    results.add_argument("--partial", default=None, metavar="WHY",
+                         help="say in the report that the grid has not finished, and why (the cells present are whole)")
     wall = sub.add_parser("wall", help="record a stage's wall time: start F, then stop F INPUT")
     wall.add_argument("when", choices=["start", "stop"])
     wall.add_argument("out", help="the stage's output file F")

@@ -143,6 +143,13 @@ def test_report_on_real_score_summaries(tmp_path):
                 f"[{shown['low']:.1f}, {shown['high']:.1f}] on 30 shared questions.")
     assert sentence in bullets["ambignq.det.tree vs ambignq.det.always"]
     assert sentence in bullets["ambignq.det.always vs ambignq.det.tree"]  # A and B swapped: the same sentence
+    assert "Partial run" not in text
+
+    partial = tmp_path / "partial.md"
+    result = bench("report.py", "results", "--scores", str(scores), "--out", str(partial), "--tiers", "30,0,0",
+                   "--partial", "stopped after the cheap tier", timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "**Partial run** (stopped after the cheap tier)" in partial.read_text()
 
 
 @pytest.mark.slow
