@@ -148,11 +148,14 @@ def test_resample_of_every_question_gives_the_summary(task, source, options):
 def test_resample_equals_scoring_the_resampled_records(task, source, options):
     """A resample with repeats gives what scoring those records (repeats included) gives: corpus
     BLEU, micro averages, AUROC and distinct answers are recomputed, not averaged."""
+    from cqtools.score.clam import question_of
+
     records = case_records(source)
     result, _ = scored(task, records, **options)
-    scorable = [records.index(next(r for r in records if r["id"] == qid)) for qid in result.question_ids]
-    idx = np.random.default_rng(5).integers(0, len(scorable), size=len(scorable))
-    _, direct = scored(task, [records[scorable[i]] for i in idx], **options)
+    unit = question_of if task == "clam" else (lambda r: r["id"])  # clam resamples whole questions
+    members = [[r for r in records if unit(r) == qid] for qid in result.question_ids]
+    idx = np.random.default_rng(5).integers(0, len(members), size=len(members))
+    _, direct = scored(task, [r for i in idx for r in members[i]], **options)
     for name, value in result.resample(idx).items():
         assert value == pytest.approx(direct[name], abs=1e-9), name
 
@@ -273,3 +276,23 @@ def test_paired_refuses_duplicate_ids(tmp_path):
     other = write(tmp_path / "b.jsonl", records + records[:1])
     result = run(["--task", "cbqa", "--paired", other], records)
     assert result.exit_code == 1 and "scored twice" in result.stderr
+
+
+def test_clam_resamples_whole_questions_not_expanded_records():
+    """`cq oracle --expand` writes one record per intended DQ (<id>#<i>); they are drawn together
+    (a cluster bootstrap), so an interval does not treat one question's DQs as independent draws."""
+    def rec(rid, ambiguous, answers, intended, said, asked):
+        return {"id": rid, "gold": {"ambiguous": ambiguous, "answers": answers, "intended": intended},
+                "answers": [{"text": said}], "cq": {"text": "Which?"} if asked else None}
+
+    records = [rec("q1#0", True, [["Paris"], ["Lyon"]], 0, "Paris", True),
+               rec("q1#1", True, [["Paris"], ["Lyon"]], 1, "Paris", True),
+               rec("q2", False, [["Rome"]], 0, "Rome", False),
+               rec("q#3#0", True, [["x"], ["y"]], 0, "y", False)]  # '#' inside an id: only the suffix counts
+    result, summary = scored("clam", records)
+    assert result.question_ids == ["q1", "q2", "q#3"]
+    assert summary["all.accuracy"] == pytest.approx(50.0)  # still per record: 2 of 4 correct
+    idx = np.array([0, 0, 1])
+    _, direct = scored("clam", [records[0], records[1], records[0], records[1], records[2]])
+    for name, value in result.resample(idx).items():
+        assert value == pytest.approx(direct[name], abs=1e-9), name

@@ -16,6 +16,7 @@ RATES = ("accuracy", "adjusted_accuracy", "clarification_rate")
 @dataclass
 class ClamTask(Task):
     groups: dict = field(default_factory=lambda: {g: m_clam.ClamTotals() for g in GROUPS})
+    _clusters: dict = field(default_factory=dict, repr=False)  # question id -> its row in question_stats
 
     def skip_reason(self, record):
         gold = gold_of(record)
@@ -42,9 +43,24 @@ class ClamTask(Task):
                 self.groups[group].add(row)
             rows.append({"id": record["id"], **row})
             amb = float(row["ambiguous"])
-            self.keep(record["id"], (amb, amb * row["correct"], amb * row["adjusted"], amb * row["asked"],
-                                     row["correct"], row["adjusted"], float(row["asked"])))
+            self.keep_in_cluster(question_of(record), (1.0, amb, amb * row["correct"], amb * row["adjusted"],
+                                                       amb * row["asked"], row["correct"], row["adjusted"],
+                                                       float(row["asked"])))
         return rows
+
+    def keep_in_cluster(self, question, stats: tuple) -> None:
+        """One resampling unit per question: the records `cq oracle --expand` made from one question
+        (one per intended DQ) are not independent draws, so their stats are summed and resampled
+        together (a cluster bootstrap); intervals per record would be too narrow."""
+        if not self.opts.keep_questions:
+            return
+        at = self._clusters.get(question)
+        if at is None:
+            self._clusters[question] = len(self.question_ids)
+            self.keep(question, stats)
+        else:
+            self.question_stats[at] = tuple(a + b for a, b in zip(self.question_stats[at], stats))
+            self._matrix = None
 
     @staticmethod
     def _rates(totals: m_clam.ClamTotals) -> dict:
@@ -57,13 +73,24 @@ class ClamTask(Task):
         return out
 
     def resample(self, idx):
-        s = self.kept_sums(idx, ("amb", "amb_correct", "amb_adjusted", "amb_asked", "correct", "adjusted", "asked"))
+        s = self.kept_sums(idx, ("n", "amb", "amb_correct", "amb_adjusted", "amb_asked", "correct", "adjusted",
+                                 "asked"))
         amb = m_clam.ClamTotals(round(s["amb"]), s["amb_correct"], s["amb_adjusted"], round(s["amb_asked"]))
-        every = m_clam.ClamTotals(len(idx), s["correct"], s["adjusted"], round(s["asked"]))
+        every = m_clam.ClamTotals(round(s["n"]), s["correct"], s["adjusted"], round(s["asked"]))
         unamb = m_clam.ClamTotals(every.n - amb.n, every.correct - amb.correct, every.adjusted - amb.adjusted,
                                   every.asked - amb.asked)
         return {f"{group}.{k}": v for group, totals in zip(GROUPS, (amb, unamb, every))
                 for k, v in self._rates(totals).items() if k != "n"}
+
+
+def question_of(record: dict):
+    """The question a record was expanded from: ``<id>`` of ``<id>#<i>`` when ``gold.intended`` is i
+    (`cq oracle --expand`), else the record's own id."""
+    record_id, intended = record["id"], gold_of(record).get("intended")
+    suffix = f"#{intended}"
+    if isinstance(record_id, str) and isinstance(intended, int) and record_id.endswith(suffix):
+        return record_id[:-len(suffix)]
+    return record_id
 
 
 @SCORE_TASKS.register("clam", help="accuracy, adjusted accuracy, clarification rate")
