@@ -338,7 +338,7 @@ def test_load_options_reach_the_run_record_only_when_set(runner, tmp_path, tiny_
 
 
 @pytest.mark.parametrize("command", ["rerank", "detect", "gen-cq", "answer", "disambiguate", "oracle", "index",
-                                     "retrieve"])
+                                     "retrieve", "chat"])
 def test_every_model_stage_has_the_load_options(runner, command):
     result = runner.invoke(cli, [command, "--help"])
     assert all(opt in result.output for opt in ("--revision", "--trust-remote-code", "--quantize", "--device",

@@ -9,7 +9,7 @@ import threading
 
 import click
 
-from .options import compose, device_options, seed_option
+from .options import compose, device_options, load_options, seed_option
 from ..registry import CQ_METHODS, DETECTORS, READERS, SEARCHERS
 
 
@@ -134,7 +134,7 @@ def _models(model, detect_method, detect_model, gen_cq_method, gen_cq_model, rea
 @click.option("--questions", "questions_path", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
               help="--study: the questions (JSONL records, e.g. from cq convert).")
 @click.option("-q", "--quiet", is_flag=True, help="No spinner.")
-@compose(device_options, seed_option)
+@compose(device_options, load_options, seed_option)
 def cli(index_dir, retrieve_method, hits, rerank_top, reranker, detect_method, detect_model, threshold,
         gen_cq_method, gen_cq_model, reader_name, reader_model, model, n_passages, log_path, script_path,
         replay_path, study, questions_path, quiet, device, dtype, seed):
