@@ -181,11 +181,14 @@ def is_gzip(path: str) -> bool:
 
 def open_input(path: str) -> IO[bytes]:
     """``path`` opened for binary reading, decompressed if it is gzip (by magic bytes); gzip
-    members appended one after another read as one stream."""
+    members appended one after another read as one stream. A pipe (``--ids <(cut -f1 x)``, a FIFO)
+    is peeked, not rewound."""
     try:
         fh = open(path, "rb")
     except OSError as err:
         raise ResourceError(f"cannot read {path}: {err.strerror}") from None
+    if not fh.seekable():
+        return maybe_gunzip(fh)
     if fh.read(2) == GZIP_MAGIC:
         fh.close()
         return gzip.GzipFile(path, mode="rb")

@@ -247,3 +247,27 @@ def test_kill_then_resume_a_gzip_output(fixture_index, questions, tmp_path, runn
         done = subprocess.run(cmd, stdin=fin, capture_output=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr.decode()
     assert gzip.decompress(out.read_bytes()).decode() == expected
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_a_named_pipe_is_read_without_rewinding(runner, tmp_path, compress):
+    """`cq convert ... --ids <(cut -f1 list)` hands cq a FIFO: it cannot seek back after the gzip
+    sniff, so it is peeked (this was a traceback)."""
+    import gzip as gz
+    import threading
+
+    from cqtools.jsonl import open_input
+
+    fifo = tmp_path / "ids"
+    os.mkfifo(fifo)
+    payload = b"a\nb\n"
+
+    def write():
+        with open(fifo, "wb") as fh:
+            fh.write(gz.compress(payload) if compress else payload)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    with open_input(str(fifo)) as fh:
+        assert fh.read() == payload
+    writer.join()
