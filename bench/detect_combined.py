@@ -29,20 +29,18 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import CQ, machine, read_jsonl, timed  # noqa: E402
-from cqtools.metrics import bootstrap as m_boot  # noqa: E402
-from cqtools.metrics.detect import auroc  # noqa: E402
+from cqtools.stages import train_combiner  # noqa: E402
 
 SIGNAL_SETS = ["classifier,titles,namesakes,parens", "classifier,titles,namesakes,parens,scores",
                "titles,namesakes,parens,scores"]
 
 
-def paired_auroc(y, a, b, n_boot=1000, seed=0) -> str:
-    stat = lambda s: (lambda idx: {"auroc": auroc(list(y[idx]), list(s[idx]))})  # noqa: E731
-    diffs = m_boot.paired_bootstrap(stat(a), stat(b), len(y), n_boot, seed)
-    if "auroc" not in diffs:
+def paired_auroc(y, a, b) -> str:
+    """clf AUROC | comb AUROC | diff [low, high] (the trainer's own paired bootstrap)."""
+    d = train_combiner.paired_auroc(y, a, b, train_combiner.CombinerConfig(train="", out="", features=()))
+    if d["diff"] is None:
         return "– | – | –"
-    d = diffs["auroc"]
-    return f"{100 * d.a:.1f} | {100 * d.b:.1f} | {100 * d.diff:+.1f} [{100 * d.interval.low:+.1f}, {100 * d.interval.high:+.1f}]"
+    return f"{d['a']:.1f} | {d['b']:.1f} | {d['diff']:+.1f} [{d['ci'][0]:+.1f}, {d['ci'][1]:+.1f}]"
 
 
 def cell(m: dict) -> str:

@@ -71,8 +71,11 @@ def paired_auroc(y: np.ndarray, a: np.ndarray, b: np.ndarray, cfg: CombinerConfi
     """AUROC(b) - AUROC(a) on the same questions, with its paired-bootstrap interval."""
     diffs = m_boot.paired_bootstrap(lambda idx: detection_metrics(y[idx], a[idx], None),
                                     lambda idx: detection_metrics(y[idx], b[idx], None), len(y), cfg.n_boot, cfg.seed)
+    if "auroc" not in diffs:  # one class only: AUROC undefined
+        return {"a": None, "b": None, "diff": None, "ci": None, "excludes_zero": False}
     d = diffs["auroc"]
-    return {"diff": d.diff, "ci": [d.interval.low, d.interval.high], "excludes_zero": d.interval.excludes(0.0)}
+    return {"a": d.a, "b": d.b, "diff": d.diff, "ci": [d.interval.low, d.interval.high],
+            "excludes_zero": d.interval.excludes(0.0)}
 
 
 def fold_of(record_id, folds: int, seed: int) -> int:
