@@ -157,3 +157,26 @@ def test_unknown_feature_is_a_one_line_error(runner, tmp_path):
     result = runner.invoke(cli, ["train", "combiner", "--train", str(train), "--out", str(tmp_path / "m"),
                                  "--features", "titles,vibes"])
     assert result.exit_code != 0 and "unknown vibes" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_resume_refuses_a_combiner_retrained_in_place(runner, tmp_path):
+    """The combiner dir is fingerprinted in the run record like any model: retraining it at the same
+    path and resuming would mix two detectors' scores in one file."""
+    train = tmp_path / "train.jsonl"
+    train.write_text(jsonl(synthetic(40)))
+    model, out = str(tmp_path / "m"), str(tmp_path / "out.jsonl")
+
+    def fit(features):
+        result = runner.invoke(cli, ["train", "combiner", "--train", str(train), "--out", model, "--features",
+                                     features, "--n-boot", "20", "-q"])
+        assert result.exit_code == 0, result.stderr
+
+    fit("titles,namesakes")
+    first = runner.invoke(cli, ["detect", "--method", "combined", "--model", model, "--resume", out, "-q"],
+                          input=jsonl(synthetic(4)[:2]))
+    assert first.exit_code == 0, first.stderr
+    fit("parens,scores")
+    again = runner.invoke(cli, ["detect", "--method", "combined", "--model", model, "--resume", out, "-q"],
+                          input=jsonl(synthetic(4)))
+    assert again.exit_code != 0 and "Traceback" not in again.stderr, again.stderr
+    assert len(parse_jsonl(open(out).read())) == 2  # nothing appended

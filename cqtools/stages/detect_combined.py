@@ -172,11 +172,14 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0) -> tuple[np.ndar
     return mean, scale, res.x[:-1], float(res.x[-1])
 
 
+def id_hash(record_id, seed: int, salt: str = "") -> int:
+    """sha256(salt, seed, id) as an integer: splits that depend on neither file order nor other records."""
+    return int.from_bytes(hashlib.sha256(f"{salt}{seed}:{record_id}".encode()).digest(), "big")
+
+
 def held_out(record_id, fraction: float, seed: int) -> bool:
-    """True for the ids of the validation part: a hash of (seed, id), so the split does not depend
-    on the file's order or on which other records it holds."""
-    digest = hashlib.sha256(f"{seed}:{record_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2 ** 64 < fraction
+    """True for the ids of the validation part (the hash's top 64 bits as a fraction)."""
+    return (id_hash(record_id, seed) >> 192) / 2 ** 64 < fraction
 
 
 def load(path: str) -> Combiner:
@@ -226,6 +229,9 @@ def signal_scorer(combiner: Combiner, device: str = "auto"):
 def combined_detector(model: str | None, threshold: float | None, device: str = "auto") -> Detector:
     if not model:
         raise ResourceError("--method combined needs --model DIR, written by `cq train combiner --out DIR`")
+    from ..models.resolve import resolve
+
+    model = resolve(model).path  # resolved models are fingerprinted in --resume's run record
     combiner = load(model)
     matrix, clf_info = signal_scorer(combiner, device)
     cut = combiner.threshold if threshold is None else threshold
