@@ -37,7 +37,7 @@ SIGNAL_SETS = ["classifier,titles,namesakes,parens", "classifier,titles,namesake
 
 def paired_auroc(y, a, b) -> str:
     """clf AUROC | comb AUROC | diff [low, high] (the trainer's own paired bootstrap)."""
-    d = train_combiner.paired_auroc(y, a, b, train_combiner.CombinerConfig(train="", out="", features=()))
+    d = train_combiner.paired_auroc(y, a, b)
     if d["diff"] is None:
         return "– | – | –"
     return f"{d['a']:.1f} | {d['b']:.1f} | {d['diff']:+.1f} [{d['ci'][0]:+.1f}, {d['ci'][1]:+.1f}]"

@@ -9,7 +9,6 @@ combiner uses it) the paired difference to the classifier alone.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -67,10 +66,10 @@ def with_ci(y: np.ndarray, scores: np.ndarray, threshold: float | None, cfg: Com
             for name, value in point.items()}
 
 
-def paired_auroc(y: np.ndarray, a: np.ndarray, b: np.ndarray, cfg: CombinerConfig) -> dict:
+def paired_auroc(y: np.ndarray, a: np.ndarray, b: np.ndarray, n_boot: int = 1000, seed: int = 0) -> dict:
     """AUROC(b) - AUROC(a) on the same questions, with its paired-bootstrap interval."""
     diffs = m_boot.paired_bootstrap(lambda idx: detection_metrics(y[idx], a[idx], None),
-                                    lambda idx: detection_metrics(y[idx], b[idx], None), len(y), cfg.n_boot, cfg.seed)
+                                    lambda idx: detection_metrics(y[idx], b[idx], None), len(y), n_boot, seed)
     if "auroc" not in diffs:  # one class only: AUROC undefined
         return {"a": None, "b": None, "diff": None, "ci": None, "excludes_zero": False}
     d = diffs["auroc"]
@@ -79,7 +78,7 @@ def paired_auroc(y: np.ndarray, a: np.ndarray, b: np.ndarray, cfg: CombinerConfi
 
 
 def fold_of(record_id, folds: int, seed: int) -> int:
-    return int(hashlib.sha256(f"fold:{seed}:{record_id}".encode()).hexdigest(), 16) % folds
+    return dc.id_hash(record_id, seed, salt="fold:") % folds
 
 
 def train_combiner(cfg: CombinerConfig) -> dict:
@@ -131,7 +130,8 @@ def train_combiner(cfg: CombinerConfig) -> dict:
                   "combined": with_ci(yv, pv, threshold, cfg),
                   "signals_alone": {c: with_ci(yv, xv[:, j], None, cfg)["auroc"] for j, c in enumerate(columns)}}
     if "classifier" in cfg.features:
-        validation["combined_minus_classifier_auroc"] = paired_auroc(yv, xv[:, columns.index("classifier")], pv, cfg)
+        validation["combined_minus_classifier_auroc"] = paired_auroc(yv, xv[:, columns.index("classifier")], pv,
+                                                                          cfg.n_boot, cfg.seed)
     os.makedirs(cfg.out, exist_ok=True)
     with open(os.path.join(cfg.out, dc.COMBINER_FILE), "w") as fh:
         json.dump(combiner.to_json(), fh, indent=1)
