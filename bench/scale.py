@@ -61,15 +61,9 @@ def cq_search(index: str, qs: list[str], k: int) -> dict:
     searcher = open_searcher(index, "bm25")
     threads = os.cpu_count()
     out = {"hits": [], "passages": []}
-    pool = None
     for _ in range(3):
-        if pool is None and threads > 1:
-            from concurrent.futures import ThreadPoolExecutor
-
-            pool = ThreadPoolExecutor(threads)
-            searcher._top_docs(k + 16)
         start = time.perf_counter()
-        list(pool.map(lambda q: searcher._lucene_hits(q, k), qs)) if pool else [searcher._lucene_hits(q, k) for q in qs]
+        searcher._lucene_hits(qs, k, threads)
         out["hits"].append(round(time.perf_counter() - start, 3))
         start = time.perf_counter()
         searcher.batch_search(qs, [str(n) for n in range(len(qs))], k, threads)

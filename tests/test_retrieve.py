@@ -176,6 +176,8 @@ def test_fast_bm25_equals_anserini_searcher(fixture_index, questions):
     b = anserini.batch_search(queries, ids, 30, 1)
     for i in ids:
         assert [(h["id"], h["score"], h["rank"]) for h in a[i]] == [(h["id"], h["score"], h["rank"]) for h in b[i]]
+    one_thread = ours.batch_search([" "] + queries, ["blank"] + ids, 30, 1)  # sequential stream, and a blank query
+    assert one_thread.pop("blank") == [] and one_thread == a
 
 
 def test_anserini_tie_adjustment_by_hand():
@@ -204,11 +206,12 @@ def test_jvm_heap_option(monkeypatch):
         jvm.heap_option()
 
 
-def test_score_docs_text_parses_to_exact_float32():
+def test_hits_text_parses_to_exact_float32():
     import numpy as np
 
-    from cqtools.retrieval.lucene import parse_score_docs
+    from cqtools.retrieval.lucene import parse_hits
 
-    assert parse_score_docs("[]") == []
-    hits = parse_score_docs("[doc=12 score=7.4542847 shardIndex=-1, doc=3 score=1.0E-4 shardIndex=-1]")
-    assert hits == [(12, float(np.float32(7.4542847))), (3, float(np.float32(1e-4)))]
+    assert parse_hits("") == ([], [])
+    assert parse_hits("12 7.4542847 3 1.0E-4 ") == ([12, 3], [float(np.float32(7.4542847)), float(np.float32(1e-4))])
+    with pytest.raises(RuntimeError, match="unexpected hits text"):
+        parse_hits("12 7.45 3")

