@@ -53,6 +53,14 @@ def peak_mib() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
+PASSES, PASS_BUDGET = 5, 60.0  # up to 5 timed passes each; none after a pass slower than the budget
+
+
+def more(times: list[float]) -> bool:
+    """Same rule for both systems: warm passes until PASSES, or stop once one pass took PASS_BUDGET s."""
+    return len(times) < PASSES and not (times and times[-1] > PASS_BUDGET)
+
+
 def cq_search(index: str, qs: list[str], k: int) -> dict:
     """Child: cq's BM25 searcher. `hits` = Lucene ids and scores only (what bm25s returns);
     `passages` = batch_search, i.e. also docstore reads, tie adjustment, ranked dicts."""
@@ -61,7 +69,7 @@ def cq_search(index: str, qs: list[str], k: int) -> dict:
     searcher = open_searcher(index, "bm25")
     threads = os.cpu_count()
     out = {"hits": [], "passages": []}
-    for _ in range(3):
+    while more(out["hits"]):
         start = time.perf_counter()
         searcher._lucene_hits(qs, k, threads)
         out["hits"].append(round(time.perf_counter() - start, 3))
@@ -87,7 +95,7 @@ def bm25s_search(corpus: str, qs: list[str], k: int) -> dict:
     del texts
     index_seconds = round(time.perf_counter() - start, 2)
     times = []
-    for _ in range(3):
+    while more(times):
         start = time.perf_counter()
         retriever.retrieve(bm25s.tokenize(qs, stopwords="en", show_progress=False), k=k, show_progress=False,
                            n_threads=os.cpu_count())
@@ -127,6 +135,7 @@ def main() -> None:
     rows = json.loads(saved.read_text()) if saved.exists() else []
     for size in [] if args.report_only else [int(s) for s in args.scale.split(",")]:
         corpus, index = work / f"corpus-{size}.jsonl", work / f"idx-{size}"
+        load = round(os.getloadavg()[0], 1)  # 1-min load average before this size's steps
         t0 = time.perf_counter()
         if not corpus.exists():
             synthetic_corpus(data / "corpus" / "passages.jsonl", size, corpus)
@@ -134,7 +143,7 @@ def main() -> None:
         build = timed(CQ + ["index", "--corpus", str(corpus), "--out", str(index), "--overwrite"])
         ours = child(args, "--child", "cq", str(index))
         peer = child(args, "--child", "bm25s", str(corpus))
-        row = {"size": size, "corpus_seconds": made, "build": build, "disk_mib": du_mib(index), "cq": ours,
+        row = {"size": size, "load": load, "corpus_seconds": made, "build": build, "disk_mib": du_mib(index), "cq": ours,
                "bm25s": peer}
         rows = sorted([r for r in rows if r["size"] != size] + [row], key=lambda r: r["size"])
         print(json.dumps(row), file=sys.stderr)
@@ -149,16 +158,16 @@ def write_report(out: Path, rows: list[dict], n: int, args) -> None:
     lines = [MARK, "",
              f"Command: `make bench-scale SCALE={','.join(str(r['size']) for r in rows)}` (bench/scale.py, k={args.k}). "
              f"Machine: {machine()},",
-             f"shared with other jobs, no GPU. Date: {time.strftime('%Y-%m-%d')}. Queries: the {n} AmbigNQ dev questions,",
-             f"k={args.k}, {os.cpu_count()} threads for both systems; q/s from the best of three passes in one process.",
+             f"no GPU; the 1-min load average before each size is in the table. Date: {time.strftime('%Y-%m-%d')}. Queries: the {n} AmbigNQ dev questions,",
+             f"k={args.k}, {os.cpu_count()} threads for both systems; q/s from the best of up to {PASSES} passes in one process (none after a pass over {PASS_BUDGET:.0f} s).",
              "Corpora above 9,532 passages are **synthetic** (the real passages plus sentence-shuffled ones): right for",
              "time and memory, meaningless for quality.", "",
-             "| passages | cq index s | index peak RSS MiB | index on disk MiB | cq BM25 hits q/s | cq BM25 passages q/s"
+             "| passages | load | cq index s | index peak RSS MiB | index on disk MiB | cq BM25 hits q/s | cq BM25 passages q/s"
              " | cq search peak RSS MiB | bm25s q/s | bm25s index s | bm25s peak RSS MiB | cq hits / bm25s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         ratio = min(r["bm25s"]["search"]) / min(r["cq"]["hits"])
-        lines.append(f"| {r['size']:,} | {r['build']['seconds']} | {r['build']['peak_mib']} | {r['disk_mib']} | "
+        lines.append(f"| {r['size']:,} | {r.get('load', '–')} | {r['build']['seconds']} | {r['build']['peak_mib']} | {r['disk_mib']} | "
                      f"{qps(r['cq']['hits'])} | {qps(r['cq']['passages'])} | {r['cq']['peak_mib']} | "
                      f"{qps(r['bm25s']['search'])} | {r['bm25s']['index_seconds']} | {r['bm25s']['peak_mib']} | "
                      f"{ratio:.2f} |")
