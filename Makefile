@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 
 include experiments.mk
 
-.PHONY: install demo test test-slow bench-retrieve bench-scale bench-pipeline docs clean
+.PHONY: install demo test test-slow bench-retrieve bench-scale bench-chat bench-pipeline docs clean
 
 install: $(STAMP)
 
@@ -56,8 +56,10 @@ docs: $(STAMP)
 	$(BIN)/python -m cqtools.docgen > docs/cli.md
 	$(BIN)/python -m cqtools.docgen --architecture
 
+# REUSE_INDEX=DIR: a `cq index --dense` of the shared corpus to time searches on (build times from its manifest).
 bench-retrieve: $(STAMP)
-	$(BIN)/python bench/retrieve.py --data $(SHARED) --work $(WORK)/bench --out docs/benchmarks/retrieve.md
+	$(BIN)/python bench/retrieve.py --data $(SHARED) --work $(WORK)/bench $(if $(REUSE_INDEX),--reuse-index $(REUSE_INDEX)) \
+	  --out docs/benchmarks/retrieve.md
 
 # Index build and BM25 search at 10k/100k/1M passages (synthetic above 9.5k), bm25s alongside.
 SCALE ?= 10000,100000,1000000
@@ -66,6 +68,10 @@ bench-scale: $(STAMP)
 
 clean:
 	rm -rf $(WORK)
+
+# How long a person waits in `cq chat` with the default models (docs/benchmarks/chat.md); the grid's index.
+bench-chat: $(INDEX)/cq_index.json
+	$(BIN)/python bench/chat.py --data $(SHARED) --index $(INDEX) --work $(WORK)/bench-chat --out docs/benchmarks/chat.md
 
 bench-pipeline: $(STAMP)
 	$(BIN)/python bench/pipeline.py --data $(SHARED) --work $(WORK)/bench --out docs/benchmarks/pipeline.md
@@ -144,10 +150,29 @@ bench-threads: $(STAMP)
 	$(BIN)/python bench/threads.py --data $(SHARED) --work $(WORK)/bench-threads --before $(BEFORE) --n 4 \
 	  --out docs/benchmarks/threads.md
 
-# Every trained model into $(WORK)/models (about 20 minutes each on 2 cores; the combiner seconds).
-models: train-detect train-reader train-combiner
+# The CQ generator (cq gen-cq --method seq2seq --model DIR): SmolLM2-135M fine-tuned on silver CQs
+# built from AmbigNQ train DQs (the 4,749 multi-answer train questions), question only (AskCQ's
+# No-Answers input); reported on the first GENCQ_DEV covered dev questions (never trained on).
+GENCQ_MODEL ?= $(WORK)/models/gencq
+GENCQ_DATA  := $(WORK)/gencq-data
+GENCQ_DEV   ?= 150
 
-.PHONY: train-reader train-combiner bench-combiner bench-threads models
+$(GENCQ_DATA)/train.jsonl: | $(STAMP)
+	mkdir -p $(GENCQ_DATA)
+	$(CQ) convert ambignq $(SHARED)/ambignq/train_light.json --silver-cq -o $@
+
+$(GENCQ_DATA)/dev.jsonl: $(READER_DATA)/covered.ids
+	mkdir -p $(GENCQ_DATA)
+	$(CQ) convert ambignq $(SHARED)/ambignq/dev_light.json --ids $< --limit $(GENCQ_DEV) --silver-cq -o $@
+
+train-gen-cq: $(GENCQ_DATA)/train.jsonl $(GENCQ_DATA)/dev.jsonl
+	CQ_OFFLINE=1 $(CQ) train gen-cq --train $< --dev $(word 2,$^) --passages 0 --epochs 3 --batch-size 8 \
+	  --lr 1e-4 --seed 0 --max-seconds $(TRAIN_SECONDS) --out $(GENCQ_MODEL)
+
+# Every trained model into $(WORK)/models (about 20 minutes each on 2 cores; the combiner seconds).
+models: train-detect train-reader train-combiner train-gen-cq
+
+.PHONY: train-reader train-combiner train-gen-cq bench-combiner bench-threads models
 
 # Per-stage throughput: local SmolLM2 (CPU) vs the same model behind a local llama.cpp server at
 # --concurrency 1,2,4 (needs llama-cpp-python[server]); writes a section of docs/benchmarks/models.md.
