@@ -9,6 +9,10 @@ STAMP   := $(VENV)/.installed
 WORK    ?= work
 SHARED  ?= ../shared/data
 PYTEST_ARGS ?=
+# Models trained here (`make models`) are what cq's defaults use when installed (cq answer's reader:
+# the extractive one in $(CQ_MODELS)/reader); the tests see an empty directory instead.
+CQ_MODELS ?= $(abspath $(WORK))/models
+export CQ_MODELS
 
 include experiments.mk
 
@@ -103,7 +107,7 @@ bench-determinism: $(STAMP)
 
 # The extractive reader (cq answer --reader extractive): BM25 passages for AmbigNQ dev + train over
 # the shared corpus, distant supervision, validation on 300 dev questions held out by id.
-READER_MODEL ?= $(WORK)/models/reader
+READER_MODEL ?= $(CQ_MODELS)/reader
 READER_DATA  := $(WORK)/reader-data
 
 $(READER_DATA)/index/cq_index.json: | $(STAMP)

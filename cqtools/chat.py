@@ -46,7 +46,7 @@ class ChatOptions:
     threshold: float | None = None
     gen_cq: str = "llm"
     gen_cq_model: str | None = None
-    reader: str = "generative"
+    reader: str = "auto"             # cq answer's: the extractive reader when installed, else generative
     reader_model: str | None = None
     n_passages: int = 3
     device: str = "auto"

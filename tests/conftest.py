@@ -3,6 +3,7 @@ need them are session-scoped and shared by every test module."""
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import orjson
@@ -12,6 +13,10 @@ from click.testing import CliRunner
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 SHARED = Path(os.environ.get("CQ_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+# Models installed on this machine ($CQ_MODELS: `make models` exports work/models) change cq's defaults
+# (cq answer's reader); every test, and every cq process a test starts, sees an empty directory.
+os.environ["CQ_MODELS"] = tempfile.mkdtemp(prefix="cq-test-models-")
 
 
 def jsonl(records) -> str:

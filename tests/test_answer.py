@@ -255,7 +255,7 @@ def test_build_uses_the_registered_generative_reader_and_passes_batch_size_per_c
     run = answer.build(mode="single", reader="generative", model="m", grounding="none", batch_size=4, seed=0)
     out = run([_record()])[0]
     assert out["answers"] == [{"text": "Alpha", "grounding": "none"}]
-    assert out["meta"]["answer"] == {**gen.info, "mode": "single", "passages": 3, "passage_chars": 600,
+    assert out["meta"]["answer"] == {"reader": "generative", **gen.info, "mode": "single", "passages": 3, "passage_chars": 600,
                                      "max_new_tokens": 16, "grounding": "none", "seed": 0}
     assert gen.sizes() == [4] and gen.batch_size == 16  # per call; the shared model is left as it was
 

@@ -152,3 +152,43 @@ def test_extractive_reader_refuses_a_language_model(runner, tiny_causal, monkeyp
     result = runner.invoke(cli, ["answer", "--reader", "extractive", "--model", tiny_causal], input=jsonl(RECORDS[:1]))
     assert result.exit_code != 0
     assert "--reader extractive needs a span" in result.output and "cq train reader" in result.output
+
+
+def test_auto_reader_follows_the_model(trained, tiny_causal, tmp_path, monkeypatch):
+    """--reader auto (the default): an installed reader in $CQ_MODELS/reader when no model is named,
+    else the named model's kind decides; long answers and --verify keep the generator."""
+    from cqtools.errors import ResourceError
+    from cqtools.models.registry import installed_reader, role
+    from cqtools.stages.answer import DEFAULT_READER, choose_reader
+
+    out, _ = trained
+    monkeypatch.setenv("CQ_MODELS", str(tmp_path))
+    assert installed_reader() is None and role("reader").model() == DEFAULT_READER
+    assert choose_reader("auto", None) == ("generative", None)
+    with pytest.raises(ResourceError, match=r"\$CQ_MODELS/reader"):
+        choose_reader("extractive", None)
+    os.symlink(out, tmp_path / "reader")
+    installed = str(tmp_path / "reader")
+    assert installed_reader() == installed and role("reader").model() == installed
+    assert choose_reader("auto", None) == ("extractive", installed)
+    assert choose_reader("extractive", None) == ("extractive", installed)
+    assert choose_reader("auto", None, generator_only=True) == ("generative", None)
+    assert choose_reader("generative", None) == ("generative", None)
+    assert choose_reader("auto", tiny_causal) == ("generative", tiny_causal)
+    assert choose_reader("auto", out) == ("extractive", out)
+    monkeypatch.setenv("CQ_MODEL_READER", tiny_causal)  # the role's variable still wins in `cq models`
+    assert role("reader").model() == tiny_causal
+
+
+def test_cq_answer_defaults_to_the_installed_reader(runner, trained, tmp_path, monkeypatch):
+    out, _ = trained
+    monkeypatch.setenv("CQ_MODELS", str(tmp_path))
+    os.symlink(out, tmp_path / "reader")
+    explicit = runner.invoke(cli, ["answer", "--reader", "extractive", "--model", out, "--passages", "2"],
+                             input=jsonl(RECORDS))
+    default = runner.invoke(cli, ["answer", "--passages", "2"], input=jsonl(RECORDS))
+    assert explicit.exit_code == 0 and default.exit_code == 0, default.output
+    mine, theirs = parse_jsonl(default.stdout), parse_jsonl(explicit.stdout)
+    assert [r["answers"] for r in mine] == [r["answers"] for r in theirs]
+    assert {(r["meta"]["answer"]["reader"], r["meta"]["answer"]["model"]) for r in mine} == \
+        {("extractive", str(tmp_path / "reader"))}

@@ -16,10 +16,14 @@ DEFAULT_READER, DEFAULT_RERANKER = LLM, RERANKER
 @click.option("--mode", type=click.Choice(["single", "cq", "multi", "long"]), default="single", show_default=True,
               help="single: one answer; cq: one per option of the record's \"cq\"; multi: every distinct answer; "
                    "long: a long answer from the record's \"dqs\" (cq disambiguate; 5 passages, 160 tokens unless given).")
-@click.option("--reader", "reader_name", type=click.Choice(READERS.names()), default="generative", show_default=True,
-              help=READERS.help() + ".")
-@model_option("reader", DEFAULT_READER, help="Reader LM (causal or seq2seq): Hugging Face id, local directory, "
-                                            "or offline copy.")
+@click.option("--reader", "reader_name", type=click.Choice(["auto", *READERS.names()]), default="auto",
+              show_default=True,
+              help="auto: extractive when the model is a span (question-answering) model, else generative; "
+                   + READERS.help() + ".")
+@model_option("reader", None, help="Reader model: Hugging Face id, local directory, or offline copy "
+                                   "[default: the extractive reader installed in $CQ_MODELS/reader by `make models` "
+                                   f"(or `cq train reader --out DIR`), else {DEFAULT_READER}; --mode long and "
+                                   f"--verify: {DEFAULT_READER}].")
 @click.option("--kind", type=click.Choice(["auto", "causal", "seq2seq"]), default="auto", show_default=True,
               help="Reader architecture (auto: from the model config).")
 @click.option("--passages", "n_passages", type=click.IntRange(min=1), default=3, show_default=True,

@@ -80,9 +80,9 @@ class Script(Console):
         return line
 
 
-def _models(model, detect_method, detect_model, gen_cq_method, gen_cq_model, reader_model) -> dict:
-    """--model names every causal LM of the session (llm detector, llm CQ writer, reader) unless
-    that stage's own --*-model option was typed."""
+def _models(model, detect_method, detect_model, gen_cq_method, gen_cq_model, reader_name, reader_model) -> dict:
+    """--model names every causal LM of the session (llm detector, llm CQ writer, a reader that is
+    not --reader extractive) unless that stage's own --*-model option was typed."""
     source = click.get_current_context().get_parameter_source
     typed = {name: source(name) is click.core.ParameterSource.COMMANDLINE
              for name in ("detect_model", "gen_cq_model", "reader_model")}
@@ -91,7 +91,7 @@ def _models(model, detect_method, detect_model, gen_cq_method, gen_cq_model, rea
             detect_model = model
         if gen_cq_method == "llm" and not typed["gen_cq_model"]:
             gen_cq_model = model
-        if not typed["reader_model"]:
+        if reader_name != "extractive" and not typed["reader_model"]:
             reader_model = model
     return {"detect_model": detect_model, "gen_cq_model": gen_cq_model, "reader_model": reader_model}
 
@@ -114,7 +114,7 @@ def _models(model, detect_method, detect_model, gen_cq_method, gen_cq_model, rea
 @click.option("--gen-cq", "gen_cq_method", type=click.Choice(CQ_METHODS.names()), default="llm", show_default=True,
               help="Clarifying-question writer (cq gen-cq --method); from-dqs reads gold, which typed questions lack.")
 @click.option("--gen-cq-model", default=None, envvar="CQ_MODEL_GEN_CQ", help="cq gen-cq --model.")
-@click.option("--reader", "reader_name", type=click.Choice(READERS.names()), default="generative", show_default=True,
+@click.option("--reader", "reader_name", type=click.Choice(["auto", *READERS.names()]), default="auto", show_default=True,
               help="Reader (cq answer --reader).")
 @click.option("--reader-model", default=None, envvar="CQ_MODEL_READER", help="cq answer --model.")
 @click.option("--model", default=None, help="One causal LM for the llm detector, the llm CQ writer and the reader "
@@ -143,7 +143,8 @@ def cli(index_dir, retrieve_method, hits, rerank_top, reranker, detect_method, d
     all answers"), then answers it with the passage sentence the answer came from.
 
     Defaults are `make demo`'s (hybrid retrieval of 10 passages, rerank to 3, llm detector and CQ
-    writer, generative reader; SmolLM2 offline). Models load once; Ctrl-D or Ctrl-C ends the session
+    writer, SmolLM2 offline; cq answer's reader: the extractive one installed in $CQ_MODELS/reader,
+    else SmolLM2). Models load once; Ctrl-D or Ctrl-C ends the session
     and every finished turn is already in --log.
 
     \b
@@ -165,7 +166,7 @@ def cli(index_dir, retrieve_method, hits, rerank_top, reranker, detect_method, d
     if detect_method in ("answers", "tree"):
         raise click.UsageError(f"--detect {detect_method} reads keys a chat turn does not have "
                                "(cq answer --mode multi / cq disambiguate); pick another detector")
-    models = _models(model, detect_method, detect_model, gen_cq_method, gen_cq_model, reader_model)
+    models = _models(model, detect_method, detect_model, gen_cq_method, gen_cq_model, reader_name, reader_model)
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     term = Script(script_path, color) if script_path else Console(color)
     spinner = Spinner(enabled=not quiet and sys.stderr.isatty())

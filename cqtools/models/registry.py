@@ -16,16 +16,46 @@ RERANKER = "cross-encoder/ms-marco-MiniLM-L-12-v2"
 ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
 
 
+MODELS_ENV = "CQ_MODELS"  # the directory of models trained here (`make models` points it at work/models)
+
+
+def models_dir() -> str:
+    """Where trained models are installed: $CQ_MODELS, else ~/.cache/cqtools/models."""
+    return os.environ.get(MODELS_ENV) or os.path.join(os.path.expanduser("~"), ".cache", "cqtools", "models")
+
+
+def is_span_model(path: str) -> bool:
+    """Whether the local directory ``path`` holds a question-answering (span) model."""
+    import json
+
+    try:
+        with open(os.path.join(path, "config.json")) as fh:
+            architectures = json.load(fh).get("architectures") or []
+    except (OSError, ValueError):
+        return False
+    return any(str(a).endswith("ForQuestionAnswering") for a in architectures)
+
+
+def installed_reader() -> str | None:
+    """The extractive reader installed in :func:`models_dir` (``reader/``, a `cq train reader`
+    directory), or None: with one, ``cq answer``'s default reader is extractive."""
+    path = os.path.join(models_dir(), "reader")
+    return path if is_span_model(path) else None
+
+
 @dataclass(frozen=True)
 class Role:
     role: str
     default: str | None  # None: the role is off unless its variable (or option) names a model
     used_by: str
     env: str  # the environment variable the commands read for this role's model
+    installed: str | None = None  # a model trained here that replaces the default when installed
 
     def model(self) -> str | None:
-        """The model the commands would use now: the variable's value, else the default."""
-        return os.environ.get(self.env) or self.default
+        """The model the commands would use now: the variable's value, else an installed trained
+        model (:func:`installed_reader`), else the default."""
+        trained = installed_reader() if self.installed == "reader" else None
+        return os.environ.get(self.env) or trained or self.default
 
 
 # One row per CQ_MODEL_* variable a stage reads (tests/test_docs_run.py checks both ways).
@@ -34,7 +64,8 @@ ROLES: tuple[Role, ...] = (
          "cq index --dense (retrieve reads it from the index), cq disambiguate --shots", "CQ_MODEL_ENCODER"),
     Role("reranker", RERANKER, "cq rerank, cq answer --mode cq, cq disambiguate",
          "CQ_MODEL_RERANKER"),
-    Role("reader", LLM, "cq answer", "CQ_MODEL_READER"),
+    Role("reader", LLM, "cq answer, cq chat (the extractive reader in $CQ_MODELS/reader when installed)",
+         "CQ_MODEL_READER", installed="reader"),
     Role("detector", LLM, "cq detect --method llm", "CQ_MODEL_DETECT"),
     Role("generator", LLM, "cq gen-cq --method llm", "CQ_MODEL_GEN_CQ"),
     Role("disambiguator", LLM, "cq disambiguate", "CQ_MODEL_DISAMBIGUATOR"),

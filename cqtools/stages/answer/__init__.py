@@ -37,7 +37,7 @@ from .text import (MULTI_PROMPT, SINGLE_PROMPT, VERIFY_QUERY, clean_answer, pass
 
 __all__ = ["AnswerConfig", "AnswerStage", "DEFAULT_READER", "GenerativeReader", "MAX_SPAN_WORDS", "MODES",
            "MULTI_PROMPT", "Question", "ReaderOptions", "SINGLE_PROMPT", "Span", "VERIFY_QUERY",
-           "answer_batch", "build", "candidate_spans", "clean_answer", "ground", "passage_block", "record_cq",
+           "answer_batch", "build", "candidate_spans", "choose_reader", "clean_answer", "ground", "passage_block", "record_cq",
            "revised_question", "shown_passages", "snap_spans", "split_answers"]
 
 MODES = ("single", "cq", "multi", "long")
@@ -88,14 +88,65 @@ class AnswerStage:
         return info
 
 
-def build(mode: str = "single", reader: str = "generative", *, reranker: str = DEFAULT_RERANKER,
+def choose_reader(reader: str, model: str | None, *, generator_only: bool = False) -> tuple[str, str | None]:
+    """(reader, model) for ``--reader``/``--model`` as given. ``auto`` (the default): the extractive
+    reader when the model is a span (question-answering) model, the one named or else the one
+    installed in $CQ_MODELS/reader (`make models`), and the generative reader otherwise (its
+    default LM when no model is named and none is installed). ``generator_only`` (long answers,
+    --verify: they need a generator) makes ``auto`` skip the installed reader."""
+    from ...errors import ResourceError
+    from ...models.registry import installed_reader
+
+    if reader == "extractive" and model is None:
+        model = installed_reader()
+        if model is None:
+            raise ResourceError("--reader extractive needs --model DIR (a `cq train reader` directory) or a reader "
+                                "installed in $CQ_MODELS/reader (`make models` puts one in work/models/reader)")
+    if reader != "auto":
+        return reader, model
+    if model is None:
+        model = None if generator_only else installed_reader()
+        return ("extractive", model) if model else ("generative", None)
+    return ("extractive" if _span_model(model) else "generative"), model
+
+
+@functools.lru_cache(maxsize=None)
+def _span_model(model: str) -> bool:
+    """Whether ``model`` (a directory or hub id) is a question-answering model, read from its
+    config.json alone (a hub model's is one small download, cached); API models, the default LM
+    and anything whose config cannot be read count as generators (their loader says what is wrong)."""
+    import os
+
+    from ...models import openai_backend
+    from ...models.registry import is_span_model
+    from ...models.runtime import LOAD
+
+    path = os.path.expanduser(model)
+    if os.path.isdir(path):
+        return is_span_model(path)
+    if model == DEFAULT_READER or openai_backend.route(model) is not None or "/" not in model:
+        return False
+    try:
+        from huggingface_hub import hf_hub_download
+
+        return is_span_model(os.path.dirname(hf_hub_download(model, "config.json", revision=LOAD.revision)))
+    except Exception:  # offline and not cached, no such repo, no config.json: not one we can read spans with
+        return False
+
+
+def build(mode: str = "single", reader: str = "auto", *, reranker: str = DEFAULT_RERANKER,
           seed: int | None = None, **options) -> Callable[[list[dict]], list[dict]]:
-    """The answer stage as a batch function (records -> records). ``options``: the reader's (e.g.
-    ``model``, ``device``, ``dtype``, ``kind``, ``batch_size``, :class:`ReaderOptions`) and the
-    stage's (:class:`AnswerConfig`). ``mode="long"`` is Tree of Clarifications' long answer
+    """The answer stage as a batch function (records -> records). ``reader``: a READERS name or
+    ``auto`` (:func:`choose_reader`). ``options``: the reader's (e.g. ``model``, ``device``,
+    ``dtype``, ``kind``, ``batch_size``, :class:`ReaderOptions`) and the stage's
+    (:class:`AnswerConfig`). ``mode="long"`` is Tree of Clarifications' long answer
     (:mod:`cqtools.stages.long_answer`), written by the generative reader's model."""
     if mode not in MODES:
         raise InputError(f"unknown mode {mode!r}; --mode takes one of: {', '.join(MODES)}")
+    reader, model = choose_reader(reader, options.pop("model", None),
+                                  generator_only=mode == "long" or bool(options.get("verify")))
+    if model is not None:
+        options["model"] = model
     if mode == "long":
         return _long(reader, seed, **options)
     names = {f.name for f in fields(AnswerConfig)}
@@ -111,7 +162,7 @@ def build(mode: str = "single", reader: str = "generative", *, reranker: str = D
 
         cross_encoder = load_cross_encoder(reranker, options.get("device") or "auto")
     stage = AnswerStage(config, the_reader, cross_encoder)
-    return functools.partial(answer_batch, stage=stage, info=stage.meta(seed))
+    return functools.partial(answer_batch, stage=stage, info={"reader": reader, **stage.meta(seed)})
 
 
 def _long(reader: str, seed: int | None, model: str | None = None, device: str = "auto", dtype: str = "auto",
