@@ -59,6 +59,7 @@ def main() -> None:
     start = time.perf_counter()
     session = Session(ChatOptions(index_dir=args.index))
     startup = time.perf_counter() - start
+    reader = session.answer_selected.keywords["info"]  # meta.answer of every answered turn
     turns = []
     for record in read_jsonl(questions):
         start = time.perf_counter()
@@ -75,7 +76,9 @@ def main() -> None:
              f"Command: `make bench-chat` (bench/chat.py, --n {args.n}). Machine: {machine()}, no GPU; 1-min load "
              f"average at the start {load:.1f}. Date: {time.strftime('%Y-%m-%d')}.",
              f"Index: {args.index}. `cq chat`'s defaults: hybrid retrieval (10 passages), rerank to 3 (MiniLM-L12 "
-             "INT8 ONNX), llm detector, llm CQ writer and generative reader (SmolLM2-135M, offline GGUF copy).",
+             "INT8 ONNX), llm detector and llm CQ writer (SmolLM2-135M, offline GGUF copy), and "
+             f"`cq answer`'s default reader, here the {reader['reader']} one ({reader['model']}; $CQ_MODELS="
+             f"{os.environ.get('CQ_MODELS', 'unset')}).",
              f"Questions: the first {args.n} AmbigNQ dev questions, in order; for a CQ the person picks its first "
              "option. Seconds; the person's own time is not counted.", "",
              f"Session start (index opened, models loaded, once): **{startup:.1f} s**.", "",

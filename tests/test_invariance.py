@@ -224,3 +224,18 @@ def test_max_input_tokens_cuts_scored_prompts_to_the_limit(tiny_causal):
     finally:
         set_max_input_tokens(None)
     assert len(gen._ids(long)) > 32 and cut != full  # scored on the cut prompt, not the whole one
+
+
+def test_repeated_prompts_run_once_with_the_same_outputs(tiny_causal, monkeypatch):
+    """Prompts run alone (the default), so a prompt repeated in a call (CLAM's expanded records share
+    their question's CQ prompt) is generated once and its output copied: same outputs, fewer runs."""
+    from cqtools.models import load_generator
+
+    gen = load_generator(tiny_causal, "cpu")
+    prompts = ["who played the joker", "capital of france", "who played the joker", "capital of france", "x"]
+    alone = [gen.generate([p], max_new_tokens=5)[0] for p in prompts]
+    calls = []
+    real = gen.model.generate
+    monkeypatch.setattr(gen.model, "generate", lambda **kw: calls.append(kw["input_ids"].shape[0]) or real(**kw))
+    assert gen.generate(prompts, max_new_tokens=5) == alone
+    assert calls == [1, 1, 1]

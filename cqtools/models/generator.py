@@ -147,8 +147,10 @@ class Generator:
         special = use_chat  # a chat template already contains the special tokens
         seqs = [self.tokenizer(t, add_special_tokens=not special, verbose=False).input_ids for t in texts]
         seqs = self._fit(seqs, _limit(self.context, max_new_tokens if self.kind == "causal" else 0))
-        order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i]))
         outputs: list[str] = [""] * len(texts)
+        first: dict[tuple, int] = {}  # each distinct prompt runs once when prompts run alone (the same output)
+        same = [first.setdefault(tuple(s), i) for i, s in enumerate(seqs)] if not self.padded else list(range(len(seqs)))
+        order = sorted((i for i in range(len(seqs)) if same[i] == i), key=lambda i: -len(seqs[i]))
         for idx in _groups(order, (batch_size or self.batch_size) if self.padded else 1):
             ids, mask = self._pad([seqs[i] for i in idx], left=self.kind == "causal")
             with torch.inference_mode():
@@ -159,7 +161,7 @@ class Generator:
                 out = out[:, ids.shape[1]:]
             for i, row in zip(idx, out):
                 outputs[i] = _cut(self.tokenizer.decode(row, skip_special_tokens=True), stop)
-        return outputs
+        return [outputs[i] for i in same]
 
     def _fit(self, seqs: list[list[int]], budget: int) -> list[list[int]]:
         """Sequences cut to ``budget`` tokens (middle dropped), with one warning for the call."""
