@@ -11,7 +11,7 @@ SHARED  ?= ../shared/data
 PYTEST_ARGS ?=
 # Models trained here (`make models`) are what cq's defaults use when installed (cq answer's reader:
 # the extractive one in $(CQ_MODELS)/reader); the tests see an empty directory instead.
-CQ_MODELS ?= $(abspath $(WORK))/models
+CQ_MODELS ?= $(WORK)/models
 export CQ_MODELS
 
 include experiments.mk

@@ -20,8 +20,10 @@
 # the LLM or the reranker on the first N_MODEL of the same questions (a prefix: pairs across tiers
 # compare on the shared ids); ToC on the first N_ASQA covered ASQA dev questions. N=15 sets all three
 # (smoke runs). Other variables: DATA (../shared/data), MODEL_LLM, MODEL_RERANK, MODEL_DETECT (a
-# `cq train detect` dir), DEVICE (auto|cpu|cuda), HITS (retrieval depth), N_BOOT (bootstrap resamples),
-# RESULTS (where `make compare` writes the report: docs/results.md).
+# `cq train detect` dir), MODEL_READER (the extractive reader that answers: a `cq train reader` dir,
+# by default the one `make models` installs; the cells marked .llm answer with MODEL_LLM instead, for
+# the reader comparison), DEVICE (auto|cpu|cuda), HITS (retrieval depth), N_BOOT (bootstrap
+# resamples), RESULTS (where `make compare` writes the report: docs/results.md).
 
 ifdef N
 N_ALL        := $(N)
@@ -38,6 +40,7 @@ HITS         ?= 20
 MODEL_LLM    ?= HuggingFaceTB/SmolLM2-135M-Instruct
 MODEL_RERANK ?= cross-encoder/ms-marco-MiniLM-L-12-v2
 MODEL_DETECT ?= $(WORK)/models/detect
+MODEL_READER ?= $(CQ_MODELS)/reader
 DETECT_PASSAGES ?= 0
 RESULTS      ?= docs/results.md
 EXP          ?= $(WORK)/exp-all_$(or $(N_ALL),all)-model_$(N_MODEL)-asqa_$(N_ASQA)
@@ -46,6 +49,7 @@ INDEX        ?= $(WORK)/exp-index
 S            := $(EXP)/scores
 P            := $(EXP)/pairs
 LLM          := --model $(MODEL_LLM) --device $(DEVICE)
+READER       := --model $(MODEL_READER) --device $(DEVICE)
 WALL         := $(BIN)/python bench/report.py wall
 RETRIEVERS   := bm25 dense hybrid
 # The model tier's questions (first N_MODEL), retrieved and reranked: the input of every model cell.
@@ -149,9 +153,18 @@ $(EXP)/ambignq.det.classifier.jsonl: | $(MODEL_DETECT)
 $(MODEL_DETECT):
 	$(MAKE) train-detect DETECT_MODEL=$@
 endif
-# Model tier: the LLM's few-shot detector, and distinct predicted answers.
+# The extractive reader answers the AskCQ and CLAM cells: with the default MODEL_READER, `make
+# train-reader` runs first (once: the directory is the target).
+ifeq ($(MODEL_READER),$(CQ_MODELS)/reader)
+$(MODEL_READER):
+	$(MAKE) train-reader READER_MODEL=$@
+endif
+# Model tier: the LLM's few-shot detector, and distinct predicted answers (the LLM's: REFUEL's
+# variants all read with it; the extractive reader's beside it, for the reader comparison).
 $(EXP)/ambignq.multi.jsonl: $(RR)
 	$(call stage,$(CQ) answer --mode multi $(LLM))
+$(EXP)/ambignq.multi.extractive.jsonl: $(RR) | $(MODEL_READER)
+	$(call stage,$(CQ) answer --mode multi $(READER))
 $(EXP)/ambignq.det.llm.jsonl: $(RR)
 	$(call stage,$(CQ) detect --method llm $(LLM))
 $(EXP)/ambignq.det.answers.jsonl: $(EXP)/ambignq.multi.jsonl
@@ -172,25 +185,29 @@ $(EXP)/ambignq.m.cq.fromdqs.jsonl: $(RR)
 $(S)/ambignq.cq.%.json: $(EXP)/ambignq.cq.%.jsonl
 	$(call score,cq)
 
-# Clarification-based QA: one answer per option of each CQ setting (model tier).
-CQA := $(CQ) answer --mode cq $(LLM) --reranker $(MODEL_RERANK)
-$(EXP)/ambignq.cqa.llm.jsonl $(EXP)/ambignq.cqa.zeroshot.jsonl: $(EXP)/ambignq.cqa.%.jsonl: $(EXP)/ambignq.cq.%.jsonl
+# Clarification-based QA: one answer per option of each CQ setting (model tier), by the extractive
+# reader; cqa.fromdqs.llm is the LLM reader on the same CQs (the reader comparison).
+CQA := $(CQ) answer --mode cq $(READER) --reranker $(MODEL_RERANK)
+$(EXP)/ambignq.cqa.llm.jsonl $(EXP)/ambignq.cqa.zeroshot.jsonl: $(EXP)/ambignq.cqa.%.jsonl: $(EXP)/ambignq.cq.%.jsonl | $(MODEL_READER)
 	$(call stage,$(CQA))
-$(EXP)/ambignq.cqa.fromdqs.jsonl: $(EXP)/ambignq.m.cq.fromdqs.jsonl
+$(EXP)/ambignq.cqa.fromdqs.jsonl: $(EXP)/ambignq.m.cq.fromdqs.jsonl | $(MODEL_READER)
 	$(call stage,$(CQA))
+$(EXP)/ambignq.cqa.fromdqs.llm.jsonl: $(EXP)/ambignq.m.cq.fromdqs.jsonl
+	$(call stage,$(CQ) answer --mode cq $(LLM) --reranker $(MODEL_RERANK))
 $(S)/ambignq.cqa.%.json: $(EXP)/ambignq.cqa.%.jsonl
 	$(call score,cbqa)
 
 # End to end (AskCQ Table 6 layout): detect -> CQ only for ambiguous -> answer per option.
 $(EXP)/ambignq.e2e.cq.jsonl: $(EXP)/ambignq.det.llm.jsonl
 	$(call stage,$(CQ) gen-cq --method llm $(LLM))
-$(EXP)/ambignq.e2e.jsonl: $(EXP)/ambignq.e2e.cq.jsonl
+$(EXP)/ambignq.e2e.jsonl: $(EXP)/ambignq.e2e.cq.jsonl | $(MODEL_READER)
 	$(call stage,$(CQA))
 $(S)/ambignq.e2e.json: $(EXP)/ambignq.e2e.jsonl
 	$(call score,cbqa)
 
 ASKCQ := $(foreach m,llm classifier answers always never,$(S)/ambignq.det.$(m).json) \
          $(foreach m,llm zeroshot fromdqs,$(S)/ambignq.cq.$(m).json $(S)/ambignq.cqa.$(m).json) \
+         $(S)/ambignq.cqa.fromdqs.llm.json \
          $(S)/ambignq.e2e.json $(foreach m,$(RETRIEVERS),$(S)/ambignq.ret.$(m).retrieval.json)
 exp-askcq: $(ASKCQ)
 
@@ -211,7 +228,8 @@ $(EXP)/ambignq.refuel.plain.jsonl: $(EXP)/ambignq.qd.jsonl
 $(S)/ambignq.%.ambigqa.json: $(EXP)/ambignq.%.jsonl
 	$(call score,ambigqa)
 
-exp-ambigqa: $(S)/ambignq.qd.ambigqa.json $(S)/ambignq.disambigfirst.ambigqa.json
+exp-ambigqa: $(S)/ambignq.qd.ambigqa.json $(S)/ambignq.disambigfirst.ambigqa.json \
+             $(S)/ambignq.multi.ambigqa.json $(S)/ambignq.multi.extractive.ambigqa.json
 exp-refuel: $(foreach v,plain $(REFUEL),$(S)/ambignq.refuel.$(v).ambigqa.json)
 
 # ---- CLAM (Kuhn et al. 2022): one record per intended DQ, a simulated user answers the CQ -----
@@ -221,8 +239,8 @@ $(EXP)/clam.jsonl: $(RR)
 	$(CQ) oracle --expand -o $@.part < $<
 	@$(WALL) stop $@ $< && mv $@.part $@ && rm -f $@.part.attempts
 	@{ cat $<.cmd; echo '  | cq oracle --expand'; } > $@.cmd
-$(EXP)/clam.never.jsonl: $(EXP)/clam.jsonl
-	$(call stage,$(CQ) answer --mode single $(LLM))
+$(EXP)/clam.never.jsonl: $(EXP)/clam.jsonl | $(MODEL_READER)
+	$(call stage,$(CQ) answer --mode single $(READER))
 $(EXP)/clam.cq.always.jsonl: $(EXP)/clam.jsonl
 	$(call stage,$(CQ) gen-cq --method llm --all $(LLM))
 $(EXP)/clam.cq.prompting.jsonl: $(EXP)/clam.jsonl
@@ -234,8 +252,8 @@ $(EXP)/clam.cq.clam.jsonl: $(EXP)/clam.det.clam.jsonl
 CLAM_ASKING := always prompting clam
 $(foreach s,$(CLAM_ASKING),$(EXP)/clam.oracle.$(s).jsonl): $(EXP)/clam.oracle.%.jsonl: $(EXP)/clam.cq.%.jsonl
 	$(call stage,$(CQ) oracle)
-$(foreach s,$(CLAM_ASKING),$(EXP)/clam.$(s).jsonl): $(EXP)/clam.%.jsonl: $(EXP)/clam.oracle.%.jsonl
-	$(call stage,$(CQ) answer --mode cq --selected $(LLM))
+$(foreach s,$(CLAM_ASKING),$(EXP)/clam.$(s).jsonl): $(EXP)/clam.%.jsonl: $(EXP)/clam.oracle.%.jsonl | $(MODEL_READER)
+	$(call stage,$(CQ) answer --mode cq --selected $(READER))
 $(S)/clam.%.json: $(EXP)/clam.%.jsonl
 	$(call score,clam)
 exp-clam: $(foreach s,never $(CLAM_ASKING),$(S)/clam.$(s).json)
@@ -276,6 +294,8 @@ $(eval $(call pair,detect,ambignq.det.llm,ambignq.det.classifier))
 $(eval $(call pair,cq,ambignq.cq.zeroshot,ambignq.cq.llm))
 $(eval $(call pair,cbqa,ambignq.cqa.zeroshot,ambignq.cqa.llm))
 $(eval $(call pair,cbqa,ambignq.cqa.fromdqs,ambignq.cqa.llm))
+$(eval $(call pair,cbqa,ambignq.cqa.fromdqs.llm,ambignq.cqa.fromdqs))
+$(eval $(call pair,ambigqa,ambignq.multi,ambignq.multi.extractive))
 $(eval $(call pair,ambigqa,ambignq.refuel.plain,ambignq.refuel.rt-verify))
 $(eval $(call pair,clam,clam.never,clam.clam))
 $(eval $(call pair,clam,clam.always,clam.clam))
@@ -289,7 +309,7 @@ define report
 	$(BIN)/python bench/report.py results --scores $(S) --pairs $(P) --out $(RESULTS) \
 	  --command 'make compare $(if $(N_ALL),N_ALL=$(N_ALL) )N_MODEL=$(N_MODEL) N_ASQA=$(N_ASQA)' \
 	  --tiers "$$(wc -l < $(EXP)/ambignq.jsonl),$$(cat $(EXP)/ambignq.m.jsonl 2>/dev/null | wc -l),$$(cat $(EXP)/asqa.jsonl 2>/dev/null | wc -l)" \
-	  --models 'LLM $(MODEL_LLM); reranker $(MODEL_RERANK); detector $(MODEL_DETECT) (--passages $(DETECT_PASSAGES))' \
+	  --models 'LLM $(MODEL_LLM); extractive reader $(MODEL_READER); reranker $(MODEL_RERANK); detector $(MODEL_DETECT) (--passages $(DETECT_PASSAGES))' \
 	  --device $(DEVICE) --index-wall $(INDEX).wall $(if $(PARTIAL),--partial '$(PARTIAL)')
 endef
 
