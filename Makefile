@@ -106,7 +106,7 @@ bench-determinism: $(STAMP)
 .PHONY: bench-determinism
 
 # The extractive reader (cq answer --reader extractive): BM25 passages for AmbigNQ dev + train over
-# the shared corpus, distant supervision, validation on 300 dev questions held out by id.
+# the shared corpus, distant supervision, validated on the grid's model tier (never trained on).
 READER_MODEL ?= $(CQ_MODELS)/reader
 READER_DATA  := $(WORK)/reader-data
 
@@ -119,8 +119,14 @@ $(READER_DATA)/%.bm25.jsonl: $(READER_DATA)/index/cq_index.json
 	$(CQ) convert ambignq $(SHARED)/ambignq/$*_light.json \
 	  | $(CQ) retrieve --index $(READER_DATA)/index --method bm25 --hits 10 -q -o $@
 
-train-reader: $(READER_DATA)/dev.bm25.jsonl $(READER_DATA)/train.bm25.jsonl
-	CQ_OFFLINE=1 $(CQ) train reader --train $(READER_DATA)/dev.bm25.jsonl --holdout 300 \
+# Validation = the grid's model tier (the first N_MODEL covered dev questions), never trained on: the
+# grid's reader cells (make compare) evaluate on exactly those.
+$(READER_DATA)/heldout.bm25.jsonl: $(READER_DATA)/covered.ids $(READER_DATA)/index/cq_index.json
+	$(CQ) convert ambignq $(SHARED)/ambignq/dev_light.json --ids $< --limit $(N_MODEL) \
+	  | $(CQ) retrieve --index $(READER_DATA)/index --method bm25 --hits 10 -q -o $@
+
+train-reader: $(READER_DATA)/dev.bm25.jsonl $(READER_DATA)/train.bm25.jsonl $(READER_DATA)/heldout.bm25.jsonl
+	CQ_OFFLINE=1 $(CQ) train reader --train $(READER_DATA)/dev.bm25.jsonl --dev $(READER_DATA)/heldout.bm25.jsonl \
 	  --more-train $(READER_DATA)/train.bm25.jsonl --max-length 256 --batch-size 16 --lr 1e-4 --epochs 2 \
 	  --seed 0 --max-seconds $(TRAIN_SECONDS) --out $(READER_MODEL)
 

@@ -88,6 +88,18 @@ def test_holdout_is_by_question_id_and_drops_held_questions_from_more_train(tmp_
     assert len(kept) == 2 * (len(RECORDS) - 3)
 
 
+def test_dev_records_are_never_trained_on_even_inside_train(tmp_path):
+    """--dev questions that --train (or --more-train) also holds are dropped from training, by id or
+    by question text (the grid evaluates on dev questions the reader's --train file contains)."""
+    train = tmp_path / "t.jsonl"
+    train.write_text(jsonl(RECORDS))
+    dev = tmp_path / "d.jsonl"
+    dev.write_text(jsonl([RECORDS[0], {**RECORDS[1], "id": "other-id"}]))  # same id; same question, new id
+    kept, held = _split(ReaderTrainConfig(train=str(train), model="x", out="y", dev=str(dev)))
+    assert [r["id"] for r in held] == ["r0", "other-id"]
+    assert [r["id"] for r in kept] == [r["id"] for r in RECORDS[2:]]
+
+
 def test_training_lowers_the_loss_and_writes_a_report(trained):
     out, summary = trained
     assert summary["steps"] == 40 and summary["examples"] == 12  # 6 questions x (1 positive + 1 negative)

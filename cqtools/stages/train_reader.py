@@ -176,6 +176,10 @@ def _split(cfg: ReaderTrainConfig) -> tuple[list[dict], list[dict]]:
     dev = dev[:cfg.dev_limit] if cfg.dev_limit else dev
     held_ids = {r.get("id") for r in dev}
     held_questions = {r["question"].strip().lower() for r in dev}
+    held = len(train)  # --dev records are never trained on, even where --train holds them too
+    train = [r for r in train if r.get("id") not in held_ids and r["question"].strip().lower() not in held_questions]
+    if len(train) < held:
+        log.info("train reader: %d --train records are --dev records; not trained on", held - len(train))
     for path in cfg.more_train:
         train += [r for r in load_records(path, cfg.limit)
                   if r.get("id") not in held_ids and r["question"].strip().lower() not in held_questions]
