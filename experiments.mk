@@ -41,6 +41,7 @@ MODEL_LLM    ?= HuggingFaceTB/SmolLM2-135M-Instruct
 MODEL_RERANK ?= cross-encoder/ms-marco-MiniLM-L-12-v2
 MODEL_DETECT ?= $(WORK)/models/detect
 MODEL_READER ?= $(CQ_MODELS)/reader
+MODEL_GENCQ  ?= $(CQ_MODELS)/gencq
 DETECT_PASSAGES ?= 0
 RESULTS      ?= docs/results.md
 EXP          ?= $(WORK)/exp-all_$(or $(N_ALL),all)-model_$(N_MODEL)-asqa_$(N_ASQA)
@@ -178,6 +179,14 @@ $(EXP)/ambignq.cq.llm.jsonl: $(RR)
 	$(call stage,$(CQ) gen-cq --method llm --all $(LLM))
 $(EXP)/ambignq.cq.zeroshot.jsonl: $(RR)
 	$(call stage,$(CQ) gen-cq --method llm --zero-shot --all $(LLM))
+# AskCQ's fine-tuned generator (No-Answers input: the question; `make train-gen-cq`, trained on
+# AmbigNQ train only).
+ifeq ($(MODEL_GENCQ),$(CQ_MODELS)/gencq)
+$(MODEL_GENCQ):
+	$(MAKE) train-gen-cq GENCQ_MODEL=$@
+endif
+$(EXP)/ambignq.cq.finetuned.jsonl: $(RR) | $(MODEL_GENCQ)
+	$(call stage,$(CQ) gen-cq --method seq2seq --model $(MODEL_GENCQ) --passages 0 --all --device $(DEVICE))
 $(EXP)/ambignq.cq.fromdqs.jsonl: $(EXP)/ambignq.ret.bm25.jsonl
 	$(call stage,$(CQ) gen-cq --method from-dqs --all)
 $(EXP)/ambignq.m.cq.fromdqs.jsonl: $(RR)
@@ -205,7 +214,7 @@ $(EXP)/ambignq.e2e.jsonl: $(EXP)/ambignq.e2e.cq.jsonl | $(MODEL_READER)
 $(S)/ambignq.e2e.json: $(EXP)/ambignq.e2e.jsonl
 	$(call score,cbqa)
 
-ASKCQ := $(foreach m,llm classifier answers always never,$(S)/ambignq.det.$(m).json) \
+ASKCQ := $(foreach m,llm classifier answers always never,$(S)/ambignq.det.$(m).json) $(S)/ambignq.cq.finetuned.json \
          $(foreach m,llm zeroshot fromdqs,$(S)/ambignq.cq.$(m).json $(S)/ambignq.cqa.$(m).json) \
          $(S)/ambignq.cqa.fromdqs.llm.json \
          $(S)/ambignq.e2e.json $(foreach m,$(RETRIEVERS),$(S)/ambignq.ret.$(m).retrieval.json)
@@ -292,6 +301,7 @@ PAIRS :=
 $(eval $(call pair,detect,ambignq.det.always,ambignq.det.classifier))
 $(eval $(call pair,detect,ambignq.det.llm,ambignq.det.classifier))
 $(eval $(call pair,cq,ambignq.cq.zeroshot,ambignq.cq.llm))
+$(eval $(call pair,cq,ambignq.cq.llm,ambignq.cq.finetuned))
 $(eval $(call pair,cbqa,ambignq.cqa.zeroshot,ambignq.cqa.llm))
 $(eval $(call pair,cbqa,ambignq.cqa.fromdqs,ambignq.cqa.llm))
 $(eval $(call pair,cbqa,ambignq.cqa.fromdqs.llm,ambignq.cqa.fromdqs))
