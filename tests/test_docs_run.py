@@ -339,3 +339,15 @@ def test_exp_askcq_trains_the_detector_first(tmp_path):
     mine = tmp_path / "my-detector"
     mine.mkdir()
     assert "cq train detect --train" not in _dry_run("exp-askcq", f"WORK={tmp_path}/w", f"MODEL_DETECT={mine}")
+
+
+def test_exp_askcq_trains_the_reader_and_the_generator_first(tmp_path):
+    plan = _dry_run("exp-askcq", f"WORK={tmp_path}/w", f"CQ_MODELS={tmp_path}/w/models")
+    assert plan.index("cq train reader --train") < plan.index(f"answer --mode cq --model {tmp_path}/w/models/reader")
+    assert plan.index("cq train gen-cq --train") < plan.index("gen-cq --method seq2seq")
+    reader, generator = tmp_path / "my-reader", tmp_path / "my-gencq"
+    reader.mkdir()
+    generator.mkdir()
+    plan = _dry_run("exp-askcq", f"WORK={tmp_path}/w", f"MODEL_READER={reader}", f"MODEL_GENCQ={generator}")
+    assert "cq train reader" not in plan and "cq train gen-cq" not in plan
+    assert f"answer --mode cq --model {reader}" in plan
