@@ -258,7 +258,12 @@ $(EXP)/clam.det.clam.jsonl: $(EXP)/clam.jsonl
 	$(call stage,$(CQ) detect --method llm $(LLM))
 $(EXP)/clam.cq.clam.jsonl: $(EXP)/clam.det.clam.jsonl
 	$(call stage,$(CQ) gen-cq --method llm $(LLM))
-CLAM_ASKING := always prompting clam
+# Asking when needed with the trained classifier as the judge (the LLM's judgement is at chance).
+$(EXP)/clam.det.classifier.jsonl: $(EXP)/clam.jsonl | $(MODEL_DETECT)
+	$(call stage,$(CQ) detect --method classifier --model $(MODEL_DETECT) --passages $(DETECT_PASSAGES) --device $(DEVICE))
+$(EXP)/clam.cq.classifier.jsonl: $(EXP)/clam.det.classifier.jsonl
+	$(call stage,$(CQ) gen-cq --method llm $(LLM))
+CLAM_ASKING := always prompting clam classifier
 $(foreach s,$(CLAM_ASKING),$(EXP)/clam.oracle.$(s).jsonl): $(EXP)/clam.oracle.%.jsonl: $(EXP)/clam.cq.%.jsonl
 	$(call stage,$(CQ) oracle)
 $(foreach s,$(CLAM_ASKING),$(EXP)/clam.$(s).jsonl): $(EXP)/clam.%.jsonl: $(EXP)/clam.oracle.%.jsonl | $(MODEL_READER)
@@ -309,6 +314,8 @@ $(eval $(call pair,ambigqa,ambignq.multi,ambignq.multi.extractive))
 $(eval $(call pair,ambigqa,ambignq.refuel.plain,ambignq.refuel.rt-verify))
 $(eval $(call pair,clam,clam.never,clam.clam))
 $(eval $(call pair,clam,clam.always,clam.clam))
+$(eval $(call pair,clam,clam.never,clam.classifier))
+$(eval $(call pair,clam,clam.always,clam.classifier))
 $(eval $(call pair,asqa,asqa.toc.rac.bm25,asqa.toc.prune.bm25))
 pairs: $(PAIRS)
 
