@@ -263,7 +263,10 @@ $(EXP)/clam.det.classifier.jsonl: $(EXP)/clam.jsonl | $(MODEL_DETECT)
 	$(call stage,$(CQ) detect --method classifier --model $(MODEL_DETECT) --passages $(DETECT_PASSAGES) --device $(DEVICE))
 $(EXP)/clam.cq.classifier.jsonl: $(EXP)/clam.det.classifier.jsonl
 	$(call stage,$(CQ) gen-cq --method llm $(LLM))
-CLAM_ASKING := always prompting clam classifier
+# Asking with CQs built from the gold DQs (reads gold: the upper bound of asking, as cqa.fromdqs).
+$(EXP)/clam.cq.fromdqs.jsonl: $(EXP)/clam.jsonl
+	$(call stage,$(CQ) gen-cq --method from-dqs --all)
+CLAM_ASKING := always prompting clam classifier fromdqs
 $(foreach s,$(CLAM_ASKING),$(EXP)/clam.oracle.$(s).jsonl): $(EXP)/clam.oracle.%.jsonl: $(EXP)/clam.cq.%.jsonl
 	$(call stage,$(CQ) oracle)
 $(foreach s,$(CLAM_ASKING),$(EXP)/clam.$(s).jsonl): $(EXP)/clam.%.jsonl: $(EXP)/clam.oracle.%.jsonl | $(MODEL_READER)
@@ -316,6 +319,7 @@ $(eval $(call pair,clam,clam.never,clam.clam))
 $(eval $(call pair,clam,clam.always,clam.clam))
 $(eval $(call pair,clam,clam.never,clam.classifier))
 $(eval $(call pair,clam,clam.always,clam.classifier))
+$(eval $(call pair,clam,clam.never,clam.fromdqs))
 $(eval $(call pair,asqa,asqa.toc.rac.bm25,asqa.toc.prune.bm25))
 pairs: $(PAIRS)
 
