@@ -24,16 +24,20 @@ def models_dir() -> str:
     return os.environ.get(MODELS_ENV) or os.path.join(os.path.expanduser("~"), ".cache", "cqtools", "models")
 
 
-def is_span_model(path: str) -> bool:
-    """Whether the local directory ``path`` holds a question-answering (span) model."""
+def architectures(path: str) -> list[str]:
+    """The ``architectures`` of the model in the local directory ``path`` ([] without a readable config.json)."""
     import json
 
     try:
         with open(os.path.join(path, "config.json")) as fh:
-            architectures = json.load(fh).get("architectures") or []
-    except (OSError, ValueError):
-        return False
-    return any(str(a).endswith("ForQuestionAnswering") for a in architectures)
+            return [str(a) for a in json.load(fh).get("architectures") or []]
+    except (OSError, ValueError, AttributeError):
+        return []
+
+
+def is_span_model(path: str) -> bool:
+    """Whether the local directory ``path`` holds a question-answering (span) model."""
+    return any(a.endswith("ForQuestionAnswering") for a in architectures(path))
 
 
 def installed_reader() -> str | None:

@@ -171,6 +171,7 @@ def load_extractive(model: str, device: str = "auto", batch_size: int | None = N
     """The extractive reader of ``model`` (a ``cq train reader`` directory, or any hub id / local
     directory of an ``AutoModelForQuestionAnswering``), loaded once per process."""
     from ...models.backends import load_transformers, pick_device
+    from ...models.registry import architectures, is_span_model
     from ...models.resolve import resolve
 
     resolved = resolve(model)
@@ -178,14 +179,9 @@ def load_extractive(model: str, device: str = "auto", batch_size: int | None = N
     if resolved.fmt in ("gguf", "onnx"):
         raise ResourceError(f"--reader extractive needs a span (question-answering) model, and {model} is "
                             f"a {resolved.fmt} model; {hint}")
-    try:
-        with open(os.path.join(resolved.path, "config.json")) as fh:
-            architectures = json.load(fh).get("architectures") or []
-    except (OSError, ValueError):
-        architectures = []
-    if not any(a.endswith("ForQuestionAnswering") for a in architectures):
+    if not is_span_model(resolved.path):
         raise ResourceError(f"--reader extractive needs a span (question-answering) model; {model} is "
-                            f"{', '.join(architectures) or 'not one'}; {hint}")
+                            f"{', '.join(architectures(resolved.path)) or 'not one'}; {hint}")
     dev = pick_device(device)
     tokenizer, qa_model = load_transformers(resolved.path, "AutoModelForQuestionAnswering", dev,
                                             "an extractive reader", hint)
