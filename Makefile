@@ -81,7 +81,7 @@ bench-pipeline: $(STAMP)
 	$(BIN)/python bench/pipeline.py --data $(SHARED) --work $(WORK)/bench --out docs/benchmarks/pipeline.md
 
 # Trained models live under $(WORK) (out of git); these targets rebuild them.
-DETECT_MODEL ?= $(WORK)/models/detect
+DETECT_MODEL ?= $(CQ_MODELS)/detect
 TRAIN_SECONDS ?= 1200
 
 $(WORK)/train.jsonl: | $(STAMP)
@@ -133,7 +133,7 @@ train-reader: $(READER_DATA)/dev.bm25.jsonl $(READER_DATA)/train.bm25.jsonl $(RE
 # The combined detector (cq detect --method combined): a logistic model over the classifier's logit
 # and BM25 retrieval signals, fit on the covered AmbigNQ dev questions whose id hashes outside the
 # 40% validation part, reported on that part (seconds, once the classifier exists).
-COMBINER_MODEL ?= $(WORK)/models/combined
+COMBINER_MODEL ?= $(CQ_MODELS)/combined
 
 $(READER_DATA)/covered.ids: | $(STAMP)
 	mkdir -p $(READER_DATA)
@@ -163,7 +163,7 @@ bench-threads: $(STAMP)
 # The CQ generator (cq gen-cq --method seq2seq --model DIR): SmolLM2-135M fine-tuned on silver CQs
 # built from AmbigNQ train DQs (the 4,749 multi-answer train questions), question only (AskCQ's
 # No-Answers input); reported on the first GENCQ_DEV covered dev questions (never trained on).
-GENCQ_MODEL ?= $(WORK)/models/gencq
+GENCQ_MODEL ?= $(CQ_MODELS)/gencq
 GENCQ_DATA  := $(WORK)/gencq-data
 GENCQ_DEV   ?= 150
 
@@ -179,7 +179,7 @@ train-gen-cq: $(GENCQ_DATA)/train.jsonl $(GENCQ_DATA)/dev.jsonl
 	CQ_OFFLINE=1 $(CQ) train gen-cq --train $< --dev $(word 2,$^) --passages 0 --epochs 3 --batch-size 8 \
 	  --lr 1e-4 --seed 0 --max-seconds $(TRAIN_SECONDS) --out $(GENCQ_MODEL)
 
-# Every trained model into $(WORK)/models (about 20 minutes each on 2 cores; the combiner seconds).
+# Every trained model into $(CQ_MODELS) (default work/models; about 20 minutes each on 2 cores; the combiner seconds).
 models: train-detect train-reader train-combiner train-gen-cq
 
 .PHONY: train-reader train-combiner train-gen-cq bench-combiner bench-threads models

@@ -39,7 +39,7 @@ DEVICE       ?= auto
 HITS         ?= 20
 MODEL_LLM    ?= HuggingFaceTB/SmolLM2-135M-Instruct
 MODEL_RERANK ?= cross-encoder/ms-marco-MiniLM-L-12-v2
-MODEL_DETECT ?= $(WORK)/models/detect
+MODEL_DETECT ?= $(CQ_MODELS)/detect
 MODEL_READER ?= $(CQ_MODELS)/reader
 MODEL_GENCQ  ?= $(CQ_MODELS)/gencq
 DETECT_PASSAGES ?= 0
@@ -149,7 +149,7 @@ $(EXP)/ambignq.det.classifier.jsonl: $(EXP)/ambignq.ret.bm25.jsonl
 	$(call stage,$(CQ) detect --method classifier --model $(MODEL_DETECT) --passages $(DETECT_PASSAGES) --device $(DEVICE))
 # The classifier needs a trained detector: with the default MODEL_DETECT, `make train-detect` runs first
 # (once: the directory is the target); MODEL_DETECT=DIR uses a detector you trained elsewhere.
-ifeq ($(MODEL_DETECT),$(WORK)/models/detect)
+ifeq ($(MODEL_DETECT),$(CQ_MODELS)/detect)
 $(EXP)/ambignq.det.classifier.jsonl: | $(MODEL_DETECT)
 $(MODEL_DETECT):
 	$(MAKE) train-detect DETECT_MODEL=$@
