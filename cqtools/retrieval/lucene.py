@@ -135,6 +135,20 @@ def _docnums(index_dir: str):
         reader.close()
 
 
+def _invoke():
+    """(Class.forName, MethodHandles, MethodType.methodType, a public lookup): what composing
+    Java method handles from Python needs."""
+    handles = jvm.autoclass("java.lang.invoke.MethodHandles")
+    return (jvm.autoclass("java.lang.Class").forName, handles, jvm.autoclass("java.lang.invoke.MethodType").methodType,
+            handles.publicLookup())
+
+
+def _proxy(interface: str, handle):
+    """``handle`` as an instance of the Java functional ``interface`` (its types erased to Object)."""
+    return jvm.cast(interface, jvm.autoclass("java.lang.invoke.MethodHandleProxies").asInterfaceInstance(
+        jvm.autoclass("java.lang.Class").forName(interface), handle.asType(handle.type().generic())))
+
+
 def top_docs_function(searcher, generator, analyzer, k: int):
     """A Java ``Function<String, String>``: query text -> the top ``k`` hits of
     ``searcher.search(generator.buildQuery("contents", analyzer, query), k)`` as one string
@@ -146,10 +160,7 @@ def top_docs_function(searcher, generator, analyzer, k: int):
     ``java.lang.invoke`` composes the same pipeline inside the JVM (a counted loop appends each
     hit's doc number and ``Float.toString(score)`` to a StringBuilder).
     """
-    cls = jvm.autoclass("java.lang.Class").forName
-    handles = jvm.autoclass("java.lang.invoke.MethodHandles")
-    mtype = jvm.autoclass("java.lang.invoke.MethodType").methodType
-    lookup = handles.publicLookup()
+    cls, handles, mtype, lookup = _invoke()
     integer = jvm.autoclass("java.lang.Integer").TYPE
     string, query_class, top_docs = cls("java.lang.String"), cls("org.apache.lucene.search.Query"), \
         cls("org.apache.lucene.search.TopDocs")
@@ -183,26 +194,18 @@ def top_docs_function(searcher, generator, analyzer, k: int):
     to_string = lookup.findVirtual(builder, "toString", mtype(string))
     pipeline = handles.filterReturnValue(handles.filterReturnValue(handles.filterReturnValue(build, search), hits),
                                          handles.filterReturnValue(loop, to_string))  # (String) String
-    obj = cls("java.lang.Object")
-    return jvm.autoclass("java.lang.invoke.MethodHandleProxies").asInterfaceInstance(
-        cls("java.util.function.Function"), pipeline.asType(mtype(obj, obj)))
+    return _proxy("java.util.function.Function", pipeline)
 
 
-def stream_task(queries, function):
-    """A Java ``Callable``: ``queries.parallelStream().map(function).toArray()``."""
-    cls = jvm.autoclass("java.lang.Class").forName
-    handles = jvm.autoclass("java.lang.invoke.MethodHandles")
-    mtype = jvm.autoclass("java.lang.invoke.MethodType").methodType
-    lookup = handles.publicLookup()
-    stream, obj = cls("java.util.stream.Stream"), cls("java.lang.Object")
+def map_all(function):
+    """A method handle ``(Collection) Object[]``: ``queries.parallelStream().map(function).toArray()``."""
+    cls, handles, mtype, lookup = _invoke()
+    stream = cls("java.util.stream.Stream")
     parallel = lookup.findVirtual(cls("java.util.Collection"), "parallelStream", mtype(stream))
     mapped = handles.insertArguments(lookup.findVirtual(stream, "map", mtype(stream, cls("java.util.function.Function"))),
                                      1, function)
     to_array = lookup.findVirtual(stream, "toArray", mtype(cls("[Ljava.lang.Object;")))
-    task = handles.insertArguments(handles.filterReturnValue(handles.filterReturnValue(parallel, mapped), to_array),
-                                   0, queries)  # () Object[]
-    return jvm.cast("java.util.concurrent.Callable", jvm.autoclass("java.lang.invoke.MethodHandleProxies")
-                    .asInterfaceInstance(cls("java.util.concurrent.Callable"), task.asType(mtype(obj))))
+    return handles.filterReturnValue(handles.filterReturnValue(parallel, mapped), to_array)
 
 
 def parse_hits(text: str) -> tuple[list[int], list[float]]:
@@ -241,7 +244,7 @@ class LuceneBM25:
                 float(k1), float(b)))
             self._analyzer = jvm.autoclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance()
             self._generator = jvm.autoclass("io.anserini.search.query.BagOfWordsQueryGenerator")()
-            self._top = {}  # fetch depth -> Java Function(query) -> hits as one string
+            self._top = {}  # fetch depth -> (Java Function: query -> hits as one string, map_all of it)
             self._pools = {}  # threads -> Java ForkJoinPool
             self._lock = threading.Lock()
             return
@@ -289,13 +292,15 @@ class LuceneBM25:
     def _run_batch(self, queries: list[str], fetch: int, threads: int) -> list[str]:
         with self._lock:  # Java objects built once per depth / pool size, never by two threads at once (jnius crashes)
             if fetch not in self._top:
-                self._top[fetch] = top_docs_function(self._searcher, self._generator, self._analyzer, fetch)
+                function = top_docs_function(self._searcher, self._generator, self._analyzer, fetch)
+                self._top[fetch] = function, map_all(function)
             if threads > 1 and threads not in self._pools:
                 self._pools[threads] = jvm.autoclass("java.util.concurrent.ForkJoinPool")(int(threads))
         batch = jvm.autoclass("java.util.Arrays").asList(*queries)
         if threads <= 1 or len(queries) == 1:
-            return jvm.cast("java.util.stream.Stream", batch.stream()).map(self._top[fetch]).toArray()
-        task = stream_task(batch, self._top[fetch])  # parallel streams run in the pool that calls them
+            return jvm.cast("java.util.stream.Stream", batch.stream()).map(self._top[fetch][0]).toArray()
+        task = _proxy("java.util.concurrent.Callable",  # parallel streams run in the pool that calls them
+                      jvm.autoclass("java.lang.invoke.MethodHandles").insertArguments(self._top[fetch][1], 0, batch))
         return jvm.cast("java.util.concurrent.Future", self._pools[threads].submit(task)).get()
 
     def _anserini_batch(self, queries, ids, k, threads):
