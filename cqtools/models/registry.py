@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from dataclasses import dataclass
+from typing import Callable
 
 from ..errors import ResourceError
 from .resolve import resolve
@@ -53,13 +54,12 @@ class Role:
     default: str | None  # None: the role is off unless its variable (or option) names a model
     used_by: str
     env: str  # the environment variable the commands read for this role's model
-    installed: str | None = None  # a model trained here that replaces the default when installed
+    installed: Callable[[], str | None] | None = None  # a model trained here that replaces the default when installed
 
     def model(self) -> str | None:
         """The model the commands would use now: the variable's value, else an installed trained
         model (:func:`installed_reader`), else the default."""
-        trained = installed_reader() if self.installed == "reader" else None
-        return os.environ.get(self.env) or trained or self.default
+        return os.environ.get(self.env) or (self.installed and self.installed()) or self.default
 
 
 # One row per CQ_MODEL_* variable a stage reads (tests/test_docs_run.py checks both ways).
@@ -69,7 +69,7 @@ ROLES: tuple[Role, ...] = (
     Role("reranker", RERANKER, "cq rerank, cq answer --mode cq, cq disambiguate",
          "CQ_MODEL_RERANKER"),
     Role("reader", LLM, "cq answer, cq chat (the extractive reader in $CQ_MODELS/reader when installed)",
-         "CQ_MODEL_READER", installed="reader"),
+         "CQ_MODEL_READER", installed=installed_reader),
     Role("detector", LLM, "cq detect --method llm", "CQ_MODEL_DETECT"),
     Role("generator", LLM, "cq gen-cq --method llm", "CQ_MODEL_GEN_CQ"),
     Role("disambiguator", LLM, "cq disambiguate", "CQ_MODEL_DISAMBIGUATOR"),

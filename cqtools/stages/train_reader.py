@@ -176,13 +176,16 @@ def _split(cfg: ReaderTrainConfig) -> tuple[list[dict], list[dict]]:
     dev = dev[:cfg.dev_limit] if cfg.dev_limit else dev
     held_ids = {r.get("id") for r in dev}
     held_questions = {r["question"].strip().lower() for r in dev}
-    held = len(train)  # --dev records are never trained on, even where --train holds them too
-    train = [r for r in train if r.get("id") not in held_ids and r["question"].strip().lower() not in held_questions]
+
+    def unseen(records: list[dict]) -> list[dict]:  # --dev records are never trained on, whichever file holds them
+        return [r for r in records if r.get("id") not in held_ids and r["question"].strip().lower() not in held_questions]
+
+    held = len(train)
+    train = unseen(train)
     if len(train) < held:
         log.info("train reader: %d --train records are --dev records; not trained on", held - len(train))
     for path in cfg.more_train:
-        train += [r for r in load_records(path, cfg.limit)
-                  if r.get("id") not in held_ids and r["question"].strip().lower() not in held_questions]
+        train += unseen(load_records(path, cfg.limit))
     if not any(r.get(PASSAGES) for r in train):
         raise InputError(f"{cfg.train}: no training record has passages; run `cq retrieve` on the records first")
     return train, dev
