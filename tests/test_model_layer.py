@@ -98,6 +98,39 @@ def test_padded_batches_equal_unbatched(arch, request, monkeypatch):
         padded.score(PROMPTS, CONTINUATIONS, batch_size=4)[0], abs=1e-5)
 
 
+@pytest.mark.parametrize("arch", ["tiny_causal", "tiny_gpt2", "tiny_seq2seq"])
+@pytest.mark.parametrize("padded_mode", [False, True])
+def test_stop_strings_end_generation_early_with_the_same_text(arch, padded_mode, request, monkeypatch):
+    """A stop string ends a row's generation as soon as it appears in the decoded continuation; the text
+    returned is exactly the full-length generation cut at the first stop string."""
+    alone, padded = _generators(request.getfixturevalue(arch), monkeypatch)
+    gen = padded if padded_mode else alone
+    full = gen.generate(PROMPTS, max_new_tokens=24, chat=False, batch_size=4)
+    words = [w for text in full for w in text.split()[2:6] if len(w) > 1]
+    assert words, full
+    lengths = []
+    real = gen.model.generate
+
+    def counting(**kwargs):
+        out = real(**kwargs)
+        lengths.append(out.shape[1] - (kwargs["input_ids"].shape[1] if gen.kind == "causal" else 0))
+        return out
+
+    monkeypatch.setattr(gen.model, "generate", counting)
+    for stop in (words[:1], words[:2] + ["never in the text"]):
+        lengths.clear()
+        cut = gen.generate(PROMPTS, max_new_tokens=24, chat=False, stop=stop, batch_size=4)
+        assert cut == [_cut_text(text, stop) for text in full]
+        if not padded_mode:  # a padded batch runs until its last row stops
+            assert min(lengths) < 24
+
+
+def _cut_text(text: str, stop: list[str]) -> str:
+    from cqtools.models.generator import _cut
+
+    return _cut(text, stop)
+
+
 def test_pad_token_for_a_tokenizer_without_one(tiny_gpt2, monkeypatch):
     alone, padded = _generators(tiny_gpt2, monkeypatch)
     assert padded.pad_id is not None

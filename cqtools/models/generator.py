@@ -136,7 +136,9 @@ class Generator:
     def generate(self, prompts: list[str], max_new_tokens: int = 32, chat: bool | None = None,
                  stop: list[str] | None = None, batch_size: int | None = None) -> list[str]:
         """Greedy continuations of ``prompts`` (chat template applied when the model has one and
-        ``chat`` is not False), cut at the first of ``stop``. Each prompt runs alone at its own
+        ``chat`` is not False), cut at the first of ``stop``; a row stops generating once its
+        decoded continuation holds a stop string (greedy tokens never depend on later ones, so the
+        cut text is that of the full-length run). Each prompt runs alone at its own
         length (padded batches of ``batch_size``, default ``self.batch_size``, longest first, with
         ``CQ_PADDED_BATCHES=1``);
         a prompt longer than the input limit loses its middle."""
@@ -153,10 +155,12 @@ class Generator:
         order = sorted((i for i in range(len(seqs)) if same[i] == i), key=lambda i: -len(seqs[i]))
         for idx in _groups(order, (batch_size or self.batch_size) if self.padded else 1):
             ids, mask = self._pad([seqs[i] for i in idx], left=self.kind == "causal")
+            start = ids.shape[1] if self.kind == "causal" else 0
             with torch.inference_mode():
                 out = self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
                                           max_new_tokens=max_new_tokens, do_sample=False, num_beams=1,
-                                          pad_token_id=self.pad_id)
+                                          pad_token_id=self.pad_id,
+                                          stopping_criteria=_stop_criteria(self.tokenizer, stop, start))
             if self.kind == "causal":
                 out = out[:, ids.shape[1]:]
             for i, row in zip(idx, out):
@@ -306,6 +310,24 @@ def _pad_token(tokenizer, config) -> int:
         if isinstance(value, int):
             return value
     return 0
+
+
+def _stop_criteria(tokenizer, stop: Sequence[str] | None, start: int):
+    """A stopping criterion that ends each row once the text it generated (tokens from ``start``,
+    decoded as :func:`_cut` sees them) contains one of ``stop``; None without stop strings."""
+    stop = [s for s in stop or () if s]
+    if not stop:
+        return None
+    import torch
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    class StopInText(StoppingCriteria):
+        def __call__(self, input_ids, scores, **kwargs):
+            texts = tokenizer.batch_decode(input_ids[:, start:], skip_special_tokens=True)
+            return torch.tensor([any(s in t for s in stop) for t in texts], dtype=torch.bool,
+                                device=input_ids.device)
+
+    return StoppingCriteriaList([StopInText()])
 
 
 def _cut(text: str, stop: Sequence[str] | None) -> str:
