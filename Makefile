@@ -153,11 +153,11 @@ bench-combiner: $(READER_DATA)/dev.covered.bm25.jsonl | $(DETECT_MODEL)
 	CQ_OFFLINE=1 HF_HUB_OFFLINE=1 $(BIN)/python bench/detect_combined.py --data $(SHARED) --classifier $(DETECT_MODEL) \
 	  --retrieved $< --work $(WORK)/bench-combiner --out docs/benchmarks/detect_combined.md
 
-# Model stages before/after idle OpenMP/onnxruntime threads sleep (docs/benchmarks/threads.md): the code at
-# BEFORE (a git revision) against this checkout, stage by stage and as one pipeline, same questions.
-BEFORE ?= 9aad93f
+# Model stages with idle OpenMP/onnxruntime threads spinning or sleeping (docs/benchmarks/threads.md):
+# idle threads spinning (OMP_WAIT_POLICY=ACTIVE CQ_ORT_SPIN=1) against cq's default (sleeping), this checkout,
+# stage by stage and as one pipeline, same questions.
 bench-threads: $(STAMP)
-	$(BIN)/python bench/threads.py --data $(SHARED) --work $(WORK)/bench-threads --before $(BEFORE) --n 4 \
+	$(BIN)/python bench/threads.py --data $(SHARED) --work $(WORK)/bench-threads --n 4 \
 	  --out docs/benchmarks/threads.md
 
 # The CQ generator (cq gen-cq --method seq2seq --model DIR): SmolLM2-135M fine-tuned on silver CQs
@@ -191,3 +191,12 @@ bench-backends: $(STAMP)
 	  --out docs/benchmarks/models.md
 
 .PHONY: bench-backends
+
+# Issue 11 §4: each model stage per question, this checkout against the code the issue was filed on
+# (SPEED_BEFORE, a git revision), back to back on the same questions (docs/benchmarks/speed.md).
+SPEED_BEFORE ?= a24ac50
+bench-speed: $(STAMP)
+	CQ_OFFLINE=1 HF_HUB_OFFLINE=1 $(BIN)/python bench/speed.py --data $(SHARED) --work $(WORK)/bench-speed \
+	  --before $(SPEED_BEFORE) --n 5 --out docs/benchmarks/speed.md
+
+.PHONY: bench-speed

@@ -43,3 +43,52 @@ def write_jsonl(path, records) -> None:
 
 def machine() -> str:
     return f"{os.cpu_count()} CPU cores, Python {sys.version.split()[0]}"
+
+
+def env_for(code_dir: Path | None = None, **extra: str) -> dict:
+    """The environment a benchmarked cq runs in: offline, the thread policy cq picks itself (unless
+    ``extra`` sets one), the code of ``code_dir`` (a worktree) when given, ``extra`` on top."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "CQ_ORT_SPIN")}
+    env.update(CQ_OFFLINE="1", HF_HUB_OFFLINE="1")
+    if env.get("CQ_MODELS"):  # versions start in different directories
+        env["CQ_MODELS"] = str(Path(env["CQ_MODELS"]).resolve())
+    if code_dir is not None:
+        env["PYTHONPATH"] = str(code_dir)
+    env.update(extra)
+    return env
+
+
+def code_cwd(code_dir: Path | None) -> Path:
+    """Where a version's `python -m cqtools` must start: ``-m`` puts the working directory first on
+    sys.path, ahead of PYTHONPATH, so started in this checkout it imports this checkout's cqtools.
+    Checks that the version's own code is what gets imported."""
+    cwd = ROOT if code_dir is None else code_dir
+    found = subprocess.run([sys.executable, "-c", "import cqtools; print(cqtools.__file__)"], env=env_for(code_dir),
+                           cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+    if not Path(found).resolve().is_relative_to(Path(cwd).resolve()):
+        raise SystemExit(f"bench: {cwd} imports cqtools from {found}")
+    return cwd
+
+
+def same_records(a: Path, b: Path) -> bool:
+    """The two files hold the same records, ``meta`` aside."""
+    strip = lambda r: {k: v for k, v in r.items() if k != "meta"}  # noqa: E731
+    return [strip(r) for r in read_jsonl(a)] == [strip(r) for r in read_jsonl(b)]
+
+
+def ambiguous_retrieved(data: Path, work: Path, n: int) -> tuple[list[dict], Path]:
+    """The first ``n`` ambiguous AmbigNQ dev questions with passages in the shared corpus, and a file
+    of them with their BM25 top 20 (the corpus indexed once under ``work``)."""
+    index = work / "index"
+    if not (index / "cq_index.json").exists():
+        timed(CQ + ["convert", "passages", str(data / "corpus/passages.jsonl")], stdout=str(work / "corpus.jsonl"))
+        timed(CQ + ["index", "--corpus", str(work / "corpus.jsonl"), "--out", str(index), "--overwrite", "-q"])
+    covered = {r["source_qid"] for r in read_jsonl(data / "corpus/passages.jsonl")}
+    questions = work / "dev.jsonl"
+    timed(CQ + ["convert", "ambignq", str(data / "ambignq/dev_light.json")], stdout=str(questions))
+    chosen = [r for r in read_jsonl(questions) if r["id"] in covered and r["gold"]["ambiguous"]][:n]
+    write_jsonl(work / "chosen.jsonl", chosen)
+    src = work / "retrieved.jsonl"
+    timed(CQ + ["retrieve", "--index", str(index), "--hits", "20", "-q"], stdin=str(work / "chosen.jsonl"),
+          stdout=str(src))
+    return chosen, src

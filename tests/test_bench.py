@@ -193,3 +193,13 @@ def test_backends_imports_and_reaches_the_llama_server_helper():
     assert backends.saturation({1: 1.0, 2: 1.5, 4: 2.0}) == 4
     result = bench("backends.py", "--help", timeout=120)
     assert result.returncode == 0 and "--concurrency" in result.stdout, result.stderr
+
+
+def test_a_version_runs_its_own_code(tmp_path):
+    """Before/after benchmarks run `python -m cqtools` in the version's directory: there its own cqtools
+    is imported (PYTHONPATH alone loses to the working directory), and anything else is refused."""
+    from bench.common import code_cwd
+
+    assert code_cwd(None) == ROOT
+    with pytest.raises(SystemExit, match="imports cqtools from"):
+        code_cwd(tmp_path)  # no cqtools there: the installed checkout's would run instead
