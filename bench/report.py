@@ -67,6 +67,7 @@ PAIR_METRICS = {
 }
 UNITS = {"clam": "evaluation records"}  # what a paired comparison's n counts; others: questions
 RESUMED = "†"
+SHARED = "‡"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -104,10 +105,21 @@ def wall_stop(out: str, upstream: str) -> dict:
     attempts[-1][1] = time.time()
     stage_s = sum(end - start for start, end in attempts)
     before = read_wall(upstream + ".wall") or {}
+    jobs = make_jobs(os.environ.get("MAKEFLAGS", ""))
     wall = {"stage_s": round(stage_s, 3), "total_s": round(stage_s + before.get("total_s", 0.0), 3),
-            "attempts": len(attempts), "resumed": len(attempts) > 1 or bool(before.get("resumed"))}
+            "attempts": len(attempts), "resumed": len(attempts) > 1 or bool(before.get("resumed")),
+            "jobs": jobs, "threads": os.environ.get("OMP_NUM_THREADS"),
+            "shared": jobs > 1 or bool(before.get("shared"))}
     Path(out + ".wall").write_text(json.dumps(wall) + "\n")
     return wall
+
+
+def make_jobs(makeflags: str) -> int:
+    """The -jN make ran with (1 without -j; an unbounded -j counts as 2: beside others all the same)."""
+    for word in makeflags.split():
+        if word.startswith("-j") and not word.startswith("--"):
+            return int(word[2:]) if word[2:].isdigit() else 2
+    return 1
 
 
 def read_wall(path) -> dict | None:
@@ -141,7 +153,8 @@ def fmt_ci(summary: dict, key: str) -> str:
 def fmt_wall(wall: dict | None) -> str:
     if wall is None:
         return "–"
-    return f"{wall['total_s']:.0f}" + (RESUMED if wall.get("resumed") else "")
+    return (f"{wall['total_s']:.0f}" + (RESUMED if wall.get("resumed") else "")
+            + (SHARED if wall.get("shared") else ""))
 
 
 def pair_sentence(a: str, b: str, label: str, metric: dict | None, n: int, unit: str = "questions") -> str:
@@ -184,7 +197,8 @@ def header(args, scores: dict) -> list[str]:
         f"({os.cpu_count()} CPU cores, DEVICE={args.device}) from the question file to the score, every stage the "
         "cell reads from included (shared stages count in each cell, so the column does not add up; the corpus "
         f"index, built once for every tier, is not counted{index}). {RESUMED}: some stage was killed and resumed; its attempts are summed, each up to "
-        "the last record it wrote. Every number links to the pipeline that produced it. These are small-model, "
+        f"the last record it wrote. {SHARED}: some stage ran beside other cells (`make -jN`), so its seconds are "
+        "those of a shared machine. Every number links to the pipeline that produced it. These are small-model, "
         "small-corpus numbers: compare methods with each other, not with the papers' absolute values.", ""]
 
 

@@ -19,9 +19,9 @@ BENCH = ROOT / "bench"
 SCRIPTS = sorted(p.name for p in BENCH.glob("*.py") if p.name not in {"__init__.py", "common.py"})
 
 
-def bench(script: str, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+def bench(script: str, *args: str, timeout: int = 600, makeflags: str = "") -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(BENCH / script), *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                          timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT), "MAKEFLAGS": makeflags})
 
 
 def cq(*args: str, stdin: str | None = None) -> str:
@@ -105,6 +105,15 @@ def test_report_on_real_score_summaries(tmp_path):
             assert result.returncode == 0, result.stderr
     never_wall = orjson.loads(Path(scores / "ambignq.det.never.json.wall").read_bytes())
     assert never_wall["attempts"] == 2 and never_wall["resumed"] and 105 <= never_wall["total_s"] < 110
+    assert never_wall["jobs"] == 1 and not never_wall["shared"]
+    # a stage run under make -j2 is marked, and so is every stage that reads it
+    side = str(tmp_path / "side.jsonl")
+    assert bench("report.py", "wall", "start", side).returncode == 0
+    assert bench("report.py", "wall", "stop", side, str(upstream), makeflags=" -j2 --jobserver-auth=3,4").returncode == 0
+    assert bench("report.py", "wall", "start", side + ".next").returncode == 0
+    assert bench("report.py", "wall", "stop", side + ".next", side).returncode == 0
+    from bench.report import fmt_wall, read_wall
+    assert read_wall(side + ".wall")["jobs"] == 2 and fmt_wall(read_wall(side + ".next.wall")).endswith("‡")
 
     out = tmp_path / "results.md"
     result = bench("report.py", "results", "--scores", str(scores), "--pairs", str(pairs), "--out", str(out),
