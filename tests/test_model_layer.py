@@ -419,3 +419,26 @@ def test_cq_models_openai_model_sends_nothing(runner, monkeypatch):
     result = runner.invoke(cli, ["models", "--api-base", "http://node2:9000/v1", "--model", "served-model"])
     assert result.exit_code == 0, result.stderr
     assert "openai" in result.stdout and "server http://node2:9000/v1" in result.stdout
+
+
+@pytest.mark.slow
+def test_thread_count_does_not_change_smollm2_outputs():
+    """`make -j2 compare` runs cells side by side with OMP_NUM_THREADS=1: the offline LLM's logits
+    (a long prefill and a decode step) are bitwise those of two threads, so are greedy texts."""
+    from cqtools.models import load_generator
+
+    gen = load_generator("HuggingFaceTB/SmolLM2-135M-Instruct", "cpu")
+    ids = torch.arange(100, 700)[None] * 7 % 20000
+    threads, outputs = torch.get_num_threads(), {}
+    try:
+        for n in (1, 2):
+            torch.set_num_threads(n)
+            with torch.inference_mode():
+                out = gen.model(ids, use_cache=True)
+                step = gen.model(ids[:, -1:], past_key_values=out.past_key_values, use_cache=True)
+            text = gen.generate([" ".join(PROMPTS)], max_new_tokens=12, chat=False)
+            outputs[n] = (out.logits, step.logits, text)
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(outputs[1][0], outputs[2][0]) and torch.equal(outputs[1][1], outputs[2][1])
+    assert outputs[1][2] == outputs[2][2]
