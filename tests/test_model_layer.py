@@ -131,6 +131,29 @@ def _cut_text(text: str, stop: list[str]) -> str:
     return _cut(text, stop)
 
 
+@pytest.mark.parametrize("arch", ["tiny_causal", "tiny_gpt2"])
+def test_one_token_continuations_of_one_prompt_share_a_forward_pass(arch, request, monkeypatch):
+    """Scoring " yes" and " no" after the same prompt (a True/False verification) runs the prompt once;
+    each score is the one the pair gets scored alone."""
+    alone, _ = _generators(request.getfixturevalue(arch), monkeypatch)
+    one = [t for t in (" yes", " no", " maybe", " france") if len(alone._ids(t)) == 1]
+    assert len(one) >= 2, "the tiny tokenizer should have one-token words"
+    prompts = [PROMPTS[0]] * len(one) + [PROMPTS[1]] * len(one) + [PROMPTS[0]]
+    conts = one + one + [" no way at all"]
+    single = [alone.score([p], [c])[0] for p, c in zip(prompts, conts)]
+    passes = []
+    real = alone._hidden
+    monkeypatch.setattr(alone, "_hidden", lambda ids, mask, kw: passes.append(ids.shape) or real(ids, mask, kw))
+    for prefix in ("", "Question: "):
+        passes.clear()
+        together = alone.score(prompts, conts, prefix=prefix)
+        assert len(passes) == 3  # one per prompt, one for the multi-token continuation
+        if not prefix:
+            assert together == single
+    assert alone.score(prompts, conts, prefix="Question: ") == [
+        alone.score([p], [c], prefix="Question: ")[0] for p, c in zip(prompts, conts)]
+
+
 def test_pad_token_for_a_tokenizer_without_one(tiny_gpt2, monkeypatch):
     alone, padded = _generators(tiny_gpt2, monkeypatch)
     assert padded.pad_id is not None

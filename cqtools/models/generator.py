@@ -231,7 +231,15 @@ class Generator:
         head = [] if cache is not None else prefix_ids
         if not head and any(not p and c for p, c in items) and cache is None:
             raise ValueError("cannot score a continuation with no context; pass a prompt or prefix")
-        order = sorted(range(len(items)), key=lambda i: -sum(map(len, items[i])))
+        # Items that share a prompt and continue it by one token read one forward pass (each input alone
+        # only, like generate's dedupe): the last prompt position predicts all their tokens, and causal
+        # attention keeps it blind to the token that follows (True/False verifications: half the passes).
+        runs: dict[int, list[int]] = {}
+        first_of: dict[tuple, int] = {}
+        for i, (p, c) in enumerate(items):
+            shared = not self.padded and len(c) == 1 and bool(p)
+            runs.setdefault(first_of.setdefault(tuple(p), i) if shared else i, []).append(i)
+        order = sorted(runs, key=lambda i: -sum(map(len, items[i])))
         scores = [0.0] * len(items)
         offset = len(prefix_ids) if cache is not None else 0
         for idx in _groups(order, (batch_size or self.batch_size) if self.padded else 1):
@@ -248,7 +256,7 @@ class Generator:
                 kwargs = {"past_key_values": past, "position_ids": positions.to(self.device)}
             with torch.inference_mode():
                 hidden = self._hidden(ids.to(self.device), mask.to(self.device), kwargs)
-                for row, i in enumerate(idx):
+                for row, i in ((row, i) for row, run in enumerate(idx) for i in runs[run]):
                     prompt_ids, cont_ids = items[i]
                     if not cont_ids:
                         continue
