@@ -3,7 +3,8 @@
 Issue 11 asks the model stages to get faster per question, measured against the code it was filed
 on, in one run on the same machine. This runs each model stage of the pipeline alone (its own
 process, wall time, default models of that code) on the same questions with the code of
-``--before`` (a git worktree, run with PYTHONPATH) and with this checkout, back to back:
+``--before`` (a git worktree, started there so its own cqtools is imported) and with this checkout,
+back to back, and this checkout again with idle threads spinning (as ``before`` did):
 
   rerank --top 5            MiniLM-L12 INT8 cross-encoder over BM25 top 20
   detect --method llm       SmolLM2-135M few-shot detector
@@ -12,6 +13,7 @@ process, wall time, default models of that code) on the same questions with the 
                             `make models` installed one in $CQ_MODELS (else SmolLM2 again)
   answer --mode cq, LM      after only: ``--reader generative``, the same model as before
   disambiguate tree+prune   Tree of Clarifications (rac --tree --prune), SmolLM2-135M
+  ... padded batches        after only: the same with CQ_PADDED_BATCHES=1
 
 Each stage reads the output of the same version's stage before it (disambiguate reads rerank's).
 A stage's records are compared between versions (``meta`` aside): a difference is expected only
@@ -32,17 +34,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import CQ, ROOT, ambiguous_retrieved, code_cwd, env_for, machine, same_records  # noqa: E402
 
 # (name, arguments, input stage or None for the retrieved questions, the stage of `before` it is timed
-# against: a stage compared with another runs in this checkout only)
+# against, extra environment): a stage compared with another runs in this checkout only
 STAGES = [
-    ("rerank", ["rerank", "--top", "5"], None, "rerank"),
-    ("detect llm", ["detect", "--method", "llm"], "rerank", "detect llm"),
-    ("gen-cq llm", ["gen-cq", "--method", "llm"], "detect llm", "gen-cq llm"),
-    ("answer cq (default reader)", ["answer", "--mode", "cq"], "gen-cq llm",
-     "answer cq (default reader)"),
+    ("rerank", ["rerank", "--top", "5"], None, "rerank", {}),
+    ("detect llm", ["detect", "--method", "llm"], "rerank", "detect llm", {}),
+    ("gen-cq llm", ["gen-cq", "--method", "llm"], "detect llm", "gen-cq llm", {}),
+    ("answer cq (default reader)", ["answer", "--mode", "cq"], "gen-cq llm", "answer cq (default reader)", {}),
     ("answer cq (SmolLM2 reader)", ["answer", "--mode", "cq", "--reader", "generative"], "gen-cq llm",
-     "answer cq (default reader)"),
+     "answer cq (default reader)", {}),
     ("disambiguate tree+prune", ["disambiguate", "--method", "rac", "--tree", "--prune"], "rerank",
-     "disambiguate tree+prune"),
+     "disambiguate tree+prune", {}),
+    ("disambiguate tree+prune, padded batches", ["disambiguate", "--method", "rac", "--tree", "--prune"], "rerank",
+     "disambiguate tree+prune", {"CQ_PADDED_BATCHES": "1"}),
 ]
 NOTES = "## What these numbers say"
 TOTAL = ("rerank", "detect llm", "gen-cq llm", "answer cq (default reader)", "disambiguate tree+prune")
@@ -54,14 +57,14 @@ def slug(name: str) -> str:
 
 def run(env: dict, cwd: Path, src: Path, work: Path, tag: str) -> dict[str, tuple[float, Path]]:
     done: dict[str, tuple[float, Path]] = {}
-    for name, args, source, compared in STAGES:
+    for name, args, source, compared, extra in STAGES:
         if tag == "before" and compared != name:
             continue
         out = work / f"{tag}.{slug(name)}.jsonl"
         current = src if source is None else done[source][1]
         start = time.perf_counter()
         with open(current, "rb") as fin, open(out, "wb") as fout:
-            subprocess.run(CQ + args + ["-q"], stdin=fin, stdout=fout, env=env, cwd=cwd, check=True)
+            subprocess.run(CQ + args + ["-q"], stdin=fin, stdout=fout, env={**env, **extra}, cwd=cwd, check=True)
         done[name] = (time.perf_counter() - start, out)
     return done
 
@@ -105,7 +108,7 @@ def main() -> None:
              f"$CQ_MODELS: {reader}. Seconds per question; speed-up = before / after.", "",
              "| stage | before | after | after, spinning | speed-up | speed-up, spinning | same records |",
              "|---|---|---|---|---|---|---|"]
-    for name, _, _, compared in STAGES:
+    for name, _, _, compared, _ in STAGES:
         after, spun = results["after"][name], results["spin"][name]
         before = results["before"][compared]
         same = same_records(before[1], after[1]) and same_records(after[1], spun[1])
@@ -118,7 +121,9 @@ def main() -> None:
               "Load (1-minute average) when each run started: "
               + ", ".join(f"{tag} {load:.1f}" for tag, load in loads.items())
               + ". `answer cq (SmolLM2 reader)` runs only in this checkout and is timed against before's",
-              "default (SmolLM2) answer: the same model both sides, on CQs that differ (gen-cq's options changed).", ""]
+              "default (SmolLM2) answer: the same model both sides, on CQs that differ (gen-cq's options changed).",
+              "`padded batches` (CQ_PADDED_BATCHES=1) batches the prompts of one call with padding: faster, and",
+              "within tolerance of each input alone rather than equal to it (its records may differ).", ""]
     out = Path(args.out)
     notes = out.read_text().split(NOTES, 1) if out.exists() else []
     tail = NOTES + notes[1] if len(notes) == 2 else ""  # the hand-written notes survive a regeneration
