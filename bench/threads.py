@@ -15,7 +15,10 @@ each one
   pipeline  the four stages as one shell pipeline, all processes running at once (how users run them),
 
 back to back in one run on this machine, and checks the two policies write the same records
-(``meta`` aside). The load average before each run is in the table. Writes docs/benchmarks/threads.md.
+(``meta`` aside). The load average before each run is in the table. Then one SmolLM2 decode step
+(48 steps after a 300-token prompt, model loaded first) under each policy, on free cores and beside
+one and two busy processes (pure-Python loops): what a stage meets when other work shares its
+cores. Writes docs/benchmarks/threads.md.
 """
 from __future__ import annotations
 
@@ -59,7 +62,48 @@ def run_pipeline(env: dict, src: Path, work: Path, tag: str) -> tuple[float, Pat
     return time.perf_counter() - start, out
 
 
+BUSY = [sys.executable, "-c", "while True: pass"]
+DECODE_POLICIES = [("spin", {"OMP_WAIT_POLICY": "ACTIVE"}), ("sleep (default)", {"OMP_WAIT_POLICY": "PASSIVE"}),
+                   ("one thread", {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": "1"})]
+
+
+def decode_child() -> None:
+    """Print the milliseconds of one greedy decode step of the offline SmolLM2 (after a 300-token prompt)."""
+    import torch
+
+    from cqtools.models import load_generator
+
+    model = load_generator("HuggingFaceTB/SmolLM2-135M-Instruct", "cpu").model
+    ids = torch.arange(300)[None] * 13 % 20000 + 100
+    with torch.inference_mode():
+        past = model(ids, use_cache=True).past_key_values
+        step = ids[:, -1:]
+        start = time.perf_counter()
+        for _ in range(48):
+            past = model(step, past_key_values=past, use_cache=True).past_key_values
+    print(f"{(time.perf_counter() - start) / 48 * 1000:.1f}")
+
+
+def decode_table() -> list[str]:
+    lines = ["One SmolLM2 decode step (ms), free cores and beside busy processes:", "",
+             "| threads | free cores | 1 busy process | 2 busy processes |", "|---|---|---|---|"]
+    cells: dict[str, list[str]] = {label: [] for label, _ in DECODE_POLICIES}
+    for busy in range(3):
+        loops = [subprocess.Popen(BUSY) for _ in range(busy)]
+        try:
+            for label, extra in DECODE_POLICIES:
+                out = subprocess.run([sys.executable, __file__, "--decode-child"], env=env_for(**extra), cwd=ROOT,
+                                     capture_output=True, text=True, check=True)
+                cells[label].append(out.stdout.strip().splitlines()[-1])
+        finally:
+            for loop in loops:
+                loop.kill()
+    return lines + [f"| {label} | " + " | ".join(values) + " |" for label, values in cells.items()] + [""]
+
+
 def main() -> None:
+    if "--decode-child" in sys.argv:
+        return decode_child()
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default="../shared/data")
     ap.add_argument("--work", default="work/bench-threads")
@@ -99,6 +143,7 @@ def main() -> None:
     lines += ["", "Same records under both policies (meta aside): "
               + ", ".join(f"{cond}: {'yes' if same_records(outputs[('spin', cond)], outputs[('sleep', cond)]) else 'NO'}"
                           for cond in ("alone", "pipeline")), ""]
+    lines += decode_table()
     Path(args.out).write_text("\n".join(lines) + "\n")
     print(json.dumps([{"threads": r[0], "run": r[1], "load": r[2], "total_s": r[4]} for r in rows]))
 
