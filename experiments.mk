@@ -223,6 +223,9 @@ exp-askcq: $(ASKCQ)
 # ---- AmbigQA (Min et al. 2020) and REFUEL (Gao et al. 2021), model tier ----------------------
 $(EXP)/ambignq.qd.jsonl: $(EXP)/ambignq.multi.jsonl
 	$(call stage,$(CQ) disambiguate --method qd $(LLM))
+# the same question writer over the extractive reader's answers (AmbigQA's pipeline, competent reader)
+$(EXP)/ambignq.qd.extractive.jsonl: $(EXP)/ambignq.multi.extractive.jsonl
+	$(call stage,$(CQ) disambiguate --method qd $(LLM))
 $(EXP)/ambignq.disambigfirst.jsonl: $(RR)
 	$(call stage,$(CQ) disambiguate --method rac --passages 0 $(LLM))
 # REFUEL: predicted answers (with round trip and/or verification), then a question for each.
@@ -237,7 +240,7 @@ $(EXP)/ambignq.refuel.plain.jsonl: $(EXP)/ambignq.qd.jsonl
 $(S)/ambignq.%.ambigqa.json: $(EXP)/ambignq.%.jsonl
 	$(call score,ambigqa)
 
-exp-ambigqa: $(S)/ambignq.qd.ambigqa.json $(S)/ambignq.disambigfirst.ambigqa.json \
+exp-ambigqa: $(S)/ambignq.qd.ambigqa.json $(S)/ambignq.qd.extractive.ambigqa.json $(S)/ambignq.disambigfirst.ambigqa.json \
              $(S)/ambignq.multi.ambigqa.json $(S)/ambignq.multi.extractive.ambigqa.json
 exp-refuel: $(foreach v,plain $(REFUEL),$(S)/ambignq.refuel.$(v).ambigqa.json)
 
@@ -314,6 +317,7 @@ $(eval $(call pair,cbqa,ambignq.cqa.zeroshot,ambignq.cqa.llm))
 $(eval $(call pair,cbqa,ambignq.cqa.fromdqs,ambignq.cqa.llm))
 $(eval $(call pair,cbqa,ambignq.cqa.fromdqs.llm,ambignq.cqa.fromdqs))
 $(eval $(call pair,ambigqa,ambignq.multi,ambignq.multi.extractive))
+$(eval $(call pair,ambigqa,ambignq.qd,ambignq.qd.extractive))
 $(eval $(call pair,ambigqa,ambignq.refuel.plain,ambignq.refuel.rt-verify))
 $(eval $(call pair,clam,clam.never,clam.clam))
 $(eval $(call pair,clam,clam.always,clam.clam))
