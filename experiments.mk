@@ -2,8 +2,9 @@
 # Every cell is a pipeline of cq commands, one file per stage, so cells share prefixes (retrieve
 # once, rerank once, reuse everywhere). Each file F has beside it:
 #   F.cmd      the full pipeline that made it, which `make compare` prints next to each number
-#   F.wall     {"stage_s", "total_s", "attempts", "resumed"}: wall seconds of this stage, and from
-#              the question file through every stage F reads from (the index build is not counted)
+#   F.wall     {"stage_s", "total_s", "attempts", "resumed", "jobs", "threads", "shared"}: wall seconds of
+#              this stage, and from the question file through every stage F reads from (the index build
+#              is not counted); make's -jN, OMP_NUM_THREADS, and whether any of those stages ran under -jN>1
 #   F.cq.json  the run record of `cq --resume` (configuration, models, records read and written)
 # A stage writes F.part through `--resume F.part`, then renames it: a killed `make compare`
 # continues each stage after the last record it wrote. A resumed stage's stage_s sums its attempts,

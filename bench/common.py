@@ -50,8 +50,9 @@ def env_for(code_dir: Path | None = None, **extra: str) -> dict:
     ``extra`` sets one), the code of ``code_dir`` (a worktree) when given, ``extra`` on top."""
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "CQ_ORT_SPIN")}
     env.update(CQ_OFFLINE="1", HF_HUB_OFFLINE="1")
-    if env.get("CQ_MODELS"):  # versions start in different directories
-        env["CQ_MODELS"] = str(Path(env["CQ_MODELS"]).resolve())
+    for key in ("CQ_MODELS", "CQ_CACHE"):  # versions start in different directories
+        if env.get(key):
+            env[key] = str(Path(env[key]).resolve())
     if code_dir is not None:
         env["PYTHONPATH"] = str(code_dir)
     env.update(extra)

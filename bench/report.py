@@ -1,7 +1,9 @@
 """`make compare`: the grid's wall times as it runs, and docs/results.md from its scores at the end.
 
     report.py wall start F      before a stage writes F (through F.part)
-    report.py wall stop F IN    after it: F.wall = {"stage_s", "total_s", "attempts", "resumed"}
+    report.py wall stop F IN    after it: F.wall = {"stage_s", "total_s", "attempts", "resumed", "jobs",
+                                "threads", "shared"} (make's -jN of the last attempt, OMP_NUM_THREADS,
+                                and whether this or any upstream stage ran under -jN > 1)
     report.py results --scores DIR --pairs DIR --out docs/results.md ...
 
 A stage's wall time is the sum over its attempts (F.part.attempts holds their [start, end]). An

@@ -89,15 +89,20 @@ def decode_table() -> list[str]:
              "| threads | free cores | 1 busy process | 2 busy processes |", "|---|---|---|---|"]
     cells: dict[str, list[str]] = {label: [] for label, _ in DECODE_POLICIES}
     for busy in range(3):
-        loops = [subprocess.Popen(BUSY) for _ in range(busy)]
+        loops: list[subprocess.Popen] = []
         try:
+            loops += [subprocess.Popen(BUSY) for _ in range(busy)]
             for label, extra in DECODE_POLICIES:
-                out = subprocess.run([sys.executable, __file__, "--decode-child"], env=env_for(**extra), cwd=ROOT,
-                                     capture_output=True, text=True, check=True)
-                cells[label].append(out.stdout.strip().splitlines()[-1])
+                env = env_for(**extra)
+                if "OMP_NUM_THREADS" not in extra:  # torch's own default, not the caller's setting
+                    env.pop("OMP_NUM_THREADS", None)
+                out = subprocess.run([sys.executable, __file__, "--decode-child"], env=env, cwd=ROOT,
+                                     capture_output=True, text=True)
+                cells[label].append(out.stdout.strip().splitlines()[-1] if out.returncode == 0 else "failed")
         finally:
             for loop in loops:
                 loop.kill()
+                loop.wait()
     return lines + [f"| {label} | " + " | ".join(values) + " |" for label, values in cells.items()] + [""]
 
 

@@ -465,3 +465,21 @@ def test_thread_count_does_not_change_smollm2_outputs():
         torch.set_num_threads(threads)
     assert torch.equal(outputs[1][0], outputs[2][0]) and torch.equal(outputs[1][1], outputs[2][1])
     assert outputs[1][2] == outputs[2][2]
+
+
+def test_generation_stops_only_where_the_cut_is_settled():
+    """With overlapping stop strings the row runs on until no stop string starting earlier can still
+    complete: stopping at "ab xy" (for "y") would cut "ab x", while the full text is cut at "xyz"."""
+    from cqtools.models.generator import _cut, _stop_criteria
+
+    class CharTokenizer:
+        def batch_decode(self, rows, skip_special_tokens=True):
+            return ["".join(map(chr, row.tolist())) for row in rows]
+
+    criterion = _stop_criteria(CharTokenizer(), ["xyz", "y"], start=2)
+    text = "??ab xyz c"
+    stops = [bool(criterion(torch.tensor([[ord(c) for c in text[:n]]]), None)[0]) for n in range(3, len(text) + 1)]
+    first = stops.index(True) + 3
+    assert text[:first] == "??ab xyz" and all(stops[first - 3:])
+    assert _cut(text[2:first], ["xyz", "y"]) == _cut(text[2:], ["xyz", "y"]) == "ab"
+    assert _stop_criteria(CharTokenizer(), [], 0) is None

@@ -322,25 +322,36 @@ def _pad_token(tokenizer, config) -> int:
 
 def _stop_criteria(tokenizer, stop: Sequence[str] | None, start: int):
     """A stopping criterion that ends each row once the text it generated (tokens from ``start``,
-    decoded as :func:`_cut` sees them) contains one of ``stop``; None without stop strings."""
+    decoded as :func:`_cut` sees them) settles where :func:`_cut` cuts: a stop string found at p, and
+    text up to p + (longest stop - 1), so no stop string starting before p can still complete.
+    None without stop strings."""
     stop = [s for s in stop or () if s]
     if not stop:
         return None
     import torch
     from transformers import StoppingCriteria, StoppingCriteriaList
 
+    longest = max(map(len, stop))
+
+    def settled(text: str) -> bool:
+        pos = _first_stop(text, stop)
+        return pos is not None and len(text) >= pos + longest - 1
+
     class StopInText(StoppingCriteria):
         def __call__(self, input_ids, scores, **kwargs):
             texts = tokenizer.batch_decode(input_ids[:, start:], skip_special_tokens=True)
-            return torch.tensor([any(s in t for s in stop) for t in texts], dtype=torch.bool,
-                                device=input_ids.device)
+            return torch.tensor([settled(t) for t in texts], dtype=torch.bool, device=input_ids.device)
 
     return StoppingCriteriaList([StopInText()])
 
 
+def _first_stop(text: str, stop: Sequence[str] | None) -> int | None:
+    """Where the first stop string in ``text`` starts (the earliest of all), or None."""
+    found = [pos for pos in (text.find(s) for s in stop or () if s) if pos >= 0]
+    return min(found) if found else None
+
+
 def _cut(text: str, stop: Sequence[str] | None) -> str:
-    for s in stop or ():
-        pos = text.find(s)
-        if pos >= 0:
-            text = text[:pos]
-    return text.strip()
+    """``text`` up to its first stop string, stripped."""
+    pos = _first_stop(text, stop)
+    return (text if pos is None else text[:pos]).strip()
