@@ -136,9 +136,9 @@ class Generator:
     def generate(self, prompts: list[str], max_new_tokens: int = 32, chat: bool | None = None,
                  stop: list[str] | None = None, batch_size: int | None = None) -> list[str]:
         """Greedy continuations of ``prompts`` (chat template applied when the model has one and
-        ``chat`` is not False), cut at the first of ``stop``; a row stops generating once its
-        decoded continuation holds a stop string (greedy tokens never depend on later ones, so the
-        cut text is that of the full-length run). Each prompt runs alone at its own
+        ``chat`` is not False), cut at the first of ``stop``; a row stops generating once that cut
+        is settled (:func:`_stop_criteria`; greedy tokens never depend on later ones, so the cut
+        text is that of the full-length run). Each prompt runs alone at its own
         length (padded batches of ``batch_size``, default ``self.batch_size``, longest first, with
         ``CQ_PADDED_BATCHES=1``);
         a prompt longer than the input limit loses its middle."""
@@ -161,8 +161,7 @@ class Generator:
                                           max_new_tokens=max_new_tokens, do_sample=False, num_beams=1,
                                           pad_token_id=self.pad_id,
                                           stopping_criteria=_stop_criteria(self.tokenizer, stop, start))
-            if self.kind == "causal":
-                out = out[:, ids.shape[1]:]
+            out = out[:, start:]
             for i, row in zip(idx, out):
                 outputs[i] = _cut(self.tokenizer.decode(row, skip_special_tokens=True), stop)
         return [outputs[i] for i in same]
