@@ -200,3 +200,12 @@ bench-speed: $(STAMP)
 	  --before $(SPEED_BEFORE) --n 5 --out docs/benchmarks/speed.md
 
 .PHONY: bench-speed
+
+# Model stages on a CUDA GPU against the CPU, records compared (needs a GPU; docs/benchmarks/gpu.md):
+# the grid's reranked model-tier questions, the extractive reader of `make models`, SmolLM2.
+# GPU_RENDER=1 only rewrites the page from $(WORK)/bench-gpu (a run copied off the GPU machine).
+bench-gpu: $(STAMP) $(RR)
+	CQ_OFFLINE=1 HF_HUB_OFFLINE=1 $(BIN)/python bench/gpu.py --input $(RR) --n 20 --reader $(CQ_MODELS)/reader \
+	  --work $(WORK)/bench-gpu --out docs/benchmarks/gpu.md $(if $(GPU_RENDER),--render)
+
+.PHONY: bench-gpu

@@ -212,3 +212,38 @@ def test_a_version_runs_its_own_code(tmp_path):
     assert code_cwd(None) == ROOT
     with pytest.raises(SystemExit, match="imports cqtools from"):
         code_cwd(tmp_path)  # no cqtools there: the installed checkout's would run instead
+
+
+def test_gpu_comparison_and_render(tmp_path):
+    """bench/gpu.py counts records equal to the CPU's exactly, with floats within 1e-3, and with floats
+    ignored; renders its page from a work directory without a GPU, keeping the hand-written notes."""
+    from bench import gpu
+
+    cpu = [{"id": "1", "ambiguity": {"label": True, "score": 0.6222}, "meta": {"detect": {"device": "cpu"}}},
+           {"id": "2", "answers": [{"text": "Canberra"}], "meta": {"detect": {"device": "cpu"}}}]
+    near = [{"id": "1", "ambiguity": {"label": True, "score": 0.62221}, "meta": {"detect": {"device": "cuda",
+                                                                                            "dtype": "float32"}}},
+            {"id": "2", "answers": [{"text": "Canberra"}], "meta": {}}]
+    far = [{"id": "1", "ambiguity": {"label": True, "score": 0.625}}, {"id": "2", "answers": [{"text": "Sydney"}]}]
+    work = tmp_path / "w"
+    work.mkdir()
+    for name, records in (("cpu", cpu), ("cuda", near), ("cuda_padded", far)):
+        (work / f"detect_llm.{name}.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    got = gpu.agreement(work / "detect_llm.cpu.jsonl", work / "detect_llm.cuda.jsonl")
+    assert (got["exact"], got["close"], got["text"], got["device"], got["dtype"]) == (1, 2, 2, "cuda", "float32")
+    got = gpu.agreement(work / "detect_llm.cpu.jsonl", work / "detect_llm.cuda_padded.jsonl")
+    assert (got["exact"], got["close"], got["text"]) == (0, 0, 1)
+
+    (work / "input.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in cpu))
+    (work / "device.json").write_text('{"gpu": "G", "machine": "M", "date": "D"}')
+    rows = [{"stage": "detect llm", "variant": v, "n": 2, "seconds": s, "startup": 10.0, "per_q": (s - 10.0)}
+            for v, s in (("cpu", 16.0), ("cuda", 12.0), ("cuda padded", 10.5))]
+    (work / "rows.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    out = tmp_path / "gpu.md"
+    out.write_text("old table\n## What these numbers say\nkept by hand\n")
+    result = bench("gpu.py", "--render", "--input", "in.jsonl", "--work", str(work), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    page = out.read_text()
+    assert "| detect llm | cuda | cuda, float32 | 12.0 | 10.0 | 2.00 | 3.0x | 1/2 | 2/2 | 2/2 |" in page
+    assert "| detect llm | cuda padded | ?, ? | 10.5 | 10.0 | < 2.00 |  | 0/2 | 0/2 | 1/2 |" in page  # under noise
+    assert page.endswith("## What these numbers say\nkept by hand\n") and "old table" not in page
