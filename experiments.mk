@@ -287,12 +287,16 @@ TOC_FLAGS_rac   :=
 TOC_FLAGS_tree  := --tree
 TOC_FLAGS_prune := --tree --prune
 TOC := $(foreach v,rac tree prune,asqa.toc.$(v).bm25) asqa.toc.rac.dense asqa.toc.rac.hybrid
-TOC_DQ := $(foreach c,$(TOC),$(EXP)/$(subst .toc.,.dq.,$(c)).jsonl)
+# The prune cell prunes the tree cell's trees (--reuse-tree: the records of growing and pruning in
+# one run, without growing them twice); every other cell grows its own from the reranked passages.
+TOC_DQ := $(filter-out $(EXP)/asqa.dq.prune.%,$(foreach c,$(TOC),$(EXP)/$(subst .toc.,.dq.,$(c)).jsonl))
 define toc_dq
 $(filter %.$(1).jsonl,$(TOC_DQ)): $(EXP)/asqa.dq.%.$(1).jsonl: $(EXP)/asqa.rr.$(1).jsonl
 	$$(call stage,$$(CQ) disambiguate --method rac $$(TOC_FLAGS_$$*) $$(LLM))
 endef
 $(foreach m,$(RETRIEVERS),$(eval $(call toc_dq,$(m))))
+$(EXP)/asqa.dq.prune.%.jsonl: $(EXP)/asqa.dq.tree.%.jsonl
+	$(call stage,$(CQ) disambiguate --method rac $(TOC_FLAGS_prune) --reuse-tree $(LLM))
 $(foreach c,$(TOC),$(EXP)/$(c).jsonl): $(EXP)/asqa.toc.%.jsonl: $(EXP)/asqa.dq.%.jsonl
 	$(call stage,$(CQ) answer --mode long $(LLM))
 $(S)/asqa.toc.%.json: $(EXP)/asqa.toc.%.jsonl

@@ -260,3 +260,49 @@ def test_real_model_tree(runner, retrieved):
         meta = record["meta"]["answer"]
         assert meta["mode"] == "long" and meta["dqs_used"] == len(record["dqs"])
         assert meta["model"] == "HuggingFaceTB/SmolLM2-135M-Instruct"
+
+
+def holder_sensitive_lm() -> FakeGenerator:
+    """scripted_lm whose True/False verdict depends on the whole verification prompt, so on the
+    passage the node's parent read: pruning with the wrong passage gives other verdicts."""
+    import zlib
+
+    lm = scripted_lm()
+    lm.scores = lambda p, c: (-1.0 if zlib.crc32(p.encode()) % 2 else -3.0) if c == " True" else -2.0
+    return lm
+
+
+def test_reuse_tree_equals_growing_and_pruning_in_one_run(runner, fakes, retrieved):
+    """ToC's tree cell and tree+prune cell share one growth: pruning the tree a --tree run wrote
+    gives the records of growing and pruning in one run (meta says reused_tree), with no generation."""
+    flags = ["disambiguate", "--tree", "--max-nodes", "6", "--rerank-depth", "5", "-q"]
+    fakes["generator"] = holder_sensitive_lm()
+    result, at_once = run(runner, flags + ["--prune"], retrieved)
+    assert result.exit_code == 0, result.stderr
+    fakes["generator"] = holder_sensitive_lm()
+    result, grown = run(runner, flags, retrieved)
+    assert result.exit_code == 0, result.stderr
+    fakes["generator"] = holder_sensitive_lm()
+    result, reused = run(runner, flags + ["--prune", "--reuse-tree"], jsonl(grown))
+    assert result.exit_code == 0, result.stderr
+    assert fakes["generator"].prompts == [], "nothing generated: the tree is read, not grown"
+    assert sum(n["pruned"] for r in at_once for n in r["tree"]) > 0 < sum(
+        not n["pruned"] for r in at_once for n in r["tree"][1:]), "the fake must both keep and prune"
+    assert any(n["depth"] == 2 for r in at_once for n in r["tree"]), "nodes whose parent read reranked passages"
+    for a, b in zip(at_once, reused):
+        assert b["meta"]["disambiguate"].pop("reused_tree") is True
+        assert a == b
+
+
+def test_reuse_tree_refuses_a_tree_grown_otherwise(runner, fakes, retrieved):
+    result, grown = run(runner, ["disambiguate", "--tree", "--max-nodes", "4", "-q"], retrieved)
+    assert result.exit_code == 0, result.stderr
+    result = runner.invoke(cli, ["disambiguate", "--tree", "--prune", "--reuse-tree", "-q"], input=jsonl(grown))
+    assert result.exit_code != 0 and "Traceback" not in result.stderr
+    line = result.stderr.strip()
+    assert "\n" not in line and grown[0]["id"] in line and "max_nodes=4" in line and "drop --reuse-tree" in line
+    plain = parse_jsonl(retrieved)[:1]  # no tree at all
+    result = runner.invoke(cli, ["disambiguate", "--tree", "--prune", "--reuse-tree", "-q"], input=jsonl(plain))
+    assert result.exit_code != 0 and "has no 'tree'" in result.stderr and "line 1" in result.stderr
+    result = runner.invoke(cli, ["disambiguate", "--tree", "--reuse-tree", "-q"], input=jsonl(plain))
+    assert result.exit_code == 2 and "--reuse-tree prunes an earlier run's tree" in result.stderr

@@ -38,6 +38,9 @@ DEFAULT_MODEL, DEFAULT_RERANKER, DEFAULT_ENCODER = LLM, RERANKER, ENCODER
               help="--tree: stop after this many expansions in a row that add no valid node.")
 @click.option("--prune", is_flag=True,
               help="rac: drop nodes whose answer the model judges no answer to the question (True/False).")
+@click.option("--reuse-tree", is_flag=True,
+              help="--prune: prune the tree an earlier `--tree` run wrote into each record (grown with the same "
+                   "settings: checked) instead of growing it again; the records equal growing and pruning here.")
 @click.option("--reranker", default=DEFAULT_RERANKER, show_default=True, envvar="CQ_MODEL_RERANKER",
               help="--tree: cross-encoder that reranks the record's passages for each DQ.")
 @click.option("--rerank-depth", type=click.IntRange(min=1), default=20, show_default=True,
@@ -45,7 +48,7 @@ DEFAULT_MODEL, DEFAULT_RERANKER, DEFAULT_ENCODER = LLM, RERANKER, ENCODER
 @compose(batch_option, device_options, load_options, max_input_option, api_options, seed_option, stream_options,
          scale_options)
 def cli(method, model, n_passages, passage_words, max_new_tokens, shots_file, k_shots, encoder, tree, max_nodes,
-        max_depth, max_failures, prune, reranker, rerank_depth, device, dtype, seed, **kwargs):
+        max_depth, max_failures, prune, reuse_tree, reranker, rerank_depth, device, dtype, seed, **kwargs):
     """Add "dqs": [{question, answer, ...}]; rac also writes the clarification "tree"
     [{id, parent, question, answer, depth, pruned, passage_id}] and every run counts its LLM
     calls per record in meta.disambiguate.model_calls.
@@ -64,10 +67,14 @@ def cli(method, model, n_passages, passage_words, max_new_tokens, shots_file, k_
         for flag, value in (("--tree", tree), ("--prune", prune), ("--shots", shots_file)):
             if value:
                 raise click.BadParameter(f"{flag} goes with --method rac", param_hint=flag)
+    if reuse_tree and not (tree and prune):
+        raise click.BadParameter("--reuse-tree prunes an earlier run's tree: pass it with --tree --prune",
+                                 param_hint="--reuse-tree")
     batch_size = kwargs["batch_size"]
     spec = spec_from(kwargs, required=("question",), desc="disambiguate")
     run_stream(disambiguate.build(method, model=model, device=device, dtype=dtype, seed=seed, shots_file=shots_file,
                                   encoder=encoder, reranker=reranker, n_passages=n_passages,
                                   passage_words=passage_words, max_new_tokens=max_new_tokens, k_shots=k_shots,
                                   tree=tree, max_nodes=max_nodes, max_depth=max_depth, max_failures=max_failures,
-                                  prune=prune, rerank_depth=rerank_depth, batch_size=batch_size), spec)
+                                  prune=prune, reuse_tree=reuse_tree, rerank_depth=rerank_depth,
+                                  batch_size=batch_size), spec)

@@ -13,7 +13,11 @@ Methods:
        reranked for it (:mod:`.tree`); ``prune`` asks the model whether each node's answer could
        answer the original question, given the best passage holding that answer (log p(" True")
        against log p(" False")), and drops the nodes it rejects. The tree is written to the record
-       (``tree``) and ``dqs`` are its surviving nodes in BFS order.
+       (``tree``) and ``dqs`` are its surviving nodes in BFS order. With ``reuse_tree`` (CLI
+       ``--reuse-tree``) prune reads the tree an earlier ``--tree`` run wrote into the record
+       (grown with the same settings, checked against its ``meta.disambiguate``) instead of growing
+       it again; each node's passages are reranked again as growth did, so the records are those of
+       growing and pruning in one run (``meta.disambiguate.reused_tree`` marks them).
 
 Every LLM prompt (a generation or a True/False verification) counts as one model call; the count
 is written to ``meta.disambiguate.model_calls`` per record (ToC promises fewer than 20).
@@ -26,6 +30,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+from ..errors import InputError
 from ..metrics.normalize import normalize_answer
 from ..models.registry import role
 from ..records import PASSAGES, answer_texts, distinct_texts, require, set_meta, snippets
@@ -52,6 +57,7 @@ class DisambigConfig:
     max_failures: int = 3
     prune: bool = False
     rerank_depth: int = 20       # --tree: passages of the record reranked for each DQ
+    reuse_tree: bool = False     # --prune: prune the tree an earlier --tree run wrote, do not grow it
     batch_size: int = 32
 
     @property
@@ -227,6 +233,18 @@ class Clarifier:
         for (_, node), ranked in zip(todo, lists):
             self._reranked[id(node)] = ranked
 
+    def restore(self, trees: list[Tree]) -> None:
+        """Give every non-root node of ``trees`` (rebuilt from an earlier run's records) the passages
+        its parent's expansion read: the root's as given, a DQ's reranked for it again (the same
+        call as in :meth:`grow`, so the same passages, each input scored alone)."""
+        parents = [(t, t.nodes[p]) for t in trees for p in sorted({n.parent for n in t.valid})]
+        self._reranked = {}
+        self.rerank_for(parents)
+        for tree in trees:
+            for node in tree.valid:
+                node.passages = self._passages(tree, tree.nodes[node.parent])[: self.config.n_passages]
+        self._reranked = {}
+
     def grow(self, trees: list[Tree]) -> None:
         self._reranked = {}
 
@@ -256,13 +274,43 @@ class Clarifier:
             node.pruned = node.verify < 0
 
 
-def rac_batch(records: list[dict], clarifier: Clarifier) -> list[tuple[list[dict], int, Tree]]:
+# meta.disambiguate keys that count what a run did, not how its trees were grown
+_COUNTS = ("model_calls", "expansions", "valid_nodes", "pruned", "rejected_pairs", "stop", "reused_tree")
+NEED_TREE = "run `cq disambiguate --method rac --tree` first, or drop --reuse-tree to grow the tree here"
+
+
+def grown_tree(record: dict, passages: list[dict], config: DisambigConfig, info: dict) -> Tree:
+    """The tree an earlier ``--tree`` run wrote into ``record``, checked to be grown with this run's
+    settings (model, device, dtype, batching, passages, limits, shots, reranker, seed: every
+    setting in ``meta.disambiguate`` but ``prune`` and the counts)."""
+    rid = record.get("id")
+    earlier = (record.get("meta") or {}).get("disambiguate") or {}
+    if not isinstance(record.get(TREE), list) or not earlier.get("tree"):
+        raise InputError(f"record {rid} has no '{TREE}' from a --tree run; {NEED_TREE}", record_id=rid)
+    for key in sorted((set(info) | set(earlier)) - set(_COUNTS) - {"prune"}):
+        if earlier.get(key) != info.get(key):
+            raise InputError(f"record {rid}: its tree was grown with {key}={earlier.get(key)!r}, this run has "
+                             f"{info.get(key)!r}; pass the same settings, or drop --reuse-tree", record_id=rid)
+    try:
+        return Tree.from_json(str(record["question"]), passages, config.limits, record[TREE],
+                              int(earlier.get("expansions", 0)), int(earlier.get("rejected_pairs", 0)),
+                              earlier.get("stop"))
+    except (ValueError, TypeError) as err:
+        raise InputError(f"record {rid}: its '{TREE}' is not one cq wrote ({err}); {NEED_TREE}",
+                         record_id=rid) from None
+
+
+def rac_batch(records: list[dict], clarifier: Clarifier, info: dict | None = None) -> list[tuple[list[dict], int, Tree]]:
     c = clarifier.config
     trees = []
     for record in records:
         passages = list(require(record, PASSAGES, NEED_PASSAGES)) if c.n_passages else []
-        trees.append(Tree(str(record["question"]), passages, c.limits))
-    clarifier.grow(trees)
+        trees.append(grown_tree(record, passages, c, info or {}) if c.reuse_tree
+                     else Tree(str(record["question"]), passages, c.limits))
+    if c.reuse_tree:
+        clarifier.restore(trees)
+    else:
+        clarifier.grow(trees)
     if c.prune:
         clarifier.prune(trees)
     out = []
@@ -316,10 +364,11 @@ def disambiguate_batch(records: list[dict], generator, config: DisambigConfig, i
         return records
     if clarifier is None:
         raise ValueError("--method rac needs a Clarifier")
-    for record, (dqs, calls, tree) in zip(records, rac_batch(records, clarifier)):
+    reused = {"reused_tree": True} if config.reuse_tree else {}
+    for record, (dqs, calls, tree) in zip(records, rac_batch(records, clarifier, info)):
         record[DQS] = dqs
         record[TREE] = tree.to_json()
         set_meta(record, "disambiguate", {**info, "model_calls": calls, "expansions": tree.expansions,
                                           "valid_nodes": len(tree.valid), "pruned": sum(n.pruned for n in tree.valid),
-                                          "rejected_pairs": tree.rejected, "stop": tree.stop_reason})
+                                          "rejected_pairs": tree.rejected, "stop": tree.stop_reason, **reused})
     return records

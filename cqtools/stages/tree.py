@@ -106,6 +106,25 @@ class Tree:
         self.failures_in_row = 0 if added else self.failures_in_row + 1
         return added
 
+    @classmethod
+    def from_json(cls, question: str, passages: list[dict], limits: TreeLimits, nodes: list[dict],
+                  expansions: int, rejected: int, stop: str | None) -> "Tree":
+        """A grown tree as :meth:`to_json` wrote it (every node unpruned; ``passages`` of the
+        non-root nodes left empty: what their expansions read is the caller's to restore).
+        ValueError when ``nodes`` is not such a tree of ``question``."""
+        tree = cls(question, passages, limits)
+        if not nodes or nodes[0].get("parent") is not None or nodes[0].get("question") != question:
+            raise ValueError("its first node is not the root (the record's question)")
+        for k, item in enumerate(nodes[1:], start=1):
+            parent = item.get("parent")
+            if item.get("id") != k or not isinstance(parent, int) or not 0 <= parent < k:
+                raise ValueError(f"node {k} is out of order or has no earlier parent")
+            tree.nodes.append(Node(k, parent, str(item.get("question")), item.get("answer"),
+                                   tree.nodes[parent].depth + 1, item.get("passage_id")))
+        tree.queue.clear()
+        tree.expansions, tree.rejected, tree.stop_reason = expansions, rejected, stop
+        return tree
+
     def surviving(self) -> list[Node]:
         return [n for n in self.valid if not n.pruned]
 
