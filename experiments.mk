@@ -56,6 +56,13 @@ WALL         := $(BIN)/python bench/report.py wall
 RETRIEVERS   := bm25 dense hybrid
 # The model tier's questions (first N_MODEL), retrieved and reranked: the input of every model cell.
 RR           := $(EXP)/ambignq.m.rr.jsonl
+# Cells send many of the same prompts to the LLM (REFUEL's round trip starts with the plain reading,
+# its verification reads the round trip's answers, ToC's tree expands its root with RAC's prompt):
+# the grid shares one generation cache (CQ_GEN_CACHE, cqtools/models/gencache.py: byte-identical
+# records; a cell run after another that made its generations reads them). GEN_CACHE= turns it off.
+# Only the grid's stages and scores see it (benchmarks and tests never do).
+GEN_CACHE    ?= $(EXP)/generations.sqlite
+GEN_ENV      := $(if $(GEN_CACHE),CQ_GEN_CACHE=$(abspath $(GEN_CACHE)))
 
 # $(call stage,COMMAND): one cq command, COMMAND --resume $@.part < first prerequisite, renamed to $@
 # (its run record to $@.cq.json) when it ends; $@.cmd = the pipeline so far, $@.wall = wall seconds.
@@ -64,8 +71,8 @@ define stage
 	@mkdir -p $(dir $@)
 	@if [ $@.part -ot $< ] || [ ! -e $@.part.cq.json ]; then rm -f $@.part $@.part.cq.json; fi
 	@$(WALL) start $@
-	$(1) --resume $@.part < $<
-	@$(WALL) stop $@ $< && mv $@.part $@ && mv $@.part.cq.json $@.cq.json && rm -f $@.part.attempts
+	$(GEN_ENV) $(1) --resume $@.part < $<
+	@$(GEN_ENV) $(WALL) stop $@ $< && mv $@.part $@ && mv $@.part.cq.json $@.cq.json && rm -f $@.part.attempts
 	@{ cat $<.cmd 2>/dev/null || echo '# input: $<'; echo '  | $(subst $(CQ),cq,$(strip $(1)))'; } > $@.cmd
 endef
 
@@ -84,8 +91,8 @@ CI              := --ci --n-boot $(N_BOOT) --seed 0
 define score
 	@mkdir -p $(dir $@)
 	@$(WALL) start $@
-	$(CQ) score --task $(1) $(CI) $(SCORE_$(1)) < $< > $@.part
-	@$(WALL) stop $@ $< && mv $@.part $@ && rm -f $@.part.attempts
+	$(GEN_ENV) $(CQ) score --task $(1) $(CI) $(SCORE_$(1)) < $< > $@.part
+	@$(GEN_ENV) $(WALL) stop $@ $< && mv $@.part $@ && rm -f $@.part.attempts
 	@{ cat $<.cmd 2>/dev/null; echo '  | cq score --task $(1) $(strip $(CI) $(SCORE_$(1)))'; } > $@.cmd
 endef
 
@@ -309,7 +316,7 @@ exp-toc: $(foreach c,$(TOC),$(S)/$(c).json) $(foreach m,$(RETRIEVERS),$(S)/asqa.
 define pair
 $(P)/$(2)--$(3).json: $(EXP)/$(2).jsonl $(EXP)/$(3).jsonl
 	@mkdir -p $$(dir $$@)
-	$$(CQ) score --task $(1) --paired $(EXP)/$(3).jsonl --intersect --n-boot $$(N_BOOT) --seed 0 $$(SCORE_$(1)) \
+	$$(GEN_ENV) $$(CQ) score --task $(1) --paired $(EXP)/$(3).jsonl --intersect --n-boot $$(N_BOOT) --seed 0 $$(SCORE_$(1)) \
 	  < $(EXP)/$(2).jsonl > $$@.part && mv $$@.part $$@
 PAIRS += $(P)/$(2)--$(3).json
 endef

@@ -2,8 +2,9 @@
 
     report.py wall start F      before a stage writes F (through F.part)
     report.py wall stop F IN    after it: F.wall = {"stage_s", "total_s", "attempts", "resumed", "jobs",
-                                "threads", "shared"} (make's -jN of the last attempt, OMP_NUM_THREADS,
-                                and whether this or any upstream stage ran under -jN > 1)
+                                "threads", "shared", "gen_cache"} (make's -jN of the last attempt,
+                                OMP_NUM_THREADS, whether this or any upstream stage ran under -jN > 1,
+                                and whether this or any upstream stage ran with CQ_GEN_CACHE set)
     report.py results --scores DIR --pairs DIR --out docs/results.md ...
 
 A stage's wall time is the sum over its attempts (F.part.attempts holds their [start, end]). An
@@ -70,6 +71,7 @@ PAIR_METRICS = {
 UNITS = {"clam": "evaluation records"}  # what a paired comparison's n counts; others: questions
 RESUMED = "†"
 SHARED = "‡"
+CACHED = "§"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -111,7 +113,8 @@ def wall_stop(out: str, upstream: str) -> dict:
     wall = {"stage_s": round(stage_s, 3), "total_s": round(stage_s + before.get("total_s", 0.0), 3),
             "attempts": len(attempts), "resumed": len(attempts) > 1 or bool(before.get("resumed")),
             "jobs": jobs, "threads": os.environ.get("OMP_NUM_THREADS"),
-            "shared": jobs > 1 or bool(before.get("shared"))}
+            "shared": jobs > 1 or bool(before.get("shared")),
+            "gen_cache": bool(os.environ.get("CQ_GEN_CACHE")) or bool(before.get("gen_cache"))}
     Path(out + ".wall").write_text(json.dumps(wall) + "\n")
     return wall
 
@@ -156,7 +159,7 @@ def fmt_wall(wall: dict | None) -> str:
     if wall is None:
         return "–"
     return (f"{wall['total_s']:.0f}" + (RESUMED if wall.get("resumed") else "")
-            + (SHARED if wall.get("shared") else ""))
+            + (SHARED if wall.get("shared") else "") + (CACHED if wall.get("gen_cache") else ""))
 
 
 def pair_sentence(a: str, b: str, label: str, metric: dict | None, n: int, unit: str = "questions") -> str:
@@ -200,7 +203,9 @@ def header(args, scores: dict) -> list[str]:
         "cell reads from included (shared stages count in each cell, so the column does not add up; the corpus "
         f"index, built once for every tier, is not counted{index}). {RESUMED}: some stage was killed and resumed; its attempts are summed, each up to "
         f"the last record it wrote. {SHARED}: some stage ran beside other cells (`make -jN`), so its seconds are "
-        "those of a shared machine. Every number links to the pipeline that produced it. These are small-model, "
+        f"those of a shared machine. {CACHED}: some stage ran with the grid's generation cache (`GEN_CACHE`, "
+        "cqtools/models/gencache.py: the same records), so its seconds count only the generations no earlier "
+        "cell had made. Every number links to the pipeline that produced it. These are small-model, "
         "small-corpus numbers: compare methods with each other, not with the papers' absolute values.", ""]
 
 

@@ -17,6 +17,7 @@ SHARED = Path(os.environ.get("CQ_SHARED_DATA", ROOT.parent / "shared" / "data"))
 # Models installed on this machine ($CQ_MODELS: `make models` exports work/models) change cq's defaults
 # (cq answer's reader); every test, and every cq process a test starts, sees an empty directory.
 os.environ["CQ_MODELS"] = tempfile.mkdtemp(prefix="cq-test-models-")
+os.environ.pop("CQ_GEN_CACHE", None)  # a user's generation cache (cqtools/models/gencache.py) never serves a test
 
 
 def jsonl(records) -> str:

@@ -19,9 +19,11 @@ BENCH = ROOT / "bench"
 SCRIPTS = sorted(p.name for p in BENCH.glob("*.py") if p.name not in {"__init__.py", "common.py"})
 
 
-def bench(script: str, *args: str, timeout: int = 600, makeflags: str = "") -> subprocess.CompletedProcess:
+def bench(script: str, *args: str, timeout: int = 600, makeflags: str = "",
+          env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(BENCH / script), *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT), "MAKEFLAGS": makeflags})
+                          timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT), "MAKEFLAGS": makeflags,
+                                                **(env or {})})
 
 
 def cq(*args: str, stdin: str | None = None) -> str:
@@ -114,6 +116,14 @@ def test_report_on_real_score_summaries(tmp_path):
     assert bench("report.py", "wall", "stop", side + ".next", side).returncode == 0
     from bench.report import fmt_wall, read_wall
     assert read_wall(side + ".wall")["jobs"] == 2 and fmt_wall(read_wall(side + ".next.wall")).endswith("‡")
+    assert not read_wall(side + ".wall")["gen_cache"]
+    # a stage run with the grid's generation cache is marked, and so is every stage that reads it
+    cached = str(tmp_path / "cached.jsonl")
+    assert bench("report.py", "wall", "start", cached).returncode == 0
+    assert bench("report.py", "wall", "stop", cached, str(upstream), env={"CQ_GEN_CACHE": "x.sqlite"}).returncode == 0
+    assert bench("report.py", "wall", "start", cached + ".next").returncode == 0
+    assert bench("report.py", "wall", "stop", cached + ".next", cached).returncode == 0
+    assert read_wall(cached + ".wall")["gen_cache"] and fmt_wall(read_wall(cached + ".next.wall")).endswith("§")
 
     out = tmp_path / "results.md"
     result = bench("report.py", "results", "--scores", str(scores), "--pairs", str(pairs), "--out", str(out),

@@ -483,3 +483,57 @@ def test_generation_stops_only_where_the_cut_is_settled():
     assert text[:first] == "??ab xyz" and all(stops[first - 3:])
     assert _cut(text[2:first], ["xyz", "y"]) == _cut(text[2:], ["xyz", "y"]) == "ab"
     assert _stop_criteria(CharTokenizer(), [], 0) is None
+
+
+# ---------------------------------------------------------------------------------------------
+# the generation cache (CQ_GEN_CACHE): exact, keyed by everything that decides the text
+
+
+def test_generation_cache_gives_the_same_text_and_misses_what_it_must(tiny_causal, tmp_path, monkeypatch):
+    import os
+    import shutil
+
+    from cqtools.models.generator import Generator
+
+    model = str(tmp_path / "model")
+    shutil.copytree(tiny_causal, model)
+    resolved = ResolvedModel(model, model, "local", "hf")
+    prompts = PROMPTS + [PROMPTS[0]]
+    monkeypatch.delenv("CQ_PADDED_BATCHES", raising=False)
+    monkeypatch.delenv("CQ_GEN_CACHE", raising=False)
+    plain = Generator(resolved, "cpu", "float32")
+    assert plain.cache is None
+    expected = plain.generate(prompts, max_new_tokens=6, chat=False, stop=["[SEP]", "."])
+
+    monkeypatch.setenv("CQ_GEN_CACHE", str(tmp_path / "gen.sqlite"))
+
+    def counted(gen):
+        calls = []
+        original = gen.model.generate
+        gen.model.generate = lambda *a, **k: calls.append(1) or original(*a, **k)
+        return calls
+
+    first = Generator(resolved, "cpu", "float32")
+    calls = counted(first)
+    assert first.generate(prompts, max_new_tokens=6, chat=False, stop=["[SEP]", "."]) == expected
+    assert len(calls) == len(PROMPTS)  # the repeated prompt ran once
+    second = Generator(resolved, "cpu", "float32")  # another process, in effect
+    calls = counted(second)
+    assert second.generate(prompts, max_new_tokens=6, chat=False, stop=[".", "[SEP]"]) == expected
+    assert calls == [], "every prompt read from the cache"
+    assert second.generate(prompts[:1], max_new_tokens=7, chat=False, stop=["[SEP]", "."]) == \
+        plain.generate(prompts[:1], max_new_tokens=7, chat=False, stop=["[SEP]", "."])
+    assert len(calls) == 1, "another length is another generation"
+    second.generate(prompts[:1], max_new_tokens=6, chat=False, stop=None)
+    assert len(calls) == 2, "other stop strings are another generation"
+
+    weights = next(f for f in os.listdir(model) if f.endswith(".safetensors"))
+    stat = os.stat(os.path.join(model, weights))
+    os.utime(os.path.join(model, weights), ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    retrained = Generator(resolved, "cpu", "float32")
+    calls = counted(retrained)
+    retrained.generate(prompts[:2], max_new_tokens=6, chat=False, stop=["[SEP]", "."])
+    assert len(calls) == 2, "a model whose weights changed misses"
+
+    monkeypatch.setenv("CQ_PADDED_BATCHES", "1")
+    assert Generator(resolved, "cpu", "float32").cache is None, "padded batches are never cached"

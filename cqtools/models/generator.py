@@ -10,6 +10,7 @@ from typing import Sequence
 
 from ..errors import ResourceError
 from . import openai_backend
+from .gencache import open_cache
 from .resolve import ResolvedModel, resolve
 from .runtime import (LOAD, _cached, _context_length, _groups, _limit, _warn_cut, cache_dir, cut_middle, input_device,
                       load_kwargs, padded_batches, pick_device, pick_dtype)
@@ -125,6 +126,7 @@ class Generator:
             self.info["device"] = "device_map=auto (" + ", ".join(sorted(set(map(str, placement.values())))) + ")"
         if resolved.revision:
             self.info["revision"] = resolved.revision
+        self.cache = open_cache(resolved.name, path, self.info)  # $CQ_GEN_CACHE (opt-in): gencache.py
 
     # -- prompting -------------------------------------------------------------------------------
 
@@ -153,6 +155,14 @@ class Generator:
         first: dict[tuple, int] = {}  # each distinct prompt runs once when prompts run alone (the same output)
         same = [first.setdefault(tuple(s), i) for i, s in enumerate(seqs)] if not self.padded else list(range(len(seqs)))
         order = sorted((i for i in range(len(seqs)) if same[i] == i), key=lambda i: -len(seqs[i]))
+        keys: dict[int, str] = {}
+        if self.cache is not None:  # each input alone only: a prompt's text does not depend on the others
+            keys = {i: self.cache.key(seqs[i], max_new_tokens, stop) for i in order}
+            found = self.cache.get(list(keys.values()))
+            for i in order:
+                if keys[i] in found:
+                    outputs[i] = found[keys[i]]
+            order = [i for i in order if keys[i] not in found]
         for idx in _groups(order, (batch_size or self.batch_size) if self.padded else 1):
             ids, mask = self._pad([seqs[i] for i in idx], left=self.kind == "causal")
             start = ids.shape[1] if self.kind == "causal" else 0
@@ -164,6 +174,8 @@ class Generator:
             out = out[:, start:]
             for i, row in zip(idx, out):
                 outputs[i] = _cut(self.tokenizer.decode(row, skip_special_tokens=True), stop)
+                if keys:
+                    self.cache.put(keys[i], outputs[i])
         return [outputs[i] for i in same]
 
     def _fit(self, seqs: list[list[int]], budget: int) -> list[list[int]]:

@@ -1,0 +1,102 @@
+"""A persistent cache of greedy generations, shared by processes (opt-in: ``CQ_GEN_CACHE=FILE``).
+
+Cells of an experiment grid send many of the same prompts to the same model: REFUEL's round trip
+starts with the plain reading, its verification reads what the round trip read, the Tree of
+Clarifications expands its root with RAC's prompt. With ``CQ_GEN_CACHE`` set to a file (SQLite),
+:class:`cqtools.models.generator.Generator` looks each prompt up before generating and stores what it
+generates, so a prompt one process already answered costs nothing in the next.
+
+Exactness: only greedy generation of each input alone (the default; padded batches are never cached,
+their output depends on the batch) is cached, under a key of everything that decides the text: the
+model (name, resolved path, and each weight and config file's size and modification time, so a
+retrained model in the same directory misses), its kind, device type, dtype and quantization, the
+torch and transformers versions, the prompt's token ids, ``max_new_tokens`` and the stop strings.
+Records are byte-identical with and without the cache. The cache assumes one machine's kernels: a
+file shared by machines whose CPUs or GPUs compute differently could serve one's text to the other;
+give each kind of machine its own file. Deleting the file is always safe.
+"""
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+
+log = logging.getLogger("cqtools")
+
+ENV = "CQ_GEN_CACHE"
+_WEIGHTS = (".safetensors", ".bin", ".gguf", ".pt", ".pth", ".json", ".model")
+_STATS: dict[str, list[int]] = {}
+
+
+def weights_fingerprint(path: str) -> list:
+    """(name, size, mtime_ns) of the model's weight, config and tokenizer files under ``path``."""
+    if os.path.isfile(path):
+        st = os.stat(path)
+        return [[os.path.basename(path), st.st_size, st.st_mtime_ns]]
+    out = []
+    for root, _, files in os.walk(path):
+        for name in sorted(files):
+            if name.endswith(_WEIGHTS):
+                st = os.stat(os.path.join(root, name))
+                out.append([os.path.relpath(os.path.join(root, name), path), st.st_size, st.st_mtime_ns])
+    return sorted(out)
+
+
+class GenerationCache:
+    """Generations of one loaded model, keyed by prompt ids, length and stop strings."""
+
+    def __init__(self, file: str, model_key: dict):
+        self.file = os.path.abspath(file)
+        self.model_key = json.dumps(model_key, sort_keys=True)
+        folder = os.path.dirname(self.file)
+        if folder:
+            os.makedirs(folder, exist_ok=True)
+        self.db = sqlite3.connect(self.file, timeout=120, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")  # a cache: a lost last write costs one generation
+        self.db.execute("CREATE TABLE IF NOT EXISTS generation (key TEXT PRIMARY KEY, text TEXT NOT NULL)")
+        self.stats = _STATS.setdefault(self.file, [0, 0])  # hits, stored
+
+    def key(self, ids: list[int], max_new_tokens: int, stop: list[str] | None) -> str:
+        payload = json.dumps([self.model_key, list(ids), int(max_new_tokens), sorted(set(stop or ()))])
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+    def get(self, keys: list[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for start in range(0, len(keys), 500):
+            chunk = keys[start:start + 500]
+            rows = self.db.execute(f"SELECT key, text FROM generation WHERE key IN ({','.join('?' * len(chunk))})",
+                                   chunk).fetchall()
+            found.update(rows)
+        self.stats[0] += len(found)
+        return found
+
+    def put(self, key: str, text: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO generation (key, text) VALUES (?, ?)", (key, text))
+        self.stats[1] += 1
+
+
+def open_cache(name: str, path: str, info: dict) -> GenerationCache | None:
+    """The cache named by ``$CQ_GEN_CACHE`` for a model loaded from ``path`` as ``info`` says, or None
+    when it is not set or the model runs padded batches."""
+    file = os.environ.get(ENV)
+    if not file or info.get("batching") != "per-item":
+        return None
+    import torch
+    import transformers
+
+    key = {"model": name, "path": os.path.abspath(path), "files": weights_fingerprint(path), "kind": info.get("kind"),
+           "device": str(info.get("device", "")).split(":")[0], "dtype": info.get("dtype"),
+           "quantize": info.get("quantize"), "revision": info.get("revision"),
+           "torch": torch.__version__, "transformers": transformers.__version__}
+    return GenerationCache(file, key)
+
+
+@atexit.register
+def _report() -> None:
+    for file, (hits, stored) in _STATS.items():
+        if hits or stored:
+            log.info("generation cache %s: %d generations read from it, %d added", file, hits, stored)
