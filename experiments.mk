@@ -60,9 +60,10 @@ RR           := $(EXP)/ambignq.m.rr.jsonl
 # its verification reads the round trip's answers, ToC's tree expands its root with RAC's prompt):
 # the grid shares one generation cache (CQ_GEN_CACHE, cqtools/models/gencache.py: byte-identical
 # records; a cell run after another that made its generations reads them). GEN_CACHE= turns it off.
-# Only the grid's stages and scores see it (benchmarks and tests never do).
+# Only the grid's stages and scores see it (benchmarks and tests never do); each writes how many
+# generations it read (F.gencache), which F.wall records and results.md marks (§).
 GEN_CACHE    ?= $(EXP)/generations.sqlite
-GEN_ENV      := $(if $(GEN_CACHE),CQ_GEN_CACHE=$(abspath $(GEN_CACHE)))
+GEN_ENV       = CQ_GEN_CACHE=$(if $(GEN_CACHE),$(abspath $(GEN_CACHE)) CQ_GEN_CACHE_REPORT=$@.gencache)
 
 # $(call stage,COMMAND): one cq command, COMMAND --resume $@.part < first prerequisite, renamed to $@
 # (its run record to $@.cq.json) when it ends; $@.cmd = the pipeline so far, $@.wall = wall seconds.
@@ -72,7 +73,7 @@ define stage
 	@if [ $@.part -ot $< ] || [ ! -e $@.part.cq.json ]; then rm -f $@.part $@.part.cq.json; fi
 	@$(WALL) start $@
 	$(GEN_ENV) $(1) --resume $@.part < $<
-	@$(GEN_ENV) $(WALL) stop $@ $< && mv $@.part $@ && mv $@.part.cq.json $@.cq.json && rm -f $@.part.attempts
+	@$(WALL) stop $@ $< && mv $@.part $@ && mv $@.part.cq.json $@.cq.json && rm -f $@.part.attempts
 	@{ cat $<.cmd 2>/dev/null || echo '# input: $<'; echo '  | $(subst $(CQ),cq,$(strip $(1)))'; } > $@.cmd
 endef
 
@@ -92,7 +93,7 @@ define score
 	@mkdir -p $(dir $@)
 	@$(WALL) start $@
 	$(GEN_ENV) $(CQ) score --task $(1) $(CI) $(SCORE_$(1)) < $< > $@.part
-	@$(GEN_ENV) $(WALL) stop $@ $< && mv $@.part $@ && rm -f $@.part.attempts
+	@$(WALL) stop $@ $< && mv $@.part $@ && rm -f $@.part.attempts
 	@{ cat $<.cmd 2>/dev/null; echo '  | cq score --task $(1) $(strip $(CI) $(SCORE_$(1)))'; } > $@.cmd
 endef
 

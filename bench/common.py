@@ -49,7 +49,7 @@ def env_for(code_dir: Path | None = None, **extra: str) -> dict:
     """The environment a benchmarked cq runs in: offline, the thread policy cq picks itself (unless
     ``extra`` sets one), the code of ``code_dir`` (a worktree) when given, ``extra`` on top."""
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "CQ_ORT_SPIN")}
-    env.update(CQ_OFFLINE="1", HF_HUB_OFFLINE="1")
+    env.update(CQ_OFFLINE="1", HF_HUB_OFFLINE="1", CQ_GEN_CACHE="")  # a timing never reads a generation cache
     for key in ("CQ_MODELS", "CQ_CACHE"):  # versions start in different directories
         if env.get(key):
             env[key] = str(Path(env[key]).resolve())

@@ -159,7 +159,9 @@ def main() -> None:
     n = len(questions)
     env = env_for()
     log = work / "rows.jsonl"
-    done = {(r["stage"], r["variant"], r["n"]): r for r in (read_jsonl(log) if log.exists() else [])}
+    config = {"input": str(Path(args.input).resolve()), "reader": args.reader, "generator": args.generator}
+    done = {(r["stage"], r["variant"], r["n"]): r for r in (read_jsonl(log) if log.exists() else [])
+            if r.get("config") == config}  # a run with other models or questions is not resumed from
     rows, outputs = [], {}
     wanted = set(filter(None, args.only.split(";")))
 
@@ -185,12 +187,14 @@ def main() -> None:
             if source is None:
                 current, one = src, first
             else:
+                if (source, "cpu") not in outputs:
+                    raise SystemExit(f"bench-gpu: {name} reads {source}'s records: add {source!r} to --only")
                 current = outputs[(source, "cpu")]
                 one = work / f"{slug(source)}.cpu.first.jsonl"
                 write_jsonl(one, read_jsonl(current)[:1])
             row = done.get((name, variant, n)) if out.exists() else None
             if row is None:
-                row = {"stage": name, "variant": variant, "n": n,
+                row = {"stage": name, "variant": variant, "n": n, "config": config,
                        "seconds": timed_run(stage_args, flags, extra, current, out, f"{name} ({variant})")}
             if "startup" not in row:  # a row resumed from a run that timed the n questions only
                 row["startup"] = timed_run(stage_args, flags, extra, one, work / "first.out.jsonl",

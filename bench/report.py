@@ -2,9 +2,11 @@
 
     report.py wall start F      before a stage writes F (through F.part)
     report.py wall stop F IN    after it: F.wall = {"stage_s", "total_s", "attempts", "resumed", "jobs",
-                                "threads", "shared", "gen_cache"} (make's -jN of the last attempt,
-                                OMP_NUM_THREADS, whether this or any upstream stage ran under -jN > 1,
-                                and whether this or any upstream stage ran with CQ_GEN_CACHE set)
+                                "threads", "shared", "gen_cache_hits", "gen_cache"} (make's -jN of the
+                                last attempt, OMP_NUM_THREADS, whether this or any upstream stage ran
+                                under -jN > 1, the generations this stage read from the grid's cache
+                                (F.gencache, written by cq under CQ_GEN_CACHE_REPORT), and whether this
+                                or any upstream stage read any)
     report.py results --scores DIR --pairs DIR --out docs/results.md ...
 
 A stage's wall time is the sum over its attempts (F.part.attempts holds their [start, end]). An
@@ -91,6 +93,8 @@ def wall_start(out: str) -> None:
     """Open an attempt at F; close a killed one before it at the last record it wrote."""
     resumable = Path(out + ".part.cq.json").exists()
     attempts = _read_attempts(out) if resumable else []
+    if not resumable:  # a fresh start: the generation-cache counts of an earlier run do not carry over
+        Path(out + ".gencache").unlink(missing_ok=True)
     if attempts and attempts[-1][1] is None:
         start = attempts[-1][0]
         part = Path(out + ".part")
@@ -113,8 +117,10 @@ def wall_stop(out: str, upstream: str) -> dict:
     wall = {"stage_s": round(stage_s, 3), "total_s": round(stage_s + before.get("total_s", 0.0), 3),
             "attempts": len(attempts), "resumed": len(attempts) > 1 or bool(before.get("resumed")),
             "jobs": jobs, "threads": os.environ.get("OMP_NUM_THREADS"),
-            "shared": jobs > 1 or bool(before.get("shared")),
-            "gen_cache": bool(os.environ.get("CQ_GEN_CACHE")) or bool(before.get("gen_cache"))}
+            "shared": jobs > 1 or bool(before.get("shared"))}
+    counts = Path(out + ".gencache")
+    wall["gen_cache_hits"] = json.loads(counts.read_text()).get("hits", 0) if counts.exists() else 0
+    wall["gen_cache"] = wall["gen_cache_hits"] > 0 or bool(before.get("gen_cache"))
     Path(out + ".wall").write_text(json.dumps(wall) + "\n")
     return wall
 
@@ -203,9 +209,9 @@ def header(args, scores: dict) -> list[str]:
         "cell reads from included (shared stages count in each cell, so the column does not add up; the corpus "
         f"index, built once for every tier, is not counted{index}). {RESUMED}: some stage was killed and resumed; its attempts are summed, each up to "
         f"the last record it wrote. {SHARED}: some stage ran beside other cells (`make -jN`), so its seconds are "
-        f"those of a shared machine. {CACHED}: some stage ran with the grid's generation cache (`GEN_CACHE`, "
-        "cqtools/models/gencache.py: the same records), so its seconds count only the generations no earlier "
-        "cell had made. Every number links to the pipeline that produced it. These are small-model, "
+        f"those of a shared machine. {CACHED}: some stage read generations an earlier cell had made from the "
+        "grid's generation cache (`GEN_CACHE`, cqtools/models/gencache.py: the same records), so its seconds "
+        "count only the generations new to it. Every number links to the pipeline that produced it. These are small-model, "
         "small-corpus numbers: compare methods with each other, not with the papers' absolute values.", ""]
 
 

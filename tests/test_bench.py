@@ -19,11 +19,9 @@ BENCH = ROOT / "bench"
 SCRIPTS = sorted(p.name for p in BENCH.glob("*.py") if p.name not in {"__init__.py", "common.py"})
 
 
-def bench(script: str, *args: str, timeout: int = 600, makeflags: str = "",
-          env: dict | None = None) -> subprocess.CompletedProcess:
+def bench(script: str, *args: str, timeout: int = 600, makeflags: str = "") -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(BENCH / script), *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT), "MAKEFLAGS": makeflags,
-                                                **(env or {})})
+                          timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT), "MAKEFLAGS": makeflags})
 
 
 def cq(*args: str, stdin: str | None = None) -> str:
@@ -117,13 +115,18 @@ def test_report_on_real_score_summaries(tmp_path):
     from bench.report import fmt_wall, read_wall
     assert read_wall(side + ".wall")["jobs"] == 2 and fmt_wall(read_wall(side + ".next.wall")).endswith("‡")
     assert not read_wall(side + ".wall")["gen_cache"]
-    # a stage run with the grid's generation cache is marked, and so is every stage that reads it
-    cached = str(tmp_path / "cached.jsonl")
-    assert bench("report.py", "wall", "start", cached).returncode == 0
-    assert bench("report.py", "wall", "stop", cached, str(upstream), env={"CQ_GEN_CACHE": "x.sqlite"}).returncode == 0
+    # a stage that read generations from the grid's cache (cq wrote F.gencache) is marked, and so is
+    # every stage that reads it; one that only added to the cache is not; a fresh start forgets old counts
+    cached, filled = str(tmp_path / "cached.jsonl"), str(tmp_path / "filled.jsonl")
+    for out, counts in ((cached, '{"hits": 3, "added": 1}'), (filled, '{"hits": 0, "added": 9}')):
+        assert bench("report.py", "wall", "start", out).returncode == 0
+        Path(out + ".gencache").write_text(counts)
+        assert bench("report.py", "wall", "stop", out, str(upstream)).returncode == 0
     assert bench("report.py", "wall", "start", cached + ".next").returncode == 0
     assert bench("report.py", "wall", "stop", cached + ".next", cached).returncode == 0
-    assert read_wall(cached + ".wall")["gen_cache"] and fmt_wall(read_wall(cached + ".next.wall")).endswith("§")
+    assert read_wall(cached + ".wall")["gen_cache_hits"] == 3 and fmt_wall(read_wall(cached + ".next.wall")).endswith("§")
+    assert not read_wall(filled + ".wall")["gen_cache"] and not fmt_wall(read_wall(filled + ".wall")).endswith("§")
+    assert bench("report.py", "wall", "start", cached).returncode == 0 and not Path(cached + ".gencache").exists()
 
     out = tmp_path / "results.md"
     result = bench("report.py", "results", "--scores", str(scores), "--pairs", str(pairs), "--out", str(out),

@@ -306,3 +306,17 @@ def test_reuse_tree_refuses_a_tree_grown_otherwise(runner, fakes, retrieved):
     assert result.exit_code != 0 and "has no 'tree'" in result.stderr and "line 1" in result.stderr
     result = runner.invoke(cli, ["disambiguate", "--tree", "--reuse-tree", "-q"], input=jsonl(plain))
     assert result.exit_code == 2 and "--reuse-tree prunes an earlier run's tree" in result.stderr
+
+
+def test_reuse_tree_takes_a_hub_download_for_its_cache_and_refuses_padded_batches(runner, fakes, retrieved,
+                                                                                   monkeypatch):
+    result, grown = run(runner, ["disambiguate", "--tree", "-q"], retrieved)
+    assert result.exit_code == 0, result.stderr
+    for record in grown:  # the first run downloaded the model; the next reads it from the hub cache
+        record["meta"]["disambiguate"]["source"] = "hub"
+    fakes["generator"].info["source"] = "hf-cache"
+    result = runner.invoke(cli, ["disambiguate", "--tree", "--prune", "--reuse-tree", "-q"], input=jsonl(grown))
+    assert result.exit_code == 0, result.stderr
+    monkeypatch.setenv("CQ_PADDED_BATCHES", "1")
+    result = runner.invoke(cli, ["disambiguate", "--tree", "--prune", "--reuse-tree", "-q"], input=jsonl(grown))
+    assert result.exit_code != 0 and "unset CQ_PADDED_BATCHES" in result.stderr and "Traceback" not in result.stderr

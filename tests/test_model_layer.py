@@ -537,3 +537,30 @@ def test_generation_cache_gives_the_same_text_and_misses_what_it_must(tiny_causa
 
     monkeypatch.setenv("CQ_PADDED_BATCHES", "1")
     assert Generator(resolved, "cpu", "float32").cache is None, "padded batches are never cached"
+
+
+def test_generation_cache_errors_are_one_line_and_counts_reach_make(tiny_causal, tmp_path, monkeypatch):
+    import json
+
+    from cqtools.models import gencache
+    from cqtools.models.generator import Generator
+
+    resolved = ResolvedModel(tiny_causal, tiny_causal, "local", "hf")
+    monkeypatch.delenv("CQ_PADDED_BATCHES", raising=False)
+    corrupt = tmp_path / "corrupt.sqlite"
+    corrupt.write_bytes(b"not a database, just bytes" * 100)
+    for bad in (tmp_path, corrupt):  # a directory; a file that is no SQLite database
+        monkeypatch.setenv("CQ_GEN_CACHE", str(bad))
+        with pytest.raises(ResourceError, match="CQ_GEN_CACHE=.*cannot use it as a generation cache"):
+            Generator(resolved, "cpu", "float32")
+
+    monkeypatch.setattr(gencache, "_STATS", {})
+    monkeypatch.setenv("CQ_GEN_CACHE", str(tmp_path / "ok.sqlite"))
+    gen = Generator(resolved, "cpu", "float32")
+    gen.generate(["hi", "hi", "who is"], max_new_tokens=3, chat=False)
+    gen.generate(["hi"], max_new_tokens=3, chat=False)
+    report = tmp_path / "stage.gencache"
+    monkeypatch.setenv("CQ_GEN_CACHE_REPORT", str(report))
+    gencache._report()
+    gencache._report()  # a resumed stage's second attempt adds to the first's counts
+    assert json.loads(report.read_text()) == {"hits": 2, "added": 4}

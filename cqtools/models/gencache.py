@@ -8,9 +8,11 @@ generates, so a prompt one process already answered costs nothing in the next.
 
 Exactness: only greedy generation of each input alone (the default; padded batches are never cached,
 their output depends on the batch) is cached, under a key of everything that decides the text: the
-model (name, resolved path, and each weight and config file's size and modification time, so a
-retrained model in the same directory misses), its kind, device type, dtype and quantization, the
-torch and transformers versions, the prompt's token ids, ``max_new_tokens`` and the stop strings.
+model (name, resolved path, and each weight, config, tokenizer and code file's size and
+modification time, so a retrained model in the same directory misses), its kind, device type, dtype
+and quantization, the torch, transformers and tokenizers versions, a hash of the code that turns a
+prompt into text (generator.py, runtime.py), the prompt's token ids (after the chat template and any
+input cut), ``max_new_tokens`` and the stop strings.
 Records are byte-identical with and without the cache. The cache assumes one machine's kernels: a
 file shared by machines whose CPUs or GPUs compute differently could serve one's text to the other;
 give each kind of machine its own file. Deleting the file is always safe.
@@ -27,7 +29,9 @@ import sqlite3
 log = logging.getLogger("cqtools")
 
 ENV = "CQ_GEN_CACHE"
-_WEIGHTS = (".safetensors", ".bin", ".gguf", ".pt", ".pth", ".json", ".model")
+_WEIGHTS = (".safetensors", ".bin", ".gguf", ".pt", ".pth", ".json", ".model", ".txt", ".tiktoken", ".py")
+# the code that turns a prompt into text: a change to either file is another key
+_CODE = ("generator.py", "runtime.py")
 _STATS: dict[str, list[int]] = {}
 
 
@@ -45,20 +49,43 @@ def weights_fingerprint(path: str) -> list:
     return sorted(out)
 
 
+def code_fingerprint() -> str:
+    here = os.path.dirname(os.path.abspath(__file__))
+    digest = hashlib.sha256()
+    for name in _CODE:
+        with open(os.path.join(here, name), "rb") as fh:
+            digest.update(fh.read())
+    return digest.hexdigest()[:16]
+
+
 class GenerationCache:
-    """Generations of one loaded model, keyed by prompt ids, length and stop strings."""
+    """Generations of one loaded model, keyed by prompt ids, length and stop strings. A file that
+    cannot be opened is a one-line error; one that fails later is warned about once and left alone
+    (generation goes on without it)."""
 
     def __init__(self, file: str, model_key: dict):
+        from ..errors import ResourceError
+
         self.file = os.path.abspath(file)
         self.model_key = json.dumps(model_key, sort_keys=True)
-        folder = os.path.dirname(self.file)
-        if folder:
-            os.makedirs(folder, exist_ok=True)
-        self.db = sqlite3.connect(self.file, timeout=120, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")  # a cache: a lost last write costs one generation
-        self.db.execute("CREATE TABLE IF NOT EXISTS generation (key TEXT PRIMARY KEY, text TEXT NOT NULL)")
+        self.broken = False
+        try:
+            folder = os.path.dirname(self.file)
+            if folder:
+                os.makedirs(folder, exist_ok=True)
+            self.db = sqlite3.connect(self.file, timeout=120, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")  # a cache: a lost last write costs one generation
+            self.db.execute("CREATE TABLE IF NOT EXISTS generation (key TEXT PRIMARY KEY, text TEXT NOT NULL)")
+        except (OSError, sqlite3.Error) as err:
+            raise ResourceError(f"{ENV}={file}: cannot use it as a generation cache ({err}); point it at a "
+                                f"writable file on local disk, or unset it") from None
         self.stats = _STATS.setdefault(self.file, [0, 0])  # hits, stored
+
+    def _failed(self, err: Exception) -> None:
+        if not self.broken:
+            log.warning("%s=%s failed (%s); going on without the generation cache", ENV, self.file, err)
+        self.broken = True
 
     def key(self, ids: list[int], max_new_tokens: int, stop: list[str] | None) -> str:
         payload = json.dumps([self.model_key, list(ids), int(max_new_tokens), sorted(set(stop or ()))])
@@ -66,16 +93,28 @@ class GenerationCache:
 
     def get(self, keys: list[str]) -> dict[str, str]:
         found: dict[str, str] = {}
-        for start in range(0, len(keys), 500):
-            chunk = keys[start:start + 500]
-            rows = self.db.execute(f"SELECT key, text FROM generation WHERE key IN ({','.join('?' * len(chunk))})",
-                                   chunk).fetchall()
-            found.update(rows)
+        if self.broken:
+            return found
+        try:
+            for start in range(0, len(keys), 500):
+                chunk = keys[start:start + 500]
+                rows = self.db.execute(
+                    f"SELECT key, text FROM generation WHERE key IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+                found.update(rows)
+        except sqlite3.Error as err:
+            self._failed(err)
+            return {}
         self.stats[0] += len(found)
         return found
 
     def put(self, key: str, text: str) -> None:
-        self.db.execute("INSERT OR REPLACE INTO generation (key, text) VALUES (?, ?)", (key, text))
+        if self.broken:
+            return
+        try:
+            self.db.execute("INSERT OR REPLACE INTO generation (key, text) VALUES (?, ?)", (key, text))
+        except sqlite3.Error as err:
+            self._failed(err)
+            return
         self.stats[1] += 1
 
 
@@ -85,18 +124,34 @@ def open_cache(name: str, path: str, info: dict) -> GenerationCache | None:
     file = os.environ.get(ENV)
     if not file or info.get("batching") != "per-item":
         return None
+    import tokenizers
     import torch
     import transformers
 
     key = {"model": name, "path": os.path.abspath(path), "files": weights_fingerprint(path), "kind": info.get("kind"),
            "device": str(info.get("device", "")).split(":")[0], "dtype": info.get("dtype"),
-           "quantize": info.get("quantize"), "revision": info.get("revision"),
-           "torch": torch.__version__, "transformers": transformers.__version__}
+           "quantize": info.get("quantize"), "revision": info.get("revision"), "code": code_fingerprint(),
+           "torch": torch.__version__, "transformers": transformers.__version__, "tokenizers": tokenizers.__version__}
     return GenerationCache(file, key)
 
 
 @atexit.register
 def _report() -> None:
+    """Say what the cache served; with ``CQ_GEN_CACHE_REPORT=FILE`` (make compare's stages) also add
+    the counts to FILE ({"hits", "added"}), so a cell's wall time can say it read generations."""
     for file, (hits, stored) in _STATS.items():
         if hits or stored:
             log.info("generation cache %s: %d generations read from it, %d added", file, hits, stored)
+    report = os.environ.get("CQ_GEN_CACHE_REPORT")
+    if report and _STATS:
+        try:
+            counts = {}
+            if os.path.exists(report):
+                with open(report) as fh:
+                    counts = json.load(fh)
+            counts = {"hits": counts.get("hits", 0) + sum(h for h, _ in _STATS.values()),
+                      "added": counts.get("added", 0) + sum(a for _, a in _STATS.values())}
+            with open(report, "w") as fh:
+                json.dump(counts, fh)
+        except (OSError, ValueError) as err:
+            log.warning("CQ_GEN_CACHE_REPORT=%s: %s", report, err)

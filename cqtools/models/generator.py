@@ -13,7 +13,7 @@ from . import openai_backend
 from .gencache import open_cache
 from .resolve import ResolvedModel, resolve
 from .runtime import (LOAD, _cached, _context_length, _groups, _limit, _warn_cut, cache_dir, cut_middle, input_device,
-                      load_kwargs, padded_batches, pick_device, pick_dtype)
+                      load_kwargs, max_input_tokens, padded_batches, pick_device, pick_dtype)
 
 log = logging.getLogger("cqtools")
 
@@ -122,6 +122,10 @@ class Generator:
                      "batching": "padded" if self.padded else "per-item"}
         if LOAD.quantize:
             self.info["quantize"] = LOAD.quantize
+        if LOAD.trust_remote_code:
+            self.info["trust_remote_code"] = True
+        if max_input_tokens() is not None:  # prompts cut to it: part of what decides the text
+            self.info["max_input_tokens"] = max_input_tokens()
         if placement and len(set(map(str, placement.values()))) > 1:
             self.info["device"] = "device_map=auto (" + ", ".join(sorted(set(map(str, placement.values())))) + ")"
         if resolved.revision:

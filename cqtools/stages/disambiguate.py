@@ -284,18 +284,23 @@ def grown_tree(record: dict, passages: list[dict], config: DisambigConfig, info:
     settings (model, device, dtype, batching, passages, limits, shots, reranker, seed: every
     setting in ``meta.disambiguate`` but ``prune`` and the counts)."""
     rid = record.get("id")
-    earlier = (record.get("meta") or {}).get("disambiguate") or {}
-    if not isinstance(record.get(TREE), list) or not earlier.get("tree"):
+    meta = record.get("meta")
+    earlier = meta.get("disambiguate") if isinstance(meta, dict) else None
+    if not isinstance(record.get(TREE), list) or not isinstance(earlier, dict) or not earlier.get("tree"):
         raise InputError(f"record {rid} has no '{TREE}' from a --tree run; {NEED_TREE}", record_id=rid)
+    same_source = {"hf-cache": "hub"}  # downloaded by the first run, read from the hub cache by the next
     for key in sorted((set(info) | set(earlier)) - set(_COUNTS) - {"prune"}):
-        if earlier.get(key) != info.get(key):
+        mine, theirs = info.get(key), earlier.get(key)
+        if key == "source":
+            mine, theirs = same_source.get(mine, mine), same_source.get(theirs, theirs)
+        if mine != theirs:
             raise InputError(f"record {rid}: its tree was grown with {key}={earlier.get(key)!r}, this run has "
                              f"{info.get(key)!r}; pass the same settings, or drop --reuse-tree", record_id=rid)
     try:
         return Tree.from_json(str(record["question"]), passages, config.limits, record[TREE],
                               int(earlier.get("expansions", 0)), int(earlier.get("rejected_pairs", 0)),
                               earlier.get("stop"))
-    except (ValueError, TypeError) as err:
+    except (ValueError, TypeError, AttributeError) as err:
         raise InputError(f"record {rid}: its '{TREE}' is not one cq wrote ({err}); {NEED_TREE}",
                          record_id=rid) from None
 
@@ -336,6 +341,12 @@ def build(method: str = "rac", *, model: str = DEFAULT_MODEL, device: str = "aut
 
     names = {f.name for f in dataclasses.fields(DisambigConfig)}
     config = DisambigConfig(method=method, **{k: v for k, v in options.items() if k in names})
+    if config.reuse_tree:
+        from ..models.runtime import padded_batches
+
+        if padded_batches():  # growth reranked round by round; padded scores depend on the batch
+            raise InputError("--reuse-tree restores each node's passages exactly only with each input alone; "
+                             "unset CQ_PADDED_BATCHES (or grow and prune in one run)")
     set_seed(seed)
     generator = load_generator(model, device, dtype)
     info = {**generator.info, **config.params(), "seed": seed}
