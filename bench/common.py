@@ -71,10 +71,13 @@ def code_cwd(code_dir: Path | None) -> Path:
     return cwd
 
 
+def without_meta(record: dict) -> dict:
+    return {k: v for k, v in record.items() if k != "meta"}
+
+
 def same_records(a: Path, b: Path) -> bool:
     """The two files hold the same records, ``meta`` aside."""
-    strip = lambda r: {k: v for k, v in r.items() if k != "meta"}  # noqa: E731
-    return [strip(r) for r in read_jsonl(a)] == [strip(r) for r in read_jsonl(b)]
+    return [without_meta(r) for r in read_jsonl(a)] == [without_meta(r) for r in read_jsonl(b)]
 
 
 def ambiguous_retrieved(data: Path, work: Path, n: int) -> tuple[list[dict], Path]:

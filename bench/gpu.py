@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import CQ, ROOT, env_for, machine, read_jsonl, write_jsonl  # noqa: E402
+from bench.common import CQ, ROOT, env_for, machine, read_jsonl, without_meta, write_jsonl  # noqa: E402
 
 VARIANTS = [("cpu", ["--device", "cpu"], {}), ("cuda", ["--device", "cuda"], {}),
             ("cuda fp32", ["--device", "cuda", "--dtype", "float32"], {}),
@@ -86,11 +86,10 @@ def _text(value):
 def agreement(reference: Path, other: Path) -> dict:
     """How many of ``other``'s records equal the reference's (``meta`` aside): exactly, within 1e-3,
     with floats ignored; and the device and dtype the stage's meta names."""
-    strip = lambda r: {k: v for k, v in r.items() if k != "meta"}  # noqa: E731
     a, b = read_jsonl(reference), read_jsonl(other)
     if len(a) != len(b):
         raise SystemExit(f"bench: {other} has {len(b)} records, {reference} {len(a)}")
-    pairs = [(strip(x), strip(y)) for x, y in zip(a, b)]
+    pairs = [(without_meta(x), without_meta(y)) for x, y in zip(a, b)]
     meta = list(b[0].get("meta", {}).values())[-1] if b and b[0].get("meta") else {}
     return {"exact": sum(x == y for x, y in pairs), "close": sum(_close(x, y) for x, y in pairs),
             "text": sum(_text(x) == _text(y) for x, y in pairs), "records": len(pairs),

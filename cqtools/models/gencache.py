@@ -26,10 +26,13 @@ import logging
 import os
 import sqlite3
 
+from .runtime import WEIGHT_SUFFIXES
+
 log = logging.getLogger("cqtools")
 
 ENV = "CQ_GEN_CACHE"
-_WEIGHTS = (".safetensors", ".bin", ".gguf", ".pt", ".pth", ".json", ".model", ".txt", ".tiktoken", ".py")
+# weights, and the config, tokenizer and remote-code files beside them
+_WEIGHTS = WEIGHT_SUFFIXES + (".json", ".model", ".txt", ".tiktoken", ".py")
 # the code that turns a prompt into text: a change to either file is another key
 _CODE = ("generator.py", "runtime.py")
 _STATS: dict[str, list[int]] = {}
