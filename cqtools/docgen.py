@@ -22,7 +22,53 @@ def _help(command: click.Command, path: list[str], parent: click.Context | None 
 
 def cli_markdown() -> str:
     lines = ["# CLI reference", "", "Generated from `--help` by `make docs` (python -m cqtools.docgen); do not edit.", ""]
-    return "\n".join(lines + _help(cli, ["cq"])) + "\n"
+    return "\n".join(lines + _help(cli, ["cq"]) + method_options_markdown()) + "\n"
+
+
+def method_options_markdown() -> list[str]:
+    """Every built-in method's option schema (the flags above and ``-O KEY=VALUE`` come from it)."""
+    from . import registry
+
+    out = ["## Method options", "",
+           "Each method's options, from its schema (cqtools/registry.py `Option`): a command takes them as the "
+           "flag shown or as `-O NAME=VALUE`; a misspelled or inapplicable one is an error. "
+           "`cq plugins --all --options` lists them as JSONL, plugins' included.", ""]
+    for reg in registry.ALL:
+        methods = [m for m in reg.methods() if m.plugin == "cqtools" and m.options]
+        if not methods:
+            continue
+        out += [f"### {reg.kind} (`{reg.option}`)", "", "| method | option | flag | type | default | help |",
+                "|---|---|---|---|---|---|"]
+        for m in methods:
+            for o in m.options:
+                kind = o.type.__name__ + (f" {'/'.join(map(str, o.choices))}" if o.choices else "")
+                if o.min is not None or o.max is not None:
+                    kind += f" [{o.min if o.min is not None else ''}..{o.max if o.max is not None else ''}]"
+                text = o.help.replace("|", "\\|") + (f" (env {o.env})" if o.env else "")
+                out.append(f"| {m.name} | `{o.name}` | `{o.cli_flag}` | {kind} | {o.default!r} | {text} |")
+        out.append("")
+    return out
+
+
+def config_markdown() -> str:
+    """docs/config.md: the run configuration's fields and every environment variable cq reads."""
+    from dataclasses import fields
+
+    from .config import RunConfig, docs_table
+
+    shaping = RunConfig().shaping()
+    rows = ["| field | default | enters the run record |", "|---|---|---|"]
+    rows += [f"| `{f.name}` | {f.default!r} | {'yes' if f.name in shaping else 'no'} |"
+             for f in fields(RunConfig) if f.name != "extra"]
+    return "\n".join([
+        "# Run configuration", "",
+        "Generated from cqtools/config.py by `make docs`; do not edit.", "",
+        "One frozen value (`cqtools.config.RunConfig`) holds how a run loads and calls models. A command builds "
+        "it once from its flags over the environment variables below, and passes it to the methods and model "
+        "loaders; Python callers pass their own (`detect.build(\"llm\", RunConfig(device=\"cpu\"))`) or get "
+        "`cqtools.config.current()`. The fields that can change a record are written into `--resume`'s run "
+        "record: a resume under any other value (a flag or an environment variable) is refused.", "",
+        *rows, "", "## Environment variables", "", docs_table(), ""])
 
 
 # The record flow of a typical run: (command, the keys it adds).
@@ -69,7 +115,9 @@ if __name__ == "__main__":
     import pathlib
     import sys
 
-    if sys.argv[1:] == ["--architecture"]:
+    if sys.argv[1:] == ["--config"]:
+        sys.stdout.write(config_markdown())
+    elif sys.argv[1:] == ["--architecture"]:
         path = pathlib.Path(__file__).resolve().parent.parent / "docs" / "architecture.md"
         path.write_text(with_architecture_block(path.read_text()))
     else:

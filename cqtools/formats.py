@@ -194,11 +194,25 @@ CORPUS_FORMATS: dict[str, Callable[[str], Iterator[dict]]] = {
 }
 
 
+DESCRIPTIONS = {
+    "ambignq": "AmbigNQ light or full (dev_light.json, dev.json with used_queries)",
+    "cambignq": "CAmbigNQ cq_train.json / cq_dev.json",
+    "asqa": "ASQA (a list with ids, or {\"dev\": {id: ...}})",
+    "nq-open": "NQ-open jsonl {\"question\", \"answer\": [...]}",
+    "topics": "Anserini/Pyserini topic TSV: qid<TAB>query per line (no gold)",
+    "dpr": "DPR psgs_w100.tsv (id, text, title)",
+    "passages": "JSONL {id, title, text}",
+}
+
+
 def convert(fmt: str, path: str) -> Iterator[dict]:
+    """Records of ``path`` in format ``fmt`` (a FORMATS registry name: cq's own, or a plugin's)."""
+    from .registry import FORMATS
+
+    method = FORMATS.get(fmt)
     _open_check(path)
-    reader = QUESTION_FORMATS.get(fmt) or CORPUS_FORMATS[fmt]
     try:
-        yield from reader(path)
+        yield from method.build(None, path=path)
     except (KeyError, TypeError, ValueError) as err:
         if isinstance(err, InputError):
             raise

@@ -65,12 +65,24 @@ class Detector(Protocol):
 @runtime_checkable
 class CQMethod(Protocol):
     """One clarifying question per record (a ``cq`` dict, or None when it asks nothing): ``run``, as
-    gen-cq's stage calls it (cqtools.stages.gen_cq.CQMethod)."""
+    gen-cq's stage calls it (cq's own: cqtools.stages.gen_cq.CQWriter)."""
 
     name: str
     info: dict
 
     def run(self, records: list[dict]) -> list[dict | None]: ...
+
+
+@runtime_checkable
+class Oracle(Protocol):
+    """A simulated user (``cq oracle --method``): ``reply(turns)`` gives, per turn (the question, the
+    CQ, its options and the DQ the user meant), the option it selects (or None) and its reply text
+    (cq's own: cqtools.stages.oracle.SimulatedUser)."""
+
+    name: str
+    info: dict
+
+    def reply(self, turns: list) -> list[tuple[str | None, str]]: ...
 
 
 @runtime_checkable

@@ -1,23 +1,115 @@
-"""One registry per kind of method: name -> factory, with its help and method-specific defaults.
+"""One registry per kind of method: name -> factory, with its help and its typed option schema.
 
-A stage module registers its built-in methods when it is imported (stage modules import no model
-library at import time, so this is cheap); plugins add theirs through the ``cqtools.plugins``
-entry points (cqtools/plugins.py). The CLI's ``--method`` choices, help and defaults are generated
-from these registries, so adding a method is one decorated function in one file::
+Every method, cq's own included, is registered through the plugin hooks (cqtools/plugins.py):
+cq's built-ins come from its default plugin modules (``plugins.DEFAULT_PLUGINS``), third-party
+methods from the ``cqtools.plugins`` entry points, by the same ``register`` call::
 
-    from cqtools.registry import DETECTORS
+    from cqtools.plugins import hookimpl
+    from cqtools.registry import Option
 
-    @DETECTORS.register("length", help="long questions are ambiguous", defaults={"threshold": 12})
-    def length_detector(threshold, **_):
-        ...
+    @hookimpl
+    def register_detectors(register):
+        register("length", length_detector, help="long questions are ambiguous",
+                 options=[Option("threshold", float, 12, "label = words > threshold")])
+
+A method's options are its schema: the CLI's flags, ``-O key=value``, ``--help``, the run
+record's parameters, docs/cli.md and the presets all come from it, and :meth:`Method.build`
+rejects an unknown or ill-typed option with a one-line error naming the nearest valid one (in
+the CLI and in Python alike). A method registered with ``defaults={...}`` only (older plugins) gets a
+schema inferred from its factory's signature. The run configuration (cqtools/config.py) is not a
+method option: factories that name a ``config`` parameter receive it.
 """
 from __future__ import annotations
 
+import difflib
 import inspect
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
 
 from .errors import InputError
+
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of a method: a name (a Python identifier), its type, default, help and limits.
+
+    ``flag`` is the command-line flag when it is not ``--name`` with dashes (``n_passages`` is
+    ``--passages``). ``type`` is bool, int, float or str; ``choices`` and ``min``/``max`` bound it.
+    A default of None means "not set" (the method decides, e.g. the model's own default)."""
+
+    name: str
+    type: type = str
+    default: Any = None
+    help: str = ""
+    choices: tuple = ()
+    min: float | None = None
+    max: float | None = None
+    flag: str | None = None
+    env: str | None = None  # the CLI flag's environment variable (e.g. CQ_MODEL_RERANKER)
+
+    @property
+    def cli_flag(self) -> str:
+        return self.flag or "--" + self.name.replace("_", "-")
+
+    def convert(self, value, where: str):
+        """``value`` checked (and, from a string, converted) to this option's type and limits."""
+        if value is None:
+            return None
+        if isinstance(value, str) and self.type is not str:
+            value = self._parse(value, where)
+        if self.type is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if self.type is not Any and not (isinstance(value, self.type) and
+                                         not (self.type is int and isinstance(value, bool))):
+            raise InputError(f"{where}: option {self.name} takes {self.type.__name__}, not {value!r}")
+        if self.choices and value not in self.choices:
+            raise InputError(f"{where}: option {self.name} takes one of {', '.join(map(str, self.choices))}, "
+                             f"not {value!r}")
+        if self.min is not None and value < self.min or self.max is not None and value > self.max:
+            bounds = f"{self.min if self.min is not None else '-inf'}..{self.max if self.max is not None else 'inf'}"
+            raise InputError(f"{where}: option {self.name} must be in {bounds}, not {value!r}")
+        return value
+
+    def _parse(self, text: str, where: str):
+        try:
+            if self.type is bool:
+                lowered = text.strip().lower()
+                if lowered not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+                    raise ValueError
+                return lowered in ("1", "true", "yes", "on")
+            return self.type(text)
+        except ValueError:
+            raise InputError(f"{where}: option {self.name} takes {self.type.__name__}, not {text!r}") from None
+
+    def describe(self) -> dict:
+        row = {"name": self.name, "type": self.type.__name__, "default": self.default, "help": self.help,
+               "flag": self.cli_flag}
+        if self.choices:
+            row["choices"] = list(self.choices)
+        if self.min is not None:
+            row["min"] = self.min
+        if self.max is not None:
+            row["max"] = self.max
+        return row
+
+
+def infer_options(factory: Callable, defaults: dict, context: Iterable[str] = ()) -> tuple[Option, ...]:
+    """A schema for a factory registered without one: its named parameters (not ``config`` nor the
+    registry's context), typed by their default."""
+    skip = {"config", *context}
+    out = []
+    for p in inspect.signature(factory).parameters.values():
+        if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL) or p.name in skip:
+            continue
+        default = defaults.get(p.name, None if p.default is p.empty else p.default)
+        kind = type(default) if isinstance(default, (bool, int, float, str)) else Any
+        out.append(Option(p.name, float if kind is int and not isinstance(default, bool) else kind, default))
+    names = {o.name for o in out}
+    out += [Option(k, type(v) if isinstance(v, (bool, int, float, str)) else Any, v)
+            for k, v in defaults.items() if k not in names]
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -25,39 +117,80 @@ class Method:
     name: str
     factory: Callable[..., Any]
     help: str = ""
-    defaults: dict = field(default_factory=dict)  # option defaults that depend on the method
-    plugin: str = "cqtools"                        # the distribution that registered it
+    options: tuple[Option, ...] = ()
+    plugin: str = "cqtools"     # the distribution that registered it
+    kind: str = "method"        # the registry's kind, for messages
+    context: tuple[str, ...] = ()  # what the command passes to every method of the registry (not options)
 
-    def build(self, **options):
-        """Call the factory with the options it names (all of them if it takes ``**kwargs``); an option
-        left unset (None) takes the method's default."""
-        merged = {**self.defaults, **{k: v for k, v in options.items() if v is not None or k not in self.defaults}}
+    @property
+    def defaults(self) -> dict:
+        return {o.name: o.default for o in self.options}
+
+    def option(self, name: str) -> Option | None:
+        return next((o for o in self.options if o.name == name), None)
+
+    def values(self, given: dict, where: str | None = None) -> dict:
+        """The method's options: its defaults with ``given`` on top (None: keep the default), each
+        checked; an unknown name is a one-line error naming the nearest valid one."""
+        where = where or f"{self.kind} {self.name}"
+        schema = {o.name: o for o in self.options}
+        out = {o.name: o.default for o in self.options}
+        for key, value in given.items():
+            if key not in schema:
+                raise InputError(unknown_option(key, where, list(schema)))
+            if value is not None:
+                out[key] = schema[key].convert(value, where)
+        return out
+
+    def build(self, config=None, /, **given):
+        """The method, from its checked options (and, where its factory takes them, the run
+        configuration and the registry's context values)."""
+        context = {k: given.pop(k) for k in list(given) if k in self.context}
+        kwargs = self.values(given)
         params = inspect.signature(self.factory).parameters
-        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-            merged = {k: v for k, v in merged.items() if k in params}
-        return self.factory(**merged)
+        takes_all = any(p.kind is p.VAR_KEYWORD for p in params.values())
+        kwargs.update({k: v for k, v in context.items() if takes_all or k in params})
+        if "config" in params:
+            from .config import current
+
+            kwargs["config"] = config if config is not None else current()
+        return self.factory(**kwargs)
+
+
+def unknown_option(key: str, where: str, valid: list[str]) -> str:
+    near = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    listed = ", ".join(valid) if valid else "none"
+    return f"{where} has no option {key!r}{hint} (its options: {listed})"
 
 
 class Registry:
-    """Methods of one kind (detectors, CQ methods, ...). ``hook`` is the plugin hook that fills it."""
+    """Methods of one kind (detectors, CQ methods, ...). ``hook`` is the plugin hook that fills it;
+    ``context`` names what a command passes to every method (e.g. a searcher's ``index_dir``)."""
 
-    def __init__(self, kind: str, hook: str, builtins: str, option: str = "--method"):
+    def __init__(self, kind: str, hook: str, option: str = "--method", context: tuple[str, ...] = ()):
         self.kind = kind
         self.hook = hook
-        self.builtins = builtins  # the module whose import registers cqtools' own methods
         self.option = option
+        self.context = tuple(context)
         self._methods: dict[str, Method] = {}
         self._plugins_loaded = False
 
-    def register(self, name: str, factory: Callable | None = None, *, help: str = "", defaults: dict | None = None,
+    def register(self, name: str, factory: Callable | None = None, *, help: str = "",
+                 options: Iterable[Option] | None = None, defaults: dict | None = None,
                  plugin: str = "cqtools", replace: bool = False):
-        """Register ``factory`` under ``name``; usable as a decorator (``@REG.register("x", help=...)``)."""
+        """Register ``factory`` under ``name`` (also as a decorator). ``options``: its schema; without
+        it, one inferred from the factory's signature and ``defaults``."""
 
         def add(func: Callable) -> Callable:
             if name in self._methods and not replace:
                 raise ValueError(f"{self.kind} {name!r} is registered twice "
                                  f"({self._methods[name].plugin} and {plugin})")
-            self._methods[name] = Method(name, func, help, dict(defaults or {}), plugin)
+            schema = tuple(options) if options is not None else infer_options(func, dict(defaults or {}),
+                                                                              self.context)
+            if options is not None and defaults:
+                schema = tuple(_with_default(o, defaults) for o in schema)
+            self._methods[name] = Method(name, func, help, schema, plugin, self.kind, self.context)
             return func
 
         return add(factory) if factory is not None else add
@@ -65,11 +198,8 @@ class Registry:
     def _load(self) -> None:
         if not self._plugins_loaded:
             self._plugins_loaded = True
-            import importlib
-
             from .plugins import fill
 
-            importlib.import_module(self.builtins)
             fill(self)
 
     def names(self) -> list[str]:
@@ -85,26 +215,50 @@ class Registry:
         try:
             return self._methods[name]
         except KeyError:
-            raise InputError(f"unknown {self.kind} {name!r}; {self.option} takes one of: "
+            near = difflib.get_close_matches(name, list(self._methods), n=1)
+            hint = f"did you mean {near[0]!r}? " if near else ""
+            raise InputError(f"unknown {self.kind} {name!r}; {hint}{self.option} takes one of: "
                              f"{', '.join(self._methods)} (`cq plugins` lists what is installed)") from None
 
-    def build(self, name: str, **options):
-        return self.get(name).build(**options)
+    def build(self, name: str, config=None, /, **options):
+        return self.get(name).build(config, **options)
 
     def default(self, name: str, option: str, fallback=None):
-        return self.get(name).defaults.get(option, fallback)
+        found = self.get(name).option(option)
+        return fallback if found is None or found.default is None else found.default
+
+    def option_names(self) -> list[str]:
+        """Every option any method of this registry declares (first declaration's order)."""
+        seen: dict[str, None] = {}
+        for method in self.methods():
+            for opt in method.options:
+                seen.setdefault(opt.name)
+        return list(seen)
 
     def help(self) -> str:
         """``name: help`` for every method, for the CLI's --method help."""
         return "; ".join(f"{m.name}: {m.help}" if m.help else m.name for m in self.methods())
 
 
-DETECTORS = Registry("detector", "register_detectors", "cqtools.stages.detect")
-CQ_METHODS = Registry("CQ method", "register_cq_methods", "cqtools.stages.gen_cq")
-READERS = Registry("reader", "register_readers", "cqtools.stages.answer", option="--reader")
-SEARCHERS = Registry("searcher", "register_searchers", "cqtools.retrieval", option="--method")
-ORACLES = Registry("oracle method", "register_oracles", "cqtools.stages.oracle")
-BACKENDS = Registry("model backend", "register_backends", "cqtools.models", option="--model PREFIX:NAME")
-SCORE_TASKS = Registry("score task", "register_score_tasks", "cqtools.score", option="--task")
+def _with_default(option: Option, defaults: dict) -> Option:
+    from dataclasses import replace
 
-ALL = (DETECTORS, CQ_METHODS, READERS, SEARCHERS, ORACLES, BACKENDS, SCORE_TASKS)
+    return replace(option, default=defaults[option.name]) if option.name in defaults else option
+
+
+DETECTORS = Registry("detector", "register_detectors")
+CQ_METHODS = Registry("CQ method", "register_cq_methods")
+READERS = Registry("reader", "register_readers", option="--reader", context=("batch_size",))
+SEARCHERS = Registry("searcher", "register_searchers", context=("index_dir", "hits", "threads", "query_field"))
+ORACLES = Registry("oracle method", "register_oracles")
+DISAMBIGUATORS = Registry("disambiguation method", "register_disambiguators", context=("batch_size", "seed"))
+BACKENDS = Registry("model backend", "register_backends", option="--model PREFIX:NAME",
+                    context=("model", "kind", "role"))
+SCORE_TASKS = Registry("score task", "register_score_tasks", option="--task", context=("opts",))
+FORMATS = Registry("data format", "register_formats", option="FORMAT", context=("path",))
+
+ALL = (DETECTORS, CQ_METHODS, READERS, SEARCHERS, ORACLES, DISAMBIGUATORS, BACKENDS, SCORE_TASKS,
+       FORMATS)
+
+__all__ = ["Option", "Method", "Registry", "ALL", "DETECTORS", "CQ_METHODS", "READERS", "SEARCHERS", "ORACLES",
+           "DISAMBIGUATORS", "BACKENDS", "SCORE_TASKS", "FORMATS"]

@@ -76,11 +76,17 @@ def models_in_use() -> list[dict]:
             for m in sorted(RESOLVED.values(), key=lambda m: m.name)]
 
 
-def build(command: str, params: dict) -> dict:
-    """The configuration part of a run record for ``command`` called with ``params``."""
-    shaping = {k: _plain(v) for k, v in sorted(params.items()) if k not in NOT_SHAPING}
-    return {"command": command, "params": shaping, "models": models_in_use(), "prompts": prompts_version(),
-            "cqtools": __version__}
+def build(command: str, params: dict, config=None) -> dict:
+    """The configuration part of a run record for ``command`` called with ``params`` under the run
+    configuration ``config`` (cqtools/config.py; default: the current one): its fields that can
+    change a record, environment variables included."""
+    from .config import current
+
+    config = config or current()
+    ignore = NOT_SHAPING - {"batch_size"} if config.padded_batches else NOT_SHAPING  # padded: batch mates matter
+    shaping = {k: _plain(v) for k, v in sorted(params.items()) if k not in ignore}
+    return {"command": command, "params": shaping, "config": config.shaping(),
+            "models": models_in_use(), "prompts": prompts_version(), "cqtools": __version__}
 
 
 def _plain(value):
@@ -114,8 +120,19 @@ def difference(old: dict, new: dict, ignore: tuple[str, ...] = ()) -> str | None
         if old.get(key) != new.get(key):
             label = {"prompts": "prompts' version", "cqtools": "cq version"}.get(key, key)
             return f"{label}: {old.get(key)!r} != {new.get(key)!r}"
+    old_config, new_config = old.get("config"), new.get("config")
+    if isinstance(old_config, dict) and isinstance(new_config, dict):  # older run records hold none
+        from .config import FLAGS, BY_NAME
+
+        # padded batches first: it is why model_batch_size appears at all
+        for key in sorted(set(old_config) | set(new_config), key=lambda k: (k != "padded_batches", k)):
+            if old_config.get(key) != new_config.get(key):
+                env = next((n for n, v in BY_NAME.items() if v.field == key), None)
+                name = FLAGS.get(key) or f"run configuration {key}"
+                return (f"{name}: {old_config.get(key)!r} != {new_config.get(key)!r}"
+                        + (f" (or {env}; see docs/config.md)" if env else ""))
     old_params, new_params = old.get("params", {}), new.get("params", {})
-    for key in sorted(set(old_params) | set(new_params)):
+    for key in sorted(set(old_params) | set(new_params), key=lambda k: (k != "method", k)):
         if key in ignore:
             continue
         if old_params.get(key) != new_params.get(key):
@@ -130,20 +147,21 @@ def difference(old: dict, new: dict, ignore: tuple[str, ...] = ()) -> str | None
 
 
 def config_of(record: dict) -> dict:
-    return {k: record[k] for k in ("command", "params", "models", "prompts", "cqtools") if k in record}
+    return {k: record[k] for k in ("command", "params", "config", "models", "prompts", "cqtools") if k in record}
 
 
 # ---------------------------------------------------------------------------------------------
 # --resume
 
 
-def open_resume(out: str, force: bool = False, shard: list | None = None) -> tuple[dict, int]:
+def open_resume(out: str, force: bool = False, shard: list | None = None, command: str | None = None,
+                params: dict | None = None) -> tuple[dict, int]:
     """Check ``--resume OUT`` against this run's configuration; returns the run record to keep
     writing and how many records OUT already holds (a torn last line is cut off; a torn gzip tail is
     cut back to its last whole member and the lines that still decompress are rewritten as a new one)."""
     parent = os.path.dirname(os.path.abspath(out))
     os.makedirs(parent, exist_ok=True)
-    new = build(*_command_and_params())
+    new = build(command, params or {}) if command else build(*_command_and_params())
     new.update(shard=shard, complete=False)
     done, good_end, recovered = scan_output(out)
     old = read(out)

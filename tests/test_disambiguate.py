@@ -210,7 +210,7 @@ def test_rac_without_passages_when_asked_for_none(runner, fakes):
 def test_tree_flags_need_rac(runner, fakes):
     result = runner.invoke(cli, ["disambiguate", "--method", "qd", "--tree"], input="")
     assert result.exit_code == 2
-    assert "--tree goes with --method rac" in result.stderr
+    assert "--tree does not apply to --method qd" in result.stderr
 
 
 def assert_tree_shape(record: dict, max_nodes: int, max_depth: int, pruned: bool) -> None:

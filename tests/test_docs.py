@@ -27,3 +27,9 @@ def test_api_example_runs(fixture_index, tmp_path, monkeypatch, capsys):
     exec(compile(block.replace('index_dir="idx"', f'index_dir="{fixture_index}"'), "docs/api.md", "exec"), {})
     n, f1 = capsys.readouterr().out.split()
     assert int(n) == 4 and float(f1) > 50  # 4 of the 6 carry a gold CQ; from-dqs reproduces most options
+
+
+def test_config_reference_is_current():
+    from cqtools.docgen import config_markdown
+
+    assert (ROOT / "docs" / "config.md").read_text() == config_markdown(), "docs/config.md is stale: run `make docs`"

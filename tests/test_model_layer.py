@@ -28,9 +28,12 @@ CONTINUATIONS = [" yes", " no way at all", " maybe", " france"]
 
 @pytest.fixture(autouse=True)
 def _default_load_options():
-    runtime.set_load_options()
+    """Each test starts from the environment's run configuration (cqtools/config.py), and leaves none."""
+    from cqtools.config import reset
+
+    reset()
     yield
-    runtime.set_load_options()
+    reset()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -66,13 +69,13 @@ def tiny_bart(tmp_path_factory) -> str:
 
 def _generators(path: str, monkeypatch, device: str = "cpu", dtype: str = "float32"):
     """The same model loaded twice: each input alone, and padded batches (CQ_PADDED_BATCHES=1)."""
-    from cqtools.models.generator import Generator
+    from cqtools.models.generator import LocalGenerator
 
     resolved = ResolvedModel(path, path, "local", "hf")
     monkeypatch.delenv("CQ_PADDED_BATCHES", raising=False)
-    alone = Generator(resolved, device, dtype)
+    alone = LocalGenerator(resolved, device, dtype)
     monkeypatch.setenv("CQ_PADDED_BATCHES", "1")
-    padded = Generator(resolved, device, dtype)
+    padded = LocalGenerator(resolved, device, dtype)
     monkeypatch.delenv("CQ_PADDED_BATCHES")
     assert not alone.padded and padded.padded
     return alone, padded
@@ -254,10 +257,10 @@ def test_quantize_needs_a_cuda_device(monkeypatch):
 @needs_gpu
 @pytest.mark.skipif(importlib.util.find_spec("bitsandbytes") is None, reason="needs bitsandbytes")
 def test_quantized_generator_on_gpu(tiny_causal):
-    from cqtools.models.generator import Generator
+    from cqtools.models.generator import LocalGenerator
 
     runtime.set_load_options(quantize="8bit")
-    gen = Generator(ResolvedModel(tiny_causal, tiny_causal, "local", "hf"), "cuda")
+    gen = LocalGenerator(ResolvedModel(tiny_causal, tiny_causal, "local", "hf"), "cuda")
     assert gen.info["quantize"] == "8bit" and gen.generate(["hi"], max_new_tokens=2, chat=False)
 
 
@@ -390,7 +393,9 @@ def test_load_options_reach_the_run_record_only_when_set(runner, tmp_path, tiny_
     result = runner.invoke(cli, ["oracle", "--resume", str(tmp_path / "p.jsonl")], input=record)
     assert result.exit_code == 0, result.stderr
     assert "trust_remote_code" not in orjson.loads((tmp_path / "p.jsonl.cq.json").read_bytes())["params"]
-    assert runtime.LOAD.trust_remote_code is False
+    from cqtools.config import current
+
+    assert current().trust_remote_code is False  # the command's configuration ended with it
 
 
 @pytest.mark.parametrize("command", ["rerank", "detect", "gen-cq", "answer", "disambiguate", "oracle", "index",
@@ -430,7 +435,6 @@ def test_cq_models_openai_model_sends_nothing(runner, monkeypatch):
     """An API model: backend openai, its server (no credentials shown), no device or dtype, no request."""
     from cqtools.models import openai_backend
 
-    monkeypatch.setattr(openai_backend.SETTINGS, "base", None)  # restored after --api-base below sets it
     monkeypatch.setenv("OPENAI_BASE_URL", "http://user:secret@node1:8000/v1?key=x")
     monkeypatch.setattr(openai_backend.OpenAIGenerator, "request",
                         lambda *a, **k: pytest.fail("cq models sent a request without --load"))
@@ -493,7 +497,7 @@ def test_generation_cache_gives_the_same_text_and_misses_what_it_must(tiny_causa
     import os
     import shutil
 
-    from cqtools.models.generator import Generator
+    from cqtools.models.generator import LocalGenerator
 
     model = str(tmp_path / "model")
     shutil.copytree(tiny_causal, model)
@@ -501,7 +505,7 @@ def test_generation_cache_gives_the_same_text_and_misses_what_it_must(tiny_causa
     prompts = PROMPTS + [PROMPTS[0]]
     monkeypatch.delenv("CQ_PADDED_BATCHES", raising=False)
     monkeypatch.delenv("CQ_GEN_CACHE", raising=False)
-    plain = Generator(resolved, "cpu", "float32")
+    plain = LocalGenerator(resolved, "cpu", "float32")
     assert plain.cache is None
     expected = plain.generate(prompts, max_new_tokens=6, chat=False, stop=["[SEP]", "."])
 
@@ -513,11 +517,11 @@ def test_generation_cache_gives_the_same_text_and_misses_what_it_must(tiny_causa
         gen.model.generate = lambda *a, **k: calls.append(1) or original(*a, **k)
         return calls
 
-    first = Generator(resolved, "cpu", "float32")
+    first = LocalGenerator(resolved, "cpu", "float32")
     calls = counted(first)
     assert first.generate(prompts, max_new_tokens=6, chat=False, stop=["[SEP]", "."]) == expected
     assert len(calls) == len(PROMPTS)  # the repeated prompt ran once
-    second = Generator(resolved, "cpu", "float32")  # another process, in effect
+    second = LocalGenerator(resolved, "cpu", "float32")  # another process, in effect
     calls = counted(second)
     assert second.generate(prompts, max_new_tokens=6, chat=False, stop=[".", "[SEP]"]) == expected
     assert calls == [], "every prompt read from the cache"
@@ -530,20 +534,20 @@ def test_generation_cache_gives_the_same_text_and_misses_what_it_must(tiny_causa
     weights = next(f for f in os.listdir(model) if f.endswith(".safetensors"))
     stat = os.stat(os.path.join(model, weights))
     os.utime(os.path.join(model, weights), ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
-    retrained = Generator(resolved, "cpu", "float32")
+    retrained = LocalGenerator(resolved, "cpu", "float32")
     calls = counted(retrained)
     retrained.generate(prompts[:2], max_new_tokens=6, chat=False, stop=["[SEP]", "."])
     assert len(calls) == 2, "a model whose weights changed misses"
 
     monkeypatch.setenv("CQ_PADDED_BATCHES", "1")
-    assert Generator(resolved, "cpu", "float32").cache is None, "padded batches are never cached"
+    assert LocalGenerator(resolved, "cpu", "float32").cache is None, "padded batches are never cached"
 
 
 def test_generation_cache_errors_are_one_line_and_counts_reach_make(tiny_causal, tmp_path, monkeypatch):
     import json
 
     from cqtools.models import gencache
-    from cqtools.models.generator import Generator
+    from cqtools.models.generator import LocalGenerator
 
     resolved = ResolvedModel(tiny_causal, tiny_causal, "local", "hf")
     monkeypatch.delenv("CQ_PADDED_BATCHES", raising=False)
@@ -552,11 +556,11 @@ def test_generation_cache_errors_are_one_line_and_counts_reach_make(tiny_causal,
     for bad in (tmp_path, corrupt):  # a directory; a file that is no SQLite database
         monkeypatch.setenv("CQ_GEN_CACHE", str(bad))
         with pytest.raises(ResourceError, match="CQ_GEN_CACHE=.*cannot use it as a generation cache"):
-            Generator(resolved, "cpu", "float32")
+            LocalGenerator(resolved, "cpu", "float32")
 
     monkeypatch.setattr(gencache, "_STATS", {})
     monkeypatch.setenv("CQ_GEN_CACHE", str(tmp_path / "ok.sqlite"))
-    gen = Generator(resolved, "cpu", "float32")
+    gen = LocalGenerator(resolved, "cpu", "float32")
     gen.generate(["hi", "hi", "who is"], max_new_tokens=3, chat=False)
     gen.generate(["hi"], max_new_tokens=3, chat=False)
     report = tmp_path / "stage.gencache"

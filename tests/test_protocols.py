@@ -15,7 +15,7 @@ from cqtools import protocols as P
 from .conftest_models import RERANKER, bm25_index, tiny_cross_encoder  # noqa: F401
 from .fakes import FakeCrossEncoder, FakeEncoder, FakeGenerator, FakeSearcher
 
-PROTOCOLS = [P.Generator, P.CrossEncoder, P.Encoder, P.Searcher, P.Detector, P.CQMethod, P.Reader,
+PROTOCOLS = [P.Generator, P.CrossEncoder, P.Encoder, P.Searcher, P.Detector, P.CQMethod, P.Oracle, P.Reader,
              P.AnswerVerifier]
 
 
@@ -73,20 +73,22 @@ def shape_problems(cls, proto) -> list[str]:
 
 
 def real_classes():
-    from cqtools.models.backends import Generator, HFCrossEncoder, OnnxCrossEncoder, OnnxEncoder, SentenceEncoder
+    from cqtools.models.backends import HFCrossEncoder, LocalGenerator, OnnxCrossEncoder, OnnxEncoder, SentenceEncoder
     from cqtools.models.dpr import DPREncoder
     from cqtools.models.openai_backend import OpenAIGenerator
     from cqtools.retrieval.dense import DenseSearcher
     from cqtools.retrieval.hybrid import HybridSearcher
     from cqtools.retrieval.lucene import LuceneBM25
     from cqtools.stages.answer.reader import GenerativeReader
-    from cqtools.stages.detect import Detector
-    from cqtools.stages.gen_cq import CQMethod
+    from cqtools.stages.detect import ScoredDetector
+    from cqtools.stages.gen_cq import CQWriter
+    from cqtools.stages.oracle import SimulatedUser
 
-    return [(Generator, P.Generator), (OpenAIGenerator, P.Generator), (OnnxCrossEncoder, P.CrossEncoder),
+    return [(LocalGenerator, P.Generator), (OpenAIGenerator, P.Generator), (OnnxCrossEncoder, P.CrossEncoder),
             (HFCrossEncoder, P.CrossEncoder), (OnnxEncoder, P.Encoder), (SentenceEncoder, P.Encoder),
             (DPREncoder, P.Encoder), (LuceneBM25, P.Searcher), (DenseSearcher, P.Searcher),
-            (HybridSearcher, P.Searcher), (Detector, P.Detector), (CQMethod, P.CQMethod),
+            (HybridSearcher, P.Searcher), (ScoredDetector, P.Detector), (CQWriter, P.CQMethod),
+            (SimulatedUser, P.Oracle),
             (GenerativeReader, P.Reader), (GenerativeReader, P.AnswerVerifier)]
 
 
@@ -168,13 +170,20 @@ def test_registered_detectors_cq_methods_and_readers(monkeypatch):
     fake = FakeGenerator("x")
     for module in (models, backends):
         monkeypatch.setattr(module, "load_generator", lambda name, device="auto", dtype="auto", kind="auto": fake)
+    def model_if_taken(registry, name):  # a method that declares no model option refuses one
+        return {"model": "m"} if registry.get(name).option("model") else {}
+
     for name in ("always", "never", "answers", "tree", "llm"):
-        assert isinstance(DETECTORS.build(name, model="m"), P.Detector), name
+        assert isinstance(DETECTORS.build(name, **model_if_taken(DETECTORS, name)), P.Detector), name
     assert isinstance(llm_detector(fake, 0.0), P.Detector)
     for name in ("from-dqs", "llm", "seq2seq"):
-        assert isinstance(CQ_METHODS.build(name, model="m"), P.CQMethod), name
+        assert isinstance(CQ_METHODS.build(name, **model_if_taken(CQ_METHODS, name)), P.CQMethod), name
     assert isinstance(llm_method(fake, 3, False, 8), P.CQMethod)
     assert isinstance(seq2seq_method(fake, 3, None, 8), P.CQMethod)
+    from cqtools.registry import ORACLES
+
+    for name in ("overlap", "llm"):
+        assert isinstance(ORACLES.build(name, **model_if_taken(ORACLES, name)), P.Oracle), name
     reader = READERS.build("generative", model="m")
     assert isinstance(reader, P.Reader) and isinstance(reader, P.AnswerVerifier)
 

@@ -11,6 +11,7 @@ import sys
 import click
 
 from .. import __version__
+from ..config import env
 from ..errors import CQError
 
 # name -> module under cqtools.cli; order is the order of a pipeline.
@@ -47,9 +48,15 @@ class LazyGroup(click.Group):
 
     def invoke(self, ctx):
         try:
-            return super().invoke(ctx)
+            from ..config import RunConfig, activate, reset
+
+            activate(RunConfig.from_env())  # the command's flags update it as they are parsed
+            try:
+                return super().invoke(ctx)
+            finally:
+                reset()  # a later command (or Python caller) in this process starts from the environment
         except CQError as err:
-            if os.environ.get("CQ_DEBUG"):
+            if env("CQ_DEBUG"):
                 raise
             name = ctx.invoked_subcommand or "cq"
             click.echo(f"cq {name}: error: {err}", err=True)
@@ -111,7 +118,7 @@ def _share_cores() -> None:
 
 def _quiet_libraries() -> None:
     """Library chatter (weight-loading bars, advisory warnings) off unless CQ_DEBUG is set."""
-    if os.environ.get("CQ_DEBUG"):
+    if env("CQ_DEBUG"):
         return
     for key, value in {"TRANSFORMERS_VERBOSITY": "error", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
                        "TOKENIZERS_PARALLELISM": "false", "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1"}.items():

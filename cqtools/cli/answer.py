@@ -63,15 +63,16 @@ def cli(mode, reader_name, model, kind, n_passages, passage_chars, max_new_token
       ... | cq gen-cq | cq answer --mode cq            # one answer per CQ option
       ... | cq answer --mode multi --round-trip --verify
     """
+    from ..config import current
     from ..models.backends import set_seed
     from ..stages import answer
 
     if selected and mode != "cq":
         raise click.UsageError("--selected needs --mode cq")
-    options = dict(model=model, kind=kind, device=device, dtype=dtype, n_passages=n_passages,
+    options = dict(model=model, kind=None if kind == "auto" else kind, n_passages=n_passages,
                    passage_chars=passage_chars, max_new_tokens=max_new_tokens, grounding=grounding, selected=selected,
                    rerank_depth=rerank_depth, round_trip=round_trip, max_rounds=max_rounds, verify=verify,
-                   verify_threshold=verify_threshold, batch_size=kwargs["batch_size"])
+                   verify_threshold=verify_threshold, batch_size=current().model_batch_size)
     if mode == "long":  # Tree of Clarifications' long answer: its own defaults unless given
         given = click.get_current_context().get_parameter_source
         for name in ("n_passages", "max_new_tokens"):
@@ -79,4 +80,4 @@ def cli(mode, reader_name, model, kind, n_passages, passage_chars, max_new_token
                 options[name] = None
     spec = spec_from(kwargs, required=("question",), desc="answer")
     set_seed(seed)
-    run_stream(answer.build(mode, reader_name, reranker=reranker, seed=seed, **options), spec)
+    run_stream(answer.build(mode, reader_name, reranker=reranker, seed=seed, config=current(), **options), spec)

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import os
 import sys
 import threading
 
 import click
 
 from .options import compose, device_options, load_options, seed_option
+from ..config import env
 from ..registry import CQ_METHODS, DETECTORS, READERS, SEARCHERS
 
 
@@ -167,7 +167,7 @@ def cli(index_dir, retrieve_method, hits, rerank_top, reranker, detect_method, d
         raise click.UsageError(f"--detect {detect_method} reads keys a chat turn does not have "
                                "(cq answer --mode multi / cq disambiguate); pick another detector")
     models = _models(model, detect_method, detect_model, gen_cq_method, gen_cq_model, reader_name, reader_model)
-    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    color = sys.stdout.isatty() and not env("NO_COLOR")
     term = Script(script_path, color) if script_path else Console(color)
     spinner = Spinner(enabled=not quiet and sys.stderr.isatty())
     opts = chat.ChatOptions(index_dir=index_dir, retrieve=retrieve_method, hits=hits, rerank_top=rerank_top,

@@ -3,17 +3,13 @@ from __future__ import annotations
 
 import click
 
-from .options import (api_options, batch_option, compose, device_options, load_options, max_input_option, model_option,
-                      scale_options, stream_options)
+from .options import (api_options, batch_option, compose, device_options, load_options, max_input_option,
+                      method_options, method_values, model_option, scale_options, stream_options)
 from ..models.registry import LLM
 from ..registry import DETECTORS
 from .stream import run_stream, spec_from
 
-
-def _threshold_help() -> str:
-    defaults = ", ".join(f"{m.name} {m.defaults['threshold']:g}" if m.defaults["threshold"] is not None
-                         else f"{m.name}: the model's own" for m in DETECTORS.methods() if "threshold" in m.defaults)
-    return f"label = score > threshold. Defaults: {defaults}."
+METHOD_OPTIONS, OPTION_NAMES = method_options(DETECTORS)
 
 
 @click.command(name="detect")
@@ -21,12 +17,13 @@ def _threshold_help() -> str:
               help=DETECTORS.help() + ".")
 @model_option("detector", None, help=f"classifier: a `cq train detect` directory; combined: a `cq train combiner` directory; "
               f"llm: a causal LM (default {LLM}).")
-@click.option("--threshold", type=float, default=None, help=_threshold_help())
-@click.option("--passages", "n_passages", type=click.IntRange(min=0), default=3, show_default=True,
-              help="classifier: top passages appended to the question (0: question only).")
+@METHOD_OPTIONS
 @compose(batch_option, device_options, load_options, max_input_option, api_options, stream_options, scale_options)
-def cli(method, model, threshold, n_passages, device, dtype, **kwargs):
-    """Judge whether each question is ambiguous.
+def cli(method, model, device, dtype, **kwargs):
+    """Judge whether each question is ambiguous (label = score > threshold).
+
+    Each method's options are flags (generated from its schema; a flag the method does not take
+    is an error) or -O KEY=VALUE.
 
     \b
     Example:
@@ -34,8 +31,9 @@ def cli(method, model, threshold, n_passages, device, dtype, **kwargs):
         | cq gen-cq | cq score --task detect
       cq detect --method classifier --model models/detect < questions.jsonl
     """
+    from ..config import current
     from ..stages import detect
 
+    options = method_values(DETECTORS, method, kwargs, OPTION_NAMES, model)
     spec = spec_from(kwargs, desc="detect")
-    run_stream(detect.build(method, model=model, threshold=threshold, n_passages=n_passages, device=device,
-                            dtype=dtype), spec)
+    run_stream(detect.build(method, current(), **options), spec)

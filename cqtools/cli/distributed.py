@@ -3,18 +3,19 @@ the stream loop's records spread over processes, the output that of one process.
 from __future__ import annotations
 
 import logging
-import os
 from itertools import islice
 
+from ..config import env
 from ..errors import CQError
-from .stream import BatchFn, Item, StreamSpec, _Run, apply
 
 log = logging.getLogger("cqtools")
 
 
-def run_distributed(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> int:
+def run_distributed(process, spec, stdin=None, stdout=None, *, new_run, apply) -> int:
     """One round per ``world`` batches: the main process reads and scatters them, every process
     runs ``process`` on its batch, the main process gathers and writes in input order.
+    ``new_run`` and ``apply`` are the single-process loop's (cqtools/cli/stream.py, which calls this:
+    passed in, so that neither module imports the other).
 
     A failure in any process stops every process; the main one raises it as a CQError."""
     import torch.distributed as dist
@@ -30,7 +31,7 @@ def run_distributed(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None)
         logging.getLogger("cqtools").setLevel(logging.WARNING)
     run = items = None
     if main:
-        run = _Run(spec, stdin, stdout)
+        run = new_run(spec, stdin, stdout)
         items = iter(run.items)
         log.info("%s: %d processes, batches of %d", spec.desc, world, spec.batch_size)
     failure = None  # an input error on the main process, raised after the records before it
@@ -55,7 +56,7 @@ def run_distributed(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None)
             dist.scatter_object_list(box, parts, src=0, group=group)
             if box[0] is None:
                 break
-            result = run_part(process, box[0], spec)
+            result = run_part(process, box[0], spec, apply)
             gathered = [None] * world if main else None
             dist.gather_object(result, gathered, dst=0, group=group)
             if not main:
@@ -88,7 +89,7 @@ def _shut_down(dist) -> None:
         pass
 
 
-def run_part(process: BatchFn, batch: list[Item], spec: StreamSpec) -> tuple[str, object]:
+def run_part(process, batch: list, spec, apply) -> tuple[str, object]:
     """Run ``process`` on one process's batch; failures come back as values, not exceptions,
     so that no process is left waiting in a collective call."""
     if not batch:
@@ -98,7 +99,7 @@ def run_part(process: BatchFn, batch: list[Item], spec: StreamSpec) -> tuple[str
     except CQError as err:  # pickles with its where/record_id (exceptions carry their __dict__)
         return "error", err
     except Exception as err:  # noqa: BLE001 - reported by the main process
-        if os.environ.get("CQ_DEBUG"):
+        if env("CQ_DEBUG"):
             import traceback
 
             traceback.print_exc()

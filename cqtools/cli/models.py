@@ -2,11 +2,11 @@
 backend, device and dtype it would load with, and whether it is usable."""
 from __future__ import annotations
 
-import os
 
 import click
 import orjson
 
+from ..config import env
 from .options import api_options, compose, device_options, load_options
 
 
@@ -34,7 +34,7 @@ def cli(names, load, as_json, device, dtype):
     from ..models.registry import ROLES, status
 
     rows = [{"role": r.role, **status(r.model(), r.role, device, dtype), "used_by": r.used_by, "override": r.env,
-             "from_env": bool(os.environ.get(r.env))} for r in ROLES] \
+             "from_env": bool(env(r.env))} for r in ROLES] \
         if not names else [{"role": "-", **status(n, "-", device, dtype)} for n in names]
     if load:
         for row in rows:
@@ -48,10 +48,10 @@ def cli(names, load, as_json, device, dtype):
         backend = max(len(r["backend"] or "-") for r in rows)
         for row in rows:
             where = row["source"] if row["usable"] else "NOT USABLE"
-            env = (f"  (from ${row['override']})" if row.get("from_env")
+            origin = (f"  (from ${row['override']})" if row.get("from_env")
                    else f"  (override: {row['override']})" if "override" in row else "")
             click.echo(f"{row['role']:<13} {row['model'] or '-':<{width}}  {row['backend'] or '-':<{backend}}  "
-                       f"{row['device'] or '-':<6} {row['dtype'] or '-':<8}  {where}{env}")
+                       f"{row['device'] or '-':<6} {row['dtype'] or '-':<8}  {where}{origin}")
     bad = [r for r in rows if not r["usable"]]
     for row in bad:
         click.echo(f"cq models: error: {row['problem']}", err=True)

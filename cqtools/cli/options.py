@@ -38,13 +38,27 @@ stream_options = compose(
     click.option("-q", "--quiet", is_flag=True, help="No progress bar or info messages on stderr."),
 )
 
-batch_option = click.option(
-    "--batch-size",
-    type=click.IntRange(min=1),
-    default=32,
-    show_default=True,
-    envvar="CQ_BATCH_SIZE",
-    help="Records (or pairs) processed together.",
+batch_option = compose(
+    click.option(
+        "--batch-size",
+        type=click.IntRange(min=1),
+        default=32,
+        show_default=True,
+        envvar="CQ_BATCH_SIZE",
+        help="Records per stream batch: read, processed and written together (outputs do not depend on it "
+             "unless CQ_PADDED_BATCHES=1).",
+    ),
+    click.option(
+        "--model-batch-size",
+        type=click.IntRange(min=1),
+        default=32,
+        show_default=True,
+        envvar="CQ_BATCH_SIZE_MODEL",
+        expose_value=False,
+        callback=lambda ctx, param, value: _config_field("model_batch_size", remember=False)(ctx, param, value),
+        help="Items per model forward pass (reranked pairs, read passages, scored continuations); each input "
+             "alone unless CQ_PADDED_BATCHES=1, then this many padded together.",
+    ),
 )
 
 output_option = click.option(
@@ -86,6 +100,27 @@ hits_option = click.option(
 
 seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
 
+def _remember(ctx, param, value) -> None:
+    """Options applied through a callback (not passed to the command) still shape the output:
+    the run record of --resume reads them from here (cqtools/runrecord.py)."""
+    ctx.meta.setdefault("cq.params", {})[param.name] = value
+
+
+def _config_field(field: str, remember: bool = True, only_set: bool = False):
+    """A callback that puts an option's value into the run configuration (cqtools/config.py), the
+    one value every model loader and method reads; flags win over environment variables."""
+
+    def callback(ctx, param, value):
+        from ..config import activate, current
+
+        activate(current().replace(**{field: value}))
+        if remember and (value or not only_set):
+            _remember(ctx, param, value)
+        return value
+
+    return callback
+
+
 device_options = compose(
     click.option(
         "--device",
@@ -93,6 +128,7 @@ device_options = compose(
         default="auto",
         show_default=True,
         envvar="CQ_DEVICE",
+        callback=_config_field("device", remember=False),
         help="Where models run, encoders included (auto: this process's GPU if there is one, under "
              "accelerate launch its own GPU; else cpu).",
     ),
@@ -102,24 +138,11 @@ device_options = compose(
         default="auto",
         show_default=True,
         envvar="CQ_DTYPE",
+        callback=_config_field("dtype", remember=False),
         help="Language models' weights dtype (auto: bfloat16 on a GPU that supports it, else float16 on a "
              "GPU; float32 on CPU).",
     ),
 )
-
-
-def _remember(ctx, param, value) -> None:
-    """Options applied through a callback (not passed to the command) still shape the output:
-    the run record of --resume reads them from here (cqtools/runrecord.py)."""
-    ctx.meta.setdefault("cq.params", {})[param.name] = value
-
-
-def _set_max_input_tokens(ctx, param, value):
-    from ..models.backends import set_max_input_tokens
-
-    set_max_input_tokens(value)
-    _remember(ctx, param, value)
-    return value
 
 
 max_input_option = click.option(
@@ -128,21 +151,10 @@ max_input_option = click.option(
     default=None,
     envvar="CQ_MAX_INPUT_TOKENS",
     expose_value=False,
-    callback=_set_max_input_tokens,
+    callback=_config_field("max_input_tokens"),
     help="Model inputs longer than this many tokens lose their middle, with a warning on stderr "
          "[default: the model's context].",
 )
-
-
-def _set_load_option(ctx, param, value):
-    """Put --revision/--trust-remote-code/--quantize into the process-wide loading options; a value
-    other than the default joins the run record (so older outputs stay resumable)."""
-    from ..models.runtime import LOAD  # cheap: no torch
-
-    setattr(LOAD, param.name, value)
-    if value:
-        _remember(ctx, param, value)
-    return value
 
 
 # How local models are fetched and loaded (cqtools/models/runtime.py), for every model a command loads.
@@ -153,7 +165,7 @@ load_options = compose(
         default=None,
         envvar="CQ_REVISION",
         expose_value=False,
-        callback=_set_load_option,
+        callback=_config_field("revision", only_set=True),
         help="Hub models: this branch, tag or commit instead of the default branch. Env: CQ_REVISION.",
     ),
     click.option(
@@ -162,7 +174,7 @@ load_options = compose(
         default=False,
         envvar="CQ_TRUST_REMOTE_CODE",
         expose_value=False,
-        callback=_set_load_option,
+        callback=_config_field("trust_remote_code", only_set=True),
         help="Run a hub model's own Python code (architectures transformers lacks). Off unless asked: "
              "only for repos you trust. Env: CQ_TRUST_REMOTE_CODE.",
     ),
@@ -172,36 +184,42 @@ load_options = compose(
         default=None,
         envvar="CQ_QUANTIZE",
         expose_value=False,
-        callback=_set_load_option,
+        callback=_config_field("quantize", only_set=True),
         help="Load language models' weights in 8 or 4 bits (bitsandbytes, CUDA GPU) [default: full precision]. "
              "Env: CQ_QUANTIZE.",
     ),
 )
 
 
-def _api_setting(field: str):
-    """A callback that puts an API option's value into the process-wide API settings."""
-
-    def callback(ctx, param, value):
-        from ..models.openai_backend import SETTINGS  # cheap: the openai client loads on the first request
-
-        setattr(SETTINGS, field, value)
-        _remember(ctx, param, value)
-        return value
-
-    return callback
-
-
 # API models (an OpenAI-compatible server). Not part of the run record: the server's address and the
 # pace change no record. The key is read from CQ_API_KEY or OPENAI_API_KEY only, never from an option.
+def _backend_opts(ctx, param, values):
+    from ..config import activate, current
+
+    pairs = tuple(sorted(_opt_pairs(ctx, param, values).items()))
+    activate(current().replace(backend_options=pairs))
+    if pairs:
+        _remember(ctx, param, [list(p) for p in pairs])
+    return pairs
+
+
 api_options = compose(
+    click.option(
+        "--backend-opt",
+        multiple=True,
+        metavar="KEY=VALUE",
+        expose_value=False,
+        callback=_backend_opts,
+        help="An option of the model backend that --model BACKEND:NAME names (repeatable; `cq plugins --all "
+             "--options` lists each backend's options).",
+    ),
     click.option(
         "--api-base",
         metavar="URL",
         default=None,
         envvar="CQ_API_BASE",
         expose_value=False,
-        callback=_api_setting("base"),
+        callback=_config_field("api_base"),
         help="Send this command's language-model calls to the OpenAI-compatible server at URL (vLLM, TGI, "
              "llama.cpp, a hosted API), e.g. http://node1:8000/v1; --model names the server's model. "
              "`--model openai:NAME` does this for one model without --api-base (server: OPENAI_BASE_URL, "
@@ -214,7 +232,7 @@ api_options = compose(
         show_default=True,
         envvar="CQ_CONCURRENCY",
         expose_value=False,
-        callback=_api_setting("concurrency"),
+        callback=_config_field("concurrency"),
         help="API models: requests in flight at once (429/5xx answers are retried with backoff). "
              "Env: CQ_CONCURRENCY.",
     ),
@@ -225,7 +243,7 @@ api_options = compose(
         show_default=True,
         envvar="CQ_API_TIMEOUT",
         expose_value=False,
-        callback=_api_setting("timeout"),
+        callback=_config_field("api_timeout"),
         help="API models: seconds to wait for one answer before retrying it. Env: CQ_API_TIMEOUT.",
     ),
 )
@@ -241,6 +259,108 @@ def model_option(role: str, default: str | None, help: str = "Hugging Face id, l
     return click.option("--model", default=default, show_default=True, envvar=env, help=f"{help} Env: {env}.")
 
 
+def _opt_pairs(ctx, param, values):
+    pairs = {}
+    for value in values:
+        key, sep, text = value.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"use KEY=VALUE, e.g. -O threshold=0.3 (got {value!r})")
+        pairs[key.strip().replace("-", "_")] = text
+    return pairs
+
+
+def _click_type(decls):
+    """One click type for an option several methods declare: theirs when they agree, else text
+    (each method then checks the value against its own schema)."""
+    kinds = {(o.type, o.choices, o.min, o.max) for o in decls}
+    if len(kinds) != 1:
+        return click.STRING
+    kind, choices, low, high = kinds.pop()
+    if choices:
+        return click.Choice([str(c) for c in choices])
+    if kind is int:
+        return click.IntRange(min=low, max=high) if low is not None or high is not None else click.INT
+    if kind is float:
+        return click.FloatRange(min=low, max=high) if low is not None or high is not None else click.FLOAT
+    return click.STRING
+
+
+def _method_help(pairs) -> str:
+    """``method: help [default]`` per method; one help text with each method's default when they share it."""
+    def default(o):
+        return "" if o.default is None or o.default is False else f"{o.default:g}" if isinstance(o.default, float) \
+            else str(o.default)
+
+    helps = [o.help for _, o in pairs if o.help]
+    if len(set(helps)) <= 1:  # one meaning (a method that declares no help shares it)
+        defaults = ", ".join(f"{m} {default(o)}" for m, o in pairs if default(o))
+        return f"{', '.join(m for m, _ in pairs)}: {helps[0] if helps else ''}" + \
+            (f" [default: {defaults}]" if defaults else "")
+    return "; ".join(f"{m}: {o.help}" + (f" [default: {default(o)}]" if default(o) else "") for m, o in pairs)
+
+
+def method_options(registry, skip: tuple[str, ...] = ("model",)):
+    """The flags of every option the registry's methods declare (generated from their schemas: a
+    plugin's new option is a flag too), each unset unless given, plus ``-O KEY=VALUE`` for any
+    option; :func:`method_values` turns them into the chosen method's options."""
+    decls: dict[str, list] = {}
+    for method in registry.methods():
+        for opt in method.options:
+            if opt.name not in skip:
+                decls.setdefault(opt.name, []).append((method.name, opt))
+    decorators = []
+    for name, pairs in decls.items():
+        opts = [o for _, o in pairs]
+        help_text = _method_help(pairs)
+        env = next((o.env for o in opts if o.env), None)
+        if env:
+            help_text += f" Env: {env}."
+        if all(o.type is bool for o in opts):
+            decorators.append(click.option(opts[0].cli_flag, name, is_flag=True, default=None, help=help_text))
+        else:
+            decorators.append(click.option(opts[0].cli_flag, name, type=_click_type(opts), default=None,
+                                           envvar=env, help=help_text))
+    decorators.append(click.option("-O", "--opt", "method_opts", multiple=True, callback=_opt_pairs,
+                                   metavar="KEY=VALUE",
+                                   help=f"An option of the chosen {registry.kind} by its schema name (repeatable); "
+                                        f"`cq plugins --all --options` lists every method's options."))
+    return compose(*decorators), list(decls)
+
+
+def method_values(registry, method: str, kwargs: dict, names: list[str], model=None) -> dict:
+    """Pop the generated flags (``names``) and ``-O`` pairs out of ``kwargs``; return the options the
+    user set for ``method``. A flag given on the command line that ``method`` does not take is a
+    one-line error naming the method's options (nothing is silently dropped)."""
+    from ..registry import unknown_option
+
+    chosen = registry.get(method)
+    ctx = click.get_current_context()
+    given = {}
+    for name in names:
+        value = kwargs.pop(name, None)
+        if value is None:
+            continue
+        opt = chosen.option(name)
+        if opt is None and ctx.get_parameter_source(name).name != "COMMANDLINE":
+            continue  # from an environment variable another method reads
+        if opt is None:
+            flag = next(o.cli_flag for m in registry.methods() for o in m.options if o.name == name)
+            raise click.UsageError(f"{flag} does not apply to {registry.option} {method} "
+                                   f"(its options: {', '.join(o.cli_flag for o in chosen.options) or 'none'})")
+        given[name] = value
+    for key, text in (kwargs.pop("method_opts", None) or {}).items():
+        if chosen.option(key) is None:
+            raise click.UsageError(unknown_option(key, f"{registry.kind} {method}", [o.name for o in chosen.options]))
+        given[key] = text
+    if model is not None and chosen.option("model") is not None:
+        source = ctx.get_parameter_source("model")
+        if source is not None and source.name != "DEFAULT":
+            given["model"] = model
+    elif model is not None and ctx.get_parameter_source("model").name == "COMMANDLINE":
+        raise click.UsageError(f"--model does not apply to {registry.option} {method} (it loads no model)")
+    return given
+
+
 __all__ = [
     "compose",
     "stream_options",
@@ -254,4 +374,6 @@ __all__ = [
     "load_options",
     "api_options",
     "model_option",
+    "method_options",
+    "method_values",
 ]

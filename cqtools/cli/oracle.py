@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import click
 
-from .options import (api_options, batch_option, compose, device_options, load_options, max_input_option, model_option,
-                      scale_options, stream_options)
+from .options import (api_options, batch_option, compose, device_options, load_options, max_input_option,
+                      method_options, method_values, model_option, scale_options, stream_options)
 from ..models.registry import LLM
 from ..registry import ORACLES
 from .stream import run_stream, spec_from
+
+METHOD_OPTIONS, OPTION_NAMES = method_options(ORACLES)
 
 
 @click.command(name="oracle")
@@ -18,10 +20,9 @@ from .stream import run_stream, spec_from
               help=ORACLES.help() + ".")
 @model_option("oracle", None, help="--method llm: causal LM, Hugging Face id, local directory, or offline copy "
                                    f"(default {LLM}).")
-@click.option("--max-new-tokens", type=click.IntRange(min=1), default=16, show_default=True,
-              help="--method llm: length of a reply to a free-form CQ.")
+@METHOD_OPTIONS
 @compose(batch_option, device_options, load_options, max_input_option, api_options, stream_options, scale_options)
-def cli(expand, method, model, max_new_tokens, device, dtype, **kwargs):
+def cli(expand, method, model, device, dtype, **kwargs):
     """Answer each record's clarifying question "cq" as the user who meant gold.dqs[gold.intended]:
     adds "selected_option" and "clarification_answer". Records without a CQ (cq null or absent)
     pass through unchanged. The user reads only the question, the gold DQ and the CQ.
@@ -32,8 +33,10 @@ def cli(expand, method, model, max_new_tokens, device, dtype, **kwargs):
       cq retrieve --index idx < eval.jsonl | cq rerank --top 5 | cq detect | cq gen-cq \\
         | cq oracle | cq answer --mode cq --selected | cq score --task clam
     """
+    from ..config import current
     from ..stages import oracle
 
+    options = method_values(ORACLES, method, kwargs, OPTION_NAMES, model)
     if expand:
         spec = spec_from(kwargs, desc="oracle --expand", fanout=True)
         if spec.shard is not None or spec.resume:
@@ -41,4 +44,4 @@ def cli(expand, method, model, max_new_tokens, device, dtype, **kwargs):
         run_stream(oracle.expand_batch, spec)
         return
     spec = spec_from(kwargs, desc="oracle")
-    run_stream(oracle.build(method, model=model, max_new_tokens=max_new_tokens, device=device, dtype=dtype), spec)
+    run_stream(oracle.build(method, current(), **options), spec)

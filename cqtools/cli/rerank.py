@@ -20,17 +20,15 @@ DEFAULT_RERANKER = RERANKER
 @compose(batch_option, device_options, load_options, max_input_option, stream_options, scale_options)
 def cli(top, query_field, model, device, dtype, **kwargs):
     """Rerank "passages" with a cross-encoder: adds "rerank_score", re-sorts by it and renumbers
-    "rank"; --batch-size counts (question, passage) pairs per forward pass.
+    "rank"; --model-batch-size counts (question, passage) pairs per forward pass.
 
     \b
     Example:
       cq retrieve --index idx --hits 50 < questions.jsonl | cq rerank --top 10 \\
         | cq answer --mode single
     """
+    from ..config import current
     from ..stages import rerank
 
-    pair_batch = kwargs["batch_size"]
-    # records per stream batch: enough to fill a few model batches with pairs from several records
     spec = spec_from(kwargs, required=(query_field,), desc="rerank")
-    spec.batch_size = max(1, min(64, pair_batch))
-    run_stream(rerank.build(model, top, query_field, pair_batch, device), spec)
+    run_stream(rerank.build(model, top, query_field, current().model_batch_size, device), spec)

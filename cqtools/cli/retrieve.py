@@ -5,9 +5,12 @@ import os
 
 import click
 
-from .options import batch_option, compose, device_options, hits_option, load_options, scale_options, stream_options
+from .options import (batch_option, compose, device_options, hits_option, load_options, method_options, method_values,
+                      scale_options, stream_options)
 from ..registry import SEARCHERS
 from .stream import run_stream, spec_from
+
+METHOD_OPTIONS, OPTION_NAMES = method_options(SEARCHERS, skip=())
 
 
 @click.command(name="retrieve")
@@ -20,21 +23,14 @@ from .stream import run_stream, spec_from
 @click.option("--threads", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="number of CPUs",
               help="Search threads per batch.")
 @click.option("--query-field", default="question", show_default=True, help="Record key holding the query.")
-@click.option("--encoder", default=None, help="Dense query encoder (default: the one recorded in the index; for a "
-                                             "prebuilt DPR index, its DPR question encoder).")
-@click.option("--fusion", type=click.Choice(["rrf", "linear"]), default="rrf", show_default=True,
-              help="Hybrid fusion: reciprocal rank (rrf) or Pyserini's normalised interpolation (linear).")
-@click.option("--alpha", type=float, default=0.1, show_default=True, help="Sparse weight for --fusion linear.")
-@click.option("--k1", type=float, default=0.9, show_default=True, help="BM25 k1.")
-@click.option("--b", type=float, default=0.4, show_default=True, help="BM25 b.")
+@METHOD_OPTIONS
 @click.option("--run", "run_file", type=click.Path(dir_okay=False), metavar="FILE",
               help="Also write a TREC run (qid Q0 docid rank score tag) to FILE, all or nothing, with the "
                    "JSONL's ranks and scores (FILE.gz is gzipped). With --shard: that shard's run (shard runs "
                    "`cat` into one); with --resume: the whole of OUT's run, rewritten at the end.")
 @click.option("--run-tag", default=None, metavar="TAG", help="The TREC run's tag column [default: cq-METHOD].")
 @compose(batch_option, device_options, load_options, stream_options, scale_options)
-def cli(index_dir, method, hits, threads, query_field, encoder, fusion, alpha, k1, b, run_file, run_tag, device,
-        dtype, **kwargs):
+def cli(index_dir, method, hits, threads, query_field, run_file, run_tag, device, dtype, **kwargs):
     """Add the top passages {id, title, text, score, rank} under "passages".
 
     \b
@@ -46,8 +42,10 @@ def cli(index_dir, method, hits, threads, query_field, encoder, fusion, alpha, k
     from ..formats import TrecRun
     from ..stages import retrieve
 
+    from ..config import current
+
+    options = method_values(SEARCHERS, method, kwargs, OPTION_NAMES)
     sinks = [TrecRun(run_file, run_tag or f"cq-{method}")] if run_file else []
     spec = spec_from(kwargs, required=(query_field,), desc="retrieve", sinks=sinks)
-    run_stream(retrieve.build(method, index_dir=index_dir, hits=hits, threads=threads, query_field=query_field,
-                              encoder=encoder, device=device, fusion=fusion,
-                              alpha=alpha, k1=k1, b=b), spec)
+    run_stream(retrieve.build(method, current(), index_dir=index_dir, hits=hits, threads=threads,
+                              query_field=query_field, **options), spec)

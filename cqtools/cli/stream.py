@@ -25,7 +25,6 @@ formed), gathers the results and writes them in input order: the output is that 
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from dataclasses import dataclass, field
 from itertools import islice
@@ -36,6 +35,7 @@ import click
 import orjson
 from tqdm import tqdm
 
+from ..config import env
 from .. import runrecord
 from ..errors import CQError, InputError
 from ..jsonl import AtomicFile, JsonlWriter, Skipped, batched, open_append, open_input, read_records
@@ -61,6 +61,8 @@ class StreamSpec:
     fanout: bool = False  # process returns a list of records per input (in order), not one record
     output: str | None = None
     sinks: list = field(default_factory=list)  # write(records), commit(), abort(): e.g. a TREC run
+    command: str | None = None  # the run record's command and parameters (default: the click command's,
+    params: dict | None = None  # or the batch function's cq_command / cq_params from a stage's build())
 
 
 def spec_from(kwargs: dict, **overrides) -> StreamSpec:
@@ -224,7 +226,8 @@ class _Run:
         self.done = 0
         if spec.resume:
             self.record, self.done = runrecord.open_resume(spec.resume, spec.force_resume,
-                                                           shard=list(spec.shard) if spec.shard else None)
+                                                           shard=list(spec.shard) if spec.shard else None,
+                                                           command=spec.command, params=spec.params)
             if self.done:
                 log.info("resume: %d records already in %s", self.done, spec.resume)
                 records = runrecord.skip_done(records, spec.resume, self.done)
@@ -283,10 +286,17 @@ def run_stream(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> i
     ``spec.fanout``: one list of records per input).
     Errors carry the failing record's id; everything written before them stays written.
     """
+    if spec.command is None and getattr(process, "cq_command", None):
+        # the run record holds the options the method runs with (its schema's values), and, from the
+        # CLI, the command's other flags; from Python (no click context), the stage's own parameters
+        ctx = click.get_current_context(silent=True)
+        flags = {**ctx.meta.get("cq.params", {}), **ctx.params} if ctx is not None else {}
+        spec.command = ctx.command.name if ctx is not None else process.cq_command
+        spec.params = {**flags, **process.cq_params}
     if _world_size() > 1:
         from .distributed import run_distributed
 
-        return run_distributed(process, spec, stdin, stdout)
+        return run_distributed(process, spec, stdin, stdout, new_run=_Run, apply=apply)
     run = _Run(spec, stdin, stdout)
     try:
         for batch in batched(run.items, spec.batch_size):
@@ -299,7 +309,7 @@ def run_stream(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> i
 
 def _world_size() -> int:
     try:
-        return int(os.environ.get("WORLD_SIZE", "1"))
+        return int(env("WORLD_SIZE", "1"))
     except ValueError:
         return 1
 

@@ -7,17 +7,15 @@ import hashlib
 import json
 import os
 import tempfile
-from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
+from ..config import current, env
 from ..errors import CQError
 from ..registry import BACKENDS
 
 
 OPENAI_BASE = "https://api.openai.com/v1"
 KEY_VARIABLES = ("CQ_API_KEY", "OPENAI_API_KEY")
-# cqtools.retrieval.jvm puts this in OPENAI_API_KEY for pyserini's sake: it is not a key
-PLACEHOLDER_KEYS = {"unused-placeholder"}
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 SEED = 0
 MAX_STOP = 4  # the OpenAI API takes at most 4 stop sequences; the rest are cut here
@@ -28,32 +26,13 @@ class ApiError(CQError):
     """A request the server refused or never answered (after the retries)."""
 
 
-@dataclass
-class ApiSettings:
-    """Process-wide settings from the CLI's API options (cqtools/cli/options.py ``api_options``)."""
-
-    base: str | None = None   # --api-base / CQ_API_BASE: every generator of the command goes there
-    concurrency: int = 4      # --concurrency / CQ_CONCURRENCY
-    timeout: float = 120.0    # --api-timeout / CQ_API_TIMEOUT, seconds per request
-
-
-SETTINGS = ApiSettings()
-
-
-def _env_float(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name, default))
-    except ValueError:
-        raise CQError(f"{name} must be a number, not {os.environ[name]!r}") from None
-
-
-def route(name: str) -> tuple[str, str] | None:
+def route(name: str, api_base: bool = True) -> tuple[str, str] | None:
     """(backend, model) when ``name`` goes to an API server (``openai:NAME``, or any name while
     ``--api-base`` is set), else None (a local model)."""
     prefix, sep, rest = name.partition(":")
     if sep and prefix in BACKENDS.names() and rest:
         return prefix, rest
-    if SETTINGS.base:
+    if api_base and current().api_base:
         return "openai", name
     return None
 
@@ -61,8 +40,8 @@ def route(name: str) -> tuple[str, str] | None:
 def api_key() -> str | None:
     """The key from the environment only (CQ_API_KEY, then OPENAI_API_KEY); None if unset."""
     for var in KEY_VARIABLES:
-        value = os.environ.get(var, "").strip()
-        if value and value not in PLACEHOLDER_KEYS:
+        value = (env(var) or "").strip()
+        if value:
             return value
     return None
 
@@ -81,7 +60,7 @@ def public_url(url: str) -> str:
 
 
 def response_cache_dir() -> str:
-    from .backends import cache_dir
+    from .runtime import cache_dir
 
     return os.path.join(cache_dir(), "api")
 
@@ -100,7 +79,7 @@ class ResponseCache:
 
     def __init__(self, root: str | None = None):
         self.root = root or response_cache_dir()
-        self.enabled = os.environ.get("CQ_API_CACHE", "1") not in ("0", "off", "no")
+        self.enabled = current().api_cache
 
     def _path(self, key: str) -> str:
         return os.path.join(self.root, key[:2], key + ".json")

@@ -25,11 +25,10 @@ middle, keeping their start (instructions, shots) and end (the question's cue), 
 """
 from __future__ import annotations
 
-from . import openai_backend  # noqa: F401  registers "openai" in BACKENDS (cheap: no client import)
 from .encoders import (HFCrossEncoder, OnnxCrossEncoder, OnnxEncoder, SentenceEncoder,  # noqa: F401
                        load_cross_encoder, load_encoder, load_transformers, onnx_providers)
-from .generator import Generator, load_generator  # noqa: F401
+from .generator import LocalGenerator, load_generator  # noqa: F401
 from .resolve import allow_patterns  # noqa: F401
-from .runtime import (_LOADED, DEFAULT_CONTEXT, LOAD, LoadOptions, _cached, cache_dir, cut_middle,  # noqa: F401
+from .runtime import (_LOADED, DEFAULT_CONTEXT, _cached, cache_dir, cut_middle,  # noqa: F401
                       load_kwargs, max_input_tokens, padded_batches, pick_device, pick_dtype, quantization_config,
                       set_load_options, set_max_input_tokens, set_seed, wants_device_map)

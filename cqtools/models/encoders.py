@@ -7,7 +7,8 @@ import os
 
 from ..errors import ResourceError
 from .resolve import ResolvedModel, resolve
-from .runtime import LOAD, _cached, _context_length, _groups, _limit, _warn_cut, padded_batches, pick_device
+from ..config import current
+from .runtime import _cached, _context_length, _groups, _limit, _warn_cut, padded_batches, pick_device
 
 log = logging.getLogger("cqtools")
 
@@ -16,8 +17,32 @@ log = logging.getLogger("cqtools")
 # cross-encoders
 
 
+def _backend(name: str, role: str):
+    """The model a registered backend gives for ``BACKEND:NAME`` (None for a local model)."""
+    from .api import route
+
+    api = route(name, api_base=False)  # --api-base routes language models only
+    if api is None:
+        return None
+    return build_backend(api[0], api[1], "auto", role)
+
+
+def build_backend(prefix: str, model: str, kind: str, role: str, config=None):
+    """``prefix``'s backend for ``model`` as ``role``, with the run configuration's --backend-opt
+    values (checked against the backend's schema)."""
+    from ..config import current
+    from ..registry import BACKENDS
+
+    config = config or current()
+    return BACKENDS.build(prefix, config, model=model, kind=kind, role=role, **dict(config.backend_options))
+
+
 def load_cross_encoder(name: str, device: str = "auto"):
-    """A cross-encoder with ``predict(pairs, batch_size=32) -> list[float]`` (raw logits)."""
+    """A cross-encoder with ``predict(pairs, batch_size=32) -> list[float]`` (raw logits); a
+    ``BACKEND:NAME`` name goes to that registered backend."""
+    backend = _backend(name, "cross-encoder")
+    if backend is not None:
+        return backend
     dev = pick_device(device)
 
     def build():
@@ -45,10 +70,10 @@ def _onnx_session(path: str, device: str = "cpu"):
     import onnxruntime as ort
 
     options = ort.SessionOptions()
-    threads = os.environ.get("CQ_ORT_THREADS")
+    threads = current().ort_threads
     if threads:
         options.intra_op_num_threads = int(threads)
-    if os.environ.get("CQ_ORT_SPIN", "0") != "1":
+    if not current().ort_spin:
         # Idle pool threads sleep instead of spinning: in a pipeline every stage is a process on the
         # same cores, and spinning threads then take the cores the working ones need.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
@@ -63,7 +88,7 @@ def _session_device(session) -> str:
 
 
 def _remote() -> dict:
-    return {"trust_remote_code": True} if LOAD.trust_remote_code else {}
+    return {"trust_remote_code": True} if current().trust_remote_code else {}
 
 
 class OnnxCrossEncoder:
@@ -165,7 +190,11 @@ class HFCrossEncoder:
 
 
 def load_encoder(name: str, device: str = "auto"):
-    """A bi-encoder with ``encode(texts, batch_size=.., normalize_embeddings=True) -> ndarray``."""
+    """A bi-encoder with ``encode(texts, batch_size=.., normalize_embeddings=True) -> ndarray``; a
+    ``BACKEND:NAME`` name goes to that registered backend."""
+    backend = _backend(name, "encoder")
+    if backend is not None:
+        return backend
     dev = pick_device(device)
 
     def build():

@@ -3,7 +3,7 @@
 Cells of an experiment grid send many of the same prompts to the same model: REFUEL's round trip
 starts with the plain reading, its verification reads what the round trip read, the Tree of
 Clarifications expands its root with RAC's prompt. With ``CQ_GEN_CACHE`` set to a file (SQLite),
-:class:`cqtools.models.generator.Generator` looks each prompt up before generating and stores what it
+:class:`cqtools.models.generator.LocalGenerator` looks each prompt up before generating and stores what it
 generates, so a prompt one process already answered costs nothing in the next.
 
 Exactness: only greedy generation of each input alone (the default; padded batches are never cached,
@@ -26,6 +26,7 @@ import logging
 import os
 import sqlite3
 
+from ..config import current
 from .runtime import WEIGHT_SUFFIXES
 
 log = logging.getLogger("cqtools")
@@ -124,7 +125,7 @@ class GenerationCache:
 def open_cache(name: str, path: str, info: dict) -> GenerationCache | None:
     """The cache named by ``$CQ_GEN_CACHE`` for a model loaded from ``path`` as ``info`` says, or None
     when it is not set or the model runs padded batches."""
-    file = os.environ.get(ENV)
+    file = current().gen_cache
     if not file or info.get("batching") != "per-item":
         return None
     import tokenizers
@@ -145,7 +146,7 @@ def _report() -> None:
     for file, (hits, stored) in _STATS.items():
         if hits or stored:
             log.info("generation cache %s: %d generations read from it, %d added", file, hits, stored)
-    report = os.environ.get("CQ_GEN_CACHE_REPORT")
+    report = current().gen_cache_report
     if report and _STATS:
         try:
             counts = {}

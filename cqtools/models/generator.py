@@ -9,27 +9,28 @@ import os
 from typing import Sequence
 
 from ..errors import ResourceError
-from . import openai_backend
 from .gencache import open_cache
 from .resolve import ResolvedModel, resolve
-from .runtime import (LOAD, _cached, _context_length, _groups, _limit, _warn_cut, cache_dir, cut_middle, input_device,
+from ..config import current
+from .api import route
+from .runtime import (_cached, _cut, _first_stop, _context_length, _groups, _limit, _warn_cut, cache_dir, cut_middle, input_device,
                       load_kwargs, max_input_tokens, padded_batches, pick_device, pick_dtype)
 
 log = logging.getLogger("cqtools")
 
 
-def load_generator(name: str, device: str = "auto", dtype: str = "auto", kind: str = "auto") -> "Generator":
-    """A :class:`Generator` for ``name`` (hub id, local dir, GGUF file or offline copy).
+def load_generator(name: str, device: str = "auto", dtype: str = "auto", kind: str = "auto") -> "LocalGenerator":
+    """A :class:`LocalGenerator` for ``name`` (hub id, local dir, GGUF file or offline copy).
 
     ``kind`` is ``causal``, ``seq2seq`` or ``auto`` (read from the model config).
     """
     if kind not in ("auto", "causal", "seq2seq"):
         raise ValueError(f"kind must be auto, causal or seq2seq, not {kind!r}")
-    api = openai_backend.route(name)  # ``openai:NAME``, or any name under --api-base: a server's model
+    api = route(name)  # ``openai:NAME``, or any name under --api-base: a server's model
     if api is not None:
-        from ..registry import BACKENDS
+        from .encoders import build_backend
 
-        return BACKENDS.build(api[0], model=api[1], kind=kind)
+        return build_backend(api[0], api[1], kind, "generator")
     dev = pick_device(device)
 
     def build():
@@ -37,7 +38,7 @@ def load_generator(name: str, device: str = "auto", dtype: str = "auto", kind: s
         if resolved.fmt in ("onnx", "sentence-transformers"):
             raise ResourceError(f"{name} resolved to a {resolved.fmt} model, not a generator; pass a causal LM "
                                 f"or seq2seq model (e.g. HuggingFaceTB/SmolLM2-135M-Instruct)")
-        return Generator(resolved, dev, dtype, kind)
+        return LocalGenerator(resolved, dev, dtype, kind)
 
     return _cached(("generator", name, dev, dtype, kind), build)
 
@@ -79,7 +80,7 @@ def _gguf_to_safetensors(resolved: ResolvedModel) -> str:
     return target
 
 
-class Generator:
+class LocalGenerator:
     """Greedy generation and continuation scoring with one call shape for causal and seq2seq LMs."""
 
     def __init__(self, resolved: ResolvedModel, device: str, dtype: str = "auto", kind: str = "auto",
@@ -88,7 +89,7 @@ class Generator:
         from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
         path = _gguf_to_safetensors(resolved) if resolved.fmt == "gguf" else resolved.path
-        remote = {"trust_remote_code": True} if LOAD.trust_remote_code else {}
+        remote = {"trust_remote_code": True} if current().trust_remote_code else {}
         try:
             config = AutoConfig.from_pretrained(path, **remote)
         except ValueError as err:  # e.g. an architecture that needs --trust-remote-code
@@ -120,9 +121,10 @@ class Generator:
         self.info = {"model": resolved.name, "source": resolved.source, "device": device,
                      "dtype": str(torch_dtype).replace("torch.", ""), "kind": kind,
                      "batching": "padded" if self.padded else "per-item"}
-        if LOAD.quantize:
-            self.info["quantize"] = LOAD.quantize
-        if LOAD.trust_remote_code:
+        config = current()
+        if config.quantize:
+            self.info["quantize"] = config.quantize
+        if config.trust_remote_code:
             self.info["trust_remote_code"] = True
         if max_input_tokens() is not None:  # prompts cut to it: part of what decides the text
             self.info["max_input_tokens"] = max_input_tokens()
@@ -358,15 +360,3 @@ def _stop_criteria(tokenizer, stop: Sequence[str] | None, start: int):
             return torch.tensor([settled(t) for t in texts], dtype=torch.bool, device=input_ids.device)
 
     return StoppingCriteriaList([StopInText()])
-
-
-def _first_stop(text: str, stop: Sequence[str] | None) -> int | None:
-    """Where the first stop string in ``text`` starts (the earliest of all), or None."""
-    found = [pos for pos in (text.find(s) for s in stop or () if s) if pos >= 0]
-    return min(found) if found else None
-
-
-def _cut(text: str, stop: Sequence[str] | None) -> str:
-    """``text`` up to its first stop string, stripped."""
-    pos = _first_stop(text, stop)
-    return (text if pos is None else text[:pos]).strip()

@@ -22,17 +22,16 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import random
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
+from ..config import current, env
 from ..errors import CQError, ResourceError
-from ..registry import BACKENDS
-from .api import (ECHO_TOLERANCE, MAX_STOP, OPENAI_BASE, RETRY_STATUS, SEED, SETTINGS, ApiError,  # noqa: F401
-                  ResponseCache, _Bound, _env_float, _NoLogprobs, _server_message, api_key, cache_key,
+from .api import (ECHO_TOLERANCE, MAX_STOP, OPENAI_BASE, RETRY_STATUS, SEED, ApiError,  # noqa: F401
+                  ResponseCache, _Bound, _NoLogprobs, _server_message, api_key, cache_key,
                   continuation_logprob, next_token_logprobs, public_url, route)
 
 log = logging.getLogger("cqtools")
@@ -41,19 +40,36 @@ _GENERATORS: dict[tuple, "OpenAIGenerator"] = {}
 _LOCK = threading.Lock()
 
 
-@BACKENDS.register("openai", help="an OpenAI-compatible server (--model openai:NAME or --api-base URL; key from "
-                                  "CQ_API_KEY or OPENAI_API_KEY)")
-def openai_generator(model: str, kind: str = "auto", **_) -> "OpenAIGenerator":
+def openai_generator(model: str, kind: str = "auto", role: str = "generator", config=None) -> "OpenAIGenerator":
     """The generator for ``model`` on the configured server; one per (server, model, settings)."""
+    if role != "generator":
+        raise CQError(f"openai:{model}: an OpenAI-compatible server serves language models, not a {role}; "
+                      f"pass a local {role} (a hub id or directory)")
     if kind == "seq2seq":
         raise CQError(f"openai:{model}: --kind seq2seq is for local models; an API model is prompted as a causal "
                       f"LM (use --kind auto)")
-    base = SETTINGS.base or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE
-    key = (base, model, SETTINGS.concurrency, SETTINGS.timeout)
+    config = config or current()
+    base = server_base(config)
+    key = (base, model, config.concurrency, config.api_timeout, config.api_retries, config.api_backoff,
+           config.api_top_logprobs, config.api_cache)
     with _LOCK:
         if key not in _GENERATORS:
-            _GENERATORS[key] = OpenAIGenerator(model, base, SETTINGS.concurrency, SETTINGS.timeout)
+            _GENERATORS[key] = OpenAIGenerator(model, base, config.concurrency, config.api_timeout, config=config)
         return _GENERATORS[key]
+
+
+def _status(model: str) -> dict:
+    """``cq models``'s row for an API model: its server (no request is sent)."""
+    base = public_url(server_base())
+    return {"source": f"server {base}", "format": "api", "api_base": base, "api_model": model}
+
+
+openai_generator.status = _status
+
+
+def server_base(config=None) -> str:
+    """The server the run configuration names (--api-base), else OPENAI_BASE_URL, else OpenAI's."""
+    return (config or current()).api_base or env("OPENAI_BASE_URL") or OPENAI_BASE
 
 
 # ---------------------------------------------------------------------------------------------
@@ -74,15 +90,16 @@ class OpenAIGenerator:
 
     kind = "api"
 
-    def __init__(self, model: str, base: str, concurrency: int = 4, timeout: float = 120.0):
+    def __init__(self, model: str, base: str, concurrency: int = 4, timeout: float = 120.0, config=None):
         self.model = model
         self.base = base.rstrip("/")
         self.name = f"openai:{model}"
         self.concurrency = max(1, int(concurrency))
         self.timeout = float(timeout)
-        self.retries = int(_env_float("CQ_API_RETRIES", 6))
-        self.backoff = _env_float("CQ_API_BACKOFF", 1.0)  # seconds before the first retry; doubles each time
-        self.top_logprobs = int(_env_float("CQ_API_TOP_LOGPROBS", 20))
+        config = config or current()
+        self.retries = config.api_retries
+        self.backoff = config.api_backoff  # seconds before the first retry; doubles each time
+        self.top_logprobs = config.api_top_logprobs
         self.cache = ResponseCache()
         self.info = {"model": self.name, "backend": "openai", "api_base": public_url(self.base), "kind": "api",
                      "temperature": 0, "seed": SEED}
@@ -208,7 +225,7 @@ class OpenAIGenerator:
         """Greedy continuations, one request per prompt (``chat`` not False: chat/completions with
         the prompt as the user turn; False: completions on the raw text), cut at the first of ``stop``.
         ``batch_size`` is accepted for the Protocol and ignored: ``--concurrency`` sets the pace."""
-        from .generator import _cut
+        from .runtime import _cut
 
         use_chat = chat is not False
         endpoint = "chat/completions" if use_chat else "completions"

@@ -22,7 +22,9 @@ MODELS_ENV = "CQ_MODELS"  # the directory of models trained here (`make models` 
 
 def models_dir() -> str:
     """Where trained models are installed: $CQ_MODELS, else ~/.cache/cqtools/models."""
-    return os.environ.get(MODELS_ENV) or os.path.join(os.path.expanduser("~"), ".cache", "cqtools", "models")
+    from ..config import current
+
+    return current().models_root()
 
 
 def architectures(path: str) -> list[str]:
@@ -59,7 +61,9 @@ class Role:
     def model(self) -> str | None:
         """The model the commands would use now: the variable's value, else an installed trained
         model (:func:`installed_reader`), else the default."""
-        return os.environ.get(self.env) or (self.installed and self.installed()) or self.default
+        from ..config import env
+
+        return env(self.env) or (self.installed and self.installed()) or self.default
 
 
 # One row per CQ_MODEL_* variable a stage reads (tests/test_docs_run.py checks both ways).
@@ -112,11 +116,15 @@ def status(name: str | None, role: str = "-", device: str | None = None, dtype: 
     if name is None:
         return {"model": None, "usable": True, "source": "not set", "path": None, "format": None, "problem": None,
                 **empty}
-    from . import openai_backend
+    from ..registry import BACKENDS
+    from .api import route
 
-    api = openai_backend.route(name)
-    if api is not None:
-        return _api_status(name, *api)
+    api = route(name)
+    if api is not None:  # the backend says where its model lives (a server, a service ...)
+        own = getattr(BACKENDS.get(api[0]).factory, "status", None)
+        row = own(api[1]) if own else {"source": f"backend {api[0]}", "format": "api"}
+        return {"model": name, "usable": True, "path": None, "problem": None, "backend": api[0], "device": None,
+                "dtype": None, **row}
     try:
         model = resolve(name, announce=False)
     except ResourceError as err:
@@ -136,17 +144,10 @@ def status(name: str | None, role: str = "-", device: str | None = None, dtype: 
     return row
 
 
-def _api_status(name: str, backend: str, model: str) -> dict:
-    from .api import OPENAI_BASE, SETTINGS, public_url
-
-    base = public_url(SETTINGS.base or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE)
-    return {"model": name, "usable": True, "source": f"server {base}", "path": None, "format": "api",
-            "problem": None, "backend": backend, "device": None, "dtype": None, "api_base": base, "api_model": model}
-
-
 def placement(path: str, fmt: str, source: str, loader: str, device: str = "auto", dtype: str = "auto") -> dict:
     """The backend, device and dtype that loading the model at ``path`` through ``loader`` would use."""
-    from .runtime import LOAD, gpu_bytes, pick_device, pick_dtype, quantization_config, wants_device_map, weights_bytes
+    from ..config import current
+    from .runtime import gpu_bytes, pick_device, pick_dtype, quantization_config, wants_device_map, weights_bytes
 
     dev = pick_device(device)
     if fmt == "onnx":
@@ -162,9 +163,10 @@ def placement(path: str, fmt: str, source: str, loader: str, device: str = "auto
     if loader == "reader":
         return {"backend": "transformers", "device": dev, "dtype": "float32"}
     backend = "transformers (GGUF, dequantised)" if fmt == "gguf" else "transformers"
-    if LOAD.quantize:
-        quantization_config(LOAD.quantize, dev)  # raises the one-line error now, not at load time
-        return {"backend": f"{backend} + bitsandbytes", "device": dev, "dtype": LOAD.quantize}
+    quantize = current().quantize
+    if quantize:
+        quantization_config(quantize, dev)  # raises the one-line error now, not at load time
+        return {"backend": f"{backend} + bitsandbytes", "device": dev, "dtype": quantize}
     torch_dtype = str(pick_dtype(dtype, dev)).replace("torch.", "")
     if wants_device_map(weights_bytes(path), gpu_bytes(dev)):
         dev = "device_map=auto"

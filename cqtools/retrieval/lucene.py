@@ -82,7 +82,7 @@ def build_lucene(passages: Iterable[dict], out_dir: str, threads: int, chunk: in
         indexer = jvm.autoclass("io.anserini.index.IndexCollection")
         args = ["-collection", "JsonCollection", "-input", tmp, "-index", out_dir,
                 "-generator", "DefaultLuceneDocumentGenerator", "-threads", str(threads),
-                "-storePositions", "-storeDocvectors", "-storeRaw"] + ([] if os.environ.get("CQ_DEBUG") else ["-quiet"])
+                "-storePositions", "-storeDocvectors", "-storeRaw"] + ([] if _debug() else ["-quiet"])
         with java_stdout_to_stderr():
             indexer.main(args)
         if not os.path.isdir(out_dir) or not any(n.startswith("segments_") for n in os.listdir(out_dir)):
@@ -330,3 +330,9 @@ class LuceneBM25:
             raise ResourceError(f"passage {docid} has no stored text in the Lucene index {self.index_dir} (a '-slim' "
                                 f"prebuilt index?); use an index that stores raw documents (cq index does)")
         return raw
+
+
+def _debug() -> bool:
+    from ..config import current
+
+    return current().debug

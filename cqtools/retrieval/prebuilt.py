@@ -76,7 +76,9 @@ def cache_dir_name(info: dict) -> str:
 
 def offline() -> bool:
     """CQ_OFFLINE=1: never download (HF_HUB_OFFLINE is about the Hugging Face hub, not Pyserini's servers)."""
-    return os.environ.get("CQ_OFFLINE") == "1"
+    from ..config import current
+
+    return current().offline
 
 
 def locate(name: str) -> Prebuilt:

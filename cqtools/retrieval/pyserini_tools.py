@@ -109,6 +109,9 @@ def _st_pooling(path: str) -> str:
 def run(tool: str, args: list[str]) -> int:
     """Run ``python -m pyserini.<tool> args`` here; returns its exit status."""
     jvm.setup()  # before anything imports pyserini (finding pyserini.search.lucene imports its package)
+    # pyserini.encode._openai builds an OpenAI client at import and refuses without a key; Pyserini's
+    # tools never call it, and this process runs nothing else (no cq API call reads this key)
+    os.environ.setdefault("OPENAI_API_KEY", "unused-placeholder")
     module = module_name(tool)
     argv = for_cq_index(module, args)
     if argv != list(args):

@@ -8,7 +8,6 @@ from typing import Callable
 
 from ..metrics import ambigqa as m_ambigqa
 from ..metrics.normalize import safe_div
-from ..registry import SCORE_TASKS
 from .base import ScoreOptions, Task, answer_texts, gold_of, pct
 from .tokenizers import make_tokenizer
 
@@ -115,6 +114,8 @@ class AmbigQATask(Task):
                            len(idx))
 
 
-@SCORE_TASKS.register("ambigqa", help="F1_ans, F1_BLEU, F1_EDIT-F1")
 def ambigqa_task(opts: ScoreOptions) -> Task:
     return AmbigQATask(opts)
+
+
+TASK = ("ambigqa", ambigqa_task, "F1_ans, F1_BLEU, F1_EDIT-F1")  # registered by cqtools/score/builtin_methods.py

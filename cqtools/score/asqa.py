@@ -9,7 +9,6 @@ from typing import Callable
 from ..metrics import asqa as m_asqa
 from ..metrics.ambigqa import set_f1
 from ..metrics.normalize import safe_div
-from ..registry import SCORE_TASKS
 from .base import ScoreOptions, Task, gold_of, pct
 from .reader import DisambigF1Reader
 from .tokenizers import sentence_splitter
@@ -127,6 +126,8 @@ class ASQATask(Task):
         return out
 
 
-@SCORE_TASKS.register("asqa", help="ROUGE-L, STR-EM, Disambig-F1, DR")
 def asqa_task(opts: ScoreOptions) -> Task:
     return ASQATask(opts)
+
+
+TASK = ("asqa", asqa_task, "ROUGE-L, STR-EM, Disambig-F1, DR")  # registered by cqtools/score/builtin_methods.py

@@ -4,12 +4,12 @@
 A task is built by a factory registered in :data:`cqtools.registry.SCORE_TASKS`, which
 receives the options and returns a fresh :class:`Task`::
 
-    from cqtools.registry import SCORE_TASKS
+    from cqtools.plugins import hookimpl
     from cqtools.score.base import ScoreOptions, Task
 
-    @SCORE_TASKS.register("length", help="mean words per long answer")
-    def length_task(opts: ScoreOptions) -> Task:
-        return LengthTask(opts)
+    @hookimpl
+    def register_score_tasks(register):
+        register("length", lambda opts: LengthTask(opts), help="mean words per long answer")
 
 What a task implements (subclass :class:`Task`, a dataclass; add your own fields with defaults):
 

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from ..metrics import cbqa as m_cbqa
 from ..metrics import cq as m_cq
 from ..metrics.normalize import safe_div
-from ..registry import SCORE_TASKS
 from .base import ScoreOptions, Task, answer_texts, gold_of, pct
 
 
@@ -95,6 +94,8 @@ class CBQATask(Task):
         return out
 
 
-@SCORE_TASKS.register("cbqa", help="partial-match P/R/F1, EM, answers per question")
 def cbqa_task(opts: ScoreOptions) -> Task:
     return CBQATask(opts)
+
+
+TASK = ("cbqa", cbqa_task, "partial-match P/R/F1, EM, answers per question")  # registered by cqtools/score/builtin_methods.py

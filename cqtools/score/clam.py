@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 
 from ..errors import InputError
 from ..metrics import clam as m_clam
-from ..registry import SCORE_TASKS
 from .base import ScoreOptions, Task, answer_texts, gold_of, pct
 
 GROUPS = ("ambiguous", "unambiguous", "all")
@@ -93,6 +92,8 @@ def question_of(record: dict):
     return record_id
 
 
-@SCORE_TASKS.register("clam", help="accuracy, adjusted accuracy, clarification rate")
 def clam_task(opts: ScoreOptions) -> Task:
     return ClamTask(opts)
+
+
+TASK = ("clam", clam_task, "accuracy, adjusted accuracy, clarification rate")  # registered by cqtools/score/builtin_methods.py

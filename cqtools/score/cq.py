@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from ..metrics import cq as m_cq
 from ..metrics.bleu import BleuStats
 from ..metrics.normalize import safe_div
-from ..registry import SCORE_TASKS
 from . import plots
 from .base import ScoreOptions, Task, gold_of, pct
 from .bertscore import BertScore
@@ -126,6 +125,8 @@ class CQTask(Task):
         plots.options_histogram(path, self.pred_hist, self.gold_hist)
 
 
-@SCORE_TASKS.register("cq", help="BLEU, BERTScore, category, options")
 def cq_task(opts: ScoreOptions) -> Task:
     return CQTask(opts)
+
+
+TASK = ("cq", cq_task, "BLEU, BERTScore, category, options")  # registered by cqtools/score/builtin_methods.py

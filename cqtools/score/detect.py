@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 
 from ..errors import InputError
 from ..metrics import detect as m_detect
-from ..registry import SCORE_TASKS
 from . import plots
 from .base import ScoreOptions, Task, gold_of, pct
 
@@ -109,6 +108,8 @@ class DetectTask(Task):
         plots.detection_curves(path, self.gold_labels, self.pred_labels, scores)
 
 
-@SCORE_TASKS.register("detect", help="accuracy, P/R/F1, AUROC")
 def detect_task(opts: ScoreOptions) -> Task:
     return DetectTask(opts)
+
+
+TASK = ("detect", detect_task, "accuracy, P/R/F1, AUROC")  # registered by cqtools/score/builtin_methods.py

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from ..errors import InputError
 from ..metrics import retrieval as m_retrieval
 from ..metrics.normalize import safe_div
-from ..registry import SCORE_TASKS
 from .base import ScoreOptions, Task, gold_of, pct
 
 
@@ -127,6 +126,8 @@ class RetrievalTask(Task):
         return out
 
 
-@SCORE_TASKS.register("retrieval", help="AC@k; with --qrels nDCG@10, MRR, R@k")
 def retrieval_task(opts: ScoreOptions) -> Task:
     return RetrievalTask(opts)
+
+
+TASK = ("retrieval", retrieval_task, "AC@k; with --qrels nDCG@10, MRR, R@k")  # registered by cqtools/score/builtin_methods.py

@@ -7,7 +7,6 @@ import math
 from dataclasses import dataclass
 
 from ..errors import InputError
-from ..registry import SCORE_TASKS
 from .base import ScoreOptions, Task, pct
 
 PREFERENCES = ("cq", "answers", "same")
@@ -76,6 +75,8 @@ class StudyTask(Task):
         return self._rates({p: sums[f"prefer_{p}"] for p in PREFERENCES}, float(len(idx)))
 
 
-@SCORE_TASKS.register("study", help="preferences of cq chat --study (CQ vs multiple answers)")
 def study_task(opts: ScoreOptions) -> Task:
     return StudyTask(opts)
+
+
+TASK = ("study", study_task, "preferences of cq chat --study (CQ vs multiple answers)")  # registered by cqtools/score/builtin_methods.py

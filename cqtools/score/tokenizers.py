@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 from typing import Callable
 
+from ..config import child_environment, env as config_env
 from ..errors import InputError, ResourceError
 from ..metrics.normalize import normalize_answer
 
@@ -86,7 +87,7 @@ class PTBTokenizer:
         with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8") as fh:
             fh.write("\n".join(" ".join(texts[i].split()) for i in todo))
             path = fh.name
-        env = dict(os.environ, PATH=os.path.dirname(self.java) + os.pathsep + os.environ.get("PATH", ""))
+        env = child_environment(PATH=os.path.dirname(self.java) + os.pathsep + (config_env("PATH") or ""))
         try:
             proc = subprocess.run([self.java, "-cp", self.jar, "edu.stanford.nlp.process.PTBTokenizer",
                                    "-preserveLines", "-lowerCase", path],

@@ -1,6 +1,6 @@
 """Ambiguity detection: ``ambiguity: {label, score, method, threshold}`` per record.
 
-Each method is a :class:`Detector` whose ``score(records)`` returns one number per record;
+Each method is a :class:`ScoredDetector` whose ``score(records)`` returns one number per record;
 the label is always ``score > threshold``. Methods live in the DETECTORS registry
 (cqtools/registry.py; plugins add more); :func:`build` assembles the stage from Python:
 
@@ -12,15 +12,14 @@ the label is always ``score > threshold``. Methods live in the DETECTORS registr
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import InputError, ResourceError
 from ..models.registry import role
 from ..records import ANSWERS, answer_texts, distinct_texts, passage_snippets, set_meta
-from ..registry import DETECTORS
 from . import prompts
+from .common import stage_fn
 
 DEFAULT_LLM = role("detector").default
 MAX_INPUT_TOKENS = 256  # the classifier's input length in tokens (question + passages), unless trained longer
@@ -30,23 +29,27 @@ CLASSIFIER_PASSAGE_WORDS = MAX_INPUT_TOKENS
 
 
 @dataclass
-class Detector:
+class ScoredDetector:
     name: str
     score: Callable[[list[dict]], list[float]]
     threshold: float
     info: dict = field(default_factory=dict)
 
 
-def build(method: str = "llm", **options) -> Callable[[list[dict]], list[dict]]:
+def build(method: str = "llm", config=None, **options) -> Callable[[list[dict]], list[dict]]:
     """The detect stage as a batch function (records -> records), e.g. in a notebook::
 
         detect = build("llm", model="HuggingFaceTB/SmolLM2-135M-Instruct")  # or a larger instruct model
         records = detect(records)
-    """
-    return functools.partial(detect_batch, detector=DETECTORS.build(method, **options))
+
+    ``options`` are the method's (its schema: ``DETECTORS.get(method).options``; a misspelled one is
+    an error); ``config`` the run configuration (cqtools/config.py; default: the current one)."""
+    from ..registry import DETECTORS
+
+    return stage_fn(detect_batch, "detect", method, DETECTORS, config, options, "detector")
 
 
-def detect_batch(records: list[dict], detector: Detector) -> list[dict]:
+def detect_batch(records: list[dict], detector: ScoredDetector) -> list[dict]:
     scores = detector.score(records)
     for record, score in zip(records, scores):
         record["ambiguity"] = {"label": bool(score > detector.threshold), "score": float(score),
@@ -121,16 +124,14 @@ class SequenceClassifier:
         return out
 
 
-@DETECTORS.register("classifier", help="P(ambiguous) from a `cq train detect` model over question + passages "
-                    "(AskCQ)", defaults={"threshold": 0.5, "n_passages": 3})
-def classifier_detector(model: str | None, n_passages: int, threshold: float, device: str = "auto") -> Detector:
+def classifier_detector(model: str | None, n_passages: int, threshold: float, config=None) -> ScoredDetector:
     if not model:
         raise ResourceError("--method classifier needs --model DIR, a model saved by `cq train detect --out DIR`")
     from ..models.backends import pick_device
     from ..models.resolve import resolve
 
     resolved = resolve(model)
-    dev = pick_device(device)
+    dev = pick_device(config.device if config is not None else "auto")
     clf = SequenceClassifier(resolved.path, dev)
 
     def score(records):
@@ -138,20 +139,18 @@ def classifier_detector(model: str | None, n_passages: int, threshold: float, de
 
     info = {"method": "classifier", "model": resolved.name, "source": resolved.source, "passages": n_passages,
             "max_length": clf.max_length, "threshold": threshold, "device": dev}
-    return Detector("classifier", score, threshold, info)
+    return ScoredDetector("classifier", score, threshold, info)
 
 
 # --- llm (CLAM) ------------------------------------------------------------------------------------
 
-@DETECTORS.register("llm", help="few-shot log p(True) - log p(False) (CLAM)",
-                    defaults={"threshold": 0.0, "model": DEFAULT_LLM})
-def load_llm_detector(model: str, threshold: float, device: str = "auto", dtype: str = "auto") -> Detector:
+def load_llm_detector(model: str, threshold: float, config) -> ScoredDetector:
     from ..models.backends import load_generator
 
-    return llm_detector(load_generator(model, device, dtype), threshold)
+    return llm_detector(load_generator(model, config.device, config.dtype), threshold)
 
 
-def llm_detector(generator, threshold: float) -> Detector:
+def llm_detector(generator, threshold: float) -> ScoredDetector:
     """score = log p(" True") - log p(" False") given the few-shot prefix (its KV cache reused)."""
     prefix = prompts.detect_prefix()
     yes, no = prompts.DETECT_LABELS
@@ -164,7 +163,7 @@ def llm_detector(generator, threshold: float) -> Detector:
 
     info = {"method": "llm", "model": generator.name, **dict(generator.info), "shots": len(prompts.DETECT_EXAMPLES),
             "threshold": threshold}
-    return Detector("llm", score, threshold, info)
+    return ScoredDetector("llm", score, threshold, info)
 
 
 # --- answers (AskCQ "predicted answers") ------------------------------------------------------------
@@ -178,10 +177,8 @@ def distinct_answers(record: dict) -> int:
     return len(distinct_texts(texts))
 
 
-@DETECTORS.register("answers", help="distinct answers from `cq answer --mode multi` (AskCQ)",
-                    defaults={"threshold": 1.0})
-def answers_detector(threshold: float) -> Detector:
-    return Detector("answers", lambda recs: [float(distinct_answers(r)) for r in recs], threshold,
+def answers_detector(threshold: float) -> ScoredDetector:
+    return ScoredDetector("answers", lambda recs: [float(distinct_answers(r)) for r in recs], threshold,
                     {"method": "answers", "threshold": threshold})
 
 
@@ -205,24 +202,14 @@ def surviving_nodes(record: dict) -> int:
     return len(dqs)
 
 
-@DETECTORS.register("tree", help="surviving disambiguations of `cq disambiguate --tree` (ToC)",
-                    defaults={"threshold": 1.0})
-def tree_detector(threshold: float) -> Detector:
-    return Detector("tree", lambda recs: [float(surviving_nodes(r)) for r in recs], threshold,
+def tree_detector(threshold: float) -> ScoredDetector:
+    return ScoredDetector("tree", lambda recs: [float(surviving_nodes(r)) for r in recs], threshold,
                     {"method": "tree", "threshold": threshold})
 
 
 # --- baselines -----------------------------------------------------------------------------------
 
-def constant_detector(name: str, threshold: float) -> Detector:
+def constant_detector(name: str, threshold: float) -> ScoredDetector:
     value = 1.0 if name == "always" else 0.0
-    return Detector(name, lambda recs: [value] * len(recs), threshold, {"method": name})
+    return ScoredDetector(name, lambda recs: [value] * len(recs), threshold, {"method": name})
 
-
-DETECTORS.register("always", functools.partial(constant_detector, "always"), help="baseline: always ambiguous",
-                   defaults={"threshold": 0.5})
-DETECTORS.register("never", functools.partial(constant_detector, "never"), help="baseline: never ambiguous",
-                   defaults={"threshold": 0.5})
-
-
-from . import detect_combined  # noqa: E402,F401  (registers "combined"; it builds on the detectors above)

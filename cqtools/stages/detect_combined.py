@@ -31,8 +31,7 @@ import numpy as np
 
 from ..errors import InputError, ResourceError
 from ..records import META, PASSAGES
-from ..registry import DETECTORS
-from .detect import Detector, classifier_detector, distinct_answers
+from .detect import ScoredDetector, classifier_detector, distinct_answers
 
 COMBINER_FILE = "combiner.json"
 FEATURES = ("classifier", "titles", "namesakes", "parens", "scores", "answers")
@@ -213,7 +212,10 @@ def signal_scorer(combiner: Combiner, device: str = "auto"):
         if not combiner.classifier or not os.path.isdir(combiner.classifier):
             raise ResourceError(f"the combiner uses the classifier at {combiner.classifier}, which is not there; "
                                 "retrain with `cq train combiner --classifier DIR`")
-        clf = classifier_detector(combiner.classifier, combiner.classifier_passages, 0.5, device)
+        from ..config import current
+
+        clf = classifier_detector(combiner.classifier, combiner.classifier_passages, 0.5,
+                                  current().replace(device=device))
     uses_retrieval = bool(set(combiner.features) & set(RETRIEVAL_FEATURES))
 
     def matrix(records):
@@ -224,16 +226,14 @@ def signal_scorer(combiner: Combiner, device: str = "auto"):
     return matrix, (clf.info if clf else None)
 
 
-@DETECTORS.register("combined", help="calibrated P(ambiguous) over classifier, retrieval and reader signals "
-                    "(a `cq train combiner` model)", defaults={"threshold": None})
-def combined_detector(model: str | None, threshold: float | None, device: str = "auto") -> Detector:
+def combined_detector(model: str | None, threshold: float | None, config=None) -> ScoredDetector:
     if not model:
         raise ResourceError("--method combined needs --model DIR, written by `cq train combiner --out DIR`")
     from ..models.resolve import resolve
 
     model = resolve(model).path  # resolved models are fingerprinted in --resume's run record
     combiner = load(model)
-    matrix, clf_info = signal_scorer(combiner, device)
+    matrix, clf_info = signal_scorer(combiner, config.device if config is not None else "auto")
     cut = combiner.threshold if threshold is None else threshold
 
     def score(records):
@@ -241,4 +241,4 @@ def combined_detector(model: str | None, threshold: float | None, device: str = 
 
     info = {"method": "combined", "model": os.path.abspath(model), "features": list(combiner.features),
             "threshold": cut, "classifier": clf_info}
-    return Detector("combined", score, cut, info)
+    return ScoredDetector("combined", score, cut, info)

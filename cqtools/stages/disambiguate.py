@@ -329,11 +329,19 @@ def rac_batch(records: list[dict], clarifier: Clarifier, info: dict | None = Non
 
 # --- the stage ------------------------------------------------------------------------------------
 
-def build(method: str = "rac", *, model: str = DEFAULT_MODEL, device: str = "auto", dtype: str = "auto",
-          seed: int = 0, shots_file: str | None = None, encoder: str | None = None, reranker: str | None = None,
-          **options) -> Callable[[list[dict]], list[dict]]:
-    """The disambiguate stage as a batch function (records -> records); ``options`` are
-    :class:`DisambigConfig`'s fields (n_passages, tree, prune, ...)."""
+def build(method: str = "rac", config=None, **options) -> Callable[[list[dict]], list[dict]]:
+    """The disambiguate stage as a batch function (records -> records); ``options`` are the method's
+    (its schema in the DISAMBIGUATORS registry: n_passages, tree, prune, ...; a misspelled one is an
+    error), ``seed`` and ``batch_size`` among them."""
+    from ..registry import DISAMBIGUATORS
+    from .common import stage_fn
+
+    return stage_fn(None, "disambiguate", method, DISAMBIGUATORS, config, options, None)
+
+
+def disambiguator(method: str, run, *, model: str = DEFAULT_MODEL, seed: int = 0, shots_file: str | None = None,
+                  encoder: str | None = None, reranker: str | None = None, **options):
+    """The batch function of ``method`` (qd or rac) with its checked options (the registry's factories)."""
     from ..models import load_cross_encoder, load_generator
     from ..models.backends import set_seed
     from .rerank import DEFAULT_RERANKER
@@ -342,13 +350,12 @@ def build(method: str = "rac", *, model: str = DEFAULT_MODEL, device: str = "aut
     names = {f.name for f in dataclasses.fields(DisambigConfig)}
     config = DisambigConfig(method=method, **{k: v for k, v in options.items() if k in names})
     if config.reuse_tree:
-        from ..models.runtime import padded_batches
-
-        if padded_batches():  # growth reranked round by round; padded scores depend on the batch
+        if run.padded_batches:  # growth reranked round by round; padded scores depend on the batch
             raise InputError("--reuse-tree restores each node's passages exactly only with each input alone; "
                              "unset CQ_PADDED_BATCHES (or grow and prune in one run)")
     set_seed(seed)
-    generator = load_generator(model, device, dtype)
+    device = run.device
+    generator = load_generator(model, device, run.dtype)
     info = {**generator.info, **config.params(), "seed": seed}
     clarifier = None
     if method == "rac":

@@ -20,8 +20,6 @@ the stage from Python):
 """
 from __future__ import annotations
 
-import functools
-import inspect
 import re
 import string
 from dataclasses import dataclass, field
@@ -35,6 +33,7 @@ from ..records import GOLD, answer_texts as predicted_answer_texts, set_meta
 from ..records import passage_snippets as record_snippets
 from ..registry import CQ_METHODS
 from . import prompts
+from .common import stage_fn
 from .cq_form import (INVALID, canonical_cq, canonical_head, distinct, drop_options, extract_options, first_question,
                       make_cq, repair, which)
 from .cq_form import format_cq  # noqa: F401  (re-exported, as before the split)
@@ -125,7 +124,7 @@ def check_options(options: str) -> str:
 # --- generators ---------------------------------------------------------------------------------
 
 @dataclass
-class CQMethod:
+class CQWriter:
     """One way of writing CQs: ``run(records) -> list of cq dicts``, plus what goes into meta."""
 
     name: str
@@ -133,8 +132,7 @@ class CQMethod:
     info: dict = field(default_factory=dict)
 
 
-@CQ_METHODS.register("from-dqs", help="silver CQ built from gold.dqs (reads gold: an upper bound / training data)")
-def from_dqs_method() -> CQMethod:
+def from_dqs_method() -> CQWriter:
     def run(records):
         out = []
         for record in records:
@@ -145,30 +143,28 @@ def from_dqs_method() -> CQMethod:
             out.append(canonical_cq(which(category), options, "from-dqs"))
         return out
 
-    return CQMethod("from-dqs", run, {"method": "from-dqs", "reads": "gold.dqs"})
+    return CQWriter("from-dqs", run, {"method": "from-dqs", "reads": "gold.dqs"})
 
 
-@CQ_METHODS.register("llm", help="few-shot prompt (CAmbigNQ style), or CLAM's zero-shot one",
-                     defaults={"model": DEFAULT_LLM})
-def load_llm_method(model: str, n_passages: int = 3, zero_shot: bool = False, max_new_tokens: int = 40,
-                    device: str = "auto", dtype: str = "auto", options: str = "all") -> CQMethod:
+def load_llm_method(model: str, n_passages: int, zero_shot: bool, max_new_tokens: int, options: str,
+                    config) -> CQWriter:
     from ..models.backends import load_generator
 
-    return llm_method(load_generator(model, device, dtype), n_passages, zero_shot, max_new_tokens, options)
+    return llm_method(load_generator(model, config.device, config.dtype), n_passages, zero_shot, max_new_tokens,
+                      options)
 
 
-@CQ_METHODS.register("seq2seq", help="a generator from `cq train gen-cq` (AskCQ)")
-def load_seq2seq_method(model: str | None, n_passages: int = 3, with_answers: str | None = None,
-                        max_new_tokens: int = 40, device: str = "auto", dtype: str = "auto",
-                        options: str = "all") -> CQMethod:
+def load_seq2seq_method(model: str | None, n_passages: int, with_answers: str | None, max_new_tokens: int,
+                        options: str, config) -> CQWriter:
     if not model:
         raise InputError("--method seq2seq needs --model DIR from `cq train gen-cq`")
     from ..models.backends import load_generator
 
-    return seq2seq_method(load_generator(model, device, dtype), n_passages, with_answers, max_new_tokens, options)
+    return seq2seq_method(load_generator(model, config.device, config.dtype), n_passages, with_answers,
+                          max_new_tokens, options)
 
 
-def llm_method(generator, n_passages: int, zero_shot: bool, max_new_tokens: int, options: str = "all") -> CQMethod:
+def llm_method(generator, n_passages: int, zero_shot: bool, max_new_tokens: int, options: str = "all") -> CQWriter:
     """Few-shot (CAmbigNQ style) or zero-shot (CLAM) prompting of a :class:`Generator`; options
     grounded in the question and the passages shown (:func:`ground`)."""
     name = "llm-zero-shot" if zero_shot else "llm"
@@ -188,7 +184,7 @@ def llm_method(generator, n_passages: int, zero_shot: bool, max_new_tokens: int,
             cqs = [repair(prompts.GENCQ_PRIME.strip() + " " + g.lstrip(), name) for g in raw]
         return [ground(cq, [r["question"], *s], options) for cq, r, s in zip(cqs, records, snippets)]
 
-    return CQMethod(name, run, {"method": name, "model": generator.name, **dict(generator.info),
+    return CQWriter(name, run, {"method": name, "model": generator.name, **dict(generator.info),
                                 "passages": n_passages, "max_new_tokens": max_new_tokens, "options": options})
 
 
@@ -213,7 +209,7 @@ def free_form(raw: str, method: str) -> dict:
 
 
 def seq2seq_method(generator, n_passages: int, with_answers: str | None, max_new_tokens: int,
-                   options: str = "all") -> CQMethod:
+                   options: str = "all") -> CQWriter:
     """A fine-tuned generator (see :mod:`cqtools.stages.train`): a seq2seq model reads the input
     itself, a causal LM reads it followed by :data:`CAUSAL_SUFFIX`; output repaired like ``llm``'s,
     options grounded in its input (question, passages and, with ``with_answers``, the answers)."""
@@ -228,7 +224,7 @@ def seq2seq_method(generator, n_passages: int, with_answers: str | None, max_new
         return [ground(repair(g, "seq2seq"), [r["question"], *s, *(a or [])], options)
                 for g, r, s, a in zip(raw, records, snippets, answers)]
 
-    return CQMethod("seq2seq", run, {"method": "seq2seq", **dict(generator.info), "passages": n_passages,
+    return CQWriter("seq2seq", run, {"method": "seq2seq", **dict(generator.info), "passages": n_passages,
                                      "with_answers": with_answers, "max_new_tokens": max_new_tokens,
                                      "options": options})
 
@@ -246,22 +242,19 @@ def needs_cq(record: dict) -> bool:
 
 
 def takes_options(method: str) -> bool:
-    """Whether CQ method ``method`` takes ``options`` (llm, seq2seq; a plugin's if it names it):
+    """Whether CQ method ``method`` takes ``options`` (llm, seq2seq; a plugin's if it declares it):
     from-dqs reads gold DQs, and a method that would ignore ``options="grounded"`` must refuse it."""
-    factory = CQ_METHODS.get(method).factory
-    return "options" in inspect.signature(factory).parameters
+    return CQ_METHODS.get(method).option("options") is not None
 
 
-def build(method: str = "llm", all_records: bool = False, **settings) -> Callable[[list[dict]], list[dict]]:
+def build(method: str = "llm", all_records: bool = False, config=None, **settings) -> Callable[[list[dict]], list[dict]]:
     """The gen-cq stage as a batch function (records -> records), e.g. ``build("from-dqs", all_records=True)``
-    or ``build("llm", model=..., options="grounded")``."""
-    if settings.get("options", "all") != "all" and not takes_options(method):
-        raise InputError(f"options={settings['options']!r} goes with a model's CQs (llm, seq2seq); "
-                         f"CQ method {method} reads no passages")
-    return functools.partial(gen_cq_batch, method=CQ_METHODS.build(method, **settings), all_records=all_records)
+    or ``build("llm", model=..., options="grounded")``; ``settings`` are the method's options (its
+    schema; a misspelled one is an error)."""
+    return stage_fn(gen_cq_batch, "gen-cq", method, CQ_METHODS, config, settings, "method", all_records=all_records)
 
 
-def gen_cq_batch(records: list[dict], method: CQMethod, all_records: bool) -> list[dict]:
+def gen_cq_batch(records: list[dict], method: CQWriter, all_records: bool) -> list[dict]:
     todo = [r for r in records if all_records or needs_cq(r)]
     cqs = method.run(todo) if todo else []
     made = {id(r): cq for r, cq in zip(todo, cqs)}

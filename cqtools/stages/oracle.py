@@ -152,7 +152,7 @@ def llm_replies(turns: list[Turn], generator, max_new_tokens: int = 16) -> list[
 # --- the stage ------------------------------------------------------------------------------------
 
 @dataclass
-class Oracle:
+class SimulatedUser:
     """A simulated user: ``reply(turns) -> [(selected option or None, reply text)]``, plus its meta."""
 
     name: str
@@ -160,24 +160,23 @@ class Oracle:
     info: dict = field(default_factory=dict)
 
 
-@ORACLES.register("overlap", help="the option that best overlaps what the DQ adds to the question")
-def overlap_oracle() -> Oracle:
-    return Oracle("overlap", lambda turns: [overlap_reply(t) for t in turns], {"method": "overlap"})
+def overlap_oracle() -> SimulatedUser:
+    return SimulatedUser("overlap", lambda turns: [overlap_reply(t) for t in turns], {"method": "overlap"})
 
 
-@ORACLES.register("llm", help="the model, with the DQ in its prompt, picks the option (or writes a short reply "
-                              "to a free-form CQ)", defaults={"model": DEFAULT_MODEL})
-def llm_oracle(model: str, max_new_tokens: int = 16, device: str = "auto", dtype: str = "auto") -> Oracle:
+def llm_oracle(model: str, max_new_tokens: int, config) -> SimulatedUser:
     from ..models import load_generator
 
-    generator = load_generator(model, device, dtype)
-    return Oracle("llm", functools.partial(llm_replies, generator=generator, max_new_tokens=max_new_tokens),
+    generator = load_generator(model, config.device, config.dtype)
+    return SimulatedUser("llm", functools.partial(llm_replies, generator=generator, max_new_tokens=max_new_tokens),
                   {"method": "llm", **generator.info, "max_new_tokens": max_new_tokens})
 
 
-def build(method: str = "overlap", **options) -> Callable[[list[dict]], list[dict]]:
-    """The oracle stage as a batch function (records -> records)."""
-    return functools.partial(oracle_batch, oracle=ORACLES.build(method, **options))
+def build(method: str = "overlap", config=None, **options) -> Callable[[list[dict]], list[dict]]:
+    """The oracle stage as a batch function (records -> records); ``options``: the method's schema."""
+    from .common import stage_fn
+
+    return stage_fn(oracle_batch, "oracle", method, ORACLES, config, options, "oracle")
 
 
 def expand_batch(records: list[dict]) -> list[list[dict]]:
@@ -185,7 +184,7 @@ def expand_batch(records: list[dict]) -> list[list[dict]]:
     return [expand_record(r) for r in records]
 
 
-def oracle_batch(records: list[dict], oracle: Oracle) -> list[dict]:
+def oracle_batch(records: list[dict], oracle: SimulatedUser) -> list[dict]:
     """Add ``selected_option`` and ``clarification_answer`` to records with a CQ; others pass
     through unchanged. A free-form CQ's reply also stands in as ``selected_option`` (so that
     ``cq answer --mode cq --selected`` can use it) and ``meta.oracle.free_form`` says so."""

@@ -8,16 +8,21 @@ from typing import Callable
 from ..records import PASSAGES, require, set_meta
 
 
-def build(method: str = "bm25", *, index_dir: str, hits: int = 100, threads: int = 1, query_field: str = "question",
-          **options) -> Callable[[list[dict]], list[dict]]:
-    """The retrieve stage as a batch function (records -> records) over ``index_dir``."""
-    from ..retrieval import open_searcher
+def build(method: str = "bm25", config=None, *, index_dir: str, hits: int = 100, threads: int = 1,
+          query_field: str = "question", **options) -> Callable[[list[dict]], list[dict]]:
+    """The retrieve stage as a batch function (records -> records) over ``index_dir``; ``options`` are
+    the searcher's (its schema in the SEARCHERS registry; a misspelled one is an error)."""
+    from ..registry import SEARCHERS
+    from .common import described, split_config
 
-    searcher = open_searcher(index_dir, method, **options)
+    config, options = split_config(config, options, SEARCHERS.get(method))
+    searcher = SEARCHERS.build(method, config, index_dir=index_dir, **options)
     index = os.path.abspath(index_dir) if os.path.exists(index_dir) else index_dir  # a path, or a prebuilt name
     info = {"method": method, "index": index, "hits": hits, **getattr(searcher, "params", {})}
-    return functools.partial(retrieve_batch, searcher=searcher, k=hits, threads=threads, query_field=query_field,
-                             info=info)
+    params = {"method": method, "index_dir": index, "hits": hits, "query_field": query_field,
+              **SEARCHERS.get(method).values(options)}
+    return described(functools.partial(retrieve_batch, searcher=searcher, k=hits, threads=threads,
+                                       query_field=query_field, info=info), "retrieve", params)
 
 
 def retrieve_batch(records: list[dict], searcher, k: int, threads: int, query_field: str, info: dict) -> list[dict]:

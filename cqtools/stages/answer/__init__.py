@@ -30,7 +30,6 @@ from ..rerank import DEFAULT_RERANKER
 from .grounding import MAX_SPAN_WORDS, Span, candidate_spans, ground, snap_spans
 from .questions import Question, questions_of, record_cq, rerank_questions, revised_question
 from .reader import DEFAULT_READER, GenerativeReader, ReaderOptions
-from . import extractive  # noqa: F401  (registers --reader extractive)
 from .refuel import round_trip, verify
 from .text import (MULTI_PROMPT, SINGLE_PROMPT, VERIFY_QUERY, clean_answer, passage_block,
                    shown_passages, split_answers)
@@ -119,7 +118,7 @@ def _span_model(model: str) -> bool:
 
     from ...models import openai_backend
     from ...models.registry import is_span_model
-    from ...models.runtime import LOAD
+    from ...config import current
 
     path = os.path.expanduser(model)
     if os.path.isdir(path):
@@ -129,52 +128,64 @@ def _span_model(model: str) -> bool:
     try:
         from huggingface_hub import hf_hub_download
 
-        return is_span_model(os.path.dirname(hf_hub_download(model, "config.json", revision=LOAD.revision)))
+        return is_span_model(os.path.dirname(hf_hub_download(model, "config.json", revision=current().revision)))
     except Exception:  # offline and not cached, no such repo, no config.json: not one we can read spans with
         return False
 
 
 def build(mode: str = "single", reader: str = "auto", *, reranker: str = DEFAULT_RERANKER,
-          seed: int | None = None, **options) -> Callable[[list[dict]], list[dict]]:
+          seed: int | None = None, config=None, **options) -> Callable[[list[dict]], list[dict]]:
     """The answer stage as a batch function (records -> records). ``reader``: a READERS name or
     ``auto`` (:func:`choose_reader`). ``options``: the reader's (e.g. ``model``, ``device``,
     ``dtype``, ``kind``, ``batch_size``, :class:`ReaderOptions`) and the stage's
     (:class:`AnswerConfig`). ``mode="long"`` is Tree of Clarifications' long answer
     (:mod:`cqtools.stages.long_answer`), written by the generative reader's model."""
+    from ..common import described, split_config
+
     if mode not in MODES:
         raise InputError(f"unknown mode {mode!r}; --mode takes one of: {', '.join(MODES)}")
+    run_config, options = split_config(config, options)
+    params = {"mode": mode, "reader": reader, "reranker": reranker, "seed": seed, **options}
     reader, model = choose_reader(reader, options.pop("model", None),
                                   generator_only=mode == "long" or bool(options.get("verify")))
     if model is not None:
         options["model"] = model
     if mode == "long":
-        return _long(reader, seed, **options)
+        return described(_long(reader, seed, run_config, **options), "answer", params)
     names = {f.name for f in fields(AnswerConfig)}
+    chosen = READERS.get(reader)
+    unknown = [k for k, v in options.items() if v is not None and k not in names and chosen.option(k) is None]
+    if unknown:
+        from ...registry import unknown_option
+
+        raise InputError(unknown_option(unknown[0], f"answer mode {mode} with reader {reader}",
+                                        sorted(names | {o.name for o in chosen.options})))
     config = AnswerConfig(mode=mode, **{k: v for k, v in options.items() if k in names and v is not None})
     if config.selected and mode != "cq":
         raise InputError("--selected needs --mode cq")
-    the_reader = READERS.build(reader, **{**options, "batch_size": config.batch_size})
+    the_reader = chosen.build(run_config, batch_size=config.batch_size,
+                              **{k: v for k, v in options.items() if chosen.option(k) is not None})
     if config.verify and not isinstance(the_reader, AnswerVerifier):
         raise InputError(f"--verify needs a reader that scores answers; {reader!r} does not (use --reader generative)")
     cross_encoder = None
     if mode == "cq":
         from ...models import load_cross_encoder
 
-        cross_encoder = load_cross_encoder(reranker, options.get("device") or "auto")
+        cross_encoder = load_cross_encoder(reranker, run_config.device)
     stage = AnswerStage(config, the_reader, cross_encoder)
-    return functools.partial(answer_batch, stage=stage, info={"reader": reader, **stage.meta(seed)})
+    return described(functools.partial(answer_batch, stage=stage, info={"reader": reader, **stage.meta(seed)}),
+                     "answer", params)
 
 
-def _long(reader: str, seed: int | None, model: str | None = None, device: str = "auto", dtype: str = "auto",
-          kind: str = "auto", n_passages: int | None = None, max_new_tokens: int | None = None,
-          batch_size: int | None = None, **_):
+def _long(reader: str, seed: int | None, config, model: str | None = None, kind: str = "auto",
+          n_passages: int | None = None, max_new_tokens: int | None = None, batch_size: int | None = None, **_):
     """``mode="long"``: ``n_passages`` / ``max_new_tokens`` None take the long answer's defaults."""
     from ...models import load_generator
     from ..long_answer import long_answer_batch
 
     if reader != "generative":
         raise InputError("--mode long writes with a generator: it takes --reader generative")
-    generator = load_generator(model or DEFAULT_READER, device, dtype, kind)
+    generator = load_generator(model or DEFAULT_READER, config.device, config.dtype, kind)
     return functools.partial(long_answer_batch, generator=generator, n_passages=n_passages,
                              max_new_tokens=max_new_tokens, info={**generator.info, "seed": seed},
                              batch_size=batch_size)

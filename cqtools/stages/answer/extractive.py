@@ -25,7 +25,6 @@ from dataclasses import asdict, dataclass
 
 from ...errors import ResourceError
 from ...records import distinct_texts, passage_text
-from ...registry import READERS
 
 REPORT = "cq_train.json"
 
@@ -191,8 +190,5 @@ def load_extractive(model: str, device: str = "auto", batch_size: int | None = N
     return ExtractiveReader(tokenizer, qa_model, info, ExtractiveOptions(**settings), batch_size)
 
 
-@READERS.register("extractive", help="a span model from `cq train reader` (--model DIR): the best-scoring "
-                                     "passage spans, several distinct ones in multi mode")
-def extractive_reader(model: str, device: str = "auto", batch_size: int | None = None, n_passages: int | None = None,
-                      **_) -> ExtractiveReader:
-    return load_extractive(model, device, batch_size, n_passages=n_passages)
+def extractive_reader(model: str, n_passages: int | None, config, batch_size: int | None = None) -> ExtractiveReader:
+    return load_extractive(model, config.device, batch_size, n_passages=n_passages)

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from ...models.registry import role
 from ...records import distinct_texts
-from ...registry import READERS
 from .grounding import ground
 from .text import (MULTI_PROMPT, MULTI_STOP, SINGLE_PROMPT, SINGLE_STOP, VERIFY_QUERY, clean_answer, passage_block,
                    shown_passages, split_answers)
@@ -107,11 +106,9 @@ def reader_options(options: dict) -> ReaderOptions:
     return ReaderOptions(**{k: v for k, v in options.items() if k in names and v is not None})
 
 
-@READERS.register("generative", help="a prompted LM (causal or seq2seq), answers grounded in passage spans",
-                  defaults={"model": DEFAULT_READER})
-def generative_reader(model: str = DEFAULT_READER, kind: str = "auto", device: str = "auto", dtype: str = "auto",
-                      batch_size: int | None = None, **options) -> GenerativeReader:
+def generative_reader(model: str, kind: str, config, batch_size: int | None = None, **options) -> GenerativeReader:
     """Load ``model`` (cached per process) and read with it; ``options``: :class:`ReaderOptions`."""
     from ...models import load_generator
 
-    return GenerativeReader(load_generator(model, device, dtype, kind), reader_options(options), batch_size)
+    return GenerativeReader(load_generator(model, config.device, config.dtype, kind), reader_options(options),
+                            batch_size)

@@ -1,9 +1,11 @@
-"""A cq plugin: a question-length detector and a word-overlap searcher over the index's corpus."""
+"""A cq plugin: a question-length detector, a word-overlap searcher over the index's corpus, a
+fixed-category CQ method and an "echo" model backend; three of them with an option of their own."""
 import json
 import os
 import re
 
 from cqtools.plugins import hookimpl
+from cqtools.registry import Option
 
 
 class LengthDetector:
@@ -11,12 +13,52 @@ class LengthDetector:
 
     name = "length"
 
-    def __init__(self, threshold):
+    def __init__(self, threshold, unit="word"):
         self.threshold = threshold
-        self.info = {"method": "length", "plugin": "cq-demo-plugin"}
+        self.unit = unit
+        self.info = {"method": "length", "plugin": "cq-demo-plugin", "unit": unit}
 
     def score(self, records):
-        return [float(len(r["question"].split())) for r in records]
+        return [float(len(r["question"].split() if self.unit == "word" else r["question"])) for r in records]
+
+
+class FixedCQ:
+    """Asks "Which <category>: first word, or last word?" of every question."""
+
+    name = "fixed"
+
+    def __init__(self, category):
+        self.info = {"method": "fixed", "category": category}
+        self.category = category
+
+    def run(self, records):
+        out = []
+        for record in records:
+            words = record["question"].rstrip("?").split()
+            options = [words[0], words[-1]]
+            out.append({"text": f"Which {self.category}: {options[0]}, or {options[1]}?", "category": self.category,
+                        "options": options, "method": "fixed", "valid": True})
+        return out
+
+
+class EchoGenerator:
+    """A model backend ("echo:NAME"): every generation is ``reply``; every continuation scores -1."""
+
+    kind = "causal"
+
+    def __init__(self, model, reply):
+        self.name = f"echo:{model}"
+        self.reply = reply
+        self.info = {"model": self.name, "backend": "echo", "reply": reply}
+
+    def chat_prompt(self, text):
+        return text
+
+    def generate(self, prompts, max_new_tokens=32, chat=None, stop=None, batch_size=None):
+        return [self.reply for _ in prompts]
+
+    def score(self, prompts, continuations, prefix="", batch_size=None):
+        return [-1.0 for _ in prompts]
 
 
 def _words(text):
@@ -46,8 +88,21 @@ class OverlapSearcher:
 
 @hookimpl
 def register_detectors(register):
-    register("length", lambda threshold: LengthDetector(threshold), help="more than 8 words",
-             defaults={"threshold": 8})
+    register("length", lambda threshold, unit: LengthDetector(threshold, unit), help="more than 8 words",
+             options=[Option("threshold", float, 8.0),
+                      Option("unit", str, "word", "length in words or characters", choices=("word", "char"))])
+
+
+@hookimpl
+def register_cq_methods(register):
+    register("fixed", lambda category: FixedCQ(category), help="the same kind of question for every record",
+             options=[Option("category", str, "reading", "the CQ's category word")])
+
+
+@hookimpl
+def register_backends(register):
+    register("echo", lambda model, reply, **_: EchoGenerator(model, reply), help="replies with --backend-opt reply",
+             options=[Option("reply", str, "Which one: yes, or no?", "what every generation says")])
 
 
 @hookimpl

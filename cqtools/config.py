@@ -1,0 +1,207 @@
+"""The run configuration: one frozen value, built once from a command's flags and the environment.
+
+Every setting that says *how* models are loaded and called (device, dtype, hub revision,
+quantization, remote code, input limits, padded batches, API server and pace, caches) lives in
+:class:`RunConfig`. The CLI builds it once per command (flags win over environment variables) and
+passes it to ``Registry.build`` and the model loaders; Python callers pass their own or get
+:func:`current` (the last one activated, else one from the environment). This module is the only
+one that reads cq's environment variables: :data:`ENV` lists them all (docs/config.md is generated
+from it), and the run record of ``--resume`` holds the whole configuration, so a resume under
+another ``CQ_PADDED_BATCHES`` (or any other field that can change a record) is refused.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable
+
+from .errors import InputError
+
+
+def _bool(text: str) -> bool:
+    return text.strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def _opt_int(text: str) -> int | None:
+    return int(text) if text.strip() else None
+
+
+def _opt_str(text: str) -> str | None:
+    return text.strip() or None
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    """One environment variable: the field it sets (or None: read where named), how to parse it, and why."""
+
+    name: str
+    field: str | None
+    parse: Callable[[str], Any]
+    help: str
+
+
+ENV: tuple[EnvVar, ...] = (
+    EnvVar("CQ_DEVICE", "device", str, "--device: where models run (auto, cpu, cuda, mps)"),
+    EnvVar("CQ_DTYPE", "dtype", str, "--dtype: language models' weights dtype"),
+    EnvVar("CQ_REVISION", "revision", _opt_str, "--revision: a hub branch, tag or commit"),
+    EnvVar("CQ_TRUST_REMOTE_CODE", "trust_remote_code", _bool, "--trust-remote-code: run a hub model's own code"),
+    EnvVar("CQ_QUANTIZE", "quantize", _opt_str, "--quantize: 8bit or 4bit weights (bitsandbytes, CUDA)"),
+    EnvVar("CQ_MAX_INPUT_TOKENS", "max_input_tokens", _opt_int, "--max-input-tokens: cut longer model inputs"),
+    EnvVar("CQ_PADDED_BATCHES", "padded_batches", _bool,
+           "pad model batches (faster on a GPU; outputs then depend on the batch)"),
+    EnvVar("CQ_BATCH_SIZE_MODEL", "model_batch_size", int, "--model-batch-size: items per forward pass"),
+    EnvVar("CQ_API_BASE", "api_base", _opt_str, "--api-base: an OpenAI-compatible server for the LM calls"),
+    EnvVar("CQ_API_TIMEOUT", "api_timeout", float, "--api-timeout: seconds per API request"),
+    EnvVar("CQ_CONCURRENCY", "concurrency", int, "--concurrency: API requests in flight"),
+    EnvVar("CQ_API_RETRIES", "api_retries", int, "API requests retried this many times (429, 5xx, timeouts)"),
+    EnvVar("CQ_API_BACKOFF", "api_backoff", float, "first retry's wait in seconds (doubles each retry)"),
+    EnvVar("CQ_API_TOP_LOGPROBS", "api_top_logprobs", int, "top log-probabilities asked of a chat server"),
+    EnvVar("CQ_API_CACHE", "api_cache", _bool, "keep API responses on disk (0: off)"),
+    EnvVar("CQ_CACHE", "cache_dir", _opt_str, "converted weights and API responses [~/.cache/cqtools]"),
+    EnvVar("CQ_MODELS", "models_dir", _opt_str, "trained models that cq's defaults use [~/.cache/cqtools/models]"),
+    EnvVar("CQ_GEN_CACHE", "gen_cache", _opt_str, "a SQLite file of greedy generations shared by processes"),
+    EnvVar("CQ_GEN_CACHE_REPORT", "gen_cache_report", _opt_str, "append generation-cache hit counts to this file"),
+    EnvVar("CQ_OFFLINE", "offline", _bool, "never ask the hub or Pyserini's servers (HF_HUB_OFFLINE=1 too)"),
+    EnvVar("CQ_ORT_THREADS", "ort_threads", _opt_int, "onnxruntime threads per session"),
+    EnvVar("CQ_ORT_SPIN", "ort_spin", _bool, "onnxruntime threads spin while idle"),
+    EnvVar("CQ_JVM_XMX", "jvm_xmx", _opt_str, "the JVM's heap limit for Lucene (e.g. 4g)"),
+    EnvVar("CQ_DEBUG", "debug", _bool, "tracebacks instead of one-line errors; library logs on"),
+    EnvVar("CQ_BATCH_SIZE", None, int, "--batch-size: records per stream batch"),
+    EnvVar("CQ_API_KEY", None, str, "the API key (else OPENAI_API_KEY); read when a request is sent, never stored"),
+    EnvVar("CQ_MODEL_<ROLE>", None, str, "a role's default model (cq models lists the roles and variables)"),
+)
+BY_NAME = {v.name: v for v in ENV}
+# the command-line flag of each field that has one ("--max-input-tokens"), for messages
+FLAGS = {v.field: v.help.split(":")[0] for v in ENV if v.field and v.help.startswith("--")}
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """How this run loads and calls models. ``shaping()`` is the part that can change a record."""
+
+    device: str = "auto"
+    dtype: str = "auto"
+    revision: str | None = None
+    trust_remote_code: bool = False
+    quantize: str | None = None
+    max_input_tokens: int | None = None
+    padded_batches: bool = False
+    model_batch_size: int = 32
+    api_base: str | None = None
+    api_timeout: float = 120.0
+    concurrency: int = 4
+    api_retries: int = 6
+    api_backoff: float = 1.0
+    api_top_logprobs: int = 20
+    api_cache: bool = True
+    cache_dir: str | None = None
+    models_dir: str | None = None
+    gen_cache: str | None = None
+    gen_cache_report: str | None = None
+    offline: bool = False
+    ort_threads: int | None = None
+    ort_spin: bool = False
+    jvm_xmx: str | None = None
+    debug: bool = False
+    backend_options: tuple = ()  # (key, value) pairs for a BACKEND:NAME model's backend (--backend-opt)
+    extra: dict = field(default_factory=dict, compare=False, hash=False)  # not a setting: for plugins' own
+
+    # Fields that never change a record (where the work runs, its pace, where caches live, logging):
+    # left out of the run record's comparison, like --batch-size (docs/benchmarks/determinism.md).
+    NOT_SHAPING = ("device", "api_base", "api_timeout", "concurrency", "api_retries", "api_backoff", "api_cache",
+                   "cache_dir", "gen_cache", "gen_cache_report", "ort_threads", "ort_spin", "jvm_xmx", "debug",
+                   "model_batch_size", "offline", "extra")
+
+    @classmethod
+    def from_env(cls, environ: dict | None = None, **flags) -> "RunConfig":
+        """Environment variables first, then ``flags`` (None values: not given) on top."""
+        environ = os.environ if environ is None else environ
+        values: dict = {}
+        for var in ENV:
+            raw = environ.get(var.name)
+            if var.field is None or raw is None:
+                continue
+            try:
+                values[var.field] = var.parse(raw)
+            except ValueError:
+                raise InputError(f"{var.name}={raw!r} is not valid ({var.help}); fix or unset it") from None
+        values.update({k: v for k, v in flags.items() if v is not None})
+        unknown = sorted(set(values) - {f.name for f in fields(cls)})
+        if unknown:
+            raise InputError(f"unknown run configuration field(s): {', '.join(unknown)}")
+        return cls(**values).checked()
+
+    def checked(self) -> "RunConfig":
+        if self.quantize not in (None, "8bit", "4bit"):
+            raise InputError(f"quantize must be 8bit or 4bit, not {self.quantize!r}")
+        if self.max_input_tokens is not None and self.max_input_tokens < 16:
+            raise InputError(f"max_input_tokens must be at least 16, not {self.max_input_tokens}")
+        return self
+
+    def replace(self, **changes) -> "RunConfig":
+        return dataclasses.replace(self, **changes).checked()
+
+    def shaping(self) -> dict:
+        """The fields that can change a record: written into the run record and compared on resume."""
+        out = {f.name: _jsonable(getattr(self, f.name)) for f in fields(self) if f.name not in self.NOT_SHAPING}
+        if self.padded_batches:  # padded batches: who shares a forward pass changes the numbers
+            out["model_batch_size"] = self.model_batch_size
+        return out
+
+    def as_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+
+    def load_key(self) -> tuple:
+        """What decides a loaded model besides its name and device: the process's model cache key."""
+        return (self.revision, self.trust_remote_code, self.quantize, self.max_input_tokens, self.padded_batches)
+
+    def cache_root(self) -> str:
+        return self.cache_dir or os.path.join(os.path.expanduser("~"), ".cache", "cqtools")
+
+    def models_root(self) -> str:
+        return self.models_dir or os.path.join(os.path.expanduser("~"), ".cache", "cqtools", "models")
+
+
+def _jsonable(value):
+    """Tuples as lists: what a run record's JSON gives back, so that comparisons agree."""
+    return [_jsonable(v) for v in value] if isinstance(value, (tuple, list)) else value
+
+
+_CURRENT: RunConfig | None = None
+
+
+def current() -> RunConfig:
+    """The configuration a command activated; else (Python API) one built from the environment."""
+    return _CURRENT if _CURRENT is not None else RunConfig.from_env()
+
+
+def activate(config: RunConfig) -> RunConfig:
+    """Make ``config`` the process's configuration (the CLI does this once per command)."""
+    global _CURRENT
+    _CURRENT = config
+    return config
+
+
+def reset() -> None:
+    """Forget the activated configuration (tests; a Python caller switching environments)."""
+    global _CURRENT
+    _CURRENT = None
+
+
+def env(name: str, default: str | None = None) -> str | None:
+    """Raw access for the variables read where they are used (listed in :data:`ENV` with field None),
+    and for other programs' variables (HF_HUB_OFFLINE, WORLD_SIZE, NO_COLOR, PATH)."""
+    return os.environ.get(name, default)
+
+
+def child_environment(**changes) -> dict:
+    """A copy of this process's environment with ``changes``, for a child process (a Java tool)."""
+    return {**os.environ, **changes}
+
+
+def docs_table() -> str:
+    """The environment variables as a markdown table (docs/config.md)."""
+    rows = ["| variable | run configuration field | meaning |", "|---|---|---|"]
+    rows += [f"| `{v.name}` | {f'`{v.field}`' if v.field else '—'} | {v.help} |" for v in ENV]
+    return "\n".join(rows)

@@ -1,0 +1,14 @@
+"""cq's own score tasks, registered through the plugin hooks like any plugin's (cqtools/plugins.py);
+this order is the order of `cq score --task`'s choices."""
+from __future__ import annotations
+
+from ..plugins import hookimpl
+
+
+@hookimpl
+def register_score_tasks(register):
+    from . import ambigqa, asqa, cbqa, clam, cq, detect, retrieval, study
+
+    for module in (detect, cq, cbqa, ambigqa, asqa, clam, retrieval, study):
+        name, factory, help = module.TASK
+        register(name, factory, help=help, options=[])

@@ -1,0 +1,161 @@
+"""cq's own stage methods, registered through the plugin hooks like any plugin's (cqtools/plugins.py
+DEFAULT_PLUGINS): detectors, CQ methods, readers, oracles, disambiguation methods, answer modes and
+``cq convert`` formats, each with its option schema. Importing this module imports no model library."""
+from __future__ import annotations
+
+from ..models.registry import role
+from ..plugins import hookimpl
+from ..registry import Option
+
+LLM = role("detector").default
+
+# Options several methods share (same flag, same meaning).
+PASSAGES = Option("n_passages", int, 3, "top passages shown to the model (0: none)", min=0, flag="--passages")
+CQ_TOKENS = Option("max_new_tokens", int, 40, "tokens generated", min=1)
+CQ_OPTIONS = Option("options", str, "all", "which options to keep: all, or grounded (every word found in the question "
+                    "or the passages read; others listed in cq.dropped.ungrounded)", choices=("all", "grounded"))
+
+
+def _threshold(default, help="label = score > threshold"):
+    return Option("threshold", float, default, help)
+
+
+@hookimpl
+def register_detectors(register):
+    from . import detect, detect_combined
+
+    register("classifier", detect.classifier_detector,
+             help="P(ambiguous) from a `cq train detect` model over question + passages (AskCQ)",
+             options=[Option("model", str, None, "a `cq train detect` directory (required)"), PASSAGES,
+                      _threshold(0.5)])
+    register("llm", detect.load_llm_detector, help="few-shot log p(True) - log p(False) (CLAM)",
+             options=[Option("model", str, LLM, "a causal LM"), _threshold(0.0)])
+    register("answers", detect.answers_detector, help="distinct answers from `cq answer --mode multi` (AskCQ)",
+             options=[_threshold(1.0)])
+    register("tree", detect.tree_detector, help="surviving disambiguations of `cq disambiguate --tree` (ToC)",
+             options=[_threshold(1.0)])
+    register("always", _constant("always"), help="baseline: always ambiguous", options=[_threshold(0.5)])
+    register("never", _constant("never"), help="baseline: never ambiguous", options=[_threshold(0.5)])
+    register("combined", detect_combined.combined_detector,
+             help="calibrated P(ambiguous) over classifier, retrieval and reader signals (a `cq train combiner` model)",
+             options=[Option("model", str, None, "a `cq train combiner` directory (required)"),
+                      _threshold(None)])  # None: the combiner's own
+
+
+def _constant(name):
+    from .detect import constant_detector
+
+    def factory(threshold):
+        return constant_detector(name, threshold)
+
+    return factory
+
+
+@hookimpl
+def register_cq_methods(register):
+    from . import gen_cq
+
+    register("from-dqs", gen_cq.from_dqs_method,
+             help="silver CQ built from gold.dqs (reads gold: an upper bound / training data)", options=[])
+    register("llm", gen_cq.load_llm_method, help="few-shot prompt (CAmbigNQ style), or CLAM's zero-shot one",
+             options=[Option("model", str, LLM, "a causal LM"), PASSAGES,
+                      Option("zero_shot", bool, False, "CLAM's zero-shot prompt; the free-form CQ is kept as written"),
+                      CQ_TOKENS, CQ_OPTIONS])
+    register("seq2seq", gen_cq.load_seq2seq_method, help="a generator from `cq train gen-cq` (AskCQ)",
+             options=[Option("model", str, None, "a `cq train gen-cq` directory (required)"), PASSAGES,
+                      Option("with_answers", str, None, "add answers to the input: pred = the record's `answers`, "
+                             "gold = gold.answers (upper bound)", choices=("pred", "gold")),
+                      CQ_TOKENS, CQ_OPTIONS])
+
+
+@hookimpl
+def register_readers(register):
+    from .answer import extractive, reader
+
+    register("extractive", extractive.extractive_reader,
+             help="a span model from `cq train reader` (--model DIR): the best-scoring passage spans, several "
+                  "distinct ones in multi mode",
+             options=[Option("model", str, None, "a span (question-answering) model"),
+                      Option("n_passages", int, None, "top passages read per question [default: 3]", min=1,
+                             flag="--passages")])
+    register("generative", reader.generative_reader,
+             help="a prompted LM (causal or seq2seq), answers grounded in passage spans",
+             options=[Option("model", str, reader.DEFAULT_READER, "a causal or seq2seq LM"),
+                      Option("kind", str, "auto", "architecture (auto: from the model config)",
+                             choices=("auto", "causal", "seq2seq")),
+                      Option("n_passages", int, 3, "top passages shown", min=1, flag="--passages"),
+                      Option("passage_chars", int, 600, "each passage cut before this many characters", min=50),
+                      Option("max_new_tokens", int, 16, "tokens per answer (multi: three times as many)", min=1),
+                      Option("grounding", str, "span", "snap answers to passage spans, or none",
+                             choices=("span", "none")),
+                      Option("max_candidates", int, 30, "span grounding: spans scored when the generation is "
+                             "unusable", min=1)])
+
+
+@hookimpl
+def register_oracles(register):
+    from . import oracle
+
+    register("overlap", oracle.overlap_oracle, help="the option that best overlaps what the DQ adds to the question",
+             options=[])
+    register("llm", oracle.llm_oracle,
+             help="the model, with the DQ in its prompt, picks the option (or writes a short reply to a free-form CQ)",
+             options=[Option("model", str, oracle.DEFAULT_MODEL, "a causal LM"),
+                      Option("max_new_tokens", int, 16, "tokens of a free-form reply", min=1)])
+
+
+DISAMBIG_COMMON = [
+    Option("model", str, LLM, "a causal LM"),
+    Option("n_passages", int, 5, "top passages in each prompt (0: none)", min=0, flag="--passages"),
+    Option("passage_words", int, 80, "each passage cut to its first this-many words", min=10),
+    Option("max_new_tokens", int, None, "generation length [default: 40 for qd, 128 for rac]", min=1),
+]
+
+
+@hookimpl
+def register_disambiguators(register):
+    register("qd", _disambiguator("qd"),
+             help="one minimal edit of the question per predicted answer (AmbigQA; needs cq answer --mode multi)",
+             options=DISAMBIG_COMMON)
+    register("rac", _disambiguator("rac"),
+             help="few-shot DQ/answer pairs from the passages (Tree of Clarifications)",
+             options=DISAMBIG_COMMON + [
+                 Option("shots_file", str, None, "JSONL records with gold.dqs to pick k-shot examples from by "
+                        "question similarity [default: built-in examples]", flag="--shots"),
+                 Option("k_shots", int, 3, "examples per prompt", min=0),
+                 Option("encoder", str, None, "--shots: bi-encoder that embeds questions to pick the nearest shots "
+                        "[default: sentence-transformers/all-MiniLM-L6-v2]", env="CQ_MODEL_ENCODER"),
+                 Option("tree", bool, False, "expand every DQ again, breadth first (Tree of Clarifications)"),
+                 Option("max_nodes", int, 10, "stop at this many valid DQ nodes", min=1),
+                 Option("max_depth", int, 2, "--tree: deepest level of a DQ node (1 = plain rac)", min=1),
+                 Option("max_failures", int, 3, "--tree: stop after this many expansions in a row that add no "
+                        "valid node", min=1),
+                 Option("prune", bool, False, "drop nodes whose answer the model judges no answer (True/False)"),
+                 Option("reuse_tree", bool, False, "--prune: prune the tree an earlier --tree run wrote"),
+                 Option("reranker", str, None, "--tree: cross-encoder that reranks the record's passages per DQ "
+                        "[default: cross-encoder/ms-marco-MiniLM-L-12-v2]", env="CQ_MODEL_RERANKER"),
+                 Option("rerank_depth", int, 20, "--tree: passages of the record reranked for each DQ", min=1)])
+
+
+def _disambiguator(method):
+    def factory(config, **options):
+        from .disambiguate import disambiguator
+
+        return disambiguator(method, config, **options)
+
+    return factory
+
+
+@hookimpl
+def register_formats(register):
+    from .. import formats
+
+    for name, reader in {**formats.QUESTION_FORMATS, **formats.CORPUS_FORMATS}.items():
+        register(name, _format(reader), help=formats.DESCRIPTIONS.get(name, ""), options=[])
+
+
+def _format(reader):
+    def factory(path):
+        return reader(path)
+
+    return factory
