@@ -117,6 +117,15 @@ def test_plugin_backend_option_from_the_cli(plugin_path):
     assert status.returncode == 0, status.stderr
 
 
+def test_plugin_score_task_option_from_the_cli(plugin_path):
+    out = with_plugin(plugin_path, "score", "--task", "long-questions", "-O", "words=9", input_text=jsonl(QUESTIONS))
+    assert out.returncode == 0, out.stderr
+    summary = orjson.loads(out.stdout)
+    assert summary["long"] == 50.0 and summary["words"] == 9
+    typo = with_plugin(plugin_path, "score", "--task", "long-questions", "-O", "word=9", input_text=jsonl(QUESTIONS))
+    assert typo.returncode == 1 and "score task long-questions has no option 'word'; did you mean 'words'?" in typo.stderr
+
+
 # --- broken plugins are skipped by name (issue 26, item 4) -----------------------------------------
 
 BROKEN = {

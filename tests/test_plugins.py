@@ -32,7 +32,8 @@ def test_plugins_lists_what_the_plugin_registers(plugin_path):
     rows = [orjson.loads(line) for line in result.stdout.splitlines()]
     assert {(r["registry"], r["method"], r["plugin"]) for r in rows} == {
         ("detector", "length", "cq-demo-plugin 0.1"), ("searcher", "overlap", "cq-demo-plugin 0.1"),
-        ("CQ method", "fixed", "cq-demo-plugin 0.1"), ("model backend", "echo", "cq-demo-plugin 0.1")}
+        ("CQ method", "fixed", "cq-demo-plugin 0.1"), ("model backend", "echo", "cq-demo-plugin 0.1"),
+        ("score task", "long-questions", "cq-demo-plugin 0.1")}
     help_text = cq(["detect", "--help"], plugin_path).stdout
     assert "length: more than 8 words" in help_text and "length 8" in help_text
 

@@ -5,9 +5,10 @@ import sys
 
 import click
 
-from ..formats import CORPUS_FORMATS, QUESTION_FORMATS, convert
+from ..formats import QUESTION_FORMATS, convert
 from ..jsonl import AtomicFile, JsonlWriter, open_input
 from ..stages.silver_cq import add_silver_cq
+from ..registry import FORMATS
 from .options import output_option
 
 
@@ -22,7 +23,7 @@ def _join_arg(ctx, param, values):
 
 
 @click.command(name="convert")
-@click.argument("fmt", metavar="FORMAT", type=click.Choice(list(QUESTION_FORMATS) + list(CORPUS_FORMATS)))
+@click.argument("fmt", metavar="FORMAT", type=click.Choice(FORMATS.names()))
 @click.argument("path", metavar="FILE", type=click.Path(dir_okay=False))
 @click.option("--join", "joins", multiple=True, callback=_join_arg, metavar="FORMAT:FILE",
               help="Add gold fields from another source with the same ids (fills keys the first lacks).")

@@ -8,7 +8,7 @@ import orjson
 
 from ..jsonl import dumps, read_records
 from ..registry import SCORE_TASKS
-from .options import batch_option, compose, device_options, seed_option, stream_options
+from .options import _opt_pairs, batch_option, compose, device_options, seed_option, stream_options
 
 
 def _ks(ctx, param, value):
@@ -76,10 +76,13 @@ def _ks(ctx, param, value):
               help="--ci, --paired: bootstrap resamples.")
 @click.option("--ci-method", type=click.Choice(["percentile", "basic"]), default="percentile", show_default=True,
               help="--ci, --paired: percentile interval, or basic (reflected around the estimate).")
+@click.option("-O", "--opt", "task_opts", multiple=True, callback=_opt_pairs, metavar="KEY=VALUE",
+              help="An option of the task's own schema (a plugin's task; `cq plugins --all --options` lists them), "
+                   "repeatable; a misspelled one is an error.")
 @compose(batch_option, device_options, stream_options, seed_option)
 def cli(task, fmt, per_record, plot, ks, lam, threshold, sweep, tokenizer, bertscore_model, no_bertscore,
         reader, cq_parser, matcher, unique_answers, str_em, ac_average, qrels, ci, paired, intersect, n_boot,
-        ci_method, batch_size, device, dtype, on_error, quiet, seed):
+        ci_method, task_opts, batch_size, device, dtype, on_error, quiet, seed):
     """Score predicted records against their gold; print a summary on stdout.
 
     Reads records (predictions plus the "gold" key of `cq convert`) on stdin. A record
@@ -109,11 +112,12 @@ def cli(task, fmt, per_record, plot, ks, lam, threshold, sweep, tokenizer, berts
         bertscore_required=bertscore_model is not None, reader=reader, sweep=sweep, threshold=threshold,
         device=device, batch_size=batch_size, cq_parser=cq_parser, matcher=matcher, unique_answers=unique_answers,
         str_em=str_em, ac_average=ac_average, qrels=qrels, keep_questions=ci or paired is not None)
+    SCORE_TASKS.get(task).values(task_opts)  # checked before any record is read
     skipped = Skipped()
     records = read_records(sys.stdin.buffer, ("question",), on_error, skipped)
     out = _open_output(per_record) if per_record else None
     try:
-        scorer = SCORE_TASKS.build(task, opts=opts)  # the task's factory, from cqtools.score or a plugin
+        scorer = SCORE_TASKS.build(task, opts=opts, **task_opts)  # the task's factory (cqtools.score or a plugin)
         result = score_records(records, opts, on_row=(lambda row: out.write(dumps(row))) if out else None,
                                task=scorer)
     finally:
@@ -133,7 +137,7 @@ def cli(task, fmt, per_record, plot, ks, lam, threshold, sweep, tokenizer, berts
         if paired is not None:
             with open(paired, "rb") as fh:
                 other = score_records(read_records(fh, ("question",), on_error), opts,
-                                      task=SCORE_TASKS.build(task, opts=opts))
+                                      task=SCORE_TASKS.build(task, opts=opts, **task_opts))
             other.summary()  # finishes the task (its notes) as for A
             summary = paired_report(result, other, boot, "stdin", paired, intersect)
             if ci:

@@ -93,6 +93,36 @@ def register_detectors(register):
                       Option("unit", str, "word", "length in words or characters", choices=("word", "char"))])
 
 
+class LongQuestions:
+    """A score task: the share of questions with more than ``words`` words (a toy metric)."""
+
+    def __init__(self, opts, words):
+        from cqtools.score.base import Task
+
+        class _Task(Task):
+            long = 0
+
+            def score_scorable(self, records):
+                rows = []
+                for record in records:
+                    self.n += 1
+                    hit = len(record["question"].split()) > words
+                    self.long += hit
+                    rows.append({"id": record["id"], "long": float(hit)})
+                return rows
+
+            def metrics(self):
+                return {"long": 100.0 * self.long / self.n if self.n else None, "words": words}
+
+        self.task = _Task(opts)
+
+
+@hookimpl
+def register_score_tasks(register):
+    register("long-questions", lambda opts, words: LongQuestions(opts, words).task, help="share of long questions",
+             options=[Option("words", int, 8, "a question longer than this many words is long", min=1)])
+
+
 @hookimpl
 def register_cq_methods(register):
     register("fixed", lambda category: FixedCQ(category), help="the same kind of question for every record",
