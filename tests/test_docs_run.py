@@ -299,7 +299,7 @@ def _model_envvars() -> set[str]:
 
 
 def _roles():
-    from cqtools.models.registry import ROLES
+    from cqtools.models.roles import ROLES
 
     return ROLES
 

@@ -3,7 +3,7 @@ does not exist, each command fails naming it (so the variable was read), in one 
 import pytest
 
 from cqtools.cli import cli
-from cqtools.models.registry import ROLES
+from cqtools.models.roles import ROLES
 
 from .conftest import FIXTURES, jsonl
 

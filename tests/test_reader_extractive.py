@@ -170,7 +170,7 @@ def test_auto_reader_follows_the_model(trained, tiny_causal, tmp_path, monkeypat
     """--reader auto (the default): an installed reader in $CQ_MODELS/reader when no model is named,
     else the named model's kind decides; long answers and --verify keep the generator."""
     from cqtools.errors import ResourceError
-    from cqtools.models.registry import installed_reader, role
+    from cqtools.models.roles import installed_reader, role
     from cqtools.stages.answer import DEFAULT_READER, choose_reader
 
     out, _ = trained

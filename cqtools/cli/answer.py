@@ -5,7 +5,7 @@ import click
 
 from .options import (api_options, batch_option, compose, device_options, load_options, max_input_option, model_option,
                       scale_options, seed_option, stream_options)
-from ..models.registry import LLM, RERANKER
+from ..models.roles import LLM, RERANKER
 from ..registry import READERS
 from .stream import run_stream, spec_from
 

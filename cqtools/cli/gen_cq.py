@@ -5,7 +5,7 @@ import click
 
 from .options import (api_options, batch_option, compose, device_options, load_options, max_input_option,
                       method_options, method_values, model_option, scale_options, stream_options)
-from ..models.registry import LLM
+from ..models.roles import LLM
 from ..registry import CQ_METHODS
 
 METHOD_OPTIONS, OPTION_NAMES = method_options(CQ_METHODS)

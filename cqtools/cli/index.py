@@ -12,7 +12,7 @@ import click
 from .. import __version__
 from ..errors import ResourceError
 from .options import compose, device_options, load_options
-from ..models.registry import ENCODER
+from ..models.roles import ENCODER
 
 log = logging.getLogger("cqtools")
 

@@ -31,7 +31,7 @@ def cli(names, load, as_json, device, dtype):
       cq models --device cuda --quantize 4bit --model Qwen/Qwen2.5-7B-Instruct
       cq models --model openai:gpt-4o-mini
     """
-    from ..models.registry import ROLES, status
+    from ..models.roles import ROLES, status
 
     rows = [{"role": r.role, **status(r.model(), r.role, device, dtype), "used_by": r.used_by, "override": r.env,
              "from_env": bool(env(r.env))} for r in ROLES] \
@@ -63,7 +63,7 @@ def _try_load(row: dict, device: str, dtype: str) -> None:
     """Load the model for its role and run one tiny input; failures mark the row unusable."""
     from ..errors import CQError
     from ..models import load_cross_encoder, load_encoder, load_generator
-    from ..models.registry import loader_of
+    from ..models.roles import loader_of
 
     name, loader = row["model"], loader_of(row["role"], row["format"])
     try:

@@ -250,10 +250,10 @@ api_options = compose(
 
 
 def model_option(role: str, default: str | None, help: str = "Hugging Face id, local directory, or offline copy."):
-    """``--model`` for a role of the defaults table (cqtools/models/registry.py ROLES), whose
+    """``--model`` for a role of the defaults table (cqtools/models/roles.py ROLES), whose
     CQ_MODEL_* variable overrides ``default``; a name not in the table (cq train's base models)
     reads CQ_MODEL_<NAME>."""
-    from ..models.registry import BY_ROLE
+    from ..models.roles import BY_ROLE
 
     env = BY_ROLE[role].env if role in BY_ROLE else f"CQ_MODEL_{role.upper().replace('-', '_')}"
     return click.option("--model", default=default, show_default=True, envvar=env, help=f"{help} Env: {env}.")

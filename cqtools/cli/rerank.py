@@ -5,7 +5,7 @@ import click
 
 from .options import (batch_option, compose, device_options, load_options, max_input_option, model_option,
                       scale_options, stream_options)
-from ..models.registry import RERANKER
+from ..models.roles import RERANKER
 from .stream import run_stream, spec_from
 
 DEFAULT_RERANKER = RERANKER

@@ -8,7 +8,7 @@ import logging
 import click
 
 from .options import compose, device_options, model_option, seed_option
-from ..models.registry import ENCODER, LLM
+from ..models.roles import ENCODER, LLM
 
 
 def _loop(default_lr: float, default_epochs: int, default_batch: int):

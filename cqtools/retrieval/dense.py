@@ -16,7 +16,7 @@ from typing import Iterable
 
 from ..errors import ResourceError
 from ..models import resolve
-from ..models.registry import role
+from ..models.roles import role
 from .base import rank
 from .lucene import contents
 

@@ -3,7 +3,7 @@ DEFAULT_PLUGINS): detectors, CQ methods, readers, oracles, disambiguation method
 ``cq convert`` formats, each with its option schema. Importing this module imports no model library."""
 from __future__ import annotations
 
-from ..models.registry import role
+from ..models.roles import role
 from ..plugins import hookimpl
 from ..registry import Option
 

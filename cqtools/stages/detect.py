@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import InputError, ResourceError
-from ..models.registry import role
+from ..models.roles import role
 from ..records import ANSWERS, answer_texts, distinct_texts, passage_snippets, set_meta
 from . import prompts
 from .common import stage_fn

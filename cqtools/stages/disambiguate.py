@@ -32,7 +32,7 @@ from typing import Callable
 
 from ..errors import InputError
 from ..metrics.normalize import normalize_answer
-from ..models.registry import role
+from ..models.roles import role
 from ..records import PASSAGES, answer_texts, distinct_texts, require, set_meta, snippets
 from . import prompts_disamb as P
 from .tree import Tree, TreeLimits, answer_passage, grow

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import InputError
-from ..models.registry import role
+from ..models.roles import role
 from ..metrics.cq import parse_cq
 from ..metrics.normalize import normalize_answer
 from ..records import GOLD, answer_texts as predicted_answer_texts, set_meta

@@ -26,7 +26,7 @@ from typing import Callable
 
 from ..errors import InputError
 from ..metrics.cq import INVALID
-from ..models.registry import role
+from ..models.roles import role
 from ..metrics.normalize import longest_common_substring, normalize_answer, token_f1
 from ..records import GOLD, read_cq, set_meta
 from ..registry import ORACLES

@@ -9,7 +9,7 @@ import functools
 from typing import Callable
 
 from .. import records as schema
-from ..models.registry import role
+from ..models.roles import role
 from ..records import PASSAGES, require, set_meta
 
 RUN_RETRIEVE = "run `cq retrieve` first (cq retrieve --index IDX | cq rerank)"

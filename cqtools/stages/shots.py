@@ -16,7 +16,7 @@ from typing import Sequence
 
 from ..errors import InputError, ResourceError
 from ..jsonl import load_json_or_jsonl
-from ..models.registry import role
+from ..models.roles import role
 from . import prompts_disamb
 
 Shot = tuple[str, list[tuple[str, str]]]

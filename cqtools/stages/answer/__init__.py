@@ -94,7 +94,7 @@ def choose_reader(reader: str, model: str | None, *, generator_only: bool = Fals
     default LM when no model is named and none is installed). ``generator_only`` (long answers,
     --verify: they need a generator) makes ``auto`` skip the installed reader."""
     from ...errors import ResourceError
-    from ...models.registry import installed_reader
+    from ...models.roles import installed_reader
 
     if reader == "extractive" and model is None:
         model = installed_reader()
@@ -117,7 +117,7 @@ def _span_model(model: str) -> bool:
     import os
 
     from ...models import openai_backend
-    from ...models.registry import is_span_model
+    from ...models.roles import is_span_model
     from ...config import current
 
     path = os.path.expanduser(model)

@@ -170,7 +170,7 @@ def load_extractive(model: str, device: str = "auto", batch_size: int | None = N
     """The extractive reader of ``model`` (a ``cq train reader`` directory, or any hub id / local
     directory of an ``AutoModelForQuestionAnswering``), loaded once per process."""
     from ...models.backends import load_transformers, pick_device
-    from ...models.registry import architectures, is_span_model
+    from ...models.roles import architectures, is_span_model
     from ...models.resolve import resolve
 
     resolved = resolve(model)

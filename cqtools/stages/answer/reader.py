@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from ...models.registry import role
+from ...models.roles import role
 from ...records import distinct_texts
 from .grounding import ground
 from .text import (MULTI_PROMPT, MULTI_STOP, SINGLE_PROMPT, SINGLE_STOP, VERIFY_QUERY, clean_answer, passage_block,
