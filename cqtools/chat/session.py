@@ -1,29 +1,18 @@
-"""`cq chat`: a person asks, cq clarifies and answers, one record per turn.
-
-A turn is one record through the stages built once per session (:class:`Session`): retrieve,
-rerank, detect, gen-cq, then answer ``--mode cq`` for the option the person picked (``--selected``),
-for every option ("show all answers"), or for the question itself when nothing is asked. The
-record keeps the pipeline's schema (docs/schema.md) plus ``selected_option`` (the picked option, or
-the text typed under "other", also in ``clarification_answer``) and ``meta.chat`` (how the person
-chose), so a log is read by ``cq show`` and ``cq score`` and replayed by :func:`replay_inputs`.
-
-The dialogue (:func:`chat_loop`, :func:`study_loop`) talks to a :class:`Terminal` (cqtools/cli/chat.py
-has the real one and the scripted one) and appends each finished turn to a :class:`TurnLog`,
-one flushed JSON line, so an interrupted session keeps every turn it finished.
-"""
+"""A chat session's stages and its records: :class:`Session` (retrieve, rerank, detect, gen-cq and
+answer, built once), what a turn shows (:func:`options_of`, :func:`evidence`, :func:`render_cq`,
+:func:`render_answers`) and the turn log (:class:`TurnLog`, :func:`read_log`, :func:`replay_inputs`)."""
 from __future__ import annotations
 
 import contextlib
-import random
 import re
 from dataclasses import dataclass, field
-from typing import IO, Callable, Iterable, Iterator, Protocol
+from typing import IO, Callable, Iterable, Iterator
 
 import orjson
 
-from .errors import CQError, InputError
-from .metrics.cq import INVALID
-from .records import ANSWERS, PASSAGES, read_cq, set_meta
+from ..errors import InputError
+from ..metrics.cq import INVALID
+from ..records import ANSWERS, PASSAGES, read_cq, set_meta
 
 OTHER = "other: type your own"
 SHOW_ALL = "show all answers"
@@ -70,7 +59,7 @@ class Session:
     ``status(label)`` is a context manager the stages run in (a spinner); the default does nothing."""
 
     def __init__(self, opts: ChatOptions, status: Callable[[str], contextlib.AbstractContextManager] | None = None):
-        from .stages import answer, detect, gen_cq, rerank, retrieve
+        from ..stages import answer, detect, gen_cq, rerank, retrieve
 
         self.opts = opts
         self.status = status or (lambda label: contextlib.nullcontext())
@@ -94,7 +83,7 @@ class Session:
     def ask(self, question: str | dict) -> dict:
         """A new turn's record: the question (a string, or a record that may carry an id and gold,
         which no stage reads) retrieved, reranked, judged and, when ambiguous, clarified."""
-        from .models.backends import set_seed
+        from ..models.backends import set_seed
 
         self.turns += 1
         record = dict(question) if isinstance(question, dict) else {"question": question}
@@ -115,7 +104,7 @@ class Session:
         """Answer the turn: ``choice`` is "option" or "other" (``selected`` is the person's
         interpretation), "all" (every option), or "direct" (the question itself; a CQ that offered
         nothing usable is kept in the record but not used)."""
-        from .models.backends import set_seed
+        from ..models.backends import set_seed
 
         if choice not in CHOICES:
             raise InputError(f"unknown choice {choice!r}; one of {', '.join(CHOICES)}")
@@ -222,7 +211,7 @@ class TurnLog:
 
 def read_log(path: str) -> Iterator[dict]:
     """The records of a chat log (one JSON object per line; blank lines ignored)."""
-    from .jsonl import open_input, read_records
+    from ..jsonl import open_input, read_records
 
     with open_input(path) as fh:
         for _, record in read_records(fh, required=("question",)):
@@ -237,179 +226,3 @@ def replay_inputs(records: Iterable[dict]) -> Iterator[tuple[dict, str, str | No
         chat = ((record.get("meta") or {}).get("chat") or {})
         choice = chat.get("choice") or ("option" if record.get("selected_option") is not None else "direct")
         yield {k: record[k] for k in keep if k in record}, choice, record.get("selected_option")
-
-
-# --- the dialogue -------------------------------------------------------------------------------
-
-class Terminal(Protocol):
-    """What the dialogue needs from a terminal: ``read`` raises EOFError at the end of input
-    (Ctrl-D, or the end of a script)."""
-
-    def read(self, prompt: str) -> str: ...
-
-    def write(self, line: str = "") -> None: ...
-
-    def mark(self, text: str) -> str: ...
-
-
-def pick(term: Terminal, options: list[str], prompt: str = "pick> ", show_all: bool = True) -> tuple[str, str | None]:
-    """The person's choice among ``options`` + other (+ show all): (choice, selected). A number or
-    an option's text picks it; "other" (or its number) asks for a text."""
-    n = len(options)
-    while True:
-        reply = term.read(prompt).strip()
-        number = int(reply) if reply.isdigit() else None
-        by_text = [o for o in options if o.lower() == reply.lower()]
-        if number is not None and 1 <= number <= n:
-            return "option", options[number - 1]
-        if by_text:
-            return "option", by_text[0]
-        if number == n + 1 or reply.lower() in ("other", "o"):
-            while True:
-                typed = term.read("your interpretation> ").strip()
-                if typed:
-                    return "other", typed
-        if show_all and (number == n + 2 or reply.lower() in ("all", "a", "show all answers")):
-            return "all", None
-        term.write(f"type a number from 1 to {n + 2 if show_all else n + 1}")
-
-
-def clarify_and_answer(session: Session, term: Terminal, record: dict) -> dict:
-    """Show the turn's CQ (if any), take the person's choice, answer and show the answers."""
-    options = options_of(record)
-    if options:
-        for line in render_cq(record, options):
-            term.write(line)
-        choice, selected = pick(term, options)
-    else:
-        if record.get("cq") is not None:
-            term.write("(the question looks ambiguous, but no clarifying question with options came out: "
-                       "answering it directly)")
-        choice, selected = "direct", None
-    record = session.answer(record, choice, selected)
-    for line in render_answers(record, term.mark):
-        term.write(line)
-    return record
-
-
-def chat_loop(session: Session, term: Terminal, log: TurnLog) -> None:
-    """Questions until the end of input; each finished turn is appended to ``log``."""
-    while True:
-        question = term.read("question> ").strip()
-        if not question:
-            continue
-        try:
-            record = session.ask(_question_of(question))
-            record = clarify_and_answer(session, term, record)
-        except CQError as err:  # a question a stage refuses: say why, keep the session
-            term.write(f"error: {err}")
-            continue
-        log.write(record)
-        term.write()
-
-
-def replay_loop(session: Session, term: Terminal, log: TurnLog, turns: Iterable[tuple[dict, str, str | None]]) -> None:
-    """Each logged turn again through this session's stages, with the person's recorded choice: a
-    recorded option still offered is picked, any other interpretation is taken as typed ("other");
-    "show all answers" and direct answers are repeated; a turn answered directly before that now gets
-    a CQ is answered for every option (there is no choice to repeat)."""
-    for question, choice, selected in turns:
-        term.write(f"question> {question['question']}")
-        record = session.ask(question)
-        options = options_of(record)
-        if options:
-            for line in render_cq(record, options):
-                term.write(line)
-        if choice in ("option", "other") and selected is not None:
-            matches = [o for o in options if o.lower() == str(selected).lower()]
-            choice, selected = ("option", matches[0]) if matches else ("other", str(selected))
-            term.write(f"pick> {selected}" if choice == "option" else f"pick> other: {selected}")
-        elif options and choice != "all":
-            choice = "all"
-            term.write("pick> (no recorded choice: show all answers)")
-        elif not options:
-            choice, selected = "direct", None
-        record = session.answer(record, choice, selected)
-        for line in render_answers(record, term.mark):
-            term.write(line)
-        log.write(record)
-        term.write()
-
-
-def _question_of(line: str) -> str | dict:
-    """A typed line is the question; a line holding a JSON object is a question record (its id and
-    gold kept, so a scripted session can be scored)."""
-    if line.startswith("{"):
-        try:
-            value = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            return line
-        if isinstance(value, dict):
-            return value
-    return line
-
-
-# --- study mode (AskCQ-style human evaluation) -----------------------------------------------------
-
-PRESENTATIONS = ("cq", "answers")
-
-
-def study_loop(session: Session, term: Terminal, log: TurnLog, questions: Iterable[dict], seed: int = 0) -> None:
-    """For each question: the CQ presentation (pick, then the answer) and the multiple-answers
-    presentation (every option's answer), in an order drawn from ``seed``; the person says which
-    helped more. The record holds the CQ, the option picked, every option's answers and
-    ``study: {order, preferred, cq_answers}`` (preferred: "cq", "answers" or "same")."""
-    rng = random.Random(seed)
-    questions = list(questions)
-    for n, question in enumerate(questions, start=1):
-        term.write(f"[{n}/{len(questions)}] question: {question['question']}")
-        record = session.ask(question)
-        options = options_of(record)
-        if not options:
-            term.write("(no clarifying question with options came out for this question: skipped)")
-            record = session.answer(record, "direct")
-            record["study"] = {"order": None, "preferred": None, "skipped": "no CQ options"}
-            log.write(record)
-            term.write()
-            continue
-        order = list(PRESENTATIONS)
-        rng.shuffle(order)
-        shown: dict = {}
-        for label, presentation in zip("AB", order):
-            term.write(f"--- presentation {label}")
-            if presentation == "cq":
-                for line in render_cq(record, options)[:-1]:  # no "show all answers": that is the other one
-                    term.write(line)
-                choice, selected = pick(term, options, show_all=False)
-                done = session.answer(dict(record), choice, selected)
-                shown["cq"] = (choice, selected, done[ANSWERS])
-                for line in render_answers(done, term.mark):
-                    term.write(line)
-            else:
-                done = session.answer(dict(record), "all")
-                shown["answers"] = done
-                for line in render_answers(done, term.mark):
-                    term.write(line)
-        preferred = _preference(term, order)
-        choice, selected, cq_answers = shown["cq"]
-        record = shown["answers"]
-        record["selected_option"] = selected
-        if choice == "other":
-            record["clarification_answer"] = selected
-        record["study"] = {"order": order, "preferred": preferred, "cq_choice": choice, "cq_answers": cq_answers}
-        set_meta(record, "chat", {"choice": "study", **session.opts.stage_options(), "seed": seed})
-        log.write(record)
-        term.write()
-
-
-def _preference(term: Terminal, order: list[str]) -> str:
-    term.write("which helped you more?  1) A  2) B  3) no difference")
-    while True:
-        reply = term.read("prefer> ").strip().lower()
-        if reply in ("1", "a"):
-            return order[0]
-        if reply in ("2", "b"):
-            return order[1]
-        if reply in ("3", "same", "="):
-            return "same"
-        term.write("type 1, 2 or 3")
