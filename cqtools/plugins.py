@@ -58,6 +58,11 @@ class Hooks:
         """Add clarifying-question methods (``cq gen-cq --method``): factories returning a CQMethod."""
 
     @hookspec
+    def register_answer_modes(self, register):
+        """Add ``cq answer --mode`` modes: factories ``(config, reader, model, reader_options, seed,
+        batch_size, **options)`` returning the stage's batch function."""
+
+    @hookspec
     def register_readers(self, register):
         """Add readers (``cq answer --reader``): factories returning a Reader."""
 

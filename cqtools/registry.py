@@ -251,14 +251,16 @@ CQ_METHODS = Registry("CQ method", "register_cq_methods")
 READERS = Registry("reader", "register_readers", option="--reader", context=("batch_size",))
 SEARCHERS = Registry("searcher", "register_searchers", context=("index_dir", "hits", "threads", "query_field"))
 ORACLES = Registry("oracle method", "register_oracles")
+ANSWER_MODES = Registry("answer mode", "register_answer_modes", option="--mode",
+                        context=("reader", "model", "reader_options", "seed", "batch_size"))
 DISAMBIGUATORS = Registry("disambiguation method", "register_disambiguators", context=("batch_size", "seed"))
 BACKENDS = Registry("model backend", "register_backends", option="--model PREFIX:NAME",
                     context=("model", "kind", "role"))
 SCORE_TASKS = Registry("score task", "register_score_tasks", option="--task", context=("opts",))
 FORMATS = Registry("data format", "register_formats", option="FORMAT", context=("path",))
 
-ALL = (DETECTORS, CQ_METHODS, READERS, SEARCHERS, ORACLES, DISAMBIGUATORS, BACKENDS, SCORE_TASKS,
+ALL = (DETECTORS, CQ_METHODS, ANSWER_MODES, READERS, SEARCHERS, ORACLES, DISAMBIGUATORS, BACKENDS, SCORE_TASKS,
        FORMATS)
 
-__all__ = ["Option", "Method", "Registry", "ALL", "DETECTORS", "CQ_METHODS", "READERS", "SEARCHERS", "ORACLES",
+__all__ = ["Option", "Method", "Registry", "ALL", "DETECTORS", "CQ_METHODS", "READERS", "SEARCHERS", "ORACLES", "ANSWER_MODES",
            "DISAMBIGUATORS", "BACKENDS", "SCORE_TASKS", "FORMATS"]

@@ -189,7 +189,7 @@ def test_record_without_passages_is_a_clear_error(runner):
 
 def test_selected_needs_cq_mode(runner):
     result = runner.invoke(cli, ["answer", "--selected"], input="")
-    assert result.exit_code == 2 and "--selected needs --mode cq" in result.stderr
+    assert result.exit_code == 2 and "--selected does not apply to --mode single" in result.stderr
 
 
 def test_grounding_option_is_checked(runner):

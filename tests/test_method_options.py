@@ -47,6 +47,22 @@ def test_build_checks_types_choices_and_ranges():
         CQ_METHODS.build("from-dqs", options="grounded")
 
 
+def test_every_stage_build_rejects_options_its_method_does_not_take():
+    """answer, disambiguate, retrieve, oracle and gen-cq check before loading anything."""
+    from cqtools.errors import InputError
+    from cqtools.stages import answer, disambiguate, gen_cq, oracle, retrieve
+
+    cases = [(lambda: answer.build("single", "generative", selectd=True), "did you mean 'selected'"),
+             (lambda: answer.build("long", "generative", verify=True), "has no option 'verify'"),
+             (lambda: disambiguate.build("qd", tree=True), "disambiguation method qd has no option 'tree'"),
+             (lambda: retrieve.build("bm25", index_dir="nowhere", k2=1.0), "did you mean 'k1'"),
+             (lambda: oracle.build("overlap", model="m"), "oracle method overlap has no option 'model'"),
+             (lambda: gen_cq.build("llm", max_new_token=8), "did you mean 'max_new_tokens'")]
+    for call, message in cases:
+        with pytest.raises(InputError, match=message):
+            call()
+
+
 def cq(*args, input_text="", env=None):
     return subprocess.run([sys.executable, "-m", "cqtools", *args], input=input_text, capture_output=True, text=True,
                           cwd=ROOT, env={**os.environ, **(env or {})})

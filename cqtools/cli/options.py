@@ -299,15 +299,16 @@ def _method_help(pairs) -> str:
     return "; ".join(f"{m}: {o.help}" + (f" [default: {default(o)}]" if default(o) else "") for m, o in pairs)
 
 
-def method_options(registry, skip: tuple[str, ...] = ("model",)):
-    """The flags of every option the registry's methods declare (generated from their schemas: a
+def method_options(*registries, skip: tuple[str, ...] = ("model",)):
+    """The flags of every option the registries' methods declare (generated from their schemas: a
     plugin's new option is a flag too), each unset unless given, plus ``-O KEY=VALUE`` for any
     option; :func:`method_values` turns them into the chosen method's options."""
     decls: dict[str, list] = {}
-    for method in registry.methods():
-        for opt in method.options:
-            if opt.name not in skip:
-                decls.setdefault(opt.name, []).append((method.name, opt))
+    for registry in registries:
+        for method in registry.methods():
+            for opt in method.options:
+                if opt.name not in skip:
+                    decls.setdefault(opt.name, []).append((method.name, opt))
     decorators = []
     for name, pairs in decls.items():
         opts = [o for _, o in pairs]
@@ -322,8 +323,9 @@ def method_options(registry, skip: tuple[str, ...] = ("model",)):
                                            envvar=env, help=help_text))
     decorators.append(click.option("-O", "--opt", "method_opts", multiple=True, callback=_opt_pairs,
                                    metavar="KEY=VALUE",
-                                   help=f"An option of the chosen {registry.kind} by its schema name (repeatable); "
-                                        f"`cq plugins --all --options` lists every method's options."))
+                                   help=f"An option of the chosen {' or '.join(r.kind for r in registries)} by its "
+                                        f"schema name (repeatable); `cq plugins --all --options` lists every "
+                                        f"method's options."))
     return compose(*decorators), list(decls)
 
 

@@ -68,6 +68,31 @@ def register_cq_methods(register):
                       CQ_TOKENS, CQ_OPTIONS])
 
 
+VERIFY = [Option("verify", bool, False, "REFUEL LM verification: add verify_score = log p(answer | passages, question)"),
+          Option("verify_threshold", float, -8.0, "with --verify, answers scoring below this are dropped")]
+
+
+@hookimpl
+def register_answer_modes(register):
+    from . import answer
+    from .rerank import DEFAULT_RERANKER
+
+    round_trip = [Option("round_trip", bool, False, "REFUEL round trip: re-ask \"Q [context]\" for each new answer "
+                         "until none is new"), Option("max_rounds", int, 2, "cap on --round-trip rounds", min=1)]
+    register("single", answer.qa_mode("single"), help="one answer", options=round_trip + VERIFY)
+    register("cq", answer.qa_mode("cq"), help="one answer per option of the record's \"cq\"",
+             options=[Option("selected", bool, False, "answer only the record's \"selected_option\" (a user's or "
+                             "an oracle's)"),
+                      Option("reranker", str, DEFAULT_RERANKER, "cross-encoder that reranks the passages for each "
+                             "revised question", env="CQ_MODEL_RERANKER"),
+                      Option("rerank_depth", int, 20, "passages reranked per revised question", min=1)] + VERIFY)
+    register("multi", answer.qa_mode("multi"), help="every distinct answer (AmbigQA)", options=round_trip + VERIFY)
+    register("long", answer.long_mode, help="a long answer from the record's \"dqs\" (cq disambiguate; ToC)",
+             options=[Option("n_passages", int, None, "top passages in the prompt [default: 5]", min=1,
+                             flag="--passages"),
+                      Option("max_new_tokens", int, None, "tokens of the long answer [default: 160]", min=1)])
+
+
 @hookimpl
 def register_readers(register):
     from .answer import extractive, reader

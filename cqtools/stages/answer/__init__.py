@@ -39,7 +39,7 @@ __all__ = ["AnswerConfig", "AnswerStage", "DEFAULT_READER", "GenerativeReader", 
            "answer_batch", "build", "candidate_spans", "choose_reader", "clean_answer", "ground", "passage_block", "record_cq",
            "revised_question", "shown_passages", "snap_spans", "split_answers"]
 
-MODES = ("single", "cq", "multi", "long")
+MODES = ("single", "cq", "multi", "long")  # cq's own answer modes (ANSWER_MODES holds plugins' too)
 
 
 @dataclass
@@ -133,59 +133,73 @@ def _span_model(model: str) -> bool:
         return False
 
 
-def build(mode: str = "single", reader: str = "auto", *, reranker: str = DEFAULT_RERANKER,
-          seed: int | None = None, config=None, **options) -> Callable[[list[dict]], list[dict]]:
-    """The answer stage as a batch function (records -> records). ``reader``: a READERS name or
-    ``auto`` (:func:`choose_reader`). ``options``: the reader's (e.g. ``model``, ``device``,
-    ``dtype``, ``kind``, ``batch_size``, :class:`ReaderOptions`) and the stage's
-    (:class:`AnswerConfig`). ``mode="long"`` is Tree of Clarifications' long answer
-    (:mod:`cqtools.stages.long_answer`), written by the generative reader's model."""
+def build(mode: str = "single", reader: str = "auto", *, seed: int | None = None, config=None,
+          **options) -> Callable[[list[dict]], list[dict]]:
+    """The answer stage as a batch function (records -> records). ``mode``: an ANSWER_MODES name
+    (single, cq, multi, long); ``reader``: a READERS name or ``auto`` (:func:`choose_reader`).
+    ``options``: the mode's (its schema: round_trip, verify, selected, reranker, ...) and the reader's
+    (model, kind, n_passages, ...), ``batch_size`` (items per model call) and run-configuration
+    fields (device, dtype); a name neither takes is an error naming the nearest valid one.
+    ``mode="long"`` is Tree of Clarifications' long answer (:mod:`cqtools.stages.long_answer`),
+    written by the generative reader's model."""
+    from ...registry import ANSWER_MODES, unknown_option
     from ..common import described, split_config
 
-    if mode not in MODES:
-        raise InputError(f"unknown mode {mode!r}; --mode takes one of: {', '.join(MODES)}")
     run_config, options = split_config(config, options)
-    params = {"mode": mode, "reader": reader, "reranker": reranker, "seed": seed, **options}
+    chosen_mode = ANSWER_MODES.get(mode)
+    params = {"mode": mode, "reader": reader, "seed": seed, **options}
+    batch_size = options.pop("batch_size", None) or 32
     reader, model = choose_reader(reader, options.pop("model", None),
                                   generator_only=mode == "long" or bool(options.get("verify")))
-    if model is not None:
-        options["model"] = model
-    if mode == "long":
-        return described(_long(reader, seed, run_config, **options), "answer", params)
-    names = {f.name for f in fields(AnswerConfig)}
-    chosen = READERS.get(reader)
-    unknown = [k for k, v in options.items() if v is not None and k not in names and chosen.option(k) is None]
+    chosen_reader = READERS.get(reader)
+    given = {k: v for k, v in options.items() if v is not None}
+    unknown = [k for k in given if chosen_mode.option(k) is None and chosen_reader.option(k) is None]
     if unknown:
-        from ...registry import unknown_option
-
-        raise InputError(unknown_option(unknown[0], f"answer mode {mode} with reader {reader}",
-                                        sorted(names | {o.name for o in chosen.options})))
-    config = AnswerConfig(mode=mode, **{k: v for k, v in options.items() if k in names and v is not None})
-    if config.selected and mode != "cq":
-        raise InputError("--selected needs --mode cq")
-    the_reader = chosen.build(run_config, batch_size=config.batch_size,
-                              **{k: v for k, v in options.items() if chosen.option(k) is not None})
-    if config.verify and not isinstance(the_reader, AnswerVerifier):
-        raise InputError(f"--verify needs a reader that scores answers; {reader!r} does not (use --reader generative)")
-    cross_encoder = None
-    if mode == "cq":
-        from ...models import load_cross_encoder
-
-        cross_encoder = load_cross_encoder(reranker, run_config.device)
-    stage = AnswerStage(config, the_reader, cross_encoder)
-    return described(functools.partial(answer_batch, stage=stage, info={"reader": reader, **stage.meta(seed)}),
-                     "answer", params)
+        valid = sorted({o.name for o in chosen_mode.options} | {o.name for o in chosen_reader.options})
+        raise InputError(unknown_option(unknown[0], f"answer mode {mode} with reader {reader}", valid))
+    mode_options = {k: v for k, v in given.items() if chosen_mode.option(k) is not None}
+    reader_options = {k: v for k, v in given.items() if k not in mode_options}
+    chosen_reader.values(reader_options)  # checked here; the mode builds the reader
+    fn = chosen_mode.build(run_config, reader=reader, model=model, reader_options=reader_options, seed=seed,
+                           batch_size=batch_size, **mode_options)
+    return described(fn, "answer", params)
 
 
-def _long(reader: str, seed: int | None, config, model: str | None = None, kind: str = "auto",
-          n_passages: int | None = None, max_new_tokens: int | None = None, batch_size: int | None = None, **_):
+def qa_mode(mode: str):
+    """The factory of a short-answer mode (single, cq, multi): the reader, and for cq the reranker."""
+
+    def factory(config, reader: str, model: str | None, reader_options: dict, seed, batch_size: int,
+                reranker: str = DEFAULT_RERANKER, **mode_options):
+        chosen = READERS.get(reader)
+        names = {f.name for f in fields(AnswerConfig)}
+        stage_options = {k: v for k, v in {**reader_options, **mode_options}.items() if k in names}
+        answer_config = AnswerConfig(mode=mode, batch_size=batch_size, **stage_options)
+        the_reader = chosen.build(config, batch_size=batch_size, **({"model": model} if model else {}),
+                                  **reader_options)
+        if answer_config.verify and not isinstance(the_reader, AnswerVerifier):
+            raise InputError(f"--verify needs a reader that scores answers; {reader!r} does not "
+                             "(use --reader generative)")
+        cross_encoder = None
+        if mode == "cq":
+            from ...models import load_cross_encoder
+
+            cross_encoder = load_cross_encoder(reranker, config.device)
+        stage = AnswerStage(answer_config, the_reader, cross_encoder)
+        return functools.partial(answer_batch, stage=stage, info={"reader": reader, **stage.meta(seed)})
+
+    return factory
+
+
+def long_mode(config, reader: str, model: str | None, reader_options: dict, seed, batch_size: int | None,
+              n_passages: int | None = None, max_new_tokens: int | None = None):
     """``mode="long"``: ``n_passages`` / ``max_new_tokens`` None take the long answer's defaults."""
     from ...models import load_generator
     from ..long_answer import long_answer_batch
 
     if reader != "generative":
         raise InputError("--mode long writes with a generator: it takes --reader generative")
-    generator = load_generator(model or DEFAULT_READER, config.device, config.dtype, kind)
+    generator = load_generator(model or DEFAULT_READER, config.device, config.dtype,
+                               reader_options.get("kind") or "auto")
     return functools.partial(long_answer_batch, generator=generator, n_passages=n_passages,
                              max_new_tokens=max_new_tokens, info={**generator.info, "seed": seed},
                              batch_size=batch_size)
