@@ -52,7 +52,7 @@ def test_every_stage_build_rejects_options_its_method_does_not_take():
     from cqtools.errors import InputError
     from cqtools.stages import answer, disambiguate, gen_cq, oracle, retrieve
 
-    cases = [(lambda: answer.build("single", "generative", selectd=True), "did you mean 'selected'"),
+    cases = [(lambda: answer.build("cq", "generative", selectd=True), "did you mean 'selected'"),
              (lambda: answer.build("long", "generative", verify=True), "has no option 'verify'"),
              (lambda: disambiguate.build("qd", tree=True), "disambiguation method qd has no option 'tree'"),
              (lambda: retrieve.build("bm25", index_dir="nowhere", k2=1.0), "did you mean 'k1'"),
