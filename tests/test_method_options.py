@@ -55,7 +55,7 @@ def test_every_stage_build_rejects_options_its_method_does_not_take():
     cases = [(lambda: answer.build("cq", "generative", selectd=True), "did you mean 'selected'"),
              (lambda: answer.build("long", "generative", verify=True), "has no option 'verify'"),
              (lambda: disambiguate.build("qd", tree=True), "disambiguation method qd has no option 'tree'"),
-             (lambda: retrieve.build("bm25", index_dir="nowhere", k2=1.0), "did you mean 'k1'"),
+             (lambda: retrieve.build("bm25", index_dir="nowhere", k_1=1.0), "did you mean 'k1'"),
              (lambda: oracle.build("overlap", model="m"), "oracle method overlap has no option 'model'"),
              (lambda: gen_cq.build("llm", max_new_token=8), "did you mean 'max_new_tokens'")]
     for call, message in cases:
