@@ -11,6 +11,7 @@ another ``CQ_PADDED_BATCHES`` (or any other field that can change a record) is r
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from dataclasses import dataclass, field, fields
@@ -181,6 +182,19 @@ def activate(config: RunConfig) -> RunConfig:
     global _CURRENT
     _CURRENT = config
     return config
+
+
+@contextlib.contextmanager
+def using(config: RunConfig):
+    """``config`` is the current configuration inside the block (a stage's ``build`` under a given
+    configuration: the loaders it calls read this one), the previous one after it."""
+    global _CURRENT
+    saved = _CURRENT
+    _CURRENT = config
+    try:
+        yield config
+    finally:
+        _CURRENT = saved
 
 
 def reset() -> None:

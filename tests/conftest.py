@@ -20,6 +20,17 @@ os.environ["CQ_MODELS"] = tempfile.mkdtemp(prefix="cq-test-models-")
 os.environ.pop("CQ_GEN_CACHE", None)  # a user's generation cache (cqtools/models/gencache.py) never serves a test
 
 
+@pytest.fixture(autouse=True)
+def _fresh_run_configuration():
+    """Every test starts from the environment's run configuration (cqtools/config.py) and leaves none
+    activated: a configuration a test activates never leaks into the next."""
+    from cqtools.config import reset
+
+    reset()
+    yield
+    reset()
+
+
 def jsonl(records) -> str:
     return "".join(orjson.dumps(r).decode() + "\n" for r in records)
 

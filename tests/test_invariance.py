@@ -214,16 +214,18 @@ def test_max_input_tokens_cuts_scored_prompts_to_the_limit(tiny_causal):
     from cqtools.models import load_generator
     from cqtools.models.backends import set_max_input_tokens
 
-    gen = load_generator(tiny_causal, "cpu")
     long = "the joker " * 400
     try:
-        set_max_input_tokens(32)
-        cut = gen.score([long], [" yes"])
+        set_max_input_tokens(32)  # a model keeps the cap of the configuration it is loaded under
+        capped = load_generator(tiny_causal, "cpu")
+        cut = capped.score([long], [" yes"])
         set_max_input_tokens(None)
+        gen = load_generator(tiny_causal, "cpu")
         full = gen.score([long], [" yes"])
+        assert capped.score([long], [" yes"]) == cut  # still its own cap after the configuration changed
     finally:
         set_max_input_tokens(None)
-    assert len(gen._ids(long)) > 32 and cut != full  # scored on the cut prompt, not the whole one
+    assert capped is not gen and len(gen._ids(long)) > 32 and cut != full  # scored on the cut prompt
 
 
 def test_repeated_prompts_run_once_with_the_same_outputs(tiny_causal, monkeypatch):

@@ -152,6 +152,7 @@ BROKEN = {
     "takes_builtin": "from cqtools.plugins import hookimpl\n\n@hookimpl\ndef register_detectors(register):\n"
                      "    register('always', lambda threshold=0.5: None)\n",
     "syntax_error": "def (:\n",
+    "missing_module": None,  # the entry point names a module that is not installed
 }
 
 
@@ -159,7 +160,8 @@ BROKEN = {
 def broken_site(tmp_path_factory):
     site = tmp_path_factory.mktemp("broken")
     for name, code in BROKEN.items():
-        (site / f"cqbroken_{name}.py").write_text(code)
+        if code is not None:
+            (site / f"cqbroken_{name}.py").write_text(code)
         dist = site / f"cqbroken_{name}-0.1.dist-info"
         dist.mkdir()
         (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: cqbroken-{name.replace('_', '-')}\nVersion: 0.1\n")
@@ -266,3 +268,25 @@ def test_builtins_register_only_through_the_plugin_hooks():
             if isinstance(node, ast.Attribute) and node.attr == "register" and getattr(node.value, "id", "") in names:
                 raise AssertionError(f"{path.relative_to(ROOT)}:{node.lineno} registers by import side effect")
     assert all(Path(ROOT, *name.split(".")).with_suffix(".py").exists() for name in DEFAULT_PLUGINS)
+
+
+def test_a_configuration_given_to_build_is_the_one_the_loaders_read(monkeypatch):
+    """build(method, config) loads under ``config`` (not the process's current one), and leaves the
+    current one as it was; each model keeps the input cap it was built with."""
+    from cqtools import config as cfg
+    from cqtools.models import backends
+    from cqtools.stages import detect
+
+    from .fakes import FakeGenerator
+
+    seen = []
+
+    def fake_load(name, device="auto", dtype="auto", kind="auto"):
+        seen.append((device, cfg.current().trust_remote_code, cfg.current().max_input_tokens))
+        return FakeGenerator("x")
+
+    monkeypatch.setattr(backends, "load_generator", fake_load)
+    cfg.reset()
+    detect.build("llm", cfg.RunConfig(device="cpu", trust_remote_code=True, max_input_tokens=64), model="m")
+    assert seen == [("cpu", True, 64)]
+    assert cfg.current().trust_remote_code is False and cfg.current().max_input_tokens is None

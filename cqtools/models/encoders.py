@@ -8,7 +8,7 @@ import os
 from ..errors import ResourceError
 from .resolve import ResolvedModel, resolve
 from ..config import current
-from .runtime import _cached, _context_length, _groups, _limit, _warn_cut, padded_batches, pick_device
+from .runtime import _cached, _context_length, _groups, _limit, _warn_cut, max_input_tokens, padded_batches, pick_device
 
 log = logging.getLogger("cqtools")
 
@@ -116,6 +116,7 @@ class OnnxCrossEncoder:
         self.inputs = {i.name for i in self.session.get_inputs()}
         self.name = resolved.name
         self.padded = padded_batches()
+        self.input_cap = max_input_tokens()  # --max-input-tokens of the configuration that built it
         self.info = {"model": resolved.name, "source": resolved.source, "device": _session_device(self.session),
                      "dtype": "int8-onnx",
                      "batching": "padded" if self.padded else "per-item"}
@@ -123,7 +124,7 @@ class OnnxCrossEncoder:
     def predict(self, pairs: list[tuple[str, str]], batch_size: int = 32) -> list[float]:
         import numpy as np
 
-        limit = _limit(self.max_length)
+        limit = _limit(self.max_length, cap=self.input_cap)
         if limit != self._truncation:
             self.tokenizer.enable_truncation(limit)
             self._truncation = limit
@@ -166,13 +167,14 @@ class HFCrossEncoder:
         self._warned: dict = {}
         self.name = resolved.name
         self.padded = padded_batches()
+        self.input_cap = max_input_tokens()  # --max-input-tokens of the configuration that built it
         self.info = {"model": resolved.name, "source": resolved.source, "device": device, "dtype": "float32",
                      "batching": "padded" if self.padded else "per-item"}
 
     def predict(self, pairs: list[tuple[str, str]], batch_size: int = 32) -> list[float]:
         if not pairs:
             return []
-        limit = _limit(self._context)
+        limit = _limit(self._context, cap=self.input_cap)
         self.model.max_seq_length = limit
         # a pair can only be over the limit if it has more characters than the limit has tokens
         long = [p for p in pairs if len(p[0]) + len(p[1]) + 3 > limit]
@@ -217,6 +219,7 @@ class SentenceEncoder:
     def __init__(self, model):
         self.model = model
         self.padded = padded_batches()
+        self.input_cap = max_input_tokens()  # --max-input-tokens of the configuration that built it
 
     def encode(self, texts, batch_size: int = 32, **kwargs):
         return self.model.encode(texts, batch_size=batch_size if self.padded else 1, **kwargs)
@@ -241,6 +244,7 @@ class OnnxEncoder:
         self.inputs = {i.name for i in self.session.get_inputs()}
         self.pooling = resolved.files.get("pooling", "mean")
         self.padded = padded_batches()
+        self.input_cap = max_input_tokens()  # --max-input-tokens of the configuration that built it
 
     def encode(self, texts, batch_size: int = 32, normalize_embeddings: bool = False, convert_to_numpy: bool = True,
                show_progress_bar: bool = False, **_):

@@ -117,6 +117,7 @@ class LocalGenerator:
         self._bos = [bos] if kind == "causal" and bos is not None and probe and probe[0] == bos else []
         self.context = _context_length(config, self.tokenizer)
         self.padded = padded_batches()
+        self.input_cap = max_input_tokens()  # --max-input-tokens of the configuration that built it
         placement = getattr(self.model, "hf_device_map", None)
         self.info = {"model": resolved.name, "source": resolved.source, "device": device,
                      "dtype": str(torch_dtype).replace("torch.", ""), "kind": kind,
@@ -156,7 +157,7 @@ class LocalGenerator:
         texts = [self.chat_prompt(p) if use_chat else p for p in prompts]
         special = use_chat  # a chat template already contains the special tokens
         seqs = [self.tokenizer(t, add_special_tokens=not special, verbose=False).input_ids for t in texts]
-        seqs = self._fit(seqs, _limit(self.context, max_new_tokens if self.kind == "causal" else 0))
+        seqs = self._fit(seqs, _limit(self.context, max_new_tokens if self.kind == "causal" else 0, self.input_cap))
         outputs: list[str] = [""] * len(texts)
         first: dict[tuple, int] = {}  # each distinct prompt runs once when prompts run alone (the same output)
         same = [first.setdefault(tuple(s), i) for i, s in enumerate(seqs)] if not self.padded else list(range(len(seqs)))
@@ -233,7 +234,7 @@ class LocalGenerator:
 
         prefix_ids = self._bos + self._ids(prefix)
         items = [(self._ids(p), self._ids(c)) for p, c in zip(prompts, continuations)]
-        limit, cuts = _limit(self.context), []
+        limit, cuts = _limit(self.context, cap=self.input_cap), []
         for n, (p, c) in enumerate(items):  # the prompt gives way: prefix and continuation stay whole
             room = max(0, limit - len(prefix_ids) - len(c))
             if len(p) > room:
@@ -303,7 +304,7 @@ class LocalGenerator:
     def _score_seq2seq(self, sources: list[str], targets: list[str], batch_size: int | None = None) -> list[float]:
         import torch
 
-        src = self._fit([self.tokenizer(t, verbose=False).input_ids for t in sources], _limit(self.context))
+        src = self._fit([self.tokenizer(t, verbose=False).input_ids for t in sources], _limit(self.context, cap=self.input_cap))
         tgt = [self.tokenizer(text_target=t, verbose=False).input_ids for t in targets]
         scores = [0.0] * len(sources)
         order = sorted(range(len(src)), key=lambda i: -len(src[i]))

@@ -73,11 +73,10 @@ def _context_length(config, tokenizer=None) -> int:
     return min(known) if known else DEFAULT_CONTEXT
 
 
-def _limit(context: int, reserve: int = 0) -> int:
-    """Tokens an input may have: the context less ``reserve`` (tokens still to generate), or
-    ``--max-input-tokens`` when that is smaller."""
+def _limit(context: int, reserve: int = 0, cap: int | None = None) -> int:
+    """Tokens an input may have: the context less ``reserve`` (tokens still to generate), or ``cap``
+    (``--max-input-tokens`` of the configuration the model was built under) when that is smaller."""
     limit = max(1, context - reserve)
-    cap = current().max_input_tokens
     return limit if cap is None else max(1, min(limit, cap))
 
 

@@ -17,7 +17,10 @@ def stage_fn(batch: Callable, command: str, method: str, registry, config, optio
     context = {k: v for k, v in options.items() if k in chosen.context}
     params = {"method": method, **chosen.values({k: v for k, v in options.items() if k not in chosen.context}),
               **context, **{k: v for k, v in extra.items() if _plain(v)}}
-    built = chosen.build(config, **options)
+    from ..config import using
+
+    with using(config):  # the loaders the factory calls read this configuration
+        built = chosen.build(config, **options)
     fn = functools.partial(batch, **{kwarg: built}, **extra) if batch is not None else built
     return described(fn, command, params)
 

@@ -160,8 +160,11 @@ def build(mode: str = "single", reader: str = "auto", *, seed: int | None = None
     mode_options = {k: v for k, v in given.items() if chosen_mode.option(k) is not None}
     reader_options = {k: v for k, v in given.items() if k not in mode_options}
     chosen_reader.values(reader_options)  # checked here; the mode builds the reader
-    fn = chosen_mode.build(run_config, reader=reader, model=model, reader_options=reader_options, seed=seed,
-                           batch_size=batch_size, **mode_options)
+    from ...config import using
+
+    with using(run_config):  # the loaders the mode calls read this configuration
+        fn = chosen_mode.build(run_config, reader=reader, model=model, reader_options=reader_options, seed=seed,
+                               batch_size=batch_size, **mode_options)
     return described(fn, "answer", params)
 
 

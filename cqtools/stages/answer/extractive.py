@@ -69,7 +69,7 @@ class ExtractiveReader:
 
     def __init__(self, tokenizer, model, info: dict, options: ExtractiveOptions | None = None,
                  batch_size: int | None = None):
-        from ...models.runtime import padded_batches
+        from ...models.runtime import max_input_tokens, padded_batches
 
         if not tokenizer.is_fast:
             raise ResourceError(f"extractive reader {info.get('model')}: needs a fast tokenizer (span offsets)")
@@ -77,6 +77,7 @@ class ExtractiveReader:
         self.options = options if options is not None else ExtractiveOptions()
         self.batch_size = batch_size or 32
         self.padded = padded_batches()
+        self.input_cap = max_input_tokens()  # --max-input-tokens of the configuration that built it
         self._info = {**info, "batching": "padded" if self.padded else "per-item"}
 
     @property
@@ -95,7 +96,7 @@ class ExtractiveReader:
 
         from ...models.runtime import _limit
 
-        limit = _limit(self.options.max_length)
+        limit = _limit(self.options.max_length, cap=self.input_cap)
         device = next(self.model.parameters()).device
         step = self.batch_size if self.padded else 1
         out = []
