@@ -29,7 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import CQ, machine, read_jsonl, timed  # noqa: E402
-from cqtools.stages import train_combiner  # noqa: E402
+from cqtools.train import combiner as train_combiner  # noqa: E402
 
 SIGNAL_SETS = ["classifier,titles,namesakes,parens", "classifier,titles,namesakes,parens,scores",
                "titles,namesakes,parens,scores"]

@@ -80,7 +80,7 @@ def _save_tiny_model(out: str, build) -> str:
     from transformers import AutoTokenizer
 
     from cqtools.models.resolve import resolve
-    from cqtools.stages.train import keep_model_inputs
+    from cqtools.train.loop import keep_model_inputs
 
     tok = AutoTokenizer.from_pretrained(resolve("sentence-transformers/all-MiniLM-L6-v2", announce=False).path)
     torch.manual_seed(0)

@@ -11,7 +11,7 @@ import pytest
 
 from cqtools.cli import cli
 from cqtools.stages import detect_combined as dc
-from cqtools.stages.train_combiner import best_threshold
+from cqtools.train.combiner import best_threshold
 
 from .conftest import jsonl, parse_jsonl
 

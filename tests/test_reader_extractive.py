@@ -9,7 +9,7 @@ import pytest
 from cqtools.cli import cli
 from cqtools.metrics.normalize import normalize_answer
 from cqtools.stages.answer.extractive import ExtractiveOptions, ExtractiveReader, context_of, load_extractive
-from cqtools.stages.train_reader import ReaderTrainConfig, _split, find_answer, gold_aliases
+from cqtools.train.span_reader import ReaderTrainConfig, _split, find_answer, gold_aliases
 
 from .conftest import _save_tiny_model, jsonl, parse_jsonl
 

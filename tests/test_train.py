@@ -124,3 +124,21 @@ def test_train_gen_cq_tiny_causal(runner, tmp_path, tiny_causal):
     assert result.exit_code == 0, result.stderr
     summary = orjson.loads(result.stdout)
     assert summary["kind"] == "causal" and summary["steps"] == 2 and summary["dev"]["n"] == 4
+
+
+def test_one_training_loop_serves_every_trainer():
+    """Issue 22: detect, gen-cq and reader train through cqtools/train/loop.py:train_loop; no module
+    but the loop steps an optimizer or draws batches itself."""
+    import ast
+
+    from .conftest import ROOT
+
+    steppers = set()
+    for path in sorted((ROOT / "cqtools").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("optimizer_step", "batches",
+                                                                                "make_optimizer"):
+                steppers.add(str(path.relative_to(ROOT)))
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "train_loop":
+                steppers.add("uses:" + path.name)
+    assert steppers == {"cqtools/train/loop.py", "uses:detector.py", "uses:cq_generator.py", "uses:span_reader.py"}

@@ -58,8 +58,9 @@ def cli():
 
 
 def _run(task: str, quiet: bool, **kwargs) -> None:
-    from ..stages.train import TrainConfig, train_detect
-    from ..stages.train_gen_cq import train_gen_cq
+    from ..train.detector import train_detect
+    from ..train.loop import TrainConfig
+    from ..train.cq_generator import train_gen_cq
 
     if quiet:
         logging.getLogger("cqtools").setLevel(logging.WARNING)
@@ -168,7 +169,7 @@ def reader_cmd(quiet, train_path, dev_path, more_train, dtype, **kwargs):
       cq retrieve --index idx --hits 10 < questions.jsonl \\
         | cq answer --reader extractive --model models/reader --mode multi
     """
-    from ..stages.train_reader import ReaderTrainConfig, train_reader
+    from ..train.span_reader import ReaderTrainConfig, train_reader
 
     if quiet:
         logging.getLogger("cqtools").setLevel(logging.WARNING)
@@ -217,7 +218,7 @@ def combiner_cmd(quiet, train_path, features, dtype, **kwargs):
         | cq detect --method combined --model models/combined
     """
     from ..stages.detect_combined import parse_features
-    from ..stages.train_combiner import CombinerConfig, train_combiner
+    from ..train.combiner import CombinerConfig, train_combiner
 
     if quiet:
         logging.getLogger("cqtools").setLevel(logging.WARNING)

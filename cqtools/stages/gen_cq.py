@@ -210,7 +210,7 @@ def free_form(raw: str, method: str) -> dict:
 
 def seq2seq_method(generator, n_passages: int, with_answers: str | None, max_new_tokens: int,
                    options: str = "all") -> CQWriter:
-    """A fine-tuned generator (see :mod:`cqtools.stages.train`): a seq2seq model reads the input
+    """A fine-tuned generator (see :mod:`cqtools.train`): a seq2seq model reads the input
     itself, a causal LM reads it followed by :data:`CAUSAL_SUFFIX`; output repaired like ``llm``'s,
     options grounded in its input (question, passages and, with ``with_answers``, the answers)."""
     suffix = CAUSAL_SUFFIX if generator.kind == "causal" else ""

@@ -1,5 +1,5 @@
 """The extractive reader (``cq answer --reader extractive --model DIR``): answer spans read off the
-passages by a span model trained with ``cq train reader`` (:mod:`cqtools.stages.train_reader`).
+passages by a span model trained with ``cq train reader`` (:mod:`cqtools.train.span_reader`).
 
 The model is an ``AutoModelForQuestionAnswering`` (an encoder with start/end logits per token) on
 "question [SEP] title: text", one input per (question, passage). Passage relevance is the

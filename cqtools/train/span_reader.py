@@ -28,8 +28,8 @@ from dataclasses import asdict, dataclass, field
 from ..errors import InputError, ResourceError
 from ..models.backends import set_seed
 from ..records import GOLD, PASSAGES
-from .answer.extractive import ExtractiveOptions, ExtractiveReader, context_of
-from .train import Budget, _optimizer, _write_report, batches, load_records, optimizer_step, peak_rss_mb, split_holdout
+from ..stages.answer.extractive import ExtractiveOptions, ExtractiveReader, context_of
+from .loop import load_records, peak_rss_mb, split_holdout, total_steps, train_loop, write_report
 
 log = logging.getLogger("cqtools")
 
@@ -191,18 +191,13 @@ def _split(cfg: ReaderTrainConfig) -> tuple[list[dict], list[dict]]:
     return train, dev
 
 
-def train_reader(cfg: ReaderTrainConfig) -> dict:
-    """Fine-tune the span reader; returns the report written to ``out`` (cq_train.json)."""
-    import torch
+def _load(cfg: ReaderTrainConfig, device: str):
+    """(resolved base model, fast tokenizer, span model on ``device``)."""
     from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
-    from ..models.backends import pick_device
     from ..models.resolve import resolve
 
-    set_seed(cfg.seed)
-    train, dev = _split(cfg)
     resolved = resolve(cfg.model)
-    device = pick_device(cfg.device)
     try:
         tokenizer = AutoTokenizer.from_pretrained(resolved.path)
         model = AutoModelForQuestionAnswering.from_pretrained(resolved.path).to(device)
@@ -211,15 +206,25 @@ def train_reader(cfg: ReaderTrainConfig) -> dict:
             from None
     if not tokenizer.is_fast:
         raise ResourceError(f"{cfg.model}: the reader needs a fast tokenizer (span offsets)")
+    return resolved, tokenizer, model
+
+
+def train_reader(cfg: ReaderTrainConfig) -> dict:
+    """Fine-tune the span reader; returns the report written to ``out`` (cq_train.json)."""
+    import torch
+
+    from ..models.backends import pick_device
+
+    set_seed(cfg.seed)
+    train, dev = _split(cfg)
+    device = pick_device(cfg.device)
+    resolved, tokenizer, model = _load(cfg, device)
     examples, counts = examples_of(train, tokenizer, cfg)
     if not examples:
         raise InputError("no training question has a gold answer in its passages (searched the top "
                          f"{cfg.passages}); retrieve more passages (--hits) or raise --passages")
 
-    steps_per_epoch = -(-len(examples) // cfg.batch_size)
-    total = steps_per_epoch * cfg.epochs if cfg.max_steps is None else min(cfg.max_steps, steps_per_epoch * cfg.epochs)
-    opt, sched = _optimizer(model, cfg.lr, total)
-    budget = Budget(cfg.max_steps, cfg.max_seconds)
+    total = total_steps(len(examples), cfg.batch_size, cfg.epochs, cfg.max_steps)
     options = ExtractiveOptions(n_passages=cfg.eval_passages, max_length=cfg.max_length,
                                 max_answer_tokens=cfg.max_answer_tokens)
     info = {"model": cfg.out, "base_model": resolved.name, "device": device, "dtype": "float32"}
@@ -234,26 +239,26 @@ def train_reader(cfg: ReaderTrainConfig) -> dict:
              "%d steps at most, device %s", len(examples), counts["positive"], counts["questions_used"],
              counts["questions"], len(dev), total, device)
     history: list[dict] = []
-    losses: list[float] = []
-    step, stopped = 0, "done"
-    model.train()
-    for epoch, idx in batches(len(examples), cfg.batch_size, cfg.epochs, cfg.seed):
-        if budget.spent(step):
-            stopped = "budget"
-            break
+
+    def loss_of(idx: list[int]):
         batch = tokenizer.pad([examples[i][0] for i in idx], return_tensors="pt").to(device)
         starts = torch.tensor([examples[i][1][0] for i in idx], device=device)
         ends = torch.tensor([examples[i][1][1] for i in idx], device=device)
-        losses.append(optimizer_step(model(**batch, start_positions=starts, end_positions=ends).loss, model, opt, sched))
-        step += 1
-        if cfg.eval_every and step % cfg.eval_every == 0 and step < total:
-            history.append({"step": step, "epoch": epoch, "loss": sum(losses[-cfg.eval_every:]) / cfg.eval_every,
-                            **evaluate()})
-            log.info("step %d (%.0f s): loss %.3f validation EM %.1f F1 %.1f", step, budget.elapsed(),
-                     history[-1]["loss"], history[-1]["em"], history[-1]["f1"])
-        elif step % 20 == 0:
-            log.info("step %d (%.0f s): loss %.3f", step, budget.elapsed(), sum(losses[-20:]) / 20)
-    train_seconds = budget.elapsed()
+        return model(**batch, start_positions=starts, end_positions=ends).loss
+
+    def on_eval(step: int, epoch: int, state) -> bool:  # validation scores in the history; never stops
+        history.append({"step": step, "epoch": epoch, "loss": sum(state.losses[-cfg.eval_every:]) / cfg.eval_every,
+                        **evaluate()})
+        log.info("step %d (%.0f s): loss %.3f validation EM %.1f F1 %.1f", step, state.budget.elapsed(),
+                 history[-1]["loss"], history[-1]["em"], history[-1]["f1"])
+        return False
+
+    state = train_loop(model, len(examples), loss_of, batch_size=cfg.batch_size, epochs=cfg.epochs, lr=cfg.lr,
+                       seed=cfg.seed, max_steps=cfg.max_steps, max_seconds=cfg.max_seconds,
+                       evaluate_at=lambda step, _: bool(cfg.eval_every) and step % cfg.eval_every == 0 and step < total,
+                       on_eval=on_eval, log_every=20, name="train reader")
+    step, stopped, losses = state.step, state.stopped, state.losses
+    train_seconds = state.budget.elapsed()
     final = evaluate()
     log.info("validation (%d records): EM %.1f F1 %.1f (answer in the top %d passages: %.1f%%)", final["records"],
              final["em"], final["f1"], cfg.eval_passages, final["answer_in_passages"])
@@ -271,5 +276,5 @@ def train_reader(cfg: ReaderTrainConfig) -> dict:
               "losses": [round(x, 4) for x in losses], "history": history}
     if cfg.holdout is not None:
         report["holdout_ids"] = [r.get("id") for r in dev]
-    _write_report(cfg.out, report)
+    write_report(cfg.out, report)
     return report

@@ -1,4 +1,7 @@
-"""``cq train gen-cq``: a generator fine-tuned on silver CQs (see :mod:`cqtools.stages.train`)."""
+"""``cq train gen-cq``: a generator on silver CQs built by ``from-dqs`` from gold DQs of the ambiguous
+records (seq2seq when the model is encoder-decoder, else a causal LM with the loss on the CQ only),
+trained by the shared loop (:mod:`.loop`); dev CQ metrics against the dev silver CQs (or gold.cq
+where the records carry one). The directory is what ``cq gen-cq --method seq2seq --model DIR`` loads."""
 from __future__ import annotations
 
 import os
@@ -6,8 +9,9 @@ from dataclasses import asdict
 
 from ..errors import InputError, ResourceError
 from ..records import GOLD
-from . import gen_cq as gen_stage
-from .train import (TrainConfig, load_records, optimizer_step, batches, peak_rss_mb, Budget, _optimizer, _write_report, keep_model_inputs, set_seed, log)
+from ..stages import gen_cq as gen_stage
+from .loop import (TrainConfig, keep_model_inputs, load_records, log, peak_rss_mb, set_seed, total_steps, train_loop,
+                   write_report)
 
 
 def silver_examples(records: list[dict], passages: int, with_answers: str | None) -> list[tuple[str, str, dict]]:
@@ -44,33 +48,10 @@ def cq_scores(pairs: list[tuple[str, str | None]]) -> dict:
             "category_em": cat / len(pairs) if pairs else 0.0, "n": len(pairs)}
 
 
-def train_gen_cq(cfg: TrainConfig) -> dict:
-    """Fine-tune a generator on silver CQs; returns the report written to ``out``."""
+def batch_encoder(tokenizer, seq2seq: bool, eos: int):
+    """items -> a training batch: seq2seq input/labels, or for a causal LM "input\nClarifying question:
+    CQ<eos>" with the loss on " CQ<eos>" only (right padding)."""
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
-
-    from ..models.backends import load_generator, pick_device
-    from ..models.generator import _gguf_to_safetensors
-    from ..models.resolve import resolve
-
-    if cfg.dev is None:
-        raise InputError("train gen-cq needs --dev FILE")
-    set_seed(cfg.seed)
-    train = silver_examples(load_records(cfg.train, cfg.limit), cfg.passages, cfg.with_answers)
-    dev = silver_examples(load_records(cfg.dev, cfg.dev_limit), cfg.passages, cfg.with_answers)
-    if not train:
-        raise InputError(f"{cfg.train} has no ambiguous records with >= 2 gold DQs to build silver CQs from")
-    resolved = resolve(cfg.model)
-    path = _gguf_to_safetensors(resolved) if resolved.fmt == "gguf" else resolved.path
-    device = pick_device(cfg.device)
-    seq2seq = bool(getattr(AutoConfig.from_pretrained(path), "is_encoder_decoder", False))
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = (AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM).from_pretrained(path).to(device)
-    eos = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else tokenizer.sep_token_id
-    if eos is None:
-        raise ResourceError(f"the tokenizer of {cfg.model} has no end-of-sequence token to end a CQ with")
-    if tokenizer.pad_token_id is None:
-        tokenizer.pad_token_id = eos
 
     def encode(items):
         sources = [s for s, _, _ in items]
@@ -95,41 +76,71 @@ def train_gen_cq(cfg: TrainConfig) -> dict:
         lab = torch.tensor([row + [-100] * (width - len(row)) for row in labels])
         return {"input_ids": ids, "attention_mask": mask, "labels": lab}
 
-    steps_per_epoch = -(-len(train) // cfg.batch_size)
-    total = steps_per_epoch * cfg.epochs if cfg.max_steps is None else min(cfg.max_steps, steps_per_epoch * cfg.epochs)
-    opt, sched = _optimizer(model, cfg.lr, total)
-    budget = Budget(cfg.max_steps, cfg.max_seconds)
-    model.train()
-    step = 0
-    losses: list[float] = []
+    return encode
+
+
+def train_gen_cq(cfg: TrainConfig) -> dict:
+    """Fine-tune a generator on silver CQs; returns the report written to ``out``."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from ..models.backends import pick_device
+    from ..models.generator import _gguf_to_safetensors
+    from ..models.resolve import resolve
+
+    if cfg.dev is None:
+        raise InputError("train gen-cq needs --dev FILE")
+    set_seed(cfg.seed)
+    train = silver_examples(load_records(cfg.train, cfg.limit), cfg.passages, cfg.with_answers)
+    dev = silver_examples(load_records(cfg.dev, cfg.dev_limit), cfg.passages, cfg.with_answers)
+    if not train:
+        raise InputError(f"{cfg.train} has no ambiguous records with >= 2 gold DQs to build silver CQs from")
+    resolved = resolve(cfg.model)
+    path = _gguf_to_safetensors(resolved) if resolved.fmt == "gguf" else resolved.path
+    device = pick_device(cfg.device)
+    seq2seq = bool(getattr(AutoConfig.from_pretrained(path), "is_encoder_decoder", False))
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = (AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM).from_pretrained(path).to(device)
+    eos = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else tokenizer.sep_token_id
+    if eos is None:
+        raise ResourceError(f"the tokenizer of {cfg.model} has no end-of-sequence token to end a CQ with")
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token_id = eos
+
+    encode = batch_encoder(tokenizer, seq2seq, eos)
+
+    def loss_of(idx: list[int]):
+        return model(**{k: v.to(device) for k, v in encode([train[i] for i in idx]).items()}).loss
+
     log.info("train gen-cq: %d silver train / %d dev CQs, %s, %d steps at most, device %s", len(train), len(dev),
-             "seq2seq" if seq2seq else "causal LM", total, device)
-    for epoch, idx in batches(len(train), cfg.batch_size, cfg.epochs, cfg.seed):
-        if budget.spent(step):
-            break
-        batch = {k: v.to(device) for k, v in encode([train[i] for i in idx]).items()}
-        losses.append(optimizer_step(model(**batch).loss, model, opt, sched))
-        step += 1
-        if step % 10 == 0:
-            log.info("step %d: loss %.3f", step, sum(losses[-10:]) / len(losses[-10:]))
+             "seq2seq" if seq2seq else "causal LM", total_steps(len(train), cfg.batch_size, cfg.epochs,
+                                                                cfg.max_steps), device)
+    state = train_loop(model, len(train), loss_of, batch_size=cfg.batch_size, epochs=cfg.epochs, lr=cfg.lr,
+                       seed=cfg.seed, max_steps=cfg.max_steps, max_seconds=cfg.max_seconds, log_every=10,
+                       name="train gen-cq")
+    step, losses = state.step, state.losses
     os.makedirs(cfg.out, exist_ok=True)
     model.save_pretrained(cfg.out)
     tokenizer.save_pretrained(cfg.out)
     keep_model_inputs(cfg.out, model)
-    train_seconds = round(budget.elapsed(), 1)
+    train_seconds = round(state.budget.elapsed(), 1)
 
-    # dev: generate with the saved model exactly as `cq gen-cq --method seq2seq` would
-    dev_scores = None
-    if dev:
-        generator = load_generator(cfg.out, device=device)
-        method = gen_stage.seq2seq_method(generator, cfg.passages, cfg.with_answers, 48)
-        preds = method.run([r for _, _, r in dev])
-        golds = [(r.get(GOLD) or {}).get("cq") or target for _, target, r in dev]
-        dev_scores = cq_scores([(g, p["text"]) for g, p in zip(golds, preds)])
-        dev_scores["valid"] = sum(bool(p["valid"]) for p in preds) / len(preds)
+    dev_scores = dev_cq_scores(cfg, dev, device) if dev else None
     report = {"task": "gen-cq", "config": asdict(cfg), "base_model": resolved.describe(), "device": device,
               "kind": "seq2seq" if seq2seq else "causal", "steps": step, "train_seconds": train_seconds,
               "peak_rss_mb": round(peak_rss_mb()), "train_examples": len(train), "dev_examples": len(dev),
               "final_loss": sum(losses[-10:]) / len(losses[-10:]) if losses else None, "dev": dev_scores}
-    _write_report(cfg.out, report)
+    write_report(cfg.out, report)
     return report
+
+
+def dev_cq_scores(cfg: TrainConfig, dev: list, device: str) -> dict:
+    """Generate with the saved model exactly as `cq gen-cq --method seq2seq` would, and score the CQs
+    against gold.cq where a record has one, else its silver CQ."""
+    from ..models.backends import load_generator
+
+    generator = load_generator(cfg.out, device=device)
+    preds = gen_stage.seq2seq_method(generator, cfg.passages, cfg.with_answers, 48).run([r for _, _, r in dev])
+    golds = [(r.get(GOLD) or {}).get("cq") or target for _, target, r in dev]
+    scores = cq_scores([(g, p["text"]) for g, p in zip(golds, preds)])
+    scores["valid"] = sum(bool(p["valid"]) for p in preds) / len(preds)
+    return scores

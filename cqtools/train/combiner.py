@@ -19,8 +19,8 @@ import numpy as np
 from ..errors import InputError
 from ..metrics import bootstrap as m_boot
 from ..metrics.detect import auroc
-from . import detect_combined as dc
-from .train import REPORT, gold_label, load_records
+from ..stages import detect_combined as dc
+from .loop import REPORT, gold_label, load_records
 
 log = logging.getLogger("cqtools")
 

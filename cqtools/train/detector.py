@@ -1,0 +1,141 @@
+"""``cq train detect``: an encoder + 2-label head (AutoModelForSequenceClassification) on
+"question [SEP] passages" with label ``gold.ambiguous``; the checkpoint kept is the best on dev F1
+(ties: accuracy) or dev AUROC, "dev" being a separate file or a seeded slice held out of the
+training records (``holdout``), with early stopping after ``patience`` evaluations without gain.
+The directory is what ``cq detect --method classifier --model DIR`` loads."""
+from __future__ import annotations
+
+import os
+from dataclasses import asdict
+
+from ..errors import InputError, ResourceError
+from ..stages import detect as detect_stage
+from .loop import (LoopState, TrainConfig, gold_label, load_records, log, peak_rss_mb, set_seed, split_holdout,
+                   total_steps, train_loop, write_report)
+
+
+def _data(cfg: TrainConfig) -> tuple[list[dict], list[dict]]:
+    """(train, dev) records: dev from its file, or held out of train."""
+    if (cfg.dev is None) == (cfg.holdout is None):
+        raise InputError("train detect needs either --dev FILE or --holdout N (records held out of --train) "
+                         "for early stopping, not both")
+    if cfg.select not in ("f1", "auroc"):
+        raise InputError(f"select must be f1 or auroc, not {cfg.select!r}")
+    set_seed(cfg.seed)
+    train = load_records(cfg.train, cfg.limit)
+    if cfg.holdout is None:
+        return train, load_records(cfg.dev, cfg.dev_limit)
+    train, dev = split_holdout(train, cfg.holdout, cfg.seed)
+    return train, dev[:cfg.dev_limit] if cfg.dev_limit else dev
+
+
+def _load(cfg: TrainConfig, device: str):
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from ..models.resolve import resolve
+
+    resolved = resolve(cfg.model)
+    tokenizer = AutoTokenizer.from_pretrained(resolved.path)
+    try:
+        model = AutoModelForSequenceClassification.from_pretrained(
+            resolved.path, num_labels=2, id2label={0: "not ambiguous", 1: "ambiguous"},
+            label2id={"not ambiguous": 0, "ambiguous": 1}).to(device)
+    except (OSError, ValueError) as err:
+        raise ResourceError(f"cannot load {cfg.model} as an encoder: {str(err).splitlines()[0]}") from None
+    return resolved, tokenizer, model
+
+
+class Checkpoints:
+    """Dev evaluations during training: the history, the best scores and weights so far, patience."""
+
+    def __init__(self, cfg: TrainConfig, model, evaluate, eval_every: int):
+        self.cfg, self.model, self.evaluate, self.eval_every = cfg, model, evaluate, eval_every
+        self.history: list[dict] = []
+        self.best: dict | None = None
+        self.best_state = None
+        self.bad = 0
+
+    def key(self, scores: dict) -> tuple:
+        if self.cfg.select == "auroc":
+            return (scores["auroc"] if scores["auroc"] is not None else -1.0, scores["f1"])
+        return (scores["f1"], scores["accuracy"])
+
+    def __call__(self, step: int, epoch: int, state: LoopState) -> bool:
+        """Evaluate; keep the weights if best; True (stop) after ``patience`` evaluations without gain."""
+        scores = self.evaluate()
+        self.history.append({"step": step, "epoch": epoch, "loss": state.mean_loss(self.eval_every),
+                             **{k: scores[k] for k in ("accuracy", "precision", "recall", "f1", "auroc")}})
+        log.info("step %d (%.0f s): loss %.3f dev F1 %.3f acc %.3f AUROC %s", step, state.budget.elapsed(),
+                 self.history[-1]["loss"], scores["f1"], scores["accuracy"],
+                 "-" if scores["auroc"] is None else f"{scores['auroc']:.3f}")
+        if self.best is None or self.key(scores) > self.key(self.best):
+            self.best = {**self.history[-1]}
+            self.best_state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+            self.bad = 0
+            return False
+        self.bad += 1
+        if self.bad >= self.cfg.patience:
+            log.info("early stop: no dev improvement in %d evaluations", self.bad)
+            return True
+        return False
+
+
+def train_detect(cfg: TrainConfig) -> dict:
+    """Fine-tune an encoder as the ambiguity classifier; returns the report written to ``out``."""
+    import torch
+
+    from ..metrics.detect import auroc, confusion
+    from ..models.backends import pick_device
+
+    train, dev = _data(cfg)
+    y_train = [gold_label(r) for r in train]
+    y_dev = [gold_label(r) for r in dev]
+    x_train = [detect_stage.classifier_text(r, cfg.passages) for r in train]
+    x_dev = [detect_stage.classifier_text(r, cfg.passages) for r in dev]
+    device = pick_device(cfg.device)
+    resolved, tokenizer, model = _load(cfg, device)
+
+    def evaluate() -> dict:
+        model.eval()
+        probs: list[float] = []
+        with torch.inference_mode():
+            for start in range(0, len(x_dev), 64):
+                enc = detect_stage.encode_pairs(tokenizer, x_dev[start:start + 64], cfg.max_length).to(device)
+                probs.extend(torch.softmax(model(**enc).logits.float(), -1)[:, 1].tolist())
+        model.train()
+        scores = confusion(y_dev, [p > 0.5 for p in probs])
+        scores["auroc"] = auroc(y_dev, probs)
+        return scores
+
+    def loss_of(idx: list[int]):
+        enc = detect_stage.encode_pairs(tokenizer, [x_train[i] for i in idx], cfg.max_length).to(device)
+        return model(**enc, labels=torch.tensor([int(y_train[i]) for i in idx], device=device)).loss
+
+    total = total_steps(len(train), cfg.batch_size, cfg.epochs, cfg.max_steps)
+    eval_every = cfg.eval_every or -(-len(train) // cfg.batch_size)
+    checkpoints = Checkpoints(cfg, model, evaluate, eval_every)
+    log.info("train detect: %d train / %d %s records, %d steps at most, device %s", len(train), len(dev),
+             "held-out train" if cfg.holdout is not None else "dev", total, device)
+    state = train_loop(model, len(train), loss_of, batch_size=cfg.batch_size, epochs=cfg.epochs, lr=cfg.lr,
+                       seed=cfg.seed, max_steps=cfg.max_steps, max_seconds=cfg.max_seconds,
+                       evaluate_at=lambda step, state: (step % eval_every == 0 or state.budget.spent(step)
+                                                        or step == total),
+                       on_eval=checkpoints, name="train detect")
+    best = checkpoints.best
+    if best is None:  # no step was taken (empty budget)
+        best = {"step": 0, **evaluate()}
+    else:
+        model.load_state_dict(checkpoints.best_state)
+    os.makedirs(cfg.out, exist_ok=True)
+    model.save_pretrained(cfg.out)
+    tokenizer.save_pretrained(cfg.out)
+    report = {"task": "detect", "config": asdict(cfg), "base_model": resolved.describe(), "device": device,
+              "steps": state.step, "stopped": state.stopped, "train_seconds": round(state.budget.elapsed(), 1),
+              "peak_rss_mb": round(peak_rss_mb()), "train_records": len(train), "train_ambiguous": sum(y_train),
+              "dev_records": len(dev), "dev_ambiguous": sum(y_dev),
+              "dev_source": "holdout" if cfg.holdout is not None else "dev", "best": best,
+              "history": checkpoints.history}
+    if cfg.holdout is not None:
+        report["holdout_ids"] = [r.get("id") for r in dev]
+    write_report(cfg.out, report)
+    return report

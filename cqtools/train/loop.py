@@ -1,0 +1,207 @@
+"""The one training loop of ``cq train detect``, ``gen-cq`` and ``reader`` (plain torch, CPU-friendly)
+and what they share: reading records, seeded batches, AdamW with linear warm-up, the step budget,
+the report file.
+
+:func:`train_loop` runs the steps: a seeded shuffle per epoch (:func:`batches`), one optimizer
+step per batch (clipped to norm 1), a stop at ``max_steps`` or ``max_seconds`` (:class:`Budget`),
+and at the steps ``evaluate_at`` names a call of ``on_eval`` that may end training early. What a
+task feeds it (its examples, its loss, its evaluation and checkpoint choice) lives in its own module:
+:mod:`.detector`, :mod:`.cq_generator`, :mod:`.span_reader`; :mod:`.combiner` fits a logistic
+model instead and shares only the record helpers.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import resource
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+from ..errors import InputError, ResourceError
+from ..jsonl import read_records
+from ..models.backends import set_seed  # noqa: F401  (re-exported: the tasks seed through here)
+from ..records import GOLD
+from ..stages import detect as detect_stage
+
+log = logging.getLogger("cqtools")
+REPORT = "cq_train.json"
+
+
+@dataclass
+class TrainConfig:
+    train: str
+    dev: str | None
+    model: str
+    out: str
+    epochs: int = 3
+    batch_size: int = 16
+    lr: float = 5e-5
+    max_steps: int | None = None
+    max_seconds: float | None = None
+    limit: int | None = None
+    dev_limit: int | None = None
+    seed: int = 0
+    passages: int = 3
+    eval_every: int | None = None   # steps between dev evaluations (default: once per epoch)
+    patience: int = 3               # evaluations without improvement before stopping
+    holdout: int | None = None      # detect only: early-stop on N train records held out (instead of dev)
+    select: str = "f1"              # detect only: checkpoint metric, "f1" (ties: accuracy) or "auroc"
+    max_length: int = detect_stage.MAX_INPUT_TOKENS  # detect only: tokens per input
+    device: str = "auto"
+    with_answers: str | None = None  # gen-cq only: None | "gold"
+
+
+# --- data ------------------------------------------------------------------------------------
+
+def load_records(path: str, limit: int | None) -> list[dict]:
+    if not os.path.exists(path):
+        raise ResourceError(f"file not found: {path}; make one with `cq convert ambignq FILE > {path}`")
+    out = []
+    with open(path, "rb") as fh:
+        for _, record in read_records(fh, ("question",)):
+            if limit is not None and len(out) >= limit:
+                break
+            out.append(record)
+    if not out:
+        raise InputError(f"{path} holds no records")
+    return out
+
+
+def gold_label(record: dict) -> bool:
+    value = (record.get(GOLD) or {}).get("ambiguous")
+    if value is None:
+        raise InputError(f"record {record.get('id')} has no gold.ambiguous; training needs records from "
+                         "`cq convert ambignq ...`")
+    return bool(value)
+
+
+def optimizer_step(loss, model, opt, sched) -> float:
+    """One update shared by every training loop: backward, clip to norm 1, step, schedule, zero."""
+    import torch
+
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    sched.step()
+    opt.zero_grad()
+    return loss.item()
+
+
+def batches(n: int, size: int, epochs: int, seed: int) -> Iterator[tuple[int, list[int]]]:
+    """(epoch, indices) for every step: a fresh seeded shuffle each epoch."""
+    rng = random.Random(seed)
+    for epoch in range(epochs):
+        order = list(range(n))
+        rng.shuffle(order)
+        for start in range(0, n, size):
+            yield epoch, order[start:start + size]
+
+
+def split_holdout(records: list[dict], n: int, seed: int) -> tuple[list[dict], list[dict]]:
+    """(train, held out): ``n`` records drawn with a seeded shuffle; both keep file order."""
+    if n >= len(records):
+        raise InputError(f"--holdout {n} leaves no training records (the file has {len(records)})")
+    held = set(random.Random(seed).sample(range(len(records)), n))
+    return ([r for i, r in enumerate(records) if i not in held], [r for i, r in enumerate(records) if i in held])
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+class Budget:
+    """Stops training at ``max_steps`` or ``max_seconds``, whichever comes first."""
+
+    def __init__(self, max_steps: int | None, max_seconds: float | None):
+        self.max_steps, self.max_seconds = max_steps, max_seconds
+        self.start = time.perf_counter()
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def spent(self, step: int) -> bool:
+        return ((self.max_steps is not None and step >= self.max_steps)
+                or (self.max_seconds is not None and self.elapsed() >= self.max_seconds))
+
+
+def make_optimizer(model, lr: float, total_steps: int):
+    import torch
+    from transformers import get_linear_schedule_with_warmup
+
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.01)
+    sched = get_linear_schedule_with_warmup(opt, max(1, total_steps // 10), max(1, total_steps))
+    return opt, sched
+
+
+def write_report(out: str, report: dict) -> None:
+    with open(os.path.join(out, REPORT), "w") as fh:
+        json.dump(report, fh, indent=2, sort_keys=True)
+
+
+def keep_model_inputs(out: str, model) -> None:
+    """Make the saved tokenizer return only what the model's forward takes (a BERT tokenizer on a
+    BART model would add ``token_type_ids``, which ``generate`` rejects)."""
+    import inspect
+
+    accepted = set(inspect.signature(model.forward).parameters)
+    path = os.path.join(out, "tokenizer_config.json")
+    with open(path) as fh:
+        config = json.load(fh)
+    names = [n for n in ("input_ids", "token_type_ids", "attention_mask") if n in accepted]
+    if "token_type_ids" not in names:
+        config["model_input_names"] = names
+        with open(path, "w") as fh:
+            json.dump(config, fh, indent=2)
+
+
+# --- the loop -------------------------------------------------------------------------------------
+
+@dataclass
+class LoopState:
+    """Where a training run ended: steps taken, why it stopped ("done", "budget", "early stop"), the
+    loss of every step, and the budget's clock (its ``elapsed()`` is the training time)."""
+
+    budget: Budget
+    step: int = 0
+    stopped: str = "done"
+    losses: list = field(default_factory=list)
+
+    def mean_loss(self, last: int) -> float:
+        window = self.losses[-last:]
+        return sum(window) / len(window)
+
+
+def total_steps(examples: int, batch_size: int, epochs: int, max_steps: int | None) -> int:
+    """Steps a run takes at most: every epoch's batches, or ``max_steps`` when that is fewer."""
+    per_epoch = -(-examples // batch_size)
+    return per_epoch * epochs if max_steps is None else min(max_steps, per_epoch * epochs)
+
+
+def train_loop(model, examples: int, loss_of: Callable[[list[int]], object], *, batch_size: int, epochs: int,
+               lr: float, seed: int, max_steps: int | None, max_seconds: float | None,
+               evaluate_at: Callable[[int, "LoopState"], bool] = lambda step, state: False,
+               on_eval: Callable[[int, int, LoopState], bool] | None = None, log_every: int = 0,
+               name: str = "train") -> LoopState:
+    """Train ``model`` on ``examples`` items: ``loss_of(indices)`` is one batch's loss. After a step
+    for which ``evaluate_at(step, state)`` holds, ``on_eval(step, epoch, state)`` runs and returns True to
+    stop early; otherwise every ``log_every`` steps the mean loss is logged."""
+    opt, sched = make_optimizer(model, lr, total_steps(examples, batch_size, epochs, max_steps))
+    state = LoopState(Budget(max_steps, max_seconds))
+    model.train()
+    for epoch, idx in batches(examples, batch_size, epochs, seed):
+        if state.budget.spent(state.step):
+            state.stopped = "budget"
+            break
+        state.losses.append(optimizer_step(loss_of(idx), model, opt, sched))
+        state.step += 1
+        if evaluate_at(state.step, state):
+            if on_eval is not None and on_eval(state.step, epoch, state):
+                state.stopped = "early stop"
+                break
+        elif log_every and state.step % log_every == 0:
+            log.info("%s step %d (%.0f s): loss %.3f", name, state.step, state.budget.elapsed(),
+                     state.mean_loss(log_every))
+    return state
