@@ -153,9 +153,31 @@ class RunConfig:
     def as_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
 
+    def recorded(self) -> dict:
+        """The whole configuration as a run record holds it (an API server's address without user
+        info or query, where a key could hide); :meth:`shaping` names the fields a resume compares."""
+        out = {k: _jsonable(v) for k, v in self.as_dict().items()}
+        if self.api_base:
+            from urllib.parse import urlsplit, urlunsplit
+
+            parts = urlsplit(self.api_base)
+            host = parts.hostname or ""
+            out["api_base"] = urlunsplit((parts.scheme, f"{host}:{parts.port}" if parts.port else host,
+                                          parts.path, "", ""))
+        return out
+
+    @classmethod
+    def shaping_keys(cls, recorded: dict) -> list[str]:
+        """The fields of a recorded configuration that can change a record (see :meth:`shaping`)."""
+        keys = [k for k in recorded if k not in cls.NOT_SHAPING]
+        if recorded.get("padded_batches") and "model_batch_size" in recorded:
+            keys.append("model_batch_size")
+        return keys
+
     def load_key(self) -> tuple:
         """What decides a loaded model besides its name and device: the process's model cache key."""
-        return (self.revision, self.trust_remote_code, self.quantize, self.max_input_tokens, self.padded_batches)
+        return (self.revision, self.trust_remote_code, self.quantize, self.max_input_tokens, self.padded_batches,
+                self.model_batch_size if self.padded_batches else None)
 
     def cache_root(self) -> str:
         return self.cache_dir or os.path.join(os.path.expanduser("~"), ".cache", "cqtools")

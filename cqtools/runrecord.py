@@ -85,7 +85,7 @@ def build(command: str, params: dict, config=None) -> dict:
     config = config or current()
     ignore = NOT_SHAPING - {"batch_size"} if config.padded_batches else NOT_SHAPING  # padded: batch mates matter
     shaping = {k: _plain(v) for k, v in sorted(params.items()) if k not in ignore}
-    return {"command": command, "params": shaping, "config": config.shaping(),
+    return {"command": command, "params": shaping, "config": config.recorded(),
             "models": models_in_use(), "prompts": prompts_version(), "cqtools": __version__}
 
 
@@ -122,10 +122,11 @@ def difference(old: dict, new: dict, ignore: tuple[str, ...] = ()) -> str | None
             return f"{label}: {old.get(key)!r} != {new.get(key)!r}"
     old_config, new_config = old.get("config"), new.get("config")
     if isinstance(old_config, dict) and isinstance(new_config, dict):  # older run records hold none
-        from .config import FLAGS, BY_NAME
+        from .config import BY_NAME, FLAGS, RunConfig
 
-        # padded batches first: it is why model_batch_size appears at all
-        for key in sorted(set(old_config) | set(new_config), key=lambda k: (k != "padded_batches", k)):
+        keys = set(RunConfig.shaping_keys(old_config)) | set(RunConfig.shaping_keys(new_config))
+        # padded batches first: it is why model_batch_size counts at all
+        for key in sorted(keys, key=lambda k: (k != "padded_batches", k)):
             if old_config.get(key) != new_config.get(key):
                 env = next((n for n, v in BY_NAME.items() if v.field == key), None)
                 name = FLAGS.get(key) or f"run configuration {key}"

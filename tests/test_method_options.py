@@ -200,6 +200,21 @@ def test_python_api_resume_records_the_real_parameters(tmp_path):
     assert record["command"] == "detect"
     assert record["params"]["method"] == "never" and record["params"]["threshold"] == -2.0
     assert record["config"]["padded_batches"] is False and record["complete"] is True
+    from cqtools.config import RunConfig
+
+    assert set(record["config"]) == set(RunConfig().as_dict())  # the whole configuration is recorded
+
+
+def test_fields_that_change_no_record_do_not_refuse_a_resume(tmp_path):
+    """--device, the API pace, cache places: recorded, not compared (like --batch-size)."""
+    out = tmp_path / "out.jsonl"
+    first = cq("detect", "--method", "never", "--resume", str(out), input_text=jsonl(QUESTIONS[:1]))
+    assert first.returncode == 0, first.stderr
+    again = cq("detect", "--method", "never", "--resume", str(out), "--device", "cpu", input_text=jsonl(QUESTIONS),
+               env={"CQ_API_TIMEOUT": "5", "CQ_CACHE": str(tmp_path / "c"), "CQ_API_BASE": "http://u:p@h:1/v1?k=x"})
+    assert again.returncode == 0, again.stderr
+    record = json.loads((tmp_path / "out.jsonl.cq.json").read_text())
+    assert record["config"]["api_timeout"] == 5.0 and record["config"]["api_base"] == "http://h:1/v1"
 
 
 @pytest.mark.parametrize("variable, value, field", [("CQ_PADDED_BATCHES", "1", "padded_batches"),

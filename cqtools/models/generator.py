@@ -84,7 +84,7 @@ class LocalGenerator:
     """Greedy generation and continuation scoring with one call shape for causal and seq2seq LMs."""
 
     def __init__(self, resolved: ResolvedModel, device: str, dtype: str = "auto", kind: str = "auto",
-                 batch_size: int = 16):
+                 batch_size: int | None = None):
         import torch
         from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
@@ -98,7 +98,9 @@ class LocalGenerator:
             kind = "seq2seq" if getattr(config, "is_encoder_decoder", False) else "causal"
         self.kind = kind
         self.name = resolved.name
-        self.batch_size = batch_size
+        # items per padded forward pass when a call names none: --model-batch-size of the configuration
+        # that built it (each input runs alone unless CQ_PADDED_BATCHES=1)
+        self.batch_size = batch_size or current().model_batch_size
         torch_dtype = pick_dtype(dtype, device)
         self.tokenizer = AutoTokenizer.from_pretrained(path, **remote)
         cls = AutoModelForSeq2SeqLM if kind == "seq2seq" else AutoModelForCausalLM
