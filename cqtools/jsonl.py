@@ -7,6 +7,7 @@ import gzip
 import io
 import logging
 import os
+import re
 import zlib
 from itertools import islice
 from typing import IO, Iterable, Iterator
@@ -242,6 +243,43 @@ def wants_gzip(path: str) -> bool:
     return path.endswith(".gz")
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` runs on this machine (a leftover's owner)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def remove_stale(parent: str, pattern: str) -> list[str]:
+    """Remove the entries of ``parent`` whose name matches ``pattern`` (a regex whose first group is
+    the writing process's pid) and whose process is gone: what a killed run (kill -9, a node lost)
+    left behind. Files and directories of live processes are never touched."""
+    import re
+    import shutil
+
+    removed = []
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return removed
+    for name in names:
+        match = re.match(pattern, name)
+        if not match or pid_alive(int(match.group(1))):
+            continue
+        path = os.path.join(parent, name)
+        try:
+            shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)
+        except OSError:
+            continue
+        removed.append(path)
+        log.info("removed %s, left by a run that no longer exists", path)
+    return removed
+
+
 class AtomicFile:
     """``-o FILE``: written to a hidden temp file beside FILE, renamed over it by :meth:`commit`. A run
     that fails (or is killed) never leaves half a FILE, and an existing FILE stays as it was until the
@@ -253,6 +291,7 @@ class AtomicFile:
         self.tmp = os.path.join(parent, f".{name}.tmp{os.getpid()}")
         try:
             os.makedirs(parent, exist_ok=True)
+            remove_stale(parent, rf"^\.{re.escape(name)}\.tmp(\d+)$")
             self.raw = open(self.tmp, "wb")
         except OSError as err:
             raise ResourceError(f"cannot write {path}: {err.strerror}") from None

@@ -155,6 +155,30 @@ def config_of(record: dict) -> dict:
 # --resume
 
 
+def lock(out: str) -> int:
+    """An exclusive lock on ``--resume OUT`` for this process: ``OUT.cq.lock`` (flock; the kernel
+    releases it when the process ends, however it ends). A second process on the same OUT (a requeued
+    job overlapping the old one) gets a one-line error instead of appending the same records again."""
+    import fcntl
+
+    path = out + ".cq.lock"
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as err:
+        raise InputError(f"--resume {out}: cannot create its lock file {path} ({err.strerror})") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise InputError(f"--resume {out} is being written by another cq process (pid {holder}); wait for it "
+                         f"to end (or stop it), or write to another file") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
 def open_resume(out: str, force: bool = False, shard: list | None = None, command: str | None = None,
                 params: dict | None = None) -> tuple[dict, int]:
     """Check ``--resume OUT`` against this run's configuration; returns the run record to keep

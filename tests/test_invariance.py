@@ -101,21 +101,23 @@ def _invoke(args: list[str], text: str):
 
 def run_cut(args: list[str], text: str, cut: str, tmp_path: Path) -> list[dict]:
     """The records ``cq <args>`` writes for ``text`` under one cut."""
+    # a cut sets records per stream batch and items per model pass alike (they differ only when padded)
     if cut == "batch-1":
-        return parse_jsonl(_invoke([*args, "--batch-size", "1"], text).stdout)
+        return parse_jsonl(_invoke([*args, "--batch-size", "1", "--model-batch-size", "1"], text).stdout)
     if cut == "batch-4":
-        return parse_jsonl(_invoke([*args, "--batch-size", "4"], text).stdout)
+        return parse_jsonl(_invoke([*args, "--batch-size", "4", "--model-batch-size", "4"], text).stdout)
     if cut == "shards":
         outs = [str(tmp_path / f"out.{i}.jsonl") for i in range(2)]
         for i, out in enumerate(outs):
-            _invoke([*args, "--batch-size", "4", "--shard", f"{i}/2", "--resume", out], text)
+            _invoke([*args, "--batch-size", "4", "--model-batch-size", "4", "--shard", f"{i}/2", "--resume", out],
+                    text)
         return parse_jsonl(_invoke(["merge", *outs], "").stdout)
     if cut == "tear":
         out = tmp_path / "torn.jsonl"
-        _invoke([*args, "--batch-size", "4", "--resume", str(out)], text)
+        _invoke([*args, "--batch-size", "4", "--model-batch-size", "4", "--resume", str(out)], text)
         lines = out.read_text().splitlines(keepends=True)
         out.write_text("".join(lines[:2]) + lines[2][: len(lines[2]) // 2])  # killed inside the first batch
-        _invoke([*args, "--batch-size", "4", "--resume", str(out)], text)
+        _invoke([*args, "--batch-size", "4", "--model-batch-size", "4", "--resume", str(out)], text)
         return parse_jsonl(out.read_text())
     if cut == "accelerate":
         return run_accelerate(args, text, tmp_path)

@@ -143,9 +143,10 @@ def test_pyserini_faiss_searcher_reads_our_dense_index(fixture_index):
     """Our dense index is in Pyserini's layout: its FaissSearcher returns the same top hit."""
     from cqtools.retrieval import jvm
 
-    jvm.setup()
-    from pyserini.encode import AutoQueryEncoder
-    from pyserini.search.faiss import FaissSearcher
+    with jvm.pyserini_imports():
+        from pyserini.encode import AutoQueryEncoder
+        from pyserini.search.faiss import FaissSearcher
+    assert "OPENAI_API_KEY" not in os.environ or os.environ["OPENAI_API_KEY"] != "unused-placeholder"
 
     from cqtools.models import resolve
     from cqtools.retrieval.base import DENSE_DIR

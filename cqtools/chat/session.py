@@ -4,6 +4,8 @@ answer, built once), what a turn shows (:func:`options_of`, :func:`evidence`, :f
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 import re
 from dataclasses import dataclass, field
 from typing import IO, Callable, Iterable, Iterator
@@ -14,6 +16,7 @@ from ..errors import InputError
 from ..metrics.cq import INVALID
 from ..records import ANSWERS, PASSAGES, read_cq, set_meta
 
+log = logging.getLogger("cqtools")
 OTHER = "other: type your own"
 SHOW_ALL = "show all answers"
 CHOICES = ("option", "other", "all", "direct")  # meta.chat.choice
@@ -192,10 +195,25 @@ def render_answers(record: dict, mark: Callable[[str], str]) -> list[str]:
 # --- the log -------------------------------------------------------------------------------------
 
 class TurnLog:
-    """Appends one JSON line per finished turn and flushes it (``--log FILE``; None: no log)."""
+    """Appends one JSON line per finished turn and flushes it (``--log FILE``; None: no log). A log
+    whose last line a killed session tore is repaired first, as ``--resume`` repairs its output (the
+    torn line is cut off, with a warning), so the new turns never join it."""
 
     def __init__(self, path: str | None):
-        self.fh: IO[bytes] | None = open(path, "ab") if path else None
+        self.fh: IO[bytes] | None = None
+        if path:
+            from ..jsonl import repair_output, scan_output
+
+            try:
+                os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+                done, good_end, recovered = scan_output(path)
+                if os.path.exists(path) and (good_end != os.path.getsize(path) or recovered):
+                    log.warning("chat: --log %s ended in a partly written turn (a killed session); cut it off, "
+                                "%d whole turns kept", path, done)
+                    repair_output(path, good_end, recovered)
+                self.fh = open(path, "ab")
+            except OSError as err:
+                raise InputError(f"--log {path}: cannot write it ({err.strerror}); pass a writable path") from None
         self.written = 0
 
     def write(self, record: dict) -> None:

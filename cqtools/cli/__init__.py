@@ -128,8 +128,19 @@ def _quiet_libraries() -> None:
     warnings.filterwarnings("ignore", category=FutureWarning)
 
 
+def _terminated(signum, frame) -> None:
+    """SIGTERM (SLURM's time limit, ``timeout``, ``kill``) and SIGHUP end a run as Ctrl-C does: the
+    cleanup of every ``finally`` runs (``-o`` and index temp files removed, --resume's run record
+    left incomplete), then exit 128 + the signal's number."""
+    raise SystemExit(128 + signum)
+
+
 def main() -> None:
-    """Console entry point: quiet on a closed pipe (``cq ... | head -1``)."""
+    """Console entry point: quiet on a closed pipe (``cq ... | head -1``); SIGTERM and SIGHUP clean up."""
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _terminated)
     try:
         cli.main(prog_name="cq")
     except BrokenPipeError:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -11,6 +12,7 @@ import click
 
 from .. import __version__
 from ..errors import ResourceError
+from ..jsonl import remove_stale
 from .options import compose, device_options, load_options
 from ..models.roles import ENCODER
 
@@ -68,7 +70,9 @@ def cli(corpus, out_dir, dense, encoder, query_encoder, threads, batch_size, ove
         raise ResourceError(f"corpus {corpus} not found; pass a JSONL or DPR .tsv file of passages")
     parent = os.path.dirname(out_dir)
     os.makedirs(parent, exist_ok=True)
-    build_dir = tempfile.mkdtemp(prefix=f".{os.path.basename(out_dir)}.building-", dir=parent)
+    name = os.path.basename(out_dir)
+    remove_stale(parent, rf"^\.{re.escape(name)}\.(?:building|old)-(\d+)-")  # a killed build's leftovers
+    build_dir = tempfile.mkdtemp(prefix=f".{name}.building-{os.getpid()}-", dir=parent)
     try:
         start = time.perf_counter()
         store = ds.DocStoreWriter(os.path.join(build_dir, ds.NAME))
@@ -125,7 +129,8 @@ def _swap_in(build_dir: str, out_dir: str, replace: bool) -> None:
     old = None
     if os.path.isdir(out_dir):
         if replace:
-            old = tempfile.mkdtemp(prefix=f".{os.path.basename(out_dir)}.old-", dir=os.path.dirname(out_dir))
+            old = tempfile.mkdtemp(prefix=f".{os.path.basename(out_dir)}.old-{os.getpid()}-",
+                                   dir=os.path.dirname(out_dir))
             os.rename(out_dir, os.path.join(old, "index"))
         else:
             os.rmdir(out_dir)  # empty (checked above)

@@ -120,9 +120,11 @@ def cli(task, fmt, per_record, plot, ks, lam, threshold, sweep, tokenizer, berts
         scorer = SCORE_TASKS.build(task, opts=opts, **task_opts)  # the task's factory (cqtools.score or a plugin)
         result = score_records(records, opts, on_row=(lambda row: out.write(dumps(row))) if out else None,
                                task=scorer)
+        if out:
+            out.commit()
     finally:
         if out:
-            out.close()
+            out.abort()  # after commit: nothing; after a failure or a kill: no half file is left
     summary = result.summary()
     if skipped.count:
         summary["notes"].append(f"{skipped.count} malformed line(s) skipped (--on-error skip)")
@@ -153,16 +155,14 @@ def cli(task, fmt, per_record, plot, ks, lam, threshold, sweep, tokenizer, berts
 
 
 def _open_output(path: str):
-    """Open ``--per-record FILE`` for writing, creating its parent directories."""
-    import os
-
+    """``--per-record FILE``, written all or nothing (a temp file renamed when scoring ends well)."""
     from ..errors import CQError
+    from ..jsonl import AtomicFile
 
     try:
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        return open(path, "wb")
-    except OSError as err:
-        raise CQError(f"--per-record {path}: cannot write it ({err.strerror}); pass a writable path") from None
+        return AtomicFile(path)
+    except CQError as err:
+        raise CQError(f"--per-record {path}: {err}; pass a writable path") from None
 
 
 def _rounded(value):

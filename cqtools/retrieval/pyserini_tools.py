@@ -109,9 +109,6 @@ def _st_pooling(path: str) -> str:
 def run(tool: str, args: list[str]) -> int:
     """Run ``python -m pyserini.<tool> args`` here; returns its exit status."""
     jvm.setup()  # before anything imports pyserini (finding pyserini.search.lucene imports its package)
-    # pyserini.encode._openai builds an OpenAI client at import and refuses without a key; Pyserini's
-    # tools never call it, and this process runs nothing else (no cq API call reads this key)
-    os.environ.setdefault("OPENAI_API_KEY", "unused-placeholder")
     module = module_name(tool)
     argv = for_cq_index(module, args)
     if argv != list(args):
@@ -119,7 +116,8 @@ def run(tool: str, args: list[str]) -> int:
     saved = sys.argv
     sys.argv = [module, *argv]
     try:
-        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        with jvm.pyserini_imports():  # the tool imports pyserini.encode (the placeholder key) as it runs
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
     except SystemExit as done:
         code = done.code
         if code is None or isinstance(code, int):

@@ -1,0 +1,149 @@
+"""Nothing silently wrong (issue 26): one writer per --resume output, SIGTERM/SIGHUP clean up like
+Ctrl-C and later runs remove a dead run's leftovers, a torn chat log is repaired. Real processes."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from .conftest import ROOT, jsonl
+
+CQ = [sys.executable, "-m", "cqtools"]
+RECORDS = [{"id": f"r{i}", "question": f"Question number {i}?"} for i in range(6)]
+
+
+STARTED: list = []
+
+
+def start(*args, cwd):
+    """A cq process reading its records from a pipe we hold open (so it waits for more); killed at the
+    end of the test whatever happens (the fixture below)."""
+    proc = subprocess.Popen([*CQ, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=cwd)
+    STARTED.append(proc)
+    return proc
+
+
+@pytest.fixture(autouse=True)
+def _no_process_left():
+    yield
+    while STARTED:
+        proc = STARTED.pop()
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
+def wait_for(predicate, timeout=60.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def lines(path: Path) -> int:
+    return len(path.read_bytes().splitlines()) if path.exists() else 0
+
+
+def dead_pid() -> int:
+    pid = 4_000_000
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return pid
+        except PermissionError:
+            pass
+        pid += 1
+
+
+def test_a_second_resume_on_one_output_is_refused(tmp_path):
+    out = tmp_path / "out.jsonl"
+    first = start("detect", "--method", "never", "--batch-size", "1", "--resume", str(out), cwd=tmp_path)
+    first.stdin.write(jsonl(RECORDS[:1]).encode())
+    first.stdin.flush()
+    assert wait_for(lambda: lines(out) == 1), "the first run wrote nothing"
+    second = subprocess.run([*CQ, "detect", "--method", "never", "--resume", str(out)], input=jsonl(RECORDS).encode(),
+                            capture_output=True, cwd=tmp_path)
+    assert second.returncode == 1
+    assert f"being written by another cq process (pid {first.pid})" in second.stderr.decode()
+    assert b"Traceback" not in second.stderr and lines(out) == 1
+    first.stdin.write(jsonl(RECORDS[1:]).encode())
+    first.stdin.close()
+    assert first.wait(60) == 0
+    assert [orjson.loads(x)["id"] for x in out.read_bytes().splitlines()] == [r["id"] for r in RECORDS]
+    again = subprocess.run([*CQ, "detect", "--method", "never", "--resume", str(out)], input=jsonl(RECORDS).encode(),
+                           capture_output=True, cwd=tmp_path)  # the lock died with the first process
+    assert again.returncode == 0, again.stderr
+    assert lines(out) == len(RECORDS)
+
+
+def test_sigterm_and_sighup_clean_up_like_ctrl_c(tmp_path):
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        out = tmp_path / f"out-{sig}.jsonl"
+        proc = start("detect", "--method", "never", "--batch-size", "1", "-o", str(out), cwd=tmp_path)
+        proc.stdin.write(jsonl(RECORDS[:2]).encode())
+        proc.stdin.flush()
+        temp = tmp_path / f".{out.name}.tmp{proc.pid}"
+        assert wait_for(temp.exists), "no -o temp file appeared"
+        time.sleep(0.5)
+        proc.send_signal(sig)
+        assert proc.wait(60) == 128 + sig
+        assert b"Traceback" not in proc.stderr.read()
+        assert not out.exists() and not list(tmp_path.glob(f".{out.name}.tmp*")), list(tmp_path.iterdir())
+
+
+def test_sigterm_leaves_no_half_per_record_file(tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    records = [{**r, "ambiguity": {"label": False, "score": 0.0}, "gold": {"ambiguous": False}} for r in RECORDS]
+    proc = start("score", "--task", "detect", "--batch-size", "1", "--per-record", str(rows), cwd=tmp_path)
+    proc.stdin.write(jsonl(records[:3]).encode())
+    proc.stdin.flush()
+    assert wait_for(lambda: list(tmp_path.glob(".rows.jsonl.tmp*")), 15), "no --per-record temp file appeared"
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(60) == 128 + signal.SIGTERM
+    assert not rows.exists() and not list(tmp_path.glob(".rows.jsonl.tmp*"))
+
+
+def test_a_later_run_removes_a_dead_runs_leftovers_only(tmp_path):
+    dead, alive = dead_pid(), os.getpid()
+    stale = tmp_path / f".out.jsonl.tmp{dead}"
+    live = tmp_path / f".out.jsonl.tmp{alive}"
+    stale.write_text("half")
+    live.write_text("someone is writing this")
+    result = subprocess.run([*CQ, "detect", "--method", "never", "-o", "out.jsonl"], input=jsonl(RECORDS).encode(),
+                            capture_output=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert not stale.exists() and live.exists() and lines(tmp_path / "out.jsonl") == len(RECORDS)
+
+
+def test_index_leftovers_of_a_dead_build_are_removed(tmp_path):
+    from cqtools.jsonl import remove_stale
+
+    dead = dead_pid()
+    for name in (f".idx.building-{dead}-abc", f".idx.old-{dead}-xyz", f".idx.building-{os.getpid()}-mine"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "segment").write_text("x")
+    removed = remove_stale(str(tmp_path), r"^\.idx\.(?:building|old)-(\d+)-")
+    assert sorted(Path(p).name for p in removed) == [f".idx.building-{dead}-abc", f".idx.old-{dead}-xyz"]
+    assert (tmp_path / f".idx.building-{os.getpid()}-mine").exists()
+
+
+def test_a_torn_chat_log_is_repaired_before_new_turns(tmp_path):
+    from cqtools.chat import TurnLog, read_log
+
+    log_path = tmp_path / "session.jsonl"
+    log_path.write_bytes(orjson.dumps({"id": "t1", "question": "q1"}) + b"\n" + b'{"id": "t2", "quest')
+    turns = TurnLog(str(log_path))
+    turns.write({"id": "t3", "question": "q3"})
+    turns.close()
+    assert [r["id"] for r in read_log(str(log_path))] == ["t1", "t3"]
