@@ -71,6 +71,8 @@ def _lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
                              f"it were processed; fix or re-download the file",
                              where=f"line {lineno + 1}") from None
         lineno += 1
+        if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]  # a UTF-8 byte-order mark (Windows editors) is no part of the record
         yield lineno, raw
 
 
@@ -81,16 +83,26 @@ def _parse(raw: bytes, required: tuple[str, ...]) -> dict:
         raise InputError(f"not valid JSON ({err}); each line must be one JSON object") from None
     if not isinstance(record, dict):
         raise InputError(f"expected a JSON object, got {type(record).__name__}")
-    if "id" in record and not isinstance(record["id"], (str, int)):
-        raise InputError("'id' must be a string or a number")
-    if "id" in record:
+    if "id" in record and isinstance(record["id"], (str, int)) and not isinstance(record["id"], bool):
         record["id"] = str(record["id"])
+    # any other id (1.5, an object, true) stays as it is: the stream loop sets such a record aside under
+    # --on-error skip (written through with the reason) or stops the run, naming its line (bad_id)
     for key in required:
         if key not in record:
             rid = record.get("id")
             label = f" (record {rid})" if rid is not None else ""
             raise InputError(f"missing required key '{key}'{label}")
     return record
+
+
+def bad_id(record: dict) -> str | None:
+    """Why a record's id is unusable (None if it is fine): ids are strings or integers."""
+    rid = record.get("id")
+    if isinstance(rid, str):
+        return None
+    kind = {float: "a number with a fraction", bool: "a boolean", dict: "an object", list: "a list",
+            type(None): "null"}.get(type(rid), type(rid).__name__)
+    return f"'id' must be a string or an integer, got {kind} ({orjson.dumps(rid).decode()[:40]})"
 
 
 def batched(items: Iterable, size: int) -> Iterator[list]:

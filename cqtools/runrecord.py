@@ -233,7 +233,7 @@ def skip_done(records, path: str, done: int):
                 written = str(orjson.loads(raw)["id"])
             except (orjson.JSONDecodeError, KeyError, TypeError):
                 raise InputError(f"{path} line {n + 1} is not a cq record; pass a file cq wrote") from None
-            if written != record["id"]:
+            if written != str(record["id"]):
                 raise InputError(f"--resume {path} line {n + 1} has record {written} but input line {lineno} "
                                  f"is record {record['id']}: OUT was written from another input (or another "
                                  f"--shard); use a new output file")

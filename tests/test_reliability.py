@@ -147,3 +147,23 @@ def test_a_torn_chat_log_is_repaired_before_new_turns(tmp_path):
     turns.write({"id": "t3", "question": "q3"})
     turns.close()
     assert [r["id"] for r in read_log(str(log_path))] == ["t1", "t3"]
+
+
+def test_records_with_bad_ids_or_a_bom_are_never_dropped(tmp_path):
+    """A byte-order mark before line 1 is no part of the record; a float, object or boolean id is a bad
+    record: written through with errors.detect under --on-error skip, the run's stop otherwise."""
+    lines_in = [b"\xef\xbb\xbf" + orjson.dumps({"id": "a", "question": "q?"}),
+                orjson.dumps({"id": 1.5, "question": "q?"}), orjson.dumps({"id": {"x": 1}, "question": "q?"}),
+                orjson.dumps({"id": True, "question": "q?"}), orjson.dumps({"id": 7, "question": "q?"})]
+    data = b"\n".join(lines_in) + b"\n"
+    skip = subprocess.run([*CQ, "detect", "--method", "never", "--on-error", "skip"], input=data, capture_output=True,
+                          cwd=tmp_path)
+    assert skip.returncode == 0, skip.stderr
+    out = [orjson.loads(x) for x in skip.stdout.splitlines()]
+    assert [r["id"] for r in out] == ["a", 1.5, {"x": 1}, True, "7"]
+    assert [("errors" in r, "ambiguity" in r) for r in out] == [(False, True), (True, False), (True, False),
+                                                                (True, False), (False, True)]
+    assert "got a number with a fraction (1.5)" in out[1]["errors"]["detect"]
+    fail = subprocess.run([*CQ, "detect", "--method", "never"], input=data, capture_output=True, cwd=tmp_path)
+    assert fail.returncode == 1 and len(fail.stdout.splitlines()) == 1
+    assert "line 2: 'id' must be a string or an integer, got a number with a fraction (1.5)" in fail.stderr.decode()

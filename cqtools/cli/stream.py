@@ -39,7 +39,7 @@ from tqdm import tqdm
 from ..config import env
 from .. import runrecord
 from ..errors import CQError, InputError
-from ..jsonl import AtomicFile, JsonlWriter, Skipped, batched, open_append, open_input, read_records
+from ..jsonl import AtomicFile, JsonlWriter, Skipped, bad_id, batched, open_append, open_input, read_records
 
 log = logging.getLogger("cqtools")
 
@@ -93,6 +93,9 @@ def spec_from(kwargs: dict, **overrides) -> StreamSpec:
 
 def record_problem(record: dict, required: tuple[str, ...]) -> str | None:
     """Why a stage cannot take ``record`` (None if it can): the schema's types, checked once here."""
+    problem = bad_id(record)
+    if problem:
+        return problem
     for key in required:
         if key not in record:
             return f"missing required key '{key}'"
@@ -123,7 +126,7 @@ def _items(records, spec: StreamSpec) -> Iterator[Item]:
     for lineno, record in records:
         problem = record_problem(record, spec.required)
         if problem and spec.on_error != "skip":
-            raise InputError(f"{problem} (record {record['id']}); fix the input, or pass --on-error skip "
+            raise InputError(f"{problem} (record {record['id']!s}); fix the input, or pass --on-error skip "
                              f"to write such records through with the reason under '{ERRORS}'",
                              where=f"line {lineno}", record_id=record["id"])
         yield Item(lineno, record, problem)
