@@ -41,8 +41,8 @@ def prompts_version() -> str:
     """A digest of the prompt templates and few-shot examples: changes whenever any prompt does."""
     root = Path(__file__).parent
     digest = hashlib.sha256()
-    for rel in PROMPT_MODULES:
-        path = root / rel
+    paths = [root / rel for rel in PROMPT_MODULES] + sorted((root / "stages" / "templates").glob("*.txt"))
+    for path in paths:
         if path.exists():
             digest.update(path.read_bytes())
     return digest.hexdigest()[:12]

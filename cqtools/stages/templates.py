@@ -1,0 +1,137 @@
+"""Prompt templates: every LM prompt a method sends is rendered from a template with named slots.
+
+A template is a text file with one or more named parts, each opened by a line ``[[name]]``::
+
+    [[instruction]]
+    Decide whether each question is ambiguous.
+
+    [[shot]]
+    Q: {question}
+    This question is ambiguous: {label}
+
+Slots are ``{name}`` (Python's format syntax; a literal brace is doubled: ``{{``). A part's text runs
+to the next ``[[...]]`` line; the one newline before that line belongs to the separator, not to the
+part (write an empty line to end a part with a newline). cq's own wording lives in
+``cqtools/stages/templates/<method>.txt``; ``--prompt FILE`` replaces a method's template by a
+user's file (e.g. a paper's exact wording): a part the file does not define keeps cq's wording, a
+part cq does not know or a slot the part cannot fill is a one-line error. The template's digest goes
+into the run record (``prompts``) and the record's ``meta``.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import string
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import InputError
+
+DIRECTORY = Path(__file__).parent / "templates"
+_PART = re.compile(r"^\[\[([A-Za-z_][A-Za-z0-9_]*)\]\]$", re.M)
+
+
+@dataclass(frozen=True)
+class Template:
+    """The parts of one method's prompt, by name; ``source`` names where they came from."""
+
+    name: str
+    parts: dict
+    source: str
+    digest: str
+
+    def __call__(self, part: str, **slots) -> str:
+        """Part ``part`` with its slots filled (an unfilled slot is a programming error: KeyError)."""
+        return self.parts[part].format_map(slots)
+
+    def has(self, part: str) -> bool:
+        return part in self.parts
+
+    def text(self, part: str) -> str:
+        """A part's raw text (no slots), e.g. an instruction."""
+        return self.parts[part]
+
+
+def parse(text: str, where: str) -> dict:
+    """``{part: text}`` of a template file."""
+    marks = list(_PART.finditer(text))
+    if not marks:
+        raise InputError(f"{where}: a prompt template needs at least one [[part]] line "
+                         "(see docs/methods.md, 'Bring your own prompt')")
+    if text[:marks[0].start()].strip():
+        raise InputError(f"{where}: text before the first [[part]] line; start the file with [[part]]")
+    parts = {}
+    for i, mark in enumerate(marks):
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
+        body = text[mark.end() + 1:end]
+        if body.endswith("\n"):  # the line break before the next [[part]] line (or the file's last)
+            body = body[:-1]
+        if mark.group(1) in parts:
+            raise InputError(f"{where}: part [[{mark.group(1)}]] is defined twice")
+        parts[mark.group(1)] = body
+    return parts
+
+
+def slots(text: str) -> set[str]:
+    """The slot names a part uses."""
+    try:
+        return {field.split(".")[0].split("[")[0] for _, field, _, _ in string.Formatter().parse(text)
+                if field is not None and field != ""}
+    except ValueError as err:
+        raise ValueError(str(err)) from None
+
+
+def builtin(name: str) -> Template:
+    """cq's own template ``name`` (cqtools/stages/templates/<name>.txt)."""
+    return _builtin(name)
+
+
+_CACHE: dict = {}
+
+
+def _builtin(name: str) -> Template:
+    if name not in _CACHE:
+        path = DIRECTORY / f"{name}.txt"
+        text = path.read_text(encoding="utf-8")
+        _CACHE[name] = Template(name, parse(text, str(path)), f"cq:{name}", _digest(text))
+    return _CACHE[name]
+
+
+def load(name: str, path: str | None = None) -> Template:
+    """Method ``name``'s template: cq's own, or with ``path`` (``--prompt FILE``) the user's parts on
+    top of it, each checked against the part's slots."""
+    own = _builtin(name)
+    if not path:
+        return own
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise InputError(f"--prompt {path}: cannot read it ({err.strerror or err})") from None
+    given = parse(text, f"--prompt {path}")
+    for part, body in given.items():
+        if part not in own.parts:
+            raise InputError(f"--prompt {path}: template {name} has no part [[{part}]] (its parts: "
+                             f"{', '.join(own.parts)})")
+        try:
+            used = slots(body)
+        except ValueError as err:
+            raise InputError(f"--prompt {path}: part [[{part}]]: {err} (write a literal brace as {{{{ or }}}})") \
+                from None
+        allowed = slots(own.parts[part])
+        extra = sorted(used - allowed)
+        if extra:
+            raise InputError(f"--prompt {path}: part [[{part}]] uses slot {{{extra[0]}}}, which it cannot fill "
+                             f"(its slots: {', '.join('{' + s + '}' for s in sorted(allowed)) or 'none'})")
+    return Template(name, {**own.parts, **given}, path, _digest(text + "\0" + own.digest))
+
+
+def names() -> list[str]:
+    """Every built-in template."""
+    return sorted(p.stem for p in DIRECTORY.glob("*.txt"))
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+__all__ = ["Template", "load", "builtin", "names", "parse", "slots", "DIRECTORY"]
