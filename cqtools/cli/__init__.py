@@ -32,6 +32,7 @@ COMMANDS = {
     "merge": "merge",
     "models": "models",
     "plugins": "plugins",
+    "presets": "presets",
     "pyserini": "pyserini",
 }
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from .options import (api_options, batch_option, compose, device_options, load_options, max_input_option,
+from .options import (preset_option, api_options, batch_option, compose, device_options, load_options, max_input_option,
                       method_options, model_option, scale_options, seed_option, stream_options)
 from ..models.roles import LLM, RERANKER
 from ..registry import ANSWER_MODES, READERS
@@ -16,6 +16,7 @@ MODE_AND_READER_OPTIONS, OPTION_NAMES = method_options(ANSWER_MODES, READERS)
 
 
 @click.command(name="answer")
+@preset_option("answer")
 @click.option("--mode", type=click.Choice(ANSWER_MODES.names()), default="single", show_default=True,
               help=ANSWER_MODES.help() + ".")
 @click.option("--reader", "reader_name", type=click.Choice(["auto", *READERS.names()]), default="auto",

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from .options import (api_options, batch_option, compose, device_options, load_options, max_input_option,
+from .options import (preset_option, api_options, batch_option, compose, device_options, load_options, max_input_option,
                       method_options, method_values, model_option, scale_options, stream_options)
 from ..models.roles import LLM
 from ..registry import DETECTORS
@@ -13,6 +13,7 @@ METHOD_OPTIONS, OPTION_NAMES = method_options(DETECTORS)
 
 
 @click.command(name="detect")
+@preset_option("detect")
 @click.option("--method", type=click.Choice(DETECTORS.names()), default="llm", show_default=True,
               help=DETECTORS.help() + ".")
 @model_option("detector", None, help=f"classifier: a `cq train detect` directory; combined: a `cq train combiner` directory; "

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from .options import (api_options, batch_option, compose, device_options, load_options, max_input_option,
+from .options import (preset_option, api_options, batch_option, compose, device_options, load_options, max_input_option,
                       method_options, method_values, model_option, scale_options, seed_option, stream_options)
 from ..models.roles import ENCODER, LLM, RERANKER
 from ..registry import DISAMBIGUATORS
@@ -14,6 +14,7 @@ METHOD_OPTIONS, OPTION_NAMES = method_options(DISAMBIGUATORS)
 
 
 @click.command(name="disambiguate")
+@preset_option("disambiguate")
 @click.option("--method", type=click.Choice(DISAMBIGUATORS.names()), default="rac", show_default=True,
               help=DISAMBIGUATORS.help() + ".")
 @model_option("disambiguator", DEFAULT_MODEL, help="Causal LM: Hugging Face id, local directory, or offline copy.")

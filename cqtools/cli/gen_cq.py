@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from .options import (api_options, batch_option, compose, device_options, load_options, max_input_option,
+from .options import (preset_option, api_options, batch_option, compose, device_options, load_options, max_input_option,
                       method_options, method_values, model_option, scale_options, stream_options)
 from ..models.roles import LLM
 from ..registry import CQ_METHODS
@@ -12,6 +12,7 @@ METHOD_OPTIONS, OPTION_NAMES = method_options(CQ_METHODS)
 
 
 @click.command(name="gen-cq")
+@preset_option("gen-cq")
 @click.option("--method", type=click.Choice(CQ_METHODS.names()), default="llm", show_default=True,
               help=CQ_METHODS.help() + ".")
 @model_option("generator", None, help=f"llm: a causal LM (default {LLM}); "

@@ -363,7 +363,51 @@ def method_values(registry, method: str, kwargs: dict, names: list[str], model=N
     return given
 
 
+def preset_option(command: str):
+    """``--preset NAME`` for ``command``: the preset's values (cqtools/presets/) fill every option the
+    user did not set (a flag on the command line or its environment variable wins); the preset's name
+    goes into the run record's parameters and each record's ``meta.presets``."""
+    import functools
+
+    def decorate(func):
+        @functools.wraps(func)
+        def run(*args, preset=None, **kwargs):
+            if preset:
+                apply_preset(command, preset, kwargs)
+            return func(*args, **kwargs)
+
+        return click.option("--preset", metavar="NAME", default=None,
+                            help="Run this stage as a paper's authors ran it: a named bundle of option values "
+                                 "(`cq presets` lists them; docs/methods.md says where each value comes from). "
+                                 "Options given explicitly win. Env: CQ_PRESET.")(run)
+
+    return decorate
+
+
+def apply_preset(command: str, name: str, kwargs: dict) -> None:
+    import logging
+
+    from .. import presets
+
+    ctx = click.get_current_context()
+    values = presets.values(name, command)
+    if not values:
+        logging.getLogger("cqtools").info(f"preset {name} sets nothing on cq {command} "
+                                          f"(it covers: {', '.join(presets.get(name).commands())})")
+    for key, value in values.items():
+        if key not in kwargs:
+            raise click.UsageError(f"preset {name} sets {key!r}, which cq {command} does not take (a bug in "
+                                   f"cqtools/presets/{name}.py)")
+        source = ctx.get_parameter_source(key)
+        if source is None or source.name in ("DEFAULT", "DEFAULT_MAP"):
+            kwargs[key] = value
+            ctx.set_parameter_source(key, click.core.ParameterSource.DEFAULT_MAP)
+    ctx.meta["cq.preset"] = name
+    _remember(ctx, click.Option(["--preset"]), name)
+
+
 __all__ = [
+    "preset_option",
     "compose",
     "stream_options",
     "batch_option",

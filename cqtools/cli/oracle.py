@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from .options import (api_options, batch_option, compose, device_options, load_options, max_input_option,
+from .options import (preset_option, api_options, batch_option, compose, device_options, load_options, max_input_option,
                       method_options, method_values, model_option, scale_options, stream_options)
 from ..models.roles import LLM
 from ..registry import ORACLES
@@ -13,6 +13,7 @@ METHOD_OPTIONS, OPTION_NAMES = method_options(ORACLES)
 
 
 @click.command(name="oracle")
+@preset_option("oracle")
 @click.option("--expand", is_flag=True,
               help="Only build evaluation records: one per gold DQ of each ambiguous question "
                    "(id <id>#<i>, gold.intended = i); unambiguous questions are kept as they are.")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from .options import (batch_option, compose, device_options, load_options, max_input_option, model_option,
+from .options import (preset_option, batch_option, compose, device_options, load_options, max_input_option, model_option,
                       scale_options, stream_options)
 from ..models.roles import RERANKER
 from .stream import run_stream, spec_from
@@ -12,6 +12,7 @@ DEFAULT_RERANKER = RERANKER
 
 
 @click.command(name="rerank")
+@preset_option("rerank")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
               help="Passages kept per record after reranking.")
 @click.option("--query-field", default="question", show_default=True,

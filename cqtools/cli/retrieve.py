@@ -5,7 +5,7 @@ import os
 
 import click
 
-from .options import (batch_option, compose, device_options, hits_option, load_options, method_options, method_values,
+from .options import (preset_option, batch_option, compose, device_options, hits_option, load_options, method_options, method_values,
                       scale_options, stream_options)
 from ..registry import SEARCHERS
 from .stream import run_stream, spec_from
@@ -14,6 +14,7 @@ METHOD_OPTIONS, OPTION_NAMES = method_options(SEARCHERS, skip=())
 
 
 @click.command(name="retrieve")
+@preset_option("retrieve")
 @click.option("--index", "index_dir", required=True, type=click.Path(), envvar="CQ_INDEX",
               help="A `cq index` directory, a plain Pyserini Lucene index, or the name of a Pyserini prebuilt index "
                    "(e.g. wikipedia-dpr-100w, wikipedia-dpr-100w.dpr-multi) in Pyserini's cache.")

@@ -8,7 +8,7 @@ import orjson
 
 from ..jsonl import dumps, read_records
 from ..registry import SCORE_TASKS
-from .options import _opt_pairs, batch_option, compose, device_options, seed_option, stream_options
+from .options import _opt_pairs, preset_option, batch_option, compose, device_options, seed_option, stream_options
 
 
 def _ks(ctx, param, value):
@@ -22,8 +22,9 @@ def _ks(ctx, param, value):
 
 
 @click.command(name="score")
-@click.option("--task", required=True, type=click.Choice(SCORE_TASKS.names()),
-              help=f"Which metrics (see docs/metrics.md). {SCORE_TASKS.help()}.")
+@preset_option("score")
+@click.option("--task", type=click.Choice(SCORE_TASKS.names()),
+              help=f"Which metrics (see docs/metrics.md; required unless a --preset names them). {SCORE_TASKS.help()}.")
 @click.option("--format", "fmt", type=click.Choice(["json", "table"]), default="json", show_default=True,
               help="Summary as one JSON object, or an aligned table for people.")
 @click.option("--per-record", type=click.Path(dir_okay=False, writable=True), metavar="FILE",
@@ -99,6 +100,8 @@ def cli(task, fmt, per_record, plot, ks, lam, threshold, sweep, tokenizer, berts
       ... | cq gen-cq | cq score --task cq --bertscore-model sentence-transformers/all-MiniLM-L6-v2
       cq score --task cbqa --ci < a.jsonl; cq score --task cbqa --paired b.jsonl < a.jsonl
     """
+    if task is None:
+        raise click.UsageError("Missing option '--task' (or a --preset that names it).")
     import logging
 
     from ..jsonl import Skipped

@@ -312,6 +312,9 @@ def run_stream(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> i
         flags = {**ctx.meta.get("cq.params", {}), **ctx.params} if ctx is not None else {}
         spec.command = ctx.command.name if ctx is not None else process.cq_command
         spec.params = {**flags, **process.cq_params}
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and ctx.meta.get("cq.preset"):
+        process = _noting_preset(process, ctx.command.name, ctx.meta["cq.preset"], spec.fanout)
     if _world_size() > 1:
         from .distributed import run_distributed
 
@@ -324,6 +327,24 @@ def run_stream(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> i
     finally:
         run.close()
     return run.writer.written
+
+
+def _noting_preset(process: BatchFn, command: str, preset: str, fanout: bool) -> BatchFn:
+    """``process`` that also notes ``meta.presets.<command> = preset`` on every record it returns."""
+
+    def note(record):
+        if isinstance(record, dict):
+            record.setdefault("meta", {}).setdefault("presets", {})[command] = preset
+        return record
+
+    def run(records):
+        out = process(records)
+        return [[note(r) for r in group] if fanout else note(group) for group in out]
+
+    for attr in ("cq_command", "cq_params"):
+        if hasattr(process, attr):
+            setattr(run, attr, getattr(process, attr))
+    return run
 
 
 def _world_size() -> int:

@@ -16,43 +16,9 @@ From Python::
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
 
 from ..errors import InputError
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One value of a preset: ``cq <command> --<option> <value>``, where it comes from, and what
-    still differs from the paper or released code (empty: nothing known)."""
-
-    command: str
-    option: str        # the command's parameter name (``method``, ``mode``) or a method option's schema name
-    value: object
-    source: str        # "§3 / Algorithm 1" or "run_toc.py:221 @75a3ddd"
-    differs: str = ""
-    setting: str = ""  # what this value sets, in words (for the docs' first column)
-
-
-@dataclass(frozen=True)
-class Preset:
-    name: str
-    help: str
-    paper: str                       # ../shared/papers/<file> and the citation
-    code: str                        # the released code and commit, or "none released"
-    settings: tuple[Setting, ...] = ()
-    departures: tuple[str, ...] = field(default=())  # differences that are not one option's value
-
-    def commands(self) -> list[str]:
-        return list(dict.fromkeys(s.command for s in self.settings))
-
-    def values(self, command: str) -> dict:
-        """``{option: value}`` this preset sets on ``command`` (empty when it sets none)."""
-        return {s.option: s.value for s in self.settings if s.command == command}
-
-    def describe(self) -> dict:
-        return {"name": self.name, "help": self.help, "paper": self.paper, "code": self.code,
-                "commands": {c: self.values(c) for c in self.commands()}}
+from .base import Preset, Setting
 
 
 PRESETS: dict[str, Preset] = {}
@@ -82,13 +48,9 @@ def names() -> list[str]:
 
 
 def values(name: str, command: str) -> dict:
-    """What preset ``name`` sets on ``command``; a preset that sets nothing there is an error (a
-    preset is meant for the stages it names)."""
-    preset = get(name)
-    found = preset.values(command)
-    if not found:
-        raise InputError(f"preset {name} sets nothing on cq {command}; it covers: {', '.join(preset.commands())}")
-    return found
+    """``{option: value}`` preset ``name`` sets on ``command`` (empty when it sets nothing there:
+    a pipeline may pass one --preset to every stage)."""
+    return get(name).values(command)
 
 
 def _load() -> None:

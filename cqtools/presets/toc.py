@@ -1,7 +1,7 @@
 """Tree of Clarifications (Kim et al., EMNLP 2023) as its released code runs it."""
 from __future__ import annotations
 
-from . import Preset, Setting
+from .base import Preset, Setting
 
 CODE = "gankim/tree-of-clarifications @75a3ddd"
 

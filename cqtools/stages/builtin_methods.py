@@ -10,6 +10,8 @@ from ..registry import Option
 LLM = role("detector").default
 
 # Options several methods share (same flag, same meaning).
+PROMPT = Option("prompt", str, None, "a prompt template file replacing cq's wording (its [[parts]]; see docs/methods.md)",
+                flag="--prompt")
 PASSAGES = Option("n_passages", int, 3, "top passages shown to the model (0: none)", min=0, flag="--passages")
 CQ_TOKENS = Option("max_new_tokens", int, 40, "tokens generated", min=1)
 CQ_OPTIONS = Option("options", str, "all", "which options to keep: all, or grounded (every word found in the question "
@@ -22,7 +24,7 @@ def _threshold(default, help="label = score > threshold"):
 
 @hookimpl
 def register_detectors(register):
-    from . import detect, detect_combined
+    from . import clam, detect, detect_combined
 
     register("classifier", detect.classifier_detector,
              help="P(ambiguous) from a `cq train detect` model over question + passages (AskCQ)",
@@ -36,6 +38,9 @@ def register_detectors(register):
              options=[_threshold(1.0)])
     register("always", _constant("always"), help="baseline: always ambiguous", options=[_threshold(0.5)])
     register("never", _constant("never"), help="baseline: never ambiguous", options=[_threshold(0.5)])
+    register("clam", clam.clam_detector,
+             help="CLAM as in its paper: 5 shots without instruction, score log p(True) alone",
+             options=[Option("model", str, LLM, "a causal LM"), _threshold(clam.THRESHOLD), PROMPT])
     register("combined", detect_combined.combined_detector,
              help="calibrated P(ambiguous) over classifier, retrieval and reader signals (a `cq train combiner` model)",
              options=[Option("model", str, None, "a `cq train combiner` directory (required)"),
@@ -53,7 +58,7 @@ def _constant(name):
 
 @hookimpl
 def register_cq_methods(register):
-    from . import gen_cq
+    from . import clam, gen_cq
 
     register("from-dqs", gen_cq.from_dqs_method,
              help="silver CQ built from gold.dqs (reads gold: an upper bound / training data)", options=[])
@@ -61,6 +66,15 @@ def register_cq_methods(register):
              options=[Option("model", str, LLM, "a causal LM"), PASSAGES,
                       Option("zero_shot", bool, False, "CLAM's zero-shot prompt; the free-form CQ is kept as written"),
                       CQ_TOKENS, CQ_OPTIONS])
+    register("clam", clam.clam_cq_method,
+             help="CLAM as in its paper: closed-book, zero-shot, the question and one sentence asking for a "
+                  "clarifying question (free-form CQ kept as written)",
+             options=[Option("model", str, LLM, "a causal LM"), CQ_TOKENS, PROMPT])
+    register("clam-prompting", clam.prompting_method,
+             help="CLAM's prompting baseline: the model answers under a preamble inviting clarification; a reply "
+                  "ending in '?' is its CQ, otherwise nothing is asked (use with --all)",
+             options=[Option("model", str, LLM, "a causal LM"),
+                      Option("max_new_tokens", int, clam.ANSWER_TOKENS, "tokens generated", min=1), PROMPT])
     register("seq2seq", gen_cq.load_seq2seq_method, help="a generator from `cq train gen-cq` (AskCQ)",
              options=[Option("model", str, None, "a `cq train gen-cq` directory (required)"), PASSAGES,
                       Option("with_answers", str, None, "add answers to the input: pred = the record's `answers`, "
@@ -74,7 +88,7 @@ VERIFY = [Option("verify", bool, False, "REFUEL LM verification: add verify_scor
 
 @hookimpl
 def register_answer_modes(register):
-    from . import answer
+    from . import answer, clam
     from .rerank import DEFAULT_RERANKER
 
     round_trip = [Option("round_trip", bool, False, "REFUEL round trip: re-ask \"Q [context]\" for each new answer "
@@ -87,6 +101,15 @@ def register_answer_modes(register):
                              "revised question", env="CQ_MODEL_RERANKER"),
                       Option("rerank_depth", int, 20, "passages reranked per revised question", min=1)] + VERIFY)
     register("multi", answer.qa_mode("multi"), help="every distinct answer (AmbigQA)", options=round_trip + VERIFY)
+    register("dialogue", clam.dialogue_mode,
+             help="CLAM's final answer: an LM answers the conversation (question, the record's cq text, its "
+                  "clarification_answer), or the question alone when none was asked",
+             options=[Option("n_passages", int, 0, "top passages shown before the conversation (0: closed-book, "
+                             "as in CLAM)", min=0, flag="--passages"),
+                      Option("max_new_tokens", int, clam.ANSWER_TOKENS, "tokens of the answer", min=1),
+                      Option("preamble", str, "default", "the conversation preamble: default, or prompting (the "
+                             "prompting baseline's, which invites clarification)", choices=("default", "prompting")),
+                      PROMPT])
     register("long", answer.long_mode, help="a long answer from the record's \"dqs\" (cq disambiguate; ToC)",
              options=[Option("n_passages", int, None, "top passages in the prompt [default: 5]", min=1,
                              flag="--passages"),
@@ -119,10 +142,15 @@ def register_readers(register):
 
 @hookimpl
 def register_oracles(register):
-    from . import oracle
+    from . import clam, oracle
 
     register("overlap", oracle.overlap_oracle, help="the option that best overlaps what the DQ adds to the question",
              options=[])
+    register("clam", clam.clam_oracle,
+             help="CLAM's oracle: the model writes the user's reply from the intended question, the question and "
+                  "the CQ's text (never picks an option)",
+             options=[Option("model", str, oracle.DEFAULT_MODEL, "a causal LM"),
+                      Option("max_new_tokens", int, 32, "tokens of the reply", min=1), PROMPT])
     register("llm", oracle.llm_oracle,
              help="the model, with the DQ in its prompt, picks the option (or writes a short reply to a free-form CQ)",
              options=[Option("model", str, oracle.DEFAULT_MODEL, "a causal LM"),

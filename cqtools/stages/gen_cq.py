@@ -181,11 +181,21 @@ def llm_method(generator, n_passages: int, zero_shot: bool, max_new_tokens: int,
         if zero_shot:
             cqs = [free_form(g, name) for g in raw]
         else:
-            cqs = [repair(prompts.GENCQ_PRIME.strip() + " " + g.lstrip(), name) for g in raw]
+            cqs = [repair(primed(g), name) for g in raw]
         return [ground(cq, [r["question"], *s], options) for cq, r, s in zip(cqs, records, snippets)]
 
     return CQWriter(name, run, {"method": name, "model": generator.name, **dict(generator.info),
                                 "passages": n_passages, "max_new_tokens": max_new_tokens, "options": options})
+
+
+def primed(generated: str) -> str:
+    """The CQ the few-shot prompt's primer ("Which") begins, continued by ``generated``; a model that
+    writes the primer again (chat models do) does not get it twice ("Which Which one: ...")."""
+    word = prompts.GENCQ_PRIME.strip()
+    text = generated.lstrip()
+    if text[:len(word)].lower() == word.lower() and text[len(word):len(word) + 1] in (" ", ""):
+        text = text[len(word):].lstrip()
+    return f"{word} {text}"
 
 
 def free_form(raw: str, method: str) -> dict:

@@ -186,14 +186,15 @@ def expand_batch(records: list[dict]) -> list[list[dict]]:
 
 def oracle_batch(records: list[dict], oracle: SimulatedUser) -> list[dict]:
     """Add ``selected_option`` and ``clarification_answer`` to records with a CQ; others pass
-    through unchanged. A free-form CQ's reply also stands in as ``selected_option`` (so that
+    through unchanged. A written reply (to a free-form CQ, or from an oracle that never picks, such
+    as CLAM's) also stands in as ``selected_option`` (so that
     ``cq answer --mode cq --selected`` can use it) and ``meta.oracle.free_form`` says so."""
     turns = [cq_turn(r) for r in records]
     asked = [(r, t) for r, t in zip(records, turns) if t is not None]
     replies = oracle.reply([t for _, t in asked])
     for (record, turn), (selected, reply) in zip(asked, replies):
         free_form = not turn.options
-        record["selected_option"] = reply if free_form else selected
+        record["selected_option"] = selected if selected is not None else reply  # a written reply stands in
         record["clarification_answer"] = reply
         set_meta(record, "oracle", {**oracle.info, "free_form": free_form})
     return records

@@ -39,7 +39,8 @@ __all__ = ["AnswerConfig", "AnswerStage", "DEFAULT_READER", "GenerativeReader", 
            "answer_batch", "build", "candidate_spans", "choose_reader", "clean_answer", "ground", "passage_block", "record_cq",
            "revised_question", "shown_passages", "snap_spans", "split_answers"]
 
-MODES = ("single", "cq", "multi", "long")  # cq's own answer modes (ANSWER_MODES holds plugins' too)
+MODES = ("single", "cq", "multi", "long", "dialogue")  # cq's own answer modes (ANSWER_MODES holds plugins' too)
+GENERATOR_MODES = ("long", "dialogue")  # modes that write with a generator (--model names a causal LM)
 
 
 @dataclass
@@ -150,7 +151,7 @@ def build(mode: str = "single", reader: str = "auto", *, seed: int | None = None
     params = {"mode": mode, "reader": reader, "seed": seed, **options}
     batch_size = options.pop("batch_size", None) or 32
     reader, model = choose_reader(reader, options.pop("model", None),
-                                  generator_only=mode == "long" or bool(options.get("verify")))
+                                  generator_only=mode in GENERATOR_MODES or bool(options.get("verify")))
     chosen_reader = READERS.get(reader)
     given = {k: v for k, v in options.items() if v is not None}
     unknown = [k for k in given if chosen_mode.option(k) is None and chosen_reader.option(k) is None]

@@ -5,6 +5,7 @@ import re
 from dataclasses import dataclass, field
 
 from ...errors import InputError
+from ...metrics.cq import INVALID
 from ...records import PASSAGES, read_cq, require
 from ..rerank import RUN_RETRIEVE, rerank_lists
 
@@ -25,7 +26,7 @@ def revised_question(question: str, category: str | None, option: str) -> str:
 
     ``category`` may be a bare noun ("film") or already a head ("Which film", "In which year")."""
     category = (category or "").strip()
-    if not category:
+    if not category or category == INVALID:  # a free-form CQ has no category to name
         head = "Which one"
     elif re.match(r"^(?:\w+\s+)?which\b", category, re.I):
         head = category[0].upper() + category[1:]
@@ -55,6 +56,7 @@ def questions_of(records: list[dict], mode: str, selected: bool = False) -> list
     for n, record in enumerate(records):
         passages = list(require(record, PASSAGES, RUN_RETRIEVE))
         category, options = record_cq(record)
+        options = [o for o in options if o and o != INVALID]  # an unreadable CQ offers none
         if record["cq"] is None:  # no clarification asked: answer the question itself (AskCQ, CLAM)
             questions.append(Question(n, record["question"], passages, None))
             continue
@@ -64,6 +66,9 @@ def questions_of(records: list[dict], mode: str, selected: bool = False) -> list
                 raise InputError(f"record {record.get('id')} has no 'selected_option'; set it (an oracle or a "
                                  f"user's choice) or drop --selected", record_id=record.get("id"))
             options = [chosen]
+        if not options:  # a free-form CQ with nothing readable and no reply: the question itself
+            questions.append(Question(n, record["question"], passages, None))
+            continue
         for option in options:
             questions.append(Question(n, revised_question(record["question"], category, option), passages, option))
     return questions

@@ -1,0 +1,38 @@
+"""What a preset is: rows of settings, each with where its value comes from (cqtools/presets/)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One value of a preset: ``cq <command> --<option> <value>``, where it comes from, and what
+    still differs from the paper or released code (empty: nothing known)."""
+
+    command: str
+    option: str        # the command's parameter name (``method``, ``mode``) or a method option's schema name
+    value: object
+    source: str        # "§3 / Algorithm 1" or "run_toc.py:221 @75a3ddd"
+    differs: str = ""
+    setting: str = ""  # what this value sets, in words (for the docs' first column)
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    help: str
+    paper: str                       # ../shared/papers/<file> and the citation
+    code: str                        # the released code and commit, or "none released"
+    settings: tuple[Setting, ...] = ()
+    departures: tuple[str, ...] = field(default=())  # differences that are not one option's value
+
+    def commands(self) -> list[str]:
+        return list(dict.fromkeys(s.command for s in self.settings))
+
+    def values(self, command: str) -> dict:
+        """``{option: value}`` this preset sets on ``command`` (empty when it sets none)."""
+        return {s.option: s.value for s in self.settings if s.command == command}
+
+    def describe(self) -> dict:
+        return {"name": self.name, "help": self.help, "paper": self.paper, "code": self.code,
+                "commands": {c: self.values(c) for c in self.commands()}}
