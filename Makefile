@@ -59,6 +59,7 @@ test-slow: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/python -m cqtools.docgen > docs/cli.md
 	$(BIN)/python -m cqtools.docgen --config > docs/config.md
+	$(BIN)/python -m cqtools.docgen --methods
 	$(BIN)/python -m cqtools.docgen --architecture
 
 # REUSE_INDEX=DIR: a `cq index --dense` of the shared corpus to time searches on (build times from its manifest).

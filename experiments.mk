@@ -255,37 +255,59 @@ exp-refuel: $(foreach v,plain $(REFUEL),$(S)/ambignq.refuel.$(v).ambigqa.json)
 
 # ---- CLAM (Kuhn et al. 2022): one record per intended DQ, a simulated user answers the CQ -----
 # Model tier; each strategy's stages are files: [clam.det.S ->] clam.cq.S -> clam.oracle.S -> clam.S.
+# The CLAM cells run `--preset clam` (docs/methods.md): one LLM detects (log p(True) > -0.3), writes
+# the CQ closed-book, plays the user (given the intended DQ) and answers the dialogue closed-book.
+#   never      default GPT: the LLM answers the question alone         (§5.1 baseline)
+#   always     CLAM's CQ for every question                             (§5.1 baseline)
+#   prompting  the LLM decides itself, under a preamble inviting clarification (§5.1 baseline)
+#   clam       CLAM (Algorithm 1)
+# cq's variants kept because they answer a question of their own:
+#   classifier the trained classifier decides when to ask (does a better judge help CLAM?)
+#   fromdqs    CQs built from the gold DQs (the upper bound of asking; reads gold)
+#   openbook   cq's earlier CLAM-style cell: LLM margin detector at 0, few-shot CAmbigNQ CQ, overlap
+#              user, the extractive reader over passages (what retrieval adds to the same protocol)
+CLAM_ORACLE := $(CQ) oracle --preset clam $(LLM)
+CLAM_ANSWER := $(CQ) answer --preset clam $(LLM)
 $(EXP)/clam.jsonl: $(RR)
 	@$(WALL) start $@
 	$(CQ) oracle --expand -o $@.part < $<
 	@$(WALL) stop $@ $< && mv $@.part $@ && rm -f $@.part.attempts
 	@{ cat $<.cmd; echo '  | cq oracle --expand'; } > $@.cmd
-$(EXP)/clam.never.jsonl: $(EXP)/clam.jsonl | $(MODEL_READER)
-	$(call stage,$(CQ) answer --mode single $(READER))
+$(EXP)/clam.never.jsonl: $(EXP)/clam.jsonl
+	$(call stage,$(CLAM_ANSWER))
 $(EXP)/clam.cq.always.jsonl: $(EXP)/clam.jsonl
-	$(call stage,$(CQ) gen-cq --method llm --all $(LLM))
+	$(call stage,$(CQ) gen-cq --preset clam --all $(LLM))
 $(EXP)/clam.cq.prompting.jsonl: $(EXP)/clam.jsonl
-	$(call stage,$(CQ) gen-cq --method llm --zero-shot --all $(LLM))
+	$(call stage,$(CQ) gen-cq --method clam-prompting --all $(LLM))
 $(EXP)/clam.det.clam.jsonl: $(EXP)/clam.jsonl
-	$(call stage,$(CQ) detect --method llm $(LLM))
+	$(call stage,$(CQ) detect --preset clam $(LLM))
 $(EXP)/clam.cq.clam.jsonl: $(EXP)/clam.det.clam.jsonl
-	$(call stage,$(CQ) gen-cq --method llm $(LLM))
-# Asking when needed with the trained classifier as the judge (the LLM's judgement is at chance).
+	$(call stage,$(CQ) gen-cq --preset clam $(LLM))
 $(EXP)/clam.det.classifier.jsonl: $(EXP)/clam.jsonl | $(MODEL_DETECT)
 	$(call stage,$(CQ) detect --method classifier --model $(MODEL_DETECT) --passages $(DETECT_PASSAGES) --device $(DEVICE))
 $(EXP)/clam.cq.classifier.jsonl: $(EXP)/clam.det.classifier.jsonl
-	$(call stage,$(CQ) gen-cq --method llm $(LLM))
-# Asking with CQs built from the gold DQs (reads gold: the upper bound of asking, as cqa.fromdqs).
+	$(call stage,$(CQ) gen-cq --preset clam $(LLM))
 $(EXP)/clam.cq.fromdqs.jsonl: $(EXP)/clam.jsonl
 	$(call stage,$(CQ) gen-cq --method from-dqs --all)
 CLAM_ASKING := always prompting clam classifier fromdqs
 $(foreach s,$(CLAM_ASKING),$(EXP)/clam.oracle.$(s).jsonl): $(EXP)/clam.oracle.%.jsonl: $(EXP)/clam.cq.%.jsonl
+	$(call stage,$(CLAM_ORACLE))
+$(foreach s,$(filter-out prompting,$(CLAM_ASKING)),$(EXP)/clam.$(s).jsonl): $(EXP)/clam.%.jsonl: $(EXP)/clam.oracle.%.jsonl
+	$(call stage,$(CLAM_ANSWER))
+$(EXP)/clam.prompting.jsonl: $(EXP)/clam.oracle.prompting.jsonl
+	$(call stage,$(CLAM_ANSWER) --preamble prompting)
+# cq's open-book variant (the grid's CLAM cell before the preset).
+$(EXP)/clam.det.openbook.jsonl: $(EXP)/clam.jsonl
+	$(call stage,$(CQ) detect --method llm $(LLM))
+$(EXP)/clam.cq.openbook.jsonl: $(EXP)/clam.det.openbook.jsonl
+	$(call stage,$(CQ) gen-cq --method llm $(LLM))
+$(EXP)/clam.oracle.openbook.jsonl: $(EXP)/clam.cq.openbook.jsonl
 	$(call stage,$(CQ) oracle)
-$(foreach s,$(CLAM_ASKING),$(EXP)/clam.$(s).jsonl): $(EXP)/clam.%.jsonl: $(EXP)/clam.oracle.%.jsonl | $(MODEL_READER)
+$(EXP)/clam.openbook.jsonl: $(EXP)/clam.oracle.openbook.jsonl | $(MODEL_READER)
 	$(call stage,$(CQ) answer --mode cq --selected $(READER))
 $(S)/clam.%.json: $(EXP)/clam.%.jsonl
 	$(call score,clam)
-exp-clam: $(foreach s,never $(CLAM_ASKING),$(S)/clam.$(s).json)
+exp-clam: $(foreach s,never $(CLAM_ASKING) openbook,$(S)/clam.$(s).json)
 
 # ---- Tree of Clarifications (Kim et al. 2023) on ASQA: first N_ASQA questions ------------------
 # Stages: asqa.ret.R -> asqa.rr.R -> asqa.dq.V.R (disambiguations) -> asqa.toc.V.R (long answer).
@@ -337,6 +359,8 @@ $(eval $(call pair,clam,clam.always,clam.clam))
 $(eval $(call pair,clam,clam.never,clam.classifier))
 $(eval $(call pair,clam,clam.always,clam.classifier))
 $(eval $(call pair,clam,clam.never,clam.fromdqs))
+$(eval $(call pair,clam,clam.prompting,clam.clam))
+$(eval $(call pair,clam,clam.clam,clam.openbook))
 $(eval $(call pair,asqa,asqa.toc.rac.bm25,asqa.toc.prune.bm25))
 pairs: $(PAIRS)
 

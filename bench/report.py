@@ -221,14 +221,22 @@ def table(title: str, task: str, prefix: str, columns: list, paper: str, scores:
             if name.startswith(prefix) and s.get("task") == task and name not in used]
     if not rows:
         return []
-    lines = [f"## {title}", "", "| cell | n | " + " | ".join(c[1] for c in columns) + " | wall s |",
-             "|---|---|" + "---|" * len(columns) + "---|"]
+    lines = [f"## {title}", "", "| cell | preset | n | " + " | ".join(c[1] for c in columns) + " | wall s |",
+             "|---|---|---|" + "---|" * len(columns) + "---|"]
     for name, s in rows:
         used.add(name)
-        lines.append(f"| [{name}](#{anchor(name)}) | {s.get('n')} | "
+        lines.append(f"| [{name}](#{anchor(name)}) | {preset_of(scores_dir / f'{name}.json.cmd')} | {s.get('n')} | "
                      + " | ".join(fmt_ci(s, key) for key, _ in columns)
                      + f" | {fmt_wall(read_wall(scores_dir / f'{name}.json.wall'))} |")
     return lines + ["", f"Papers: {paper}", ""]
+
+
+def preset_of(cmd: Path) -> str:
+    """The presets a cell's pipeline ran under (``--preset NAME`` in its .cmd), or "cq" (cq's own variant)."""
+    import re
+
+    found = re.findall(r"--preset[ =](\S+)", cmd.read_text()) if cmd.exists() else []
+    return ", ".join(dict.fromkeys(found)) or "cq"
 
 
 def paired_section(pairs_dir: Path | None) -> list[str]:

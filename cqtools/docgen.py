@@ -107,8 +107,44 @@ def architecture_block() -> str:
 
 def with_architecture_block(text: str) -> str:
     """``text`` (docs/architecture.md) with its generated block replaced by the current one."""
+    return with_block(text, architecture_block())
+
+
+def with_block(text: str, block: str) -> str:
     start, end = text.index(BEGIN), text.index(END) + len(END)
-    return text[:start] + architecture_block() + text[end:]
+    return text[:start] + block + text[end:]
+
+
+def _cell(value) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def methods_block() -> str:
+    """Per preset: setting | paper or released code | ``--preset`` value | what still differs, from
+    cqtools/presets/ (the same rows ``cq presets --sources`` prints)."""
+    import orjson
+
+    from . import presets
+
+    lines = [BEGIN, ""]
+    for name in presets.names():
+        preset = presets.get(name)
+        lines += [f"### `--preset {name}`: {preset.help}", "", f"Paper: {preset.paper}. Released code: {preset.code}.",
+                  "", "| stage | setting | paper or released code | `--preset` value | what still differs, and why |",
+                  "|---|---|---|---|---|"]
+        for s in preset.settings:
+            value = orjson.dumps(s.value).decode()
+            lines.append(f"| `cq {s.command}` | {_cell(s.setting or s.option)} | {_cell(s.source)} | "
+                         f"`{s.option} = {_cell(value)}` | {_cell(s.differs) or 'nothing known'} |")
+        if preset.departures:
+            lines += ["", "Beyond single option values:", ""] + [f"- {_cell(d)}" for d in preset.departures]
+        lines.append("")
+    return "\n".join(lines + [END])
+
+
+def with_methods_block(text: str) -> str:
+    """``text`` (docs/methods.md) with its generated block replaced by the current one."""
+    return with_block(text, methods_block())
 
 
 if __name__ == "__main__":
@@ -117,6 +153,9 @@ if __name__ == "__main__":
 
     if sys.argv[1:] == ["--config"]:
         sys.stdout.write(config_markdown())
+    elif sys.argv[1:] == ["--methods"]:
+        path = pathlib.Path(__file__).resolve().parent.parent / "docs" / "methods.md"
+        path.write_text(with_methods_block(path.read_text()))
     elif sys.argv[1:] == ["--architecture"]:
         path = pathlib.Path(__file__).resolve().parent.parent / "docs" / "architecture.md"
         path.write_text(with_architecture_block(path.read_text()))

@@ -144,7 +144,8 @@ def test_report_on_real_score_summaries(tmp_path):
         f"| {always['n']} | " + " | ".join(f"{always[k]:.1f} [{intervals[k][0]:.1f}, {intervals[k][1]:.1f}]"
                                            for k in ("accuracy", "precision", "recall", "f1", "auroc")) + " | 100 |")
     assert rows["ambignq.det.never"].endswith(" | 105† |")
-    assert "| cell | n | Acc | P | R | F1 | AUROC | wall s |" in text
+    assert "| cell | preset | n | Acc | P | R | F1 | AUROC | wall s |" in text
+    assert all(line.split(" | ")[1] == "cq" for line in rows.values())  # no --preset in these commands
     for line in rows.values():
         assert "–" not in line, line
     assert "## Ambiguity detection" in text and "## Clarification question generation" in text
@@ -260,3 +261,13 @@ def test_gpu_comparison_and_render(tmp_path):
     assert "| detect llm | cuda | cuda, float32 | 12.0 | 10.0 | 2.00 | 3.0x | 1/2 | 2/2 | 2/2 |" in page
     assert "| detect llm | cuda padded | ?, ? | 10.5 | 10.0 | < 2.00 |  | 0/2 | 0/2 | 1/2 |" in page  # under noise
     assert page.endswith("## What these numbers say\nkept by hand\n") and "old table" not in page
+
+
+def test_a_cells_preset_is_read_from_its_pipeline(tmp_path):
+    from bench.report import preset_of
+
+    cmd = tmp_path / "c.json.cmd"
+    cmd.write_text("# input\n  | cq detect --preset clam --model m\n  | cq gen-cq --preset clam\n  | cq oracle\n")
+    assert preset_of(cmd) == "clam"
+    cmd.write_text("  | cq detect --method llm\n")
+    assert preset_of(cmd) == "cq" and preset_of(tmp_path / "missing.cmd") == "cq"

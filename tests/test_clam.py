@@ -268,3 +268,27 @@ def test_the_clam_pipeline_through_an_openai_server(runner, server, tmp_path, mo
     assert answered[0]["answers"][0]["text"] == "Joaquin Phoenix"
     assert answered[0]["meta"]["presets"] == {"detect": "clam", "gen-cq": "clam", "oracle": "clam", "answer": "clam"}
     openai_backend._GENERATORS.clear()
+
+
+def test_every_preset_value_is_valid_for_the_method_it_configures():
+    """Each method/mode/task value is registered and each option value passes that method's schema."""
+    from cqtools import presets
+    from cqtools.registry import ANSWER_MODES, CQ_METHODS, DETECTORS, DISAMBIGUATORS, ORACLES, SCORE_TASKS
+
+    registries = {"detect": DETECTORS, "gen-cq": CQ_METHODS, "oracle": ORACLES, "answer": ANSWER_MODES,
+                  "disambiguate": DISAMBIGUATORS, "score": SCORE_TASKS}
+    chooser = {"answer": "mode", "score": "task"}
+    for name in presets.names():
+        preset = presets.get(name)
+        for command in preset.commands():
+            values = preset.values(command)
+            registry = registries.get(command)
+            if registry is None:
+                continue
+            method = registry.get(values.get(chooser.get(command, "method")))
+            for key, value in values.items():
+                if key == chooser.get(command, "method") or (command == "score"):
+                    continue
+                option = method.option(key)
+                assert option is not None, (name, command, key)
+                assert option.convert(value, "preset") == value

@@ -33,3 +33,10 @@ def test_config_reference_is_current():
     from cqtools.docgen import config_markdown
 
     assert (ROOT / "docs" / "config.md").read_text() == config_markdown(), "docs/config.md is stale: run `make docs`"
+
+
+def test_methods_tables_are_current():
+    from cqtools.docgen import with_methods_block
+
+    current = (ROOT / "docs" / "methods.md").read_text()
+    assert current == with_methods_block(current), "docs/methods.md is stale: run `make docs`"
