@@ -20,6 +20,12 @@ class CQError(Exception):
         return f"{self.where}: {self.message}" if self.where else self.message
 
 
+class ServiceError(CQError):
+    """A service the run depends on failed (an API server down, overloaded after its retries, or
+    refusing the key): not any record's fault, so the run stops even under ``--on-error skip``
+    (records already written stay; ``--resume`` continues after them)."""
+
+
 class InputError(CQError):
     """Malformed input: bad JSON, a record lacking a key a stage needs."""
 

@@ -167,3 +167,34 @@ def test_records_with_bad_ids_or_a_bom_are_never_dropped(tmp_path):
     fail = subprocess.run([*CQ, "detect", "--method", "never"], input=data, capture_output=True, cwd=tmp_path)
     assert fail.returncode == 1 and len(fail.stdout.splitlines()) == 1
     assert "line 2: 'id' must be a string or an integer, got a number with a fraction (1.5)" in fail.stderr.decode()
+
+
+def test_an_api_outage_under_skip_stops_the_run_and_resume_redoes_the_rest(tmp_path):
+    """A server that fails after its retries is no record's fault: the run stops with a one-line
+    error (records written stay), and --resume later answers the rest; no record is an error record."""
+    from .test_openai_backend import Server
+
+    server = Server([sys.executable, "-m", "tests.openai_server"])
+    try:
+        server.control(reset=True, reply=" Which year: 2001 or 2002?", faults=["pass", "pass"] + ["500"] * 40)
+        out = tmp_path / "out.jsonl"
+        env = {**os.environ, "CQ_API_KEY": "sk-test", "CQ_API_RETRIES": "1", "CQ_API_BACKOFF": "0.01",
+               "CQ_CACHE": str(tmp_path / "cache")}
+        args = [*CQ, "gen-cq", "--method", "llm", "--all", "--model", "openai:fake", "--api-base", server.url,
+                "--on-error", "skip", "--batch-size", "1", "--concurrency", "1", "--resume", str(out)]
+        stdin = jsonl(RECORDS)
+        first = subprocess.run(args, input=stdin.encode(), capture_output=True, env=env, cwd=ROOT)
+        assert first.returncode == 1, first.stderr
+        last = first.stderr.decode().strip().splitlines()[-1]
+        assert last.startswith("cq gen-cq: error: ") and "HTTP 500 after 1 retries" in last
+        assert "Traceback" not in first.stderr.decode()
+        assert [r["id"] for r in map(orjson.loads, out.read_bytes().splitlines())] == ["r0", "r1"]
+        assert len(server.requests()) == 4  # two answers, then one failing request and its retry: no more
+        server.control(reset=True, faults=[])
+        again = subprocess.run(args, input=stdin.encode(), capture_output=True, env=env, cwd=ROOT)
+        assert again.returncode == 0, again.stderr
+        done = [orjson.loads(line) for line in out.read_bytes().splitlines()]
+        assert [r["id"] for r in done] == [r["id"] for r in RECORDS]
+        assert not any("errors" in r for r in done) and all(r["cq"]["text"] for r in done)
+    finally:
+        server.stop()

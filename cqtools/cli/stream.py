@@ -38,7 +38,7 @@ from tqdm import tqdm
 
 from ..config import env
 from .. import runrecord
-from ..errors import CQError, InputError
+from ..errors import CQError, InputError, ServiceError
 from ..jsonl import AtomicFile, JsonlWriter, Skipped, bad_id, batched, open_append, open_input, read_records
 
 log = logging.getLogger("cqtools")
@@ -148,6 +148,8 @@ def apply(process: BatchFn, items: list[Item], spec: StreamSpec) -> list[dict]:
         try:
             result = process(records)
         except CQError as err:
+            if isinstance(err, ServiceError):  # a server down is no record's fault: stop, written records stay
+                raise
             if err.where is None:
                 err.where = _locate(err, [items[n] for n in todo])
             if pristine is None:

@@ -10,7 +10,7 @@ import tempfile
 from urllib.parse import urlsplit, urlunsplit
 
 from ..config import current, env
-from ..errors import CQError
+from ..errors import CQError, ServiceError
 from ..registry import BACKENDS
 
 
@@ -22,8 +22,13 @@ MAX_STOP = 4  # the OpenAI API takes at most 4 stop sequences; the rest are cut 
 ECHO_TOLERANCE = 0.1  # prompt and next-token logprobs of one token may differ this much (batched kernels)
 
 
-class ApiError(CQError):
-    """A request the server refused or never answered (after the retries)."""
+class ApiError(ServiceError):
+    """A request the server refused or never answered (after the retries): the service's failure."""
+
+
+class RequestError(CQError):
+    """The server refused this one request (a 4xx other than a refused key): the record's problem,
+    set aside under ``--on-error skip``."""
 
 
 def route(name: str, api_base: bool = True) -> tuple[str, str] | None:

@@ -30,7 +30,7 @@ from typing import Sequence
 
 from ..config import current, env
 from ..errors import CQError, ResourceError
-from .api import (ECHO_TOLERANCE, MAX_STOP, OPENAI_BASE, RETRY_STATUS, SEED, ApiError,  # noqa: F401
+from .api import (ECHO_TOLERANCE, MAX_STOP, OPENAI_BASE, RETRY_STATUS, SEED, ApiError, RequestError,  # noqa: F401
                   ResponseCache, _Bound, _NoLogprobs, _server_message, api_key, cache_key,
                   continuation_logprob, next_token_logprobs, public_url, route)
 
@@ -180,6 +180,8 @@ class OpenAIGenerator:
                 if refusals and 400 <= status < 500:
                     self.cache.put(key, {"__refused__": status, "message": message})
                     raise _Refused(status, message) from None
+                if 400 <= status < 500:  # this request (too long, malformed): the record's problem
+                    raise RequestError(f"{self._where(endpoint)}: HTTP {status}: {message}") from None
                 raise ApiError(f"{self._where(endpoint)}: HTTP {status}: {message}") from None
             except openai.APIConnectionError as err:  # includes timeouts
                 what = "no answer within --api-timeout" if isinstance(err, openai.APITimeoutError) else \
