@@ -292,14 +292,26 @@ def remove_stale(parent: str, pattern: str) -> list[str]:
     return removed
 
 
+def _mode_of(path: str) -> int | None:
+    """The permission bits of an existing file (None: no such file)."""
+    import stat
+
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return None
+
+
 class AtomicFile:
     """``-o FILE``: written to a hidden temp file beside FILE, renamed over it by :meth:`commit`. A run
     that fails (or is killed) never leaves half a FILE, and an existing FILE stays as it was until the
     new one is complete (so ``-o`` may even name the input file). ``.gz`` names are gzipped."""
 
     def __init__(self, path: str):
-        self.path = path
-        parent, name = os.path.split(os.path.abspath(path))
+        # a symlink is written through (its target replaced, the link kept); an existing file keeps its mode
+        self.path = os.path.realpath(path) if os.path.islink(path) else path
+        self.mode = _mode_of(self.path)
+        parent, name = os.path.split(os.path.abspath(self.path))
         self.tmp = os.path.join(parent, f".{name}.tmp{os.getpid()}")
         try:
             os.makedirs(parent, exist_ok=True)
@@ -324,6 +336,8 @@ class AtomicFile:
         self.raw.flush()
         os.fsync(self.raw.fileno())
         self.raw.close()
+        if self.mode is not None:
+            os.chmod(self.tmp, self.mode)
         os.replace(self.tmp, self.path)
         self.done = True
 

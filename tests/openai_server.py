@@ -173,6 +173,9 @@ class Handler(BaseHTTPRequestHandler):
             elif fault:
                 status = int(fault)
                 payload = {"error": {"message": f"injected {status}", "type": "server_error"}}
+                if status == 401:  # as real servers do: the refused key, echoed back
+                    key = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+                    payload = {"error": {"message": f"Incorrect API key provided: {key}", "type": "invalid_api_key"}}
                 headers = {"Retry-After": "0"} if status == 429 else None
             else:
                 status, payload, headers = routes[self.path](body) + (None,)

@@ -198,3 +198,20 @@ def test_an_api_outage_under_skip_stops_the_run_and_resume_redoes_the_rest(tmp_p
         assert not any("errors" in r for r in done) and all(r["cq"]["text"] for r in done)
     finally:
         server.stop()
+
+
+def test_output_file_keeps_its_mode_and_a_symlink_is_written_through(tmp_path):
+    stdin = jsonl(RECORDS[:2]).encode()
+    private = tmp_path / "private.jsonl"
+    private.write_text("old\n")
+    os.chmod(private, 0o600)
+    link = tmp_path / "link.jsonl"
+    target = tmp_path / "target.jsonl"
+    target.write_text("old\n")
+    link.symlink_to(target)
+    for out in (private, link):
+        done = subprocess.run([*CQ, "detect", "--method", "always", "-o", str(out)], input=stdin,
+                              capture_output=True, cwd=ROOT)
+        assert done.returncode == 0, done.stderr
+    assert oct(os.stat(private).st_mode & 0o777) == oct(0o600) and lines(private) == 2
+    assert link.is_symlink() and lines(target) == 2

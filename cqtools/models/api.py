@@ -162,4 +162,14 @@ def _server_message(err) -> str:
         inner = body.get("error", body)
         message = inner.get("message") if isinstance(inner, dict) else inner
     message = str(message or getattr(err, "message", "") or err)
-    return " ".join(message.split())[:300]
+    return redact(" ".join(message.split()))[:300]
+
+
+def redact(text: str) -> str:
+    """``text`` without the API key (a server's 401 message may echo it), nor anything shaped like one."""
+    import re
+
+    key = api_key()
+    if key and len(key) >= 8:
+        text = text.replace(key, "[key redacted]")
+    return re.sub(r"\b(sk-[A-Za-z0-9_\-]{6})[A-Za-z0-9_\-]{8,}", r"\1...[redacted]", text)
