@@ -73,7 +73,7 @@ define stage
 	@if [ $@.part -ot $< ] || [ ! -e $@.part.cq.json ]; then rm -f $@.part $@.part.cq.json; fi
 	@$(WALL) start $@
 	$(GEN_ENV) $(1) --resume $@.part < $<
-	@$(WALL) stop $@ $< && mv $@.part $@ && mv $@.part.cq.json $@.cq.json && rm -f $@.part.attempts
+	@$(WALL) stop $@ $< && mv $@.part $@ && mv $@.part.cq.json $@.cq.json && rm -f $@.part.attempts $@.part.cq.lock
 	@{ cat $<.cmd 2>/dev/null || echo '# input: $<'; echo '  | $(subst $(CQ),cq,$(strip $(1)))'; } > $@.cmd
 endef
 
