@@ -187,3 +187,217 @@ def test_released_traces_replay_call_for_call(name):
     assert got == tree["valid_nodes"] and record["long_answer"] == SCENES["long"]
     assert [(d["question"], d["answer"]) for d in record["dqs"]] == [(n["question"], n["answer"])
                                                                     for n in tree["valid_nodes"][:10]]
+
+
+def test_trace_a_verifies_during_growth_dedups_and_overshoots():
+    gen, record = replay("dA", True)
+    aq = record["question"]
+    verifies = [x["prompt"] for x in gen.log if is_verify(x["prompt"])]
+    # the verification prompt asks about the AQ and never shows the DQ
+    assert all(f"\nQuestion: {aq}\n" in p for p in verifies)
+    assert not any("Who founded the first fishing village of Varrow?" in p for p in verifies)
+    answers = [p.rsplit("\nProposed Answer: ", 1)[1] for p in verifies]
+    # the repeated DQ whose answer extends the earlier one is dropped without a verification call ...
+    assert "Elin Markby in 1402" not in answers and answers.count("Elin Markby") == 2
+    # ... and the same answer under a new DQ is verified and kept
+    questions = [n["question"] for n in record["tree"][1:]]
+    assert "Which ancestor of the ruling Markby family founded Varrow?" in questions
+    assert "Who founded the Varrow football club?" not in questions  # verified False: never a node
+    meta = record["meta"]["disambiguate"]
+    assert (meta["valid_nodes"], meta["deduplicated"], meta["rejected"], meta["verifications"]) == (11, 1, 3, 14)
+    assert meta["model_calls"] == 19 and meta["stop"] == "max_nodes" and meta["pruning_off_at"] is None
+    # 11 nodes (the last expansion's pairs all added), the first 10 in dqs and in the long answer
+    assert len(record["dqs"]) == 10 and "Which expedition leader" not in gen.log[-1]["prompt"]
+    assert "DQ 10: Who founded the overseas colony of New Varrow?\nDA 10: Jonas Thale's settlers\n\nAnswer:" \
+        in gen.log[-1]["prompt"]
+    # every node below the root sits at level 1 or 2 (verification never lets more through here)
+    assert {n["depth"] for n in record["tree"][1:]} == {1, 2}
+
+
+def test_trace_b_restarts_then_switches_pruning_off():
+    gen, record = replay("dB", True)
+    meta = record["meta"]["disambiguate"]
+    # 16 pops (two skipped as too deep), 4 restarts, pruning off after the third failed restart
+    assert (meta["pops"], meta["restarts"], meta["skipped"], meta["pruning_off_at"]) == (16, 4, 2, 7)
+    assert meta["removed_demos"] == ["t2"] and meta["stop"] == "max_pops"
+    # after the switch-off nothing is verified and duplicates (a rejected pair's DQ too) become nodes
+    assert [tag(x["prompt"]) for x in gen.log].index("verify", 9) == 11  # last verification: call 12
+    questions = [n["question"] for n in record["tree"][1:]]
+    assert questions.count("When did the Sunvale passenger ferry start running?") == 7
+    assert "When did the Sunvale car ferry start running?" in questions
+    assert [n["verified"] for n in record["tree"][1:]][:1] == [True] and record["tree"][2]["verified"] is None
+    # the demo pool lost t2 for every later prompt, the long answer's included
+    assert all("Kestrel Bridge" not in x["prompt"] for x in gen.log[3:] if not is_verify(x["prompt"]))
+
+
+def test_trace_c_creates_level_3_nodes_but_never_expands_them():
+    gen, record = replay("dC", False)
+    levels = [n["depth"] for n in record["tree"][1:]]
+    assert max(levels) == 3 and record["meta"]["disambiguate"]["skipped"] == 2
+    expanded = [x["prompt"].rsplit("\nQuestion: ", 1)[1].split("\n", 1)[0] for x in gen.log if tag(x["prompt"]) == "expand"]
+    deep = {n["question"] for n in record["tree"][1:] if n["depth"] == 3}
+    assert deep and not deep & set(expanded)
+    assert not any(is_verify(x["prompt"]) for x in gen.log)  # no --verify: no verification, no dedup
+
+
+def test_prompt_slots_demos_nearest_last_and_reranked_passages():
+    from cqtools.stages.shots import ShotSelector, shot_from_record
+
+    gen, record = replay("dA", True)
+    first = gen.log[0]["prompt"]
+    blocks = first.split("\n\n---\n\n")
+    demos = blocks[1].split("\n\nQuestion: ")
+    assert len(demos) == 5 and all("\nAnswer: " in d and "\nDQ 2: " in d and "«" not in d for d in demos)
+    # nearest last: the demo right before the query is the kNN's first pick for the AQ
+    selector = ShotSelector([shot_from_record(r, None, 1) for r in toy_shot_records()], encoder=UnitEncoder(),
+                            metric="l2")
+    nearest = selector.shots[selector.nearest([record["question"]], 1, [range(6)])[0][0]]
+    assert demos[-1].split("\n", 1)[0].endswith(nearest[0])
+    # passages: the pool reranked for the question, top 5, numbered, whole "title | text"
+    ranked = sorted(toy_record("dA")["passages"], key=lambda p: -query_words(record["question"], f"{p['title']} | {p['text']}"))
+    lines = blocks[3].split("\n\n")[0].split("\n")[1:]
+    assert lines == [f"[{n}] «{p['title']} | {p['text']}»" for n, p in enumerate(ranked[:5], 1)]
+    assert blocks[3].endswith(f"Question: {record['question']}\n\nDisambiguations:")
+
+
+def test_evidence_match_tokens_differs_from_the_released_call_only_where_the_trace_says():
+    """The released get_evidence passes the answer string where dsp wants a list, so it matches
+    the answer's characters: any answer with a space or an "a" is in every passage. With
+    evidence_match=tokens, trace A's call 8 (a cache hit in the trace) gets other evidence."""
+    steps = trace_lm("A_varrow_verify")
+    demos = trace_demos(steps)
+    gen, _ = replay("dA", True, evidence_match="tokens")
+    differ = [n + 1 for n, (x, s) in enumerate(zip(gen.log, steps))
+              if not same_prompt_but_wording(x["prompt"], s["prompt"], demos)]
+    assert differ == [8] and "\nContext: Varrow | Varrow began as a fishing village" in gen.log[7]["prompt"]
+
+
+# --- through the CLI -------------------------------------------------------------------------------
+
+def seeded_lm() -> FakeGenerator:
+    """Expansions whose text depends on the prompt's seed (as a sampler's does); verifications True."""
+    gen = FakeGenerator()
+
+    def reply(prompt: str) -> str:
+        if is_verify(prompt):
+            return "True"
+        if is_final(prompt):
+            return "A long answer."
+        question = prompt.rsplit("\nQuestion: ", 1)[1].split("\n", 1)[0].rstrip("?")
+        n = (gen.log[-1]["seed"] or 0) % 3
+        return f"DQ 1: {question} in version {n}?\nDA 1: answer {n}\nAnswer: long"
+
+    gen.replies = reply
+    return gen
+
+
+@pytest.fixture
+def toc_models(monkeypatch):
+    import cqtools.models as models
+
+    made = {"generator": seeded_lm()}
+    monkeypatch.setattr(models, "load_generator", lambda *a, **k: made["generator"])
+    monkeypatch.setattr(models, "load_cross_encoder", lambda *a, **k: FakeCrossEncoder(query_words))
+    monkeypatch.setattr(models, "load_encoder", lambda *a, **k: UnitEncoder())
+    return made
+
+
+@pytest.fixture
+def shots_file(tmp_path) -> str:
+    path = tmp_path / "shots.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in toy_shot_records()))
+    return str(path)
+
+
+def toy_input() -> str:
+    return "".join(json.dumps(toy_record(d)) + "\n" for d in ("dA", "dB", "dC"))
+
+
+def cq(runner, args, text=None):
+    from cqtools.cli import cli
+
+    result = runner.invoke(cli, ["disambiguate", "--method", "toc", "-q", *args], input=text or toy_input())
+    assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_cli_writes_tree_dqs_long_answer_and_meta(runner, toc_models, shots_file, tmp_path):
+    records = cq(runner, ["--shots", shots_file, "--seed", "1"])
+    gen = toc_models["generator"]
+    for record in records:
+        meta = record["meta"]["disambiguate"]
+        assert meta["method"] == "toc" and meta["seed"] == 1 and meta["shots"] == 6 and len(meta["template"]) == 12
+        assert record["long_answer"] == "A long answer." and record["meta"]["answer"]["by"] == "disambiguate --method toc"
+        assert record["dqs"] and record["tree"][0]["question"] == record["question"]
+    expand = [x for x in gen.log if tag(x["prompt"]) == "expand"]
+    assert {(x["temperature"], x["top_p"], x["max_new_tokens"]) for x in expand} == {(0.7, 1.0, 300)}
+    assert {(x["temperature"], x["max_new_tokens"]) for x in gen.log if tag(x["prompt"]) != "expand"} == {(0.0, 300)}
+    assert "\n\n---" in expand[0]["stop"]
+    # --prompt FILE replaces a part; its digest goes into meta
+    own = tmp_path / "mine.txt"
+    own.write_text("[[instruction]]\nMY OWN INSTRUCTION.\n")
+    toc_models["generator"] = seeded_lm()
+    again = cq(runner, ["--shots", shots_file, "--seed", "1", "--prompt", str(own)])
+    assert toc_models["generator"].log[0]["prompt"].startswith("MY OWN INSTRUCTION.\n\n---\n\n")
+    assert again[0]["meta"]["disambiguate"]["template"] != records[0]["meta"]["disambiguate"]["template"]
+
+
+def test_same_seed_same_output_any_batch_size(runner, toc_models, shots_file):
+    def strip(records):
+        return [{k: v for k, v in r.items() if k != "meta"} for r in records]
+
+    one = cq(runner, ["--shots", shots_file, "--seed", "5", "--batch-size", "1"])
+    toc_models["generator"] = seeded_lm()
+    three = cq(runner, ["--shots", shots_file, "--seed", "5", "--batch-size", "3"])
+    toc_models["generator"] = seeded_lm()
+    same = cq(runner, ["--shots", shots_file, "--seed", "5", "--batch-size", "2"])
+    assert strip(one) == strip(three) == strip(same)
+    toc_models["generator"] = seeded_lm()
+    other = cq(runner, ["--shots", shots_file, "--seed", "6"])
+    assert strip(other) != strip(one)
+
+
+def test_builtin_demos_and_options_are_checked(runner, toc_models):
+    from cqtools.cli import cli
+
+    records = cq(runner, ["--no-verify", "--max-nodes", "2"])
+    assert all(len(r["dqs"]) <= 3 for r in records)
+    assert "Bolivia" in toc_models["generator"].log[0]["prompt"]  # built-in demos, with long answers
+    bad = runner.invoke(cli, ["disambiguate", "--method", "toc", "-O", "verfy=false"], input=toy_input())
+    assert bad.exit_code != 0 and "verify" in bad.output
+
+
+def test_openai_backend_samples_expansions_and_verifies_greedily(runner, monkeypatch, tmp_path):
+    """Request bodies: expansions at temperature 0.7, top_p 1 with a per-prompt seed; verifications
+    and the long answer at temperature 0 (seed 0); 300 tokens each; raw completions."""
+    import sys
+
+    import cqtools.models as models
+    from cqtools.models import openai_backend
+
+    from .test_openai_backend import Server
+
+    server = Server([sys.executable, "-m", "tests.openai_server"])
+    try:
+        server.control(reset=True, reply="DQ 1: Who won the first Pellham derby?\nDA 1: Pellham Rovers\nAnswer: True")
+        monkeypatch.setenv("CQ_CACHE", str(tmp_path / "cache"))
+        monkeypatch.setenv("CQ_API_KEY", "sk-test")
+        monkeypatch.setattr(models, "load_cross_encoder", lambda *a, **k: FakeCrossEncoder(query_words))
+        monkeypatch.setattr(models, "load_encoder", lambda *a, **k: UnitEncoder())
+        openai_backend._GENERATORS.clear()
+        text = json.dumps(toy_record("dC")) + "\n"
+        records = cq(runner, ["--model", "openai:fake", "--api-base", server.url, "--seed", "2"], text)
+        sent = [r["body"] for r in server.requests()]
+    finally:
+        server.stop()
+        openai_backend._GENERATORS.clear()
+    assert records[0]["dqs"][0] == {**records[0]["dqs"][0], "question": "Who won the first Pellham derby?"}
+    expand = [b for b in sent if b["prompt"].endswith("Disambiguations:")]
+    verify = [b for b in sent if is_verify(b["prompt"])]
+    final = [b for b in sent if is_final(b["prompt"])]
+    assert expand and verify and len(final) == 1
+    assert all(b["temperature"] == 0.7 and b["top_p"] == 1.0 and b["max_tokens"] == 300 for b in expand)
+    seeds = {b["seed"] for b in expand}
+    assert 0 not in seeds and len(seeds) == len({b["prompt"] for b in expand})  # one seed per distinct prompt
+    assert all(b["temperature"] == 0 and b["seed"] == 0 and "top_p" not in b and b["max_tokens"] == 300
+               for b in verify + final)
