@@ -401,3 +401,17 @@ def test_openai_backend_samples_expansions_and_verifies_greedily(runner, monkeyp
     assert 0 not in seeds and len(seeds) == len({b["prompt"] for b in expand})  # one seed per distinct prompt
     assert all(b["temperature"] == 0 and b["seed"] == 0 and "top_p" not in b and b["max_tokens"] == 300
                for b in verify + final)
+
+
+def test_the_toc_preset_sets_only_valid_toc_options():
+    from cqtools.presets import toc
+    from cqtools.registry import DISAMBIGUATORS
+
+    method = DISAMBIGUATORS.get("toc")
+    values = toc.PRESET.values("disambiguate")
+    assert values["method"] == "toc" and values["evidence_match"] == "chars"
+    for setting in toc.PRESET.settings:
+        assert setting.source and setting.command == "disambiguate"
+        if setting.option != "method":
+            assert method.option(setting.option).convert(setting.value, "preset toc") == setting.value
+    assert toc.PRESET.departures
