@@ -122,19 +122,23 @@ def scene_lm() -> FakeGenerator:
 
 
 def replay(dev: str, verify: bool, **options):
+    gen = scene_lm()
+    return gen, replay_with(gen, dev, verify, **options)
+
+
+def replay_with(gen, dev: str, verify: bool = True, **options) -> dict:
     from cqtools.stages import templates
     from cqtools.stages.shots import ShotSelector, shot_from_record
     from cqtools.stages.toc import TocConfig
     from cqtools.stages.toc_run import TocRunner
 
-    gen = scene_lm()
     shots = [shot_from_record(r, None, 1) for r in toy_shot_records()]
     selector = ShotSelector(shots, encoder=UnitEncoder(), metric="l2")
     config = TocConfig(verify=verify, **{"evidence_match": "chars", **options})
     runner = TocRunner(gen, FakeCrossEncoder(query_words), selector, templates.load("toc"), config, seed=0)
     record = toy_record(dev)
     runner.run([record], {"model": "fake"})
-    return gen, record
+    return record
 
 
 def trace_lm(name: str) -> list[dict]:
@@ -415,3 +419,19 @@ def test_the_toc_preset_sets_only_valid_toc_options():
         if setting.option != "method":
             assert method.option(setting.option).convert(setting.value, "preset toc") == setting.value
     assert toc.PRESET.departures
+
+
+def test_logprob_rule_scores_true_against_false_and_grows_the_same_tree():
+    def score(prompt: str, continuation: str) -> float:
+        rejected = SCENES["verify"].get(prompt.rsplit("\nProposed Answer: ", 1)[1]) == "False"
+        return -2.0 if continuation == " False" else (-3.0 if rejected else -1.0)
+
+    gen, record = replay("dA", True, verify_rule="logprob")
+    _, expected = replay("dA", True)
+    assert not any(is_verify(x["prompt"]) for x in gen.log)  # no verification is generated ...
+    assert gen.scored and all(c in (" True", " False") for _, c in gen.scored)  # ... each is scored
+    assert record["tree"] != expected["tree"]  # the default scores (-50 each) keep nothing
+    gen.scores = score
+    scored = replay_with(gen, "dA", verify_rule="logprob")
+    assert [n["question"] for n in scored["tree"]] == [n["question"] for n in expected["tree"]]
+    assert all(n["verify"] == 1.0 for n in scored["tree"][1:])

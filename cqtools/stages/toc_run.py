@@ -65,24 +65,29 @@ class TocRunner:
         demos = self.demos(questions, [t for t, _ in items])
         prompts = [TP.expansion_prompt(self.template, q, s, d) for q, s, d in zip(questions, shown, demos)]
         raw = self._generate(prompts, [t for t, _ in items], c.max_new_tokens, EXPAND_STOP, c.temperature > 0)
-        candidates = []  # (tree, node, pair dicts)
-        for (tree, node), passages, text in zip(items, shown, raw):
-            tree.shown += passages
-            tree.counts["expansions"] += 1
-            pairs = [{"question": q, "answer": a} for q, a in TP.read_expansion(text)[0]]
-            if c.verify:
-                tree.prune_pools(passages, [p["answer"] for p in pairs], self.demo_answers, c)
-            if tree.pruning:
-                new = [p for p in pairs if tree.is_new(p["question"], p["answer"])]
-                tree.counts["deduplicated"] += len(pairs) - len(new)
-                pairs = new
-            candidates.append((tree, node, pairs))
+        candidates = [(tree, node, self.read(tree, passages, text))
+                      for (tree, node), passages, text in zip(items, shown, raw)]
         self.verify([(t, p) for t, _, ps in candidates if t.pruning for p in ps])
         for tree, node, pairs in candidates:
             kept = [p for p in pairs if p.get("verified") is not False]
             tree.counts["rejected"] += len(pairs) - len(kept)
             tree.add(node, kept, c)
         return True
+
+    def read(self, tree: TocTree, passages: list[dict], text: str) -> list[dict]:
+        """One expansion's pairs, after the pool pruning (``--verify``) and, while pruning is on, the
+        duplicate rule: those left go to verification (run_toc.py:220-236)."""
+        c = self.config
+        tree.shown += passages
+        tree.counts["expansions"] += 1
+        pairs = [{"question": q, "answer": a} for q, a in TP.read_expansion(text)[0]]
+        if c.verify:
+            tree.prune_pools(passages, [p["answer"] for p in pairs], self.demo_answers, c)
+        if tree.pruning:
+            new = [p for p in pairs if tree.is_new(p["question"], p["answer"])]
+            tree.counts["deduplicated"] += len(pairs) - len(new)
+            pairs = new
+        return pairs
 
     def verify(self, items: list[tuple[TocTree, dict]]) -> None:
         """Mark each pair ``verified`` True/False: the evidence is the cross-encoder's top passage for
@@ -94,21 +99,26 @@ class TocRunner:
         evidence = [ranked[0] if ranked else None
                     for ranked in self.rank([p["question"] for _, p in items], pools, 1)]
         prompts = [TP.verify_prompt(self.template, t.question, e, p["answer"]) for (t, p), e in zip(items, evidence)]
-        yes, no = self.template("yes").strip(), self.template("no").strip()
-        if c.verify_rule == "logprob":
-            n = len(prompts)
-            scores = self.generator.score(prompts + prompts, [" " + yes] * n + [" " + no] * n,
-                                          batch_size=c.batch_size)
-            verdicts = [scores[k] - scores[k + n] for k in range(n)]
-            keep = [v > 0 for v in verdicts]
-        else:
-            raw = self._generate(prompts, [t for t, _ in items], c.verify_max_new_tokens, VERIFY_STOP, False)
-            verdicts, keep = [None] * len(raw), [yes in text for text in raw]
+        keep, verdicts = self.verdicts(prompts, [t for t, _ in items])
         for (tree, pair), passage, ok, score in zip(items, evidence, keep, verdicts):
             tree.counts["verifications"] += 1
             pair.update(verified=ok, passage_id=None if passage is None or "id" not in passage else str(passage["id"]))
             if score is not None:
                 pair["score"] = round(score, 4)
+
+    def verdicts(self, prompts: list[str], trees: list[TocTree]) -> tuple[list[bool], list]:
+        """(keep, score or None) per verification prompt: greedy text holding the yes label, or
+        log p(yes) > log p(no) under ``verify_rule=logprob``."""
+        c = self.config
+        yes, no = self.template("yes").strip(), self.template("no").strip()
+        if c.verify_rule == "logprob":
+            n = len(prompts)
+            scores = self.generator.score(prompts + prompts, [" " + yes] * n + [" " + no] * n,
+                                          batch_size=c.batch_size)
+            margins = [scores[k] - scores[k + n] for k in range(n)]
+            return [m > 0 for m in margins], margins
+        raw = self._generate(prompts, trees, c.verify_max_new_tokens, VERIFY_STOP, False)
+        return [yes in text for text in raw], [None] * len(raw)
 
     # -- the long answer -------------------------------------------------------------------------
 
