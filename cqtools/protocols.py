@@ -10,7 +10,12 @@ from typing import Protocol, Sequence, runtime_checkable
 
 @runtime_checkable
 class Generator(Protocol):
-    """A language model: greedy generation and continuation scoring (log p), causal or seq2seq."""
+    """A language model: generation and continuation scoring (log p), causal or seq2seq.
+
+    ``generate`` is greedy at ``temperature`` 0 (the default); above 0 it samples (nucleus
+    ``top_p``), each prompt with its own seed derived from ``seed`` (one int for every prompt, or one
+    per prompt) and the prompt's text (:func:`cqtools.models.runtime.prompt_seed`), so the same
+    prompt under the same seed gets the same text whatever its batch."""
 
     name: str
     kind: str   # "causal" | "seq2seq" | "api"
@@ -19,7 +24,8 @@ class Generator(Protocol):
     def chat_prompt(self, text: str) -> str: ...
 
     def generate(self, prompts: list[str], max_new_tokens: int = 32, chat: bool | None = None,
-                 stop: Sequence[str] | None = None, batch_size: int | None = None) -> list[str]: ...
+                 stop: Sequence[str] | None = None, batch_size: int | None = None, temperature: float = 0.0,
+                 top_p: float = 1.0, seed: int | Sequence[int] | None = None) -> list[str]: ...
 
     def score(self, prompts: list[str], continuations: list[str], prefix: str = "",
               batch_size: int | None = None) -> list[float]: ...

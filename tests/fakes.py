@@ -25,7 +25,8 @@ class FakeGenerator:
     ``(prompt, continuation) -> log p``.
     Records every call: ``prompts`` (generate's prompts, in order), ``scored`` ((prompt, continuation)
     pairs), ``score_calls`` ((prompts, continuations, prefix) per call), ``chats`` (the ``chat``
-    argument per generate call), ``stops`` and ``calls`` ((method, n, batch_size) per call).
+    argument per generate call), ``stops``, ``calls`` ((method, n, batch_size) per call) and ``log``
+    (one dict per generated prompt: prompt, max_new_tokens, stop, temperature, top_p, seed).
     """
 
     def __init__(self, replies: str | Mapping[str, str] | Callable[[str], str] = "", scores: Mapping[str, float] | Callable[[str, str], float] | None = None,
@@ -44,6 +45,7 @@ class FakeGenerator:
         self.chats: list[bool | None] = []
         self.stops: list[Sequence[str] | None] = []
         self.calls: list[tuple[str, int, int | None]] = []
+        self.log: list[dict] = []
 
     def chat_prompt(self, text: str) -> str:
         return f"<user>{text}</user>\n<assistant>"
@@ -57,13 +59,17 @@ class FakeGenerator:
         return next((v for k, v in self.replies.items() if k in where), self.default)
 
     def generate(self, prompts: list[str], max_new_tokens: int = 32, chat: bool | None = None,
-                 stop: Sequence[str] | None = None, batch_size: int | None = None) -> list[str]:
+                 stop: Sequence[str] | None = None, batch_size: int | None = None, temperature: float = 0.0,
+                 top_p: float = 1.0, seed: int | Sequence[int] | None = None) -> list[str]:
         self.calls.append(("generate", len(prompts), batch_size))
         self.chats.append(chat)
         self.stops.append(stop)
+        seeds = list(seed) if isinstance(seed, (list, tuple)) else [seed] * len(prompts)
         out = []
-        for p in prompts:
+        for p, s in zip(prompts, seeds):
             self.prompts.append(p)
+            self.log.append({"prompt": p, "max_new_tokens": max_new_tokens, "stop": stop,
+                             "temperature": temperature, "top_p": top_p, "seed": s})
             out.append(self.reply_to(p))
         return out
 

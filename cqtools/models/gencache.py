@@ -91,8 +91,11 @@ class GenerationCache:
             log.warning("%s=%s failed (%s); going on without the generation cache", ENV, self.file, err)
         self.broken = True
 
-    def key(self, ids: list[int], max_new_tokens: int, stop: list[str] | None) -> str:
-        payload = json.dumps([self.model_key, list(ids), int(max_new_tokens), sorted(set(stop or ()))])
+    def key(self, ids: list[int], max_new_tokens: int, stop: list[str] | None, sampling: dict | None = None) -> str:
+        """The entry of one generation; ``sampling`` (temperature, top_p, seed) only when it samples, so
+        greedy entries keep their keys."""
+        item = [self.model_key, list(ids), int(max_new_tokens), sorted(set(stop or ()))]
+        payload = json.dumps(item + [sorted(sampling.items())] if sampling else item)
         return hashlib.sha256(payload.encode()).hexdigest()
 
     def get(self, keys: list[str]) -> dict[str, str]:

@@ -14,7 +14,7 @@ from .resolve import ResolvedModel, resolve
 from ..config import current
 from .api import route
 from .runtime import (_cached, _cut, _first_stop, _context_length, _groups, _limit, _warn_cut, cache_dir, cut_middle, input_device,
-                      load_kwargs, max_input_tokens, padded_batches, pick_device, pick_dtype)
+                      load_kwargs, max_input_tokens, padded_batches, pick_device, pick_dtype, prompt_seeds)
 
 log = logging.getLogger("cqtools")
 
@@ -145,14 +145,17 @@ class LocalGenerator:
                                                   add_generation_prompt=True)
 
     def generate(self, prompts: list[str], max_new_tokens: int = 32, chat: bool | None = None,
-                 stop: list[str] | None = None, batch_size: int | None = None) -> list[str]:
+                 stop: list[str] | None = None, batch_size: int | None = None, temperature: float = 0.0,
+                 top_p: float = 1.0, seed: int | Sequence[int] | None = None) -> list[str]:
         """Greedy continuations of ``prompts`` (chat template applied when the model has one and
         ``chat`` is not False), cut at the first of ``stop``; a row stops generating once that cut
         is settled (:func:`_stop_criteria`; greedy tokens never depend on later ones, so the cut
         text is that of the full-length run). Each prompt runs alone at its own
         length (padded batches of ``batch_size``, default ``self.batch_size``, longest first, with
         ``CQ_PADDED_BATCHES=1``);
-        a prompt longer than the input limit loses its middle."""
+        a prompt longer than the input limit loses its middle. ``temperature`` above 0 samples
+        (``top_p``, no top-k cut), each prompt alone with torch seeded by
+        :func:`~cqtools.models.runtime.prompt_seed` of ``seed`` and its text."""
         import torch
 
         use_chat = self.has_chat if chat is None else (chat and self.has_chat)
@@ -160,24 +163,34 @@ class LocalGenerator:
         special = use_chat  # a chat template already contains the special tokens
         seqs = [self.tokenizer(t, add_special_tokens=not special, verbose=False).input_ids for t in texts]
         seqs = self._fit(seqs, _limit(self.context, max_new_tokens if self.kind == "causal" else 0, self.input_cap))
+        sampling = temperature > 0
+        seeds = prompt_seeds(seed, prompts) if sampling else [None] * len(seqs)
+        alone = not self.padded or sampling
         outputs: list[str] = [""] * len(texts)
         first: dict[tuple, int] = {}  # each distinct prompt runs once when prompts run alone (the same output)
-        same = [first.setdefault(tuple(s), i) for i, s in enumerate(seqs)] if not self.padded else list(range(len(seqs)))
+        same = [first.setdefault((tuple(s), k), i) for i, (s, k) in enumerate(zip(seqs, seeds))] if alone \
+            else list(range(len(seqs)))
         order = sorted((i for i in range(len(seqs)) if same[i] == i), key=lambda i: -len(seqs[i]))
         keys: dict[int, str] = {}
+        decoding = {"temperature": temperature, "top_p": top_p} if sampling else {}
         if self.cache is not None:  # each input alone only: a prompt's text does not depend on the others
-            keys = {i: self.cache.key(seqs[i], max_new_tokens, stop) for i in order}
+            keys = {i: self.cache.key(seqs[i], max_new_tokens, stop, {**decoding, "seed": seeds[i]} if sampling
+                                      else None) for i in order}
             found = self.cache.get(list(keys.values()))
             for i in order:
                 if keys[i] in found:
                     outputs[i] = found[keys[i]]
             order = [i for i in order if keys[i] not in found]
-        for idx in _groups(order, (batch_size or self.batch_size) if self.padded else 1):
+        sample = {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0} if sampling \
+            else {"do_sample": False}
+        for idx in _groups(order, 1 if alone else (batch_size or self.batch_size)):
             ids, mask = self._pad([seqs[i] for i in idx], left=self.kind == "causal")
             start = ids.shape[1] if self.kind == "causal" else 0
+            if sampling:
+                torch.manual_seed(seeds[idx[0]])
             with torch.inference_mode():
                 out = self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                                          max_new_tokens=max_new_tokens, do_sample=False, num_beams=1,
+                                          max_new_tokens=max_new_tokens, num_beams=1, **sample,
                                           pad_token_id=self.pad_id,
                                           stopping_criteria=_stop_criteria(self.tokenizer, stop, start))
             out = out[:, start:]

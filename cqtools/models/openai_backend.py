@@ -216,34 +216,47 @@ class OpenAIGenerator:
     def chat_prompt(self, text: str) -> str:
         raise CQError(f"{self.name}: the server applies its own chat template; call generate(..., chat=True)")
 
-    def _params(self, max_new_tokens: int, stop: Sequence[str] | None) -> dict:
+    def _params(self, max_new_tokens: int, stop: Sequence[str] | None, temperature: float = 0.0,
+                top_p: float = 1.0) -> dict:
         params = {"max_tokens": max_new_tokens, "temperature": 0, "seed": SEED}
+        if temperature > 0:
+            params.update(temperature=temperature, top_p=top_p)
         if stop:
             params["stop"] = list(stop)[:MAX_STOP]
         return params
 
     def generate(self, prompts: list[str], max_new_tokens: int = 32, chat: bool | None = None,
-                 stop: Sequence[str] | None = None, batch_size: int | None = None) -> list[str]:
-        """Greedy continuations, one request per prompt (``chat`` not False: chat/completions with
+                 stop: Sequence[str] | None = None, batch_size: int | None = None, temperature: float = 0.0,
+                 top_p: float = 1.0, seed: int | Sequence[int] | None = None) -> list[str]:
+        """Continuations, one request per prompt (``chat`` not False: chat/completions with
         the prompt as the user turn; False: completions on the raw text), cut at the first of ``stop``.
+        Greedy (temperature 0, seed 0) unless ``temperature`` > 0: then the request carries it,
+        ``top_p`` and the prompt's seed (:func:`~cqtools.models.runtime.prompt_seed` of ``seed`` and
+        the prompt), so a repeated prompt is answered from the response cache with the same text.
         ``batch_size`` is accepted for the Protocol and ignored: ``--concurrency`` sets the pace."""
-        from .runtime import _cut
+        from .runtime import _cut, prompt_seeds
 
         use_chat = chat is not False
         endpoint = "chat/completions" if use_chat else "completions"
-        params = self._params(max_new_tokens, stop)
+        params = self._params(max_new_tokens, stop, temperature, top_p)
+        items = list(prompts)
+        if temperature > 0:
+            items = list(zip(items, prompt_seeds(seed, items)))
 
-        def one(prompt: str) -> str:
-            if use_chat:
-                body = {"model": self.model, "messages": [{"role": "user", "content": prompt}], **params}
-                choice = self.request(endpoint, body)["choices"][0]
-                text = (choice.get("message") or {}).get("content") or ""
-            else:
-                body = {"model": self.model, "prompt": prompt, **params}
-                text = self.request(endpoint, body)["choices"][0].get("text") or ""
+        def one(item) -> str:
+            prompt, body_seed = item if temperature > 0 else (item, SEED)
+            text = self._complete(endpoint, prompt, {**params, "seed": body_seed}, use_chat)
             return _cut(text, stop)
 
-        return self._unique_map(one, list(prompts))
+        return self._unique_map(one, items)
+
+    def _complete(self, endpoint: str, prompt: str, params: dict, use_chat: bool) -> str:
+        if use_chat:
+            body = {"model": self.model, "messages": [{"role": "user", "content": prompt}], **params}
+            choice = self.request(endpoint, body)["choices"][0]
+            return (choice.get("message") or {}).get("content") or ""
+        body = {"model": self.model, "prompt": prompt, **params}
+        return self.request(endpoint, body)["choices"][0].get("text") or ""
 
     def _unique_map(self, func, items: list) -> list:
         """``func`` over the distinct items only (the same request is never in flight twice)."""

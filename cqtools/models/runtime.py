@@ -2,6 +2,7 @@
 batching mode and the input limits (cqtools/models/backends.py has the why), and seeding."""
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 
@@ -14,6 +15,21 @@ log = logging.getLogger("cqtools")
 
 _LOADED: dict[tuple, object] = {}
 DEFAULT_CONTEXT = 4096  # for a model whose config and tokenizer name no context length
+
+
+def prompt_seed(seed: int | None, prompt: str) -> int:
+    """The sampling seed of one prompt: a 31-bit number from ``seed`` and the prompt's text (the same
+    prompt under the same seed samples the same text, in any batch and any process)."""
+    digest = hashlib.sha256(f"{seed if seed is not None else 0}\0{prompt}".encode("utf-8")).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def prompt_seeds(seed, prompts: Sequence[str]) -> list[int]:
+    """:func:`prompt_seed` of each prompt; ``seed`` is one int (or None) for all, or one per prompt."""
+    seeds = list(seed) if isinstance(seed, (list, tuple)) else [seed] * len(prompts)
+    if len(seeds) != len(prompts):
+        raise ValueError(f"{len(seeds)} seeds for {len(prompts)} prompts")
+    return [prompt_seed(s, p) for s, p in zip(seeds, prompts)]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,70 +1,83 @@
-"""Tree of Clarifications (Kim et al., EMNLP 2023) with the budgets of its released code.
+"""Tree of Clarifications (Kim et al., EMNLP 2023) as its released code runs it.
 
-Not yet the released algorithm: the values below carry over what cq's ``rac`` tree can already
-express (budgets, depth, passages, lengths); every remaining departure is listed, by impact, in
-``departures`` and docs/audit/toc-clam.md §4 (the verify-during-growth loop, its evidence rule,
-the dsp prompt layout with kNN demos and long answers, sampling at 0.7, restarts, ToC's dedup rule,
-pool pruning, the few-shot long answer are open work of issue 23).
+Sources: the paper (``§``), and the released code at ``75a3ddd`` with the two repairs it needs to run
+(docs/audit/toc-clam.md, "Two facts about the release"); the traces in fixtures/released/toc/ show
+the loop call by call. docs/methods-toc.md lists what still differs, and why.
 """
 from __future__ import annotations
 
 from .base import Preset, Setting
 
 CODE = "gankim/tree-of-clarifications @75a3ddd"
-PARTIAL = "verification runs after the tree is grown, not during growth (run_toc.py:229-247); open"
+AT = " @75a3ddd"
+
+
+def _d(option, value, source, differs="", setting=""):
+    return Setting("disambiguate", option, value, source, differs, setting)
+
+
+SETTINGS = (
+    _d("method", "toc", "§3.2; run_toc.py:190-261" + AT,
+       "the loop is the released one; cq's prompt wording is its own (same slots, order, separators, labels)",
+       "disambiguation method"),
+    _d("verify", True, "README command (--verify); run_toc.py:229-247" + AT,
+       "", "verify each pair during growth; demo and passage pool pruning"),
+    _d("verify_rule", "generate", "run_toc.py:242" + AT + "; App. C.3",
+       "greedy decoding of a local model (or an API at temperature 0) instead of text-davinci-003",
+       "keep a pair iff the completion contains True"),
+    _d("evidence_match", "chars", "toc/pruning.py:17-23, dsp/primitives/demonstrate.py:129-134" + AT,
+       "none: the released call passes the answer string where dsp expects a list, so each character is "
+       "matched and an answer with a space or an 'a' is held by every passage; 'tokens' is the intended "
+       "rule (paper App. A.3) and the method's default", "which shown passages hold the answer (evidence)"),
+    _d("n_passages", 5, "--top_k_reranked, run_toc.py:142" + AT + "; App. A.3",
+       "the pool is cq's retrieval (keep >= 100 passages on the record), not ColBERTv2 + Bing",
+       "passages per prompt"),
+    _d("k_shots", 5, "--n_shot, run_toc.py:136" + AT + "; App. A.3",
+       "the demo pool is --shots (ASQA train from `cq convert asqa`); built-in demos without it",
+       "demos per prompt"),
+    _d("encoder", "sentence-transformers/all-MiniLM-L6-v2", "dsp/modules/sentence_vectorizer.py:42-45" + AT,
+       "numpy L2 over the pool instead of a Faiss flat index (same ranking; ties to the earlier demo)",
+       "kNN demo encoder"),
+    _d("reranker", "cross-encoder/ms-marco-MiniLM-L-12-v2", "dsp/modules/sbert.py:5" + AT + "; §3.1",
+       "ties go to the earlier passage (numpy's reversed argsort may put them last)", "cross-encoder"),
+    _d("max_nodes", 10, "--max_nodes, run_toc.py:138" + AT + "; §5", "", "valid nodes"),
+    _d("max_depth", 3, "--max_depth, run_toc.py:139,216" + AT,
+       "cq counts the root as level 0: nodes on levels 1-3, levels 0-2 expanded (the code's depth 1-4, 1-3)",
+       "deepest level"),
+    _d("max_pops", 16, "run_toc.py:206-208 (n_expansions <= 15)" + AT, "", "queue pops"),
+    _d("max_restarts", 3, "--max_trials, run_toc.py:140,204-212" + AT, "", "restarts"),
+    _d("unprune_after", 10, "run_toc.py:250-254" + AT, "", "pops after which a failed expansion ends pruning"),
+    _d("demo_f1", 0.8, "run_toc.py:103" + AT, "", "demo removal threshold"),
+    _d("temperature", 0.7, "--temperature, run_toc.py:135,221" + AT,
+       "seeded local sampling (or the API with a per-prompt seed); the same prompt in the same question "
+       "gets the same text, as dsp's request cache gives it", "expansion temperature"),
+    _d("top_p", 1.0, "dsp/modules/gpt3.py:60-67" + AT + "; App. A.3", "", "expansion top-p"),
+    _d("max_new_tokens", 300, "dsp/modules/gpt3.py:60-67" + AT + "; App. A.3",
+       "a local model also stops at the next block (\\n\\n---, \\n\\nQuestion:, \\n\\nContext:)",
+       "expansion tokens"),
+    _d("verify_max_new_tokens", 300, "dsp/modules/gpt3.py:60-67" + AT,
+       "a local model stops at a new Context:/Question:/Proposed Answer: line", "verification tokens"),
+    _d("answer_max_new_tokens", 300, "run_toc.py:261, dsp/modules/gpt3.py:60-67" + AT, "", "long-answer tokens"),
+    _d("long_answer", True, "run_toc.py:256-264" + AT, "", "write the long answer in the same run"),
+)
 
 PRESET = Preset(
     name="toc",
-    help="Tree of Clarifications: the released code's budgets on cq's rac tree (the algorithm's departures are "
-         "listed in docs/methods.md; not yet ToC as run)",
+    help="Tree of Clarifications: verify-during-growth tree of DQ/answer pairs, then a few-shot long answer",
     paper="../shared/papers/tree-of-clarifications.txt (Kim et al., EMNLP 2023)",
     code=CODE,
-    settings=(
-        Setting("disambiguate", "method", "rac", "§3.2: retrieval-augmented clarification, one expansion per node",
-                "cq's own prompt layout (N. question Answer: a), not dsp's DQ/DA blocks with a format description",
-                setting="expansion method"),
-        Setting("disambiguate", "tree", True, "§3.2; run_toc.py:204-254: BFS tree of clarifications",
-                "no restarts (run_toc.py:209-212); stops after 3 failed expansions instead", setting="tree search"),
-        Setting("disambiguate", "prune", True, "§3.2; run_toc.py:235-243 (--verify): self-verification", PARTIAL +
-                "; cq scores log p(True) - log p(False) over the node's own passage with the DQ shown, ToC generates "
-                "and keeps a completion containing True over the cross-encoder's top answer-holding passage, "
-                "without the DQ", setting="pruning"),
-        Setting("disambiguate", "max_nodes", 10, "§5, App. C.4; run_toc.py:138,205",
-                "cq stops at exactly 10; the released loop adds all verified pairs of the last expansion (may pass "
-                "10) and keeps the first 10 for the answer", setting="node budget"),
-        Setting("disambiguate", "max_depth", 3, "run_toc.py:139,216-217 (depth 3 with the root at 1)",
-                "same levels: cq counts the root as 0, so nodes exist at levels 1-3 and levels 0-2 are expanded",
-                setting="depth"),
-        Setting("disambiguate", "n_passages", 5, "App. A.3; run_toc.py:142 (top 5 reranked)",
-                "passages shown as 'Passage: title: text', not '[i] «title | text»'", setting="passages per prompt"),
-        Setting("disambiguate", "passage_words", 1000, "dsp/templates/utils.py:4-14: passages are not cut",
-                "a cap of 1000 words stands for no cut", setting="passage length"),
-        Setting("disambiguate", "rerank_depth", 1000, "run_toc.py:61-64: the whole pool is reranked per node",
-                "the root reads the record's passages in their given order (released: reranked for the AQ); keep "
-                "the whole retrieved pool on the record (no `cq rerank --top 5` before)", setting="reranked pool"),
-        Setting("disambiguate", "k_shots", 5, "App. A.3; run_toc.py:136 (--n_shot 5)",
-                "kNN needs --shots FILE (ASQA train-like records); demos hold at most 4 pairs and no long answer; "
-                "cosine instead of L2; without --shots the 3 built-in shots are used", setting="demonstrations"),
-        Setting("disambiguate", "max_new_tokens", 300, "App. A.3; dsp/modules/gpt3.py:60-67",
-                "greedy decoding; the released code samples at temperature 0.7 (run_toc.py:135)",
-                setting="expansion length"),
-        Setting("answer", "mode", "long", "App. C.4; run_toc.py:259-261", "zero-shot with cq's instruction; the "
-                "released code uses the expansion template with 5 kNN demos and their gold long answers",
-                setting="long answer"),
-        Setting("answer", "n_passages", 5, "run_toc.py:259 (top 5 of the pool reranked for the AQ)",
-                "cq prefers passages holding the answers (the paper's wording), the released code does not",
-                setting="long-answer passages"),
-        Setting("answer", "max_new_tokens", 300, "App. A.3; run_toc.py:75,261", setting="long-answer length"),
-    ),
+    settings=SETTINGS,
     departures=(
-        "Open (issue 23, by impact; docs/audit/toc-clam.md §4): verification during growth with ToC's evidence "
-        "rule and generated True/False verdicts; dsp's prompt layout (instruction, 5 kNN demos with all DQ/DA "
-        "pairs and long answers, the format-description block, numbered title | text passages); sampling at "
-        "temperature 0.7 with a per-question prompt memo (dsp's cache); restarts and the pruning switch-off; "
-        "ToC's dedup rule (same question, answer containing an earlier one); demo- and passage-pool pruning; the "
-        "few-shot long answer.",
-        "Retrieval: ColBERTv2 + Bing (over 200 passages) in the paper; cq's BM25/dense/hybrid over the local "
-        "corpus.",
-        "Model: text-davinci-003 in the released code; any causal LM or OpenAI-compatible server here.",
+        "Model: a local causal LM or an OpenAI-compatible server instead of text-davinci-003 (run_toc.py:132).",
+        "Retrieval: cq's searchers over the record's pool instead of ColBERTv2 (MS MARCO) top 100 plus Bing "
+        "passages (toc/rac.py:5-8); run `cq retrieve --hits 100` and keep the pool (no `cq rerank --top 5`).",
+        "Prompt wording: cq's own sentences for the instruction, the format description and the verification "
+        "instruction (cqtools/stages/templates/toc.txt); --prompt FILE can supply others.",
+        "dsp's follow-up call for an expansion without a long answer (dsp/primitives/predict.py:94-116) is not "
+        "made: it fills only the unused long answer of that expansion, never the pairs.",
+        "An expansion that parses to no pair under --verify crashes the released code (F1 over an empty list, "
+        "run_toc.py:103); cq removes nothing and goes on.",
+        "Sampling: a seeded sampler per (seed, question, prompt) stands in for the API's sampling plus dsp's "
+        "request cache; the texts differ from the API's, the repetition pattern is the same.",
     ),
 )

@@ -188,6 +188,55 @@ def register_disambiguators(register):
                  Option("reranker", str, None, "--tree: cross-encoder that reranks the record's passages per DQ "
                         "[default: cross-encoder/ms-marco-MiniLM-L-12-v2]", env="CQ_MODEL_RERANKER"),
                  Option("rerank_depth", int, 20, "--tree: passages of the record reranked for each DQ", min=1)])
+    register("toc", _toc, options=TOC_OPTIONS,
+             help="Tree of Clarifications as its released code runs it: verify each pair during growth, restarts, "
+                  "the long answer at the end")
+
+
+TOC_OPTIONS = [
+    Option("model", str, LLM, "a causal LM"),
+    Option("n_passages", int, 5, "passages shown per expansion: the question's pool reranked for the node, top N",
+           min=1, flag="--passages"),
+    Option("shots_file", str, None, "JSONL records with gold.dqs and gold.long_answers (`cq convert asqa` train) "
+           "to pick demos from by kNN [default: built-in demos]", flag="--shots"),
+    Option("k_shots", int, 5, "demos per prompt (nearest last)", min=0),
+    Option("encoder", str, None, "bi-encoder for the demos' kNN, L2 on raw vectors "
+           "[default: sentence-transformers/all-MiniLM-L6-v2]", env="CQ_MODEL_ENCODER"),
+    Option("reranker", str, None, "cross-encoder that reranks the pool per node and picks the verification "
+           "evidence [default: cross-encoder/ms-marco-MiniLM-L-12-v2]", env="CQ_MODEL_RERANKER"),
+    Option("prompt", str, None, "a prompt template file replacing parts of cq's toc template (see "
+           "cqtools/stages/templates/toc.txt)", flag="--prompt"),
+    Option("max_nodes", int, 10, "valid nodes before growth stops (checked before each expansion; the long "
+           "answer uses the first N)", min=1),
+    Option("max_depth", int, 3, "deepest level of a node (root 0); nodes on it are not expanded", min=1),
+    Option("max_pops", int, 16, "queue pops per question, skipped too-deep nodes included", min=1),
+    Option("max_restarts", int, 3, "re-queue the root and every valid node when the queue empties, at most N "
+           "times", min=1),
+    Option("unprune_after", int, 10, "a failed expansion after this many pops (or N restarts) turns "
+           "verification and dedup off", min=1),
+    Option("verify", bool, True, "verify each new pair during growth (and prune the demo and passage pools); "
+           "off: the paper's RAC+TS", flag="--verify/--no-verify"),
+    Option("verify_rule", str, "generate", "generate: keep iff the greedy completion contains True; logprob: "
+           "log p(True) > log p(False)", choices=("generate", "logprob")),
+    Option("evidence_match", str, "tokens", "which shown passages hold the answer for the evidence: tokens "
+           "(the answer's token sequence) or chars (each character, as the released code calls it)",
+           choices=("tokens", "chars")),
+    Option("demo_f1", float, 0.8, "a demo whose gold answer matches a generated one above this token F1 leaves "
+           "the question's demo pool", min=0),
+    Option("temperature", float, 0.7, "expansion sampling temperature (0: greedy)", min=0),
+    Option("top_p", float, 1.0, "expansion nucleus sampling", min=0, max=1),
+    Option("max_new_tokens", int, 300, "tokens per expansion", min=1),
+    Option("verify_max_new_tokens", int, 300, "tokens per verification (greedy)", min=1),
+    Option("answer_max_new_tokens", int, 300, "tokens of the long answer (greedy)", min=1),
+    Option("long_answer", bool, True, "write the long answer (record key long_answer) at the end of the run",
+           flag="--long-answer/--no-long-answer"),
+]
+
+
+def _toc(config, **options):
+    from .toc_run import toc_disambiguator
+
+    return toc_disambiguator(config, **options)
 
 
 def _disambiguator(method):

@@ -19,16 +19,32 @@ from ..jsonl import load_json_or_jsonl
 from ..models.roles import role
 from . import prompts_disamb
 
-Shot = tuple[str, list[tuple[str, str]]]
 DEFAULT_ENCODER = role("encoder").default
 
 
+class Shot(tuple):
+    """``(question, [(DQ, answer), ...])``, unpacked as such, carrying the record's first gold long
+    answer (``long_answer``, None when it has none; ``--method toc`` shows it) and its ``id``."""
+
+    def __new__(cls, question: str, pairs: list[tuple[str, str]], long_answer: str | None = None,
+                id: str | None = None):
+        shot = super().__new__(cls, (question, pairs))
+        shot.long_answer, shot.id = long_answer, id
+        return shot
+
+
 def builtin_shots() -> list[Shot]:
-    return [(q, list(pairs)) for q, pairs in prompts_disamb.DISAMBIG_EXAMPLES]
+    return [Shot(q, list(pairs)) for q, pairs in prompts_disamb.DISAMBIG_EXAMPLES]
 
 
-def shot_from_record(record: dict, max_pairs: int = 4) -> Shot | None:
-    """A shot from a record's gold or predicted disambiguations (None when it has fewer than two)."""
+def _long_answer(record: dict, gold: dict) -> str | None:
+    longs = gold.get("long_answers") or []
+    return str(longs[0]) if longs and longs[0] else None
+
+
+def shot_from_record(record: dict, max_pairs: int | None = 4, min_pairs: int = 2) -> Shot | None:
+    """A shot from a record's gold or predicted disambiguations (None when it has fewer than
+    ``min_pairs``), with at most ``max_pairs`` of them (None: all) and its first gold long answer."""
     question = record.get("question")
     pairs: list[tuple[str, str]] = []
     gold = record.get("gold") if isinstance(record.get("gold"), dict) else {}
@@ -40,18 +56,24 @@ def shot_from_record(record: dict, max_pairs: int = 4) -> Shot | None:
         for dq in record.get("dqs") or []:
             if isinstance(dq, dict) and dq.get("question") and dq.get("answer"):
                 pairs.append((str(dq["question"]), str(dq["answer"])))
-    if not question or len(pairs) < 2:
+    if not question or len(pairs) < max(min_pairs, 1):
         return None
-    return str(question), pairs[:max_pairs]
+    rid = record.get("id")
+    return Shot(str(question), pairs[:max_pairs], _long_answer(record, gold), None if rid is None else str(rid))
 
 
-def load_shots(path: str, max_pairs: int = 4) -> list[Shot]:
-    """Shots from a JSON/JSONL file of records (see the module docstring)."""
+def load_shots(path: str, max_pairs: int | None = 4, min_pairs: int = 2, need_long: bool = False) -> list[Shot]:
+    """Shots from a JSON/JSONL file of records (see the module docstring); ``need_long`` keeps only
+    records with a gold long answer (``gold.long_answers``, e.g. ``cq convert asqa``)."""
     try:
         shots = [s for r in load_json_or_jsonl(path) if isinstance(r, dict)
-                 and (s := shot_from_record(r, max_pairs)) is not None]
+                 and (s := shot_from_record(r, max_pairs, min_pairs)) is not None
+                 and (s.long_answer or not need_long)]
     except FileNotFoundError:
         raise ResourceError(f"--shots {path}: no such file") from None
+    if not shots and need_long:
+        raise InputError(f"--shots {path} has no record with disambiguations (gold.dqs) and a long answer "
+                         "(gold.long_answers); pass ASQA records from `cq convert asqa`")
     if not shots:
         raise InputError(f"--shots {path} has no record with two or more disambiguations (gold.dqs or dqs); "
                          "pass records from `cq convert ambignq` (e.g. train_light.json)")
@@ -64,7 +86,10 @@ class ShotSelector:
     With no more shots than ``k`` every shot is used as is and no encoder is loaded."""
 
     def __init__(self, shots: Sequence[Shot], encoder=None, encoder_name: str = DEFAULT_ENCODER,
-                 device: str = "auto", batch_size: int = 64):
+                 device: str = "auto", batch_size: int = 64, metric: str = "cosine"):
+        if metric not in ("cosine", "l2"):
+            raise ValueError(f"metric must be cosine or l2, not {metric!r}")
+        self.metric = metric  # l2: Euclidean distance of raw (unnormalised) vectors, as dsp's Faiss index
         self.shots = list(shots)
         self._encoder = encoder
         self.encoder_name = encoder_name
@@ -83,9 +108,32 @@ class ShotSelector:
     def _embed(self, texts: list[str]):
         import numpy as np
 
-        vectors = self.encoder.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
+        vectors = self.encoder.encode(texts, batch_size=self.batch_size, normalize_embeddings=self.metric == "cosine",
                                       convert_to_numpy=True, show_progress_bar=False)
         return np.asarray(vectors, dtype=np.float32)
+
+    def nearest(self, questions: list[str], k: int, allowed: list[Sequence[int]]) -> list[list[int]]:
+        """For each question, the indices of its ``k`` nearest shots among ``allowed`` (its own pool),
+        nearest LAST; ties to the earlier shot. Always ranks, even a pool of ``k`` or fewer."""
+        import numpy as np
+
+        if self._matrix is None:
+            self._matrix = self._embed([q for q, _ in self.shots])
+        queries = self._embed(list(questions)) if questions else np.zeros((0, 1), dtype=np.float32)
+        out = []
+        for query, pool in zip(queries, allowed):
+            pool = np.asarray(list(pool), dtype=np.int64)
+            if k <= 0 or not len(pool):
+                out.append([])
+                continue
+            rows = self._matrix[pool]
+            if self.metric == "l2":
+                key = ((rows.astype(np.float64) - query.astype(np.float64)) ** 2).sum(axis=1)
+            else:
+                key = -(rows @ query)
+            order = np.lexsort((pool, key))[:k]
+            out.append([int(pool[i]) for i in reversed(order.tolist())])
+        return out
 
     def select(self, questions: list[str], k: int) -> list[list[Shot]]:
         if k <= 0:
