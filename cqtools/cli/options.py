@@ -403,7 +403,6 @@ def apply_preset(command: str, name: str, kwargs: dict) -> None:
             kwargs[key] = value
             ctx.set_parameter_source(key, click.core.ParameterSource.DEFAULT_MAP)
     ctx.meta["cq.preset"] = name
-    _remember(ctx, click.Option(["--preset"]), name)
 
 
 __all__ = [

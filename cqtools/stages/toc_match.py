@@ -4,10 +4,9 @@
 from __future__ import annotations
 
 import re
-from collections import Counter
 from typing import Sequence
 
-from ..metrics.normalize import normalize_answer
+from ..metrics.normalize import normalize_answer, token_f1
 
 _TOKEN = re.compile(r"[^\W_]+|[^\w\s]|_", re.UNICODE)
 
@@ -34,12 +33,6 @@ def holds(passage: str, answers: Sequence[str]) -> bool:
 
 def answer_f1(gold: str, answers: Sequence[str]) -> float:
     """The best SQuAD token F1 of ``gold`` against ``answers`` (0 when either side has no token)."""
-    best = 0.0
-    mine = normalize_answer(gold).split()
-    for answer in answers:
-        theirs = normalize_answer(answer).split()
-        same = sum((Counter(mine) & Counter(theirs)).values())
-        if same:
-            precision, recall = same / len(mine), same / len(theirs)
-            best = max(best, 2 * precision * recall / (precision + recall))
-    return best
+    if not normalize_answer(gold).split():
+        return 0.0
+    return max((token_f1(gold, a) for a in answers if normalize_answer(a).split()), default=0.0)
