@@ -19,7 +19,8 @@
 # Tiers of size: cells without a model (retrieval, detection always/never, the trained classifier,
 # CQs from gold DQs) run on N_ALL covered AmbigNQ dev questions (empty: all of them); cells that call
 # the LLM or the reranker on the first N_MODEL of the same questions (a prefix: pairs across tiers
-# compare on the shared ids); ToC on the first N_ASQA covered ASQA dev questions. N=15 sets all three
+# compare on the shared ids); ToC on the first N_ASQA covered ASQA dev questions, the released ToC
+# loop (--preset toc, many more model calls) on the first N_TOC of those. N=15 sets all four
 # (smoke runs). Other variables: DATA (../shared/data), MODEL_LLM, MODEL_RERANK, MODEL_DETECT (a
 # `cq train detect` dir), MODEL_READER (the extractive reader that answers: a `cq train reader` dir,
 # by default the one `make models` installs; the cells marked .llm answer with MODEL_LLM instead, for
@@ -30,10 +31,12 @@ ifdef N
 N_ALL        := $(N)
 N_MODEL      := $(N)
 N_ASQA       := $(N)
+N_TOC        := $(N)
 endif
 N_ALL        ?=
 N_MODEL      ?= 150
 N_ASQA       ?= 100
+N_TOC        ?= 10
 N_BOOT       ?= 1000
 DATA         ?= $(SHARED)
 DEVICE       ?= auto
@@ -45,7 +48,7 @@ MODEL_READER ?= $(CQ_MODELS)/reader
 MODEL_GENCQ  ?= $(CQ_MODELS)/gencq
 DETECT_PASSAGES ?= 0
 RESULTS      ?= docs/results.md
-EXP          ?= $(WORK)/exp-all_$(or $(N_ALL),all)-model_$(N_MODEL)-asqa_$(N_ASQA)
+EXP          ?= $(WORK)/exp-all_$(or $(N_ALL),all)-model_$(N_MODEL)-asqa_$(N_ASQA)-toc_$(N_TOC)
 # The corpus index does not depend on the tiers: one for every EXP under WORK.
 INDEX        ?= $(WORK)/exp-index
 S            := $(EXP)/scores
@@ -331,7 +334,28 @@ $(foreach c,$(TOC),$(EXP)/$(c).jsonl): $(EXP)/asqa.toc.%.jsonl: $(EXP)/asqa.dq.%
 	$(call stage,$(CQ) answer --mode long $(LLM))
 $(S)/asqa.toc.%.json: $(EXP)/asqa.toc.%.jsonl
 	$(call score,asqa)
-exp-toc: $(foreach c,$(TOC),$(S)/$(c).json) $(foreach m,$(RETRIEVERS),$(S)/asqa.ret.$(m).retrieval.json)
+
+# The released loop (--preset toc, cqtools/presets/toc.py), on the first N_TOC of the ASQA questions:
+# it costs about 16 expansions and their verifications per question (docs/benchmarks/toc.md). Its
+# records keep the whole retrieved pool (retrieve --preset toc: 100 passages, no rerank --top: the
+# method reranks the pool for each node); its kNN demos come from the ASQA dev questions the grid
+# does not score (asqa.shots.jsonl, with their long answers); it writes the long answer in the same run.
+# cq's own variants above stay as cells: rac/tree/prune (does a tree, does pruning help over the
+# same 5 passages) and dense/hybrid (which retriever).
+CONVERT_SHOTS := cq convert asqa $(DATA)/asqa/dev.json --exclude-ids $(EXP)/asqa.jsonl
+$(EXP)/asqa.shots.jsonl: $(EXP)/asqa.jsonl
+	$(BIN)/$(CONVERT_SHOTS) -o $@
+	@echo '$(CONVERT_SHOTS)' > $@.cmd
+$(EXP)/asqa.t.jsonl: $(EXP)/asqa.jsonl
+	@$(WALL) start $@
+	head -n $(N_TOC) $< > $@.part
+	@$(WALL) stop $@ $< && mv $@.part $@ && rm -f $@.part.attempts
+	@{ cat $<.cmd; echo '  | head -n $(N_TOC)'; } > $@.cmd
+$(EXP)/asqa.t.pool.bm25.jsonl: $(EXP)/asqa.t.jsonl $(INDEX)/cq_index.json
+	$(call stage,$(CQ) retrieve --preset toc --index $(INDEX) --method bm25)
+$(EXP)/asqa.toc.preset.bm25.jsonl: $(EXP)/asqa.t.pool.bm25.jsonl $(EXP)/asqa.shots.jsonl
+	$(call stage,$(CQ) disambiguate --preset toc --shots $(EXP)/asqa.shots.jsonl $(LLM))
+exp-toc: $(foreach c,$(TOC) asqa.toc.preset.bm25,$(S)/$(c).json) $(foreach m,$(RETRIEVERS),$(S)/asqa.ret.$(m).retrieval.json)
 
 # ---- paired comparisons: cq score --paired B < A on the ids both score --------------------------
 # $(call pair,TASK,A,B): $(P)/A--B.json, the paired bootstrap of B - A for every metric of TASK
@@ -362,6 +386,7 @@ $(eval $(call pair,clam,clam.never,clam.fromdqs))
 $(eval $(call pair,clam,clam.prompting,clam.clam))
 $(eval $(call pair,clam,clam.clam,clam.openbook))
 $(eval $(call pair,asqa,asqa.toc.rac.bm25,asqa.toc.prune.bm25))
+$(eval $(call pair,asqa,asqa.toc.prune.bm25,asqa.toc.preset.bm25))
 pairs: $(PAIRS)
 
 # ---- everything, one report -------------------------------------------------------------------
@@ -369,8 +394,8 @@ pairs: $(PAIRS)
 # PARTIAL='why'` writes it from the cells finished so far and says so (make compare resumes the rest).
 define report
 	$(BIN)/python bench/report.py results --scores $(S) --pairs $(P) --out $(RESULTS) \
-	  --command 'make compare $(if $(N_ALL),N_ALL=$(N_ALL) )N_MODEL=$(N_MODEL) N_ASQA=$(N_ASQA)' \
-	  --tiers "$$(wc -l < $(EXP)/ambignq.jsonl),$$(cat $(EXP)/ambignq.m.jsonl 2>/dev/null | wc -l),$$(cat $(EXP)/asqa.jsonl 2>/dev/null | wc -l)" \
+	  --command 'make compare $(if $(N_ALL),N_ALL=$(N_ALL) )N_MODEL=$(N_MODEL) N_ASQA=$(N_ASQA) N_TOC=$(N_TOC)' \
+	  --tiers "$$(wc -l < $(EXP)/ambignq.jsonl),$$(cat $(EXP)/ambignq.m.jsonl 2>/dev/null | wc -l),$$(cat $(EXP)/asqa.jsonl 2>/dev/null | wc -l),$$(cat $(EXP)/asqa.t.jsonl 2>/dev/null | wc -l)" \
 	  --models 'LLM $(MODEL_LLM); extractive reader $(MODEL_READER); reranker $(MODEL_RERANK); detector $(MODEL_DETECT) (--passages $(DETECT_PASSAGES))' \
 	  --device $(DEVICE) --index-wall $(INDEX).wall $(if $(PARTIAL),--partial '$(PARTIAL)')
 endef

@@ -110,6 +110,22 @@ def test_ids_and_limit(runner, tmp_path):
     assert [r["id"] for r in records] == ["fx02", "fx05"]  # file order of the source, not of the list
 
 
+def test_exclude_ids_takes_an_id_list_or_a_jsonl_file(runner, tmp_path):
+    everything = convert(runner, "ambignq", str(FIXTURES / "ambignq_light.json"))
+    scored = tmp_path / "scored.jsonl"
+    scored.write_text("".join(f'{{"id": "{r["id"]}", "question": "q"}}\n' for r in everything[:3]))
+    listed = tmp_path / "ids.txt"
+    listed.write_text("\n".join(r["id"] for r in everything[:3]) + "\n")
+    want = [r["id"] for r in everything[3:]]
+    for drop in (scored, listed):
+        rest = convert(runner, "ambignq", str(FIXTURES / "ambignq_light.json"), "--exclude-ids", str(drop))
+        assert [r["id"] for r in rest] == want
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "fx01"}\n{"question": "no id"}\n')
+    result = runner.invoke(cli, ["convert", "ambignq", str(FIXTURES / "ambignq_light.json"), "--exclude-ids", str(bad)])
+    assert result.exit_code == 2 and f"{bad}:2: not a JSON record with an id" in result.output
+
+
 def test_silver_cq_only_where_no_gold_cq(runner):
     plain = convert(runner, "ambignq", str(FIXTURES / "ambignq_light.json"), "--silver-cq")
     joined = convert(runner, "ambignq", str(FIXTURES / "ambignq_light.json"), "--silver-cq",

@@ -4,12 +4,30 @@ from __future__ import annotations
 import sys
 
 import click
+import orjson
 
 from ..formats import QUESTION_FORMATS, convert
 from ..jsonl import AtomicFile, JsonlWriter, open_input
 from ..stages.silver_cq import add_silver_cq
 from ..registry import FORMATS
 from .options import output_option
+
+
+def _read_ids(path):
+    """The ids a file lists: one per line, or JSONL records' ``id``."""
+    ids = set()
+    with open_input(path) as fh:
+        for n, line in enumerate(fh, 1):
+            line = line.strip()
+            if line.startswith(b"{"):
+                try:
+                    ids.add(str(orjson.loads(line)["id"]))
+                except (orjson.JSONDecodeError, KeyError, TypeError):
+                    raise click.UsageError(f"{path}:{n}: not a JSON record with an id; list one id per "
+                                           "line or give a JSONL file of records")
+            elif line:
+                ids.add(line.decode("utf-8", "replace"))
+    return ids
 
 
 def _join_arg(ctx, param, values):
@@ -29,12 +47,15 @@ def _join_arg(ctx, param, values):
               help="Add gold fields from another source with the same ids (fills keys the first lacks).")
 @click.option("--ids", "ids_file", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
               help="Keep only records whose id is listed in FILE (one id per line).")
+@click.option("--exclude-ids", "exclude_file", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+              help="Drop records whose id is listed in FILE (one id per line; a JSONL file's ids also "
+                   "work), e.g. to draw demos from the questions a run does not score.")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N records (after --ids).")
 @click.option("--silver-cq", is_flag=True,
               help="Give ambiguous records without a gold CQ a silver one built from their gold DQs "
                    "(cq gen-cq --method from-dqs; gold.cq_source says so). For AmbigNQ without CAmbigNQ.")
 @output_option
-def cli(fmt, path, joins, ids_file, limit, silver_cq, output):
+def cli(fmt, path, joins, ids_file, exclude_file, limit, silver_cq, output):
     """Turn a public data format into cq records on stdout.
 
     \b
@@ -59,14 +80,13 @@ def cli(fmt, path, joins, ids_file, limit, silver_cq, output):
     for jfmt, jpath in joins:
         for record in convert(jfmt, jpath):
             extra[record["id"]] = record.get("gold", {})
-    keep = None
-    if ids_file:
-        with open_input(ids_file) as fh:
-            keep = {line.strip().decode("utf-8", "replace") for line in fh if line.strip()}
+    keep = _read_ids(ids_file) if ids_file else None
+    drop = _read_ids(exclude_file) if exclude_file else set()
     out = AtomicFile(output) if output else None
     writer = JsonlWriter(out or sys.stdout.buffer)
     try:
-        records = (r for r in convert(fmt, path) if keep is None or r["id"] in keep)
+        records = (r for r in convert(fmt, path)
+                   if (keep is None or r["id"] in keep) and r["id"] not in drop)
         for n, record in enumerate(records):
             if limit is not None and n >= limit:
                 break
