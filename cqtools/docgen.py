@@ -84,6 +84,7 @@ FLOW = (
     ("score", "a summary"),
 )
 BEGIN, END = "<!-- generated:begin (make docs) -->", "<!-- generated:end -->"
+TEMPLATES_BEGIN = "<!-- generated:begin templates (make docs) -->"
 
 
 def architecture_block() -> str:
@@ -110,8 +111,9 @@ def with_architecture_block(text: str) -> str:
     return with_block(text, architecture_block())
 
 
-def with_block(text: str, block: str) -> str:
-    start, end = text.index(BEGIN), text.index(END) + len(END)
+def with_block(text: str, block: str, begin: str = BEGIN) -> str:
+    start = text.index(begin)
+    end = text.index(END, start) + len(END)
     return text[:start] + block + text[end:]
 
 
@@ -142,9 +144,23 @@ def methods_block() -> str:
     return "\n".join(lines + [END])
 
 
+def templates_block() -> str:
+    """Every built-in prompt template: the methods that read it, its parts and each part's slots."""
+    from .stages import templates
+
+    lines = [TEMPLATES_BEGIN, "", "| template | read by | parts (slots) |", "|---|---|---|"]
+    for name in templates.names():
+        tpl = templates.builtin(name)
+        parts = ", ".join(f"`{part}`" + (" (" + ", ".join(f"`{{{s}}}`" for s in sorted(templates.slots(body))) + ")"
+                                         if templates.slots(body) else "")
+                          for part, body in tpl.parts.items())
+        lines.append(f"| `templates/{name}.txt` | {templates.USED_BY.get(name, '?')} | {parts} |")
+    return "\n".join(lines + ["", END])
+
+
 def with_methods_block(text: str) -> str:
-    """``text`` (docs/methods.md) with its generated block replaced by the current one."""
-    return with_block(text, methods_block())
+    """``text`` (docs/methods.md) with its generated blocks replaced by the current ones."""
+    return with_block(with_block(text, templates_block(), TEMPLATES_BEGIN), methods_block())
 
 
 if __name__ == "__main__":

@@ -415,9 +415,10 @@ def test_the_toc_preset_sets_only_valid_toc_options():
     values = toc.PRESET.values("disambiguate")
     assert values["method"] == "toc" and values["evidence_match"] == "chars"
     for setting in toc.PRESET.settings:
-        assert setting.source and setting.command == "disambiguate"
-        if setting.option != "method":
+        assert setting.source and setting.command in ("disambiguate", "retrieve")
+        if setting.command == "disambiguate" and setting.option != "method":
             assert method.option(setting.option).convert(setting.value, "preset toc") == setting.value
+    assert toc.PRESET.values("retrieve") == {"hits": 100}  # the pool the method reranks per node
     assert toc.PRESET.departures
 
 

@@ -31,7 +31,7 @@ def register_detectors(register):
              options=[Option("model", str, None, "a `cq train detect` directory (required)"), PASSAGES,
                       _threshold(0.5)])
     register("llm", detect.load_llm_detector, help="few-shot log p(True) - log p(False) (CLAM)",
-             options=[Option("model", str, LLM, "a causal LM"), _threshold(0.0)])
+             options=[Option("model", str, LLM, "a causal LM"), _threshold(0.0), PROMPT])
     register("answers", detect.answers_detector, help="distinct answers from `cq answer --mode multi` (AskCQ)",
              options=[_threshold(1.0)])
     register("tree", detect.tree_detector, help="surviving disambiguations of `cq disambiguate --tree` (ToC)",
@@ -65,7 +65,7 @@ def register_cq_methods(register):
     register("llm", gen_cq.load_llm_method, help="few-shot prompt (CAmbigNQ style), or CLAM's zero-shot one",
              options=[Option("model", str, LLM, "a causal LM"), PASSAGES,
                       Option("zero_shot", bool, False, "CLAM's zero-shot prompt; the free-form CQ is kept as written"),
-                      CQ_TOKENS, CQ_OPTIONS])
+                      CQ_TOKENS, CQ_OPTIONS, PROMPT])
     register("clam", clam.clam_cq_method,
              help="CLAM as in its paper: closed-book, zero-shot, the question and one sentence asking for a "
                   "clarifying question (free-form CQ kept as written)",
@@ -113,7 +113,8 @@ def register_answer_modes(register):
     register("long", answer.long_mode, help="a long answer from the record's \"dqs\" (cq disambiguate; ToC)",
              options=[Option("n_passages", int, None, "top passages in the prompt [default: 5]", min=1,
                              flag="--passages"),
-                      Option("max_new_tokens", int, None, "tokens of the long answer [default: 160]", min=1)])
+                      Option("max_new_tokens", int, None, "tokens of the long answer [default: 160]", min=1),
+                      PROMPT])
 
 
 @hookimpl
@@ -137,7 +138,7 @@ def register_readers(register):
                       Option("grounding", str, "span", "snap answers to passage spans, or none",
                              choices=("span", "none")),
                       Option("max_candidates", int, 30, "span grounding: spans scored when the generation is "
-                             "unusable", min=1)])
+                             "unusable", min=1), PROMPT])
 
 
 @hookimpl
@@ -154,7 +155,7 @@ def register_oracles(register):
     register("llm", oracle.llm_oracle,
              help="the model, with the DQ in its prompt, picks the option (or writes a short reply to a free-form CQ)",
              options=[Option("model", str, oracle.DEFAULT_MODEL, "a causal LM"),
-                      Option("max_new_tokens", int, 16, "tokens of a free-form reply", min=1)])
+                      Option("max_new_tokens", int, 16, "tokens of a free-form reply", min=1), PROMPT])
 
 
 DISAMBIG_COMMON = [
@@ -162,6 +163,7 @@ DISAMBIG_COMMON = [
     Option("n_passages", int, 5, "top passages in each prompt (0: none)", min=0, flag="--passages"),
     Option("passage_words", int, 80, "each passage cut to its first this-many words", min=10),
     Option("max_new_tokens", int, None, "generation length [default: 40 for qd, 128 for rac]", min=1),
+    PROMPT,
 ]
 
 
@@ -204,8 +206,7 @@ TOC_OPTIONS = [
            "[default: sentence-transformers/all-MiniLM-L6-v2]", env="CQ_MODEL_ENCODER"),
     Option("reranker", str, None, "cross-encoder that reranks the pool per node and picks the verification "
            "evidence [default: cross-encoder/ms-marco-MiniLM-L-12-v2]", env="CQ_MODEL_RERANKER"),
-    Option("prompt", str, None, "a prompt template file replacing parts of cq's toc template (see "
-           "cqtools/stages/templates/toc.txt)", flag="--prompt"),
+    PROMPT,
     Option("max_nodes", int, 10, "valid nodes before growth stops (checked before each expansion; the long "
            "answer uses the first N)", min=1),
     Option("max_depth", int, 3, "deepest level of a node (root 0); nodes on it are not expanded", min=1),

@@ -54,16 +54,7 @@ def _generator(model: str, config):
 
 def detect_examples(tpl: templates.Template) -> list[tuple[str, bool]]:
     """The template's shots: ``True | question`` / ``False | question`` lines, in order."""
-    out = []
-    for n, line in enumerate(tpl.text("detect_examples").splitlines(), start=1):
-        if not line.strip():
-            continue
-        label, sep, question = line.partition("|")
-        if not sep or label.strip() not in ("True", "False"):
-            raise InputError(f"{tpl.source}: [[detect_examples]] line {n} must be 'True | question' or "
-                             f"'False | question', not {line!r}")
-        out.append((question.strip(), label.strip() == "True"))
-    return out
+    return templates.labelled(tpl, "detect_examples")
 
 
 def detect_prefix(tpl: templates.Template) -> str:

@@ -18,7 +18,7 @@ from typing import Callable
 from ..errors import InputError, ResourceError
 from ..models.roles import role
 from ..records import ANSWERS, answer_texts, distinct_texts, passage_snippets, set_meta
-from . import prompts
+from . import prompts, templates
 from .common import stage_fn
 
 DEFAULT_LLM = role("detector").default
@@ -144,25 +144,26 @@ def classifier_detector(model: str | None, n_passages: int, threshold: float, co
 
 # --- llm (CLAM) ------------------------------------------------------------------------------------
 
-def load_llm_detector(model: str, threshold: float, config) -> ScoredDetector:
+def load_llm_detector(model: str, threshold: float, config, prompt: str | None = None) -> ScoredDetector:
     from ..models.backends import load_generator
 
-    return llm_detector(load_generator(model, config.device, config.dtype), threshold)
+    return llm_detector(load_generator(model, config.device, config.dtype), threshold, prompts.detect_template(prompt))
 
 
-def llm_detector(generator, threshold: float) -> ScoredDetector:
+def llm_detector(generator, threshold: float, tpl: templates.Template | None = None) -> ScoredDetector:
     """score = log p(" True") - log p(" False") given the few-shot prefix (its KV cache reused)."""
-    prefix = prompts.detect_prefix()
-    yes, no = prompts.DETECT_LABELS
+    tpl = tpl or prompts.detect_template()
+    prefix = prompts.detect_prefix(tpl)
+    yes, no = prompts.detect_labels(tpl)
 
     def score(records):
-        texts = [prompts.detect_prompt(r["question"]) for r in records]
+        texts = [prompts.detect_prompt(r["question"], tpl) for r in records]
         n = len(texts)
         logps = generator.score(texts + texts, [yes] * n + [no] * n, prefix=prefix)
         return [logps[i] - logps[n + i] for i in range(n)]
 
-    info = {"method": "llm", "model": generator.name, **dict(generator.info), "shots": len(prompts.DETECT_EXAMPLES),
-            "threshold": threshold}
+    info = {"method": "llm", "model": generator.name, **dict(generator.info),
+            "shots": len(prompts.detect_examples(tpl)), "threshold": threshold, **templates.meta(tpl)}
     return ScoredDetector("llm", score, threshold, info)
 
 

@@ -34,7 +34,8 @@ from ..errors import InputError
 from ..metrics.normalize import normalize_answer
 from ..models.roles import role
 from ..records import PASSAGES, answer_texts, distinct_texts, require, set_meta, snippets
-from . import prompts_disamb as P
+from . import prompts_disamb as P, templates
+from .templates import Template
 from .tree import Tree, TreeLimits, answer_passage, grow
 
 DEFAULT_MODEL = role("disambiguator").default
@@ -149,7 +150,8 @@ def fallback_question(question: str, answer: str, passages: list[dict], used: se
     return f"{base} ({answer})?"
 
 
-def qd_batch(records: list[dict], generator, config: DisambigConfig) -> list[tuple[list[dict], int]]:
+def qd_batch(records: list[dict], generator, config: DisambigConfig,
+             tpl: Template | None = None) -> list[tuple[list[dict], int]]:
     """(dqs, model calls) per record."""
     jobs = []  # (record index, answer, others, passages)
     per_record: list[list[dict]] = [[] for _ in records]
@@ -165,8 +167,9 @@ def qd_batch(records: list[dict], generator, config: DisambigConfig) -> list[tup
             holding = [p for p in passages if answer_passage(answer, [p])]
             shown = (holding + [p for p in passages if p not in holding])[: config.n_passages]
             jobs.append((n, answer, others, shown, passages))
-    prefix = P.qd_prefix()
-    prompts = [prefix + P.qd_prompt(records[n]["question"], a, o, snippets(s, config.n_passages, config.passage_words))
+    prefix = P.qd_prefix(tpl)
+    prompts = [prefix + P.qd_prompt(records[n]["question"], a, o, snippets(s, config.n_passages, config.passage_words),
+                                    tpl)
                for n, a, o, s, _ in jobs]
     raw = generator.generate(prompts, max_new_tokens=config.new_tokens, chat=False, stop=["\n"]) if prompts else []
     used: dict[int, set[str]] = {}
@@ -189,9 +192,10 @@ def qd_batch(records: list[dict], generator, config: DisambigConfig) -> list[tup
 class Clarifier:
     """Runs RAC expansions and the pruning verification for batches of trees."""
 
-    def __init__(self, generator, config: DisambigConfig, selector, cross_encoder=None):
+    def __init__(self, generator, config: DisambigConfig, selector, cross_encoder=None, tpl: Template | None = None):
         self.generator = generator
         self.config = config
+        self.template = tpl or templates.builtin("rac")
         self.selector = selector
         self.cross_encoder = cross_encoder
         self._reranked: dict[int, list[dict]] = {}
@@ -200,14 +204,14 @@ class Clarifier:
         c = self.config
         passages = [self._passages(tree, node) for tree, node in items]
         shots = self.selector.select([node.question for _, node in items], c.k_shots)
-        prompts = [P.rac_prompt(node.question, snippets(ps, c.n_passages, c.passage_words), sh)
+        prompts = [P.rac_prompt(node.question, snippets(ps, c.n_passages, c.passage_words), sh, self.template)
                    for (_, node), ps, sh in zip(items, passages, shots)]
         raw = self.generator.generate(prompts, max_new_tokens=c.new_tokens, chat=False,
                                       stop=["\n\n", "Question:", "Passage:"])
         out = []
         for ps, generation in zip(passages, raw):
             pairs = []
-            for question, answer in parse_pairs("1." + generation):
+            for question, answer in parse_pairs(self.template.text("primer") + generation):
                 holder = answer_passage(answer, ps[: c.n_passages])
                 pairs.append((question, answer, str(holder["id"]) if holder and "id" in holder else None))
             out.append((pairs, ps[: c.n_passages]))
@@ -263,11 +267,12 @@ class Clarifier:
                 holder = next((p for p in node.passages if str(p.get("id")) == node.passage_id), None)
                 holder = holder or (node.passages[0] if node.passages else None)
                 text = snippets([holder], 1, self.config.passage_words)[0] if holder else "(none)"
-                items.append((node, P.verify_prompt(tree.root.question, node.question, node.answer, text)))
+                items.append((node, P.verify_prompt(tree.root.question, node.question, node.answer, text,
+                                                     self.template)))
         if not items:
             return
         prompts = [p for _, p in items]
-        true, false = P.VERIFY_LABELS
+        true, false = P.verify_labels(self.template)
         scores = self.generator.score(prompts + prompts, [true] * len(prompts) + [false] * len(prompts))
         for k, (node, _) in enumerate(items):
             node.verify = round(scores[k] - scores[k + len(prompts)], 4)
@@ -340,7 +345,7 @@ def build(method: str = "rac", config=None, **options) -> Callable[[list[dict]],
 
 
 def disambiguator(method: str, run, *, model: str = DEFAULT_MODEL, seed: int = 0, shots_file: str | None = None,
-                  encoder: str | None = None, reranker: str | None = None, **options):
+                  encoder: str | None = None, reranker: str | None = None, prompt: str | None = None, **options):
     """The batch function of ``method`` (qd or rac) with its checked options (the registry's factories)."""
     from ..models import load_cross_encoder, load_generator
     from ..models.backends import set_seed
@@ -356,26 +361,28 @@ def disambiguator(method: str, run, *, model: str = DEFAULT_MODEL, seed: int = 0
     set_seed(seed)
     device = run.device
     generator = load_generator(model, device, run.dtype)
-    info = {**generator.info, **config.params(), "seed": seed}
+    tpl = templates.load(method, prompt)
+    info = {**generator.info, **config.params(), "seed": seed, **templates.meta(tpl)}
     clarifier = None
     if method == "rac":
         shots = load_shots(shots_file) if shots_file else builtin_shots()
         selector = ShotSelector(shots, encoder_name=encoder or DEFAULT_ENCODER, device=device)
         cross_encoder = (load_cross_encoder(reranker or DEFAULT_RERANKER, device)
                          if config.tree and config.n_passages else None)
-        clarifier = Clarifier(generator, config, selector, cross_encoder)
+        clarifier = Clarifier(generator, config, selector, cross_encoder, tpl)
         info.update(selector.info(config.k_shots), shots_file=shots_file)
         if cross_encoder is not None:
             info["reranker"] = cross_encoder.info["model"]
-    return functools.partial(disambiguate_batch, generator=generator, config=config, info=info, clarifier=clarifier)
+    return functools.partial(disambiguate_batch, generator=generator, config=config, info=info, clarifier=clarifier,
+                             tpl=tpl)
 
 
 def disambiguate_batch(records: list[dict], generator, config: DisambigConfig, info: dict,
-                       clarifier: Clarifier | None = None) -> list[dict]:
+                       clarifier: Clarifier | None = None, tpl: Template | None = None) -> list[dict]:
     for record in records:
         require(record, "question", "every record needs a question")
     if config.method == "qd":
-        for record, (dqs, calls) in zip(records, qd_batch(records, generator, config)):
+        for record, (dqs, calls) in zip(records, qd_batch(records, generator, config, tpl)):
             record[DQS] = dqs
             set_meta(record, "disambiguate", {**info, "model_calls": calls,
                                               "fallbacks": sum(bool(d.get("fallback")) for d in dqs)})

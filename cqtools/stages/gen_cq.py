@@ -32,7 +32,7 @@ from ..metrics.normalize import normalize_answer
 from ..records import GOLD, answer_texts as predicted_answer_texts, set_meta
 from ..records import passage_snippets as record_snippets
 from ..registry import CQ_METHODS
-from . import prompts
+from . import prompts, templates
 from .common import stage_fn
 from .cq_form import (INVALID, canonical_cq, canonical_head, distinct, drop_options, extract_options, first_question,
                       make_cq, repair, which)
@@ -147,11 +147,11 @@ def from_dqs_method() -> CQWriter:
 
 
 def load_llm_method(model: str, n_passages: int, zero_shot: bool, max_new_tokens: int, options: str,
-                    config) -> CQWriter:
+                    config, prompt: str | None = None) -> CQWriter:
     from ..models.backends import load_generator
 
     return llm_method(load_generator(model, config.device, config.dtype), n_passages, zero_shot, max_new_tokens,
-                      options)
+                      options, prompts.gencq_template(prompt))
 
 
 def load_seq2seq_method(model: str | None, n_passages: int, with_answers: str | None, max_new_tokens: int,
@@ -164,34 +164,40 @@ def load_seq2seq_method(model: str | None, n_passages: int, with_answers: str | 
                           max_new_tokens, options)
 
 
-def llm_method(generator, n_passages: int, zero_shot: bool, max_new_tokens: int, options: str = "all") -> CQWriter:
+def llm_method(generator, n_passages: int, zero_shot: bool, max_new_tokens: int, options: str = "all",
+               tpl: templates.Template | None = None) -> CQWriter:
     """Few-shot (CAmbigNQ style) or zero-shot (CLAM) prompting of a :class:`Generator`; options
     grounded in the question and the passages shown (:func:`ground`)."""
     name = "llm-zero-shot" if zero_shot else "llm"
     check_options(options)
-    prefix = "" if zero_shot else prompts.gencq_prefix()
+    tpl = tpl or prompts.gencq_template()
+    prefix = "" if zero_shot else prompts.gencq_prefix(tpl)
+    word = prompts.gencq_primer(tpl)
 
     def run(records):
         snippets = [passage_snippets(r, n_passages) for r in records]
         if zero_shot:
-            texts = [prompts.zero_shot_prompt(r["question"], s) for r, s in zip(records, snippets)]
+            texts = [prompts.zero_shot_prompt(r["question"], s, tpl) for r, s in zip(records, snippets)]
         else:
-            texts = [prefix + prompts.gencq_prompt(r["question"], s) for r, s in zip(records, snippets)]
+            texts = [prefix + prompts.gencq_prompt(r["question"], s, tpl) for r, s in zip(records, snippets)]
         raw = generator.generate(texts, max_new_tokens=max_new_tokens, chat=False, stop=["\n"])
         if zero_shot:
             cqs = [free_form(g, name) for g in raw]
         else:
-            cqs = [repair(primed(g), name) for g in raw]
+            cqs = [repair(primed(g, word), name) for g in raw]
         return [ground(cq, [r["question"], *s], options) for cq, r, s in zip(cqs, records, snippets)]
 
     return CQWriter(name, run, {"method": name, "model": generator.name, **dict(generator.info),
-                                "passages": n_passages, "max_new_tokens": max_new_tokens, "options": options})
+                                "passages": n_passages, "max_new_tokens": max_new_tokens, "options": options,
+                                **templates.meta(tpl)})
 
 
-def primed(generated: str) -> str:
+def primed(generated: str, primer: str = prompts.GENCQ_PRIME) -> str:
     """The CQ the few-shot prompt's primer ("Which") begins, continued by ``generated``; a model that
     writes the primer again (chat models do) does not get it twice ("Which Which one: ...")."""
-    word = prompts.GENCQ_PRIME.strip()
+    word = primer.strip()
+    if not word:
+        return generated.strip()
     text = generated.lstrip()
     if text[:len(word)].lower() == word.lower() and text[len(word):len(word) + 1] in (" ", ""):
         text = text[len(word):].lstrip()

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from ..errors import InputError
 from ..records import PASSAGES, set_meta, snippets
-from . import prompts_disamb as P
+from . import prompts_disamb as P, templates
+from .templates import Template
 from .tree import answer_passage
 
 LONG_ANSWER = "long_answer"
@@ -50,7 +51,8 @@ def pick_passages(passages: list[dict], answers: list[str], n: int) -> tuple[lis
 
 def long_answer_batch(records: list[dict], generator, max_dqs: int = 10, min_dqs: int = 2,
                       n_passages: int | None = None, passage_words: int = 80, max_new_tokens: int | None = None,
-                      info: dict | None = None, batch_size: int | None = None) -> list[dict]:
+                      info: dict | None = None, batch_size: int | None = None,
+                      tpl: Template | None = None) -> list[dict]:
     """Add ``long_answer`` to each record (one prompt per record, one generate call per batch, in
     batches of ``batch_size`` when given). ``n_passages`` / ``max_new_tokens`` None:
     :data:`DEFAULT_PASSAGES` / :data:`DEFAULT_NEW_TOKENS`."""
@@ -60,7 +62,7 @@ def long_answer_batch(records: list[dict], generator, max_dqs: int = 10, min_dqs
         pairs, restored = select_dqs(record, max_dqs, min_dqs)
         record_passages = record.get(PASSAGES) or []
         shown, holding = pick_passages(record_passages, [a for _, a in pairs], n_passages)
-        prompts.append(P.long_prompt(str(record["question"]), pairs, snippets(shown, n_passages, passage_words)))
+        prompts.append(P.long_prompt(str(record["question"]), pairs, snippets(shown, n_passages, passage_words), tpl))
         used.append({"dqs_used": len(pairs), "restored_pruned": restored,
                      "passage_ids": [str(p.get("id")) for p in shown], "answer_passages": holding})
     tokens = max_new_tokens or DEFAULT_NEW_TOKENS
@@ -68,7 +70,7 @@ def long_answer_batch(records: list[dict], generator, max_dqs: int = 10, min_dqs
     raw = generator.generate(prompts, max_new_tokens=tokens, stop=["\nQuestion:", "Disambiguations:"],
                              **per_call) if prompts else []
     base = {**(info or {}), "mode": "long", "max_dqs": max_dqs, "min_dqs": min_dqs, "passages": n_passages,
-            "max_new_tokens": tokens}
+            "max_new_tokens": tokens, **(templates.meta(tpl) if tpl else {})}
     for record, text, extra in zip(records, raw, used):
         record[LONG_ANSWER] = " ".join(text.split())
         set_meta(record, "answer", {**base, **extra})

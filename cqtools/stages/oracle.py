@@ -30,7 +30,8 @@ from ..models.roles import role
 from ..metrics.normalize import longest_common_substring, normalize_answer, token_f1
 from ..records import GOLD, read_cq, set_meta
 from ..registry import ORACLES
-from . import prompts_disamb as P
+from . import prompts_disamb as P, templates
+from .templates import Template
 
 DEFAULT_MODEL = role("oracle").default
 NEED_GOLD = ("cq oracle plays a user who knows the intended question: pass records from `cq convert` "
@@ -121,12 +122,13 @@ def overlap_reply(turn: Turn) -> tuple[str | None, str]:
     return best, best
 
 
-def llm_replies(turns: list[Turn], generator, max_new_tokens: int = 16) -> list[tuple[str | None, str]]:
+def llm_replies(turns: list[Turn], generator, max_new_tokens: int = 16,
+                tpl: Template | None = None) -> list[tuple[str | None, str]]:
     out: list[tuple[str | None, str] | None] = [None] * len(turns)
     scored = [(n, t) for n, t in enumerate(turns) if t.options]
     prompts, conts, owners = [], [], []
     for n, t in scored:
-        prompt = P.oracle_options_prompt(t.dq, t.cq, list(t.options))
+        prompt = P.oracle_options_prompt(t.dq, t.cq, list(t.options), tpl)
         for option in t.options:
             prompts.append(prompt)
             conts.append(" " + option)
@@ -141,7 +143,7 @@ def llm_replies(turns: list[Turn], generator, max_new_tokens: int = 16) -> list[
         out[n] = (best[n][1], best[n][1])
     free = [(n, t) for n, t in enumerate(turns) if not t.options]
     if free:
-        raw = generator.generate([P.oracle_free_prompt(t.question, t.dq, t.cq) for _, t in free],
+        raw = generator.generate([P.oracle_free_prompt(t.question, t.dq, t.cq, tpl) for _, t in free],
                                  max_new_tokens=max_new_tokens, stop=["\n"])
         for (n, _), text in zip(free, raw):
             reply = " ".join(text.split()).strip(" \"'")
@@ -164,12 +166,15 @@ def overlap_oracle() -> SimulatedUser:
     return SimulatedUser("overlap", lambda turns: [overlap_reply(t) for t in turns], {"method": "overlap"})
 
 
-def llm_oracle(model: str, max_new_tokens: int, config) -> SimulatedUser:
+def llm_oracle(model: str, max_new_tokens: int, config, prompt: str | None = None) -> SimulatedUser:
     from ..models import load_generator
 
     generator = load_generator(model, config.device, config.dtype)
-    return SimulatedUser("llm", functools.partial(llm_replies, generator=generator, max_new_tokens=max_new_tokens),
-                  {"method": "llm", **generator.info, "max_new_tokens": max_new_tokens})
+    tpl = templates.load("oracle_llm", prompt)
+    return SimulatedUser("llm", functools.partial(llm_replies, generator=generator, max_new_tokens=max_new_tokens,
+                                                  tpl=tpl),
+                         {"method": "llm", **generator.info, "max_new_tokens": max_new_tokens,
+                          **templates.meta(tpl)})
 
 
 def build(method: str = "overlap", config=None, **options) -> Callable[[list[dict]], list[dict]]:

@@ -28,6 +28,20 @@ from pathlib import Path
 from ..errors import InputError
 
 DIRECTORY = Path(__file__).parent / "templates"
+# Which methods read each built-in template (docs/methods.md's table; tests/test_templates.py checks
+# that every file is listed here and read by the methods named).
+USED_BY = {
+    "clam": "`detect --method clam`, `gen-cq --method clam` / `clam-prompting`, `oracle --method clam`, "
+            "`answer --mode dialogue`",
+    "detect_llm": "`detect --method llm`",
+    "gencq_llm": "`gen-cq --method llm` (few-shot; `--zero-shot`: the `zero_shot` part)",
+    "long": "`answer --mode long`",
+    "oracle_llm": "`oracle --method llm` (`options`: picks an option; `free`: a free-form CQ)",
+    "qd": "`disambiguate --method qd`",
+    "rac": "`disambiguate --method rac` (`verify`, labels: `--prune`)",
+    "reader": "`answer --reader generative` (`single`: single and cq modes; `multi`; `verify_*`: `--verify`)",
+    "toc": "`disambiguate --method toc` (and its long answer)",
+}
 _PART = re.compile(r"^\[\[([A-Za-z_][A-Za-z0-9_]*)\]\]$", re.M)
 
 
@@ -125,6 +139,26 @@ def load(name: str, path: str | None = None) -> Template:
     return Template(name, {**own.parts, **given}, path, _digest(text + "\0" + own.digest))
 
 
+def labelled(tpl: Template, part: str) -> list[tuple[str, bool]]:
+    """A part of ``True | question`` / ``False | question`` lines (few-shot examples), in order."""
+    out = []
+    for n, line in enumerate(tpl.text(part).splitlines(), start=1):
+        if not line.strip():
+            continue
+        label, sep, question = line.partition("|")
+        if not sep or label.strip() not in ("True", "False"):
+            raise InputError(f"{tpl.source}: [[{part}]] line {n} must be 'True | question' or "
+                             f"'False | question', not {line!r}")
+        out.append((question.strip(), label.strip() == "True"))
+    return out
+
+
+def meta(tpl: Template) -> dict:
+    """What a record's meta says of the template: nothing for cq's own wording (the run record's
+    prompts version covers it, and records stay as they were), source and digest for a --prompt file."""
+    return {} if tpl.source == f"cq:{tpl.name}" else {"template": tpl.source, "template_digest": tpl.digest}
+
+
 def names() -> list[str]:
     """Every built-in template."""
     return sorted(p.stem for p in DIRECTORY.glob("*.txt"))
@@ -134,4 +168,4 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
-__all__ = ["Template", "load", "builtin", "names", "parse", "slots", "DIRECTORY"]
+__all__ = ["Template", "load", "builtin", "labelled", "meta", "names", "parse", "slots", "DIRECTORY"]

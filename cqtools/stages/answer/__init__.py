@@ -195,9 +195,10 @@ def qa_mode(mode: str):
 
 
 def long_mode(config, reader: str, model: str | None, reader_options: dict, seed, batch_size: int | None,
-              n_passages: int | None = None, max_new_tokens: int | None = None):
+              n_passages: int | None = None, max_new_tokens: int | None = None, prompt: str | None = None):
     """``mode="long"``: ``n_passages`` / ``max_new_tokens`` None take the long answer's defaults."""
     from ...models import load_generator
+    from .. import templates
     from ..long_answer import long_answer_batch
 
     if reader != "generative":
@@ -206,7 +207,7 @@ def long_mode(config, reader: str, model: str | None, reader_options: dict, seed
                                reader_options.get("kind") or "auto")
     return functools.partial(long_answer_batch, generator=generator, n_passages=n_passages,
                              max_new_tokens=max_new_tokens, info={**generator.info, "seed": seed},
-                             batch_size=batch_size)
+                             batch_size=batch_size, tpl=templates.load("long", prompt))
 
 
 def answer_batch(records: list[dict], stage: AnswerStage, info: dict) -> list[dict]:

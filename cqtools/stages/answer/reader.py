@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from ...models.roles import role
 from ...records import distinct_texts
 from .grounding import ground
-from .text import (MULTI_PROMPT, MULTI_STOP, SINGLE_PROMPT, SINGLE_STOP, VERIFY_QUERY, clean_answer, passage_block,
-                   shown_passages, split_answers)
+from .. import templates
+from ..prompts import reader_template
+from .text import MULTI_STOP, SINGLE_STOP, clean_answer, passage_block, shown_passages, split_answers
 
 DEFAULT_READER = role("reader").default
 
@@ -29,6 +30,7 @@ class ReaderOptions:
     max_new_tokens: int = 16           # single answers; a multi list gets three times as many
     grounding: str = "span"            # span: snap answers to passage spans (see ground); none: as generated
     max_candidates: int = 30           # span grounding: spans scored when the generation is unusable
+    prompt: str | None = None          # a template file replacing parts of templates/reader.txt (--prompt)
 
     def params(self) -> dict:
         """The options as written into ``meta.answer`` (``passages`` is ``n_passages``)."""
@@ -52,6 +54,7 @@ class GenerativeReader:
         self.options = options if options is not None else ReaderOptions()
         self._per_call = {} if batch_size is None else {"batch_size": batch_size}
         self.batch_size = batch_size
+        self.template = reader_template(self.options.prompt)
 
     @property
     def info(self) -> dict:
@@ -59,7 +62,7 @@ class GenerativeReader:
 
     @property
     def params(self) -> dict:
-        return self.options.params()
+        return {**self.options.params(), **templates.meta(self.template)}
 
     def read(self, questions: list[str], passages: list[list[dict]], multi: bool = False) -> list[list[dict]]:
         """Answers ``{text, grounding, generated?}`` for each question, read from its passages.
@@ -67,8 +70,8 @@ class GenerativeReader:
         a chat turn. With ``grounding="span"`` single answers are grounded by :func:`ground` (model
         scoring included), listed answers are only snapped (then deduplicated again)."""
         o = self.options
-        template = MULTI_PROMPT if multi else SINGLE_PROMPT
-        prompts = [template.format(passages=passage_block(ps, o.n_passages, o.passage_chars), question=q)
+        part = "multi" if multi else "single"
+        prompts = [self.template(part, passages=passage_block(ps, o.n_passages, o.passage_chars), question=q)
                    for q, ps in zip(questions, passages)]
         if multi:
             raw = self.generator.generate(prompts, max_new_tokens=o.max_new_tokens * 3, stop=MULTI_STOP,
@@ -95,8 +98,9 @@ class GenerativeReader:
         """Summed log p(" answer" | passages + question) for each answer; the passages (prefix) are
         run once, their KV cache shared."""
         o = self.options
-        prefix = "Passages:\n" + passage_block(passages, o.n_passages, o.passage_chars) + "\n\n"
-        prompts = [VERIFY_QUERY.format(question=question)] * len(answers)
+        prefix = self.template("verify_context", passages=passage_block(passages, o.n_passages, o.passage_chars)) \
+            + "\n\n"
+        prompts = [self.template("verify_query", question=question)] * len(answers)
         return self.generator.score(prompts, [" " + a for a in answers], prefix=prefix, **self._per_call)
 
 
