@@ -73,3 +73,94 @@ def test_rebuild_replaces_and_cleans_up(runner, built, tmp_path):
     assert result.stderr == ""
     assert [p["id"] for p in _search(runner, built)] == ["p1"]
     assert _leftovers(tmp_path) == []
+
+
+# --- a search never mixes two builds of an index (issue 26, item 1) -----------------------------------
+
+JOKER = '{"id": "q", "question": "Who played the Joker?"}\n'
+
+
+@pytest.fixture(scope="module")
+def reversed_index(tmp_path_factory):
+    """A BM25 index of the fixture corpus in reverse order: the same passages under other Lucene
+    document numbers (what a rebuild from a reordered corpus gives)."""
+    from click.testing import CliRunner
+
+    root = tmp_path_factory.mktemp("reversed")
+    lines = (FIXTURES / "corpus.jsonl").read_text().splitlines(keepends=True)
+    (root / "corpus.jsonl").write_text("".join(reversed(lines)))
+    result = CliRunner().invoke(cli, ["index", "--corpus", str(root / "corpus.jsonl"), "--out", str(root / "idx"), "-q"])
+    assert result.exit_code == 0, result.stderr
+    return root / "idx"
+
+
+def test_a_passage_store_of_another_build_is_refused_not_searched(runner, built, reversed_index):
+    shutil.copy(reversed_index / "docstore.sqlite", built / "docstore.sqlite")  # Lucene of one build, store of another
+    result = runner.invoke(cli, ["retrieve", "--index", str(built), "--hits", "3"], input=JOKER)
+    assert result.exit_code != 0 and result.stdout == ""
+    assert f"index {built} changed while cq was opening it" in result.stderr
+    assert "Lucene document 0 is" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_dense_rows_missing_from_the_passage_store_are_refused():
+    from cqtools.retrieval.dense import DenseSearcher
+
+    class Store:
+        def passages(self):
+            return 3
+
+        def known(self, ids):
+            return sum(i in {"a", "b", "c"} for i in ids)
+
+    dense = DenseSearcher.__new__(DenseSearcher)
+    dense.docstore = type("Sparse", (), {"docstore": Store()})()
+    dense.docids = ["a", "b", "c"]
+    assert dense.mixed() is None
+    dense.docids = ["a", "b", "x"]
+    assert "not the passage store's 3" in dense.mixed()
+
+
+def test_retrieve_while_an_index_is_swapped_in_a_loop_is_right_or_refused(fixture_index, reversed_index, tmp_path):
+    """Real processes: `cq retrieve` runs while another thread replaces the index again and again as
+    `cq index --overwrite` does (build beside, rename the old away, rename the new in, delete the old).
+    Each run gives the right passages or a one-line error; never another build's passages."""
+    import threading
+
+    target = tmp_path / "idx"
+    shutil.copytree(reversed_index, target)
+    want = [p["id"] for p in _search_process(target)[1]]
+    stop = threading.Event()
+
+    def swap():
+        n = 0
+        while not stop.is_set():
+            source = (fixture_index, reversed_index)[n % 2]
+            fresh, old = tmp_path / f"new{n}", tmp_path / f"old{n}"
+            shutil.copytree(source, fresh, ignore=shutil.ignore_patterns("dense"))
+            os.rename(target, old)
+            os.rename(fresh, target)
+            shutil.rmtree(old)
+            n += 1
+
+    swapper = threading.Thread(target=swap)
+    swapper.start()
+    try:
+        outcomes = [_search_process(target) for _ in range(3)]
+    finally:
+        stop.set()
+        swapper.join()
+    for rc, passages, stderr in outcomes:  # an error may also be "not found": between the two renames
+        if rc == 0:                         # the name points nowhere, as with `mv idx old; mv new idx`
+            assert [p["id"] for p in passages] == want, outcomes
+        else:
+            assert "Traceback" not in stderr and len(stderr.strip().splitlines()) == 1, outcomes
+
+
+def _search_process(index):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "cqtools", "retrieve", "--index", str(index), "--hits", "3",
+                           "-q"], input=JOKER, capture_output=True, text=True, timeout=300)
+    passages = parse_jsonl(done.stdout)[0]["passages"] if done.returncode == 0 else []
+    return done.returncode, passages, done.stderr

@@ -8,9 +8,10 @@ Pyserini's prebuilt indexes (``wikipedia-dpr-100w``, ``wikipedia-dpr-100w.dpr-mu
 from __future__ import annotations
 
 import os
+import sqlite3
 
 from ..errors import ResourceError
-from .base import DENSE_DIR, LUCENE_DIR, read_manifest
+from .base import DENSE_DIR, LUCENE_DIR, SWAPPED, read_manifest
 
 
 def open_searcher(index_dir: str, method: str = "bm25", **options):
@@ -46,26 +47,55 @@ def _open(index_dir: str, method: str, encoder: str | None = None, device: str =
     """The searcher for ``method`` over a ``cq index`` directory, a plain Pyserini Lucene index or a
     prebuilt index name."""
     from . import prebuilt
-    from .lucene import LuceneBM25
 
     if prebuilt.looks_like_name(index_dir):
         return _open_prebuilt(index_dir, method, encoder, device, fusion, alpha, k1, b)
+    # A `cq index --overwrite` may swap the directory while its parts are opened one after another:
+    # the parts, once open, are checked to be one generation (else opened again, then an error).
+    for attempt in range(3):
+        try:
+            searcher = _open_parts(index_dir, method, encoder, device, fusion, alpha, k1, b)
+        except (OSError, sqlite3.Error) as err:
+            reason = str(err)
+        else:
+            reason = _mixed(searcher)
+            if reason is None:
+                return searcher
+    raise ResourceError(SWAPPED.format(name=index_dir) + f" ({reason})")
+
+
+def _mixed(searcher) -> str | None:
+    """Why the open parts of a searcher are not one generation of an index, or None when they are."""
+    parts = [searcher] + [getattr(searcher, name, None) for name in ("sparse", "dense", "docstore")]
+    for part in filter(None, parts):
+        check = getattr(part, "mixed", None)
+        reason = check() if check else None
+        if reason:
+            return reason
+    return None
+
+
+def _open_parts(index_dir: str, method: str, encoder: str | None, device: str, fusion: str, alpha: float,
+                k1: float, b: float):
+    from .lucene import LuceneBM25
+
     manifest = read_manifest(index_dir)
+    root, name = index_dir, index_dir
     docstore = None
     if manifest.get("docstore"):
         from .docstore import DocStore
 
-        docstore = DocStore(os.path.join(index_dir, manifest["docstore"]))
-    sparse = LuceneBM25(os.path.join(index_dir, manifest.get("lucene") or LUCENE_DIR), k1=k1, b=b, docstore=docstore)
+        docstore = DocStore(os.path.join(root, manifest["docstore"]))
+    sparse = LuceneBM25(os.path.join(root, manifest.get("lucene") or LUCENE_DIR), k1=k1, b=b, docstore=docstore)
     if method == "bm25":
         return sparse
     if not manifest.get("dense"):
-        raise ResourceError(f"index {index_dir} has no dense part; rebuild it with "
-                            f"`cq index --corpus FILE --out {index_dir} --dense`")
+        raise ResourceError(f"index {name} has no dense part; rebuild it with "
+                            f"`cq index --corpus FILE --out {name} --dense`")
     from .dense import DenseSearcher
 
     info = manifest["dense"]
-    dense = DenseSearcher(os.path.join(index_dir, info.get("dir") or DENSE_DIR),
+    dense = DenseSearcher(os.path.join(root, info.get("dir") or DENSE_DIR),
                           encoder or info.get("query_encoder") or info["encoder"], docstore=sparse, device=device,
                           normalize=info.get("normalized", True))
     return _combine(method, sparse, dense, fusion, alpha)

@@ -20,6 +20,17 @@ def rank(hits: list[dict], k: int) -> list[dict]:
     return hits
 
 
+SWAPPED = ("index {name} changed while cq was opening it (a `cq index --overwrite` replaced it?); run again "
+           "once the new index is in place")
+
+
+def spread(n: int, count: int = 64) -> list[int]:
+    """Up to ``count`` positions spread evenly over ``range(n)``, the first and the last included."""
+    if n <= count:
+        return list(range(n))
+    return sorted({round(i * (n - 1) / (count - 1)) for i in range(count)})
+
+
 def read_manifest(index_dir: str) -> dict:
     """Our manifest, or a synthesized one for a plain Pyserini Lucene index directory."""
     if not os.path.isdir(index_dir):

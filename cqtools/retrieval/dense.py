@@ -17,7 +17,7 @@ from typing import Iterable
 from ..errors import ResourceError
 from ..models import resolve
 from ..models.roles import role
-from .base import rank
+from .base import rank, spread
 from .lucene import contents
 
 log = logging.getLogger("cqtools")
@@ -115,6 +115,17 @@ class DenseSearcher:
         self.batch_size = batch_size
         self.normalize = normalize
         self.params = {"encoder": self.model.name}
+
+    def mixed(self) -> str | None:
+        """Why the open faiss index and passage store are not one build (its row ids, spread over
+        the index, missing from the store, or another count), or None."""
+        store = getattr(self.docstore, "docstore", None)
+        if store is None:
+            return None
+        sample = [self.docids[i] for i in spread(len(self.docids))]
+        if store.passages() != len(self.docids) or store.known(sample) != len(sample):
+            return f"the dense index's {len(self.docids)} passages are not the passage store's {store.passages()}"
+        return None
 
     def search(self, query: str, k: int) -> list[dict]:
         return self.batch_search([query], ["q"], k)["q"]

@@ -67,6 +67,23 @@ class DocStore:
                 out[docid] = {"id": docid, "title": title, "text": text}
         return out
 
+    def documents(self) -> int:
+        """How many Lucene document numbers the store maps."""
+        return self.db.execute("SELECT COUNT(*) FROM lucene").fetchone()[0]
+
+    def ids_of(self, nums: list[int]) -> dict[int, str]:
+        """``{document number: passage id}`` for ``nums`` (at most 900)."""
+        marks = ",".join("?" * len(nums))
+        return dict(self.db.execute(f"SELECT docnum, id FROM lucene WHERE docnum IN ({marks})", nums))
+
+    def passages(self) -> int:
+        return self.db.execute("SELECT COUNT(*) FROM docs").fetchone()[0]
+
+    def known(self, ids: list[str]) -> int:
+        """How many of ``ids`` (at most 900) the store holds."""
+        marks = ",".join("?" * len(ids))
+        return self.db.execute(f"SELECT COUNT(*) FROM docs WHERE id IN ({marks})", ids).fetchone()[0]
+
     def by_docnums(self, nums: list[int]) -> dict[int, dict]:
         out = {}
         for start in range(0, len(nums), 900):

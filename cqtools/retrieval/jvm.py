@@ -115,6 +115,21 @@ def autoclass(name: str):
     return _autoclass(name)
 
 
+def java_exception():
+    """jnius's JavaException class (what a Java method's exception raises in Python)."""
+    setup()
+    from jnius import JavaException
+
+    return JavaException
+
+
+def java_message(err) -> str:
+    """A Java exception's class and message, on one line."""
+    name = getattr(err, "classname", None) or type(err).__name__
+    text = str(getattr(err, "innermessage", None) or err).splitlines()
+    return f"{name}: {text[0]}" if text else name
+
+
 def cast(name: str, obj):
     """jnius.cast, after the shim (importing jnius is what starts the JVM)."""
     setup()

@@ -18,7 +18,7 @@ import orjson
 
 from ..errors import ResourceError
 from . import jvm
-from .base import rank
+from .base import SWAPPED, rank, spread
 
 log = logging.getLogger("cqtools")
 
@@ -230,14 +230,18 @@ class LuceneBM25:
     """
 
     def __init__(self, index_dir: str, k1: float = 0.9, b: float = 0.4, docstore=None):
+        self.index_dir = index_dir
         if not os.path.isdir(index_dir):
             raise ResourceError(f"Lucene index {index_dir} not found; build it with `cq index`")
         self.params = {"k1": k1, "b": b}
-        self.index_dir = index_dir
         self.docstore = docstore
         jvm.setup(heap=jvm.SEARCH_XMX)  # when searching starts the JVM, a small heap (CQ_JVM_XMX overrides)
         if docstore is not None:
-            reader = _open_reader(index_dir)
+            try:
+                reader = _open_reader(index_dir)
+            except jvm.java_exception() as err:  # its files went (a swap deleted this generation) or are not Lucene's
+                raise ResourceError(SWAPPED.format(name=index_dir) + f" ({jvm.java_message(err)})") from None
+            self._reader = reader
             self._searcher = jvm.autoclass("org.apache.lucene.search.IndexSearcher")(
                 jvm.cast("org.apache.lucene.index.IndexReader", reader))
             self._searcher.setSimilarity(jvm.autoclass("org.apache.lucene.search.similarities.BM25Similarity")(
@@ -253,6 +257,22 @@ class LuceneBM25:
             self._anserini = searcher_class(index_dir)
         self._anserini.set_bm25(float(k1), float(b))
         self._jlist = jvm.autoclass("java.util.ArrayList")
+
+    def mixed(self) -> str | None:
+        """Why the open Lucene index and passage store are not one build (documents spread over the
+        index whose stored ids differ from the store's document-number map), or None."""
+        if self.docstore is None:
+            return None
+        n = self._reader.maxDoc()
+        stored = self._reader.storedFields()
+        nums = spread(n)
+        mapped = self.docstore.ids_of(nums)
+        if self.docstore.documents() != n:
+            return f"the passage store maps {self.docstore.documents()} documents, the Lucene index holds {n}"
+        for num in nums:
+            if stored.document(num).get("id") != mapped.get(num):
+                return f"Lucene document {num} is {stored.document(num).get('id')!r}, the store says {mapped.get(num)!r}"
+        return None
 
     def search(self, query: str, k: int) -> list[dict]:
         return self.batch_search([query], ["q"], k)["q"]
