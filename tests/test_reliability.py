@@ -215,3 +215,50 @@ def test_output_file_keeps_its_mode_and_a_symlink_is_written_through(tmp_path):
         assert done.returncode == 0, done.stderr
     assert oct(os.stat(private).st_mode & 0o777) == oct(0o600) and lines(private) == 2
     assert link.is_symlink() and lines(target) == 2
+
+
+# --- item 10: score --on-error skip, and the skip warning ------------------------------------------------
+
+def _score(task, records, *flags):
+    from click.testing import CliRunner
+
+    from cqtools.cli import cli
+
+    return CliRunner().invoke(cli, ["score", "--task", task, "--format", "json", *flags], input=jsonl(records))
+
+
+GOLD = {"answers": [["Heath Ledger"]]}
+
+
+@pytest.mark.parametrize("task,key,bad", [("retrieval", "passages", "oops"), ("cbqa", "answers", "oops"),
+                                          ("retrieval", "passages", ["not an object"])])
+def test_score_skip_counts_a_malformed_prediction_as_missing(task, key, bad):
+    good = {"passages": [{"id": "p", "title": "t", "text": "Heath Ledger played him"}],
+            "answers": [{"text": "Heath Ledger"}]}
+    records = [{"id": "a", "question": "q", "gold": GOLD, key: good[key]},
+               {"id": "b", "question": "q", "gold": GOLD, key: bad}]
+    failed = _score(task, records)
+    assert failed.exit_code == 1 and f"record b: '{key}' must be" in failed.stderr
+    skipped = _score(task, records, "--on-error", "skip")
+    assert skipped.exit_code == 0, skipped.stderr
+    assert f"record b: '{key}' must be" in skipped.stderr and "scored as a missing prediction" in skipped.stderr
+    summary = orjson.loads(skipped.stdout)
+    assert summary["n"] == 2 and summary["missing"] == 1  # counted, as a missing prediction, never dropped
+    assert any("malformed prediction" in note for note in summary["notes"])
+
+
+def test_score_ignores_the_shape_of_what_its_task_does_not_read():
+    records = [{"id": "a", "question": "q", "gold": {"ambiguous": True}, "ambiguity": {"label": True, "score": 1.0},
+                "passages": "not read by detect"}]
+    result = _score("detect", records)
+    assert result.exit_code == 0, result.stderr
+
+
+def test_a_record_written_through_under_skip_is_named_on_stderr(tmp_path):
+    done = subprocess.run([*CQ, "detect", "--method", "always", "--on-error", "skip", "-q"],
+                          input=jsonl([{"id": "a", "question": "Who?"}, {"id": "b", "question": None}]).encode(),
+                          capture_output=True, cwd=tmp_path)
+    assert done.returncode == 0
+    assert "line 2: 'question' must be a string, got null (record b): written through unchanged" in done.stderr.decode()
+    out = [orjson.loads(line) for line in done.stdout.splitlines()]
+    assert [r["id"] for r in out] == ["a", "b"] and "errors" in out[1]

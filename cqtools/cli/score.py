@@ -114,7 +114,8 @@ def cli(task, fmt, per_record, plot, ks, lam, threshold, sweep, tokenizer, berts
         bertscore_model=None if no_bertscore else (bertscore_model or DEFAULT_BERTSCORE_MODEL),
         bertscore_required=bertscore_model is not None, reader=reader, sweep=sweep, threshold=threshold,
         device=device, batch_size=batch_size, cq_parser=cq_parser, matcher=matcher, unique_answers=unique_answers,
-        str_em=str_em, ac_average=ac_average, qrels=qrels, keep_questions=ci or paired is not None)
+        str_em=str_em, ac_average=ac_average, qrels=qrels, keep_questions=ci or paired is not None,
+        on_error=on_error)
     SCORE_TASKS.get(task).values(task_opts)  # checked before any record is read
     skipped = Skipped()
     records = read_records(sys.stdin.buffer, ("question",), on_error, skipped)

@@ -139,6 +139,8 @@ def apply(process: BatchFn, items: list[Item], spec: StreamSpec) -> list[dict]:
     todo = []
     for n, item in enumerate(items):
         if item.problem:
+            log.warning("%s: line %d: %s (record %s): written through unchanged", spec.desc, item.lineno,
+                        item.problem, item.record["id"])
             out[n] = _set_aside(item.record, spec, item.problem)
         else:
             todo.append(n)

@@ -14,6 +14,7 @@ from .tokenizers import make_tokenizer
 
 @dataclass
 class AmbigQATask(Task):
+    reads = ("answers", "dqs")
     sums: Counter = field(default_factory=Counter)
     tokenize: Callable[[list[str]], list[str]] | None = None
 

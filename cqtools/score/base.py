@@ -30,6 +30,9 @@ What a task implements (subclass :class:`Task`, a dataclass; add your own fields
     scored, :meth:`Task.summary` turns every float into null (counts named ``n`` stay).
 ``plot(path)``  (optional)
     Write a figure for ``--plot``; the default says the task has none.
+``reads``         (optional, class attribute) the predictions it reads (keys of :data:`PREDICTIONS`):
+                  each is checked for its shape first (an error; under ``--on-error skip`` a warning,
+                  and the record counts as missing that prediction)
 ``variant_keys``  (optional, class attribute)
     Names of :class:`ScoreOptions` fields that choose between scorer variants; the summary
     reports them under ``"variant"``.
@@ -47,6 +50,7 @@ A task that needs options of its own reads them from ``opts`` (a plugin may subc
 """
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import islice
@@ -56,6 +60,7 @@ from ..errors import InputError
 from ..records import answer_texts  # noqa: F401 (the tasks' accessor: None when a record has no answers)
 
 DEFAULT_BERTSCORE_MODEL = "roberta-large"
+log = logging.getLogger("cqtools")
 
 
 @dataclass
@@ -79,6 +84,28 @@ class ScoreOptions:
     ac_average: str = "record"  # retrieval: mean over records, or "cluster" (over all gold clusters)
     qrels: str | None = None  # retrieval: a TREC qrels file for nDCG@10, R@k and MRR
     keep_questions: bool = False  # keep per-question numbers for Task.resample (--ci, --paired)
+    on_error: str = "fail"  # skip: a record whose prediction is malformed scores as missing, with a warning
+
+
+# The predictions the stages write, and the shape each must have (checked before any task reads them).
+PREDICTIONS = {
+    "passages": (list, dict, "a list of {title, text} objects (as `cq retrieve` writes)"),
+    "answers": (list, (dict, str), "a list of {text, ...} objects (as `cq answer` writes)"),
+    "dqs": (list, dict, "a list of {question, answer} objects (as `cq disambiguate` writes)"),
+    "cq": (dict, None, "a {text, options, ...} object (as `cq gen-cq` writes) or null"),
+    "ambiguity": (dict, None, "a {label, score, ...} object (as `cq detect` writes)"),
+}
+
+
+def malformed_prediction(record: dict, key: str) -> str | None:
+    """What is wrong with ``record[key]`` (a prediction of :data:`PREDICTIONS`), or None."""
+    value = record.get(key)
+    if value is None:
+        return None
+    outer, inner, shape = PREDICTIONS[key]
+    if isinstance(value, outer) and (inner is None or all(isinstance(item, inner) for item in value)):
+        return None
+    return f"'{key}' must be {shape}, not {type(value).__name__}"
 
 
 @dataclass
@@ -87,6 +114,7 @@ class Task:
     docstring for what a subclass implements)."""
 
     variant_keys: ClassVar[tuple[str, ...]] = ()
+    reads: ClassVar[tuple[str, ...]] = ()  # the predictions (PREDICTIONS keys) it reads, checked by readable()
 
     opts: ScoreOptions
     n: int = 0
@@ -95,10 +123,25 @@ class Task:
     notes: list[str] = field(default_factory=list)
     question_ids: list = field(default_factory=list)  # with opts.keep_questions: ids of scored records
     question_stats: list = field(default_factory=list)  # ... and what each adds to the aggregation
+    malformed_count: int = 0  # records whose prediction was malformed, scored as missing (--on-error skip)
     _matrix: object = field(default=None, repr=False)
+
+    def readable(self, record: dict) -> dict:
+        """``record``, or under ``--on-error skip`` a copy without the predictions it cannot read
+        (each named in a warning; the task then counts them missing). Without skip: an error."""
+        bad = {key: problem for key, problem in ((k, malformed_prediction(record, k)) for k in self.reads) if problem}
+        if not bad:
+            return record
+        message = f"record {record['id']}: " + "; ".join(bad.values())
+        if self.opts.on_error != "skip":
+            raise InputError(message)
+        log.warning("%s; scored as a missing prediction (--on-error skip)", message)
+        self.malformed_count += 1
+        return {k: v for k, v in record.items() if k not in bad}
 
     def score_batch(self, records: list[dict]) -> list[dict]:
         rows = []
+        records = [self.readable(r) for r in records]
         for record in records:
             reason = self.skip_reason(record)
             if reason:
@@ -131,6 +174,8 @@ class Task:
                 self.notes.append(f"{count} record(s) skipped: {reason}")
         if self.missing:
             self.notes.append(f"{self.missing} record(s) lack the prediction and score 0")
+        if self.malformed_count:
+            self.notes.append(f"{self.malformed_count} of them had a malformed prediction (--on-error skip)")
         metrics = self.metrics()
         if not self.n:
             metrics = {k: _nulled(v) for k, v in metrics.items()}

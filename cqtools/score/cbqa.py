@@ -16,6 +16,7 @@ SUMMED = ("p_sum", "r_sum", "n_pred", "n_gold", "n_answers", "n_unique_answers")
 
 @dataclass
 class CBQATask(Task):
+    reads = ("answers",)
     variant_keys = ("matcher", "unique_answers")
 
     sums: Counter = field(default_factory=Counter)

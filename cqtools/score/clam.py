@@ -14,6 +14,7 @@ RATES = ("accuracy", "adjusted_accuracy", "clarification_rate")
 
 @dataclass
 class ClamTask(Task):
+    reads = ("answers",)
     groups: dict = field(default_factory=lambda: {g: m_clam.ClamTotals() for g in GROUPS})
     _clusters: dict = field(default_factory=dict, repr=False)  # question id -> its row in question_stats
 

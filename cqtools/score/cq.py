@@ -22,6 +22,7 @@ COLUMNS = (*(f"m{n}" for n in range(1, 5)), *(f"p{n}" for n in range(1, 5)), "hy
 
 @dataclass
 class CQTask(Task):
+    reads = ("cq",)
     variant_keys = ("cq_parser", "matcher")
 
     bleu: BleuStats = field(default_factory=lambda: BleuStats(4))

@@ -12,6 +12,7 @@ from .base import ScoreOptions, Task, gold_of, pct
 
 @dataclass
 class DetectTask(Task):
+    reads = ("ambiguity",)
     gold_labels: list[bool] = field(default_factory=list)
     pred_labels: list[bool] = field(default_factory=list)
     scores: list[float | None] = field(default_factory=list)

@@ -35,6 +35,7 @@ def read_qrels(path: str) -> dict[str, dict[str, int]]:
 
 @dataclass
 class RetrievalTask(Task):
+    reads = ("passages",)
     variant_keys = ("ac_average",)
 
     coverage: m_retrieval.CoverageMean | None = None
@@ -55,11 +56,7 @@ class RetrievalTask(Task):
     def score_scorable(self, records):
         rows = []
         for record in records:
-            passages = record.get("passages")
-            if passages is not None and not (isinstance(passages, list)
-                                             and all(isinstance(p, dict) for p in passages)):
-                raise InputError(f"record {record['id']}: 'passages' must be a list of {{title, text}} objects "
-                                 f"(as `cq retrieve` writes), not {type(passages).__name__}")
+            passages = record.get("passages")  # its shape checked by Task.readable
             clusters = gold_of(record)["answers"]
             self.n += 1
             self.missing += passages is None
