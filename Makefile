@@ -90,7 +90,7 @@ $(WORK)/train.jsonl: | $(STAMP)
 	mkdir -p $(WORK) && $(CQ) convert ambignq $(SHARED)/ambignq/train_light.json > $@
 
 train-detect: $(WORK)/train.jsonl
-	OMP_NUM_THREADS=1 $(CQ) train detect --train $< --holdout 1000 --passages 0 --max-length 48 \
+	OMP_NUM_THREADS=1 $(CQ) train detect --overwrite --train $< --holdout 1000 --passages 0 --max-length 48 \
 	  --batch-size 32 --lr 5e-5 --epochs 3 --select auroc --eval-every 50 --patience 4 --seed 0 \
 	  --max-seconds $(TRAIN_SECONDS) --out $(DETECT_MODEL)
 
@@ -128,7 +128,7 @@ $(READER_DATA)/heldout.bm25.jsonl: $(READER_DATA)/covered.ids $(READER_DATA)/ind
 	  | $(CQ) retrieve --index $(READER_DATA)/index --method bm25 --hits 10 -q -o $@
 
 train-reader: $(READER_DATA)/dev.bm25.jsonl $(READER_DATA)/train.bm25.jsonl $(READER_DATA)/heldout.bm25.jsonl
-	CQ_OFFLINE=1 $(CQ) train reader --train $(READER_DATA)/dev.bm25.jsonl --dev $(READER_DATA)/heldout.bm25.jsonl \
+	CQ_OFFLINE=1 $(CQ) train reader --overwrite --train $(READER_DATA)/dev.bm25.jsonl --dev $(READER_DATA)/heldout.bm25.jsonl \
 	  --more-train $(READER_DATA)/train.bm25.jsonl --max-length 256 --batch-size 16 --lr 1e-4 --epochs 2 \
 	  --seed 0 --max-seconds $(TRAIN_SECONDS) --out $(READER_MODEL)
 
@@ -147,7 +147,7 @@ $(READER_DATA)/dev.covered.bm25.jsonl: $(READER_DATA)/covered.ids $(READER_DATA)
 	  | $(CQ) retrieve --index $(READER_DATA)/index --method bm25 --hits 10 -q -o $@
 
 train-combiner: $(READER_DATA)/dev.covered.bm25.jsonl | $(DETECT_MODEL)
-	CQ_OFFLINE=1 $(CQ) train combiner --train $< --classifier $(DETECT_MODEL) --out $(COMBINER_MODEL) --seed 0 -q
+	CQ_OFFLINE=1 $(CQ) train combiner --overwrite --train $< --classifier $(DETECT_MODEL) --out $(COMBINER_MODEL) --seed 0 -q
 
 # The combiner against the classifier alone, with the check that its gain is not the corpus's
 # construction (docs/benchmarks/detect_combined.md; about 15 minutes once the classifier exists).
@@ -178,7 +178,7 @@ $(GENCQ_DATA)/dev.jsonl: $(READER_DATA)/covered.ids
 	$(CQ) convert ambignq $(SHARED)/ambignq/dev_light.json --ids $< --limit $(GENCQ_DEV) --silver-cq -o $@
 
 train-gen-cq: $(GENCQ_DATA)/train.jsonl $(GENCQ_DATA)/dev.jsonl
-	CQ_OFFLINE=1 $(CQ) train gen-cq --train $< --dev $(word 2,$^) --passages 0 --epochs 3 --batch-size 8 \
+	CQ_OFFLINE=1 $(CQ) train gen-cq --overwrite --train $< --dev $(word 2,$^) --passages 0 --epochs 3 --batch-size 8 \
 	  --lr 1e-4 --seed 0 --max-seconds $(TRAIN_SECONDS) --out $(GENCQ_MODEL)
 
 # Every trained model into $(CQ_MODELS) (default work/models; about 20 minutes each on 2 cores; the combiner seconds).

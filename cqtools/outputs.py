@@ -3,6 +3,7 @@ appended as it goes (gzip members per batch) and repaired when torn, and the rem
 of processes that no longer run."""
 from __future__ import annotations
 
+import contextlib
 import gzip
 import logging
 import os
@@ -226,3 +227,58 @@ def repair_output(path: str, good_end: int, recovered: bytes) -> None:
         fh.seek(good_end)
         if recovered:
             fh.write(gzip.compress(recovered, mtime=0))
+
+
+# ---------------------------------------------------------------------------------------------
+# model directories: `cq train ... --out DIR`
+
+MODEL_MARKERS = ("cq_train.json", "combiner.json")  # what every `cq train` directory holds
+
+
+@contextlib.contextmanager
+def model_directory(out: str, overwrite: bool):
+    """Where a trainer writes: a new directory beside ``out``, renamed to ``out`` when training
+    ends well (an old model there is replaced only then, and only with ``overwrite``; a killed or
+    failed run leaves the old model as it was). Paths in the report are rewritten to ``out``."""
+    import shutil
+    import tempfile
+
+    if os.path.isdir(out) and os.listdir(out):
+        if not overwrite:
+            raise ResourceError(f"{out} already holds files; pass --overwrite to replace the model there (the new "
+                                "one is written beside it and swapped in when training ends), or another --out")
+        if not any(os.path.exists(os.path.join(out, marker)) for marker in MODEL_MARKERS):
+            raise ResourceError(f"{out} is not a `cq train` model directory (no {' or '.join(MODEL_MARKERS)}); "
+                                "--overwrite replaces only models, never other files; pass another --out")
+    elif os.path.exists(out) and not os.path.isdir(out):
+        raise ResourceError(f"--out {out} is a file; pass a directory")
+    parent, name = os.path.split(os.path.abspath(out))
+    os.makedirs(parent, exist_ok=True)
+    remove_stale(parent, rf"^\.{re.escape(name)}\.(?:training|old)-(\d+)-")  # a killed run's leftovers
+    staging = tempfile.mkdtemp(prefix=f".{name}.training-{os.getpid()}-", dir=parent)
+    try:
+        yield staging
+        _relocate_report(staging, out)
+        old = None
+        if os.path.exists(out):
+            old = f"{staging}.old".replace(".training-", ".old-", 1)
+            os.rename(out, old)
+        os.rename(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    if old:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _relocate_report(staging: str, out: str) -> None:
+    """The report's mentions of the staging directory, as the model's final place."""
+    import json
+
+    for marker in MODEL_MARKERS:
+        path = os.path.join(staging, marker)
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text.replace(json.dumps(staging)[1:-1], json.dumps(out)[1:-1]))

@@ -168,7 +168,7 @@ def test_resume_refuses_a_combiner_retrained_in_place(runner, tmp_path):
 
     def fit(features):
         result = runner.invoke(cli, ["train", "combiner", "--train", str(train), "--out", model, "--features",
-                                     features, "--n-boot", "20", "-q"])
+                                     features, "--n-boot", "20", "-q", "--overwrite"])
         assert result.exit_code == 0, result.stderr
 
     fit("titles,namesakes")
@@ -180,3 +180,40 @@ def test_resume_refuses_a_combiner_retrained_in_place(runner, tmp_path):
                           input=jsonl(synthetic(4)))
     assert again.exit_code != 0 and "Traceback" not in again.stderr, again.stderr
     assert len(parse_jsonl(open(out).read())) == 2  # nothing appended
+
+
+def test_retraining_into_a_model_directory_needs_overwrite_and_swaps_only_at_the_end(runner, tmp_path):
+    """`cq train` never overwrites a model in place: without --overwrite it refuses; with it, the new
+    model is written beside and swapped in when training ends, a failed run keeps the old one, and
+    --overwrite never replaces a directory that is not a model."""
+    import os
+
+    train = tmp_path / "train.jsonl"
+    train.write_text(jsonl(synthetic(40)))
+    model = tmp_path / "m"
+
+    def fit(*extra, source=train):
+        return runner.invoke(cli, ["train", "combiner", "--train", str(source), "--out", str(model), "--features",
+                                   "titles,namesakes", "--n-boot", "20", "-q", *extra])
+
+    first = fit()
+    assert first.exit_code == 0, first.stderr
+    before = (model / "combiner.json").read_bytes()
+    refused = fit()
+    assert refused.exit_code != 0 and "pass --overwrite" in refused.stderr and "Traceback" not in refused.stderr
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n")
+    failed = fit("--overwrite", source=bad)
+    assert failed.exit_code != 0 and (model / "combiner.json").read_bytes() == before  # the old model stays
+    again = fit("--overwrite")
+    assert again.exit_code == 0, again.stderr
+    assert orjson.loads(again.stdout)["out"] == str(model) and ".training-" not in again.stdout
+    assert ".training-" not in (model / "cq_train.json").read_text()
+    assert sorted(os.listdir(tmp_path)) == ["bad.jsonl", "m", "train.jsonl"]  # no staging or old directory left
+    other = tmp_path / "notes"
+    other.mkdir()
+    (other / "mine.txt").write_text("keep")
+    kept = runner.invoke(cli, ["train", "combiner", "--train", str(train), "--out", str(other), "--features",
+                               "titles", "--n-boot", "20", "-q", "--overwrite"])
+    assert kept.exit_code != 0 and "not a `cq train` model directory" in kept.stderr
+    assert (other / "mine.txt").read_text() == "keep"

@@ -7,6 +7,7 @@ import logging
 
 import click
 
+from ..outputs import model_directory
 from .options import compose, device_options, model_option, seed_option
 from ..models.roles import ENCODER, LLM
 
@@ -33,6 +34,7 @@ def _common(default_lr: float, default_epochs: int, default_batch: int):
         click.option("--dev", "dev_path", type=click.Path(dir_okay=False), default=None,
                      help="Dev records for early stopping / the report (detect: or use --holdout)."),
         click.option("--out", required=True, type=click.Path(file_okay=False), help="Directory to write the model to."),
+        overwrite_option,
         _loop(default_lr, default_epochs, default_batch),
         click.option("--passages", type=click.IntRange(min=0), default=3, show_default=True,
                      help="Top passages in the input when the records have them (0: question only)."),
@@ -40,6 +42,16 @@ def _common(default_lr: float, default_epochs: int, default_batch: int):
         device_options,
         click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr."),
     )
+
+
+overwrite_option = click.option(
+    "--overwrite", is_flag=True,
+    help="Replace the model already in --out (the new one is written beside it and swapped in when training "
+         "ends well; a failed or killed run keeps the old one).")
+
+
+def _echo(summary: dict, staging: str, out: str) -> None:
+    click.echo(json.dumps({"out": out, **summary}).replace(json.dumps(staging)[1:-1], json.dumps(out)[1:-1]))
 
 
 @click.group(name="train")
@@ -65,10 +77,11 @@ def _run(task: str, quiet: bool, **kwargs) -> None:
     if quiet:
         logging.getLogger("cqtools").setLevel(logging.WARNING)
     kwargs.pop("dtype", None)
-    cfg = TrainConfig(train=kwargs.pop("train_path"), dev=kwargs.pop("dev_path"), **kwargs)
-    report = (train_detect if task == "detect" else train_gen_cq)(cfg)
-    summary = {k: v for k, v in report.items() if k not in ("history", "config", "holdout_ids")}
-    click.echo(json.dumps({"out": cfg.out, **summary}))
+    out, overwrite = kwargs.pop("out"), kwargs.pop("overwrite")
+    with model_directory(out, overwrite) as staging:
+        cfg = TrainConfig(train=kwargs.pop("train_path"), dev=kwargs.pop("dev_path"), out=staging, **kwargs)
+        report = (train_detect if task == "detect" else train_gen_cq)(cfg)
+    _echo({k: v for k, v in report.items() if k not in ("history", "config", "holdout_ids")}, staging, out)
 
 
 @cli.command(name="detect")
@@ -136,6 +149,7 @@ def gen_cq_cmd(quiet, **kwargs):
 @click.option("--holdout", type=click.IntRange(min=1), default=None, metavar="N",
               help="Validate on N --train records held out by a seeded draw (by question id; ids in cq_train.json).")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Directory to write the model to.")
+@overwrite_option
 @_loop(default_lr=5e-5, default_epochs=1, default_batch=16)
 @click.option("--passages", type=click.IntRange(min=1), default=10, show_default=True,
               help="Top passages searched for a gold answer per training question.")
@@ -153,7 +167,7 @@ def gen_cq_cmd(quiet, **kwargs):
               help="Also score validation every N steps (history only; the last model is kept).")
 @compose(seed_option, device_options)
 @click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
-def reader_cmd(quiet, train_path, dev_path, more_train, dtype, **kwargs):
+def reader_cmd(quiet, train_path, dev_path, more_train, dtype, out, overwrite, **kwargs):
     """Train the extractive span reader by distant supervision (gold aliases found in passages).
 
     Each training question's first passage holding a gold alias is trained to that span, its
@@ -173,16 +187,18 @@ def reader_cmd(quiet, train_path, dev_path, more_train, dtype, **kwargs):
 
     if quiet:
         logging.getLogger("cqtools").setLevel(logging.WARNING)
-    cfg = ReaderTrainConfig(train=train_path, dev=dev_path, more_train=tuple(more_train), **kwargs)
-    report = train_reader(cfg)
+    with model_directory(out, overwrite) as staging:
+        report = train_reader(ReaderTrainConfig(train=train_path, dev=dev_path, more_train=tuple(more_train),
+                                                out=staging, **kwargs))
     keep = ("steps", "stopped", "train_seconds", "train_records", "examples", "first_loss", "last_loss", "validation")
-    click.echo(json.dumps({"out": cfg.out, **{k: report[k] for k in keep}}))
+    _echo({k: report[k] for k in keep}, staging, out)
 
 
 @cli.command(name="combiner")
 @click.option("--train", "train_path", required=True, type=click.Path(dir_okay=False),
               help="Records with gold labels, retrieved (and answered, for `answers`) as at inference.")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Directory to write combiner.json to.")
+@overwrite_option
 @click.option("--features", default="classifier,titles,namesakes,parens", show_default=True,
               help="Signals to combine: classifier, titles, namesakes, parens, scores, answers (see `cq detect "
                    "--method combined`). `scores` (the retriever's score shape) is opt-in: on the shared corpus it "
@@ -202,7 +218,7 @@ def reader_cmd(quiet, train_path, dev_path, more_train, dtype, **kwargs):
               help="Bootstrap resamples for the validation intervals.")
 @compose(seed_option, device_options)
 @click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
-def combiner_cmd(quiet, train_path, features, dtype, **kwargs):
+def combiner_cmd(quiet, train_path, features, dtype, out, overwrite, **kwargs):
     """Fit the combined ambiguity detector (`cq detect --method combined --model DIR`).
 
     A logistic model over the classifier's logit and retrieval / reader signals, fit on the
@@ -222,6 +238,7 @@ def combiner_cmd(quiet, train_path, features, dtype, **kwargs):
 
     if quiet:
         logging.getLogger("cqtools").setLevel(logging.WARNING)
-    report = train_combiner(CombinerConfig(train=train_path, features=parse_features(features), **kwargs))
-    click.echo(json.dumps({"out": kwargs["out"], **{k: report[k] for k in ("train_records", "threshold", "weights",
-                                                                            "retrieval", "validation")}}))
+    with model_directory(out, overwrite) as staging:
+        report = train_combiner(CombinerConfig(train=train_path, features=parse_features(features), out=staging,
+                                               **kwargs))
+    _echo({k: report[k] for k in ("train_records", "threshold", "weights", "retrieval", "validation")}, staging, out)
