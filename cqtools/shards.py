@@ -15,8 +15,9 @@ from .jsonl import JsonlWriter, open_input, read_records
 log = logging.getLogger("cqtools")
 
 
-def check_run_records(shards: tuple[str, ...]) -> None:
-    """Refuse shards that cannot make one complete output (see the command's help)."""
+def check_run_records(shards: tuple[str, ...]) -> list[str]:
+    """Refuse shards that cannot make one complete output (see the command's help); the shards that
+    have no run record (cq cannot check them), each named in a warning."""
     records = [runrecord.read(path) for path in shards]
     missing = [path for path, record in zip(shards, records) if record is None]
     if missing:
@@ -24,7 +25,7 @@ def check_run_records(shards: tuple[str, ...]) -> None:
                     "it is complete and made with the same configuration as the others", ", ".join(missing))
     present = [(path, record) for path, record in zip(shards, records) if record is not None]
     if not present:
-        return
+        return missing
     first_path, first = present[0]
     for path, record in present[1:]:
         why = runrecord.difference(first, record, ignore=("shard",))
@@ -50,6 +51,7 @@ def check_run_records(shards: tuple[str, ...]) -> None:
         if record["input_records"] != first.get("input_records"):
             raise InputError(f"{path} read {record['input_records']} input records but {first_path} read "
                              f"{first.get('input_records')}: the shards were run on different inputs")
+    return missing
 
 
 def _count_lines(path: str) -> int:
@@ -67,10 +69,13 @@ def _records(path: str):
             raise
 
 
-def interleave(shards: tuple[str, ...], writer: JsonlWriter) -> None:
+def interleave(shards: tuple[str, ...], writer: JsonlWriter, unchecked: list[str] | None = None) -> None:
     """One record from each shard in turn. Shard sizes must fit an I/N split of one input: never
-    growing from one shard to the next, and at most one apart."""
+    growing from one shard to the next, and at most one apart. With shards that have no run record
+    (``unchecked``), a shard that lost its last record cannot be told from a shorter input: the
+    warning names the shard that would be short."""
     streams = [_records(path) for path in shards]
+    written = 0
     fix = "rerun the short shard with --resume, pass the shards in order 0..N-1, or use --order INPUT"
     while True:
         ended = None  # the first shard to run out in this round
@@ -82,6 +87,7 @@ def interleave(shards: tuple[str, ...], writer: JsonlWriter) -> None:
                 raise InputError(f"{shards[n]} has more records than {shards[ended]}: a shard is incomplete; {fix}")
             else:
                 writer.write(item[1])
+                written += 1
         if ended is not None:
             for n in range(ended):
                 if next(streams[n], None) is not None:
@@ -89,6 +95,10 @@ def interleave(shards: tuple[str, ...], writer: JsonlWriter) -> None:
                                      f"a shard is incomplete; {fix}")
             break
     writer.stream.flush()
+    if unchecked:
+        log.warning("merge: the %d shards hold %d records, which fits an input of %d; if the input had more, %s "
+                    "is short (it would hold input record %d): `cq merge --order INPUT` checks against the input",
+                    len(shards), written, written, shards[written % len(shards)], written + 1)
 
 
 def merge_by_input(shards: tuple[str, ...], order: str, writer: JsonlWriter) -> None:

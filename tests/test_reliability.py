@@ -262,3 +262,22 @@ def test_a_record_written_through_under_skip_is_named_on_stderr(tmp_path):
     assert "line 2: 'question' must be a string, got null (record b): written through unchanged" in done.stderr.decode()
     out = [orjson.loads(line) for line in done.stdout.splitlines()]
     assert [r["id"] for r in out] == ["a", "b"] and "errors" in out[1]
+
+
+def test_merge_of_redirected_shards_names_the_shard_a_lost_record_would_be_in(tmp_path):
+    from click.testing import CliRunner
+
+    from cqtools.cli import cli
+
+    records = [{"id": f"r{i}", "question": f"Q{i}?"} for i in range(7)]
+    paths = []
+    for i in range(3):
+        shard = CliRunner().invoke(cli, ["detect", "--method", "always", "--shard", f"{i}/3"], input=jsonl(records))
+        path = tmp_path / f"out.{i}.jsonl"
+        path.write_text(shard.stdout)
+        paths.append(str(path))
+    lines = Path(paths[0]).read_text().splitlines(keepends=True)
+    Path(paths[0]).write_text("".join(lines[:-1]))  # shard 0 lost its last record (input record 7)
+    merged = CliRunner().invoke(cli, ["merge", *paths])
+    assert merged.exit_code == 0 and len(merged.stdout.splitlines()) == 6  # indistinguishable from a 6-record input ...
+    assert f"if the input had more, {paths[0]} is short (it would hold input record 7)" in merged.stderr  # ... but named

@@ -31,14 +31,14 @@ def cli(shards, order, output):
       for i in 0 1 2 3; do cq answer --shard $i/4 --resume out.$i.jsonl < in.jsonl & done; wait
       cq merge out.0.jsonl out.1.jsonl out.2.jsonl out.3.jsonl | cq score --task cbqa
     """
-    check_run_records(shards)
+    unchecked = check_run_records(shards)
     out = AtomicFile(output) if output else None
     writer = JsonlWriter(out or sys.stdout.buffer)
     try:
         if order:
             merge_by_input(shards, order, writer)
         else:
-            interleave(shards, writer)
+            interleave(shards, writer, unchecked)
         if out:
             out.commit()
     finally:
