@@ -334,17 +334,17 @@ def _dry_run(target: str, *args: str) -> str:
 
 def test_exp_askcq_trains_the_detector_first(tmp_path):
     plan = _dry_run("exp-askcq", f"WORK={tmp_path}/w")
-    assert "cq train detect --train" in plan and "detect --method classifier" in plan
-    assert plan.index("cq train detect --train") < plan.index("detect --method classifier")
+    assert "cq train detect --overwrite --train" in plan and "detect --method classifier" in plan
+    assert plan.index("cq train detect --overwrite --train") < plan.index("detect --method classifier")
     mine = tmp_path / "my-detector"
     mine.mkdir()
-    assert "cq train detect --train" not in _dry_run("exp-askcq", f"WORK={tmp_path}/w", f"MODEL_DETECT={mine}")
+    assert "cq train detect --overwrite --train" not in _dry_run("exp-askcq", f"WORK={tmp_path}/w", f"MODEL_DETECT={mine}")
 
 
 def test_exp_askcq_trains_the_reader_and_the_generator_first(tmp_path):
     plan = _dry_run("exp-askcq", f"WORK={tmp_path}/w", f"CQ_MODELS={tmp_path}/w/models")
-    assert plan.index("cq train reader --train") < plan.index(f"answer --mode cq --model {tmp_path}/w/models/reader")
-    assert plan.index("cq train gen-cq --train") < plan.index("gen-cq --method seq2seq")
+    assert plan.index("cq train reader --overwrite --train") < plan.index(f"answer --mode cq --model {tmp_path}/w/models/reader")
+    assert plan.index("cq train gen-cq --overwrite --train") < plan.index("gen-cq --method seq2seq")
     reader, generator = tmp_path / "my-reader", tmp_path / "my-gencq"
     reader.mkdir()
     generator.mkdir()
