@@ -11,7 +11,7 @@ from typing import Callable, Iterator
 import orjson
 
 from .errors import InputError, ResourceError
-from .jsonl import AtomicFile, load_json_or_jsonl, open_input
+from .jsonl import AtomicFile, GzipDamaged, load_json_or_jsonl, open_input
 from .records import gold_from_annotations
 
 # AmbigNQ full-format fields that are annotation by-products: gold, never system input.
@@ -153,9 +153,9 @@ class _TextLines:
                     raw = next(raw_lines)
                 except StopIteration:
                     return
-                except (EOFError, OSError, zlib.error) as err:
+                except (EOFError, OSError, zlib.error, GzipDamaged) as err:
                     raise InputError(f"{self.path} line {self.lineno + 1}: the file is cut short or damaged "
-                                     f"({err}); fix or re-download it") from None
+                                     f"({getattr(err, 'reason', err)}); fix or re-download it") from None
                 self.lineno += 1
                 try:
                     yield self.lineno, raw.decode("utf-8")

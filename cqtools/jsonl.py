@@ -62,14 +62,14 @@ def _lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
     """Numbered lines; a damaged or cut gzip stream becomes an InputError after the last good line."""
     lineno = 0
     lines = iter(stream)
-    damage = (EOFError, OSError, zlib.error) if isinstance(stream, gzip.GzipFile) else ()
+    damage = (EOFError, OSError, zlib.error, GzipDamaged) if isinstance(stream, gzip.GzipFile) else ()
     while True:
         try:
             raw = next(lines)
         except StopIteration:
             return
         except damage as err:
-            raise InputError(f"the gzip input is cut short or damaged here ({err}); the records before "
+            raise InputError(f"the gzip input is cut short or damaged here ({getattr(err, 'reason', err)}); the records before "
                              f"it were processed; fix or re-download the file",
                              where=f"line {lineno + 1}") from None
         lineno += 1
@@ -200,7 +200,7 @@ def open_input(path: str) -> IO[bytes]:
         return maybe_gunzip(fh)
     if fh.read(2) == GZIP_MAGIC:
         fh.close()
-        return gzip.GzipFile(path, mode="rb")
+        return CheckedGzip(path, mode="rb")
     fh.seek(0)
     return fh
 
@@ -218,8 +218,41 @@ def maybe_gunzip(stream: IO[bytes]) -> IO[bytes]:
             return stream
         stream = io.BufferedReader(_Prefixed(head, stream))
     if head == GZIP_MAGIC:
-        return gzip.GzipFile(filename="", fileobj=stream, mode="rb")
+        return CheckedGzip(filename="", fileobj=stream, mode="rb")
     return stream
+
+
+class GzipDamaged(InputError):
+    """Cut or damaged gzip data (readers that count lines say at which line); ``reason``: gzip's words."""
+
+    def __init__(self, message: str, reason: str = ""):
+        super().__init__(message)
+        self.reason = reason
+
+
+class CheckedGzip(gzip.GzipFile):
+    """A gzip stream whose cut or damaged data is a one-line error naming the file, not an
+    ``EOFError`` (which click reports as a bare "Aborted!")."""
+
+    def _checked(self, method, *args):
+        try:
+            return method(self, *args)
+        except (EOFError, zlib.error, gzip.BadGzipFile) as err:
+            where = self.name if isinstance(self.name, str) and self.name else "standard input"
+            raise GzipDamaged(f"{where}: the gzip data is cut short or damaged ({err}); write or download the "
+                              "file again", reason=str(err)) from None
+
+    def read(self, size=-1):
+        return self._checked(gzip.GzipFile.read, size)
+
+    def read1(self, size=-1):
+        return self._checked(gzip.GzipFile.read1, size)
+
+    def readline(self, size=-1):
+        return self._checked(gzip.GzipFile.readline, size)
+
+    def peek(self, n):
+        return self._checked(gzip.GzipFile.peek, n)
 
 
 class _Prefixed(io.RawIOBase):

@@ -84,13 +84,16 @@ class AtomicFile:
 
     def __init__(self, path: str):
         # a symlink is written through (its target replaced, the link kept); an existing file keeps its mode
-        self.path = os.path.realpath(path) if os.path.islink(path) else path
+        # a device or a pipe (-o /dev/stdout, a FIFO) is written as it goes, never replaced
+        self.direct = os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path)
+        self.path = os.path.realpath(path) if os.path.islink(path) and not self.direct else path
         self.mode = _mode_of(self.path)
         parent, name = os.path.split(os.path.abspath(self.path))
-        self.tmp = os.path.join(parent, f".{name}.tmp{os.getpid()}")
+        self.tmp = self.path if self.direct else os.path.join(parent, f".{name}.tmp{os.getpid()}")
         try:
-            os.makedirs(parent, exist_ok=True)
-            remove_stale(parent, rf"^\.{re.escape(name)}\.tmp(\d+)$")
+            if not self.direct:
+                os.makedirs(parent, exist_ok=True)
+                remove_stale(parent, rf"^\.{re.escape(name)}\.tmp(\d+)$")
             self.raw = open(self.tmp, "wb")
         except OSError as err:
             raise ResourceError(f"cannot write {path}: {err.strerror}") from None
@@ -109,6 +112,10 @@ class AtomicFile:
         if self.stream is not self.raw:
             self.stream.close()
         self.raw.flush()
+        if self.direct:
+            self.raw.close()
+            self.done = True
+            return
         os.fsync(self.raw.fileno())
         self.raw.close()
         if self.mode is not None:
@@ -125,7 +132,7 @@ class AtomicFile:
                 self.stream.close()
             self.raw.close()
         finally:
-            if os.path.exists(self.tmp):
+            if not self.direct and os.path.exists(self.tmp):
                 os.unlink(self.tmp)
 
 

@@ -100,9 +100,12 @@ def read(out: str) -> dict | None:
     if not os.path.exists(path):
         return None
     try:
-        return orjson.loads(Path(path).read_bytes())
+        record = orjson.loads(Path(path).read_bytes())
     except orjson.JSONDecodeError:
-        raise InputError(f"{path} is not a cq run record; delete it (and {out}) to start over") from None
+        record = None
+    if not isinstance(record, dict) or not isinstance(record.get("params", {}), dict):
+        raise InputError(f"{path} is not a cq run record; delete it (and {out}) to start over")
+    return record
 
 
 def write(out: str, record: dict) -> None:

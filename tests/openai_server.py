@@ -16,7 +16,8 @@ so a test can compute the exact expected score. A request without ``echo`` lists
 :data:`VOCAB` as the next token's ``top_logprobs``. Modes: ``echo`` (default: prompt logprobs with
 ``echo``), ``shifted`` (echoed prompt logprobs that disagree with the next-token ones, as
 llama-cpp-python 0.3's are one position off), ``top`` (refuses ``echo`` with 400), ``none`` (never
-any logprobs). A fault is an HTTP status such as ``429`` or ``500`` (answer
+any logprobs), ``wrongtypes`` (valid JSON with a number where the text is, and logprobs of the wrong
+shape). A fault is an HTTP status such as ``429`` or ``500`` (answer
 with it), ``sleep:S`` (wait S seconds before answering) or ``pass`` (answer normally), used up one
 per API request in order.
 """
@@ -111,6 +112,17 @@ def chat(body: dict) -> tuple[int, dict]:
                  "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
 
 
+def _mangled(payload: dict) -> dict:
+    """Valid JSON of the wrong types where a client reads text and log-probabilities (mode wrongtypes)."""
+    for choice in payload["choices"]:
+        if "message" in choice:
+            choice["message"]["content"] = 5
+        else:
+            choice["text"] = 5
+            choice["logprobs"] = {"tokens": "abc", "token_logprobs": 7, "text_offset": None, "top_logprobs": [3]}
+    return payload
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -179,6 +191,8 @@ class Handler(BaseHTTPRequestHandler):
                 headers = {"Retry-After": "0"} if status == 429 else None
             else:
                 status, payload, headers = routes[self.path](body) + (None,)
+            if STATE.mode == "wrongtypes" and status == 200:
+                payload = _mangled(payload)
         finally:
             with STATE.lock:  # done before answering, so the client's next request never overlaps this one
                 STATE.in_flight -= 1

@@ -476,3 +476,34 @@ def test_llama_cpp_server_runs_detect_and_gen_cq(runner, llama_server, questions
     print(f"\nllama.cpp server: detect + gen-cq on 3 questions {elapsed:.1f} s; cached rerun of detect "
           f"{time.monotonic() - again:.2f} s; scores {[r['ambiguity']['score'] for r in detected]}; "
           f"CQs {[r['cq'] and r['cq'].get('text') for r in asked]}")
+
+
+# --- answers of the wrong shape (issue 26, item 9) ------------------------------------------------------------
+
+def _no_catch(runner, args, stdin):
+    return runner.invoke(cli, args, input=stdin)  # exceptions caught: a traceback shows as result.exception
+
+
+@pytest.mark.parametrize("args", [
+    ["detect", "--method", "llm"],
+    ["gen-cq", "--method", "llm", "--all"],
+    ["gen-cq", "--method", "clam", "--all"],
+])
+def test_valid_json_of_the_wrong_types_is_a_one_line_error(runner, server, questions3, args):
+    server.control(mode="wrongtypes")
+    result = _no_catch(runner, [*args, "--model", "openai:fake", "--api-base", server.url, "-q"], questions3)
+    assert result.exit_code == 1 and result.stdout == ""
+    assert not isinstance(result.exception, (TypeError, KeyError, IndexError, AttributeError)), result.exception
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"cq {args[0]}: error: openai:fake at "), line
+
+
+def test_a_cached_answer_of_the_wrong_shape_is_asked_again(server, tmp_path):
+    gen = OpenAIGenerator("fake", server.url)
+    assert gen.generate(["x"], max_new_tokens=4, chat=False) != [""]
+    (entry,) = (tmp_path / "cache").rglob("*.json")
+    entry.write_text('["not", "an", "answer"]')
+    openai_backend._GENERATORS.clear()
+    again = OpenAIGenerator("fake", server.url)
+    assert again.generate(["x"], max_new_tokens=4, chat=False) == gen.generate(["x"], max_new_tokens=4, chat=False)
+    assert len(server.requests()) == 2  # the broken entry was not used: the request went out again

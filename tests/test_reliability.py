@@ -281,3 +281,80 @@ def test_merge_of_redirected_shards_names_the_shard_a_lost_record_would_be_in(tm
     merged = CliRunner().invoke(cli, ["merge", *paths])
     assert merged.exit_code == 0 and len(merged.stdout.splitlines()) == 6  # indistinguishable from a 6-record input ...
     assert f"if the input had more, {paths[0]} is short (it would hold input record 7)" in merged.stderr  # ... but named
+
+
+# --- item 9: no tracebacks left ---------------------------------------------------------------------------
+
+def test_a_cut_gzip_input_is_a_one_line_error_naming_the_file(tmp_path):
+    import gzip
+
+    from click.testing import CliRunner
+
+    from cqtools.cli import cli
+
+    whole = gzip.compress((ROOT / "fixtures" / "corpus.jsonl").read_bytes())
+    cut = tmp_path / "corpus.jsonl.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    for args in (["convert", "passages", str(cut)], ["index", "--corpus", str(cut), "--out", str(tmp_path / "i")]):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 1 and not isinstance(result.exception, EOFError), result.exception
+        assert f"{cut}: the gzip data is cut short or damaged" in result.stderr, result.stderr
+        assert "Aborted" not in result.stderr
+    assert not (tmp_path / "i").exists()
+
+
+@pytest.mark.parametrize("content", ["[1, 2]", '{"command": "detect", "params": [1]}', "{not json"])
+def test_a_run_record_of_the_wrong_shape_is_a_one_line_error(tmp_path, content):
+    out = tmp_path / "out.jsonl"
+    out.write_text(jsonl(RECORDS[:1]))
+    (tmp_path / "out.jsonl.cq.json").write_text(content)
+    done = subprocess.run([*CQ, "detect", "--method", "always", "--resume", str(out)], input=jsonl(RECORDS).encode(),
+                          capture_output=True, cwd=tmp_path)
+    assert done.returncode == 1 and b"Traceback" not in done.stderr
+    assert b"out.jsonl.cq.json is not a cq run record" in done.stderr
+
+
+def test_two_index_builds_into_one_new_directory_one_wins_the_other_says_so(tmp_path):
+    target = tmp_path / "idx"
+    cmd = [*CQ, "index", "--corpus", str(ROOT / "fixtures" / "corpus.jsonl"), "--out", str(target), "-q"]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path) for _ in range(2)]
+    outcomes = [(p.wait(timeout=300), p.stderr.read().decode()) for p in procs]
+    assert sorted(rc for rc, _ in outcomes) in ([0, 0], [0, 1])  # both may finish one after the other
+    for rc, stderr in outcomes:
+        assert "Traceback" not in stderr
+        if rc:  # lost the race at the swap, or started after the other had finished
+            assert (f"another `cq index` finished into {target} while this one was building" in stderr
+                    or "already exists and is not empty" in stderr), stderr
+    assert (target / "cq_index.json").exists()
+    assert [n for n in os.listdir(tmp_path) if n != "idx"] == []  # no build directory left
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_full_disk_is_a_one_line_error(tmp_path):
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run([*CQ, "detect", "--method", "always"], input=jsonl(RECORDS).encode(), stdout=full,
+                              stderr=subprocess.PIPE, cwd=tmp_path)
+    assert done.returncode == 1 and b"Traceback" not in done.stderr
+    assert b"no space left on device" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_o_writes_into_a_pipe_and_never_replaces_it(tmp_path):
+    import threading
+
+    done = subprocess.run([*CQ, "detect", "--method", "always", "-o", "/dev/stdout"], input=jsonl(RECORDS).encode(),
+                          capture_output=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert [orjson.loads(line)["id"] for line in done.stdout.splitlines()] == [r["id"] for r in RECORDS]
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    done = subprocess.run([*CQ, "detect", "--method", "always", "-o", str(fifo)], input=jsonl(RECORDS).encode(),
+                          capture_output=True, cwd=tmp_path, timeout=120)
+    reader.join(timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert len(got[0].splitlines()) == len(RECORDS)
+    import stat
+
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # still the pipe, not a file renamed over it

@@ -3,6 +3,7 @@ and no subcommand module imports torch, transformers or pyserini at import time,
 ``cq --help`` stays instant."""
 from __future__ import annotations
 
+import errno
 import importlib
 import logging
 import os
@@ -67,6 +68,13 @@ class LazyGroup(click.Group):
             # docs/schema.md, so `set -o pipefail` scripts and make do not read it as a failure.
             _silence_stdout()
             ctx.exit(0)
+        except OSError as err:
+            if err.errno not in FULL or env("CQ_DEBUG"):
+                raise
+            name = ctx.invoked_subcommand or "cq"
+            click.echo(f"cq {name}: error: {_full_message(err)}", err=True)
+            _silence_stdout()
+            ctx.exit(1)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100,
@@ -136,6 +144,15 @@ def _terminated(signum, frame) -> None:
     raise SystemExit(128 + signum)
 
 
+FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)  # the disk (or a quota, or a file size limit) is full
+
+
+def _full_message(err: OSError) -> str:
+    where = f" writing {err.filename}" if err.filename else ""
+    return (f"{os.strerror(err.errno).lower()}{where}; what was written before stays (a -o file keeps its old "
+            "content, a --resume output continues where it stopped); free space and run again")
+
+
 def main() -> None:
     """Console entry point: quiet on a closed pipe (``cq ... | head -1``); SIGTERM and SIGHUP clean up."""
     import signal
@@ -154,6 +171,12 @@ def main() -> None:
             sys.stdout.flush()
         except BrokenPipeError:
             _silence_stdout()
+        except OSError as err:  # the last buffered records did not fit on the disk
+            if err.errno not in FULL:
+                raise
+            click.echo(f"cq: error: {_full_message(err)}", err=True)
+            _silence_stdout()
+            sys.exit(1)
 
 
 def _silence_stdout() -> None:

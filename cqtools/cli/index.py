@@ -1,6 +1,7 @@
 """`cq index`: build a Pyserini Lucene (BM25) index and, with --dense, a faiss index."""
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
@@ -124,6 +125,11 @@ def _check_target(out_dir: str, corpus: str, overwrite: bool) -> bool:
     return True
 
 
+def _raced(out_dir: str) -> ResourceError:
+    return ResourceError(f"another `cq index` finished into {out_dir} while this one was building; its index is "
+                         "kept; pass --overwrite to replace it, or another --out")
+
+
 def _swap_in(build_dir: str, out_dir: str, replace: bool) -> None:
     """Move the finished index into place; the old one is removed only after the new one is there."""
     old = None
@@ -133,7 +139,15 @@ def _swap_in(build_dir: str, out_dir: str, replace: bool) -> None:
                                    dir=os.path.dirname(out_dir))
             os.rename(out_dir, os.path.join(old, "index"))
         else:
-            os.rmdir(out_dir)  # empty (checked above)
-    os.rename(build_dir, out_dir)
+            try:
+                os.rmdir(out_dir)  # empty when checked, unless another `cq index` has filled it since
+            except OSError:
+                raise _raced(out_dir) from None
+    try:
+        os.rename(build_dir, out_dir)
+    except OSError as err:
+        if err.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            raise
+        raise _raced(out_dir) from None
     if old:
         shutil.rmtree(old, ignore_errors=True)

@@ -20,6 +20,7 @@ The ``openai`` client is imported when the first request is sent, so importing t
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import random
@@ -145,6 +146,9 @@ class OpenAIGenerator:
         (and is cached too: the same request would be refused again)."""
         key = cache_key(self.base, endpoint, body)
         hit = self.cache.get(key)
+        if hit is not None and not (_answer_shaped(hit) or _refusal_shaped(hit)):
+            log.debug("%s: ignoring a cached answer of the wrong shape", self._where(endpoint))
+            hit = None
         if hit is not None:
             if "__refused__" in hit:
                 if refusals:
@@ -198,10 +202,20 @@ class OpenAIGenerator:
             except ValueError:
                 raise ApiError(f"{self._where(endpoint)}: the answer is not JSON; is --api-base an OpenAI-compatible "
                                f"server (usually ending in /v1)?") from None
-        if not isinstance(data, dict) or not data.get("choices"):
-            raise ApiError(f"{self._where(endpoint)}: the answer has no choices: {str(data)[:200]}")
+        if not _answer_shaped(data):
+            raise ApiError(f"{self._where(endpoint)}: the answer has no list of choices: {str(data)[:200]}; is "
+                           f"--api-base an OpenAI-compatible server?")
         self.cache.put(key, data)
         return data
+
+    @contextlib.contextmanager
+    def _shaped(self):
+        """An answer whose log-probabilities have another shape than OpenAI's: a one-line error."""
+        try:
+            yield
+        except (TypeError, KeyError, IndexError, AttributeError) as err:
+            raise ApiError(f"{self._where('completions')}: the answer's logprobs have an unexpected shape "
+                           f"({type(err).__name__}: {err}); is --api-base an OpenAI-compatible server?") from err
 
     def _wait(self, attempt: int, retry_after: str | None) -> float:
         try:
@@ -254,9 +268,15 @@ class OpenAIGenerator:
         if use_chat:
             body = {"model": self.model, "messages": [{"role": "user", "content": prompt}], **params}
             choice = self.request(endpoint, body)["choices"][0]
-            return (choice.get("message") or {}).get("content") or ""
-        body = {"model": self.model, "prompt": prompt, **params}
-        return self.request(endpoint, body)["choices"][0].get("text") or ""
+            message = choice.get("message")
+            text = (message.get("content") if isinstance(message, dict) else message) or ""
+        else:
+            body = {"model": self.model, "prompt": prompt, **params}
+            text = self.request(endpoint, body)["choices"][0].get("text") or ""
+        if not isinstance(text, str):
+            raise ApiError(f"{self._where(endpoint)}: the answer's text is a {type(text).__name__}, not a string; "
+                           f"is --api-base an OpenAI-compatible server?")
+        return text
 
     def _unique_map(self, func, items: list) -> list:
         """``func`` over the distinct items only (the same request is never in flight twice)."""
@@ -278,12 +298,14 @@ class OpenAIGenerator:
         scores: dict[tuple[str, str], float] = {}
         if todo and self._score_mode is None:
             first = todo.pop(0)
-            scores[first] = self._probe(*first)
+            with self._shaped():
+                scores[first] = self._probe(*first)
         method = self._score_echo if self._score_mode == "echo" else self._score_top
 
         def one(pair: tuple[str, str]) -> float:
             try:
-                return method(*pair)
+                with self._shaped():
+                    return method(*pair)
             except _NoLogprobs as err:  # the server took this way of scoring before: this request is at fault
                 raise ApiError(f"{self._where('completions')}: {err}") from None
 
@@ -390,3 +412,13 @@ class OpenAIGenerator:
             total += top[match]
             pos += len(match)
         return total
+
+
+def _answer_shaped(data) -> bool:
+    """Whether ``data`` looks like an OpenAI answer: a dict with a non-empty list of choice objects."""
+    choices = data.get("choices") if isinstance(data, dict) else None
+    return isinstance(choices, list) and bool(choices) and all(isinstance(c, dict) for c in choices)
+
+
+def _refusal_shaped(data) -> bool:
+    return isinstance(data, dict) and isinstance(data.get("__refused__"), int) and isinstance(data.get("message"), str)
