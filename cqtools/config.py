@@ -49,6 +49,8 @@ ENV: tuple[EnvVar, ...] = (
     EnvVar("CQ_TRUST_REMOTE_CODE", "trust_remote_code", _bool, "--trust-remote-code: run a hub model's own code"),
     EnvVar("CQ_QUANTIZE", "quantize", _opt_str, "--quantize: 8bit or 4bit weights (bitsandbytes, CUDA)"),
     EnvVar("CQ_MAX_INPUT_TOKENS", "max_input_tokens", _opt_int, "--max-input-tokens: cut longer model inputs"),
+    EnvVar("CQ_MAX_QUESTION_CHARS", "max_question_chars", int,
+           "a longer 'question' is a bad record (a pasted document?), refused before any model reads it"),
     EnvVar("CQ_PADDED_BATCHES", "padded_batches", _bool,
            "pad model batches (faster on a GPU; outputs then depend on the batch)"),
     EnvVar("CQ_BATCH_SIZE_MODEL", "model_batch_size", int, "--model-batch-size: items per forward pass"),
@@ -87,6 +89,7 @@ class RunConfig:
     trust_remote_code: bool = False
     quantize: str | None = None
     max_input_tokens: int | None = None
+    max_question_chars: int = 4000
     padded_batches: bool = False
     model_batch_size: int = 32
     api_base: str | None = None
@@ -112,7 +115,7 @@ class RunConfig:
     # left out of the run record's comparison, like --batch-size (docs/benchmarks/determinism.md).
     NOT_SHAPING = ("device", "api_base", "api_timeout", "concurrency", "api_retries", "api_backoff", "api_cache",
                    "cache_dir", "gen_cache", "gen_cache_report", "ort_threads", "ort_spin", "jvm_xmx", "debug",
-                   "model_batch_size", "offline", "extra")
+                   "model_batch_size", "offline", "extra", "max_question_chars")
 
     @classmethod
     def from_env(cls, environ: dict | None = None, **flags) -> "RunConfig":
@@ -138,6 +141,8 @@ class RunConfig:
             raise InputError(f"quantize must be 8bit or 4bit, not {self.quantize!r}")
         if self.max_input_tokens is not None and self.max_input_tokens < 16:
             raise InputError(f"max_input_tokens must be at least 16, not {self.max_input_tokens}")
+        if self.max_question_chars < 1:
+            raise InputError(f"max_question_chars must be at least 1, not {self.max_question_chars}")
         return self
 
     def replace(self, **changes) -> "RunConfig":

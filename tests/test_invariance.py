@@ -198,15 +198,17 @@ def test_cut_middle_keeps_start_and_end():
 
 @pytest.mark.parametrize("stage", ["detect-llm", "gen-cq", "answer"])
 def test_a_huge_question_is_cut_with_a_warning(stage, models, inputs, caplog):
-    """A 100k-character question used to run for minutes and take GBs: it is cut to the model's
-    context (here the tiny model's 512 tokens, or --max-input-tokens) and stderr says so."""
+    """A 100k-character question used to run for minutes and take GBs: it is refused by default
+    (tests/test_reliability.py); with CQ_MAX_QUESTION_CHARS raised, it is cut to the model's context
+    (here the tiny model's 512 tokens, or --max-input-tokens) and stderr says so."""
     record = parse_jsonl(inputs["retrieved"])[0]
     record["question"] = "who played the joker " * 5000
     args = command(stage, models)
-    result = CliRunner().invoke(cli, args, input=jsonl([record]))
+    raised = {"CQ_MAX_QUESTION_CHARS": "200000"}
+    result = CliRunner().invoke(cli, args, input=jsonl([record]), env=raised)
     assert result.exit_code == 0, result.stderr
     assert "-token limit cut in the middle" in result.stderr and "--max-input-tokens" in result.stderr
-    result = CliRunner().invoke(cli, [*args, "--max-input-tokens", "64"], input=jsonl([record]))
+    result = CliRunner().invoke(cli, [*args, "--max-input-tokens", "64"], input=jsonl([record]), env=raised)
     assert result.exit_code == 0, result.stderr
     assert "over the 64-token limit cut" in result.stderr
     assert len(parse_jsonl(result.stdout)) == 1

@@ -358,3 +358,22 @@ def test_o_writes_into_a_pipe_and_never_replaces_it(tmp_path):
     import stat
 
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # still the pipe, not a file renamed over it
+
+
+# --- item 6: a question the size of a document ---------------------------------------------------------------
+
+def test_a_question_over_the_limit_is_refused_before_any_model_reads_it(tmp_path):
+    huge = {"id": "huge", "question": "Who played the Joker " * 300}  # 6,300 characters
+    records = [RECORDS[0], huge]
+    done = subprocess.run([*CQ, "detect", "--method", "always"], input=jsonl(records).encode(),
+                          capture_output=True, cwd=tmp_path)
+    assert done.returncode == 1 and b"Traceback" not in done.stderr
+    assert b"line 2: 'question' has 6300 characters, over the limit of 4000" in done.stderr
+    assert len(done.stdout.splitlines()) == 1  # the record before it was written
+    skipped = subprocess.run([*CQ, "detect", "--method", "always", "--on-error", "skip"], input=jsonl(records).encode(),
+                             capture_output=True, cwd=tmp_path)
+    out = [orjson.loads(line) for line in skipped.stdout.splitlines()]
+    assert skipped.returncode == 0 and "over the limit" in out[1]["errors"]["detect"] and "ambiguity" not in out[1]
+    raised = subprocess.run([*CQ, "detect", "--method", "always"], input=jsonl(records).encode(), capture_output=True,
+                            cwd=tmp_path, env={**os.environ, "CQ_MAX_QUESTION_CHARS": "10000"})
+    assert raised.returncode == 0 and len(raised.stdout.splitlines()) == 2

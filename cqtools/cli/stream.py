@@ -36,7 +36,7 @@ import click
 import orjson
 from tqdm import tqdm
 
-from ..config import env
+from ..config import current, env
 from .. import runrecord
 from ..errors import CQError, InputError, ServiceError
 from ..jsonl import AtomicFile, JsonlWriter, Skipped, bad_id, batched, open_append, open_input, read_records
@@ -101,6 +101,10 @@ def record_problem(record: dict, required: tuple[str, ...]) -> str | None:
             return f"missing required key '{key}'"
         if not isinstance(record[key], str):
             return f"'{key}' must be a string, got {_json_type(record[key])}"
+    limit = current().max_question_chars
+    if "question" in required and len(record["question"]) > limit:
+        return (f"'question' has {len(record['question'])} characters, over the limit of {limit} (a pasted "
+                f"document?); shorten it, or raise CQ_MAX_QUESTION_CHARS")
     passages = record.get("passages")
     if passages is not None and not (isinstance(passages, list) and all(isinstance(p, dict) for p in passages)):
         return f"'passages' must be a list of objects, got {_json_type(passages)}"
