@@ -507,3 +507,31 @@ def test_a_cached_answer_of_the_wrong_shape_is_asked_again(server, tmp_path):
     again = OpenAIGenerator("fake", server.url)
     assert again.generate(["x"], max_new_tokens=4, chat=False) == gen.generate(["x"], max_new_tokens=4, chat=False)
     assert len(server.requests()) == 2  # the broken entry was not used: the request went out again
+
+
+# --- a wrong --api-base fails at once (issue 25) ---------------------------------------------------------------
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]  # closed again when the block ends: nothing listens there
+
+
+def test_a_wrong_api_base_fails_at_once_without_retries(runner, monkeypatch):
+    monkeypatch.setenv("CQ_API_BACKOFF", "5")  # six retries would take minutes: none are made
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    result = runner.invoke(cli, ["gen-cq", "--method", "llm", "--all", "--model", "openai:fake", "--api-base", url],
+                           input='{"id": "a", "question": "Who?"}\n')
+    assert result.exit_code == 1 and "retry" not in result.stderr
+    assert "nothing answers at that address" in result.stderr and "--api-base" in result.stderr
+
+
+def test_a_server_that_answered_before_and_then_refuses_is_retried(caplog, monkeypatch):
+    monkeypatch.setenv("CQ_API_RETRIES", "1")
+    own = Server([sys.executable, "-m", "tests.openai_server"])
+    gen = OpenAIGenerator("fake", own.url)
+    assert gen.generate(["x"], max_new_tokens=2, chat=False)
+    own.stop()  # a restart, say: refused connections now
+    with caplog.at_level("WARNING", logger="cqtools"), pytest.raises(openai_backend.ApiError, match="after 1 retries"):
+        gen.generate(["y"], max_new_tokens=2, chat=False)
+    assert any("retry 1/1" in r.getMessage() for r in caplog.records)

@@ -108,6 +108,7 @@ class OpenAIGenerator:
         self._pool: ThreadPoolExecutor | None = None
         self._score_mode: str | None = None  # "echo" | "top", found on the first scoring call
         self._bounded_warned = False
+        self._reached = False  # a server that never answered and refuses connections: no retries
         self._lock = threading.Lock()
         log.info("model %s via the OpenAI-compatible API at %s (%d requests at once)", self.name,
                  public_url(self.base), self.concurrency)
@@ -163,6 +164,7 @@ class OpenAIGenerator:
         while True:
             try:
                 raw = resource.with_raw_response.create(**body)
+                self._reached = True
                 data = json.loads(raw.http_response.text)
                 break
             except openai.APIStatusError as err:
@@ -190,6 +192,9 @@ class OpenAIGenerator:
             except openai.APIConnectionError as err:  # includes timeouts
                 what = "no answer within --api-timeout" if isinstance(err, openai.APITimeoutError) else \
                     f"cannot connect ({err.__cause__ or err})"
+                if not self._reached and _refused(err):  # nothing listens there: a wrong --api-base, not a blip
+                    raise ApiError(f"{self._where(endpoint)}: {what}; nothing answers at that address: check that "
+                                   f"the server is up and --api-base is right") from None
                 if attempt < self.retries:
                     wait = self._wait(attempt, None)
                     log.warning("%s: %s, retry %d/%d in %.2f s", self._where(endpoint), what, attempt + 1,
@@ -422,3 +427,15 @@ def _answer_shaped(data) -> bool:
 
 def _refusal_shaped(data) -> bool:
     return isinstance(data, dict) and isinstance(data.get("__refused__"), int) and isinstance(data.get("message"), str)
+
+
+def _refused(err: BaseException) -> bool:
+    """Whether a connection error is a refused connection (nothing listens at the address)."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, ConnectionRefusedError) or "connection refused" in str(err).lower() \
+                or "errno 111" in str(err).lower():
+            return True
+        err = err.__cause__ or err.__context__
+    return False
