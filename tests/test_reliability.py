@@ -377,3 +377,24 @@ def test_a_question_over_the_limit_is_refused_before_any_model_reads_it(tmp_path
     raised = subprocess.run([*CQ, "detect", "--method", "always"], input=jsonl(records).encode(), capture_output=True,
                             cwd=tmp_path, env={**os.environ, "CQ_MAX_QUESTION_CHARS": "10000"})
     assert raised.returncode == 0 and len(raised.stdout.splitlines()) == 2
+
+
+# --- issue 25: silent empties ------------------------------------------------------------------------------
+
+def test_empty_input_says_so_and_a_terminal_on_stdin_gets_a_hint(tmp_path):
+    done = subprocess.run([*CQ, "detect", "--method", "always"], input=b"", capture_output=True, cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout == b""
+    assert b"no records on standard input" in done.stderr
+    import pty
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([*CQ, "detect", "--method", "always"], stdin=slave, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=tmp_path)
+    os.close(slave)
+    STARTED.append(proc)
+    os.write(master, b'{"id": "a", "question": "Who?"}\n\x04')  # a typed record, then Ctrl-D
+    out, err = proc.communicate(timeout=120)
+    os.close(master)
+    assert proc.returncode == 0, err
+    assert b"reading JSONL records from the terminal" in err and b"Ctrl-D" in err
+    assert orjson.loads(out.splitlines()[0])["id"] == "a"

@@ -287,6 +287,8 @@ class _Run:
             runrecord.write(self.spec.resume, self.record)
         if self.skipped.count:
             log.warning("skipped %d malformed line(s)", self.skipped.count)
+        if not self.counted.count:
+            log.warning("%s: no records on standard input: nothing to do", self.spec.desc)
         if isinstance(self.out_fh, AtomicFile):
             self.out_fh.commit()
         for sink in self.spec.sinks:
@@ -363,6 +365,10 @@ def _world_size() -> int:
 
 
 def click_stdin():
+    """Standard input; a terminal there gets a hint on stderr (the stage waits for records typed or pasted)."""
+    if sys.stdin.isatty():
+        log.warning("reading JSONL records from the terminal: paste or type them, end with Ctrl-D; or give a "
+                    "file: cq COMMAND < records.jsonl")
     return sys.stdin.buffer
 
 
