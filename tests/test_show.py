@@ -34,3 +34,23 @@ def test_bad_passages_one_line_or_shown_with_skip(runner):
     assert "line 1" in failed.stderr and "'passages' must be a list of objects" in failed.stderr
     skipped = runner.invoke(cli, ["show", "--on-error", "skip"], input=jsonl(records))
     assert skipped.exit_code == 0 and "not shown: 'passages'" in skipped.stdout and "[b] q2" in skipped.stdout
+
+
+def test_show_reads_files_given_as_arguments(tmp_path):
+    import gzip
+
+    from click.testing import CliRunner
+
+    from cqtools.cli import cli
+
+    plain = tmp_path / "a.jsonl"
+    plain.write_text('{"id": "a", "question": "Who wrote Hamlet?"}\n')
+    packed = tmp_path / "b.jsonl.gz"
+    packed.write_bytes(gzip.compress(b'{"id": "b", "question": "Who painted the Mona Lisa?"}\n'))
+    result = CliRunner().invoke(cli, ["show", str(plain), str(packed)])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.index("[a] Who wrote Hamlet?") < result.stdout.index("[b] Who painted the Mona Lisa?")
+    bad = tmp_path / "c.jsonl"
+    bad.write_text('{"id": "c", "question": "q", "passages": "x"}\n')
+    refused = CliRunner().invoke(cli, ["show", str(bad)])
+    assert refused.exit_code == 1 and f"{bad} line 1" in refused.stderr

@@ -8,26 +8,41 @@ import click
 from .options import stream_options
 from .stream import batched, click_stdin, record_problem
 from ..errors import InputError
-from ..jsonl import read_records
+from ..jsonl import open_input, read_records
 from ..show import render
 
 
 @click.command(name="show")
+@click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
 @click.option("--passages", type=click.IntRange(min=0), default=3, show_default=True, help="Passages to print per record.")
 @stream_options
-def cli(passages, on_error, quiet):
-    """Print records readably (the end of a pipeline, for people; not JSONL).
+def cli(files, passages, on_error, quiet):
+    """Print records readably (the end of a pipeline, for people; not JSONL): from FILES (JSONL,
+    gzipped or not), or standard input when none is given.
 
     \b
     Example:
       cq retrieve --index idx < questions.jsonl | cq show --passages 2
+      cq show answered.jsonl.gz
     """
-    records = read_records(click_stdin(), required=(), on_error=on_error)
-    for batch in batched(records, 64):
-        for lineno, record in batch:
-            problem = record_problem(record, ())
-            if problem and on_error != "skip":
-                raise InputError(f"{problem} (record {record['id']}); pass --on-error skip to show the rest",
-                                 where=f"line {lineno}")
-            click.echo(render(record, passages) + (f"\n    not shown: {problem}" if problem else "") + "\n")
-        sys.stdout.flush()
+    for name, stream in _inputs(files):
+        records = read_records(stream, required=(), on_error=on_error)
+        for batch in batched(records, 64):
+            for lineno, record in batch:
+                problem = record_problem(record, ())
+                if problem and on_error != "skip":
+                    where = f"{name} line {lineno}" if name else f"line {lineno}"
+                    raise InputError(f"{problem} (record {record['id']}); pass --on-error skip to show the rest",
+                                     where=where)
+                click.echo(render(record, passages) + (f"\n    not shown: {problem}" if problem else "") + "\n")
+            sys.stdout.flush()
+
+
+def _inputs(files):
+    """(name, binary stream) of each file in turn, or of standard input (name None)."""
+    if not files:
+        yield None, click_stdin()
+        return
+    for path in files:
+        with open_input(path) as stream:
+            yield path, stream
