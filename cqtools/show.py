@@ -1,7 +1,12 @@
-"""Records as text for people (``cq show``): question, passages, ambiguity, CQ, answers, errors."""
+"""Records as text for people (``cq show``): question, passages, ambiguity, CQ, the user's pick,
+disambiguations, answers, gold, errors."""
 from __future__ import annotations
 
 import textwrap
+
+
+def _score(value) -> str:
+    return f"{value:.3f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
 
 
 def render(record: dict, passages: int) -> str:
@@ -9,15 +14,24 @@ def render(record: dict, passages: int) -> str:
     hits = record.get("passages")
     for hit in hits[:passages] if isinstance(hits, list) and all(isinstance(h, dict) for h in hits) else []:
         text = textwrap.shorten(str(hit.get("text", "")), 90)
-        score = hit.get("score")
+        # after `cq rerank` the cross-encoder's score is the one that ordered the passages
+        score = hit.get("rerank_score", hit.get("score"))
         score = f"{score:7.3f}" if isinstance(score, (int, float)) else f"{'-':>7}"
         lines.append(f"    {hit.get('rank', '-'):>3}. {score}  {hit.get('title', '')}: {text}")
     amb = record.get("ambiguity")
     if isinstance(amb, dict):
-        lines.append(f"    ambiguous: {amb.get('label')} (score {amb.get('score')}, {amb.get('method')})")
+        lines.append(f"    ambiguous: {amb.get('label')} (score {_score(amb.get('score'))}, {amb.get('method')})")
     cq = record.get("cq")
     if cq:
         lines.append(f"    clarify: {cq.get('text') if isinstance(cq, dict) else cq}")
+    if record.get("selected_option") is not None:
+        lines.append(f"    picked: {record['selected_option']}")
+    if record.get("clarification_answer") is not None:
+        lines.append(f"    user replied: {record['clarification_answer']}")
+    dqs = record.get("dqs")
+    for dq in dqs if isinstance(dqs, list) else []:
+        if isinstance(dq, dict):
+            lines.append(f"    reading: {dq.get('question')} -> {dq.get('answer')}")
     answers = record.get("answers")
     for answer in answers if isinstance(answers, list) else []:
         answer = answer if isinstance(answer, dict) else {"text": answer}
@@ -25,6 +39,27 @@ def render(record: dict, passages: int) -> str:
         lines.append(f"    answer: {option}{answer.get('text')}")
     if record.get("long_answer"):
         lines.append("    long answer: " + textwrap.shorten(str(record["long_answer"]), 200))
+    lines += _gold(record.get("gold"))
     for stage, reason in (record.get("errors") or {}).items():
         lines.append(f"    error in {stage}: {reason}")
     return "\n".join(lines)
+
+
+def _gold(gold) -> list[str]:
+    """The gold a scorer compares with: ambiguity, answers, disambiguations, CQ."""
+    if not isinstance(gold, dict):
+        return []
+    parts = []
+    if gold.get("ambiguous") is not None:
+        parts.append(f"ambiguous {gold['ambiguous']}")
+    answers = gold.get("answers")
+    if isinstance(answers, list) and answers:
+        shown = [" / ".join(map(str, a)) if isinstance(a, list) else str(a) for a in answers[:5]]
+        parts.append("answers " + "; ".join(shown) + (" ..." if len(answers) > 5 else ""))
+    lines = [f"    gold: {', '.join(parts)}"] if parts else []
+    for dq in gold.get("dqs") or []:
+        if isinstance(dq, dict) and dq.get("question"):
+            lines.append(f"    gold reading: {dq['question']}")
+    if isinstance(gold.get("cq"), str):
+        lines.append(f"    gold clarify: {gold['cq']}")
+    return lines

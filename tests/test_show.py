@@ -18,7 +18,7 @@ def test_renders_every_part(runner):
     assert result.stdout.splitlines() == [
         "[r1] Who played the Joker?",
         "      1.  12.500  Joker (2019 film): Joaquin Phoenix plays Arthur Fleck.",
-        "    ambiguous: True (score 0.9, always)",
+        "    ambiguous: True (score 0.900, always)",
         "    clarify: Which film: The Dark Knight, or Joker?",
         "    answer: The Dark Knight: Heath Ledger",
         "    answer: Joaquin Phoenix",
@@ -54,3 +54,17 @@ def test_show_reads_files_given_as_arguments(tmp_path):
     bad.write_text('{"id": "c", "question": "q", "passages": "x"}\n')
     refused = CliRunner().invoke(cli, ["show", str(bad)])
     assert refused.exit_code == 1 and f"{bad} line 1" in refused.stderr
+
+
+def test_show_prints_what_one_inspects_a_run_for(runner):
+    record = {"id": "x", "question": "Who played the Joker?",
+              "ambiguity": {"label": True, "score": 0.6579903960227966, "method": "classifier"},
+              "passages": [{"id": "p", "title": "T", "text": "t", "score": 12.5, "rerank_score": 3.25, "rank": 1}],
+              "selected_option": "The Dark Knight", "clarification_answer": "the 2008 one",
+              "dqs": [{"question": "Who played the Joker in The Dark Knight?", "answer": "Heath Ledger"}],
+              "gold": {"ambiguous": True, "answers": [["Heath Ledger"], ["Joaquin Phoenix"]]}}
+    out = runner.invoke(cli, ["show"], input=jsonl([record])).stdout
+    assert "score 0.658," in out and "3.250  T: t" in out and "12.500" not in out  # rounded; the reranker's
+    assert "picked: The Dark Knight" in out and "user replied: the 2008 one" in out
+    assert "reading: Who played the Joker in The Dark Knight? -> Heath Ledger" in out
+    assert "gold: ambiguous True, answers Heath Ledger; Joaquin Phoenix" in out
