@@ -568,3 +568,43 @@ def test_generation_cache_errors_are_one_line_and_counts_reach_make(tiny_causal,
     gencache._report()
     gencache._report()  # a resumed stage's second attempt adds to the first's counts
     assert json.loads(report.read_text()) == {"hits": 2, "added": 4}
+
+
+def test_a_gguf_file_is_converted_once_for_every_clone_that_holds_it(tmp_path, monkeypatch):
+    """The safetensors copy is named by the file's content: two virtualenvs (two paths, two mtimes)
+    holding the same GGUF share one copy; another file gets its own."""
+    import os
+
+    from cqtools.config import reset
+    from cqtools.models.generator import converted_path
+
+    monkeypatch.setenv("CQ_CACHE", str(tmp_path / "cache"))
+    reset()
+    data = os.urandom(3 << 20)
+    paths = []
+    for n, venv in enumerate(("venv-a", "venv-b")):
+        path = tmp_path / venv / "model.gguf"
+        path.parent.mkdir()
+        path.write_bytes(data)
+        os.utime(path, (1_000_000 + n, 1_000_000 + n))
+        paths.append(str(path))
+    assert converted_path(paths[0]) == converted_path(paths[1])
+    assert converted_path(paths[0]).startswith(str(tmp_path / "cache" / "gguf" / "model-"))
+    other = tmp_path / "venv-c" / "model.gguf"
+    other.parent.mkdir()
+    other.write_bytes(data[:-1] + b"x")
+    assert converted_path(str(other)) != converted_path(paths[0])
+    reset()
+
+
+def test_the_gguf_conversion_draws_no_bar_under_quiet():
+    import transformers.modeling_gguf_pytorch_utils as gguf_utils
+
+    from cqtools.models.generator import _quiet_gguf_bar
+
+    original = gguf_utils.tqdm
+    with _quiet_gguf_bar(True):
+        assert gguf_utils.tqdm(range(2)).disable  # what the loader draws while converting under -q
+    assert gguf_utils.tqdm is original
+    with _quiet_gguf_bar(False):
+        assert gguf_utils.tqdm is original

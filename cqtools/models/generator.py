@@ -2,7 +2,9 @@
 continuation scoring, each input alone at its own length (cqtools/models/backends.py)."""
 from __future__ import annotations
 
+import contextlib
 import copy
+import functools
 import hashlib
 import logging
 import os
@@ -43,6 +45,39 @@ def load_generator(name: str, device: str = "auto", dtype: str = "auto", kind: s
     return _cached(("generator", name, dev, dtype, kind), build)
 
 
+@contextlib.contextmanager
+def _quiet_gguf_bar(quiet: bool):
+    """transformers' GGUF loader draws a plain tqdm bar that its progress-bar switch does not reach:
+    while converting under -q, its module's ``tqdm`` is a disabled one."""
+    if not quiet:
+        yield
+        return
+    import transformers.modeling_gguf_pytorch_utils as gguf_utils
+
+    original = getattr(gguf_utils, "tqdm", None)
+    if original is not None:
+        gguf_utils.tqdm = functools.partial(original, disable=True)
+    try:
+        yield
+    finally:
+        if original is not None:
+            gguf_utils.tqdm = original
+
+
+def converted_path(source: str, edge: int = 1 << 20) -> str:
+    """Where the safetensors copy of GGUF file ``source`` lives in ``CQ_CACHE``: named by the file's
+    content (its size and its first and last MiB), so every clone and virtualenv holding the same
+    file shares one copy (the path and mtime named it before: each venv converted 517 MB again)."""
+    size = os.path.getsize(source)
+    digest = hashlib.sha1(str(size).encode())
+    with open(source, "rb") as fh:
+        digest.update(fh.read(edge))
+        fh.seek(max(0, size - edge))
+        digest.update(fh.read(edge))
+    name = os.path.splitext(os.path.basename(source))[0]
+    return os.path.join(cache_dir(), "gguf", f"{name}-{digest.hexdigest()[:12]}")
+
+
 def _gguf_to_safetensors(resolved: ResolvedModel) -> str:
     """Dequantise a GGUF checkpoint once into ``CQ_CACHE``; later loads read the safetensors copy."""
     gguf_file = resolved.files.get("gguf_file")
@@ -55,16 +90,15 @@ def _gguf_to_safetensors(resolved: ResolvedModel) -> str:
             raise ResourceError(f"no .gguf file in {folder}")
         gguf_file = names[0]
     source = os.path.join(folder, gguf_file)
-    stat = os.stat(source)
-    digest = hashlib.sha1(f"{os.path.abspath(source)}:{stat.st_size}:{int(stat.st_mtime)}".encode()).hexdigest()[:12]
-    target = os.path.join(cache_dir(), "gguf", f"{os.path.splitext(gguf_file)[0]}-{digest}")
+    target = converted_path(source)
     if os.path.exists(os.path.join(target, "config.json")):
         return target
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     log.info("converting %s to safetensors in %s (once; ~30 s)", gguf_file, target)
-    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf_file)
-    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf_file)
+    with _quiet_gguf_bar(not log.isEnabledFor(logging.INFO)):  # -q: no de-quantising progress bar either
+        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf_file)
+        model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf_file)
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
