@@ -10,8 +10,10 @@ WORK    ?= work
 SHARED  ?= ../shared/data
 PYTEST_ARGS ?=
 # Models trained here (`make models`) are what cq's defaults use when installed (cq answer's reader:
-# the extractive one in $(CQ_MODELS)/reader); the tests see an empty directory instead.
-CQ_MODELS ?= $(WORK)/models
+# the extractive one in $(CQ_MODELS)/reader). One place for both: the CLI's own default
+# (~/.cache/cqtools/models, cqtools/config.py models_root), or $CQ_MODELS when set; the tests see an
+# empty directory instead.
+CQ_MODELS ?= $(HOME)/.cache/cqtools/models
 export CQ_MODELS
 
 include experiments.mk
@@ -181,7 +183,7 @@ train-gen-cq: $(GENCQ_DATA)/train.jsonl $(GENCQ_DATA)/dev.jsonl
 	CQ_OFFLINE=1 $(CQ) train gen-cq --overwrite --train $< --dev $(word 2,$^) --passages 0 --epochs 3 --batch-size 8 \
 	  --lr 1e-4 --seed 0 --max-seconds $(TRAIN_SECONDS) --out $(GENCQ_MODEL)
 
-# Every trained model into $(CQ_MODELS) (default work/models; about 20 minutes each on 2 cores; the combiner seconds).
+# Every trained model into $(CQ_MODELS) (default ~/.cache/cqtools/models; about 20 minutes each on 2 cores; the combiner seconds).
 models: train-detect train-reader train-combiner train-gen-cq
 
 .PHONY: train-reader train-combiner train-gen-cq bench-combiner bench-threads models

@@ -351,3 +351,17 @@ def test_exp_askcq_trains_the_reader_and_the_generator_first(tmp_path):
     plan = _dry_run("exp-askcq", f"WORK={tmp_path}/w", f"MODEL_READER={reader}", f"MODEL_GENCQ={generator}")
     assert "cq train reader" not in plan and "cq train gen-cq" not in plan
     assert f"answer --mode cq --model {reader}" in plan
+
+
+def test_make_and_cq_share_one_models_directory(tmp_path, monkeypatch):
+    """`make models` writes where a plain `cq answer` reads (issue 25): the CLI's default models
+    directory unless CQ_MODELS says otherwise."""
+    from cqtools.config import RunConfig
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("CQ_MODELS")
+    cli_default = RunConfig.from_env().models_root()
+    assert cli_default == f"{tmp_path}/.cache/cqtools/models"
+    proc = subprocess.run(["make", "-n", "-C", str(ROOT), "train-detect"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert f"--out {cli_default}/detect" in proc.stdout
