@@ -56,10 +56,11 @@ def values(name: str, command: str) -> dict:
 def _load() -> None:
     """cq's own presets, one module per paper (cqtools/presets/<paper>.py, each defining PRESET)."""
     if not PRESETS:
-        from . import clam, toc
+        from . import ambigqa, askcq, clam, refuel, toc
 
-        for module in (toc, clam):
-            register(module.PRESET)
+        for module in (toc, clam, ambigqa, refuel, askcq):
+            for preset in getattr(module, "PRESETS", None) or (module.PRESET,):
+                register(preset)
 
 
 __all__ = ["Setting", "Preset", "PRESETS", "register", "get", "names", "values"]

@@ -1,0 +1,55 @@
+"""Evidence budgets: passages read in reranked order, as many as fit a token budget.
+
+The papers' readers and writers do not read a fixed number of passages: AmbigQA's SpanSeqGen and
+AskCQ's models read the question and then passages in reranked order until the encoder's 1,024
+tokens are full (about 8-10 passages); REFUEL fuses 100. cq cannot fuse, but a stage given
+``max_passage_tokens`` reads every passage that fits, in order, and records how many it read
+(``meta.passages_read.<stage>`` on each record: a number, or one per question the stage asked).
+
+Tokens are counted with the model's own tokenizer when it has one (a local model); an API model's
+are estimated as one token per 4 characters (the usual rule of thumb for English BPE vocabularies).
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from ..records import META
+
+CHARS_PER_TOKEN = 4   # the estimate for models whose tokenizer cq cannot see (OpenAI-compatible servers)
+
+
+def token_counter(model=None) -> Callable[[str], int]:
+    """``count(text) -> tokens`` with ``model``'s tokenizer (a :class:`Generator` or anything with a
+    Hugging Face ``tokenizer`` attribute), else the 4-characters-a-token estimate."""
+    tokenizer = getattr(model, "tokenizer", None)
+    if tokenizer is not None and callable(tokenizer):
+        return lambda text: len(tokenizer(text, add_special_tokens=False, verbose=False).input_ids) if text else 0
+    return lambda text: -(-len(text) // CHARS_PER_TOKEN)
+
+
+def passage_text(passage: dict) -> str:
+    """A passage as budgets count it: "title: text" (the title only when there is one)."""
+    title = passage.get("title") or ""
+    return f"{title}: {passage.get('text', '')}" if title else str(passage.get("text", ""))
+
+
+def fit(passages: Sequence[dict], max_tokens: int, count: Callable[[str], int], used: int = 0,
+        render: Callable[[dict], str] = passage_text, limit: int | None = None) -> list[dict]:
+    """The longest prefix of ``passages`` (in their order: reranked order when reranked) whose
+    rendered texts, with ``used`` tokens already taken (the question, the answers), fit ``max_tokens``.
+    The first passage is always read (cut later by the model's own input limit) so that a long
+    passage never leaves a reader with nothing; ``limit`` caps the count as well."""
+    chosen: list[dict] = []
+    total = used
+    for passage in passages[:limit] if limit is not None else passages:
+        cost = count(render(passage))
+        if chosen and total + cost > max_tokens:
+            break
+        chosen.append(passage)
+        total += cost
+    return chosen
+
+
+def note_read(record: dict, stage: str, n: int | list[int]) -> None:
+    """Record on ``record`` how many passages ``stage`` read (``meta.passages_read.<stage>``)."""
+    record.setdefault(META, {}).setdefault("passages_read", {})[stage] = n
