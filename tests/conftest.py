@@ -114,6 +114,17 @@ def tiny_classifier(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="session")
+def tiny_cross_encoder(tmp_path_factory) -> str:
+    """A random, tiny 1-label BERT in float32: a cross-encoder whose scores do not depend on the CPU's
+    instruction set (the offline INT8 reranker's do: onnxruntime picks int8 kernels by AVX2/AVX-512)."""
+    from transformers import BertConfig, BertForSequenceClassification
+
+    return _save_tiny_model(str(tmp_path_factory.mktemp("tinyce")), lambda tok: BertForSequenceClassification(
+        BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                   intermediate_size=64, num_labels=1)))
+
+
+@pytest.fixture(scope="session")
 def tiny_causal(tmp_path_factory) -> str:
     """A random, tiny Llama (no eos token: [SEP] ends the CQ)."""
     from transformers import LlamaConfig, LlamaForCausalLM
