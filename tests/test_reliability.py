@@ -384,7 +384,7 @@ def test_a_question_over_the_limit_is_refused_before_any_model_reads_it(tmp_path
 def test_empty_input_says_so_and_a_terminal_on_stdin_gets_a_hint(tmp_path):
     done = subprocess.run([*CQ, "detect", "--method", "always"], input=b"", capture_output=True, cwd=tmp_path)
     assert done.returncode == 0 and done.stdout == b""
-    assert b"no records on standard input" in done.stderr
+    assert b"0 records on standard input" in done.stderr
     import pty
 
     master, slave = pty.openpty()

@@ -72,6 +72,10 @@ output_option = click.option(
 )
 
 scale_options = compose(
+    click.argument("inputs", nargs=-1, type=click.Path(exists=True, dir_okay=False), metavar="[FILE]..."),
+    click.option("--total", type=click.IntRange(min=0), metavar="N",
+                 help="Records to expect, for the progress bar's total and ETA when reading standard input "
+                      "(FILE arguments are counted)."),
     output_option,
     click.option(
         "--shard",

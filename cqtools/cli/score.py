@@ -10,6 +10,8 @@ from ..jsonl import dumps, read_records
 from ..registry import SCORE_TASKS
 from .options import _opt_pairs, preset_option, batch_option, compose, device_options, seed_option, stream_options
 
+FORMATS = ["json", "table", "md", "csv"]
+
 
 def _ks(ctx, param, value):
     try:
@@ -22,11 +24,12 @@ def _ks(ctx, param, value):
 
 
 @click.command(name="score")
+@click.argument("runs", nargs=-1, type=click.Path(exists=True, dir_okay=False), metavar="[RUN.jsonl]...")
 @preset_option("score")
 @click.option("--task", type=click.Choice(SCORE_TASKS.names()),
               help=f"Which metrics (see docs/metrics.md; required unless a --preset names them). {SCORE_TASKS.help()}.")
-@click.option("--format", "fmt", type=click.Choice(["json", "table"]), default="json", show_default=True,
-              help="Summary as one JSON object, or an aligned table for people.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="json", show_default=True,
+              help="Summary as one JSON object, an aligned table for people, a Markdown table or CSV.")
 @click.option("--per-record", type=click.Path(dir_okay=False, writable=True), metavar="FILE",
               help="Write one JSONL line of scores per record ({id, ...}) to FILE.")
 @click.option("--plot", type=click.Path(dir_okay=False, writable=True), metavar="FILE.png",
@@ -81,12 +84,15 @@ def _ks(ctx, param, value):
               help="An option of the task's own schema (a plugin's task; `cq plugins --all --options` lists them), "
                    "repeatable; a misspelled one is an error.")
 @compose(batch_option, device_options, stream_options, seed_option)
-def cli(task, fmt, per_record, plot, ks, lam, threshold, sweep, tokenizer, bertscore_model, no_bertscore,
+def cli(runs, task, fmt, per_record, plot, ks, lam, threshold, sweep, tokenizer, bertscore_model, no_bertscore,
         reader, cq_parser, matcher, unique_answers, str_em, ac_average, qrels, ci, paired, intersect, n_boot,
         ci_method, task_opts, batch_size, device, dtype, on_error, quiet, seed):
     """Score predicted records against their gold; print a summary on stdout.
 
-    Reads records (predictions plus the "gold" key of `cq convert`) on stdin. A record
+    Reads records (predictions plus the "gold" key of `cq convert`) from RUN.jsonl (gzipped or
+    not), or stdin when no file is given. Several RUNs: one table with a row per run and, for each
+    run after the first, its paired difference from the first (B - A on the same question ids,
+    paired-bootstrap interval; --intersect to compare on the ids both score). A record
     without the prediction a task needs scores 0 and is counted in "missing"; records whose
     gold lacks what the task needs are skipped and counted in "notes". Scores are percentages.
     Defaults reproduce the papers' released scorers; "variant" in the summary names the
@@ -99,6 +105,7 @@ def cli(task, fmt, per_record, plot, ks, lam, threshold, sweep, tokenizer, berts
         | cq retrieve --index idx | cq detect | cq score --task detect --sweep --plot det.png
       ... | cq gen-cq | cq score --task cq --bertscore-model sentence-transformers/all-MiniLM-L6-v2
       cq score --task cbqa --ci < a.jsonl; cq score --task cbqa --paired b.jsonl < a.jsonl
+      cq score --task cbqa --format md a.jsonl b.jsonl c.jsonl
     """
     if task is None:
         raise click.UsageError("Missing option '--task' (or a --preset that names it).")
@@ -114,11 +121,17 @@ def cli(task, fmt, per_record, plot, ks, lam, threshold, sweep, tokenizer, berts
         bertscore_model=None if no_bertscore else (bertscore_model or DEFAULT_BERTSCORE_MODEL),
         bertscore_required=bertscore_model is not None, reader=reader, sweep=sweep, threshold=threshold,
         device=device, batch_size=batch_size, cq_parser=cq_parser, matcher=matcher, unique_answers=unique_answers,
-        str_em=str_em, ac_average=ac_average, qrels=qrels, keep_questions=ci or paired is not None,
+        str_em=str_em, ac_average=ac_average, qrels=qrels, keep_questions=ci or paired is not None or len(runs) > 1,
         on_error=on_error)
     SCORE_TASKS.get(task).values(task_opts)  # checked before any record is read
+    if len(runs) > 1:
+        for flag, given in (("--paired", paired), ("--per-record", per_record), ("--plot", plot)):
+            if given:
+                raise click.UsageError(f"{flag} takes one run; several RUN files are compared with the first already")
+        click.echo(_several_runs(runs, opts, task, task_opts, on_error, n_boot, seed, ci_method, intersect, fmt))
+        return
     skipped = Skipped()
-    records = read_records(sys.stdin.buffer, ("question",), on_error, skipped)
+    records = read_records(_input(runs), ("question",), on_error, skipped)
     out = _open_output(per_record) if per_record else None
     try:
         scorer = SCORE_TASKS.build(task, opts=opts, **task_opts)  # the task's factory (cqtools.score or a plugin)
@@ -145,7 +158,7 @@ def cli(task, fmt, per_record, plot, ks, lam, threshold, sweep, tokenizer, berts
                 other = score_records(read_records(fh, ("question",), on_error), opts,
                                       task=SCORE_TASKS.build(task, opts=opts, **task_opts))
             other.summary()  # finishes the task (its notes) as for A
-            summary = paired_report(result, other, boot, "stdin", paired, intersect)
+            summary = paired_report(result, other, boot, runs[0] if runs else "stdin", paired, intersect)
             if ci:
                 summary["notes"].append("--ci: the paired report already gives intervals (of B - A)")
         else:
@@ -153,9 +166,121 @@ def cli(task, fmt, per_record, plot, ks, lam, threshold, sweep, tokenizer, berts
     if fmt == "json":
         sys.stdout.buffer.write(orjson.dumps(_rounded(summary)) + b"\n")
     elif paired is not None:
-        click.echo(format_paired_table(summary))
-    else:
+        click.echo(format_paired_table(summary) if fmt == "table" else _grid(*_paired_rows(summary), fmt=fmt))
+    elif fmt == "table":
         click.echo(format_table(summary))
+    else:
+        click.echo(_grid(*_summary_rows(summary), fmt=fmt))
+
+
+
+def _input(runs):
+    """The binary stream to score: the one RUN file, or standard input."""
+    if not runs:
+        return sys.stdin.buffer
+    from ..jsonl import open_input
+
+    return open_input(runs[0])
+
+
+def _several_runs(runs, opts, task, task_opts, on_error, n_boot, seed, ci_method, intersect, fmt) -> str:
+    """Every run scored; the first is the baseline of each paired difference."""
+    from ..jsonl import open_input
+    from ..score import score_records
+    from ..score.ci import BootstrapOptions
+    from ..score.ci import paired as paired_report
+
+    results, summaries = [], []
+    for path in runs:
+        with open_input(path) as stream:
+            result = score_records(read_records(stream, ("question",), on_error), opts,
+                                   task=SCORE_TASKS.build(task, opts=opts, **task_opts))
+        results.append(result)
+        summaries.append(result.summary())
+    boot = BootstrapOptions(n_boot=n_boot, seed=seed, method=ci_method)
+    diffs = [paired_report(results[0], other, boot, runs[0], path, intersect)
+             for path, other in zip(runs[1:], results[1:])]
+    if fmt == "json":
+        report = {"runs": [{"run": path, **summary} for path, summary in zip(runs, summaries)],
+                  "differences": diffs}
+        return orjson.dumps(_rounded(report)).decode()
+    metrics = list(dict.fromkeys(name for s in summaries for name in _flat(s)))
+    header = ["run", *metrics]
+    rows = [[path, *(_number(_flat(s).get(m)) for m in metrics)] for path, s in zip(runs, summaries)]
+    for path, diff in zip(runs[1:], diffs):
+        cells = []
+        for m in metrics:
+            d = diff["metrics"].get(m)
+            cells.append("" if d is None else f"{d['diff']:+.2f} {_interval(d['low'], d['high'])}"
+                         + ("*" if d["excludes_zero"] else ""))
+        rows.append([f"{path} - {runs[0]}", *cells])
+    notes = [f"{len(runs) - 1} paired difference(s) against {runs[0]}: B - A on the same question ids, "
+             f"{boot.level:.0%} {boot.method} paired bootstrap, {boot.n_boot} resamples, seed {boot.seed}; "
+             f"* = the interval excludes 0"]
+    notes += [f"{path}: {note}" for path, s in zip(runs, summaries) for note in s.get("notes", [])]
+    return _grid(header, rows, notes, fmt=fmt)
+
+
+def _flat(summary: dict, prefix: str = "") -> dict:
+    """A summary's metrics as {"group.metric": value} (notes and intervals left out)."""
+    out = {}
+    for key, value in summary.items():
+        if key in ("notes", "ci"):
+            continue
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        elif value is None or isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _number(value) -> str:
+    return "-" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def _summary_rows(summary: dict):
+    from ..metrics.bootstrap import flatten
+
+    intervals = flatten(summary["ci"]["intervals"]) if "ci" in summary else {}
+    header = ["metric", "value"] + (["low", "high"] if intervals else [])
+    rows = []
+    for name, value in _flat(summary).items():
+        row = [name, _number(value)]
+        if intervals:
+            low, high = intervals.get(name, (None, None))
+            row += [_number(low), _number(high)]
+        rows.append(row)
+    return header, rows, summary.get("notes", [])
+
+
+def _paired_rows(report: dict):
+    header = ["metric", "A", "B", "B-A", "low", "high", "excludes 0"]
+    rows = [[name, f"{m['a']:.2f}", f"{m['b']:.2f}", f"{m['diff']:+.2f}", _number(m["low"]), _number(m["high"]),
+             "yes" if m["excludes_zero"] else "no"] for name, m in report["metrics"].items()]
+    return header, rows, [f"A = {report['a']}, B = {report['b']}, {report['n']} paired questions"] + \
+        report.get("notes", [])
+
+
+def _grid(header: list, rows: list, notes=(), *, fmt: str) -> str:
+    """One table as aligned text ("table"), Markdown ("md") or CSV ("csv"; notes left out)."""
+    if fmt == "csv":
+        import csv
+        import io
+
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows(rows)
+        return buf.getvalue().rstrip("\n")
+    if fmt == "md":
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
+        lines += [""] + [f"- {note}" for note in notes] if notes else []
+        return "\n".join(lines)
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(f"{str(c):<{widths[0]}}" if i == 0 else f"{str(c):>{widths[i]}}" for i, c in enumerate(row))
+             .rstrip() for row in [header, *rows]]
+    return "\n".join(lines + [f"note: {note}" for note in notes])
 
 
 def _open_output(path: str):

@@ -64,6 +64,8 @@ class StreamSpec:
     sinks: list = field(default_factory=list)  # write(records), commit(), abort(): e.g. a TREC run
     command: str | None = None  # the run record's command and parameters (default: the click command's,
     params: dict | None = None  # or the batch function's cq_command / cq_params from a stage's build())
+    inputs: tuple[str, ...] = ()  # FILE arguments, read in order instead of standard input
+    total: int | None = None      # --total: records expected (the progress bar's total)
 
 
 def spec_from(kwargs: dict, **overrides) -> StreamSpec:
@@ -76,6 +78,8 @@ def spec_from(kwargs: dict, **overrides) -> StreamSpec:
         resume=kwargs.pop("resume", None),
         force_resume=kwargs.pop("force_resume", False),
         output=kwargs.pop("output", None),
+        inputs=tuple(kwargs.pop("inputs", ()) or ()),
+        total=kwargs.pop("total", None),
     )
     for key, value in overrides.items():
         setattr(spec, key, value)
@@ -143,7 +147,7 @@ def apply(process: BatchFn, items: list[Item], spec: StreamSpec) -> list[dict]:
     todo = []
     for n, item in enumerate(items):
         if item.problem:
-            log.warning("%s: line %d: %s (record %s): written through unchanged", spec.desc, item.lineno,
+            log.warning("%s: line %s: %s (record %s): written through unchanged", spec.desc, item.lineno,
                         item.problem, item.record["id"])
             out[n] = _set_aside(item.record, spec, item.problem)
         else:
@@ -201,7 +205,10 @@ def _locate(err: CQError, items: list[Item]) -> str:
             return f"line {item.lineno}"
     if len(items) == 1:
         return f"line {items[0].lineno} (record {items[0].record['id']})"
-    return f"lines {items[0].lineno}-{items[-1].lineno}"
+    first, last = items[0].lineno, items[-1].lineno
+    if isinstance(first, FileLine):
+        return f"lines {int(first)}-{int(last)} of {first.path}"
+    return f"lines {first}-{last}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -228,8 +235,11 @@ class _Run:
     def __init__(self, spec: StreamSpec, stdin, stdout):
         self.spec = spec
         self.skipped = Skipped()
-        self.counted = _Counted(read_records(stdin if stdin is not None else click_stdin(), (), spec.on_error,
-                                             self.skipped))
+        if spec.inputs and stdin is None:
+            source = read_files(spec.inputs, spec.on_error, self.skipped)
+        else:
+            source = read_records(stdin if stdin is not None else click_stdin(), (), spec.on_error, self.skipped)
+        self.counted = _Counted(source)
         records = iter(self.counted)
         if spec.shard is not None:
             records = _take_shard(records, *spec.shard)
@@ -249,8 +259,12 @@ class _Run:
             self.out_fh = AtomicFile(spec.output)
         self.items = _items(records, spec)
         self.writer = JsonlWriter(self.out_fh or (stdout if stdout is not None else sys.stdout.buffer))
-        self.bar = tqdm(desc=spec.desc, unit="rec", file=sys.stderr,
-                        disable=spec.quiet or not sys.stderr.isatty())
+        shown = not spec.quiet and sys.stderr.isatty()
+        total = spec.total if spec.total is not None or not shown else count_records(spec.inputs)
+        if total is not None and spec.shard is not None:
+            total = len(range(spec.shard[0], total, spec.shard[1]))
+        self.bar = tqdm(desc=spec.desc, unit="rec", file=sys.stderr, total=total, initial=0,
+                        disable=not shown, dynamic_ncols=True, smoothing=0.1)
 
     def _open_resume(self, spec: StreamSpec, records):
         """Check OUT's run record, skip the records it holds, open it for appending."""
@@ -288,7 +302,8 @@ class _Run:
         if self.skipped.count:
             log.warning("skipped %d malformed line(s)", self.skipped.count)
         if not self.counted.count:
-            log.warning("%s: no records on standard input: nothing to do", self.spec.desc)
+            where = ", ".join(self.spec.inputs) if self.spec.inputs else "standard input"
+            log.warning("%s: 0 records on %s: nothing to do", self.spec.desc, where)
         if isinstance(self.out_fh, AtomicFile):
             self.out_fh.commit()
         for sink in self.spec.sinks:
@@ -372,10 +387,51 @@ def click_stdin():
     return sys.stdin.buffer
 
 
+class FileLine(int):
+    """A line number that knows its file: formats as "N of FILE" (``line 3 of a.jsonl``)."""
+
+    path: str
+
+    def __new__(cls, n: int, path: str):
+        line = super().__new__(cls, n)
+        line.path = path
+        return line
+
+    def __str__(self) -> str:
+        return f"{int(self)} of {self.path}"
+
+    __format__ = lambda self, spec: format(str(self), spec)  # noqa: E731
+
+
+def read_files(paths, on_error: str, skipped) -> Iterator[tuple[int, dict]]:
+    """``(line, record)`` of each file in turn (JSONL, gzipped or not), lines numbered in their file;
+    an error names the file."""
+    for path in paths:
+        with open_input(path) as stream:
+            try:
+                for lineno, record in read_records(stream, (), on_error, skipped):
+                    yield FileLine(lineno, path), record
+            except InputError as err:
+                err.where = f"{err.where} of {path}" if err.where else path
+                raise
+
+
+def count_records(paths) -> int | None:
+    """Non-blank lines of the FILE arguments (the progress bar's total), None without any."""
+    if not paths:
+        return None
+    total = 0
+    for path in paths:
+        with open_input(path) as stream:
+            total += sum(1 for line in stream if line.strip())
+    return total
+
+
 def _take_shard(records, index: int, total: int):
     for position, item in enumerate(records):
         if position % total == index:
             yield item
 
 
-__all__ = ["StreamSpec", "spec_from", "run_stream", "apply", "record_problem", "batched", "click_stdin"]
+__all__ = ["StreamSpec", "spec_from", "run_stream", "apply", "record_problem", "batched", "click_stdin",
+           "read_files", "count_records"]

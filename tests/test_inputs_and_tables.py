@@ -1,0 +1,125 @@
+"""Files as arguments on every stage (issue 25, item 8), `cq score` over several runs in one table with
+paired differences and md/csv output, and a progress bar that knows its total (item 6)."""
+import csv
+import fcntl
+import io
+import os
+import pty
+import struct
+import subprocess
+import sys
+import termios
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from cqtools.cli import cli
+
+from .conftest import FIXTURES
+
+QUESTIONS = FIXTURES / "questions.jsonl"
+CQ = [sys.executable, "-m", "cqtools"]
+
+
+def _run(args, input=None):
+    return CliRunner().invoke(cli, args, input=input)
+
+
+@pytest.mark.parametrize("command", [["detect", "--method", "always"], ["oracle"], ["gen-cq", "--method", "from-dqs"]])
+def test_a_stage_reads_its_files_in_order_like_stdin(command, tmp_path):
+    lines = QUESTIONS.read_text().splitlines(keepends=True)
+    (tmp_path / "a.jsonl").write_text("".join(lines[:4]))
+    (tmp_path / "b.jsonl").write_text("".join(lines[4:9]))
+    from_files = _run([*command, "-q", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")])
+    from_stdin = _run([*command, "-q"], input="".join(lines[:9]))
+    assert from_files.exit_code == 0, from_files.output
+    assert from_files.stdout == from_stdin.stdout and from_files.stdout.count("\n") == 9
+
+
+def test_a_bad_line_in_a_file_is_named_by_file_and_line(tmp_path):
+    good, bad = tmp_path / "good.jsonl", tmp_path / "bad.jsonl"
+    good.write_text('{"id": "a", "question": "Who?"}\n')
+    bad.write_text('{"id": "b", "question": "What?"}\nnot json\n')
+    result = _run(["detect", "--method", "never", str(good), str(bad)])
+    assert result.exit_code != 0
+    assert f"line 2 of {bad}" in result.stderr and "Traceback" not in result.stderr
+    assert result.stdout.count("\n") == 2  # what was read before the bad line is written
+
+
+def test_empty_input_files_say_0_records(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    result = _run(["detect", "--method", "never", str(empty)])
+    assert result.exit_code == 0 and result.stdout == ""
+    assert f"0 records on {empty}" in result.stderr
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("runs")
+    for method in ("always", "never"):
+        result = _run(["detect", "--method", method, "-q", str(QUESTIONS), "-o", str(folder / f"{method}.jsonl")])
+        assert result.exit_code == 0, result.output
+    return folder / "always.jsonl", folder / "never.jsonl"
+
+
+def test_score_reads_a_file_argument_as_it_reads_stdin(two_runs):
+    always, _ = two_runs
+    from_file = _run(["score", "--task", "detect", str(always)])
+    from_stdin = _run(["score", "--task", "detect"], input=always.read_text())
+    assert from_file.exit_code == 0 and from_file.stdout == from_stdin.stdout
+
+
+def test_score_of_several_runs_is_one_table_with_paired_differences(two_runs):
+    always, never = two_runs
+    args = ["score", "--task", "detect", "--n-boot", "50", str(always), str(never)]
+    report = orjson.loads(_run(args).stdout)
+    assert [r["run"] for r in report["runs"]] == [str(always), str(never)]
+    assert report["runs"][0]["recall"] == 100.0 and report["runs"][1]["recall"] == 0.0
+    diff = report["differences"][0]
+    assert (diff["a"], diff["b"]) == (str(always), str(never))
+    assert diff["metrics"]["recall"]["diff"] == -100.0 and diff["metrics"]["recall"]["excludes_zero"]
+    rows = list(csv.reader(io.StringIO(_run([*args, "--format", "csv"]).stdout)))
+    assert rows[0][:2] == ["run", "n"] and len(rows) == 4  # header, two runs, one difference
+    recall = rows[0].index("recall")
+    assert rows[1][recall] == "100.00" and rows[3][recall].startswith("-100.00 [")
+    md = _run([*args, "--format", "md"]).stdout.splitlines()
+    assert md[0].startswith("| run | n |") and md[1].startswith("|---|") and md[4].startswith(f"| {never} - {always} |")
+
+
+def test_several_runs_refuse_the_one_run_flags(two_runs, tmp_path):
+    always, never = two_runs
+    result = _run(["score", "--task", "detect", "--per-record", str(tmp_path / "x.jsonl"), str(always), str(never)])
+    assert result.exit_code == 2 and "--per-record takes one run" in result.stderr
+
+
+@pytest.mark.parametrize("extra,first", [([], "metric,value"), (["--ci", "--n-boot", "20"], "metric,value,low,high")])
+def test_score_csv_and_md_of_one_run(two_runs, extra, first):
+    always, _ = two_runs
+    out = _run(["score", "--task", "detect", "--format", "csv", *extra, str(always)]).stdout.splitlines()
+    assert out[0] == first and "accuracy,60.00" in "\n".join(out)
+    md = _run(["score", "--task", "detect", "--format", "md", *extra, str(always)]).stdout.splitlines()
+    assert md[0].startswith("| metric | value |") and any(line.startswith("| accuracy | 60.00 |") for line in md)
+
+
+def test_the_progress_bar_counts_toward_the_files_total_on_a_terminal(tmp_path):
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # a new pty is 0 columns wide
+    env = dict(os.environ)
+    proc = subprocess.run([*CQ, "detect", "--method", "never", "--batch-size", "7", str(QUESTIONS)],
+                          stdout=subprocess.PIPE, stderr=slave, env=env, timeout=120)
+    os.close(slave)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(master)
+    assert proc.returncode == 0
+    n = QUESTIONS.read_text().count("\n")
+    assert b" 0/%d " % n in shown and f"{n}/{n}".encode() in shown  # a total from the start
