@@ -9,7 +9,8 @@ def _score(value) -> str:
     return f"{value:.3f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
 
 
-def render(record: dict, passages: int) -> str:
+def render(record: dict, passages: int, gold: bool = False) -> str:
+    """``record`` for people: ``passages`` of its passages, and its gold only with ``gold``."""
     lines = [f"[{record['id']}] {record.get('question', '')}"]
     hits = record.get("passages")
     for hit in hits[:passages] if isinstance(hits, list) and all(isinstance(h, dict) for h in hits) else []:
@@ -23,7 +24,10 @@ def render(record: dict, passages: int) -> str:
         lines.append(f"    ambiguous: {amb.get('label')} (score {_score(amb.get('score'))}, {amb.get('method')})")
     cq = record.get("cq")
     if cq:
-        lines.append(f"    clarify: {cq.get('text') if isinstance(cq, dict) else cq}")
+        form = ""
+        if isinstance(cq, dict) and "valid" in cq:
+            form = f"  ({'options: ' + '; '.join(map(str, cq.get('options') or [])) if cq['valid'] else 'free-form'})"
+        lines.append(f"    clarify: {cq.get('text') if isinstance(cq, dict) else cq}{form}")
     if record.get("selected_option") is not None:
         lines.append(f"    picked: {record['selected_option']}")
     if record.get("clarification_answer") is not None:
@@ -39,7 +43,8 @@ def render(record: dict, passages: int) -> str:
         lines.append(f"    answer: {option}{answer.get('text')}")
     if record.get("long_answer"):
         lines.append("    long answer: " + textwrap.shorten(str(record["long_answer"]), 200))
-    lines += _gold(record.get("gold"))
+    if gold:
+        lines += _gold(record.get("gold"))
     for stage, reason in (record.get("errors") or {}).items():
         lines.append(f"    error in {stage}: {reason}")
     return "\n".join(lines)

@@ -63,8 +63,21 @@ def test_show_prints_what_one_inspects_a_run_for(runner):
               "selected_option": "The Dark Knight", "clarification_answer": "the 2008 one",
               "dqs": [{"question": "Who played the Joker in The Dark Knight?", "answer": "Heath Ledger"}],
               "gold": {"ambiguous": True, "answers": [["Heath Ledger"], ["Joaquin Phoenix"]]}}
-    out = runner.invoke(cli, ["show"], input=jsonl([record])).stdout
+    out = runner.invoke(cli, ["show", "--gold"], input=jsonl([record])).stdout
     assert "score 0.658," in out and "3.250  T: t" in out and "12.500" not in out  # rounded; the reranker's
     assert "picked: The Dark Knight" in out and "user replied: the 2008 one" in out
     assert "reading: Who played the Joker in The Dark Knight? -> Heath Ledger" in out
     assert "gold: ambiguous True, answers Heath Ledger; Joaquin Phoenix" in out
+
+
+def test_show_prints_gold_only_when_asked_and_the_cq_with_its_form(runner):
+    record = {"id": "x", "question": "Who played the Joker?",
+              "cq": {"text": "Which film: The Dark Knight or Joker?", "options": ["The Dark Knight", "Joker"],
+                     "valid": True},
+              "gold": {"ambiguous": True, "answers": [["Heath Ledger"]]}}
+    free = {**record, "id": "y", "cq": {"text": "Do you mean the comic?", "options": [], "valid": False}}
+    out = runner.invoke(cli, ["show"], input=jsonl([record, free])).stdout
+    assert "gold:" not in out
+    assert "clarify: Which film: The Dark Knight or Joker?  (options: The Dark Knight; Joker)" in out
+    assert "clarify: Do you mean the comic?  (free-form)" in out
+    assert "gold: ambiguous True" in runner.invoke(cli, ["show", "--gold"], input=jsonl([record])).stdout

@@ -15,15 +15,16 @@ from ..show import render
 @click.command(name="show")
 @click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
 @click.option("--passages", type=click.IntRange(min=0), default=3, show_default=True, help="Passages to print per record.")
+@click.option("--gold", is_flag=True, help="Also print each record's gold (what `cq score` compares with).")
 @stream_options
-def cli(files, passages, on_error, quiet):
+def cli(files, passages, gold, on_error, quiet):
     """Print records readably (the end of a pipeline, for people; not JSONL): from FILES (JSONL,
     gzipped or not), or standard input when none is given.
 
     \b
     Example:
       cq retrieve --index idx < questions.jsonl | cq show --passages 2
-      cq show answered.jsonl.gz
+      cq show --gold answered.jsonl.gz
     """
     for name, stream in _inputs(files):
         records = read_records(stream, required=(), on_error=on_error)
@@ -34,7 +35,7 @@ def cli(files, passages, on_error, quiet):
                     where = f"{name} line {lineno}" if name else f"line {lineno}"
                     raise InputError(f"{problem} (record {record['id']}); pass --on-error skip to show the rest",
                                      where=where)
-                click.echo(render(record, passages) + (f"\n    not shown: {problem}" if problem else "") + "\n")
+                click.echo(render(record, passages, gold) + (f"\n    not shown: {problem}" if problem else "") + "\n")
             sys.stdout.flush()
 
 
