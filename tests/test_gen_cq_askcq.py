@@ -211,3 +211,39 @@ def test_no_primer_lets_the_model_write_any_head(runner, monkeypatch):
     out = parse_jsonl(result.stdout)[0]
     assert out["cq"]["text"] == "In terms of what: time, or the number of games?" and out["cq"]["valid"]
     assert out["meta"]["gen_cq"]["primer"] is False
+
+
+# --- cq train gen-cq: gold CQs where the records have them ----------------------------------------
+
+def training_records(questions):
+    """Two records with a gold CQ (CAmbigNQ's) and one with gold DQs only."""
+    from cqtools.formats import cambignq
+
+    gold = list(cambignq(str(FIXTURES / "cambignq.json")))[:2]
+    silver = next(q for q in questions if len((q.get("gold") or {}).get("dqs") or []) >= 2 or q["gold"].get("annotations"))
+    silver = {**silver, "gold": {k: v for k, v in silver["gold"].items() if k != "cq"}}
+    return gold, silver
+
+
+def test_train_examples_use_gold_cqs_where_present(questions):
+    from cqtools.train.cq_generator import cq_examples
+
+    gold, silver = training_records(questions)
+    examples, counts = cq_examples([*gold, silver], 0, None)
+    assert counts == {"gold_cq": 2, "silver_cq": 1}
+    assert [t for _, t, _ in examples[:2]] == [r["gold"]["cq"] for r in gold]
+    assert examples[2][1].startswith("Which ") and examples[2][1] != silver["gold"].get("cq")
+    examples, counts = cq_examples([*gold, silver], 0, None, "silver")
+    assert counts["gold_cq"] == 0 and [t for _, t, _ in examples[:2]] != [r["gold"]["cq"] for r in gold]
+
+
+def test_train_gen_cq_reports_gold_and_silver_targets(runner, tmp_path, tiny_seq2seq, questions):
+    gold, silver = training_records(questions)
+    path = tmp_path / "train.jsonl"
+    path.write_text(jsonl([*gold, silver]))
+    out = str(tmp_path / "gencq")
+    result = runner.invoke(cli, ["train", "gen-cq", "--model", tiny_seq2seq, "--train", str(path), "--dev", str(path),
+                                 "--out", out, "--max-steps", "1", "--batch-size", "3", "--passages", "0"])
+    assert result.exit_code == 0, result.stderr
+    card = json.loads((tmp_path / "gencq" / "cq_train.json").read_text())
+    assert card["targets"]["train"] == {"gold_cq": 2, "silver_cq": 1} and card["config"]["targets"] == "auto"
