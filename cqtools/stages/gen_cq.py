@@ -17,6 +17,10 @@ the stage from Python):
   seq2seq    a fine-tuned generator (``cq train gen-cq``) over "AQ [SEP] (answers [SEP]) passages"
   from-dqs   a silver CQ built from gold disambiguated questions: reads ``gold`` by design
              (an upper bound, and the training-data builder of ``cq train gen-cq``)
+
+AskCQ's inputs (``with_answers`` pred/gold, passages up to ``max_passage_tokens``, ``num_beams``) are
+options of llm and seq2seq; clam and clam-prompting take no answers (CLAM's prompts are closed-book and
+show the question alone), and from-dqs reads gold DQs, not answers.
 """
 from __future__ import annotations
 
