@@ -199,6 +199,13 @@ $(MODEL_GENCQ):
 endif
 $(EXP)/ambignq.cq.finetuned.jsonl: $(RR) | $(MODEL_GENCQ)
 	$(call stage,$(CQ) gen-cq --method seq2seq --model $(MODEL_GENCQ) --passages 0 --all --device $(DEVICE))
+# AskCQ's inputs for the prompted generator: Predicted Answers (the LLM's distinct answers) and the
+# Ground-Truth-Answers upper bound, passages up to 1,024 tokens, no "Which" primer, "A, or B".
+ASKCQ_LLM := --max-passage-tokens 1024 --passages 100 --no-primer --two-options comma
+$(EXP)/ambignq.cq.llm.pred.jsonl: $(EXP)/ambignq.multi.jsonl
+	$(call stage,$(CQ) gen-cq --method llm --with-answers pred $(ASKCQ_LLM) --all $(LLM))
+$(EXP)/ambignq.cq.llm.gold.jsonl: $(RR)
+	$(call stage,$(CQ) gen-cq --method llm --with-answers gold $(ASKCQ_LLM) --all $(LLM))
 $(EXP)/ambignq.cq.fromdqs.jsonl: $(EXP)/ambignq.ret.bm25.jsonl
 	$(call stage,$(CQ) gen-cq --method from-dqs --all)
 $(EXP)/ambignq.m.cq.fromdqs.jsonl: $(RR)
@@ -228,7 +235,7 @@ $(S)/ambignq.e2e.json: $(EXP)/ambignq.e2e.jsonl
 
 ASKCQ := $(foreach m,llm classifier answers always never,$(S)/ambignq.det.$(m).json) $(S)/ambignq.cq.finetuned.json \
          $(foreach m,llm zeroshot fromdqs,$(S)/ambignq.cq.$(m).json $(S)/ambignq.cqa.$(m).json) \
-         $(S)/ambignq.cqa.fromdqs.llm.json \
+         $(S)/ambignq.cq.llm.pred.json $(S)/ambignq.cq.llm.gold.json $(S)/ambignq.cqa.fromdqs.llm.json \
          $(S)/ambignq.e2e.json $(foreach m,$(RETRIEVERS),$(S)/ambignq.ret.$(m).retrieval.json)
 exp-askcq: $(ASKCQ)
 

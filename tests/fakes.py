@@ -26,7 +26,8 @@ class FakeGenerator:
     Records every call: ``prompts`` (generate's prompts, in order), ``scored`` ((prompt, continuation)
     pairs), ``score_calls`` ((prompts, continuations, prefix) per call), ``chats`` (the ``chat``
     argument per generate call), ``stops``, ``calls`` ((method, n, batch_size) per call) and ``log``
-    (one dict per generated prompt: prompt, max_new_tokens, stop, temperature, top_p, seed).
+    (one dict per generated prompt: prompt, max_new_tokens, stop, temperature, top_p, seed;
+    num_beams when it is not 1).
     """
 
     def __init__(self, replies: str | Mapping[str, str] | Callable[[str], str] = "", scores: Mapping[str, float] | Callable[[str, str], float] | None = None,
@@ -60,7 +61,7 @@ class FakeGenerator:
 
     def generate(self, prompts: list[str], max_new_tokens: int = 32, chat: bool | None = None,
                  stop: Sequence[str] | None = None, batch_size: int | None = None, temperature: float = 0.0,
-                 top_p: float = 1.0, seed: int | Sequence[int] | None = None) -> list[str]:
+                 top_p: float = 1.0, seed: int | Sequence[int] | None = None, num_beams: int = 1) -> list[str]:
         self.calls.append(("generate", len(prompts), batch_size))
         self.chats.append(chat)
         self.stops.append(stop)
@@ -69,7 +70,8 @@ class FakeGenerator:
         for p, s in zip(prompts, seeds):
             self.prompts.append(p)
             self.log.append({"prompt": p, "max_new_tokens": max_new_tokens, "stop": stop,
-                             "temperature": temperature, "top_p": top_p, "seed": s})
+                             "temperature": temperature, "top_p": top_p, "seed": s,
+                             **({"num_beams": num_beams} if num_beams != 1 else {})})
             out.append(self.reply_to(p))
         return out
 

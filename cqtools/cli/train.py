@@ -123,8 +123,12 @@ def detect_cmd(quiet, **kwargs):
 @_common(default_lr=5e-5, default_epochs=1, default_batch=8)
 @click.option("--with-answers", type=click.Choice(["gold"]), default=None,
               help="Train on \"AQ [SEP] answers [SEP] passages\" with gold answers (the AskCQ setting).")
+@click.option("--targets", type=click.Choice(["auto", "silver"]), default="auto", show_default=True,
+              help="auto: a record's gold CQ (gold.cq, CAmbigNQ's) where it has one, else the silver CQ built from "
+                   "its gold DQs; silver: silver CQs only. cq_train.json counts each (targets).")
 def gen_cq_cmd(quiet, **kwargs):
-    """Fine-tune a generator on silver CQs built from gold DQs (cq gen-cq --method from-dqs).
+    """Fine-tune a generator on gold CQs (gold.cq, e.g. from `cq convert cambignq` or `--join cambignq:`)
+    and, for records without one, silver CQs built from gold DQs (cq gen-cq --method from-dqs).
 
     Reports options P/R/F1 and category accuracy on dev (against gold.cq where present, else
     the dev silver CQs).

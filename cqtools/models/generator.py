@@ -180,7 +180,7 @@ class LocalGenerator:
 
     def generate(self, prompts: list[str], max_new_tokens: int = 32, chat: bool | None = None,
                  stop: list[str] | None = None, batch_size: int | None = None, temperature: float = 0.0,
-                 top_p: float = 1.0, seed: int | Sequence[int] | None = None) -> list[str]:
+                 top_p: float = 1.0, seed: int | Sequence[int] | None = None, num_beams: int = 1) -> list[str]:
         """Greedy continuations of ``prompts`` (chat template applied when the model has one and
         ``chat`` is not False), cut at the first of ``stop``; a row stops generating once that cut
         is settled (:func:`_stop_criteria`; greedy tokens never depend on later ones, so the cut
@@ -189,7 +189,8 @@ class LocalGenerator:
         ``CQ_PADDED_BATCHES=1``);
         a prompt longer than the input limit loses its middle. ``temperature`` above 0 samples
         (``top_p``, no top-k cut), each prompt alone with torch seeded by
-        :func:`~cqtools.models.runtime.prompt_seed` of ``seed`` and its text."""
+        :func:`~cqtools.models.runtime.prompt_seed` of ``seed`` and its text. ``num_beams`` above 1
+        searches that many beams (Hugging Face's beam search, no sampling; the best beam is returned)."""
         import torch
 
         use_chat = self.has_chat if chat is None else (chat and self.has_chat)
@@ -207,9 +208,11 @@ class LocalGenerator:
         order = sorted((i for i in range(len(seqs)) if same[i] == i), key=lambda i: -len(seqs[i]))
         keys: dict[int, str] = {}
         decoding = {"temperature": temperature, "top_p": top_p} if sampling else {}
+        if num_beams > 1:
+            decoding["num_beams"] = num_beams
         if self.cache is not None:  # each input alone only: a prompt's text does not depend on the others
             keys = {i: self.cache.key(seqs[i], max_new_tokens, stop, {**decoding, "seed": seeds[i]} if sampling
-                                      else None) for i in order}
+                                      else decoding or None) for i in order}
             found = self.cache.get(list(keys.values()))
             for i in order:
                 if keys[i] in found:
@@ -224,7 +227,7 @@ class LocalGenerator:
                 torch.manual_seed(seeds[idx[0]])
             with torch.inference_mode():
                 out = self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                                          max_new_tokens=max_new_tokens, num_beams=1, **sample,
+                                          max_new_tokens=max_new_tokens, num_beams=num_beams, **sample,
                                           pad_token_id=self.pad_id,
                                           stopping_criteria=_stop_criteria(self.tokenizer, stop, start))
             out = out[:, start:]

@@ -23,11 +23,44 @@ ASKCQ = Preset(
         # --- disambiguate ---
 
         # --- gen-cq ---
+        Setting("gen-cq", "method", "seq2seq", "§6.2: a fine-tuned BART-large generates the CQ; run.py:69 "
+                "(CQGDataset) @d8be017", "any `cq train gen-cq` model (--model DIR); BART-large trained for "
+                "18/41 epochs in the paper", setting="clarifying question"),
+        Setting("gen-cq", "with_answers", "pred", "§6.2, Table 4 'Predicted Answers for AQ': the answers "
+                "SpanSeqGen predicted; CQDataset.py:108-110 @d8be017 (MA_type with_predicted_answers)",
+                "gold: the Ground-Truth-Answers upper bound (MA_type with_groundtruth_answers); drop it for "
+                "'No Answers'", setting="answers in the input"),
+        Setting("gen-cq", "input_layout", "askcq", "CQDataset.py:97-121 @d8be017: the question, each answer "
+                "closed by the tokenizer's separator, then each passage encoded alone (<s>P</s>)",
+                "how a passage's title joins its text is in the unreleased .pkl files; cq writes 'title: text'",
+                setting="input layout"),
+        Setting("gen-cq", "max_passage_tokens", 1024, "CQDataset.py:126 @d8be017 and cli.py:47 "
+                "(max_token_nums 1024): passages until BART's 1,024 input tokens are full",
+                "whole passages while they fit (the first always); AskCQ cuts the last one mid-passage",
+                setting="passage budget (tokens)"),
+        Setting("gen-cq", "n_passages", 100, "CQDataset.py:119-121 @d8be017 reads every relevant passage of "
+                "the record (the budget stops it first)", "a cap only: the budget decides how many are read",
+                setting="passages at most"),
+        Setting("gen-cq", "num_beams", 4, "run.py:262-266 @d8be017: model.generate(num_beams=4, "
+                "early_stopping=True)", "cq stops a beam at a newline as well", setting="beam search"),
+        Setting("gen-cq", "max_new_tokens", 32, "cli.py:74 @d8be017: --max_question_length 32 is generate's "
+                "max_length (run.py:255,265)", "run_cq_inference.sh passes 128; BART's max_length also "
+                "counts the decoder's start token", setting="tokens generated"),
+        Setting("gen-cq", "two_options", "comma", "§3.2 and Table 9: 'Which [category]: [option_1], ..., or "
+                "[option_n]?' ('In terms of what: time, or the number of games?'); CQDataset.py:"
+                "parse_clarification_question splits at ', or' and ',' only, so 'A or B' reads as one option",
+                "CAmbigNQ's editors also wrote 'A or B' (Appendix C)", setting="two options written"),
 
         # --- score ---
 
     ),
     departures=(
+        "gen-cq: AskCQ writes 'which one?' as the target of an unambiguous question and adds no answers "
+        "to its input; cq writes no CQ for a record cq detect labelled unambiguous (gen-cq --all writes one "
+        "from the same input).",
+        "gen-cq: `cq train gen-cq` trains on gold CQs with \"AQ [SEP] answers [SEP] passages\" inputs (cq's "
+        "layout, top passages cut to 60 words); AskCQ trained on its own layout with gold answers "
+        "(run.py:69). A model for --input-layout askcq must be trained on that layout elsewhere.",
     ),
 )
 

@@ -14,6 +14,14 @@ PROMPT = Option("prompt", str, None, "a prompt template file replacing cq's word
                 flag="--prompt")
 PASSAGES = Option("n_passages", int, 3, "top passages shown to the model (0: none)", min=0, flag="--passages")
 CQ_TOKENS = Option("max_new_tokens", int, 40, "tokens generated", min=1)
+WITH_ANSWERS = Option("with_answers", str, None, "add answers to the input after the question: pred = the record's "
+                      "`answers` (cq answer --mode multi), gold = gold.answers (upper bound)", choices=("pred", "gold"))
+MAX_PASSAGE_TOKENS = Option("max_passage_tokens", int, None, "read whole passages in order while the question, the "
+                            "answers and they fit this many tokens, at most --passages of them (count noted in "
+                            "meta.passages_read.gen-cq) [default: unset, each passage cut to 60 words]", min=1)
+NUM_BEAMS = Option("num_beams", int, 1, "beam search width (1: greedy; a local model only)", min=1)
+TWO_OPTIONS = Option("two_options", str, "or", "how a CQ with two options is written: or (\"A or B\") or comma "
+                     "(\"A, or B\", AskCQ's; its parser reads \"A or B\" as one option)", choices=("or", "comma"))
 CQ_OPTIONS = Option("options", str, "all", "which options to keep: all, or grounded (every word found in the question "
                     "or the passages read; others listed in cq.dropped.ungrounded)", choices=("all", "grounded"))
 
@@ -61,11 +69,14 @@ def register_cq_methods(register):
     from . import clam, gen_cq
 
     register("from-dqs", gen_cq.from_dqs_method,
-             help="silver CQ built from gold.dqs (reads gold: an upper bound / training data)", options=[])
+             help="silver CQ built from gold.dqs (reads gold: an upper bound / training data)", options=[TWO_OPTIONS])
     register("llm", gen_cq.load_llm_method, help="few-shot prompt (CAmbigNQ style), or CLAM's zero-shot one",
              options=[Option("model", str, LLM, "a causal LM"), PASSAGES,
                       Option("zero_shot", bool, False, "CLAM's zero-shot prompt; the free-form CQ is kept as written"),
-                      CQ_TOKENS, CQ_OPTIONS, PROMPT])
+                      CQ_TOKENS, CQ_OPTIONS, PROMPT, WITH_ANSWERS, MAX_PASSAGE_TOKENS, NUM_BEAMS,
+                      Option("primer", bool, True, "end the few-shot prompt with the CQ's first word (\"Which\"); "
+                             "off: the model writes the whole CQ, other heads (\"In which ...\") included",
+                             flag="--primer/--no-primer"), TWO_OPTIONS])
     register("clam", clam.clam_cq_method,
              help="CLAM as in its paper: closed-book, zero-shot, the question and one sentence asking for a "
                   "clarifying question (free-form CQ kept as written)",
@@ -77,9 +88,10 @@ def register_cq_methods(register):
                       Option("max_new_tokens", int, clam.ANSWER_TOKENS, "tokens generated", min=1), PROMPT])
     register("seq2seq", gen_cq.load_seq2seq_method, help="a generator from `cq train gen-cq` (AskCQ)",
              options=[Option("model", str, None, "a `cq train gen-cq` directory (required)"), PASSAGES,
-                      Option("with_answers", str, None, "add answers to the input: pred = the record's `answers`, "
-                             "gold = gold.answers (upper bound)", choices=("pred", "gold")),
-                      CQ_TOKENS, CQ_OPTIONS])
+                      WITH_ANSWERS, CQ_TOKENS, CQ_OPTIONS, MAX_PASSAGE_TOKENS, NUM_BEAMS,
+                      Option("input_layout", str, "cq", "cq: \"AQ [SEP] A1 | A2 [SEP] passages\"; askcq: AskCQ's "
+                             "CQDataset.py layout (question, each answer, each passage closed by the tokenizer's "
+                             "separators; BART's)", choices=("cq", "askcq")), TWO_OPTIONS])
 
 
 VERIFY = [Option("verify", bool, False, "REFUEL LM verification: add verify_score = log p(answer | passages, question)"),

@@ -23,13 +23,18 @@ def which(category: str) -> str:
     return f"Which {category.strip() or 'one'}"
 
 
-def format_cq(head: str, options: list[str]) -> str:
-    """``Which film: A, B, or C?`` / ``Which film: A or B?`` / ``Which film: A?`` for head "Which film"."""
+FORMS = ("or", "comma")  # two options as "A or B" (cq's default) or "A, or B" (AskCQ's: its parser splits at ", or")
+
+
+def format_cq(head: str, options: list[str], form: str = "or") -> str:
+    """``Which film: A, B, or C?`` / ``Which film: A or B?`` / ``Which film: A?`` for head "Which film";
+    ``form="comma"`` writes two options as ``A, or B`` (the AskCQ form: its scorer's parser reads
+    "A or B" as one option)."""
     options = [o for o in (opt.strip() for opt in options) if o]
     if len(options) <= 1:
         body = options[0] if options else ""
     elif len(options) == 2:
-        body = f"{options[0]} or {options[1]}"
+        body = f"{options[0]}, or {options[1]}" if form == "comma" else f"{options[0]} or {options[1]}"
     else:
         body = ", ".join(options[:-1]) + f", or {options[-1]}"
     return f"{head.strip()}: {body}?"
@@ -96,6 +101,20 @@ def drop_options(cq: dict, drop: list[bool], reason: str) -> dict:
     return out
 
 
+def in_form(cq: dict | None, form: str) -> dict | None:
+    """``cq`` with its two options written in ``form`` ("comma": "Which film: A, or B?"), when its text
+    is the canonical one (a free-form CQ kept as written stays as it is); the options read back from the
+    new text must be the same, else ``cq`` is returned unchanged."""
+    if form == "or" or not cq or len(cq.get("options") or []) != 2 or cq.get("category") in (None, INVALID):
+        return cq
+    if cq["text"] != format_cq(cq["category"], cq["options"]):
+        return cq
+    text = format_cq(cq["category"], cq["options"], form)
+    if parse_cq(text) != (cq["category"], list(cq["options"])):
+        return cq
+    return {**cq, "text": text}
+
+
 _SEPARATORS = re.compile(r"\s*(?:;|\||/(?!\d)|\s-\s|\band/or\b)\s*")
 
 
@@ -121,16 +140,28 @@ def repair(raw: str, method: str) -> dict:
     return make_cq(line or raw.strip(), INVALID, [INVALID], method, False, raw=raw)
 
 
+_PREPOSITION = ("in|for|at|of|on|by|during|from|to|as|about|under|with|within|after|before|between|among|"
+                "according|regarding")
+_AUXILIARY = "is|are|was|were|do|does|did|can|could|would|will|should|has|have|had"
+_WH_HEAD = re.compile(rf"(?:(?:{_PREPOSITION})(?:\s+[\w'-]+){{0,2}}\s+)?(?:which|what|whose|when|where|who)"
+                      rf"(?!\s+(?:{_AUXILIARY})\b)(?:\s+[\w'-]+){{0,3}}", re.I)
+_LEAD_HEAD = re.compile(r"(?:are|do|did|were)\s+you\s+(?:mean(?:ing)?|referring\s+to|asking\s+about|talking\s+about)",
+                        re.I)
+
+
 def canonical_head(category: str) -> str | None:
-    """A parsed head as "(Prep) which X"; a bare noun phrase of up to three words becomes
-    "Which x"; anything else (a sentence before the ":") is not a CQ head (None)."""
+    """A parsed head as written when it is a wh-phrase with up to three words before it ("Which film",
+    "In which context", "In terms of what", "For which type of questions") or a lead-in ("Are you
+    referring to", "Do you mean"), first letter capitalised; a bare noun phrase of up to three words
+    becomes "Which x"; anything else (a sentence before the ":") is not a CQ head (None)."""
     category = " ".join(category.split()).strip(" *\"'")
     if not category or category == INVALID:
         return None
-    if re.fullmatch(r"(?:\w+\s+)?which(?:\s+[\w'-]+){0,3}", category, re.I):
+    if _WH_HEAD.fullmatch(category) or _LEAD_HEAD.fullmatch(category):
         return category[0].upper() + category[1:]
     if re.fullmatch(r"[\w'-]+(?:\s+[\w'-]+){0,2}", category) and not re.match(
-            r"(?i)(do|did|are|is|was|were|can|could|would|what|who|when|where|how|please)\b", category):
+            r"(?i)(do|did|are|is|was|were|can|could|would|what|who|when|where|how|please)\b", category) \
+            and not re.search(r"(?i)\b(?:which|what|whose|when|where|who)\b", category):
         return which(category.lower())
     return None
 

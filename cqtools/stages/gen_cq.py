@@ -17,9 +17,14 @@ the stage from Python):
   seq2seq    a fine-tuned generator (``cq train gen-cq``) over "AQ [SEP] (answers [SEP]) passages"
   from-dqs   a silver CQ built from gold disambiguated questions: reads ``gold`` by design
              (an upper bound, and the training-data builder of ``cq train gen-cq``)
+
+AskCQ's inputs (``with_answers`` pred/gold, passages up to ``max_passage_tokens``, ``num_beams``) are
+options of llm and seq2seq; clam and clam-prompting take no answers (CLAM's prompts are closed-book and
+show the question alone), and from-dqs reads gold DQs, not answers.
 """
 from __future__ import annotations
 
+import inspect
 import re
 import string
 from dataclasses import dataclass, field
@@ -32,10 +37,10 @@ from ..metrics.normalize import normalize_answer
 from ..records import GOLD, answer_texts as predicted_answer_texts, set_meta
 from ..records import passage_snippets as record_snippets
 from ..registry import CQ_METHODS
-from . import prompts, templates
+from . import evidence, prompts, templates
 from .common import stage_fn
 from .cq_form import (INVALID, canonical_cq, canonical_head, distinct, drop_options, extract_options, first_question,
-                      make_cq, repair, which)
+                      in_form, make_cq, repair, which)
 from .cq_form import format_cq  # noqa: F401  (re-exported, as before the split)
 from .silver_cq import cq_from_dqs, gold_dq_questions
 
@@ -44,6 +49,7 @@ DEFAULT_LLM = role("generator").default
 CAUSAL_SUFFIX = "\nClarifying question:"  # what a fine-tuned causal LM continues with its CQ
 PASSAGE_WORDS = 60  # each passage's text is cut to this many words in prompts and seq2seq inputs (no option)
 OPTIONS = ("all", "grounded")  # which options of a model's CQ are kept (--options)
+LAYOUTS = ("cq", "askcq")  # seq2seq input: "AQ [SEP] answers [SEP] passages", or AskCQ's (CQDataset.py)
 
 
 # --- passages and answers as model input -------------------------------------------------------
@@ -68,12 +74,73 @@ def answer_texts(record: dict, source: str | None) -> list[str] | None:
 
 
 def seq2seq_input(question: str, snippets: list[str], answers: list[str] | None = None) -> str:
-    """"AQ [SEP] passages" or "AQ [SEP] answers [SEP] passages" (the AskCQ input formats)."""
+    """"AQ [SEP] passages" or "AQ [SEP] answers [SEP] passages" (cq's layout of the AskCQ inputs)."""
     parts = [question.strip()]
     if answers is not None:
         parts.append(" | ".join(answers))
     parts.append(" ".join(snippets))
     return SEP.join(parts)
+
+
+def special_tokens(generator) -> tuple[str, str, str]:
+    """(sep, bos, eos) of the generator's tokenizer, as AskCQ's input layout writes them (BART: "</s>",
+    "<s>", "</s>"); a tokenizer without them cannot take that layout."""
+    tok = getattr(generator, "tokenizer", None)
+    found = tuple(getattr(tok, name, None) for name in ("sep_token", "bos_token", "eos_token"))
+    if not all(found):
+        raise InputError(f"input layout askcq needs a tokenizer with sep, bos and eos tokens (BART's); "
+                         f"{getattr(generator, 'name', 'the model')} has {found}: use --input-layout cq")
+    return found
+
+
+def askcq_input(question: str, snippets: list[str], answers: list[str] | None, tokens: tuple[str, str, str]) -> str:
+    """AskCQ's CQ-generation input (CQDataset.py ``CQGDataset.process_data``) as text: the question and
+    each answer followed by the separator, then each passage encoded on its own ("<s>passage</s>"); the
+    tokenizer adds the first "<s>" and the last "</s>" itself (BART: "<s>AQ</s>A1</s>A2</s></s><s>P1</s><s>P2</s>")."""
+    sep, bos, eos = tokens
+    head = question + sep + "".join(a.strip() + sep for a in answers or [])
+    return head + "".join(eos + bos + s for s in snippets)
+
+
+def record_passages(record: dict) -> list[dict]:
+    passages = record.get("passages") or []
+    if not isinstance(passages, list) or not all(isinstance(p, dict) for p in passages):
+        raise InputError(f"record {record.get('id')}: 'passages' must be a list of {{title, text}} objects "
+                         "(from cq retrieve)")
+    return passages
+
+
+def read_passages(record: dict, n_passages: int, max_tokens: int | None, count, taken: list[str]) -> list[str]:
+    """What the model reads of the record's passages: the top ``n_passages`` cut to :data:`PASSAGE_WORDS`
+    words each (``max_tokens`` None, as always), or whole passages in order while the question and the
+    answers (``taken``) and they fit ``max_tokens`` tokens (at most ``n_passages``; :func:`evidence.fit`),
+    their number noted in ``meta.passages_read.gen-cq``."""
+    if max_tokens is None:
+        return passage_snippets(record, n_passages)
+    used = sum(count(t) for t in taken)
+    chosen = evidence.fit(record_passages(record), max_tokens, count, used=used, limit=n_passages) \
+        if n_passages else []
+    evidence.note_read(record, "gen-cq", len(chosen))
+    return [evidence.passage_text(p) for p in chosen]
+
+
+def beam_args(generator, num_beams: int) -> dict:
+    """``generate``'s beam argument: none for 1 (greedy, as always); a generator whose ``generate``
+    takes no ``num_beams`` (an OpenAI-compatible server) cannot search beams: a one-line error."""
+    if num_beams <= 1:
+        return {}
+    if "num_beams" not in inspect.signature(generator.generate).parameters:
+        raise InputError(f"{getattr(generator, 'name', 'this model')} cannot search beams (num_beams={num_beams}): "
+                         "an API model decodes greedily; use a local model or --num-beams 1")
+    return {"num_beams": num_beams}
+
+
+def _extra_meta(**values) -> dict:
+    """Meta entries of the options that are not at their default (records made with the defaults stay
+    as they were)."""
+    defaults = {"with_answers": None, "max_passage_tokens": None, "num_beams": 1, "primer": True,
+                "two_options": "or", "input_layout": "cq"}
+    return {k: v for k, v in values.items() if v != defaults[k]}
 
 
 # --- options grounded in what the model read ------------------------------------------------------
@@ -132,7 +199,7 @@ class CQWriter:
     info: dict = field(default_factory=dict)
 
 
-def from_dqs_method() -> CQWriter:
+def from_dqs_method(two_options: str = "or") -> CQWriter:
     def run(records):
         out = []
         for record in records:
@@ -140,55 +207,78 @@ def from_dqs_method() -> CQWriter:
             if not options:  # unambiguous in the gold: there is nothing to ask
                 out.append(None)
                 continue
-            out.append(canonical_cq(which(category), options, "from-dqs"))
+            out.append(in_form(canonical_cq(which(category), options, "from-dqs"), two_options))
         return out
 
-    return CQWriter("from-dqs", run, {"method": "from-dqs", "reads": "gold.dqs"})
+    return CQWriter("from-dqs", run, {"method": "from-dqs", "reads": "gold.dqs", **_extra_meta(two_options=two_options)})
 
 
 def load_llm_method(model: str, n_passages: int, zero_shot: bool, max_new_tokens: int, options: str,
-                    config, prompt: str | None = None) -> CQWriter:
+                    config, prompt: str | None = None, with_answers: str | None = None,
+                    max_passage_tokens: int | None = None, num_beams: int = 1, primer: bool = True,
+                    two_options: str = "or") -> CQWriter:
     from ..models.backends import load_generator
 
     return llm_method(load_generator(model, config.device, config.dtype), n_passages, zero_shot, max_new_tokens,
-                      options, prompts.gencq_template(prompt))
+                      options, prompts.gencq_template(prompt), with_answers=with_answers,
+                      max_passage_tokens=max_passage_tokens, num_beams=num_beams, primer=primer,
+                      two_options=two_options)
 
 
 def load_seq2seq_method(model: str | None, n_passages: int, with_answers: str | None, max_new_tokens: int,
-                        options: str, config) -> CQWriter:
+                        options: str, config, max_passage_tokens: int | None = None, num_beams: int = 1,
+                        input_layout: str = "cq", two_options: str = "or") -> CQWriter:
     if not model:
         raise InputError("--method seq2seq needs --model DIR from `cq train gen-cq`")
     from ..models.backends import load_generator
 
     return seq2seq_method(load_generator(model, config.device, config.dtype), n_passages, with_answers,
-                          max_new_tokens, options)
+                          max_new_tokens, options, max_passage_tokens=max_passage_tokens, num_beams=num_beams,
+                          input_layout=input_layout, two_options=two_options)
 
 
 def llm_method(generator, n_passages: int, zero_shot: bool, max_new_tokens: int, options: str = "all",
-               tpl: templates.Template | None = None) -> CQWriter:
+               tpl: templates.Template | None = None, *, with_answers: str | None = None,
+               max_passage_tokens: int | None = None, num_beams: int = 1, primer: bool = True,
+               two_options: str = "or") -> CQWriter:
     """Few-shot (CAmbigNQ style) or zero-shot (CLAM) prompting of a :class:`Generator`; options
-    grounded in the question and the passages shown (:func:`ground`)."""
+    grounded in the question, the answers and the passages shown (:func:`ground`). ``with_answers``
+    shows the record's predicted (``pred``) or gold answers after the question (AskCQ's inputs; the
+    few-shot examples then show theirs); ``primer`` False ends the few-shot prompt at "Clarifying
+    question:" so the model may write any head ("In which ...")."""
     name = "llm-zero-shot" if zero_shot else "llm"
     check_options(options)
     tpl = tpl or prompts.gencq_template()
-    prefix = "" if zero_shot else prompts.gencq_prefix(tpl)
-    word = prompts.gencq_primer(tpl)
+    if with_answers is not None and "answers" not in templates.slots(tpl.text("zero_shot" if zero_shot else "query")):
+        raise InputError(f"--with-answers {with_answers}: the prompt template's "
+                         f"[[{'zero_shot' if zero_shot else 'query'}]] part has no {{answers}} slot; add one")
+    prefix = "" if zero_shot else prompts.gencq_prefix(tpl, answers=with_answers is not None)
+    word = prompts.gencq_primer(tpl) if primer else ""
+    count = evidence.token_counter(generator) if max_passage_tokens is not None else None
+    beams = beam_args(generator, num_beams)
 
     def run(records):
-        snippets = [passage_snippets(r, n_passages) for r in records]
+        answers = [answer_texts(r, with_answers) for r in records]
+        snippets = [read_passages(r, n_passages, max_passage_tokens, count, [r["question"], *(a or [])])
+                    for r, a in zip(records, answers)]
         if zero_shot:
-            texts = [prompts.zero_shot_prompt(r["question"], s, tpl) for r, s in zip(records, snippets)]
+            texts = [prompts.zero_shot_prompt(r["question"], s, tpl, a)
+                     for r, s, a in zip(records, snippets, answers)]
         else:
-            texts = [prefix + prompts.gencq_prompt(r["question"], s, tpl) for r, s in zip(records, snippets)]
-        raw = generator.generate(texts, max_new_tokens=max_new_tokens, chat=False, stop=["\n"])
+            texts = [prefix + prompts.gencq_prompt(r["question"], s, tpl, a, primer)
+                     for r, s, a in zip(records, snippets, answers)]
+        raw = generator.generate(texts, max_new_tokens=max_new_tokens, chat=False, stop=["\n"], **beams)
         if zero_shot:
             cqs = [free_form(g, name) for g in raw]
         else:
             cqs = [repair(primed(g, word), name) for g in raw]
-        return [ground(cq, [r["question"], *s], options) for cq, r, s in zip(cqs, records, snippets)]
+        return [in_form(ground(cq, [r["question"], *s, *(a or [])], options), two_options)
+                for cq, r, s, a in zip(cqs, records, snippets, answers)]
 
     return CQWriter(name, run, {"method": name, "model": generator.name, **dict(generator.info),
                                 "passages": n_passages, "max_new_tokens": max_new_tokens, "options": options,
+                                **_extra_meta(with_answers=with_answers, max_passage_tokens=max_passage_tokens,
+                                              num_beams=num_beams, primer=primer, two_options=two_options),
                                 **templates.meta(tpl)})
 
 
@@ -225,24 +315,42 @@ def free_form(raw: str, method: str) -> dict:
 
 
 def seq2seq_method(generator, n_passages: int, with_answers: str | None, max_new_tokens: int,
-                   options: str = "all") -> CQWriter:
+                   options: str = "all", *, max_passage_tokens: int | None = None, num_beams: int = 1,
+                   input_layout: str = "cq", two_options: str = "or") -> CQWriter:
     """A fine-tuned generator (see :mod:`cqtools.train`): a seq2seq model reads the input
     itself, a causal LM reads it followed by :data:`CAUSAL_SUFFIX`; output repaired like ``llm``'s,
-    options grounded in its input (question, passages and, with ``with_answers``, the answers)."""
+    options grounded in its input (question, passages and, with ``with_answers``, the answers).
+    ``input_layout`` "askcq" writes the input as AskCQ's CQDataset.py does (:func:`askcq_input`)."""
     suffix = CAUSAL_SUFFIX if generator.kind == "causal" else ""
     check_options(options)
+    build_input = input_builder(generator, input_layout)
+    count = evidence.token_counter(generator) if max_passage_tokens is not None else None
+    beams = beam_args(generator, num_beams)
 
     def run(records):
-        snippets = [passage_snippets(r, n_passages) for r in records]
         answers = [answer_texts(r, with_answers) for r in records]
-        inputs = [seq2seq_input(r["question"], s, a) + suffix for r, s, a in zip(records, snippets, answers)]
-        raw = generator.generate(inputs, max_new_tokens=max_new_tokens, chat=False, stop=["\n"])
-        return [ground(repair(g, "seq2seq"), [r["question"], *s, *(a or [])], options)
+        snippets = [read_passages(r, n_passages, max_passage_tokens, count, [r["question"], *(a or [])])
+                    for r, a in zip(records, answers)]
+        inputs = [build_input(r["question"], s, a) + suffix for r, s, a in zip(records, snippets, answers)]
+        raw = generator.generate(inputs, max_new_tokens=max_new_tokens, chat=False, stop=["\n"], **beams)
+        return [in_form(ground(repair(g, "seq2seq"), [r["question"], *s, *(a or [])], options), two_options)
                 for g, r, s, a in zip(raw, records, snippets, answers)]
 
     return CQWriter("seq2seq", run, {"method": "seq2seq", **dict(generator.info), "passages": n_passages,
                                      "with_answers": with_answers, "max_new_tokens": max_new_tokens,
-                                     "options": options})
+                                     "options": options,
+                                     **_extra_meta(max_passage_tokens=max_passage_tokens, num_beams=num_beams,
+                                                   input_layout=input_layout, two_options=two_options)})
+
+
+def input_builder(generator, layout: str):
+    """``(question, passages, answers) -> input text`` for the input layout (:data:`LAYOUTS`)."""
+    if layout not in LAYOUTS:
+        raise InputError(f"input_layout={layout!r}: use one of {', '.join(LAYOUTS)} (--input-layout)")
+    if layout == "cq":
+        return seq2seq_input
+    tokens = special_tokens(generator)
+    return lambda question, snippets, answers: askcq_input(question, snippets, answers, tokens)
 
 
 # --- the stage ------------------------------------------------------------------------------

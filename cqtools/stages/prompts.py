@@ -66,10 +66,11 @@ def gencq_template(path: str | None = None) -> Template:
     return templates.load("gencq_llm", path)
 
 
-def gencq_prefix(tpl: Template | None = None) -> str:
-    """Instruction and the few-shot examples (six, one per common kind of ambiguity)."""
+def gencq_prefix(tpl: Template | None = None, answers: bool = False) -> str:
+    """Instruction and the few-shot examples (six, one per common kind of ambiguity); with
+    ``answers``, the examples that show each question's answers (part ``shots_answers``)."""
     tpl = _tpl(tpl, "gencq_llm")
-    shots = tpl.text("shots")
+    shots = tpl.text("shots_answers" if answers else "shots")
     return _lead(tpl.text("instruction")) + (shots + BLOCK if shots else "")
 
 
@@ -78,15 +79,28 @@ def gencq_primer(tpl: Template | None = None) -> str:
     return _tpl(tpl, "gencq_llm").text("primer")
 
 
-def gencq_prompt(question: str, snippets: list[str], tpl: Template | None = None) -> str:
+def answer_line(tpl: Template, answers: list[str] | None) -> str:
+    """The template's answers line ending a line, or nothing when no answers are shown."""
+    if answers is None:
+        return ""
+    return tpl("answers", answers=tpl.text("answer_separator").join(answers)) + "\n"
+
+
+def gencq_prompt(question: str, snippets: list[str], tpl: Template | None = None, answers: list[str] | None = None,
+                 primer: bool = True) -> str:
+    """The few-shot query: question, answers (when given), passages, then the primer (unless ``primer``
+    is False: the model then writes the whole CQ, any head)."""
     tpl = _tpl(tpl, "gencq_llm")
-    return tpl("query", question=question.strip(), passages=passage_lines(tpl, snippets)) + gencq_primer(tpl)
+    return tpl("query", question=question.strip(), answers=answer_line(tpl, answers),
+               passages=passage_lines(tpl, snippets)) + (gencq_primer(tpl) if primer else "")
 
 
-def zero_shot_prompt(question: str, snippets: list[str], tpl: Template | None = None) -> str:
+def zero_shot_prompt(question: str, snippets: list[str], tpl: Template | None = None,
+                     answers: list[str] | None = None) -> str:
     """CLAM's zero-shot prompt: the model is told the question is ambiguous and asked for a CQ."""
     tpl = _tpl(tpl, "gencq_llm")
-    return tpl("zero_shot", question=question.strip(), passages=passage_lines(tpl, snippets))
+    return tpl("zero_shot", question=question.strip(), answers=answer_line(tpl, answers),
+               passages=passage_lines(tpl, snippets))
 
 
 GENCQ_PRIME = gencq_primer()

@@ -1,5 +1,7 @@
-"""``cq train gen-cq``: a generator on silver CQs built by ``from-dqs`` from gold DQs of the ambiguous
-records (seq2seq when the model is encoder-decoder, else a causal LM with the loss on the CQ only),
+"""``cq train gen-cq``: a generator on the records' gold CQs (``gold.cq``: CAmbigNQ's clarification
+questions, from ``cq convert cambignq`` or ``--join cambignq:``) and, for records without one, silver CQs
+built by ``from-dqs`` from gold DQs of the ambiguous records (``targets="silver"``: silver CQs only, as
+before); the report counts each (``targets``). Seq2seq when the model is encoder-decoder, else a causal LM with the loss on the CQ only),
 trained by the shared loop (:mod:`.loop`); dev CQ metrics against the dev silver CQs (or gold.cq
 where the records carry one). The directory is what ``cq gen-cq --method seq2seq --model DIR`` loads."""
 from __future__ import annotations
@@ -14,21 +16,43 @@ from .loop import (TrainConfig, keep_model_inputs, load_records, log, peak_rss_m
                    write_report)
 
 
-def silver_examples(records: list[dict], passages: int, with_answers: str | None) -> list[tuple[str, str, dict]]:
-    """(input, target CQ, record) for the ambiguous records with >= 2 gold DQs; the target is
-    the from-dqs CQ (the same silver CQs ``cq gen-cq --method from-dqs`` writes)."""
+TARGETS = ("auto", "silver")  # auto: gold.cq where a record has one, else the silver CQ; silver: silver only
+
+
+def cq_examples(records: list[dict], passages: int, with_answers: str | None,
+                targets: str = "auto") -> tuple[list[tuple[str, str, dict]], dict]:
+    """(input, target CQ, record) per training record, and how many targets are gold and silver CQs.
+
+    The target is the record's gold CQ (``gold.cq``) when it has one and ``targets`` is "auto"; else the
+    from-dqs CQ (the silver CQ ``cq gen-cq --method from-dqs`` writes) of an ambiguous record with >= 2
+    gold DQs; other records are left out."""
+    if targets not in TARGETS:
+        raise InputError(f"targets={targets!r}: use one of {', '.join(TARGETS)} (--targets)")
     out = []
+    counts = {"gold_cq": 0, "silver_cq": 0}
     for record in records:
-        dqs = gen_stage.gold_dq_questions(record)
-        if len(dqs) < 2:
-            continue
-        category, options = gen_stage.cq_from_dqs(record["question"], dqs)
-        if len(options) < 2:
-            continue
+        gold_cq = (record.get(GOLD) or {}).get("cq") if targets == "auto" else None
+        if isinstance(gold_cq, str) and gold_cq.strip():
+            target, kind = gold_cq.strip(), "gold_cq"
+        else:
+            dqs = gen_stage.gold_dq_questions(record)
+            if len(dqs) < 2:
+                continue
+            category, options = gen_stage.cq_from_dqs(record["question"], dqs)
+            if len(options) < 2:
+                continue
+            target, kind = gen_stage.format_cq(gen_stage.which(category), options), "silver_cq"
         source = gen_stage.seq2seq_input(record["question"], gen_stage.passage_snippets(record, passages),
                                          gen_stage.answer_texts(record, with_answers))
-        out.append((source, gen_stage.format_cq(gen_stage.which(category), options), record))
-    return out
+        out.append((source, target, record))
+        counts[kind] += 1
+    return out, counts
+
+
+def silver_examples(records: list[dict], passages: int, with_answers: str | None) -> list[tuple[str, str, dict]]:
+    """(input, silver CQ, record) for the ambiguous records with >= 2 gold DQs (:func:`cq_examples` with
+    ``targets="silver"``)."""
+    return cq_examples(records, passages, with_answers, "silver")[0]
 
 
 def cq_scores(pairs: list[tuple[str, str | None]]) -> dict:
@@ -80,7 +104,7 @@ def batch_encoder(tokenizer, seq2seq: bool, eos: int):
 
 
 def train_gen_cq(cfg: TrainConfig) -> dict:
-    """Fine-tune a generator on silver CQs; returns the report written to ``out``."""
+    """Fine-tune a generator on gold CQs where the records have them, silver CQs otherwise; returns the report written to ``out``."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
     from ..models.backends import pick_device
@@ -90,10 +114,11 @@ def train_gen_cq(cfg: TrainConfig) -> dict:
     if cfg.dev is None:
         raise InputError("train gen-cq needs --dev FILE")
     set_seed(cfg.seed)
-    train = silver_examples(load_records(cfg.train, cfg.limit), cfg.passages, cfg.with_answers)
-    dev = silver_examples(load_records(cfg.dev, cfg.dev_limit), cfg.passages, cfg.with_answers)
+    train, train_counts = cq_examples(load_records(cfg.train, cfg.limit), cfg.passages, cfg.with_answers, cfg.targets)
+    dev, dev_counts = cq_examples(load_records(cfg.dev, cfg.dev_limit), cfg.passages, cfg.with_answers, cfg.targets)
     if not train:
-        raise InputError(f"{cfg.train} has no ambiguous records with >= 2 gold DQs to build silver CQs from")
+        raise InputError(f"{cfg.train} has no records with a gold CQ (gold.cq) or >= 2 gold DQs to build silver "
+                         "CQs from")
     resolved = resolve(cfg.model)
     path = _gguf_to_safetensors(resolved) if resolved.fmt == "gguf" else resolved.path
     device = pick_device(cfg.device)
@@ -111,7 +136,8 @@ def train_gen_cq(cfg: TrainConfig) -> dict:
     def loss_of(idx: list[int]):
         return model(**{k: v.to(device) for k, v in encode([train[i] for i in idx]).items()}).loss
 
-    log.info("train gen-cq: %d silver train / %d dev CQs, %s, %d steps at most, device %s", len(train), len(dev),
+    log.info("train gen-cq: %d train CQs (%d gold, %d silver) / %d dev CQs, %s, %d steps at most, device %s",
+             len(train), train_counts["gold_cq"], train_counts["silver_cq"], len(dev),
              "seq2seq" if seq2seq else "causal LM", total_steps(len(train), cfg.batch_size, cfg.epochs,
                                                                 cfg.max_steps), device)
     state = train_loop(model, len(train), loss_of, batch_size=cfg.batch_size, epochs=cfg.epochs, lr=cfg.lr,
@@ -128,6 +154,7 @@ def train_gen_cq(cfg: TrainConfig) -> dict:
     report = {"task": "gen-cq", "config": asdict(cfg), "base_model": resolved.describe(), "device": device,
               "kind": "seq2seq" if seq2seq else "causal", "steps": step, "train_seconds": train_seconds,
               "peak_rss_mb": round(peak_rss_mb()), "train_examples": len(train), "dev_examples": len(dev),
+              "targets": {"train": train_counts, "dev": dev_counts},
               "final_loss": sum(losses[-10:]) / len(losses[-10:]) if losses else None, "dev": dev_scores}
     write_report(cfg.out, report)
     return report

@@ -52,6 +52,7 @@ class TrainConfig:
     max_length: int = detect_stage.MAX_INPUT_TOKENS  # detect only: tokens per input
     device: str = "auto"
     with_answers: str | None = None  # gen-cq only: None | "gold"
+    targets: str = "auto"            # gen-cq only: "auto" (gold.cq where present, else silver) | "silver"
 
 
 # --- data ------------------------------------------------------------------------------------
