@@ -91,8 +91,17 @@ TRAIN_SECONDS ?= 1200
 $(WORK)/train.jsonl: | $(STAMP)
 	mkdir -p $(WORK) && $(CQ) convert ambignq $(SHARED)/ambignq/train_light.json > $@
 
-train-detect: $(WORK)/train.jsonl
-	OMP_NUM_THREADS=1 $(CQ) train detect --overwrite --train $< --holdout 1000 --passages 0 --max-length 48 \
+# DETECT_PASSAGES=N trains on the question with its top N retrieved passages (the training questions are
+# retrieved from the grid's INDEX first), DETECT_MAX_LENGTH its input tokens: AskCQ's No-Answers classifier
+# reads the question and every relevant passage up to 512 tokens (DETECT_PASSAGES=100 DETECT_MAX_LENGTH=512).
+DETECT_MAX_LENGTH ?= 48
+DETECT_TRAIN = $(if $(filter-out 0,$(DETECT_PASSAGES)),$(WORK)/train.ret.jsonl,$(WORK)/train.jsonl)
+$(WORK)/train.ret.jsonl: $(WORK)/train.jsonl $(INDEX)/cq_index.json
+	$(CQ) retrieve --index $(INDEX) --method bm25 --hits $(DETECT_PASSAGES) -q < $< > $@.part && mv $@.part $@
+
+train-detect: $(DETECT_TRAIN)
+	OMP_NUM_THREADS=1 $(CQ) train detect --overwrite --train $< --holdout 1000 --passages $(DETECT_PASSAGES) \
+	  --max-length $(DETECT_MAX_LENGTH) \
 	  --batch-size 32 --lr 5e-5 --epochs 3 --select auroc --eval-every 50 --patience 4 --seed 0 \
 	  --max-seconds $(TRAIN_SECONDS) --out $(DETECT_MODEL)
 

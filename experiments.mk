@@ -152,7 +152,9 @@ $(S)/%.retrieval.json: $(EXP)/%.jsonl
 
 # ---- AskCQ (Lee et al. 2023) -----------------------------------------------------------------
 # Detection without a model (always, never) and the trained classifier: every question, retrieved
-# passages (the classifier reads DETECT_PASSAGES of them: 0, as `make train-detect` trains it).
+# passages (the classifier reads DETECT_PASSAGES of them: 0, as `make train-detect` trains it by default;
+# AskCQ's No-Answers classifier: make train-detect DETECT_PASSAGES=100 DETECT_MAX_LENGTH=512, and the same
+# DETECT_PASSAGES here).
 DET_CHEAP := $(foreach m,always never classifier,$(EXP)/ambignq.det.$(m).jsonl)
 $(EXP)/ambignq.det.always.jsonl $(EXP)/ambignq.det.never.jsonl: $(EXP)/ambignq.det.%.jsonl: $(EXP)/ambignq.ret.bm25.jsonl
 	$(call stage,$(CQ) detect --method $*)
@@ -245,7 +247,24 @@ $(EXP)/ambignq.qd.jsonl: $(EXP)/ambignq.multi.jsonl
 # the same question writer over the extractive reader's answers (AmbigQA's pipeline, competent reader)
 $(EXP)/ambignq.qd.extractive.jsonl: $(EXP)/ambignq.multi.extractive.jsonl
 	$(call stage,$(CQ) disambiguate --method qd $(LLM))
-$(EXP)/ambignq.disambigfirst.jsonl: $(RR)
+# QD as AmbigQA's released model reads its input (--preset ambigqa: answer, question, every other
+# answer, passages in reranked order up to 1,024 tokens, DQs kept as generated)
+$(EXP)/ambignq.qd.preset.jsonl: $(EXP)/ambignq.multi.extractive.jsonl
+	$(call stage,$(CQ) disambiguate --preset ambigqa $(LLM))
+# DISAMBIG-FIRST (AmbigQA §5): (1) the trained classifier on the question alone, (2) closed-book DQs
+# for the questions it calls ambiguous (the others keep their question), (3) each DQ retrieved for
+# and read. The earlier closed-book DQ-and-answer pairs (rac without passages) stay as .rac.
+$(EXP)/ambignq.disambigfirst.det.jsonl: $(RR)
+	@test -d $(MODEL_DETECT) || { echo "no detector at $(MODEL_DETECT): pass MODEL_DETECT=DIR of a 'cq train detect' run"; exit 1; }
+	$(call stage,$(CQ) detect --preset disambig-first --model $(MODEL_DETECT) --device $(DEVICE))
+ifeq ($(MODEL_DETECT),$(CQ_MODELS)/detect)
+$(EXP)/ambignq.disambigfirst.det.jsonl: | $(MODEL_DETECT)
+endif
+$(EXP)/ambignq.disambigfirst.dq.jsonl: $(EXP)/ambignq.disambigfirst.det.jsonl
+	$(call stage,$(CQ) disambiguate --preset disambig-first $(LLM))
+$(EXP)/ambignq.disambigfirst.jsonl: $(EXP)/ambignq.disambigfirst.dq.jsonl $(INDEX)/cq_index.json | $(MODEL_READER)
+	$(call stage,$(CQ) answer --mode dqs --index $(INDEX) --preset disambig-first $(READER))
+$(EXP)/ambignq.disambigfirst.rac.jsonl: $(RR)
 	$(call stage,$(CQ) disambiguate --method rac --passages 0 $(LLM))
 # REFUEL: predicted answers (with round trip and/or verification), then a question for each.
 REFUEL := rt verify rt-verify
@@ -259,7 +278,8 @@ $(EXP)/ambignq.refuel.plain.jsonl: $(EXP)/ambignq.qd.jsonl
 $(S)/ambignq.%.ambigqa.json: $(EXP)/ambignq.%.jsonl
 	$(call score,ambigqa)
 
-exp-ambigqa: $(S)/ambignq.qd.ambigqa.json $(S)/ambignq.qd.extractive.ambigqa.json $(S)/ambignq.disambigfirst.ambigqa.json \
+exp-ambigqa: $(S)/ambignq.qd.ambigqa.json $(S)/ambignq.qd.extractive.ambigqa.json $(S)/ambignq.qd.preset.ambigqa.json \
+             $(S)/ambignq.disambigfirst.ambigqa.json $(S)/ambignq.disambigfirst.rac.ambigqa.json \
              $(S)/ambignq.multi.ambigqa.json $(S)/ambignq.multi.extractive.ambigqa.json
 exp-refuel: $(foreach v,plain $(REFUEL),$(S)/ambignq.refuel.$(v).ambigqa.json)
 

@@ -39,6 +39,8 @@ CASES = [
     ("disambiguate qd", ["disambiguate", "--method", "qd"], "qd", "instruction",
      base(answers=[{"text": "Heath Ledger"}, {"text": "Joaquin Phoenix"}])),
     ("disambiguate rac", ["disambiguate", "--method", "rac"], "rac", "instruction", base()),
+    ("disambiguate disambig-first", ["disambiguate", "--method", "disambig-first"], "disambig_first", "instruction",
+     base(ambiguity={"label": True, "score": 0.9})),
 ]
 
 

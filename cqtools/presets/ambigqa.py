@@ -20,6 +20,32 @@ AMBIGQA = Preset(
         # --- answer ---
 
         # --- disambiguate ---
+        Setting("disambiguate", "method", "qd", "§5 Question Disambiguation; codes/QGData.py:244-401 @5c8cdb1",
+                "an instruction-following causal LM prompted with cq's own wording and 3 shots instead of BART "
+                "pretrained on NQ-OPEN and finetuned on AmbigNQ", setting="disambiguation method"),
+        Setting("disambiguate", "layout", "ambigqa", "codes/QGData.py:358-366 @5c8cdb1: target answer <SEP> "
+                "question <SEP> each other answer, then the passages",
+                "labels (Answer:/Question:/Other answers:/Passage:) and the closing request are cq's; the paper's "
+                "§5 lists the question before the answer", setting="prompt order"),
+        Setting("disambiguate", "max_others", 0, "codes/QGData.py:362-365 @5c8cdb1: every other answer",
+                setting="other answers shown (0: all)"),
+        Setting("disambiguate", "passage_order", "reranked", "§5 (the top passages as SpanSeqGen reads them); "
+                "codes/QGData.py:316-322 @5c8cdb1",
+                "at this commit the released loop never advances its passage offset and repeats the first passage "
+                "up to 1,024 tokens (fixtures/released/ambigqa_qd); cq reads them in reranked order, as the "
+                "paper and QGData.py:95-101 do", setting="passage order"),
+        Setting("disambiguate", "max_passage_tokens", 1024, "§5 (SpanSeqGen: passages in order up to 1024 "
+                "tokens); codes/QGData.py:237 @5c8cdb1 (the input cut at 1,024)",
+                "counted with the LM's tokenizer (4 characters a token for an API model), not BART's; the "
+                "instruction and shots are not counted", setting="evidence budget (tokens)"),
+        Setting("disambiguate", "n_passages", 100, "§5: 100 retrieved passages, reranked; codes/QGData.py:276-280 "
+                "@5c8cdb1 (DPR's passages, the reader's selection)",
+                "the pool is what the record carries: keep it (`cq rerank` without --top 5)",
+                setting="passages considered"),
+        Setting("disambiguate", "passage_words", 100, "codes/PassageData.py:60-63 @5c8cdb1: title </s> text, at "
+                "most 128 BART tokens (Wikipedia split into 100-word passages)", setting="words per passage"),
+        Setting("disambiguate", "duplicates", "keep", "codes/QGData.py:420-460 @5c8cdb1: predictions are scored "
+                "as generated", setting="an echoed or repeated DQ"),
 
         # --- gen-cq ---
 
@@ -39,10 +65,19 @@ DISAMBIG_FIRST = Preset(
         # --- retrieve / rerank ---
 
         # --- detect ---
+        Setting("detect", "method", "classifier", "§5 DISAMBIG-FIRST step (1): a BERT-based binary classifier",
+                "cq's classifier is the encoder `cq train detect` fine-tunes (MiniLM by default, not BERT); "
+                "pass its directory with --model", setting="ambiguity detection"),
+        Setting("detect", "n_passages", 0, "§5: the baseline disambiguates \"without any context from plausible "
+                "answers or reference passages\"", setting="passages read (question only)"),
 
         # --- answer ---
 
         # --- disambiguate ---
+        Setting("disambiguate", "method", "disambig-first", "§5 DISAMBIG-FIRST step (2): an ambiguous question "
+                "becomes DQs x1..xn separated by [SEP]; otherwise x1 = q",
+                "a few-shot causal LM with cq's own wording (one reading per line) instead of a fine-tuned BART; "
+                "no code was released for this baseline", setting="disambiguation method"),
 
         # --- gen-cq ---
 
@@ -50,6 +85,9 @@ DISAMBIG_FIRST = Preset(
 
     ),
     departures=(
+        "DISAMBIG-FIRST step (2): the paper's BART writes the DQs as one [SEP]-separated sequence; cq's LM writes "
+        "one per line, and drops an echo of the question or a repeat; a generation with no usable DQ keeps the "
+        "question (marked fallback: true).",
     ),
 )
 

@@ -178,12 +178,29 @@ DISAMBIG_COMMON = [
     PROMPT,
 ]
 
+QD_OPTIONS = [
+    Option("layout", str, "cq", "prompt order: cq (passages, question, answer, others) or ambigqa (the released "
+           "input's: target answer, question, other answers, passages)", choices=("cq", "ambigqa")),
+    Option("passage_order", str, "answer-first", "answer-first (the shown passages holding the answer moved "
+           "first) or reranked (the record's order, as AmbigQA)", choices=("answer-first", "reranked")),
+    Option("duplicates", str, "fallback", "a DQ that echoes the question or an earlier DQ becomes "
+           "'AQ (title)?' (fallback) or stays as generated (keep, as AmbigQA)", choices=("fallback", "keep")),
+    Option("max_others", int, 5, "other answers in each prompt (0: all)", min=0),
+    Option("max_passage_tokens", int, None, "passages in order (at most --passages) while the prompt's question, "
+           "answers and passages fit this many tokens [default: no budget, the top --passages]", min=1),
+]
+
 
 @hookimpl
 def register_disambiguators(register):
     register("qd", _disambiguator("qd"),
              help="one minimal edit of the question per predicted answer (AmbigQA; needs cq answer --mode multi)",
-             options=DISAMBIG_COMMON)
+             options=DISAMBIG_COMMON + QD_OPTIONS)
+    register("disambig-first", _disambiguator("disambig-first"),
+             help="AmbigQA's DISAMBIG-FIRST: closed-book DQs (no answers) for the questions cq detect labelled "
+                  "ambiguous; the others keep their question (then cq answer --mode dqs)",
+             options=[Option("model", str, LLM, "a causal LM"),
+                      Option("max_new_tokens", int, None, "generation length [default: 128]", min=1), PROMPT])
     register("rac", _disambiguator("rac"),
              help="few-shot DQ/answer pairs from the passages (Tree of Clarifications)",
              options=DISAMBIG_COMMON + [

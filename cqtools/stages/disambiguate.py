@@ -3,10 +3,19 @@
 Methods:
   qd   AmbigQA question disambiguation: one minimal edit of the prompt question per predicted
        answer (``answers`` from ``cq answer --mode multi``), conditioned on the question, that
-       answer, the other answers and the top passages. A generation that echoes the question (or
+       answer, the other answers and the passages. A record with one answer keeps the question as
+       its only DQ (``"unchanged": true``); no answer gives no DQ. By default (cq's own variant) the
+       prompt shows the passages first, then question, answer and at most 5 other answers; the top
+       passages holding the answer are moved first; and a generation that echoes the question (or
        repeats an earlier DQ, or is empty) is replaced by a built-in rewrite, "AQ (title of the
-       passage holding the answer)?", marked ``"fallback": true``. A record with one answer keeps
-       the question as its only DQ (``"unchanged": true``); no answer gives no DQ.
+       passage holding the answer)?", marked ``"fallback": true``. As AmbigQA's released model
+       reads it (``--preset ambigqa``): ``layout="ambigqa"`` (target answer, question, other answers,
+       passages), ``max_others=0`` (every other answer), ``passage_order="reranked"``,
+       ``max_passage_tokens`` (passages in order up to the budget) and ``duplicates="keep"`` (a DQ
+       stays as generated).
+  disambig-first  AmbigQA's DISAMBIG-FIRST baseline, steps 1-2: a question ``cq detect`` labelled
+       ambiguous is rewritten into its readings closed-book (no passages, no answers); any other
+       keeps its question as its one DQ. DQs carry no answer (step 3: ``cq answer --mode dqs``).
   rac  Tree of Clarifications' retrieval-augmented clarification: a few-shot prompt (k shots
        picked by question similarity, :mod:`.shots`) with the top passages, answered by a list of
        "DQ? Answer: A" lines. ``tree`` expands every DQ again with the record's passages
@@ -45,9 +54,14 @@ NEED_PASSAGES = "run `cq retrieve` (and `cq rerank`) first, or pass --passages 0
 NEED_ANSWERS = "run `cq answer --mode multi` first: --method qd writes one DQ per predicted answer"
 
 
+# qd's settings as they were before the AmbigQA preset: a run record names only those that differ
+QD_DEFAULTS = {"layout": "cq", "passage_order": "answer-first", "duplicates": "fallback", "max_others": 5,
+               "max_passage_tokens": None}
+
+
 @dataclass
 class DisambigConfig:
-    method: str = "rac"          # qd | rac
+    method: str = "rac"          # qd | disambig-first | rac
     n_passages: int = 5          # top passages in each prompt (--passages)
     passage_words: int = 80      # each passage's text cut to this many words
     max_new_tokens: int | None = None  # None: 40 for qd, 128 for rac
@@ -60,6 +74,12 @@ class DisambigConfig:
     rerank_depth: int = 20       # --tree: passages of the record reranked for each DQ
     reuse_tree: bool = False     # --prune: prune the tree an earlier --tree run wrote, do not grow it
     batch_size: int = 32
+    # qd: today's behaviour by default; the released AmbigQA QD input under --preset ambigqa
+    layout: str = "cq"                   # cq (passages first) | ambigqa (answer, question, others, passages)
+    passage_order: str = "answer-first"  # answer-first (passages holding the answer moved first) | reranked
+    duplicates: str = "fallback"         # fallback ("AQ (title)?" for an echo or repeat) | keep (as generated)
+    max_others: int = 5                  # other answers shown (0: all of them)
+    max_passage_tokens: int | None = None  # passages in order up to this many prompt tokens (evidence.fit)
 
     @property
     def new_tokens(self) -> int:
@@ -73,6 +93,10 @@ class DisambigConfig:
     def params(self) -> dict:
         out = {"method": self.method, "passages": self.n_passages, "passage_words": self.passage_words,
                "max_new_tokens": self.new_tokens}
+        if self.method == "qd":  # only the settings that differ from today's, so default records stay as they were
+            out.update({k: getattr(self, k) for k, v in QD_DEFAULTS.items() if getattr(self, k) != v})
+        if self.method == "disambig-first":
+            return {"method": self.method, "max_new_tokens": self.new_tokens}
         if self.method == "rac":
             out.update(tree=self.tree, prune=self.prune, max_nodes=self.max_nodes,
                        max_depth=self.limits.max_depth, max_failures=self.max_failures)
@@ -152,8 +176,19 @@ def fallback_question(question: str, answer: str, passages: list[dict], used: se
 
 def qd_batch(records: list[dict], generator, config: DisambigConfig,
              tpl: Template | None = None) -> list[tuple[list[dict], int]]:
-    """(dqs, model calls) per record."""
-    jobs = []  # (record index, answer, others, passages)
+    """(dqs, model calls) per record: one prompt per predicted answer of a record with several.
+
+    Each prompt conditions on the question, the target answer, the other answers (``max_others``
+    of them, 0: all) and passages: the top ``n_passages`` with those holding the answer moved first
+    (``passage_order="answer-first"``) or in the record's (reranked) order (``"reranked"``), and with
+    ``max_passage_tokens`` only as many as fit that budget beside the question and answers
+    (:func:`.evidence.fit`; the count per DQ goes to ``meta.passages_read.disambiguate``). A DQ that
+    echoes the question or an earlier DQ becomes "AQ (title)?" (``duplicates="fallback"``) or stays
+    as generated (``"keep"``, as AmbigQA's released model writes it)."""
+    from . import evidence
+
+    count = evidence.token_counter(generator) if config.max_passage_tokens else None
+    jobs = []  # (record index, answer, others, passages shown, the record's passages)
     per_record: list[list[dict]] = [[] for _ in records]
     calls = [0] * len(records)
     for n, record in enumerate(records):
@@ -163,28 +198,96 @@ def qd_batch(records: list[dict], generator, config: DisambigConfig,
             per_record[n] = [{"question": record["question"], "answer": answers[0], "unchanged": True}]
             continue
         for answer in answers:
-            others = [a for a in answers if a != answer][:5]
-            holding = [p for p in passages if answer_passage(answer, [p])]
-            shown = (holding + [p for p in passages if p not in holding])[: config.n_passages]
+            others = [a for a in answers if a != answer]
+            others = others[:config.max_others] if config.max_others else others
+            if config.passage_order == "answer-first":
+                holding = [p for p in passages if answer_passage(answer, [p])]
+                ordered = holding + [p for p in passages if p not in holding]
+            else:
+                ordered = passages
+            shown = ordered[: config.n_passages]
+            if count is not None and shown:
+                used = count(P.qd_prompt(record["question"], answer, others, [], tpl, config.layout))
+                shown = evidence.fit(shown, config.max_passage_tokens, count, used,
+                                     render=lambda p: snippets([p], 1, config.passage_words)[0])
             jobs.append((n, answer, others, shown, passages))
-    prefix = P.qd_prefix(tpl)
-    prompts = [prefix + P.qd_prompt(records[n]["question"], a, o, snippets(s, config.n_passages, config.passage_words),
-                                    tpl)
+    prefix = P.qd_prefix(tpl, config.layout)
+    prompts = [prefix + P.qd_prompt(records[n]["question"], a, o, snippets(s, len(s), config.passage_words),
+                                    tpl, config.layout)
                for n, a, o, s, _ in jobs]
     raw = generator.generate(prompts, max_new_tokens=config.new_tokens, chat=False, stop=["\n"]) if prompts else []
-    used: dict[int, set[str]] = {}
-    for (n, answer, _, _, passages), generation in zip(jobs, raw):
+    used_dqs: dict[int, set[str]] = {}
+    read: dict[int, list[int]] = {}
+    for (n, answer, _, shown, passages), generation in zip(jobs, raw):
         calls[n] += 1
+        read.setdefault(n, []).append(len(shown))
         question = records[n]["question"]
-        seen = used.setdefault(n, {normalize_answer(question)})
+        seen = used_dqs.setdefault(n, {normalize_answer(question)})
         dq = clean_question(generation)
         entry = {"question": dq, "answer": answer}
-        if not normalize_answer(dq) or normalize_answer(dq) in seen:
+        if config.duplicates == "fallback" and (not normalize_answer(dq) or normalize_answer(dq) in seen):
             entry = {"question": fallback_question(question, answer, passages, seen), "answer": answer,
                      "fallback": True, "generated": generation.strip()}
         seen.add(normalize_answer(entry["question"]))
         per_record[n].append(entry)
+    if count is not None:
+        for n, record in enumerate(records):
+            evidence.note_read(record, "disambiguate", read.get(n, []))
     return list(zip(per_record, calls))
+
+
+# --- DISAMBIG-FIRST (AmbigQA's baseline, steps 1-2) ----------------------------------------------
+
+NEED_AMBIGUITY = ("run `cq detect` first (AmbigQA's DISAMBIG-FIRST: `cq detect --method classifier --passages 0`): "
+                  "--method disambig-first rewrites only the questions it labels ambiguous")
+
+
+def parse_readings(raw: str, question: str) -> list[str]:
+    """Numbered (or bulleted) lines of a generation -> distinct questions, each cut after its "?";
+    an echo of ``question``, a repeat, or a line of fewer than 3 words is dropped."""
+    seen = {normalize_answer(question)}
+    out = []
+    for line in raw.splitlines():
+        text = clean_question(_NUMBER.sub("", line.strip())) if line.strip() else ""
+        key = normalize_answer(text)
+        if len(text.split()) >= 3 and key and key not in seen:
+            seen.add(key)
+            out.append(text)
+    return out
+
+
+def ambiguity_label(record: dict) -> bool:
+    amb = record.get("ambiguity")
+    if not isinstance(amb, dict) or not isinstance(amb.get("label"), bool):
+        raise InputError(f"record {record.get('id')} has no ambiguity label; {NEED_AMBIGUITY}",
+                         record_id=record.get("id"))
+    return amb["label"]
+
+
+def disambig_first_batch(records: list[dict], generator, config: DisambigConfig,
+                         tpl: Template | None = None) -> list[tuple[list[dict], int]]:
+    """(dqs, model calls) per record: a question the detector labelled ambiguous is rewritten into
+    its readings closed-book (the question alone: no passages, no answers), one prompt; any other
+    keeps its question as its single DQ (``"unchanged": true``). DQs carry no answer: ``cq answer
+    --mode dqs`` retrieves and reads for each. A generation with no usable reading keeps the question
+    (``"fallback": true``)."""
+    todo = [n for n, r in enumerate(records) if ambiguity_label(r)]
+    primer = _tpl_text(tpl, "primer")
+    prompts = [P.disambig_first_prompt(records[n]["question"], tpl) for n in todo]
+    raw = generator.generate(prompts, max_new_tokens=config.new_tokens, chat=False,
+                             stop=["\n\n", "Question:"]) if prompts else []
+    out: list[tuple[list[dict], int]] = [([{"question": r["question"], "unchanged": True}], 0) for r in records]
+    for n, generation in zip(todo, raw):
+        question = records[n]["question"]
+        readings = parse_readings(primer + generation, question)
+        dqs = [{"question": q} for q in readings] or [{"question": question, "fallback": True,
+                                                       "generated": generation.strip()}]
+        out[n] = (dqs, 1)
+    return out
+
+
+def _tpl_text(tpl: Template | None, part: str) -> str:
+    return (tpl or templates.builtin("disambig_first")).text(part)
 
 
 # --- rac (+ tree, + prune) -------------------------------------------------------------------------
@@ -346,7 +449,7 @@ def build(method: str = "rac", config=None, **options) -> Callable[[list[dict]],
 
 def disambiguator(method: str, run, *, model: str = DEFAULT_MODEL, seed: int = 0, shots_file: str | None = None,
                   encoder: str | None = None, reranker: str | None = None, prompt: str | None = None, **options):
-    """The batch function of ``method`` (qd or rac) with its checked options (the registry's factories)."""
+    """The batch function of ``method`` (qd, disambig-first or rac) with its checked options (the registry's factories)."""
     from ..models import load_cross_encoder, load_generator
     from ..models.backends import set_seed
     from .rerank import DEFAULT_RERANKER
@@ -361,7 +464,7 @@ def disambiguator(method: str, run, *, model: str = DEFAULT_MODEL, seed: int = 0
     set_seed(seed)
     device = run.device
     generator = load_generator(model, device, run.dtype)
-    tpl = templates.load(method, prompt)
+    tpl = templates.load(method.replace("-", "_"), prompt)
     info = {**generator.info, **config.params(), "seed": seed, **templates.meta(tpl)}
     clarifier = None
     if method == "rac":
@@ -381,8 +484,9 @@ def disambiguate_batch(records: list[dict], generator, config: DisambigConfig, i
                        clarifier: Clarifier | None = None, tpl: Template | None = None) -> list[dict]:
     for record in records:
         require(record, "question", "every record needs a question")
-    if config.method == "qd":
-        for record, (dqs, calls) in zip(records, qd_batch(records, generator, config, tpl)):
+    if config.method in ("qd", "disambig-first"):
+        batch = qd_batch if config.method == "qd" else disambig_first_batch
+        for record, (dqs, calls) in zip(records, batch(records, generator, config, tpl)):
             record[DQS] = dqs
             set_meta(record, "disambiguate", {**info, "model_calls": calls,
                                               "fallbacks": sum(bool(d.get("fallback")) for d in dqs)})

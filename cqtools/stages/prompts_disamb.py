@@ -32,16 +32,33 @@ DISAMBIG_EXAMPLES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
 
 # --- AmbigQA question disambiguation (--method qd) --------------------------------------------
 
-def qd_prefix(tpl: Template | None = None) -> str:
+QD_LAYOUTS = {"cq": "", "ambigqa": "_ambigqa"}  # --layout: the suffix of its shots and query parts
+
+
+def qd_prefix(tpl: Template | None = None, layout: str = "cq") -> str:
     tpl = _tpl(tpl, "qd")
-    shots = tpl.text("shots")
+    shots = tpl.text("shots" + QD_LAYOUTS[layout])
     return _lead(tpl.text("instruction")) + (shots + BLOCK if shots else "")
 
 
-def qd_prompt(question: str, answer: str, others: list[str], snippets: list[str], tpl: Template | None = None) -> str:
+def qd_prompt(question: str, answer: str, others: list[str], snippets: list[str], tpl: Template | None = None,
+              layout: str = "cq") -> str:
+    """``cq``: passages, question, answer, other answers; ``ambigqa``: the released QD input's order
+    (target answer, question, other answers, passages; QGData.py @5c8cdb1)."""
     tpl = _tpl(tpl, "qd")
-    return tpl("query", passages=passage_lines(tpl, snippets), question=question.strip(), answer=answer.strip(),
-               others="; ".join(others) or tpl.text("no_others"))
+    return tpl("query" + QD_LAYOUTS[layout], passages=passage_lines(tpl, snippets), question=question.strip(),
+               answer=answer.strip(), others="; ".join(others) or tpl.text("no_others"))
+
+
+# --- DISAMBIG-FIRST (--method disambig-first) ---------------------------------------------------
+
+def disambig_first_prompt(question: str, tpl: Template | None = None) -> str:
+    """Instruction, shots, the question; closed-book (no passages, no answers). The model continues
+    after the primer ("1.") with one reading per line."""
+    tpl = _tpl(tpl, "disambig_first")
+    shots = tpl.text("shots")
+    return (_lead(tpl.text("instruction")) + (shots + BLOCK if shots else "")
+            + tpl("query", question=question.strip()) + "\n" + tpl.text("primer"))
 
 
 # --- Tree of Clarifications: retrieval-augmented clarification (--method rac) -----------------

@@ -34,10 +34,11 @@ USED_BY = {
     "clam": "`detect --method clam`, `gen-cq --method clam` / `clam-prompting`, `oracle --method clam`, "
             "`answer --mode dialogue`",
     "detect_llm": "`detect --method llm`",
+    "disambig_first": "`disambiguate --method disambig-first`",
     "gencq_llm": "`gen-cq --method llm` (few-shot; `--zero-shot`: the `zero_shot` part)",
     "long": "`answer --mode long`",
     "oracle_llm": "`oracle --method llm` (`options`: picks an option; `free`: a free-form CQ)",
-    "qd": "`disambiguate --method qd`",
+    "qd": "`disambiguate --method qd` (`--layout ambigqa`: the `*_ambigqa` parts)",
     "rac": "`disambiguate --method rac` (`verify`, labels: `--prune`)",
     "reader": "`answer --reader generative` (`single`: single and cq modes; `multi`; `verify_*`: `--verify`)",
     "toc": "`disambiguate --method toc` (and its long answer)",

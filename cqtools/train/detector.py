@@ -88,6 +88,11 @@ def train_detect(cfg: TrainConfig) -> dict:
     from ..models.backends import pick_device
 
     train, dev = _data(cfg)
+    with_passages = sum(bool(r.get("passages")) for r in train)
+    if cfg.passages and not with_passages:
+        log.warning("train detect: --passages %d, but no training record has passages: the classifier learns "
+                    "from the question alone (run `cq retrieve` over the training records first, or pass "
+                    "--passages 0)", cfg.passages)
     y_train = [gold_label(r) for r in train]
     y_dev = [gold_label(r) for r in dev]
     x_train = [detect_stage.classifier_text(r, cfg.passages) for r in train]
@@ -132,6 +137,7 @@ def train_detect(cfg: TrainConfig) -> dict:
     report = {"task": "detect", "config": asdict(cfg), "base_model": resolved.describe(), "device": device,
               "steps": state.step, "stopped": state.stopped, "train_seconds": round(state.budget.elapsed(), 1),
               "peak_rss_mb": round(peak_rss_mb()), "train_records": len(train), "train_ambiguous": sum(y_train),
+              "train_with_passages": with_passages,
               "dev_records": len(dev), "dev_ambiguous": sum(y_dev),
               "dev_source": "holdout" if cfg.holdout is not None else "dev", "best": best,
               "history": checkpoints.history}
