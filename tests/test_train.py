@@ -142,3 +142,23 @@ def test_one_training_loop_serves_every_trainer():
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "train_loop":
                 steppers.add("uses:" + path.name)
     assert steppers == {"cqtools/train/loop.py", "uses:detector.py", "uses:cq_generator.py", "uses:span_reader.py"}
+
+
+def test_a_time_limit_is_a_cap_that_says_where_it_stopped_and_steps_are_reproducible(runner, tmp_path, tiny_seq2seq):
+    """Budgets in steps give the same model twice; --max-seconds only caps, warns and says so in the card."""
+    def train(name, *budget):
+        out = str(tmp_path / name)
+        result = runner.invoke(cli, ["train", "gen-cq", "--model", tiny_seq2seq, "--train", QUESTIONS, "--out", out, "--dev", QUESTIONS, "--dev-limit", "2",
+                                     "--batch-size", "4", "--seed", "3", *budget])
+        assert result.exit_code == 0, result.stderr
+        with open(os.path.join(out, "cq_train.json")) as fh:
+            return out, json.load(fh), result.stderr
+
+    first, card, _ = train("a", "--max-steps", "3")
+    second, _, _ = train("b", "--max-steps", "3")
+    assert card["steps"] == 3 and card["stopped"] == "max steps"
+    with open(os.path.join(first, "model.safetensors"), "rb") as a, open(os.path.join(second, "model.safetensors"), "rb") as b:
+        assert a.read() == b.read()
+    _, capped, stderr = train("c", "--max-seconds", "0")
+    assert capped["steps"] == 0 and capped["stopped"] == "time limit: stopped early at step 0"
+    assert "stopped early at step 0" in stderr and "--max-steps" in stderr

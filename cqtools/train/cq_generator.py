@@ -152,7 +152,8 @@ def train_gen_cq(cfg: TrainConfig) -> dict:
 
     dev_scores = dev_cq_scores(cfg, dev, device) if dev else None
     report = {"task": "gen-cq", "config": asdict(cfg), "base_model": resolved.describe(), "device": device,
-              "kind": "seq2seq" if seq2seq else "causal", "steps": step, "train_seconds": train_seconds,
+              "kind": "seq2seq" if seq2seq else "causal", "steps": step, "stopped": state.stopped,
+              "train_seconds": train_seconds,
               "peak_rss_mb": round(peak_rss_mb()), "train_examples": len(train), "dev_examples": len(dev),
               "targets": {"train": train_counts, "dev": dev_counts},
               "final_loss": sum(losses[-10:]) / len(losses[-10:]) if losses else None, "dev": dev_scores}

@@ -124,8 +124,16 @@ class Budget:
         return time.perf_counter() - self.start
 
     def spent(self, step: int) -> bool:
-        return ((self.max_steps is not None and step >= self.max_steps)
-                or (self.max_seconds is not None and self.elapsed() >= self.max_seconds))
+        return self.why(step) is not None
+
+    def why(self, step: int) -> str | None:
+        """Why training must stop before step ``step + 1``: "max steps" (the budget: reproducible),
+        "time limit" (a cap: the model then depends on the machine's speed), or None."""
+        if self.max_steps is not None and step >= self.max_steps:
+            return "max steps"
+        if self.max_seconds is not None and self.elapsed() >= self.max_seconds:
+            return "time limit"
+        return None
 
 
 def make_optimizer(model, lr: float, total_steps: int):
@@ -162,7 +170,8 @@ def keep_model_inputs(out: str, model) -> None:
 
 @dataclass
 class LoopState:
-    """Where a training run ended: steps taken, why it stopped ("done", "budget", "early stop"), the
+    """Where a training run ended: steps taken, why it stopped ("done", "max steps", "early stop", or
+    "time limit: stopped early at step N"), the
     loss of every step, and the budget's clock (its ``elapsed()`` is the training time)."""
 
     budget: Budget
@@ -193,8 +202,15 @@ def train_loop(model, examples: int, loss_of: Callable[[list[int]], object], *, 
     state = LoopState(Budget(max_steps, max_seconds))
     model.train()
     for epoch, idx in batches(examples, batch_size, epochs, seed):
-        if state.budget.spent(state.step):
-            state.stopped = "budget"
+        why = state.budget.why(state.step)
+        if why == "time limit":
+            state.stopped = f"time limit: stopped early at step {state.step}"
+            log.warning("%s: --max-seconds %g reached: stopped early at step %d of %d; the model depends on this "
+                        "machine's speed (give --max-steps or --epochs for a reproducible one)", name,
+                        state.budget.max_seconds, state.step, total_steps(examples, batch_size, epochs, max_steps))
+            break
+        if why is not None:
+            state.stopped = "max steps"
             break
         state.losses.append(optimizer_step(loss_of(idx), model, opt, sched))
         state.step += 1
