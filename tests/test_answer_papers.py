@@ -302,3 +302,76 @@ def test_threshold_sweep_reapplies_keep_best_and_picks_by_answer_f1():
     assert rows == {-10.0: 80.0, -5.0: 100.0, -3.0: 66.67, -1.0: 66.67}  # -1: none passes, the best pair stays
     assert tune.best(tune.sweep(records, [-10.0, -5.0, -4.5]))[0] == -5.0  # ties: the first in the grid
     assert len(tune.GRID) == 201 and tune.GRID[0] == -20.5 and tune.GRID[-1] == -0.5
+
+
+# --- through an OpenAI-compatible server ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def server():
+    import sys
+
+    from .test_openai_backend import Server
+
+    srv = Server([sys.executable, "-m", "tests.openai_server"])
+    yield srv
+    srv.stop()
+
+
+def test_the_refuel_preset_through_an_openai_server(runner, server, tmp_path, monkeypatch):
+    """Every request of `cq answer --preset refuel`, as the server saw it: one reading, the DQs, every DQ
+    read again, one scoring request per (DQ, answer) pair with the answer's newline end."""
+    from cqtools.models import openai_backend
+
+    monkeypatch.setenv("CQ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("CQ_API_KEY", "sk-test")
+    openai_backend._GENERATORS.clear()
+    server.control(reset=True, reply=" Ann ; Bob\n\nmore")
+    record = {"id": "r", "question": "Who won?", "passages": _passages(40, 40, 40, 40)}
+    args = ["answer", "--preset", "refuel", "--grounding", "none", "--model", "openai:fake", "--api-base", server.url]
+    refused = runner.invoke(cli, args, input=jsonl([record]))
+    assert refused.exit_code == 1 and "does not say how long" in refused.stderr  # 0 = the model's input length
+    server.control(reset=True, reply=" Ann ; Bob\n\nmore")
+    result = runner.invoke(cli, args + ["--max-passage-tokens", "26", "--verify-threshold", "-1e9"],
+                           input=jsonl([record]), catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    (out,) = parse_jsonl(result.stdout)
+    bodies = [r["body"] for r in server.requests()]
+    scoring = [b for b in bodies if b.get("echo")]
+    generating = [b for b in bodies if not b.get("echo") and not b.get("logprobs")]  # not the scoring probes
+    readings = [b for b in generating if "Answers:" in str(b.get("prompt") or b.get("messages"))]
+    assert len(readings) == 1 + 2  # the question, then both DQs (no new answer: the loop ends)
+    assert len(generating) - len(readings) == 2  # a DQ for each of the two answers
+    assert [a["text"] for a in out["answers"]] == ["Ann", "Bob"] and len(out["dqs"]) == 2
+    assert all(isinstance(d["verify_score"], float) for d in out["dqs"])
+    assert len(scoring) == 2 and all(b["prompt"].endswith(("Ann\n", "Bob\n")) for b in scoring)
+    assert out["meta"]["passages_read"] == {"answer": 2}  # "Who won?" is 2 tokens, each passage line 10: 2 + 2 * 10
+    assert out["meta"]["answer"]["round_trip_method"] == "refuel" and out["meta"]["answer"]["verify_rule"] == "refuel"
+    assert out["meta"]["presets"] == {"answer": "refuel"}
+    openai_backend._GENERATORS.clear()
+
+
+def test_refuel_round_trip_and_verification_follow_the_hand_traced_release():
+    import json
+
+    from .conftest import FIXTURES
+
+    trace = json.loads((FIXTURES / "released" / "refuel" / "round_trip_trace.json").read_text())
+    readings = {q: " ; ".join(a) for q, a in trace["stub"]["answer_prediction"].items()}
+    lm_score = trace["stub"]["lm_score"]
+
+    def replies(prompt):
+        if prompt.rstrip().endswith("Answers:"):
+            return readings[after_question(prompt).split("\n")[0]]
+        return "Who won " + re.findall(r"^Answer: (.*)$", prompt, re.M)[-1] + "?"
+
+    gen = FakeGenerator(replies, lambda p, c: -lm_score[c.strip()])
+    cfg = AnswerConfig(mode="multi", round_trip=True, round_trip_method="refuel", max_rounds=9, grounding="none")
+    record = {**trace["record"], "passages": _passages(40)}
+    out = answer_batch([dict(record)], _stage(gen, cfg, qd_writer=QDWriter(gen)), {})[0]
+    assert asked(gen) == [p["ap_inputs"] for p in trace["passes"]]
+    assert [[d["question"], d["answer"]] for d in out["dqs"]] == trace["passes"][-1]["noambq"]
+    gen = FakeGenerator(replies, lambda p, c: -lm_score[c.strip()])
+    cfg.verify, cfg.verify_rule, cfg.verify_threshold = True, "refuel", -trace["lm_filtering"]["threshold"]
+    out = answer_batch([dict(record)], _stage(gen, cfg, qd_writer=QDWriter(gen)), {})[0]
+    assert [[d["question"], d["answer"].lower(), -d["verify_score"]] for d in out["dqs"]] == \
+        trace["lm_filtering"]["kept"]
