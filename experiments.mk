@@ -282,6 +282,38 @@ exp-ambigqa: $(S)/ambignq.qd.ambigqa.json $(S)/ambignq.qd.extractive.ambigqa.jso
              $(S)/ambignq.disambigfirst.ambigqa.json $(S)/ambignq.disambigfirst.rac.ambigqa.json \
              $(S)/ambignq.multi.ambigqa.json $(S)/ambignq.multi.extractive.ambigqa.json
 exp-refuel: $(foreach v,plain $(REFUEL),$(S)/ambignq.refuel.$(v).ambigqa.json)
+# REFUEL as its authors ran it (--preset refuel, docs/methods.md): a DQ for every answer, every DQ re-asked,
+# (DQ, answer) pairs verified with keep-best. Its threshold (-6.1, the paper's, for REFUEL's BART verifier)
+# is re-tuned for cq's reader by `make tune-refuel-threshold` (THRESHOLD_REFUEL= sets the one this cell uses).
+THRESHOLD_REFUEL ?=
+$(EXP)/ambignq.refuel.preset.jsonl: $(RR)
+	$(call stage,$(CQ) answer --preset refuel $(LLM) $(if $(THRESHOLD_REFUEL),--verify-threshold $(THRESHOLD_REFUEL)))
+exp-refuel: $(S)/ambignq.refuel.preset.ambigqa.json
+
+# ---- REFUEL's verification threshold, tuned on a dev split the grid does not score --------------
+# The first N_TUNE covered AmbigNQ dev questions outside the model tier (the first N_MODEL, which every
+# REFUEL cell scores), retrieved and reranked as RR; answered once with every answer's best pair kept
+# (--verify-threshold -1e9), then each threshold of the release's grid re-applies the keep-best rule
+# offline (bench/tune_refuel_threshold.py), by the AmbigQA answer F1; the report goes to TUNE_REPORT.
+N_TUNE      ?= 100
+TUNE        := $(EXP)/tune-refuel
+TUNE_REPORT ?= docs/refuel-threshold.md
+$(TUNE)/tune.ids: $(EXP)/covered.ids $(EXP)/ambignq.m.jsonl
+	@mkdir -p $(TUNE)
+	$(BIN)/python -c "import json,sys; grid={json.loads(l)['id'] for l in open(sys.argv[2])}; \
+	  [print(i) for i in open(sys.argv[1]).read().split() if i not in grid]" $^ > $@
+$(TUNE)/ambignq.jsonl: $(TUNE)/tune.ids
+	$(BIN)/cq convert ambignq $(DATA)/ambignq/dev_light.json --ids $< --limit $(N_TUNE) -o $@.part && mv $@.part $@
+$(TUNE)/ambignq.ret.jsonl: $(TUNE)/ambignq.jsonl $(INDEX)/cq_index.json
+	$(call stage,$(CQ) retrieve --index $(INDEX) --method bm25 --hits $(HITS))
+$(TUNE)/ambignq.rr.jsonl: $(TUNE)/ambignq.ret.jsonl
+	$(call stage,$(RERANK))
+$(TUNE)/ambignq.refuel.jsonl: $(TUNE)/ambignq.rr.jsonl
+	$(call stage,$(CQ) answer --preset refuel $(LLM) --verify-threshold -1e9)
+tune-refuel-threshold: $(TUNE)/ambignq.refuel.jsonl
+	$(BIN)/python bench/tune_refuel_threshold.py $< --out $(TUNE_REPORT) \
+	  --command "make tune-refuel-threshold N_TUNE=$(N_TUNE) MODEL_LLM=$(MODEL_LLM)"
+.PHONY: tune-refuel-threshold
 
 # ---- CLAM (Kuhn et al. 2022): one record per intended DQ, a simulated user answers the CQ -----
 # Model tier; each strategy's stages are files: [clam.det.S ->] clam.cq.S -> clam.oracle.S -> clam.S.

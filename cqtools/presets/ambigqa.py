@@ -18,6 +18,16 @@ AMBIGQA = Preset(
         # --- detect ---
 
         # --- answer ---
+        Setting("answer", "mode", "multi", "§5 (SpanSeqGen): the distinct answers, separated by [SEP]",
+                "an LM prompted for a list instead of BART fine-tuned on NQ-open, then AmbigNQ",
+                setting="answer mode"),
+        Setting("answer", "max_passage_tokens", 1024, "§5: the question and the top passages in order up to 1,024 "
+                "tokens; codes/QAData.py:212-227 @5c8cdb1",
+                "counted with the reader's tokenizer, not BART's; the release cuts the last passage at token 1,024, cq "
+                "stops before the first passage that does not fit (cqtools/stages/evidence.py)",
+                setting="evidence budget (tokens)"),
+        Setting("answer", "passage_chars", 0, "codes/QAData.py:218-224 @5c8cdb1: passages are concatenated whole",
+                setting="passage text shown"),
 
         # --- disambiguate ---
         Setting("disambiguate", "method", "qd", "§5 Question Disambiguation; codes/QGData.py:244-401 @5c8cdb1",
@@ -72,6 +82,14 @@ DISAMBIG_FIRST = Preset(
                 "answers or reference passages\"", setting="passages read (question only)"),
 
         # --- answer ---
+        Setting("answer", "mode", "dqs", "§6.1 DISAMBIG-FIRST, step (3): each DQ is answered by a state-of-the-art "
+                "NQ-open model (Karpukhin et al. 2020): retrieval, then a reader",
+                "cq's reader (the installed extractive one, or --reader/--model) reads the DQ's passages reranked "
+                "by the cross-encoder; DPR's reader selects among them itself", setting="answer mode"),
+        Setting("answer", "retriever", "dense", "§5, §6.1: DPR's dense retriever",
+                "cq's dense searcher over the user's index (cq index --dense; its encoder, not DPR's NQ model)",
+                setting="retrieval per DQ"),
+        Setting("answer", "hits", 100, "§5: 100 passages retrieved per question", setting="passages retrieved per DQ"),
 
         # --- disambiguate ---
         Setting("disambiguate", "method", "disambig-first", "§5 DISAMBIG-FIRST step (2): an ambiguous question "

@@ -19,6 +19,42 @@ REFUEL = Preset(
         # --- detect ---
 
         # --- answer ---
+        Setting("answer", "mode", "multi", "§2.2: answer prediction writes one or several answers; run.py:1093-1109 @159090e",
+                setting="answer mode"),
+        Setting("answer", "max_passage_tokens", 0, "§2.1, §3.1: Fusion-in-Decoder over the top K=100 reranked passages; "
+                "README.md:62, scripts/round_trip/round_trip_generation.sh (TOP_K_PASSAGES=100) @159090e",
+                "cq cannot fuse: one prompt reads as many reranked passages as fit the reader's input (0 = its "
+                "context length); FiD's 100 passages (about 16,000 subwords) fit no single context. "
+                "meta.passages_read.answer says how many were read", setting="evidence budget (tokens)"),
+        Setting("answer", "passage_chars", 0, "QAInferenceData.py:229-236 @159090e: each 100-word passage is read "
+                "whole (question + passage in 32 + 128 tokens)", setting="passage text shown"),
+        Setting("answer", "round_trip", True, "§2.3: round-trip prediction", setting="round trip"),
+        Setting("answer", "round_trip_method", "refuel", "§2.3; run.py:1093-1122, QAInferenceData.py:114-117, "
+                "scripts/round_trip/round_trip_generation.sh (IS_REPLACE=0) @159090e: each pass writes a DQ for every "
+                "answer it found, conditioned on the prompt question, and feeds every DQ written so far back to "
+                "answer prediction over the same passages",
+                "the DQs are written by cq disambiguate's qd prompt (an LM), which also reads the other answers "
+                "(AmbigQA's conditioning; REFUEL's BART QD reads the answer, the prompt question and the passages, "
+                "QGInferenceData.py:199 @159090e); an answer is new by its SQuAD-normalised text (the release "
+                "compares raw strings, run.py:1104); a single answer keeps the question as its DQ",
+                setting="round trip"),
+        Setting("answer", "max_rounds", 9, "README.md:240-243 @159090e (passes 1-9 after pass 0, 'X = 10'); §2.3: "
+                "until no new answer appears",
+                "cq stops at the first pass that finds no new answer (the paper's rule; with deterministic models the "
+                "release's later passes repeat that pass) and verifies the pairs of every pass; the release verifies "
+                "the pass chosen on dev (README.md:270)", setting="passes after the first (cap)"),
+        Setting("answer", "verify", True, "§2.3: LM verification", setting="verification"),
+        Setting("answer", "verify_rule", "refuel", "Eq. 1; models/lm_filtering.py:32-59 (summed loss over the answer's "
+                "tokens and its EOS), QALMFilteringData.py:288-300 (each answer keeps its best DQ) and 655-663 (pairs "
+                "with lm_score < Th kept; none kept: the best pair) @159090e",
+                "the verifier is the reader's own LM prompted with the passages and the DQ (the end it scores: the "
+                "newline of the reader's answer line, or a seq2seq model's EOS); REFUEL fine-tunes a separate BART on "
+                "gold (DQ, answer) pairs (App. A); a kept answer keeps its surface text (the release writes the "
+                "normalised one)", setting="verification rule"),
+        Setting("answer", "verify_threshold", -6.1, "§2.3: Th = 6.1 on -log p, tuned on dev (QALMFilteringData.py:"
+                "654-679 @159090e sweeps 20.5 down to 0.5)",
+                "tuned for REFUEL's BART verifier: re-tune for another reader with `make tune-refuel-threshold` "
+                "(AmbigNQ dev questions the grid does not score)", setting="verification threshold (log p)"),
 
         # --- disambiguate ---
 

@@ -4,9 +4,14 @@ Modes:
   single  one answer per question (the reader over the top passages);
   cq      AskCQ Task 3: one answer per option of the record's clarifying question, each for the
           "AQ revised by CQ" ("AQ, Which [category]: [option]") over passages reranked for it;
-  multi   AmbigQA multiple answers: the reader lists every answer it finds (deduplicated).
-Extras (REFUEL, :mod:`.refuel`): ``round_trip`` re-asks the question with each new answer's context
-until no new answer appears; ``verify`` scores log p(answer | passages + question) and drops weak pairs.
+  multi   AmbigQA multiple answers: the reader lists every answer it finds (deduplicated);
+  dqs     AmbigQA's DISAMBIG-FIRST, step 3: each of the record's ``dqs`` (from ``cq disambiguate``)
+          answered by retrieval QA: retrieved for from ``index``, reranked, read.
+Extras (REFUEL, :mod:`.refuel`): ``round_trip`` re-asks the question until no new answer appears
+(cq's "Q [title]" variant, or REFUEL's: a DQ for every answer, every DQ re-asked); ``verify``
+scores answers with the reader's LM (cq's threshold rule, or REFUEL's keep-best over (DQ, answer)
+pairs). Evidence: a reader given ``max_passage_tokens`` reads passages in order up to that budget
+(:mod:`cqtools.stages.evidence`), and each record notes how many (``meta.passages_read.answer``).
 
 Readers are registered in :data:`cqtools.registry.READERS` (``cq answer --reader``; plugins add
 more) and have the shape of :class:`cqtools.protocols.Reader`. The built-in ``generative`` reader
@@ -24,13 +29,15 @@ from typing import Callable
 
 from ...errors import InputError
 from ...protocols import AnswerVerifier
+from ...metrics.normalize import normalize_answer
 from ...records import ANSWERS, set_meta
+from ..evidence import note_read
 from ...registry import READERS
 from ..rerank import DEFAULT_RERANKER
 from .grounding import MAX_SPAN_WORDS, Span, candidate_spans, ground, snap_spans
 from .questions import Question, questions_of, record_cq, rerank_questions, revised_question
 from .reader import DEFAULT_READER, GenerativeReader, ReaderOptions
-from .refuel import round_trip, verify
+from .refuel import refuel_round_trip, refuel_verify, round_trip, verify
 from .text import (MULTI_PROMPT, SINGLE_PROMPT, VERIFY_QUERY, clean_answer, passage_block,
                    shown_passages, split_answers)
 
@@ -39,7 +46,8 @@ __all__ = ["AnswerConfig", "AnswerStage", "DEFAULT_READER", "GenerativeReader", 
            "answer_batch", "build", "candidate_spans", "choose_reader", "clean_answer", "ground", "passage_block", "record_cq",
            "revised_question", "shown_passages", "snap_spans", "split_answers"]
 
-MODES = ("single", "cq", "multi", "long", "dialogue")  # cq's own answer modes (ANSWER_MODES holds plugins' too)
+DQS = "dqs"
+MODES = ("single", "cq", "multi", "dqs", "long", "dialogue")  # cq's own answer modes (ANSWER_MODES holds plugins' too)
 GENERATOR_MODES = ("long", "dialogue")  # modes that write with a generator (--model names a causal LM)
 
 
@@ -48,24 +56,40 @@ class AnswerConfig(ReaderOptions):
     """The stage's options; the :class:`ReaderOptions` fields are the generative reader's (the
     stage itself reads ``n_passages``: cq mode reranks each revised question's passages down to it)."""
 
-    mode: str = "single"               # single | cq | multi
+    mode: str = "single"               # single | cq | multi | dqs
     selected: bool = False             # cq mode: only record["selected_option"]
-    rerank_depth: int = 20             # cq mode: passages reranked per revised question
+    rerank_depth: int = 20             # cq and dqs modes: passages reranked per question
     round_trip: bool = False
+    round_trip_method: str = "title"   # title (cq's "Q [title]") | refuel (a DQ per answer, every DQ re-asked)
     max_rounds: int = 2
     verify: bool = False
+    verify_rule: str = "threshold"     # threshold (cq's) | refuel (keep-best over (DQ, answer) pairs)
     verify_threshold: float = -8.0
+    index: str | None = None           # dqs mode: the index to retrieve from
+    retriever: str = "bm25"            # dqs mode: its searcher
+    hits: int = 100                    # dqs mode: passages retrieved per DQ
     batch_size: int = 32
 
+    @property
+    def refuel_round_trip(self) -> bool:
+        return self.round_trip and self.round_trip_method == "refuel"
+
     def stage_params(self) -> dict:
-        """The stage's own options as written into ``meta.answer`` (after the reader's)."""
+        """The stage's own options as written into ``meta.answer`` (after the reader's); a variant's
+        name only when it is not the default one."""
         keep: dict = {}
-        if self.mode == "cq":
-            keep.update(selected=self.selected, rerank_depth=self.rerank_depth)
+        if self.mode in ("cq", "dqs"):
+            keep.update(selected=self.selected, rerank_depth=self.rerank_depth) if self.mode == "cq" \
+                else keep.update(index=self.index, retriever=self.retriever, hits=self.hits,
+                                 rerank_depth=self.rerank_depth)
         if self.round_trip:
             keep.update(round_trip=True, max_rounds=self.max_rounds)
+            if self.round_trip_method != "title":
+                keep["round_trip_method"] = self.round_trip_method
         if self.verify:
             keep.update(verify=True, verify_threshold=self.verify_threshold)
+            if self.verify_rule != "threshold":
+                keep["verify_rule"] = self.verify_rule
         return keep
 
 
@@ -77,6 +101,8 @@ class AnswerStage:
     config: AnswerConfig
     reader: object
     cross_encoder: object = None
+    searcher: object = None            # dqs mode: retrieves for each DQ (a Searcher)
+    qd_writer: object = None           # REFUEL's round trip: writes a DQ per answer (refuel.QDWriter)
 
     def meta(self, seed: int | None = None) -> dict:
         """``meta.answer``: the reader's model, the mode, the reader's and the stage's options."""
@@ -85,6 +111,8 @@ class AnswerStage:
             info["seed"] = seed
         if self.cross_encoder is not None:
             info["reranker"] = self.cross_encoder.info["model"]
+        if self.qd_writer is not None:
+            info["qd_model"] = self.qd_writer.generator.info["model"]
         return info
 
 
@@ -170,28 +198,64 @@ def build(mode: str = "single", reader: str = "auto", *, seed: int | None = None
 
 
 def qa_mode(mode: str):
-    """The factory of a short-answer mode (single, cq, multi): the reader, and for cq the reranker."""
+    """The factory of a short-answer mode (single, cq, multi, dqs): the reader, for cq and dqs the
+    reranker, for dqs the searcher, for REFUEL's round trip the DQ writer."""
 
     def factory(config, reader: str, model: str | None, reader_options: dict, seed, batch_size: int,
-                reranker: str = DEFAULT_RERANKER, **mode_options):
+                reranker: str = DEFAULT_RERANKER, qd_model: str | None = None, **mode_options):
         chosen = READERS.get(reader)
         names = {f.name for f in fields(AnswerConfig)}
         stage_options = {k: v for k, v in {**reader_options, **mode_options}.items() if k in names}
         answer_config = AnswerConfig(mode=mode, batch_size=batch_size, **stage_options)
+        if answer_config.max_passage_tokens is not None and "n_passages" not in reader_options:
+            answer_config.n_passages = None  # an evidence budget: the reader reads every passage that fits
         the_reader = chosen.build(config, batch_size=batch_size, **({"model": model} if model else {}),
                                   **reader_options)
         if answer_config.verify and not isinstance(the_reader, AnswerVerifier):
             raise InputError(f"--verify needs a reader that scores answers; {reader!r} does not "
                              "(use --reader generative)")
-        cross_encoder = None
-        if mode == "cq":
+        if answer_config.max_passage_tokens is not None and not hasattr(the_reader, "evidence"):
+            raise InputError(f"--max-passage-tokens needs a reader that fits passages to a budget; {reader!r} does "
+                             "not (use --reader generative or extractive)")
+        if answer_config.round_trip_method == "refuel" and not answer_config.round_trip:
+            raise InputError("--round-trip-method refuel is a way of running the round trip: add --round-trip")
+        if answer_config.verify_rule == "refuel" and not answer_config.verify:
+            raise InputError("--verify-rule refuel is a way of verifying: add --verify")
+        cross_encoder = searcher = qd_writer = None
+        if mode in ("cq", "dqs"):
             from ...models import load_cross_encoder
 
             cross_encoder = load_cross_encoder(reranker, config.device)
-        stage = AnswerStage(answer_config, the_reader, cross_encoder)
+        if mode == "dqs":
+            searcher = dqs_searcher(answer_config, config)
+        if answer_config.refuel_round_trip:
+            qd_writer = qd_writer_for(the_reader, qd_model, config)
+        stage = AnswerStage(answer_config, the_reader, cross_encoder, searcher, qd_writer)
         return functools.partial(answer_batch, stage=stage, info={"reader": reader, **stage.meta(seed)})
 
     return factory
+
+
+def dqs_searcher(answer_config: AnswerConfig, config):
+    """The searcher ``--mode dqs`` retrieves with: ``cq retrieve``'s, over ``--index``."""
+    from ...registry import SEARCHERS
+
+    if not answer_config.index:
+        raise InputError("--mode dqs retrieves passages for each DQ: give --index IDX (the `cq index` "
+                         "directory, or a Pyserini prebuilt index, that cq retrieve reads)")
+    return SEARCHERS.build(answer_config.retriever, config, index_dir=answer_config.index)
+
+
+def qd_writer_for(reader, qd_model: str | None, config):
+    """REFUEL's DQ writer: ``qd_model``, else the generative reader's own LM, else the default
+    question writer of ``cq disambiguate``."""
+    from ...models import load_generator
+    from ..disambiguate import DEFAULT_MODEL
+    from .refuel import QDWriter
+
+    if qd_model is None and getattr(reader, "generator", None) is not None:
+        return QDWriter(reader.generator)
+    return QDWriter(load_generator(qd_model or DEFAULT_MODEL, config.device, config.dtype))
 
 
 def long_mode(config, reader: str, model: str | None, reader_options: dict, seed, batch_size: int | None,
@@ -212,10 +276,17 @@ def long_mode(config, reader: str, model: str | None, reader_options: dict, seed
 
 def answer_batch(records: list[dict], stage: AnswerStage, info: dict) -> list[dict]:
     c, reader = stage.config, stage.reader
-    questions = questions_of(records, c.mode, c.selected)
+    multi = c.mode == "multi"
+    if c.mode == "dqs":
+        questions = dq_questions(records, stage)
+    else:
+        questions = questions_of(records, c.mode, c.selected)
     if c.mode == "cq":
         rerank_questions(questions, stage.cross_encoder, c.rerank_depth, c.n_passages, c.batch_size)
-    multi = c.mode == "multi"
+    if c.max_passage_tokens is not None:  # the evidence budget: passages in order, as many as fit
+        for q in questions:
+            q.passages = reader.evidence(q.text, q.passages, multi)
+        note_counts(records, questions, c.mode)
     found = reader.read([q.text for q in questions], [q.passages for q in questions], multi=multi)
     for q, answers in zip(questions, found):
         q.answers = answers
@@ -225,15 +296,74 @@ def answer_batch(records: list[dict], stage: AnswerStage, info: dict) -> list[di
             entry = dict(answer)
             if q.option is not None:
                 entry.update(option=q.option, question=q.text)
+            elif c.mode == "dqs":
+                entry["question"] = q.text
             per_record[q.record].append(entry)
-    if c.round_trip and c.mode != "cq":
+    pairs = None
+    if c.refuel_round_trip:
+        pairs = refuel_round_trip(records, questions, per_record, reader, stage.qd_writer, c.max_rounds, multi)
+    elif c.round_trip and c.mode not in ("cq", "dqs"):
         round_trip(questions, per_record, reader, c.max_rounds)
-    if c.verify:
+    if c.verify and c.verify_rule == "refuel":
+        pairs = refuel_verify(records, questions, per_record, pairs, reader, c.verify_threshold)
+    elif c.verify:
         verify(questions, per_record, reader)
-    for record, answers in zip(records, per_record):
-        if c.verify:
+    for n, (record, answers) in enumerate(zip(records, per_record)):
+        if c.verify and c.verify_rule == "threshold":
             answers = [a for a in answers if a["verify_score"] >= c.verify_threshold]
+        if c.mode == "dqs":
+            fill_dqs(record, [q for q in questions if q.record == n])
+            answers = distinct_answers(answers)
         record[ANSWERS] = answers
+        if c.refuel_round_trip:
+            record[DQS] = pairs[n]
         set_meta(record, "answer", info)
     return records
 
+
+def dq_questions(records: list[dict], stage: AnswerStage) -> list[Question]:
+    """``--mode dqs``: one question per entry of each record's ``dqs``, its passages retrieved for
+    the DQ's own text (not the record's question), then reranked for it."""
+    c = stage.config
+    questions: list[Question] = []
+    for n, record in enumerate(records):
+        dqs = record.get(DQS)
+        if not isinstance(dqs, list) or not all(isinstance(d, dict) and d.get("question") for d in dqs):
+            raise InputError(f"record {record.get('id')} has no 'dqs' with questions; run `cq disambiguate` first "
+                             "(--mode dqs answers each DQ)", record_id=record.get("id"))
+        questions += [Question(n, str(d["question"]), []) for d in dqs]
+    if questions:
+        ids = [str(i) for i in range(len(questions))]
+        hits = stage.searcher.batch_search([q.text for q in questions], ids, c.hits, 1)
+        for i, q in zip(ids, questions):
+            q.passages = list(hits[i])
+        rerank_questions(questions, stage.cross_encoder, c.rerank_depth, c.n_passages, c.batch_size)
+    return questions
+
+
+def distinct_answers(answers: list[dict]) -> list[dict]:
+    """The first answer of each normalised text (several DQs may share an answer)."""
+    seen: set[str] = set()
+    out = []
+    for answer in answers:
+        key = normalize_answer(answer["text"])
+        if key and key not in seen:
+            seen.add(key)
+            out.append(answer)
+    return out
+
+
+def fill_dqs(record: dict, questions: list[Question]) -> None:
+    """Each DQ entry gets the answer read for it ("" when the reader found none)."""
+    for dq, q in zip(record[DQS], questions):
+        dq["answer"] = q.answers[0]["text"] if q.answers else ""
+
+
+def note_counts(records: list[dict], questions: list[Question], mode: str) -> None:
+    """``meta.passages_read.answer``: how many passages were read, per record (a number), or per
+    question it asked (a list: cq mode's options, dqs mode's DQs)."""
+    per: list[list[int]] = [[] for _ in records]
+    for q in questions:
+        per[q.record].append(len(q.passages))
+    for record, counts in zip(records, per):
+        note_read(record, "answer", counts if mode in ("cq", "dqs") else (counts[0] if counts else 0))

@@ -33,16 +33,19 @@ REPORT = "cq_train.json"
 class ExtractiveOptions:
     """How the extractive reader reads (``max_length`` comes from the model's cq_train.json)."""
 
-    n_passages: int = 3          # top passages read per question (cq answer --passages)
+    n_passages: int | None = 3   # top passages read per question (cq answer --passages; None: every one given)
     max_length: int = 256        # tokens per (question, passage) input
     max_answer_tokens: int = 10  # longest span, in tokens
     top_k: int = 20              # start and end candidates per passage
     multi_threshold: float = 0.0  # multi: spans scoring below this (vs "no answer") are dropped
     max_answers: int = 5         # multi: at most this many answers
+    max_passage_tokens: int | None = None  # evidence budget (--max-passage-tokens; 0: the model's input length)
 
     def params(self) -> dict:
         out = asdict(self)
         out["passages"] = out.pop("n_passages")
+        if out["max_passage_tokens"] is None:
+            del out["max_passage_tokens"]
         return out
 
 
@@ -87,6 +90,23 @@ class ExtractiveReader:
     @property
     def params(self) -> dict:
         return self.options.params()
+
+    def evidence(self, question: str, passages: list[dict], multi: bool = False) -> list[dict]:
+        """The passages read for ``question``: the top ``n_passages``, or with ``max_passage_tokens``
+        as many as fit that budget in order, "title: text" counted with the model's tokenizer and the
+        question counting toward it (0: the model's input length, less the question)."""
+        from ..evidence import fit, token_counter
+
+        o = self.options
+        if o.max_passage_tokens is None:
+            return list(passages[:o.n_passages])
+        count = token_counter(self)
+        budget = o.max_passage_tokens
+        if budget == 0:
+            from ...models.runtime import _context_length
+
+            budget = _context_length(self.model.config, self.tokenizer)
+        return fit(passages, budget, count, count(question), render=context_of, limit=o.n_passages)
 
     # -- scoring -------------------------------------------------------------------------------
 
@@ -187,9 +207,13 @@ def load_extractive(model: str, device: str = "auto", batch_size: int | None = N
                                             "an extractive reader", hint)
     names = {f for f in ExtractiveOptions.__dataclass_fields__}
     settings = {**trained_settings(resolved.path), **{k: v for k, v in options.items() if k in names and v is not None}}
+    if settings.get("max_passage_tokens") is not None and options.get("n_passages") is None:
+        settings["n_passages"] = None  # an evidence budget and no --passages: every passage that fits
     info = {"model": resolved.name, "source": resolved.source, "device": dev, "dtype": "float32"}
     return ExtractiveReader(tokenizer, qa_model, info, ExtractiveOptions(**settings), batch_size)
 
 
-def extractive_reader(model: str, n_passages: int | None, config, batch_size: int | None = None) -> ExtractiveReader:
-    return load_extractive(model, config.device, batch_size, n_passages=n_passages)
+def extractive_reader(model: str, n_passages: int | None, config, batch_size: int | None = None,
+                      max_passage_tokens: int | None = None) -> ExtractiveReader:
+    return load_extractive(model, config.device, batch_size, n_passages=n_passages,
+                           max_passage_tokens=max_passage_tokens)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ...models.roles import role
 from ...records import distinct_texts
+from ..evidence import fit, token_counter
 from .grounding import ground
 from .. import templates
 from ..prompts import reader_template
@@ -25,12 +26,13 @@ DEFAULT_READER = role("reader").default
 class ReaderOptions:
     """What the generative reader shows and how it answers (the ``cq answer`` options of the same names)."""
 
-    n_passages: int = 3                # top passages shown to the reader (--passages)
-    passage_chars: int = 600           # each passage's text cut at a word boundary before this many characters
+    n_passages: int | None = 3         # top passages shown to the reader (--passages; None: every one given)
+    passage_chars: int = 600           # each passage's text cut at a word boundary before this many characters (0: whole)
     max_new_tokens: int = 16           # single answers; a multi list gets three times as many
     grounding: str = "span"            # span: snap answers to passage spans (see ground); none: as generated
     max_candidates: int = 30           # span grounding: spans scored when the generation is unusable
     prompt: str | None = None          # a template file replacing parts of templates/reader.txt (--prompt)
+    max_passage_tokens: int | None = None  # evidence budget (--max-passage-tokens; 0: the model's input length)
 
     def params(self) -> dict:
         """The options as written into ``meta.answer`` (``passages`` is ``n_passages``)."""
@@ -38,6 +40,8 @@ class ReaderOptions:
                 "max_new_tokens": self.max_new_tokens, "grounding": self.grounding}
         if self.grounding == "span":
             keep["max_candidates"] = self.max_candidates
+        if self.max_passage_tokens is not None:
+            keep["max_passage_tokens"] = self.max_passage_tokens
         return keep
 
 
@@ -94,20 +98,68 @@ class GenerativeReader:
             out.append([next(a for a in answers if a["text"] == k) for k in keys])
         return out
 
-    def verify(self, question: str, passages: list[dict], answers: list[str]) -> list[float]:
+    def evidence(self, question: str, passages: list[dict], multi: bool = False) -> list[dict]:
+        """The passages this reader reads for ``question``: the top ``n_passages``, or with
+        ``max_passage_tokens`` as many as fit that budget in order (:func:`cqtools.stages.evidence.fit`;
+        the question counts toward it; 0: the model's input length less the prompt and the answer),
+        each counted as the prompt shows it."""
+        o = self.options
+        if o.max_passage_tokens is None:
+            return list(passages[:o.n_passages])
+        count = token_counter(self.generator)
+        budget, used = o.max_passage_tokens, count(question)
+        if budget == 0:
+            part = "multi" if multi else "single"
+            budget = input_length(self.generator) - o.max_new_tokens * (3 if multi else 1)
+            used = count(self.template(part, passages="", question=question))
+        return fit(passages, budget, count, used, limit=o.n_passages,
+                   render=lambda p: passage_block([p], 1, o.passage_chars) + "\n")
+
+    def verify(self, question: str, passages: list[dict], answers: list[str], end: bool = False) -> list[float]:
         """Summed log p(" answer" | passages + question) for each answer; the passages (prefix) are
-        run once, their KV cache shared."""
+        run once, their KV cache shared. ``end``: the answer's end is scored too (REFUEL's LM
+        verification scores the answer's tokens and its EOS): the newline that ends an answer line
+        of the reader's prompt for a causal LM, the EOS a seq2seq model's target already ends with."""
         o = self.options
         prefix = self.template("verify_context", passages=passage_block(passages, o.n_passages, o.passage_chars)) \
             + "\n\n"
         prompts = [self.template("verify_query", question=question)] * len(answers)
-        return self.generator.score(prompts, [" " + a for a in answers], prefix=prefix, **self._per_call)
+        close = "\n" if end and getattr(self.generator, "kind", "causal") != "seq2seq" else ""
+        return self.generator.score(prompts, [" " + a + close for a in answers], prefix=prefix, **self._per_call)
+
+    def verify_pairs(self, pairs: list[tuple[str, str]], passages: list[dict]) -> list[float]:
+        """log p(" answer" + its end | passages + question) for each (question, answer) pair over the
+        same passages: one scoring call, the passages' KV cache shared (REFUEL's verification)."""
+        o = self.options
+        prefix = self.template("verify_context", passages=passage_block(passages, o.n_passages, o.passage_chars)) \
+            + "\n\n"
+        close = "\n" if getattr(self.generator, "kind", "causal") != "seq2seq" else ""
+        return self.generator.score([self.template("verify_query", question=q) for q, _ in pairs],
+                                    [" " + a + close for _, a in pairs], prefix=prefix, **self._per_call)
 
 
 def reader_options(options: dict) -> ReaderOptions:
-    """The :class:`ReaderOptions` among ``options`` (others, and unset ones, ignored)."""
+    """The :class:`ReaderOptions` among ``options`` (others, and unset ones, ignored). With an
+    evidence budget and no ``n_passages`` given, every passage that fits is read."""
     names = {f.name for f in dataclasses.fields(ReaderOptions)}
-    return ReaderOptions(**{k: v for k, v in options.items() if k in names and v is not None})
+    out = ReaderOptions(**{k: v for k, v in options.items() if k in names and v is not None})
+    if out.max_passage_tokens is not None and options.get("n_passages") is None:
+        out.n_passages = None
+    return out
+
+
+def input_length(model) -> int:
+    """The longest input ``model`` takes (its context, or --max-input-tokens when smaller); an
+    InputError for a model that does not say (an API model: give --max-passage-tokens N)."""
+    from ...errors import InputError
+
+    context = getattr(model, "context", None)
+    if not isinstance(context, int):
+        name = (getattr(model, "info", None) or {}).get("model", "this model")
+        raise InputError(f"--max-passage-tokens 0 reads as many passages as fit the model's input, and {name} "
+                         "does not say how long that is; give a number of tokens (e.g. --max-passage-tokens 4096)")
+    cap = getattr(model, "input_cap", None)
+    return min(context, cap) if isinstance(cap, int) else context
 
 
 def generative_reader(model: str, kind: str, config, batch_size: int | None = None, **options) -> GenerativeReader:

@@ -1,8 +1,22 @@
 """REFUEL's extras for multiple answers: the round trip and LM verification (Gao et al. 2021).
 
-``round_trip`` re-asks the question with each new answer's context until no new answer appears;
-``verify`` scores log p(answer | passages + question) with a reader that can
-(:class:`cqtools.protocols.AnswerVerifier`) and the stage drops weak pairs.
+Two round trips (``cq answer --round-trip --round-trip-method``):
+  title   cq's variant (:func:`round_trip`): each new answer's question is re-asked as "Q [title]"
+          (the title of the first passage holding the answer), at most ``max_rounds`` rounds;
+  refuel  REFUEL's (:func:`refuel_round_trip`, paper §2.3; run.py:1093-1122 and
+          QAInferenceData.py:114-117 of amzn/refuel-open-domain-qa @159090e): each pass writes a DQ
+          for every answer it found (the QD writer, conditioned on the prompt question), then feeds
+          *every* DQ written so far back to answer prediction over the same passages; a pass that
+          finds no new answer ends the loop (``max_rounds`` caps the passes after the first).
+          The record gets every (DQ, answer) pair as ``dqs``.
+Two verification rules (``--verify --verify-rule``):
+  threshold  cq's variant (:func:`verify`): log p(answer | passages, the question it answered);
+             answers under ``verify_threshold`` are dropped (all of them, possibly);
+  refuel     REFUEL's LM verification (:func:`refuel_verify`; QALMFilteringData.py:300-330 and
+             models/lm_filtering.py @159090e): each (DQ, answer) pair scores log p(answer + its end
+             | DQ, passages), each answer keeps its best DQ, pairs scoring at or under the
+             threshold are dropped (the release keeps lm_score < Th), and when none is left the
+             best pair is kept.
 """
 from __future__ import annotations
 
@@ -71,3 +85,136 @@ def verify(questions: list[Question], per_record: list[list[dict]], reader) -> N
         scores = reader.verify(q.text, q.passages, [a["text"] for _, a in group])
         for (_, answer), score in zip(group, scores):
             answer["verify_score"] = round(score, 4)
+
+
+# --- REFUEL's round trip -------------------------------------------------------------------------
+
+def refuel_round_trip(records: list[dict], questions: list[Question], per_record: list[list[dict]], reader,
+                      write_dqs, max_passes: int, multi: bool = True) -> list[list[dict]]:
+    """REFUEL's round-trip generation. ``per_record``: the first pass's answers of each record (its
+    question read over ``questions``' passages); new answers are appended to it. ``write_dqs(items)``
+    writes one DQ per answer: items are (prompt question, answers, passages), the result one list of
+    ``{question, answer, ...}`` per item (:class:`QDWriter`). Returns the (DQ, answer) pairs of every
+    record, each once (by normalised DQ and answer), in the order they were written, each marked
+    with the ``pass`` that wrote it (0: the first reading's answers)."""
+    base = {q.record: q for q in questions}
+    seen = [{normalize_answer(a["text"]) for a in answers} for answers in per_record]
+    pairs: list[list[dict]] = [[] for _ in records]
+    keys: list[set] = [set() for _ in records]
+    found = [[a["text"] for a in answers] for answers in per_record]  # this pass's answers
+    live = [n for n in range(len(records)) if n in base]
+    for k in range(max_passes + 1):
+        # a DQ for every answer this pass found, conditioned on the prompt question
+        todo = [n for n in live if found[n]]
+        written = write_dqs([(str(records[n]["question"]), found[n], base[n].passages) for n in todo])
+        for n, dqs in zip(todo, written):
+            for dq in dqs:
+                key = (normalize_answer(dq["question"]), normalize_answer(dq["answer"]))
+                if key not in keys[n]:
+                    keys[n].add(key)
+                    pairs[n].append({**dq, "pass": k})
+        if k == max_passes:
+            break
+        # every DQ so far, re-asked over the same passages
+        asks = [Question(n, dq["question"], base[n].passages) for n in live for dq in pairs[n]]
+        if not asks:
+            break
+        readings = reader.read([a.text for a in asks], [a.passages for a in asks], multi=multi)
+        found = [[] for _ in records]
+        keys_found: list[set] = [set() for _ in records]
+        new: set[int] = set()
+        for ask, answers in zip(asks, readings):
+            for answer in answers[: None if multi else 1]:
+                key = normalize_answer(answer["text"])
+                if not key or key in keys_found[ask.record]:
+                    continue
+                keys_found[ask.record].add(key)
+                found[ask.record].append(answer["text"])
+                if key not in seen[ask.record]:
+                    seen[ask.record].add(key)
+                    per_record[ask.record].append({**answer, "question": ask.text})
+                    new.add(ask.record)
+        live = [n for n in live if n in new]  # a record whose pass found nothing new is done
+        if not live:
+            break
+    return pairs
+
+
+class QDWriter:
+    """REFUEL's question disambiguation inside the round trip: one DQ per answer, written by the
+    question writer of ``cq disambiguate --method qd`` (:func:`cqtools.stages.disambiguate.qd_batch`)
+    over the passages the reader read, each passage cut to ``passage_words`` words. Counts its
+    model calls (``calls``)."""
+
+    def __init__(self, generator, passage_words: int = 100, tpl=None):
+        self.generator, self.passage_words, self.tpl = generator, passage_words, tpl
+        self.calls = 0
+
+    def __call__(self, items: list[tuple[str, list[str], list[dict]]]) -> list[list[dict]]:
+        from ..disambiguate import DisambigConfig, qd_batch
+
+        if not items:
+            return []
+        records = [{"id": n, "question": q, "answers": [{"text": a} for a in answers], "passages": list(ps)}
+                   for n, (q, answers, ps) in enumerate(items)]
+        config = DisambigConfig(method="qd", n_passages=max(len(ps) for _, _, ps in items),
+                                passage_words=self.passage_words)
+        out = qd_batch(records, self.generator, config, self.tpl)
+        self.calls += sum(calls for _, calls in out)
+        return [dqs for dqs, _ in out]
+
+
+# --- REFUEL's LM verification ---------------------------------------------------------------------
+
+def score_pairs(reader, pairs: list[tuple[str, str]], passages: list[dict]) -> list[float]:
+    """log p(answer + its end | question, passages) for each (question, answer) pair of one record:
+    one call when the reader scores pairs (the generative reader), else one per question."""
+    if hasattr(reader, "verify_pairs"):
+        return reader.verify_pairs(pairs, passages)
+    return [reader.verify(q, passages, [a], end=True)[0] for q, a in pairs]
+
+
+def keep_best(pairs: list[dict], threshold: float) -> list[dict]:
+    """REFUEL's filter over one record's scored pairs (``verify_score``): each answer (normalised)
+    keeps its best-scoring DQ (ties: the earlier pair), pairs scoring above ``threshold`` stay (the
+    release keeps lm_score < Th, lm_score being -log p), and when none does the best pair is kept
+    (ties: the earlier answer)."""
+    best: dict[str, dict] = {}
+    for pair in pairs:
+        key = normalize_answer(pair["answer"])
+        if key not in best or pair["verify_score"] > best[key]["verify_score"]:
+            best[key] = pair
+    ranked = list(best.values())
+    kept = [p for p in ranked if p["verify_score"] > threshold]
+    if not kept and ranked:
+        kept = [max(ranked, key=lambda p: p["verify_score"])]  # max keeps the first of equal scores
+    return kept
+
+
+def refuel_verify(records: list[dict], questions: list[Question], per_record: list[list[dict]],
+                  pairs: list[list[dict]] | None, reader, threshold: float) -> list[list[dict]]:
+    """Score and filter each record's (DQ, answer) pairs (``pairs``: the REFUEL round trip's; None:
+    each answer with the question it answered). Sets ``verify_score`` on every pair and on the
+    answers kept; returns the kept pairs, and leaves in ``per_record`` only their answers."""
+    base = {q.record: q for q in questions}
+    out: list[list[dict]] = []
+    for n, answers in enumerate(per_record):
+        q = base.get(n)
+        record_pairs = pairs[n] if pairs is not None else [
+            {"question": a.get("question") or str(records[n]["question"]), "answer": a["text"]} for a in answers]
+        if q is None or not record_pairs:
+            out.append([])
+            continue
+        scores = score_pairs(reader, [(p["question"], p["answer"]) for p in record_pairs], q.passages)
+        for pair, score in zip(record_pairs, scores):
+            pair["verify_score"] = round(score, 4)
+        kept = keep_best(record_pairs, threshold)
+        by_answer = {normalize_answer(p["answer"]): p for p in kept}
+        surviving = []
+        for answer in answers:
+            pair = by_answer.pop(normalize_answer(answer["text"]), None)
+            if pair is not None:
+                surviving.append({**answer, "verify_score": pair["verify_score"]})
+        per_record[n] = surviving
+        out.append(kept)
+    return out

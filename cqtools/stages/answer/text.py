@@ -15,19 +15,19 @@ from ..prompts import MULTI_PROMPT, MULTI_STOP, SINGLE_PROMPT, SINGLE_STOP, VERI
 
 # --- passages as the reader sees them --------------------------------------------------------------
 
-def shown_passages(passages: list[dict], n: int, chars: int) -> list[tuple[str, str]]:
-    """(title, text) of the top ``n`` passages as the reader sees them: text cut at a word
-    boundary before ``chars`` characters (titles whole)."""
+def shown_passages(passages: list[dict], n: int | None, chars: int) -> list[tuple[str, str]]:
+    """(title, text) of the top ``n`` passages (None: all) as the reader sees them: text cut at a
+    word boundary before ``chars`` characters (0: whole; titles whole)."""
     shown = []
     for p in passages[:n]:
         text = p.get("text", "")
-        if len(text) > chars:
+        if chars and len(text) > chars:
             text = text[:chars].rsplit(" ", 1)[0]
         shown.append((p.get("title") or "", text))
     return shown
 
 
-def passage_block(passages: list[dict], n: int, chars: int) -> str:
+def passage_block(passages: list[dict], n: int | None, chars: int) -> str:
     """The prompt's passages: "[i] title: text" lines (" ..." where the text was cut)."""
     lines = []
     for i, (title, text) in enumerate(shown_passages(passages, n, chars), start=1):
