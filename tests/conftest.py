@@ -3,6 +3,7 @@ need them are session-scoped and shared by every test module."""
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -133,3 +134,14 @@ def tiny_causal(tmp_path_factory) -> str:
         LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
                     num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=1024,
                     pad_token_id=tok.pad_token_id, bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id)))
+
+
+@pytest.fixture(scope="module")
+def server():
+    """tests/openai_server.py in its own process (one per test module): an OpenAI-compatible server
+    that logs every request it is sent."""
+    from .test_openai_backend import Server
+
+    srv = Server([sys.executable, "-m", "tests.openai_server"])
+    yield srv
+    srv.stop()

@@ -306,17 +306,6 @@ def test_threshold_sweep_reapplies_keep_best_and_picks_by_answer_f1():
 
 # --- through an OpenAI-compatible server ---------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def server():
-    import sys
-
-    from .test_openai_backend import Server
-
-    srv = Server([sys.executable, "-m", "tests.openai_server"])
-    yield srv
-    srv.stop()
-
-
 def test_the_refuel_preset_through_an_openai_server(runner, server, tmp_path, monkeypatch):
     """Every request of `cq answer --preset refuel`, as the server saw it: one reading, the DQs, every DQ
     read again, one scoring request per (DQ, answer) pair with the answer's newline end."""

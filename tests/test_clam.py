@@ -218,17 +218,6 @@ def test_every_preset_setting_is_an_option_of_its_command():
 
 # --- through an OpenAI-compatible server ---------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def server():
-    import sys
-
-    from .test_openai_backend import Server
-
-    srv = Server([sys.executable, "-m", "tests.openai_server"])
-    yield srv
-    srv.stop()
-
-
 def test_the_clam_pipeline_through_an_openai_server(runner, server, tmp_path, monkeypatch):
     """Every request of detect -> gen-cq -> oracle -> answer under --preset clam, as the server saw it."""
     from cqtools.models import openai_backend

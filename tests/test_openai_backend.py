@@ -69,13 +69,6 @@ class Server:
                 self.proc.wait()
 
 
-@pytest.fixture(scope="module")
-def server():
-    srv = Server([sys.executable, "-m", "tests.openai_server"])
-    yield srv
-    srv.stop()
-
-
 @pytest.fixture(autouse=True)
 def api_env(server, tmp_path, monkeypatch):
     """A fresh server state, response cache and generator per test; a key in the environment."""

@@ -92,17 +92,6 @@ def test_the_gen_cq_primer_comes_from_the_template(tmp_path):
 
 # --- through an OpenAI-compatible server ---------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def server():
-    import sys
-
-    from .test_openai_backend import Server
-
-    srv = Server([sys.executable, "-m", "tests.openai_server"])
-    yield srv
-    srv.stop()
-
-
 def _sent_texts(requests) -> list[str]:
     out = []
     for r in requests:
