@@ -11,6 +11,7 @@ match refuses the file and keeps nothing.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
@@ -235,6 +236,8 @@ def _download(ds: Dataset, url: str, target: str, timeout: float) -> None:
                 out.write(chunk)
     except (urllib.error.URLError, OSError, ValueError) as err:
         _remove(part)
+        if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            raise  # a full disk is not the network's fault: the CLI says so (cqtools/cli/__init__.py)
         reason = getattr(err, "reason", None) or err
         raise ResourceError(f"cannot download {url} ({reason}); without network, fetch it elsewhere and put "
                             f"{ds.filename} in {directory}/, then run cq data get {ds.name} again") from None
