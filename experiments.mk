@@ -21,7 +21,7 @@
 # the LLM or the reranker on the first N_MODEL of the same questions (a prefix: pairs across tiers
 # compare on the shared ids); ToC on the first N_ASQA covered ASQA dev questions, the released ToC
 # loop (--preset toc, many more model calls) on the first N_TOC of those. N=15 sets all four
-# (smoke runs). Other variables: DATA (../shared/data), MODEL_LLM, MODEL_RERANK, MODEL_DETECT (a
+# (smoke runs). Other variables: DATA (the Makefile's: `make data` fills it), MODEL_LLM, MODEL_RERANK, MODEL_DETECT (a
 # `cq train detect` dir), MODEL_READER (the extractive reader that answers: a `cq train reader` dir,
 # by default the one `make models` installs; the cells marked .llm answer with MODEL_LLM instead, for
 # the reader comparison), DEVICE (auto|cpu|cuda), HITS (retrieval depth), N_BOOT (bootstrap
@@ -38,7 +38,6 @@ N_MODEL      ?= 150
 N_ASQA       ?= 100
 N_TOC        ?= 10
 N_BOOT       ?= 1000
-DATA         ?= $(SHARED)
 DEVICE       ?= auto
 HITS         ?= 20
 MODEL_LLM    ?= HuggingFaceTB/SmolLM2-135M-Instruct

@@ -63,6 +63,8 @@ ENV: tuple[EnvVar, ...] = (
     EnvVar("CQ_API_CACHE", "api_cache", _bool, "keep API responses on disk (0: off)"),
     EnvVar("CQ_CACHE", "cache_dir", _opt_str, "converted weights and API responses [~/.cache/cqtools]"),
     EnvVar("CQ_MODELS", "models_dir", _opt_str, "trained models that cq's defaults use [~/.cache/cqtools/models]"),
+    EnvVar("CQ_DATA", None, str, "cq data get's directory for the public data sets [~/.cache/cqtools/data]"),
+    EnvVar("CQ_DATA_MIRROR", None, str, "cq data get --mirror: a base URL serving the data sets' files by name"),
     EnvVar("CQ_GEN_CACHE", "gen_cache", _opt_str, "a SQLite file of greedy generations shared by processes"),
     EnvVar("CQ_GEN_CACHE_REPORT", "gen_cache_report", _opt_str, "append generation-cache hit counts to this file"),
     EnvVar("CQ_OFFLINE", "offline", _bool, "never ask the hub or Pyserini's servers (HF_HUB_OFFLINE=1 too)"),
@@ -189,6 +191,12 @@ class RunConfig:
 
     def models_root(self) -> str:
         return self.models_dir or os.path.join(os.path.expanduser("~"), ".cache", "cqtools", "models")
+
+
+def data_root() -> str:
+    """Where ``cq data get`` puts the public data sets: $CQ_DATA, else ~/.cache/cqtools/data (the Makefile's
+    DATA when ../shared/data is absent)."""
+    return env("CQ_DATA") or os.path.join(os.path.expanduser("~"), ".cache", "cqtools", "data")
 
 
 def _jsonable(value):

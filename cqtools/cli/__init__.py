@@ -32,6 +32,7 @@ COMMANDS = {
     "show": "show",
     "merge": "merge",
     "models": "models",
+    "data": "data",
     "plugins": "plugins",
     "presets": "presets",
     "pyserini": "pyserini",

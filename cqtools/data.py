@@ -1,0 +1,305 @@
+"""The public data sets cq's experiments read, fetched from their official sources (``cq data get``).
+
+One registry (:data:`DATASETS`): per data set its official URL, the subdirectory of the data
+directory it goes to, and the files the Makefile reads there. ``get`` downloads a source file (or
+uses one already placed in its directory by hand), checks it, unpacks it, and records the SHA-256 of
+every file it wrote in ``DIR/SHA256SUMS`` (``sha256sum -c`` format); a later ``get`` checks present
+files against that list. The official files' checksums are not pinned yet (``sha256=None``): they
+could not be computed where this was written (no network). A user with network pins them by copying
+the ``sha256`` that ``cq data get`` prints into :data:`DATASETS`; a pinned checksum that does not
+match refuses the file and keeps nothing.
+"""
+from __future__ import annotations
+
+import errno
+import hashlib
+import logging
+import os
+import posixpath
+import shutil
+import urllib.error
+import urllib.parse
+import urllib.request
+import zipfile
+from dataclasses import dataclass, field
+from typing import Callable
+
+import orjson
+
+from .errors import InputError, ResourceError
+
+log = logging.getLogger("cqtools")
+SUMS = "SHA256SUMS"
+CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """One data set: ``url`` is fetched into ``DIR/subdir/<its file name>`` (pinned by ``sha256``
+    when known); ``members`` are the files taken out of a zip archive (by base name, into
+    ``subdir``), ``outputs`` the files the Makefile reads, ``derive`` writes those not in the archive."""
+
+    name: str
+    url: str
+    subdir: str
+    outputs: tuple[str, ...]
+    help: str
+    members: tuple[str, ...] = ()
+    optional_members: tuple[str, ...] = ()
+    sha256: str | None = None  # None: not pinned yet (see the module docstring)
+    derive: Callable[[str], list[str]] | None = field(default=None, compare=False)
+
+    @property
+    def filename(self) -> str:
+        return posixpath.basename(urllib.parse.urlsplit(self.url).path)
+
+    @property
+    def source(self) -> str:
+        """The downloaded file's path relative to the data directory."""
+        return f"{self.subdir}/{self.filename}"
+
+    def describe(self, root: str) -> dict:
+        return {"name": self.name, "url": self.url, "help": self.help, "dir": os.path.join(root, self.subdir),
+                "source": self.source, "files": [f"{self.subdir}/{o}" for o in self.outputs], "sha256": self.sha256}
+
+
+def _nq_open_dev(directory: str) -> list[str]:
+    """nq_open/dev.jsonl ({"question", "answer": [...]}, one per line) from the archive's dev.json list."""
+    target = os.path.join(directory, "dev.jsonl")
+    source = os.path.join(directory, "dev.json")
+    if not os.path.exists(source):
+        return []  # the archive held dev.jsonl itself
+    with open(source, "rb") as fh:
+        try:
+            items = orjson.loads(fh.read())
+        except orjson.JSONDecodeError as err:
+            raise InputError(f"{source}: not valid JSON ({err}); delete it and run cq data get nq-open again") from None
+    if not isinstance(items, list):
+        raise InputError(f"{source}: expected a JSON list of {{question, answer}} objects")
+    with _Atomic(target) as out:
+        for n, item in enumerate(items):
+            if not isinstance(item, dict) or "question" not in item or "answer" not in item:
+                raise InputError(f"{source} item {n}: expected {{question, answer}}")
+            record = {"question": item["question"], "answer": list(item["answer"])}
+            if "id" in item:
+                record["id"] = str(item["id"])
+            out.write(orjson.dumps(record) + b"\n")
+    return ["dev.jsonl"]
+
+
+def _asqa_dev(directory: str) -> list[str]:
+    """asqa/dev.json: ASQA.json's dev split as a list with ids, the shape ``cq convert asqa`` reads."""
+    source = os.path.join(directory, "ASQA.json")
+    with open(source, "rb") as fh:
+        try:
+            data = orjson.loads(fh.read())
+        except orjson.JSONDecodeError as err:
+            raise InputError(f"{source}: not valid JSON ({err}); delete it and run cq data get asqa again") from None
+    if not isinstance(data, dict) or not isinstance(data.get("dev"), dict):
+        raise InputError(f"{source}: expected ASQA's {{\"train\": {{id: ...}}, \"dev\": {{id: ...}}}} layout")
+    with _Atomic(os.path.join(directory, "dev.json")) as out:
+        out.write(orjson.dumps([{"id": str(k), **v} for k, v in data["dev"].items()]))
+    return ["dev.json"]
+
+
+AMBIGQA = "https://nlp.cs.washington.edu/ambigqa/data/"
+DATASETS: dict[str, Dataset] = {d.name: d for d in (
+    Dataset("ambignq-light", AMBIGQA + "ambignq_light.zip", "ambignq", ("train_light.json", "dev_light.json"),
+            "AmbigNQ, light format (Min et al. 2020; CC BY-SA 3.0)", members=("train_light.json", "dev_light.json")),
+    Dataset("ambignq", AMBIGQA + "ambignq.zip", "ambignq", ("train.json", "dev.json"),
+            "AmbigNQ, full format: search queries and viewed pages as well (CC BY-SA 3.0)",
+            members=("train.json", "dev.json")),
+    Dataset("nq-open", AMBIGQA + "nqopen.zip", "nq_open", ("dev.jsonl",),
+            "NQ-open, AmbigQA's release of its splits (Natural Questions; CC BY-SA 3.0)",
+            optional_members=("train.json", "dev.json", "test.json", "dev.jsonl"), derive=_nq_open_dev),
+    Dataset("asqa", "https://storage.googleapis.com/gresearch/ASQA/ASQA.json", "asqa", ("dev.json",),
+            "ASQA (Stelmakh et al. 2022; Apache-2.0); asqa/dev.json is its dev split", derive=_asqa_dev),
+    Dataset("psgs-w100", "https://dl.fbaipublicfiles.com/dpr/wikipedia_split/psgs_w100.tsv.gz", "wikipedia",
+            ("psgs_w100.tsv.gz",), "DPR's Wikipedia passages, 21M x 100 words (CC BY-SA; about 4.7 GB): "
+            "cq index --corpus reads it as it is"),
+)}
+
+
+def names() -> list[str]:
+    return list(DATASETS)
+
+
+def dataset(name: str) -> Dataset:
+    try:
+        return DATASETS[name]
+    except KeyError:
+        raise InputError(f"unknown data set {name!r}; cq data list names them: {', '.join(DATASETS)}") from None
+
+
+def source_url(ds: Dataset, mirror: str | None) -> str:
+    """The official URL, or the same file name under ``mirror`` (a directory of the same files)."""
+    return f"{mirror.rstrip('/')}/{ds.filename}" if mirror else ds.url
+
+
+def sha256_of(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def read_sums(root: str) -> dict[str, str]:
+    """``DIR/SHA256SUMS`` as {relative path: sha256} (empty when absent)."""
+    path = os.path.join(root, SUMS)
+    if not os.path.exists(path):
+        return {}
+    sums = {}
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            digest, sep, name = line.rstrip("\n").partition("  ")
+            if not sep or len(digest) != 64:
+                raise InputError(f"{path} line {n}: expected '<sha256>  <path>'; fix or delete the line")
+            sums[name] = digest
+    return sums
+
+
+def write_sums(root: str, sums: dict[str, str]) -> None:
+    with _Atomic(os.path.join(root, SUMS)) as out:
+        out.write("".join(f"{d}  {p}\n" for p, d in sorted(sums.items())).encode())
+
+
+def get(name: str, root: str, mirror: str | None = None, timeout: float = 60.0) -> dict:
+    """Put data set ``name`` into ``root``: its outputs checked or made. Returns what was done:
+    {"name", "dir", "action" (present|placed|downloaded), "files": [{"path", "sha256", "pinned"}]}."""
+    ds = dataset(name)
+    directory = os.path.join(root, ds.subdir)
+    sums = read_sums(root)
+    outputs = [f"{ds.subdir}/{o}" for o in ds.outputs]
+    source = ds.source
+    for rel in [source] + outputs:  # whatever cq recorded and is still here must be what it recorded
+        _check_recorded(root, rel, sums, ds)
+    if all(os.path.exists(os.path.join(root, o)) for o in outputs) and (source not in outputs or source in sums):
+        action = "present"  # there before (by cq or by hand) and checked above: nothing to fetch or write
+        written: list[str] = []
+    else:
+        source_path = os.path.join(root, source)
+        if os.path.exists(source_path):
+            action = "placed"
+            _check_pinned(ds, source_path, sha256_of(source_path), keep=True)
+        else:
+            action = "downloaded"
+            _download(ds, source_url(ds, mirror), source_path, timeout)
+        written = [source] + [f"{ds.subdir}/{f}" for f in _unpack(ds, source_path, directory)]
+    files = []
+    for rel in dict.fromkeys([source] + written + outputs):
+        path = os.path.join(root, rel)
+        if not os.path.exists(path):
+            continue
+        digest = sums.get(rel) if rel not in written else sha256_of(path)
+        if rel in written:
+            sums[rel] = digest
+        files.append({"path": rel, "sha256": digest, "pinned": rel == source and ds.sha256 is not None})
+    missing = [o for o in outputs if not os.path.exists(os.path.join(root, o))]
+    if missing:
+        raise InputError(f"{ds.source} did not give {', '.join(missing)}: is it {ds.url}? Delete it and run "
+                         f"cq data get {name} again")
+    if written:
+        write_sums(root, sums)
+    return {"name": name, "dir": directory, "action": action, "files": files}
+
+
+def _check_recorded(root: str, rel: str, sums: dict[str, str], ds: Dataset) -> None:
+    path = os.path.join(root, rel)
+    if rel in sums and os.path.exists(path) and sha256_of(path) != sums[rel]:
+        raise InputError(f"{path} does not match its checksum in {os.path.join(root, SUMS)} (damaged or replaced); "
+                         f"delete it and run cq data get {ds.name} again")
+
+
+def _check_pinned(ds: Dataset, path: str, digest: str, keep: bool) -> None:
+    if ds.sha256 is None or digest == ds.sha256:
+        return
+    if not keep:
+        os.remove(path)
+    what = "placed by hand, left as it is" if keep else "refused, nothing kept"
+    raise InputError(f"{ds.filename} has sha256 {digest}, not the pinned {ds.sha256} ({what}); "
+                     f"fetch {ds.url} again")
+
+
+def _download(ds: Dataset, url: str, target: str, timeout: float) -> None:
+    directory = os.path.dirname(target)
+    os.makedirs(directory, exist_ok=True)
+    part = os.path.join(directory, f".{ds.filename}.part-{os.getpid()}")
+    log.info(f"downloading {url} to {target}")
+    try:
+        digest = hashlib.sha256()
+        with urllib.request.urlopen(url, timeout=timeout) as response, open(part, "wb") as out:
+            for chunk in iter(lambda: response.read(CHUNK), b""):
+                digest.update(chunk)
+                out.write(chunk)
+    except (urllib.error.URLError, OSError, ValueError) as err:
+        _remove(part)
+        if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            raise  # a full disk is not the network's fault: the CLI says so (cqtools/cli/__init__.py)
+        reason = getattr(err, "reason", None) or err
+        raise ResourceError(f"cannot download {url} ({reason}); without network, fetch it elsewhere and put "
+                            f"{ds.filename} in {directory}/, then run cq data get {ds.name} again") from None
+    except BaseException:
+        _remove(part)
+        raise
+    _check_pinned(ds, part, digest.hexdigest(), keep=False)
+    os.replace(part, target)
+
+
+def _unpack(ds: Dataset, source: str, directory: str) -> list[str]:
+    """The files written besides the source (names relative to ``directory``)."""
+    written = []
+    if ds.filename.endswith(".zip"):
+        try:
+            with zipfile.ZipFile(source) as archive:
+                by_name = {}
+                for info in archive.infolist():
+                    base = posixpath.basename(info.filename)
+                    if info.is_dir() or base.startswith(".") or "__MACOSX" in info.filename:
+                        continue
+                    by_name.setdefault(base, info)
+                lacking = [m for m in ds.members if m not in by_name]
+                if lacking:
+                    raise InputError(f"{source} lacks {', '.join(lacking)}: is it {ds.url}? Delete it and "
+                                     f"run cq data get {ds.name} again")
+                for member in ds.members + ds.optional_members:
+                    if member in by_name:
+                        with archive.open(by_name[member]) as src, _Atomic(os.path.join(directory, member)) as out:
+                            shutil.copyfileobj(src, out, CHUNK)
+                        written.append(member)
+        except zipfile.BadZipFile as err:
+            raise InputError(f"{source} is not a zip archive ({err}); delete it and run cq data get {ds.name} "
+                             "again") from None
+    if ds.derive is not None:
+        written += ds.derive(directory)
+    return written
+
+
+class _Atomic:
+    """A binary file written to ``path.part-PID`` and renamed over ``path`` when the block ends well."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.part = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.part-{os.getpid()}")
+
+    def __enter__(self):
+        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+        self.fh = open(self.part, "wb")
+        return self.fh
+
+    def __exit__(self, kind, value, tb):
+        self.fh.close()
+        if kind is None:
+            os.replace(self.part, self.path)
+        else:
+            _remove(self.part)
+        return False
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
