@@ -48,11 +48,12 @@ def bm25_index(tmp_path_factory) -> str:
 class Tmux:
     """One cq command in a detached tmux session on a private server (its own socket)."""
 
-    def __init__(self, tmp_path: Path, command: list[str]):
+    def __init__(self, tmp_path: Path, command: list[str], site: str | None = None):
         self.socket = f"cqtest-{os.getpid()}-{tmp_path.name}"
         script = tmp_path / "run.sh"
         quoted = " ".join(f"'{c}'" for c in command)
-        script.write_text(f"export HF_HUB_OFFLINE=1 NO_COLOR=1 CQ_DEVICE=cpu\n{quoted}\necho EXIT:$?\nsleep 600\n")
+        path = f"export PYTHONPATH='{site}'${{PYTHONPATH:+:$PYTHONPATH}}\n" if site else ""
+        script.write_text(f"export HF_HUB_OFFLINE=1 NO_COLOR=1 CQ_DEVICE=cpu\n{path}{quoted}\necho EXIT:$?\nsleep 600\n")
         self.tmux("new-session", "-d", "-s", "chat", "-x", "220", "-y", "60", f"bash {script}")
 
     def tmux(self, *args: str) -> str:
@@ -86,14 +87,50 @@ class Tmux:
 def term(tmp_path, request):
     sessions = []
 
-    def start(*args: str) -> Tmux:
-        session = Tmux(tmp_path, [CQ, "chat", *args])
+    def start(*args: str, site: str | None = None) -> Tmux:
+        session = Tmux(tmp_path, [CQ, "chat", *args], site)
         sessions.append(session)
         return session
 
     yield start
     for session in sessions:
         session.close()
+
+
+SLOW_PLUGIN = """
+import logging, time
+
+from cqtools.plugins import hookimpl
+from cqtools.registry import Option
+from cqtools.stages.detect import ScoredDetector
+
+
+def score(records):
+    for record in records:
+        if "slowly" in record["question"]:
+            logging.getLogger("cqtools").warning("slow detector: still thinking")
+            time.sleep(120)
+    return [0.0] * len(records)
+
+
+@hookimpl
+def register_detectors(register):
+    register("slow", lambda threshold=0.5: ScoredDetector("slow", score, threshold, {"method": "slow"}),
+             help="never ambiguous; a question with 'slowly' in it logs a line and takes two minutes",
+             options=[Option("threshold", float, 0.5, "label = score > threshold")])
+"""
+
+
+@pytest.fixture(scope="module")
+def slow_site(tmp_path_factory) -> str:
+    """A plugin (an installed distribution, as pip would leave it) adding the detector ``slow``."""
+    site = tmp_path_factory.mktemp("slow-site")
+    (site / "cq_slow_detector.py").write_text(SLOW_PLUGIN)
+    dist = site / "cq_slow_detector-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: cq-slow-detector\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[cqtools.plugins]\nslow = cq_slow_detector\n")
+    return str(site)
 
 
 def base(index: str, model: str, log: Path, *more: str) -> list[str]:
@@ -156,6 +193,27 @@ def test_unambiguous_answered_directly_then_ctrl_c(term, bm25_index, tiny_causal
     assert record["cq"] is None and record["selected_option"] is None
     assert record["meta"]["chat"]["choice"] == "direct" and len(record["answers"]) == 1
     assert "option" not in record["answers"][0]
+
+
+@needs_tmux
+def test_ctrl_c_cancels_the_turn_then_ends_the_session(term, bm25_index, tiny_causal, tmp_path, slow_site):
+    log = tmp_path / "log.jsonl"
+    t = term(*base(bm25_index, tiny_causal, log, "--detect", "slow"), site=slow_site)
+    t.wait_for("question>")
+    t.type("Who wrote The Lord of the Rings?")
+    t.wait_for("question>", count=2)
+    t.type("Who wrote The Lord of the Rings, slowly?")
+    t.wait_for("slow detector: still thinking")
+    t.keys("C-c")  # the turn in flight: cancelled, back at the prompt
+    screen = t.wait_for("question>", count=3)
+    assert "(cancelled)" in screen and "EXIT:" not in screen
+    t.type("Who wrote The Hobbit?")  # the session goes on
+    t.wait_for("question>", count=4)
+    t.keys("C-c")  # at the prompt: the session ends
+    screen = t.wait_for("EXIT:130")
+    assert "2 turn(s) in" in screen
+    records = parse_jsonl(log.read_text())
+    assert [r["question"] for r in records] == ["Who wrote The Lord of the Rings?", "Who wrote The Hobbit?"]
 
 
 @needs_tmux

@@ -144,8 +144,8 @@ def cli(index_dir, retrieve_method, hits, rerank_top, reranker, detect_method, d
 
     Defaults are `make demo`'s (hybrid retrieval of 10 passages, rerank to 3, llm detector and CQ
     writer, SmolLM2 offline; cq answer's reader: the extractive one installed in $CQ_MODELS/reader,
-    else SmolLM2). Models load once; Ctrl-D or Ctrl-C ends the session
-    and every finished turn is already in --log.
+    else SmolLM2). Models load once; Ctrl-C cancels the turn in flight and returns to the prompt,
+    Ctrl-D (or Ctrl-C at the prompt) ends the session, and every finished turn is already in --log.
 
     \b
     Examples:
@@ -183,7 +183,7 @@ def cli(index_dir, retrieve_method, hits, rerank_top, reranker, detect_method, d
             chat.study_loop(session, term, log, chat.read_log(questions_path), seed=seed)
         else:
             if not script_path:
-                click.echo("Ask a question (Ctrl-D to end).")
+                click.echo("Ask a question (Ctrl-C cancels a turn, Ctrl-D ends).")
             chat.chat_loop(session, term, log)
     except EOFError:
         click.echo()
