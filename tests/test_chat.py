@@ -6,6 +6,7 @@ carrying its gold DQs so that `--gen-cq from-dqs` has options to offer. They ski
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -207,6 +208,7 @@ def test_ctrl_c_cancels_the_turn_then_ends_the_session(term, bm25_index, tiny_ca
     t.keys("C-c")  # the turn in flight: cancelled, back at the prompt
     screen = t.wait_for("question>", count=3)
     assert "(cancelled)" in screen and "EXIT:" not in screen
+    assert "cq: slow detector: still thinking" in screen.splitlines()  # a whole line, not over the spinner
     t.type("Who wrote The Hobbit?")  # the session goes on
     t.wait_for("question>", count=4)
     t.keys("C-c")  # at the prompt: the session ends
@@ -301,6 +303,53 @@ def test_cq_without_options_answers_directly():
     assert session.calls == [("direct", None)]
     assert any("no clarifying question with options" in line for line in term.lines)
     assert '  from "The Dark Knight (film)" [p1]: [Heath Ledger] played the Joker.' in term.lines
+
+
+def test_spinner_writes_log_lines_above_itself(tmp_path):
+    """Anything written to stderr while the spinner runs (a logger, C code on fd 2) clears the
+    spinner's line first and is written whole; the spinner then redraws below it."""
+    import logging
+
+    from cqtools.cli.chat import Spinner
+
+    logger = logging.getLogger("cqtest.spinner")
+    handler = logging.StreamHandler(open(2, "w", closefd=False, buffering=1))  # whatever fd 2 is then
+    logger.addHandler(handler)
+    logger.propagate = False
+    saved, out = os.dup(2), tmp_path / "stderr"
+    try:
+        with open(out, "wb") as fh:
+            os.dup2(fh.fileno(), 2)
+        with Spinner(enabled=True)("loading models"):
+            time.sleep(0.25)
+            logger.warning("model loaded: tiny")
+            os.write(2, b"a line from C code\n")
+            time.sleep(0.25)
+        logger.warning("after the spinner")
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        logger.removeHandler(handler)
+    text = out.read_bytes().decode()
+    assert "\r| loading models..." in text
+    assert terminal_lines(text) == ["model loaded: tiny", "a line from C code", "after the spinner", ""]
+
+
+def terminal_lines(text: str) -> list[str]:
+    """The lines a terminal shows for ``text``: \\r goes back to the line's start, ESC[K clears the rest."""
+    lines, line, col = [], [], 0
+    for part in re.split(r"(\r|\n|\x1b\[K)", text):
+        if part == "\n":
+            lines.append("".join(line))
+            line, col = [], 0
+        elif part == "\r":
+            col = 0
+        elif part == "\x1b[K":
+            del line[col:]
+        else:
+            line[col:col + len(part)] = part
+            col += len(part)
+    return [*lines, "".join(line)]
 
 
 def test_pick_by_number_text_other_and_retry():
