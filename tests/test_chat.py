@@ -218,6 +218,36 @@ def test_ctrl_c_cancels_the_turn_then_ends_the_session(term, bm25_index, tiny_ca
     assert [r["question"] for r in records] == ["Who wrote The Lord of the Rings?", "Who wrote The Hobbit?"]
 
 
+WORLD_CUP = fixture_record(2)  # "Who won the World Cup in 2019?": cricket, rugby, women's football
+
+
+@needs_tmux
+def test_a_typed_interpretation_is_retrieved_for(term, bm25_index, tiny_causal, tmp_path):
+    """"the 2018 FIFA World Cup" is none of the CQ's options and the question as asked does not
+    retrieve its passage: the typed reading is retrieved for, and that passage is the one read."""
+    assert WORLD_CUP["question"] == "Who won the World Cup in 2019?"
+    log = tmp_path / "log.jsonl"
+    t = term(*base(bm25_index, tiny_causal, log, "--detect", "always", "--gen-cq", "from-dqs", "--hits", "1",
+                   "--passages", "1"))
+    t.wait_for("question>")
+    for n in (1, 2):
+        t.type(orjson.dumps(WORLD_CUP).decode())
+        t.wait_for("pick>", count=n)
+        t.type("1" if n == 1 else str(len(from_dqs_options(WORLD_CUP)) + 1))
+        if n == 1:
+            t.wait_for("question>", count=2)
+    t.wait_for("your interpretation>")
+    t.type("the 2018 FIFA World Cup")
+    screen = t.wait_for("question>", count=3)
+    assert '"2018 FIFA World Cup" [p0014]' in screen, screen  # the passage the answer was read from
+    t.keys("C-d")
+    t.wait_for("EXIT:0")
+    asked, typed = parse_jsonl(log.read_text())
+    assert [p["id"] for p in asked["passages"]] != ["p0014"]
+    assert [p["id"] for p in typed["passages"]] == ["p0014"]
+    assert typed["answers"][0]["question"].endswith(": the 2018 FIFA World Cup")
+
+
 @needs_tmux
 def test_replay(term, bm25_index, tiny_causal, tmp_path):
     options = from_dqs_options(JOKER)
