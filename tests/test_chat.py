@@ -382,6 +382,24 @@ def terminal_lines(text: str) -> list[str]:
     return [*lines, "".join(line)]
 
 
+def test_an_answer_no_passage_holds_is_not_given_as_one():
+    """"Who painted the Sistine Chapel?" over a passage about the Joker: the reader's generation was
+    unusable and a span was picked by likelihood (grounding "score"), or an extractive reader found
+    "no answer" likelier (score < 0): the turn says no passage answers it, the guess only as such."""
+    record = {"id": "q", "question": "Who painted the Sistine Chapel?", "passages": PASSAGES}
+    unsure = [{"text": "Heath Ledger", "grounding": "score", "generated": "Michelangelo"},
+              {"text": "Heath Ledger", "grounding": "span", "score": -2.5}, {"text": "x", "grounding": "none"}]
+    for answer in unsure:
+        lines = chat.render_answers({**record, "answers": [answer]}, lambda t: f"[{t}]")
+        assert lines[0] == f"answer: {chat.NO_ANSWER} (the reader's best guess: {answer['text']})"
+        assert all(line.startswith("  best guess from ") for line in lines[1:])
+    sure = [{"text": "Heath Ledger", "grounding": "exact"}, {"text": "Heath Ledger", "grounding": "span", "score": 3.1},
+            {"text": "Heath Ledger"}]
+    for answer in sure:
+        lines = chat.render_answers({**record, "answers": [answer]}, lambda t: f"[{t}]")
+        assert lines == ["answer: Heath Ledger", '  from "The Dark Knight (film)" [p1]: [Heath Ledger] played the Joker.']
+
+
 def test_pick_by_number_text_other_and_retry():
     options = ["The Dark Knight", "Joker"]
     assert chat.pick(FakeTerminal(["9", "joker"]), options) == ("option", "Joker")

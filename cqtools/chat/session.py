@@ -202,9 +202,26 @@ def render_cq(record: dict, options: list[str]) -> list[str]:
     return lines
 
 
+NO_ANSWER = "no passage answers this"
+
+
+def grounded(answer: dict) -> bool:
+    """Whether a passage holds the reader's answer: the generative reader's text already was a
+    passage span (grounding ``exact`` or ``span``, not one picked by likelihood after an unusable
+    generation, ``score``, nor kept ungrounded, ``none``), and an extractive reader found its span
+    likelier than "no answer here" (score >= 0). An answer saying nothing of its grounding counts
+    as grounded."""
+    if answer.get("grounding", "exact") not in ("exact", "span"):
+        return False
+    score = answer.get("score")
+    return not isinstance(score, (int, float)) or score >= 0
+
+
 def render_answers(record: dict, mark: Callable[[str], str]) -> list[str]:
     """Each answer, its option when it has one, and the passage it came from: title and sentence,
-    the answer span passed through ``mark`` (bold in a terminal)."""
+    the answer span passed through ``mark`` (bold in a terminal). An answer no passage holds
+    (:func:`grounded`) is not given as one: "no passage answers this", the reader's best guess
+    shown as only that."""
     lines = []
     answers = [a if isinstance(a, dict) else {"text": a} for a in record.get(ANSWERS) or []]
     if not answers:
@@ -212,13 +229,16 @@ def render_answers(record: dict, mark: Callable[[str], str]) -> list[str]:
     for answer in answers:
         option = answer.get("option")
         head = f"answer ({option}): " if option else "answer: "
-        lines.append(head + (str(answer.get("text") or "") or "(empty)"))
+        text = str(answer.get("text") or "") or "(empty)"
+        sure = grounded(answer)
+        lines.append(head + (text if sure else f"{NO_ANSWER} (the reader's best guess: {text})"))
         found = evidence(record, answer)
         if found is None:
             continue
         passage, sentence, span = found
         shown = sentence if span is None else sentence[:span[0]] + mark(sentence[span[0]:span[1]]) + sentence[span[1]:]
-        lines.append(f"  from \"{passage.get('title', '')}\" [{passage.get('id', '')}]: {shown}")
+        source = "from" if sure else "best guess from"
+        lines.append(f"  {source} \"{passage.get('title', '')}\" [{passage.get('id', '')}]: {shown}")
     return lines
 
 
