@@ -6,6 +6,7 @@ carrying its gold DQs so that `--gen-cq from-dqs` has options to offer. They ski
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -48,11 +49,12 @@ def bm25_index(tmp_path_factory) -> str:
 class Tmux:
     """One cq command in a detached tmux session on a private server (its own socket)."""
 
-    def __init__(self, tmp_path: Path, command: list[str]):
+    def __init__(self, tmp_path: Path, command: list[str], site: str | None = None):
         self.socket = f"cqtest-{os.getpid()}-{tmp_path.name}"
         script = tmp_path / "run.sh"
         quoted = " ".join(f"'{c}'" for c in command)
-        script.write_text(f"export HF_HUB_OFFLINE=1 NO_COLOR=1 CQ_DEVICE=cpu\n{quoted}\necho EXIT:$?\nsleep 600\n")
+        path = f"export PYTHONPATH='{site}'${{PYTHONPATH:+:$PYTHONPATH}}\n" if site else ""
+        script.write_text(f"export HF_HUB_OFFLINE=1 NO_COLOR=1 CQ_DEVICE=cpu\n{path}{quoted}\necho EXIT:$?\nsleep 600\n")
         self.tmux("new-session", "-d", "-s", "chat", "-x", "220", "-y", "60", f"bash {script}")
 
     def tmux(self, *args: str) -> str:
@@ -86,14 +88,50 @@ class Tmux:
 def term(tmp_path, request):
     sessions = []
 
-    def start(*args: str) -> Tmux:
-        session = Tmux(tmp_path, [CQ, "chat", *args])
+    def start(*args: str, site: str | None = None) -> Tmux:
+        session = Tmux(tmp_path, [CQ, "chat", *args], site)
         sessions.append(session)
         return session
 
     yield start
     for session in sessions:
         session.close()
+
+
+SLOW_PLUGIN = """
+import logging, time
+
+from cqtools.plugins import hookimpl
+from cqtools.registry import Option
+from cqtools.stages.detect import ScoredDetector
+
+
+def score(records):
+    for record in records:
+        if "slowly" in record["question"]:
+            logging.getLogger("cqtools").warning("slow detector: still thinking")
+            time.sleep(120)
+    return [0.0] * len(records)
+
+
+@hookimpl
+def register_detectors(register):
+    register("slow", lambda threshold=0.5: ScoredDetector("slow", score, threshold, {"method": "slow"}),
+             help="never ambiguous; a question with 'slowly' in it logs a line and takes two minutes",
+             options=[Option("threshold", float, 0.5, "label = score > threshold")])
+"""
+
+
+@pytest.fixture(scope="module")
+def slow_site(tmp_path_factory) -> str:
+    """A plugin (an installed distribution, as pip would leave it) adding the detector ``slow``."""
+    site = tmp_path_factory.mktemp("slow-site")
+    (site / "cq_slow_detector.py").write_text(SLOW_PLUGIN)
+    dist = site / "cq_slow_detector-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: cq-slow-detector\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[cqtools.plugins]\nslow = cq_slow_detector\n")
+    return str(site)
 
 
 def base(index: str, model: str, log: Path, *more: str) -> list[str]:
@@ -156,6 +194,58 @@ def test_unambiguous_answered_directly_then_ctrl_c(term, bm25_index, tiny_causal
     assert record["cq"] is None and record["selected_option"] is None
     assert record["meta"]["chat"]["choice"] == "direct" and len(record["answers"]) == 1
     assert "option" not in record["answers"][0]
+
+
+@needs_tmux
+def test_ctrl_c_cancels_the_turn_then_ends_the_session(term, bm25_index, tiny_causal, tmp_path, slow_site):
+    log = tmp_path / "log.jsonl"
+    t = term(*base(bm25_index, tiny_causal, log, "--detect", "slow"), site=slow_site)
+    t.wait_for("question>")
+    t.type("Who wrote The Lord of the Rings?")
+    t.wait_for("question>", count=2)
+    t.type("Who wrote The Lord of the Rings, slowly?")
+    t.wait_for("slow detector: still thinking")
+    t.keys("C-c")  # the turn in flight: cancelled, back at the prompt
+    screen = t.wait_for("question>", count=3)
+    assert "(cancelled)" in screen and "EXIT:" not in screen
+    assert "cq: slow detector: still thinking" in screen.splitlines()  # a whole line, not over the spinner
+    t.type("Who wrote The Hobbit?")  # the session goes on
+    t.wait_for("question>", count=4)
+    t.keys("C-c")  # at the prompt: the session ends
+    screen = t.wait_for("EXIT:130")
+    assert "2 turn(s) in" in screen
+    records = parse_jsonl(log.read_text())
+    assert [r["question"] for r in records] == ["Who wrote The Lord of the Rings?", "Who wrote The Hobbit?"]
+
+
+WORLD_CUP = fixture_record(2)  # "Who won the World Cup in 2019?": cricket, rugby, women's football
+
+
+@needs_tmux
+def test_a_typed_interpretation_is_retrieved_for(term, bm25_index, tiny_causal, tmp_path):
+    """"the 2018 FIFA World Cup" is none of the CQ's options and the question as asked does not
+    retrieve its passage: the typed reading is retrieved for, and that passage is the one read."""
+    assert WORLD_CUP["question"] == "Who won the World Cup in 2019?"
+    log = tmp_path / "log.jsonl"
+    t = term(*base(bm25_index, tiny_causal, log, "--detect", "always", "--gen-cq", "from-dqs", "--hits", "1",
+                   "--passages", "1"))
+    t.wait_for("question>")
+    for n in (1, 2):
+        t.type(orjson.dumps(WORLD_CUP).decode())
+        t.wait_for("pick>", count=n)
+        t.type("1" if n == 1 else str(len(from_dqs_options(WORLD_CUP)) + 1))
+        if n == 1:
+            t.wait_for("question>", count=2)
+    t.wait_for("your interpretation>")
+    t.type("the 2018 FIFA World Cup")
+    screen = t.wait_for("question>", count=3)
+    assert '"2018 FIFA World Cup" [p0014]' in screen, screen  # the passage the answer was read from
+    t.keys("C-d")
+    t.wait_for("EXIT:0")
+    asked, typed = parse_jsonl(log.read_text())
+    assert [p["id"] for p in asked["passages"]] != ["p0014"]
+    assert [p["id"] for p in typed["passages"]] == ["p0014"]
+    assert typed["answers"][0]["question"].endswith(": the 2018 FIFA World Cup")
 
 
 @needs_tmux
@@ -243,6 +333,71 @@ def test_cq_without_options_answers_directly():
     assert session.calls == [("direct", None)]
     assert any("no clarifying question with options" in line for line in term.lines)
     assert '  from "The Dark Knight (film)" [p1]: [Heath Ledger] played the Joker.' in term.lines
+
+
+def test_spinner_writes_log_lines_above_itself(tmp_path):
+    """Anything written to stderr while the spinner runs (a logger, C code on fd 2) clears the
+    spinner's line first and is written whole; the spinner then redraws below it."""
+    import logging
+
+    from cqtools.cli.chat import Spinner
+
+    logger = logging.getLogger("cqtest.spinner")
+    handler = logging.StreamHandler(open(2, "w", closefd=False, buffering=1))  # whatever fd 2 is then
+    logger.addHandler(handler)
+    logger.propagate = False
+    saved, out = os.dup(2), tmp_path / "stderr"
+    try:
+        with open(out, "wb") as fh:
+            os.dup2(fh.fileno(), 2)
+        with Spinner(enabled=True)("loading models"):
+            time.sleep(0.25)
+            logger.warning("model loaded: tiny")
+            os.write(2, b"a line from C code\n")
+            time.sleep(0.25)
+        logger.warning("after the spinner")
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        logger.removeHandler(handler)
+    text = out.read_bytes().decode()
+    assert "\r| loading models..." in text
+    assert terminal_lines(text) == ["model loaded: tiny", "a line from C code", "after the spinner", ""]
+
+
+def terminal_lines(text: str) -> list[str]:
+    """The lines a terminal shows for ``text``: \\r goes back to the line's start, ESC[K clears the rest."""
+    lines, line, col = [], [], 0
+    for part in re.split(r"(\r|\n|\x1b\[K)", text):
+        if part == "\n":
+            lines.append("".join(line))
+            line, col = [], 0
+        elif part == "\r":
+            col = 0
+        elif part == "\x1b[K":
+            del line[col:]
+        else:
+            line[col:col + len(part)] = part
+            col += len(part)
+    return [*lines, "".join(line)]
+
+
+def test_an_answer_no_passage_holds_is_not_given_as_one():
+    """"Who painted the Sistine Chapel?" over a passage about the Joker: the reader's generation was
+    unusable and a span was picked by likelihood (grounding "score"), or an extractive reader found
+    "no answer" likelier (score < 0): the turn says no passage answers it, the guess only as such."""
+    record = {"id": "q", "question": "Who painted the Sistine Chapel?", "passages": PASSAGES}
+    unsure = [{"text": "Heath Ledger", "grounding": "score", "generated": "Michelangelo"},
+              {"text": "Heath Ledger", "grounding": "span", "score": -2.5}, {"text": "x", "grounding": "none"}]
+    for answer in unsure:
+        lines = chat.render_answers({**record, "answers": [answer]}, lambda t: f"[{t}]")
+        assert lines[0] == f"answer: {chat.NO_ANSWER} (the reader's best guess: {answer['text']})"
+        assert all(line.startswith("  best guess from ") for line in lines[1:])
+    sure = [{"text": "Heath Ledger", "grounding": "exact"}, {"text": "Heath Ledger", "grounding": "span", "score": 3.1},
+            {"text": "Heath Ledger"}]
+    for answer in sure:
+        lines = chat.render_answers({**record, "answers": [answer]}, lambda t: f"[{t}]")
+        assert lines == ["answer: Heath Ledger", '  from "The Dark Knight (film)" [p1]: [Heath Ledger] played the Joker.']
 
 
 def test_pick_by_number_text_other_and_retry():

@@ -12,5 +12,5 @@ has the real one and the scripted one) and appends each finished turn to a :clas
 one flushed JSON line, so an interrupted session keeps every turn it finished.
 """
 from .dialogue import (Terminal, chat_loop, clarify_and_answer, pick, replay_loop, study_loop)  # noqa: F401
-from .session import (CHOICES, OTHER, SHOW_ALL, ChatOptions, Session, TurnLog, evidence, options_of,  # noqa: F401
-                      read_log, render_answers, render_cq, replay_inputs)
+from .session import (CHOICES, NO_ANSWER, OTHER, SHOW_ALL, ChatOptions, Session, TurnLog, evidence,  # noqa: F401
+                      grounded, options_of, read_log, render_answers, render_cq, replay_inputs)

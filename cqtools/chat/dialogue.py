@@ -65,7 +65,9 @@ def clarify_and_answer(session: Session, term: Terminal, record: dict) -> dict:
 
 
 def chat_loop(session: Session, term: Terminal, log: TurnLog) -> None:
-    """Questions until the end of input; each finished turn is appended to ``log``."""
+    """Questions until the end of input; each finished turn is appended to ``log``. Ctrl-C during a
+    turn (a stage working, or the pick prompt) cancels that turn and returns to the question prompt;
+    Ctrl-C at the question prompt (or while a cancelled turn is being dropped) ends the session."""
     while True:
         question = term.read("question> ").strip()
         if not question:
@@ -75,6 +77,10 @@ def chat_loop(session: Session, term: Terminal, log: TurnLog) -> None:
             record = clarify_and_answer(session, term, record)
         except CQError as err:  # a question a stage refuses: say why, keep the session
             term.write(f"error: {err}")
+            continue
+        except KeyboardInterrupt:  # this turn only; the next Ctrl-C, at the prompt, ends the session
+            term.write()
+            term.write("(cancelled)")
             continue
         log.write(record)
         term.write()

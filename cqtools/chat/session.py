@@ -4,6 +4,7 @@ answer, built once), what a turn shows (:func:`options_of`, :func:`evidence`, :f
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import re
@@ -114,6 +115,7 @@ class Session:
         record["selected_option"] = selected if choice in ("option", "other") else None
         if choice == "other":
             record["clarification_answer"] = selected
+            self._retrieve_for_typed(record, selected)
         set_seed(self.opts.seed)
         with self.status("answering"):
             if choice == "direct":
@@ -124,6 +126,34 @@ class Session:
                 record = stage([record])[0]
         set_meta(record, "chat", {"choice": choice, **self.opts.stage_options()})
         return record
+
+
+    def _retrieve_for_typed(self, record: dict, typed: str) -> None:
+        """A typed interpretation is its own question: its passages replace those of the question as
+        asked (a reading the CQ did not offer may be about passages the first retrieval never found).
+        Retrieved for the typed text alone ("the 2018 FIFA World Cup": the question's own words,
+        "2019", must not outrank it) and for the revised question (AskCQ's "AQ revised by CQ", the
+        text the reader is asked: "the animated series" alone says nothing of the Joker), interleaved
+        in that order up to --hits, then reranked (--rerank-top) like the question's own."""
+        from ..stages.answer import record_cq, revised_question
+
+        category, _ = record_cq(record)
+        revised = revised_question(record["question"], category, typed)
+        probes = [{"id": f"{record.get('id')}-typed", "question": typed},
+                  {"id": f"{record.get('id')}-revised", "question": revised}]
+        with self.status("retrieving for your interpretation"):
+            probes = self.retrieve(probes)
+        merged, seen = [], set()
+        for pair in itertools.zip_longest(probes[0][PASSAGES], probes[1][PASSAGES]):
+            for passage in pair:
+                if passage is not None and passage.get("id") not in seen:
+                    seen.add(passage.get("id"))
+                    merged.append(passage)
+        found = [{"id": record.get("id"), "question": revised, PASSAGES: merged[:self.opts.hits]}]
+        if self.rerank is not None:
+            with self.status("reranking"):
+                found = self.rerank(found)
+        record[PASSAGES] = found[0][PASSAGES]
 
 
 def options_of(record: dict) -> list[str]:
@@ -172,9 +202,26 @@ def render_cq(record: dict, options: list[str]) -> list[str]:
     return lines
 
 
+NO_ANSWER = "no passage answers this"
+
+
+def grounded(answer: dict) -> bool:
+    """Whether a passage holds the reader's answer: the generative reader's text already was a
+    passage span (grounding ``exact`` or ``span``, not one picked by likelihood after an unusable
+    generation, ``score``, nor kept ungrounded, ``none``), and an extractive reader found its span
+    likelier than "no answer here" (score >= 0). An answer saying nothing of its grounding counts
+    as grounded."""
+    if answer.get("grounding", "exact") not in ("exact", "span"):
+        return False
+    score = answer.get("score")
+    return not isinstance(score, (int, float)) or score >= 0
+
+
 def render_answers(record: dict, mark: Callable[[str], str]) -> list[str]:
     """Each answer, its option when it has one, and the passage it came from: title and sentence,
-    the answer span passed through ``mark`` (bold in a terminal)."""
+    the answer span passed through ``mark`` (bold in a terminal). An answer no passage holds
+    (:func:`grounded`) is not given as one: "no passage answers this", the reader's best guess
+    shown as only that."""
     lines = []
     answers = [a if isinstance(a, dict) else {"text": a} for a in record.get(ANSWERS) or []]
     if not answers:
@@ -182,13 +229,16 @@ def render_answers(record: dict, mark: Callable[[str], str]) -> list[str]:
     for answer in answers:
         option = answer.get("option")
         head = f"answer ({option}): " if option else "answer: "
-        lines.append(head + (str(answer.get("text") or "") or "(empty)"))
+        text = str(answer.get("text") or "") or "(empty)"
+        sure = grounded(answer)
+        lines.append(head + (text if sure else f"{NO_ANSWER} (the reader's best guess: {text})"))
         found = evidence(record, answer)
         if found is None:
             continue
         passage, sentence, span = found
         shown = sentence if span is None else sentence[:span[0]] + mark(sentence[span[0]:span[1]]) + sentence[span[1]:]
-        lines.append(f"  from \"{passage.get('title', '')}\" [{passage.get('id', '')}]: {shown}")
+        source = "from" if sure else "best guess from"
+        lines.append(f"  {source} \"{passage.get('title', '')}\" [{passage.get('id', '')}]: {shown}")
     return lines
 
 

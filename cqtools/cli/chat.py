@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import sys
 import threading
 
@@ -14,36 +15,60 @@ from ..registry import CQ_METHODS, DETECTORS, READERS, SEARCHERS
 
 
 class Spinner:
-    """A spinner with the current step on stderr while a stage works (only on a terminal)."""
+    """A spinner with the current step on stderr while a stage works (only on a terminal).
+
+    While it spins, whatever else writes to stderr (our log lines, a library's warnings, the JVM's
+    messages: anything on file descriptor 2) goes through a pipe and is written above it: the
+    spinner's line is cleared first and redrawn on its next frame, so no line is ever printed over
+    it. ``fd`` is the descriptor it draws on (tests pass another)."""
 
     FRAMES = "|/-\\"
 
-    def __init__(self, enabled: bool):
+    def __init__(self, enabled: bool, fd: int = 2):
         self.enabled = enabled
+        self.fd = fd
 
     @contextlib.contextmanager
     def __call__(self, label: str):
         if not self.enabled:
             yield
             return
+        sys.stderr.flush()
+        real = os.dup(self.fd)            # the terminal
+        read_end, write_end = os.pipe()
+        os.dup2(write_end, self.fd)       # everyone else's stderr now goes through the pipe
+        os.close(write_end)
+        lock = threading.Lock()
         stop = threading.Event()
 
         def spin():
             for frame in itertools.cycle(self.FRAMES):
-                sys.stderr.write(f"\r{frame} {label}...")
-                sys.stderr.flush()
+                with lock:
+                    os.write(real, f"\r{frame} {label}...".encode())
                 if stop.wait(0.1):
                     break
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()
 
-        thread = threading.Thread(target=spin, daemon=True)
-        thread.start()
+        def relay():
+            while data := os.read(read_end, 65536):
+                with lock:
+                    os.write(real, b"\r\033[K" + data)
+
+        threads = [threading.Thread(target=spin, daemon=True), threading.Thread(target=relay, daemon=True)]
+        for thread in threads:
+            thread.start()
         try:
             yield
         finally:
+            with contextlib.suppress(Exception):
+                sys.stderr.flush()
+            os.dup2(real, self.fd)        # the pipe's last write end closes: the relay drains it and stops
             stop.set()
-            thread.join()
+            for thread in threads:
+                thread.join(timeout=2)    # a child process still holding the pipe must not hang the session
+            os.write(real, b"\r\033[K")
+            os.close(real)
+            if not threads[1].is_alive():
+                os.close(read_end)
 
 
 class Console:
@@ -144,8 +169,8 @@ def cli(index_dir, retrieve_method, hits, rerank_top, reranker, detect_method, d
 
     Defaults are `make demo`'s (hybrid retrieval of 10 passages, rerank to 3, llm detector and CQ
     writer, SmolLM2 offline; cq answer's reader: the extractive one installed in $CQ_MODELS/reader,
-    else SmolLM2). Models load once; Ctrl-D or Ctrl-C ends the session
-    and every finished turn is already in --log.
+    else SmolLM2). Models load once; Ctrl-C cancels the turn in flight and returns to the prompt,
+    Ctrl-D (or Ctrl-C at the prompt) ends the session, and every finished turn is already in --log.
 
     \b
     Examples:
@@ -183,7 +208,7 @@ def cli(index_dir, retrieve_method, hits, rerank_top, reranker, detect_method, d
             chat.study_loop(session, term, log, chat.read_log(questions_path), seed=seed)
         else:
             if not script_path:
-                click.echo("Ask a question (Ctrl-D to end).")
+                click.echo("Ask a question (Ctrl-C cancels a turn, Ctrl-D ends).")
             chat.chat_loop(session, term, log)
     except EOFError:
         click.echo()
