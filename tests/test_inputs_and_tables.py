@@ -123,3 +123,12 @@ def test_the_progress_bar_counts_toward_the_files_total_on_a_terminal(tmp_path):
     assert proc.returncode == 0
     n = QUESTIONS.read_text().count("\n")
     assert b" 0/%d " % n in shown and f"{n}/{n}".encode() in shown  # a total from the start
+
+
+def test_a_stage_whose_output_is_empty_on_every_record_says_so_with_the_likely_cause(tmp_path):
+    unasked = _run(["detect", "--method", "never", "-q", str(QUESTIONS)]).stdout
+    silent = _run(["gen-cq", "--method", "from-dqs"], input=unasked)
+    assert silent.exit_code == 0 and silent.stdout.count("\n") == 30
+    assert "gen-cq: 'cq' is empty on every one of the 30 records written" in silent.stderr and "--all" in silent.stderr
+    asked = _run(["gen-cq", "--method", "from-dqs", "--all"], input=unasked)
+    assert asked.exit_code == 0 and "is empty on every" not in asked.stderr

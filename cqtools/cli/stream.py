@@ -46,6 +46,17 @@ log = logging.getLogger("cqtools")
 BatchFn = Callable[[list[dict]], list[dict]]
 ERRORS = "errors"
 
+# What each stage adds, and the likely cause when it is empty on every record (said once, on stderr).
+EMPTY_HINTS = {
+    "retrieve": ("passages", "the index matched none of the questions: check --index (and the corpus it holds)"),
+    "gen-cq": ("cq", "gen-cq writes a CQ only where ambiguity.label is true (run cq detect first, or pass --all), "
+                     "or the model wrote no question (a tiny LM often cannot: try a stronger --model)"),
+    "disambiguate": ("dqs", "the model wrote nothing usable (a tiny LM often cannot: try a stronger --model), or "
+                            "--method qd found no 'answers' to disambiguate (run cq answer --mode multi first)"),
+    "answer": ("answers", "the reader found no answer in the passages shown (are there passages? run cq retrieve "
+                          "first, or raise --passages)"),
+}
+
 
 @dataclass
 class StreamSpec:
@@ -246,6 +257,7 @@ class _Run:
         self.out_fh = None
         self.record = None
         self.done = 0
+        self.filled = 0  # records written whose stage output (EMPTY_HINTS) is not empty
         self.lock = None
         if spec.resume:
             self.lock = runrecord.lock(spec.resume)  # held until close() (or this process's end)
@@ -288,6 +300,10 @@ class _Run:
 
     def write(self, records: list, n_inputs: int) -> None:
         records = [r for group in records for r in group] if self.spec.fanout else records
+        watched = EMPTY_HINTS.get(self.spec.desc)
+        if watched is not None:
+            self.filled += sum(1 for r in records if isinstance(r, dict) and r.get(watched[0]) not in (None, [], {}, "")
+                               and ERRORS not in r)
         self.writer.write_all(records)
         for sink in self.spec.sinks:
             sink.write(records)
@@ -304,6 +320,10 @@ class _Run:
         if not self.counted.count:
             where = ", ".join(self.spec.inputs) if self.spec.inputs else "standard input"
             log.warning("%s: 0 records on %s: nothing to do", self.spec.desc, where)
+        elif self.writer.written and not self.filled and self.spec.desc in EMPTY_HINTS:
+            key, hint = EMPTY_HINTS[self.spec.desc]
+            log.warning("%s: '%s' is empty on every one of the %d records written; likely: %s", self.spec.desc, key,
+                        self.writer.written, hint)
         if isinstance(self.out_fh, AtomicFile):
             self.out_fh.commit()
         for sink in self.spec.sinks:
