@@ -328,7 +328,9 @@ def test_the_refuel_preset_through_an_openai_server(runner, server, tmp_path, mo
     scoring = [b for b in bodies if b.get("echo")]
     generating = [b for b in bodies if not b.get("echo") and not b.get("logprobs")]  # not the scoring probes
     readings = [b for b in generating if "Answers:" in str(b.get("prompt") or b.get("messages"))]
-    assert len(readings) == 1 + 2  # the question, then both DQs (no new answer: the loop ends)
+    # the question, then the DQ: this server writes the same DQ for both answers, kept as written (no "AQ
+    # (title)?" fallback inside REFUEL), so it is re-asked once (no new answer: the loop ends)
+    assert len(readings) == 1 + 1 and "Question: Ann ; Bob?" in str(readings[1])
     assert len(generating) - len(readings) == 2  # a DQ for each of the two answers
     assert [a["text"] for a in out["answers"]] == ["Ann", "Bob"] and len(out["dqs"]) == 2
     assert all(isinstance(d["verify_score"], float) for d in out["dqs"])
@@ -364,3 +366,43 @@ def test_refuel_round_trip_and_verification_follow_the_hand_traced_release():
     out = answer_batch([dict(record)], _stage(gen, cfg, qd_writer=QDWriter(gen)), {})[0]
     assert [[d["question"], d["answer"].lower(), -d["verify_score"]] for d in out["dqs"]] == \
         trace["lm_filtering"]["kept"]
+
+
+# --- from the audit of this change -------------------------------------------------------------------
+
+@pytest.mark.parametrize("category,head", [("In terms of what", "In terms of what"), ("What year", "What year"),
+                                           ("Are you referring to", "Are you referring to"), ("film", "Which film"),
+                                           ("which film do you mean", "Which film do you mean"), (None, "Which one")])
+def test_the_revised_question_keeps_a_head_that_is_already_a_question(category, head):
+    from cqtools.stages.answer.questions import revised_question
+
+    assert revised_question("Who won the cup?", category, "X") == f"Who won the cup?, {head}: X"
+
+
+def test_refuel_verification_is_refused_where_answers_are_for_other_questions():
+    from cqtools.errors import InputError
+    from cqtools.stages import answer
+
+    with pytest.raises(InputError, match="--verify-rule refuel verifies"):
+        answer.build(mode="cq", reader="generative", model="fake", verify=True, verify_rule="refuel")
+
+
+def test_a_reader_whose_verify_takes_no_end_is_a_one_line_error():
+    from cqtools.errors import InputError
+    from cqtools.stages.answer.refuel import score_pairs
+
+    class OldReader:
+        name = "old"
+
+        def verify(self, question, passages, answers):
+            return [0.0] * len(answers)
+
+    with pytest.raises(InputError, match="takes no end="):
+        score_pairs(OldReader(), [("Who won?", "Ann")], [])
+
+
+@pytest.mark.parametrize("preset", ["ambigqa", "askcq"])
+def test_reading_presets_name_the_generative_reader_even_with_an_extractive_one_installed(preset, monkeypatch):
+    from cqtools import presets
+
+    assert presets.values(preset, "answer")["reader_name"] == "generative"

@@ -278,6 +278,11 @@ def test_every_preset_value_is_valid_for_the_method_it_configures():
             for key, value in values.items():
                 if key == chooser.get(command, "method") or (command == "score"):
                     continue
+                if command == "answer" and key == "reader_name":  # --reader: a registered reader
+                    from cqtools.registry import READERS
+
+                    assert value in READERS.names(), (name, value)
+                    continue
                 option = method.option(key)
                 if option is None and command == "answer":  # cq answer also takes its readers' options
                     from cqtools.registry import READERS

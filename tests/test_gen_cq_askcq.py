@@ -85,9 +85,10 @@ def budget_record():
                          {"id": "c", "title": "", "text": words(4, "third")}]}
 
 
-@pytest.mark.parametrize("budget,read", [(13, 2), (12, 1), (100, 3), (3, 1)])
+@pytest.mark.parametrize("budget,read", [(22, 2), (21, 1), (28, 3), (3, 1)])
 def test_passages_fill_the_budget_in_order_after_question_and_answers(runner, monkeypatch, budget, read):
-    """Question (3 tokens) and answers (2) take 5 tokens; each passage takes 4; the first is always read."""
+    """Question (3 tokens) and answers (2), a separator after each and <s>...</s> around the input take 10
+    tokens; each passage takes 4 and its <s>...</s> 2; the first is always read."""
     fake = fake_model(monkeypatch, FakeGenerator("Which one: alpha, or beta?", kind="seq2seq"))
     fake.tokenizer = WordTokenizer()
     result = gen(runner, [budget_record()], "--method", "seq2seq", "--model", "m", "--with-answers", "pred",

@@ -401,7 +401,7 @@ def apply_preset(command: str, name: str, kwargs: dict) -> None:
     for key, value in values.items():
         if key not in kwargs:
             raise click.UsageError(f"preset {name} sets {key!r}, which cq {command} does not take (a bug in "
-                                   f"cqtools/presets/{name}.py)")
+                                   f"its rows in cqtools/presets/)")
         source = ctx.get_parameter_source(key)
         if source is None or source.name in ("DEFAULT", "DEFAULT_MAP"):
             kwargs[key] = value

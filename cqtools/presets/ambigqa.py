@@ -18,6 +18,9 @@ AMBIGQA = Preset(
         # --- detect ---
 
         # --- answer ---
+        Setting("answer", "reader_name", "generative", "§5: SpanSeqGen generates the answers (BART)",
+                "an LM reads instead of the fine-tuned BART; set even where `make models` installed an extractive "
+                "reader (whose options differ)", setting="reader"),
         Setting("answer", "mode", "multi", "§5 (SpanSeqGen): the distinct answers, separated by [SEP]",
                 "an LM prompted for a list instead of BART fine-tuned on NQ-open, then AmbigNQ",
                 setting="answer mode"),
@@ -90,6 +93,9 @@ DISAMBIG_FIRST = Preset(
                 "cq's dense searcher over the user's index (cq index --dense; its encoder, not DPR's NQ model)",
                 setting="retrieval per DQ"),
         Setting("answer", "hits", 100, "§5: 100 passages retrieved per question", setting="passages retrieved per DQ"),
+        Setting("answer", "rerank_depth", 100, "§5: the reader considers the 100 retrieved passages",
+                "the cross-encoder reranks all 100 and the reader reads the top ones (--passages); DPR's reader "
+                "scores all 100 itself", setting="passages reranked per DQ"),
 
         # --- disambiguate ---
         Setting("disambiguate", "method", "disambig-first", "§5 DISAMBIG-FIRST step (2): an ambiguous question "

@@ -10,7 +10,7 @@ PAPER = "../shared/papers/askcq-cambignq.txt (Lee, Kim, Kwiatkowski, Hwang, EMNL
 
 ASKCQ = Preset(
     name='askcq',
-    help="AskCQ: a classifier reading the question with its passages, CQs from the question, answers and passages (beam 4, 32 tokens) in the 'A, or B' form, each option answered over every retrieved passage",
+    help="AskCQ: a classifier reading the question with its passages, CQs from the question, answers and passages (beam 4, 32 tokens) in the 'A, or B' form, each option answered over its reranked passages up to 1,024 tokens",
     paper=PAPER,
     code=CODE,
     settings=(
@@ -32,10 +32,13 @@ ASKCQ = Preset(
                 "and written \"title: text\"", setting="passages read (cut at the model's max length)"),
 
         # --- answer ---
+        Setting("answer", "reader_name", "generative", "§6.3: a BART reader answers each revised question",
+                "an LM reads instead of the fine-tuned BART; set even where `make models` installed an extractive "
+                "reader (whose options differ)", setting="reader"),
         Setting("answer", "mode", "cq", "§5.3 (CBQA): one answer per option of the CQ, for the AQ revised by the CQ",
                 "cq revises as \"AQ, Which category: option\"; the release writes \"AQ category option?\" "
-                "(CQDataset.py:249 @d8be017)", setting="answer mode"),
-        Setting("answer", "rerank_depth", 100, "CQDataset.py:250-264 @d8be017: each revised question reranks all "
+                "(CQDataset.py:251 @d8be017)", setting="answer mode"),
+        Setting("answer", "rerank_depth", 100, "CQDataset.py:251-264 @d8be017: each revised question reranks all "
                 "100 retrieved passages with cross-encoder/ms-marco-MiniLM-L-12-v2 (CQDataset.py:9)",
                 "keep 100 passages on the record (cq retrieve --hits 100, no cq rerank --top)",
                 setting="passages reranked per option"),

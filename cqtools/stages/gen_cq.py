@@ -117,8 +117,11 @@ def read_passages(record: dict, n_passages: int, max_tokens: int | None, count, 
     their number noted in ``meta.passages_read.gen-cq``."""
     if max_tokens is None:
         return passage_snippets(record, n_passages)
-    used = sum(count(t) for t in taken)
-    chosen = evidence.fit(record_passages(record), max_tokens, count, used=used, limit=n_passages) \
+    # the input's special tokens count too: a separator after the question and each answer, <s> and </s>
+    # around the whole input and around each passage (AskCQ's layout; cq's uses no more)
+    used = sum(count(t) for t in taken) + len(taken) + 2
+    chosen = evidence.fit(record_passages(record), max_tokens, lambda text: count(text) + 2, used=used,
+                          limit=n_passages) \
         if n_passages else []
     evidence.note_read(record, "gen-cq", len(chosen))
     return [evidence.passage_text(p) for p in chosen]

@@ -209,6 +209,9 @@ def qa_mode(mode: str):
         answer_config = AnswerConfig(mode=mode, batch_size=batch_size, **stage_options)
         if answer_config.max_passage_tokens is not None and "n_passages" not in reader_options:
             answer_config.n_passages = None  # an evidence budget: the reader reads every passage that fits
+        if answer_config.verify_rule == "refuel" and mode not in ("single", "multi"):
+            raise InputError(f"--verify-rule refuel verifies (DQ, answer) pairs of one question's answers (modes single "
+                             f"and multi); --mode {mode} answers other questions: use --verify-rule threshold")
         the_reader = chosen.build(config, batch_size=batch_size, **({"model": model} if model else {}),
                                   **reader_options)
         if answer_config.verify and not isinstance(the_reader, AnswerVerifier):

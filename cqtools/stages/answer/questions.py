@@ -24,15 +24,24 @@ class Question:
 def revised_question(question: str, category: str | None, option: str) -> str:
     """AskCQ's "AQ revised by CQ": ``AQ, Which [category]: [option]``.
 
-    ``category`` may be a bare noun ("film") or already a head ("Which film", "In which year")."""
+    ``category`` may be a bare noun ("film") or already a head ("Which film", "In which year", "What year",
+    "In terms of what", "Are you referring to": kept as written)."""
     category = (category or "").strip()
     if not category or category == INVALID:  # a free-form CQ has no category to name
         head = "Which one"
-    elif re.match(r"^(?:\w+\s+)?which\b", category, re.I):
+    elif re.match(r"^(?:\w+\s+)?which\b", category, re.I) or _named_head(category):
         head = category[0].upper() + category[1:]
     else:
         head = f"Which {category}"
     return f"{question.strip()}, {head}: {option.strip()}"
+
+
+def _named_head(category: str) -> bool:
+    """A wh-phrase or lead-in head (cq_form's rules: "What year", "In terms of what", "Do you mean")."""
+    from ..cq_form import _LEAD_HEAD, _WH_HEAD
+
+    text = " ".join(category.split())
+    return bool(_WH_HEAD.fullmatch(text) or _LEAD_HEAD.fullmatch(text))
 
 
 def record_cq(record: dict) -> tuple[str | None, list[str]]:

@@ -111,7 +111,10 @@ class GenerativeReader:
         if budget == 0:
             part = "multi" if multi else "single"
             budget = input_length(self.generator) - o.max_new_tokens * (3 if multi else 1)
-            used = count(self.template(part, passages="", question=question))
+            prompt = self.template(part, passages="", question=question)
+            if multi and getattr(self.generator, "has_chat", False):  # multi lists are asked as a chat turn
+                prompt = self.generator.chat_prompt(prompt)
+            used = count(prompt)
         return fit(passages, budget, count, used, limit=o.n_passages,
                    render=lambda p: passage_block([p], 1, o.passage_chars) + "\n")
 

@@ -150,6 +150,18 @@ class QDWriter:
         self.generator, self.passage_words, self.tpl = generator, passage_words, tpl
         self.calls = 0
 
+    def _budget(self) -> int | None:
+        """Prompt tokens left for the question, answers and passages: the writer's context less the
+        instruction and shots and the DQ's 40 new tokens (None for a model that does not say its context)."""
+        from .. import evidence
+        from ..prompts_disamb import qd_prefix
+
+        context = getattr(self.generator, "context", None)
+        if not isinstance(context, int):
+            return None
+        prefix = evidence.token_counter(self.generator)(qd_prefix(self.tpl, "ambigqa"))
+        return max(64, context - prefix - 40 - 16)  # 16: the chat template's and the separators' tokens
+
     def __call__(self, items: list[tuple[str, list[str], list[dict]]]) -> list[list[dict]]:
         from ..disambiguate import DisambigConfig, qd_batch
 
@@ -157,8 +169,11 @@ class QDWriter:
             return []
         records = [{"id": n, "question": q, "answers": [{"text": a} for a in answers], "passages": list(ps)}
                    for n, (q, answers, ps) in enumerate(items)]
+        # AmbigQA/REFUEL's QD input (answer, question, other answers, passages in reranked order), a DQ kept
+        # as written (no "AQ (title)?" fallback), passages up to what fits the writer's context
         config = DisambigConfig(method="qd", n_passages=max(len(ps) for _, _, ps in items),
-                                passage_words=self.passage_words)
+                                passage_words=self.passage_words, layout="ambigqa", passage_order="reranked",
+                                duplicates="keep", max_others=0, max_passage_tokens=self._budget())
         out = qd_batch(records, self.generator, config, self.tpl)
         self.calls += sum(calls for _, calls in out)
         return [dqs for dqs, _ in out]
@@ -171,6 +186,13 @@ def score_pairs(reader, pairs: list[tuple[str, str]], passages: list[dict]) -> l
     one call when the reader scores pairs (the generative reader), else one per question."""
     if hasattr(reader, "verify_pairs"):
         return reader.verify_pairs(pairs, passages)
+    import inspect
+
+    if "end" not in inspect.signature(reader.verify).parameters:
+        from ...errors import InputError
+
+        raise InputError(f"--verify-rule refuel scores each answer with its end; reader {getattr(reader, 'name', reader)!r} "
+                         "cannot (its verify() takes no end=): use --verify-rule threshold or --reader generative")
     return [reader.verify(q, passages, [a], end=True)[0] for q, a in pairs]
 
 
