@@ -145,6 +145,15 @@ $(EXP)/ambignq.m.ret.bm25.jsonl: $(EXP)/ambignq.m.jsonl $(INDEX)/cq_index.json
 RERANK := $(CQ) rerank --top 5 --model $(MODEL_RERANK) --device $(DEVICE)
 $(RR): $(EXP)/ambignq.m.ret.bm25.jsonl
 	$(call stage,$(RERANK))
+# The preset cells read passages up to their papers' token budgets (1,024 tokens: about 8-10 passages), so
+# they get a deeper pool: HITS_DEEP retrieved and all of them reranked (the papers rerank 100; 40 leave the
+# budget full at a third of the reranking cost).
+HITS_DEEP ?= 40
+RR_DEEP := $(EXP)/ambignq.m.rr.deep.jsonl
+$(EXP)/ambignq.m.ret.bm25.deep.jsonl: $(EXP)/ambignq.m.jsonl $(INDEX)/cq_index.json
+	$(call stage,$(CQ) retrieve --index $(INDEX) --method bm25 --hits $(HITS_DEEP))
+$(RR_DEEP): $(EXP)/ambignq.m.ret.bm25.deep.jsonl
+	$(call stage,$(CQ) rerank --top $(HITS_DEEP) --model $(MODEL_RERANK) --device $(DEVICE))
 
 $(S)/%.retrieval.json: $(EXP)/%.jsonl
 	$(call score,retrieval)
@@ -203,9 +212,9 @@ $(EXP)/ambignq.cq.finetuned.jsonl: $(RR) | $(MODEL_GENCQ)
 # AskCQ's inputs for the prompted generator: Predicted Answers (the LLM's distinct answers) and the
 # Ground-Truth-Answers upper bound, passages up to 1,024 tokens, no "Which" primer, "A, or B".
 ASKCQ_LLM := --max-passage-tokens 1024 --passages 100 --no-primer --two-options comma
-$(EXP)/ambignq.cq.llm.pred.jsonl: $(EXP)/ambignq.multi.jsonl
+$(EXP)/ambignq.cq.llm.pred.jsonl: $(EXP)/ambignq.multi.preset.jsonl
 	$(call stage,$(CQ) gen-cq --method llm --with-answers pred $(ASKCQ_LLM) --all $(LLM))
-$(EXP)/ambignq.cq.llm.gold.jsonl: $(RR)
+$(EXP)/ambignq.cq.llm.gold.jsonl: $(RR_DEEP)
 	$(call stage,$(CQ) gen-cq --method llm --with-answers gold $(ASKCQ_LLM) --all $(LLM))
 $(EXP)/ambignq.cq.fromdqs.jsonl: $(EXP)/ambignq.ret.bm25.jsonl
 	$(call stage,$(CQ) gen-cq --method from-dqs --all)
@@ -248,7 +257,9 @@ $(EXP)/ambignq.qd.extractive.jsonl: $(EXP)/ambignq.multi.extractive.jsonl
 	$(call stage,$(CQ) disambiguate --method qd $(LLM))
 # QD as AmbigQA's released model reads its input (--preset ambigqa: answer, question, every other
 # answer, passages in reranked order up to 1,024 tokens, DQs kept as generated)
-$(EXP)/ambignq.qd.preset.jsonl: $(EXP)/ambignq.multi.extractive.jsonl
+$(EXP)/ambignq.multi.preset.jsonl: $(RR_DEEP)
+	$(call stage,$(CQ) answer --preset ambigqa $(LLM))
+$(EXP)/ambignq.qd.preset.jsonl: $(EXP)/ambignq.multi.preset.jsonl
 	$(call stage,$(CQ) disambiguate --preset ambigqa $(LLM))
 # DISAMBIG-FIRST (AmbigQA §5): (1) the trained classifier on the question alone, (2) closed-book DQs
 # for the questions it calls ambiguous (the others keep their question), (3) each DQ retrieved for
@@ -279,20 +290,20 @@ $(S)/ambignq.%.ambigqa.json: $(EXP)/ambignq.%.jsonl
 
 exp-ambigqa: $(S)/ambignq.qd.ambigqa.json $(S)/ambignq.qd.extractive.ambigqa.json $(S)/ambignq.qd.preset.ambigqa.json \
              $(S)/ambignq.disambigfirst.ambigqa.json $(S)/ambignq.disambigfirst.rac.ambigqa.json \
-             $(S)/ambignq.multi.ambigqa.json $(S)/ambignq.multi.extractive.ambigqa.json
+             $(S)/ambignq.multi.ambigqa.json $(S)/ambignq.multi.extractive.ambigqa.json $(S)/ambignq.multi.preset.ambigqa.json
 exp-refuel: $(foreach v,plain $(REFUEL),$(S)/ambignq.refuel.$(v).ambigqa.json)
 # REFUEL as its authors ran it (--preset refuel, docs/methods.md): a DQ for every answer, every DQ re-asked,
 # (DQ, answer) pairs verified with keep-best. Its threshold (-6.1, the paper's, for REFUEL's BART verifier)
 # is re-tuned for cq's reader by `make tune-refuel-threshold` (THRESHOLD_REFUEL= sets the one this cell uses).
 THRESHOLD_REFUEL ?=
-$(EXP)/ambignq.refuel.preset.jsonl: $(RR)
+$(EXP)/ambignq.refuel.preset.jsonl: $(RR_DEEP)
 	$(call stage,$(CQ) answer --preset refuel $(LLM) $(if $(THRESHOLD_REFUEL),--verify-threshold $(THRESHOLD_REFUEL)))
 exp-refuel: $(S)/ambignq.refuel.preset.ambigqa.json
 
 # ---- REFUEL's verification threshold, tuned on a dev split the grid does not score --------------
 # The first N_TUNE covered AmbigNQ dev questions outside the model tier (the first N_MODEL, which every
-# REFUEL cell scores), retrieved and reranked as RR; answered once with every answer's best pair kept
-# (--verify-threshold -1e9), then each threshold of the release's grid re-applies the keep-best rule
+# REFUEL cell scores), retrieved and reranked as RR_DEEP (the preset cell's pool); answered once with
+# every answer's best pair kept (--verify-threshold -1e9), then each threshold of the release's grid re-applies the keep-best rule
 # offline (bench/tune_refuel_threshold.py), by the AmbigQA answer F1; the report goes to TUNE_REPORT.
 N_TUNE      ?= 100
 TUNE        := $(EXP)/tune-refuel
@@ -304,9 +315,9 @@ $(TUNE)/tune.ids: $(EXP)/covered.ids $(EXP)/ambignq.m.jsonl
 $(TUNE)/ambignq.jsonl: $(TUNE)/tune.ids
 	$(BIN)/cq convert ambignq $(DATA)/ambignq/dev_light.json --ids $< --limit $(N_TUNE) -o $@.part && mv $@.part $@
 $(TUNE)/ambignq.ret.jsonl: $(TUNE)/ambignq.jsonl $(INDEX)/cq_index.json
-	$(call stage,$(CQ) retrieve --index $(INDEX) --method bm25 --hits $(HITS))
+	$(call stage,$(CQ) retrieve --index $(INDEX) --method bm25 --hits $(HITS_DEEP))
 $(TUNE)/ambignq.rr.jsonl: $(TUNE)/ambignq.ret.jsonl
-	$(call stage,$(RERANK))
+	$(call stage,$(CQ) rerank --top $(HITS_DEEP) --model $(MODEL_RERANK) --device $(DEVICE))
 $(TUNE)/ambignq.refuel.jsonl: $(TUNE)/ambignq.rr.jsonl
 	$(call stage,$(CQ) answer --preset refuel $(LLM) --verify-threshold -1e9)
 tune-refuel-threshold: $(TUNE)/ambignq.refuel.jsonl
