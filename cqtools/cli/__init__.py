@@ -33,6 +33,7 @@ COMMANDS = {
     "merge": "merge",
     "models": "models",
     "data": "data",
+    "cache": "cache",
     "plugins": "plugins",
     "presets": "presets",
     "pyserini": "pyserini",
