@@ -221,17 +221,12 @@ def _several_runs(runs, opts, task, task_opts, on_error, n_boot, seed, ci_method
     return _grid(header, rows, notes, fmt=fmt)
 
 
-def _flat(summary: dict, prefix: str = "") -> dict:
+def _flat(summary: dict) -> dict:
     """A summary's metrics as {"group.metric": value} (notes and intervals left out)."""
-    out = {}
-    for key, value in summary.items():
-        if key in ("notes", "ci"):
-            continue
-        if isinstance(value, dict):
-            out.update(_flat(value, f"{prefix}{key}."))
-        elif value is None or isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[f"{prefix}{key}"] = value
-    return out
+    from ..metrics.bootstrap import flatten
+
+    flat = flatten({k: v for k, v in summary.items() if k not in ("notes", "ci")})
+    return {k: v for k, v in flat.items() if v is None or isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
 def _number(value) -> str:

@@ -123,20 +123,18 @@ class GenerativeReader:
         run once, their KV cache shared. ``end``: the answer's end is scored too (REFUEL's LM
         verification scores the answer's tokens and its EOS): the newline that ends an answer line
         of the reader's prompt for a causal LM, the EOS a seq2seq model's target already ends with."""
-        o = self.options
-        prefix = self.template("verify_context", passages=passage_block(passages, o.n_passages, o.passage_chars)) \
-            + "\n\n"
-        prompts = [self.template("verify_query", question=question)] * len(answers)
-        close = "\n" if end and getattr(self.generator, "kind", "causal") != "seq2seq" else ""
-        return self.generator.score(prompts, [" " + a + close for a in answers], prefix=prefix, **self._per_call)
+        return self._score([(question, a) for a in answers], passages, end)
 
     def verify_pairs(self, pairs: list[tuple[str, str]], passages: list[dict]) -> list[float]:
         """log p(" answer" + its end | passages + question) for each (question, answer) pair over the
         same passages: one scoring call, the passages' KV cache shared (REFUEL's verification)."""
+        return self._score(pairs, passages, end=True)
+
+    def _score(self, pairs: list[tuple[str, str]], passages: list[dict], end: bool) -> list[float]:
         o = self.options
         prefix = self.template("verify_context", passages=passage_block(passages, o.n_passages, o.passage_chars)) \
             + "\n\n"
-        close = "\n" if getattr(self.generator, "kind", "causal") != "seq2seq" else ""
+        close = "\n" if end and getattr(self.generator, "kind", "causal") != "seq2seq" else ""
         return self.generator.score([self.template("verify_query", question=q) for q, _ in pairs],
                                     [" " + a + close for _, a in pairs], prefix=prefix, **self._per_call)
 
