@@ -5,6 +5,7 @@ live under the same ~/.cache/cqtools folder."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 
@@ -16,8 +17,30 @@ AREAS = {"gguf": "GGUF checkpoints converted once to safetensors (shared by ever
          "api": "OpenAI-compatible responses (greedy requests; a repeated request is read from here)"}
 
 
+# Only what cq itself writes there is counted and removed (CQ_CACHE may point at a folder shared with
+# other files): a GGUF conversion is gguf/<name>-<12 hex digits>/, an API response api/<2 hex>/<hex>.json.
+OWNED = {"gguf": re.compile(r"[^/]+-[0-9a-f]{12}"), "api": re.compile(r"[0-9a-f]{2}/[0-9a-f]+\.json")}
+
+
+def _owned(area_path: str, area: str) -> list[str]:
+    """The entries of ``area`` cq wrote (folders for gguf, files for api), by their name's shape."""
+    pattern, found = OWNED[area], []
+    if area == "gguf":
+        with os.scandir(area_path) as it:
+            found = [e.path for e in it if e.is_dir(follow_symlinks=False) and pattern.fullmatch(e.name)]
+        return sorted(found)
+    for folder, _, names in os.walk(area_path):
+        for name in names:
+            path = os.path.join(folder, name)
+            if pattern.fullmatch(os.path.relpath(path, area_path)):
+                found.append(path)
+    return sorted(found)
+
+
 def _size(path: str) -> tuple[int, int]:
-    """(bytes, files) under ``path``; links are not followed."""
+    """(bytes, files) of a file, or under a folder; links are not followed."""
+    if not os.path.isdir(path):
+        return os.lstat(path).st_size, 1
     total = files = 0
     for folder, _, names in os.walk(path):
         for name in names:
@@ -30,10 +53,13 @@ def _size(path: str) -> tuple[int, int]:
 
 
 def _entries(root: str):
+    """(entry dict, the paths cq owns) of each area."""
     for area, what in AREAS.items():
         path = os.path.join(root, area)
-        size, files = _size(path) if os.path.isdir(path) else (0, 0)
-        yield {"area": area, "path": path, "bytes": size, "files": files, "what": what}
+        owned = _owned(path, area) if os.path.isdir(path) else []
+        sizes = [_size(p) for p in owned]
+        yield {"area": area, "path": path, "bytes": sum(s for s, _ in sizes), "files": sum(f for _, f in sizes),
+               "what": what}, owned
 
 
 @click.group(name="cache")
@@ -54,7 +80,7 @@ def info():
     """One JSON object per cache area: {area, path, bytes, files, what}."""
     from ..config import current
 
-    for entry in _entries(current().cache_root()):
+    for entry, _ in _entries(current().cache_root()):
         sys.stdout.buffer.write(dumps(entry))
 
 
@@ -62,14 +88,15 @@ def info():
 @click.option("--area", type=click.Choice(list(AREAS)), multiple=True,
               help="Only this area (repeatable); default: every area.")
 def clear(area):
-    """Remove the cache areas (their next use converts or asks again); prints what was removed."""
+    """Remove what cq wrote in the cache areas (their next use converts or asks again); prints what
+    was removed. Files of other shapes in those folders are left."""
     from ..config import current
 
     root = current().cache_root()
-    for entry in _entries(root):
+    for entry, owned in _entries(root):
         if area and entry["area"] not in area:
             continue
-        if os.path.isdir(entry["path"]):
-            shutil.rmtree(entry["path"])
+        for path in owned:  # only what cq wrote; other files in the folder stay
+            shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
         sys.stdout.buffer.write(dumps({"area": entry["area"], "path": entry["path"], "removed_bytes": entry["bytes"],
                                        "removed_files": entry["files"]}))
