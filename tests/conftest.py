@@ -32,6 +32,32 @@ def _fresh_run_configuration():
     reset()
 
 
+def on_a_terminal(cmd: list[str], env: dict | None = None, timeout: int = 300) -> tuple[int, bytes]:
+    """Run ``cmd`` with stderr on a 120-column pseudo-terminal (stdout piped away); (exit code, what the
+    terminal showed)."""
+    import fcntl
+    import pty
+    import struct
+    import subprocess
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # a new pty is 0 columns wide
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=slave, env=env or dict(os.environ))
+    os.close(slave)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(master)
+    return proc.wait(timeout=timeout), shown
+
+
 def jsonl(records) -> str:
     return "".join(orjson.dumps(r).decode() + "\n" for r in records)
 

@@ -1,14 +1,9 @@
 """Files as arguments on every stage (issue 25, item 8), `cq score` over several runs in one table with
 paired differences and md/csv output, and a progress bar that knows its total (item 6)."""
 import csv
-import fcntl
 import io
 import os
-import pty
-import struct
-import subprocess
 import sys
-import termios
 
 import orjson
 import pytest
@@ -16,7 +11,7 @@ from click.testing import CliRunner
 
 from cqtools.cli import cli
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, on_a_terminal
 
 QUESTIONS = FIXTURES / "questions.jsonl"
 CQ = [sys.executable, "-m", "cqtools"]
@@ -104,25 +99,48 @@ def test_score_csv_and_md_of_one_run(two_runs, extra, first):
 
 
 def test_the_progress_bar_counts_toward_the_files_total_on_a_terminal(tmp_path):
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # a new pty is 0 columns wide
-    env = dict(os.environ)
-    proc = subprocess.run([*CQ, "detect", "--method", "never", "--batch-size", "7", str(QUESTIONS)],
-                          stdout=subprocess.PIPE, stderr=slave, env=env, timeout=120)
-    os.close(slave)
-    shown = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        shown += chunk
-    os.close(master)
-    assert proc.returncode == 0
+    code, shown = on_a_terminal([*CQ, "detect", "--method", "never", "--batch-size", "7", str(QUESTIONS)])
+    assert code == 0
     n = QUESTIONS.read_text().count("\n")
     assert b" 0/%d " % n in shown and f"{n}/{n}".encode() in shown  # a total from the start
+
+
+PAUSE_PLUGIN = """
+import time
+
+from cqtools.plugins import hookimpl
+from cqtools.registry import Option
+from cqtools.stages.detect import ScoredDetector
+
+
+def score(records):
+    time.sleep(0.4 * len(records))
+    return [0.0] * len(records)
+
+
+@hookimpl
+def register_detectors(register):
+    register("pause", lambda threshold=0.5: ScoredDetector("pause", score, threshold, {"method": "pause"}),
+             help="never ambiguous, 0.4 s per record", options=[Option("threshold", float, 0.5, "")])
+"""
+
+
+def test_the_progress_bar_moves_per_record_within_a_batch(tmp_path):
+    """One batch of 5 records (issue 25, item 6): on a terminal the bar counts each record as it is done, not
+    the batch at its end; the records written are the same as without a terminal."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "cq_pause_detector.py").write_text(PAUSE_PLUGIN)
+    dist = site / "cq_pause_detector-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: cq-pause-detector\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[cqtools.plugins]\npause = cq_pause_detector\n")
+    five = tmp_path / "five.jsonl"
+    five.write_text("".join(QUESTIONS.read_text().splitlines(True)[:5]))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    code, shown = on_a_terminal([*CQ, "detect", "--method", "pause", "--batch-size", "32", str(five)], env)
+    assert code == 0, shown[-1000:]
+    assert b"2/5" in shown and b"4/5" in shown and b"5/5" in shown
 
 
 def test_a_stage_whose_output_is_empty_on_every_record_says_so_with_the_likely_cause(tmp_path):

@@ -365,13 +365,29 @@ def run_stream(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> i
 
         return run_distributed(process, spec, stdin, stdout, new_run=_Run, apply=apply)
     run = _Run(spec, stdin, stdout)
+    step = _call_size(spec, run.bar)
     try:
         for batch in batched(run.items, spec.batch_size):
-            run.write(apply(process, batch, spec), len(batch))
+            for start in range(0, len(batch), step):
+                part = batch[start:start + step]
+                run.write(apply(process, part, spec), len(part))
         run.finish()
     finally:
         run.close()
     return run.writer.written
+
+
+def _call_size(spec: StreamSpec, bar) -> int:
+    """Records per call of the stage: the batch, except under a progress bar (a terminal), where records go
+    one at a time so that the bar moves per record. The records are the same either way (every backend
+    computes each input alone: docs/benchmarks/determinism.md); API stages keep --concurrency records per
+    call (their requests stay in flight together), and padded batches (CQ_PADDED_BATCHES=1) keep the batch."""
+    from ..models.runtime import padded_batches
+
+    if bar.disable or padded_batches():
+        return spec.batch_size
+    config = current()
+    return max(1, min(spec.batch_size, config.concurrency)) if config.api_base else 1
 
 
 def _noting_preset(process: BatchFn, command: str, preset: str, fanout: bool) -> BatchFn:
