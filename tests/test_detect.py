@@ -74,7 +74,10 @@ def test_missing_or_bad_inputs_are_one_line_errors(runner, method, record, needl
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
 
 
-def test_classifier_needs_a_model(runner, questions_text):
+def test_classifier_needs_a_model_where_none_is_trained_or_shipped(runner, questions_text, tmp_path, monkeypatch):
+    from cqtools.models import roles
+
+    monkeypatch.setattr(roles, "SHIPPED_DIR", str(tmp_path / "no-shipped-models"))  # an install without them
     result = detect(runner, questions_text, "--method", "classifier")
     assert result.exit_code == 1
     assert "cq train detect" in result.stderr and result.stdout == ""

@@ -197,7 +197,9 @@ def doc_runs(tmp_path_factory, tiny_causal, fixture_index):
     scratch = tmp_path_factory.mktemp("scratch")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
            "SCRATCH": str(scratch), "OMP_NUM_THREADS": "1", "CQ_ORT_THREADS": "1",
-           **{f"CQ_MODEL_{role}": tiny_causal for role in ("READER", "DETECT", "GEN_CQ", "DISAMBIGUATOR", "ORACLE")}}
+           "CHECK_CHECKOUT": "0",  # the docs' checkouts share this venv: make must not reinstall it for them
+           # (not DETECT: the docs' `cq detect` runs its default method, the shipped classifier)
+           **{f"CQ_MODEL_{role}": tiny_causal for role in ("READER", "GEN_CQ", "DISAMBIGUATOR", "ORACLE")}}
     env.pop("CQ_DEBUG", None)
     runs: dict[str, DocRun] = {}
 
@@ -324,7 +326,10 @@ def test_readme_names_only_variables_the_code_reads():
     assert named <= _model_envvars(), sorted(named - _model_envvars())
 
 
-# --- `make exp-askcq` trains its detector first, as the README says -----------------------------------
+# --- `make exp-askcq` uses the shipped models on a fresh clone, trains only when asked -------------------
+
+TRAINS = re.compile(r"cq train (detect|reader|gen-cq|combiner) ")  # a training command in a make plan
+
 
 def _dry_run(target: str, *args: str) -> str:
     proc = subprocess.run(["make", "-n", "-C", str(ROOT), target, *args], capture_output=True, text=True, timeout=60)
@@ -332,25 +337,63 @@ def _dry_run(target: str, *args: str) -> str:
     return proc.stdout
 
 
-def test_exp_askcq_trains_the_detector_first(tmp_path):
-    plan = _dry_run("exp-askcq", f"WORK={tmp_path}/w")
-    assert "cq train detect --overwrite --train" in plan and "detect --method classifier" in plan
+def test_exp_askcq_uses_the_shipped_models_and_trains_nothing(tmp_path):
+    """A fresh clone (nothing in CQ_MODELS): the grid reads the shipped classifier and reader, trains nothing,
+    and leaves out the fine-tuned CQ generator's cell, which has no shipped model (issue 25, item 4)."""
+    plan = _dry_run("exp-askcq", f"WORK={tmp_path}/w", f"CQ_MODELS={tmp_path}/models")
+    assert not TRAINS.search(plan)
+    assert "detect --method classifier --model cqtools/shipped/detect" in plan
+    assert "answer --mode cq --model cqtools/shipped/reader" in plan
+    assert "gen-cq --method seq2seq" not in plan
+
+
+def test_exp_askcq_trains_first_when_asked_or_uses_the_models_trained_here(tmp_path):
+    plan = _dry_run("exp-askcq", f"WORK={tmp_path}/w", f"CQ_MODELS={tmp_path}/models", "TRAIN=1")
     assert plan.index("cq train detect --overwrite --train") < plan.index("detect --method classifier")
-    mine = tmp_path / "my-detector"
-    mine.mkdir()
-    assert "cq train detect --overwrite --train" not in _dry_run("exp-askcq", f"WORK={tmp_path}/w", f"MODEL_DETECT={mine}")
-
-
-def test_exp_askcq_trains_the_reader_and_the_generator_first(tmp_path):
-    plan = _dry_run("exp-askcq", f"WORK={tmp_path}/w", f"CQ_MODELS={tmp_path}/w/models")
-    assert plan.index("cq train reader --overwrite --train") < plan.index(f"answer --mode cq --model {tmp_path}/w/models/reader")
+    assert plan.index("cq train reader --overwrite --train") < plan.index(f"answer --mode cq --model {tmp_path}/models/reader")
     assert plan.index("cq train gen-cq --overwrite --train") < plan.index("gen-cq --method seq2seq")
-    reader, generator = tmp_path / "my-reader", tmp_path / "my-gencq"
-    reader.mkdir()
-    generator.mkdir()
-    plan = _dry_run("exp-askcq", f"WORK={tmp_path}/w", f"MODEL_READER={reader}", f"MODEL_GENCQ={generator}")
-    assert "cq train reader" not in plan and "cq train gen-cq" not in plan
-    assert f"answer --mode cq --model {reader}" in plan
+    for name in ("detect", "reader", "gencq"):  # trained here already: used, not retrained
+        (tmp_path / "models" / name).mkdir(parents=True)
+        (tmp_path / "models" / name / "config.json").write_text("{}")
+    plan = _dry_run("exp-askcq", f"WORK={tmp_path}/w", f"CQ_MODELS={tmp_path}/models")
+    assert not TRAINS.search(plan)
+    assert f"detect --method classifier --model {tmp_path}/models/detect" in plan
+    assert f"gen-cq --method seq2seq --model {tmp_path}/models/gencq" in plan
+    mine = tmp_path / "my-reader"
+    mine.mkdir()
+    assert f"answer --mode cq --model {mine}" in _dry_run("exp-askcq", f"WORK={tmp_path}/w", f"MODEL_READER={mine}")
+
+
+def test_make_compare_n5_is_a_smoke_run_that_trains_nothing_and_builds_no_dense_index(tmp_path):
+    """`make compare N=5` on a fresh clone (issue 25, item 4): the shipped models, a BM25-only corpus index, no
+    dense or hybrid cells; the full-size grid keeps them. Its time is measured by `make bench-smoke`."""
+    plan = _dry_run("compare", "N=5", f"WORK={tmp_path}/w", f"CQ_MODELS={tmp_path}/models")
+    assert not TRAINS.search(plan)
+    indexes = [line for line in plan.splitlines() if " index --corpus " in line]
+    assert len(indexes) == 1 and "--dense" not in indexes[0] and f"{tmp_path}/w/exp-index-bm25" in indexes[0]
+    assert "--method dense" not in plan and "--method hybrid" not in plan
+    assert "bench/report.py results" in plan and "N_MODEL=5" in plan
+    full = _dry_run("compare", f"WORK={tmp_path}/w", f"CQ_MODELS={tmp_path}/models")
+    assert "--dense" in full and "--method hybrid" in full and not TRAINS.search(full)
+
+
+def test_a_moved_checkout_is_reinstalled(tmp_path):
+    """A venv installed for another path (a moved or copied checkout) is reinstalled by make: pip through
+    the venv's own python, the editable install rewritten, the new path recorded (issue 25, item 13)."""
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    (venv / ".installed").touch()
+    os.utime(venv / ".installed", (2**31, 2**31))  # newer than setup.cfg: only the move can make it stale
+    (venv / ".checkout").write_text(str(ROOT) + "\n")
+    assert "pip install" not in _dry_run("install", f"VENV={venv}")
+    (venv / ".checkout").write_text("/somewhere/else\n")
+    proc = subprocess.run(["make", "-n", "-C", str(ROOT), "install", f"VENV={venv}"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "installed for /somewhere/else" in proc.stdout + proc.stderr
+    assert f"{venv}/bin/python -m pip install -q -e" in proc.stdout
+    assert f"echo '{ROOT}' > {venv}/.checkout" in proc.stdout
+    assert "pip install" not in _dry_run("install", f"VENV={venv}", "CHECK_CHECKOUT=0")
 
 
 def test_make_and_cq_share_one_models_directory(tmp_path, monkeypatch):

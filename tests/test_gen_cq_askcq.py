@@ -248,3 +248,44 @@ def test_train_gen_cq_reports_gold_and_silver_targets(runner, tmp_path, tiny_seq
     assert result.exit_code == 0, result.stderr
     card = json.loads((tmp_path / "gencq" / "cq_train.json").read_text())
     assert card["targets"]["train"] == {"gold_cq": 2, "silver_cq": 1} and card["config"]["targets"] == "auto"
+
+
+def test_train_gen_cq_in_askcq_layout_and_gen_cq_reads_it_from_the_model(runner, tmp_path, tiny_seq2seq, questions):
+    """`cq train gen-cq --input-layout askcq --two-options comma` (issue 24): the inputs it trains on are the ones
+    `cq gen-cq --input-layout askcq` writes, its silver targets use "A, or B", and cq gen-cq reads the layout
+    from the model's cq_train.json."""
+    from types import SimpleNamespace
+
+    from transformers import AutoTokenizer
+
+    from cqtools.stages import gen_cq as gen_stage
+    from cqtools.train.cq_generator import cq_examples
+
+    import shutil
+
+    model = str(tmp_path / "t5-with-bos-eos")  # AskCQ's layout needs sep, bos and eos tokens (BART has them)
+    shutil.copytree(tiny_seq2seq, model)
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    tokenizer.bos_token, tokenizer.eos_token = "[CLS]", "[SEP]"
+    tokenizer.save_pretrained(model)
+    gold, silver = training_records(questions)
+    two = {**silver, "gold": {**silver["gold"], "dqs": silver["gold"]["dqs"][:2]}} if silver["gold"].get("dqs") else silver
+    build = gen_stage.input_builder(SimpleNamespace(tokenizer=tokenizer, name="tiny"), "askcq")
+    examples, _ = cq_examples([two], 0, None, build_input=build, two_options="comma")
+    assert examples[0][0] == gen_stage.askcq_input(two["question"], [], None, gen_stage.special_tokens(
+        SimpleNamespace(tokenizer=tokenizer)))
+    if len(gen_stage.gold_dq_questions(two)) == 2:
+        assert ", or " in examples[0][1]
+    path = tmp_path / "train.jsonl"
+    path.write_text(jsonl([*gold, silver]))
+    out = str(tmp_path / "gencq")
+    result = runner.invoke(cli, ["train", "gen-cq", "--model", model, "--train", str(path), "--dev", str(path),
+                                 "--out", out, "--max-steps", "1", "--batch-size", "3", "--passages", "0",
+                                 "--input-layout", "askcq", "--two-options", "comma"])
+    assert result.exit_code == 0, result.stderr
+    card = json.loads((tmp_path / "gencq" / "cq_train.json").read_text())
+    assert (card["config"]["input_layout"], card["config"]["two_options"]) == ("askcq", "comma")
+    generated = runner.invoke(cli, ["gen-cq", "--method", "seq2seq", "--model", out, "--all", "--passages", "0",
+                                    "--max-new-tokens", "4", "-q"], input=jsonl([silver]))
+    assert generated.exit_code == 0, generated.stderr
+    assert parse_jsonl(generated.stdout)[0]["meta"]["gen_cq"]["input_layout"] == "askcq"

@@ -417,10 +417,12 @@ def test_cq_models_shows_backend_device_dtype_and_source(runner):
     assert rows["encoder"]["backend"] == "sentence-transformers" and rows["encoder"]["device"] == "cpu"
     assert rows["reranker"]["backend"] == "onnxruntime" and rows["reranker"]["dtype"] == "int8"
     assert rows["reader"]["backend"].startswith("transformers") and rows["reader"]["dtype"] == "float32"
-    assert rows["reader"]["source"].startswith(("offline:", "hf-cache", "hub", "local"))
+    assert rows["reader"]["source"].startswith(("offline:", "hf-cache", "hub", "local", "shipped with cq"))
+    assert rows["classifier"]["source"] == "shipped with cq" and rows["classifier"]["dtype"] == "float32"
+    assert rows["classifier"]["format"] == "int8 rows (float32 compute)"
     table = runner.invoke(cli, ["models", "--device", "cpu", "--dtype", "bfloat16"]).stdout
-    reader = next(line for line in table.splitlines() if line.startswith("reader"))
-    assert "transformers" in reader and " cpu " in reader and "bfloat16" in reader
+    llm = next(line for line in table.splitlines() if line.startswith("generator"))  # a language model's row
+    assert "transformers" in llm and " cpu " in llm and "bfloat16" in llm
 
 
 def test_cq_models_local_model_with_load(runner, tiny_causal):

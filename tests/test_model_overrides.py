@@ -20,6 +20,7 @@ COMMANDS = {
     "encoder": ["index", "--corpus", str(FIXTURES / "corpus.jsonl"), "--dense", "-q"],  # --out added per test
     "reranker": ["rerank"],
     "reader": ["answer", "--mode", "single"],
+    "classifier": ["detect"],
     "detector": ["detect", "--method", "llm"],
     "generator": ["gen-cq", "--method", "llm"],
     "disambiguator": ["disambiguate", "--method", "qd"],

@@ -173,8 +173,11 @@ def test_auto_reader_follows_the_model(trained, tiny_causal, tmp_path, monkeypat
     from cqtools.models.roles import installed_reader, role
     from cqtools.stages.answer import DEFAULT_READER, choose_reader
 
+    from cqtools.models import roles
+
     out, _ = trained
     monkeypatch.setenv("CQ_MODELS", str(tmp_path))
+    monkeypatch.setattr(roles, "SHIPPED_DIR", str(tmp_path / "none-shipped"))  # tests/test_shipped.py: the shipped one
     assert installed_reader() is None and role("reader").model() == DEFAULT_READER
     assert choose_reader("auto", None) == ("generative", None)
     with pytest.raises(ResourceError, match=r"\$CQ_MODELS/reader"):

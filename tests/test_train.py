@@ -162,3 +162,46 @@ def test_a_time_limit_is_a_cap_that_says_where_it_stopped_and_steps_are_reproduc
     _, capped, stderr = train("c", "--max-seconds", "0")
     assert capped["steps"] == 0 and capped["stopped"] == "time limit: stopped early at step 0"
     assert "stopped early at step 0" in stderr and "--max-steps" in stderr
+
+
+# --- compact weights (the shipped models' format) and the training bar ---------------------------------------
+
+def test_a_compact_model_is_a_quarter_of_the_size_and_scores_like_its_float_model(detect_model, tmp_path, runner,
+                                                                                    questions):
+    from cqtools.models import compact
+
+    out, _ = detect_model
+    small = str(tmp_path / "compact")
+    result = runner.invoke(cli, ["train", "compact", out, "--out", small])
+    assert result.exit_code == 0, result.stderr
+    summary = orjson.loads(result.stdout)
+    assert compact.is_compact(small) and not os.path.exists(os.path.join(small, "model.safetensors"))
+    assert summary["bytes"] < 0.3 * summary["source_bytes"] and summary["max_abs_weight_error"] < 0.05
+    scores = {}
+    for name, model in (("float", out), ("compact", small)):
+        done = runner.invoke(cli, ["detect", "--method", "classifier", "--model", model, "-q"], input=jsonl(questions))
+        assert done.exit_code == 0, done.stderr
+        scores[name] = [r["ambiguity"]["score"] for r in parse_jsonl(done.stdout)]
+    assert scores["float"] != scores["compact"]  # the weights did change ...
+    assert max(abs(a - b) for a, b in zip(scores["float"], scores["compact"])) < 0.02  # ... by a rounding
+    again = runner.invoke(cli, ["train", "compact", out, "--out", small])
+    assert again.exit_code != 0 and "exists; pass --overwrite" in again.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    bad = runner.invoke(cli, ["train", "compact", str(empty), "--out", str(tmp_path / "x")])
+    assert bad.exit_code != 0 and "has no model.safetensors" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_training_draws_a_step_bar_on_a_terminal_and_none_under_quiet(tmp_path):
+    import sys
+
+    from .conftest import on_a_terminal
+
+    cmd = [sys.executable, "-m", "cqtools", "train", "detect", "--train", QUESTIONS, "--dev", QUESTIONS, "--limit", "16",
+           "--dev-limit", "4", "--max-steps", "3", "--batch-size", "8", "--out", str(tmp_path / "m")]
+    env = {**os.environ, "CQ_OFFLINE": "1"}
+    code, shown = on_a_terminal(cmd, env)
+    assert code == 0, shown[-2000:]
+    assert b"3/3" in shown and b"step" in shown and b"loss=" in shown
+    code, quiet = on_a_terminal([*cmd, "-q", "--overwrite"], env)
+    assert code == 0 and b"3/3" not in quiet

@@ -34,7 +34,7 @@ class ChatOptions:
     hits: int = 10
     rerank_top: int = 3              # 0: no rerank
     reranker: str | None = None      # None: the reranker role's default
-    detect: str = "llm"
+    detect: str = "classifier"       # the classifier trained here, else the shipped one
     detect_model: str | None = None  # None: the method's default
     threshold: float | None = None
     gen_cq: str = "llm"

@@ -131,8 +131,9 @@ def _models(model, detect_method, detect_model, gen_cq_method, gen_cq_model, rea
               help="Passages kept after reranking (cq rerank --top); 0: no reranking.")
 @click.option("--reranker", default=None, envvar="CQ_MODEL_RERANKER",
               help="Cross-encoder of cq rerank and cq answer --mode cq [default: the reranker role's].")
-@click.option("--detect", "detect_method", type=click.Choice(DETECTORS.names()), default="llm", show_default=True,
-              help="Ambiguity detector (cq detect --method); answers and tree need keys a chat turn lacks.")
+@click.option("--detect", "detect_method", type=click.Choice(DETECTORS.names()), default="classifier", show_default=True,
+              help="Ambiguity detector (cq detect --method; classifier: the one trained here, else the shipped one); "
+                   "answers and tree need keys a chat turn lacks.")
 @click.option("--detect-model", default=None, envvar="CQ_MODEL_DETECT",
               help="cq detect --model (classifier: a `cq train detect` directory).")
 @click.option("--threshold", type=float, default=None, help="cq detect --threshold [default: the method's].")

@@ -14,10 +14,10 @@ METHOD_OPTIONS, OPTION_NAMES = method_options(DETECTORS)
 
 @click.command(name="detect")
 @preset_option("detect")
-@click.option("--method", type=click.Choice(DETECTORS.names()), default="llm", show_default=True,
+@click.option("--method", type=click.Choice(DETECTORS.names()), default="classifier", show_default=True,
               help=DETECTORS.help() + ".")
-@model_option("detector", None, help=f"classifier: a `cq train detect` directory; combined: a `cq train combiner` directory; "
-              f"llm: a causal LM (default {LLM}).")
+@model_option("detector", None, help=f"classifier: a `cq train detect` directory (default: $CQ_MODELS/detect, else the "
+              f"classifier cq ships); combined: a `cq train combiner` directory; llm, clam: a causal LM (default {LLM}).")
 @METHOD_OPTIONS
 @compose(batch_option, device_options, load_options, max_input_option, api_options, stream_options, scale_options)
 def cli(method, model, device, dtype, **kwargs):
@@ -28,9 +28,9 @@ def cli(method, model, device, dtype, **kwargs):
 
     \b
     Example:
-      cq retrieve --index idx < questions.jsonl | cq detect --method llm \\
+      cq retrieve --index idx < questions.jsonl | cq detect \\
         | cq gen-cq | cq score --task detect
-      cq detect --method classifier --model models/detect < questions.jsonl
+      cq detect --method llm --model Qwen/Qwen2.5-7B-Instruct < questions.jsonl
     """
     from ..config import current
     from ..stages import detect

@@ -126,6 +126,12 @@ def detect_cmd(quiet, **kwargs):
 @click.option("--targets", type=click.Choice(["auto", "silver"]), default="auto", show_default=True,
               help="auto: a record's gold CQ (gold.cq, CAmbigNQ's) where it has one, else the silver CQ built from "
                    "its gold DQs; silver: silver CQs only. cq_train.json counts each (targets).")
+@click.option("--input-layout", type=click.Choice(["cq", "askcq"]), default="cq", show_default=True,
+              help="The input as `cq gen-cq --method seq2seq --input-layout` writes it: cq's, or AskCQ's CQDataset "
+                   "layout (needs a tokenizer with sep/bos/eos tokens, e.g. BART's). cq gen-cq reads it from the "
+                   "model's cq_train.json.")
+@click.option("--two-options", type=click.Choice(["or", "comma"]), default="or", show_default=True,
+              help="Silver CQs with two options as \"A or B\" or \"A, or B\" (AskCQ's form).")
 def gen_cq_cmd(quiet, **kwargs):
     """Fine-tune a generator on gold CQs (gold.cq, e.g. from `cq convert cambignq` or `--join cambignq:`)
     and, for records without one, silver CQs built from gold DQs (cq gen-cq --method from-dqs).
@@ -246,3 +252,22 @@ def combiner_cmd(quiet, train_path, features, dtype, out, overwrite, **kwargs):
         report = train_combiner(CombinerConfig(train=train_path, features=parse_features(features), out=staging,
                                                **kwargs))
     _echo({k: report[k] for k in ("train_records", "threshold", "weights", "retrieval", "validation")}, staging, out)
+
+
+@cli.command(name="compact")
+@click.argument("src", type=click.Path(exists=True, file_okay=False))
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Directory to write the compact model to.")
+@click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
+def compact_cmd(src, out, overwrite):
+    """Rewrite a trained model directory (detect, reader) with int8 weights, one scale per row: a
+    quarter of the size, loaded back as float32 (cqtools/models/compact.py). cq ships its
+    classifier and reader this way (`make ship-models`).
+
+    \b
+    Example:
+      cq train compact models/reader --out cqtools/shipped/reader --overwrite
+      cq answer --mode multi --model cqtools/shipped/reader < reranked.jsonl
+    """
+    from ..models.compact import compact
+
+    click.echo(json.dumps({"out": out, **compact(src, out, overwrite)}))

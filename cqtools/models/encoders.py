@@ -284,16 +284,21 @@ class OnnxEncoder:
 
 def load_transformers(path: str, auto_class: str, device: str = "auto", what: str = "a model", hint: str = ""):
     """``(tokenizer, model)`` of a transformers model directory for ``auto_class`` (e.g.
-    ``AutoModelForSequenceClassification``), in eval mode on ``device``, loaded once per process;
+    ``AutoModelForSequenceClassification``), in eval mode on ``device``, loaded once per process
+    (a directory of cq's compact int8 weights, cqtools/models/compact.py, loads as float32);
     a one-line error naming ``what`` (and ``hint``) when it cannot be loaded."""
     dev = pick_device(device)
 
     def build():
         import transformers
 
+        from . import compact
+
         try:
             tokenizer = transformers.AutoTokenizer.from_pretrained(path, **_remote())
-            model = getattr(transformers, auto_class).from_pretrained(path, **_remote()).to(dev).eval()
+            cls = getattr(transformers, auto_class)
+            model = (compact.load_model(path, cls) if compact.is_compact(path)
+                     else cls.from_pretrained(path, **_remote())).to(dev).eval()
         except (OSError, ValueError) as err:
             raise ResourceError(f"cannot load {what} from {path}: {str(err).splitlines()[0]}"
                                 + (f"; {hint}" if hint else "")) from None

@@ -43,11 +43,35 @@ def is_span_model(path: str) -> bool:
     return any(a.endswith("ForQuestionAnswering") for a in architectures(path))
 
 
+# Compact trained models carried in the package (cqtools/shipped/<name>/, `make ship-models`): what a fresh
+# clone uses where nothing was trained here.
+SHIPPED_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "shipped")
+
+
+def trained(name: str, valid: Callable[[str], bool]) -> str | None:
+    """The trained model ``name`` (``reader``, ``detect``): the one in :func:`models_dir` when it is
+    ``valid``, else the compact copy cq ships, else None."""
+    for path in (os.path.join(models_dir(), name), os.path.join(SHIPPED_DIR, name)):
+        if valid(path):
+            return path
+    return None
+
+
 def installed_reader() -> str | None:
-    """The extractive reader installed in :func:`models_dir` (``reader/``, a `cq train reader`
-    directory), or None: with one, ``cq answer``'s default reader is extractive."""
-    path = os.path.join(models_dir(), "reader")
-    return path if is_span_model(path) else None
+    """The extractive reader: ``reader/`` in :func:`models_dir` (a `cq train reader` directory), else
+    the shipped one; with either, ``cq answer``'s default reader is extractive."""
+    return trained("reader", is_span_model)
+
+
+def is_classifier(path: str) -> bool:
+    """Whether the local directory ``path`` holds a sequence classifier (a `cq train detect` model)."""
+    return any(a.endswith("ForSequenceClassification") for a in architectures(path))
+
+
+def installed_classifier() -> str | None:
+    """The ambiguity classifier: ``detect/`` in :func:`models_dir`, else the shipped one (``cq detect``'s
+    default method, classifier, reads it)."""
+    return trained("detect", is_classifier)
 
 
 @dataclass(frozen=True)
@@ -72,9 +96,12 @@ ROLES: tuple[Role, ...] = (
          "cq index --dense (retrieve reads it from the index), cq disambiguate --shots", "CQ_MODEL_ENCODER"),
     Role("reranker", RERANKER, "cq rerank, cq answer --mode cq, cq disambiguate",
          "CQ_MODEL_RERANKER"),
-    Role("reader", LLM, "cq answer, cq chat (the extractive reader in $CQ_MODELS/reader when installed)",
+    Role("reader", LLM, "cq answer, cq chat (the extractive reader in $CQ_MODELS/reader when installed, else the "
+         "shipped one)",
          "CQ_MODEL_READER", installed=installed_reader),
-    Role("detector", LLM, "cq detect --method llm", "CQ_MODEL_DETECT"),
+    Role("classifier", None, "cq detect and cq chat with their default method, classifier (the classifier in "
+         "$CQ_MODELS/detect when installed, else the shipped one)", "CQ_MODEL_DETECT", installed=installed_classifier),
+    Role("detector", LLM, "cq detect --method llm|clam", "CQ_MODEL_DETECT"),
     Role("generator", LLM, "cq gen-cq --method llm", "CQ_MODEL_GEN_CQ"),
     Role("disambiguator", LLM, "cq disambiguate", "CQ_MODEL_DISAMBIGUATOR"),
     Role("oracle", LLM, "cq oracle --method llm", "CQ_MODEL_ORACLE"),
@@ -94,7 +121,7 @@ NEEDS = {"onnx": ("onnxruntime", "tokenizers"), "gguf": ("gguf",), "sentence-tra
 
 
 # What loads a role's model (cq models): a generator, a bi-encoder, a cross-encoder or an extractive reader.
-LOADERS = {"encoder": "encoder", "reranker": "cross-encoder", "score-reader": "reader"}
+LOADERS = {"encoder": "encoder", "reranker": "cross-encoder", "score-reader": "reader", "classifier": "reader"}
 
 
 def loader_of(role: str, fmt: str | None) -> str:
@@ -134,11 +161,17 @@ def status(name: str | None, role: str = "-", device: str | None = None, dtype: 
     problem = f"needs {', '.join(missing)}: pip install {' '.join(missing)}" if missing else None
     row = {"model": model.name, "usable": not missing, "source": model.source, "path": model.path,
            "format": model.fmt, "problem": problem, **empty}
+    from .compact import is_compact
+
+    if os.path.isdir(model.path) and is_compact(model.path):  # cq's int8 rows (cqtools/models/compact.py)
+        shipped = os.path.abspath(model.path).startswith(SHIPPED_DIR + os.sep)
+        row.update(source="shipped with cq" if shipped else model.source, format="int8 rows (float32 compute)")
     if model.revision:
         row["revision"] = model.revision
     if device is not None:
         try:
-            row.update(placement(model.path, model.fmt, model.source, loader_of(role, model.fmt), device, dtype))
+            loader = "reader" if os.path.isdir(model.path) and is_span_model(model.path) else loader_of(role, model.fmt)
+            row.update(placement(model.path, model.fmt, model.source, loader, device, dtype))
         except ResourceError as err:  # --device cuda without a GPU, --quantize without bitsandbytes ...
             row.update(usable=False, problem=str(err))
     return row

@@ -80,7 +80,8 @@ DISAMBIG_FIRST = Preset(
         # --- detect ---
         Setting("detect", "method", "classifier", "§5 DISAMBIG-FIRST step (1): a BERT-based binary classifier",
                 "cq's classifier is the encoder `cq train detect` fine-tunes (MiniLM by default, not BERT); "
-                "pass its directory with --model", setting="ambiguity detection"),
+                "without --model, the one trained here ($CQ_MODELS/detect) or else the one cq ships (question only)",
+                setting="ambiguity detection"),
         Setting("detect", "n_passages", 0, "§5: the baseline disambiguates \"without any context from plausible "
                 "answers or reference passages\"", setting="passages read (question only)"),
 

@@ -20,7 +20,8 @@ ASKCQ = Preset(
         Setting("detect", "method", "classifier", "§6.1 Task 1 (No Answers: BERT-base-cased with a linear head over "
                 "\"question [SEP] relevant_passages\"); ambiguity_detection/run_ambiguity_detection.py @d8be017",
                 "cq's classifier is what `cq train detect` fine-tunes (MiniLM by default; --model bert-base-cased "
-                "for the paper's); pass its directory with --model. Train it as AskCQ did with --passages 100 "
+                "for the paper's); pass its directory with --model (without one: $CQ_MODELS/detect, else the shipped "
+                "classifier, trained on the question alone, so the passages barely fit its 48 tokens). Train it as AskCQ did with --passages 100 "
                 "--max-length 512 over retrieved training records (make train-detect DETECT_PASSAGES=100 "
                 "DETECT_MAX_LENGTH=512); cq detect reuses the model's max length",
                 setting="ambiguity detection"),
@@ -62,7 +63,9 @@ ASKCQ = Preset(
                 "'No Answers'", setting="answers in the input"),
         Setting("gen-cq", "input_layout", "askcq", "CQDataset.py:97-121 @d8be017: the question, each answer "
                 "closed by the tokenizer's separator, then each passage encoded alone (<s>P</s>)",
-                "how a passage's title joins its text is in the unreleased .pkl files; cq writes 'title: text'",
+                "how a passage's title joins its text is in the unreleased .pkl files; cq writes 'title: text'. "
+                "Train a generator on this layout with `cq train gen-cq --input-layout askcq --two-options comma` "
+                "(a tokenizer with sep, bos and eos tokens, e.g. BART's); cq gen-cq then reads the layout from it",
                 setting="input layout"),
         Setting("gen-cq", "max_passage_tokens", 1024, "CQDataset.py:126 @d8be017 and cli.py:47 "
                 "(max_token_nums 1024): passages until BART's 1,024 input tokens are full",

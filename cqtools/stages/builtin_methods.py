@@ -36,7 +36,10 @@ def register_detectors(register):
 
     register("classifier", detect.classifier_detector,
              help="P(ambiguous) from a `cq train detect` model over question + passages (AskCQ)",
-             options=[Option("model", str, None, "a `cq train detect` directory (required)"), PASSAGES,
+             options=[Option("model", str, None, "a `cq train detect` directory [default: $CQ_MODELS/detect when "
+                             "trained, else the classifier cq ships]"),
+                      Option("n_passages", int, None, "top passages shown to the model (0: none) [default: as many "
+                             "as it was trained with]", min=0, flag="--passages"),
                       _threshold(0.5)])
     register("llm", detect.load_llm_detector, help="few-shot log p(True) - log p(False) (CLAM)",
              options=[Option("model", str, LLM, "a causal LM"), _threshold(0.0), PROMPT])
@@ -89,9 +92,10 @@ def register_cq_methods(register):
     register("seq2seq", gen_cq.load_seq2seq_method, help="a generator from `cq train gen-cq` (AskCQ)",
              options=[Option("model", str, None, "a `cq train gen-cq` directory (required)"), PASSAGES,
                       WITH_ANSWERS, CQ_TOKENS, CQ_OPTIONS, MAX_PASSAGE_TOKENS, NUM_BEAMS,
-                      Option("input_layout", str, "cq", "cq: \"AQ [SEP] A1 | A2 [SEP] passages\"; askcq: AskCQ's "
+                      Option("input_layout", str, None, "cq: \"AQ [SEP] A1 | A2 [SEP] passages\"; askcq: AskCQ's "
                              "CQDataset.py layout (question, each answer, each passage closed by the tokenizer's "
-                             "separators; BART's)", choices=("cq", "askcq")), TWO_OPTIONS])
+                             "separators; BART's) [default: the layout the model was trained on, its cq_train.json]",
+                             choices=("cq", "askcq")), TWO_OPTIONS])
 
 
 VERIFY = [Option("verify", bool, False, "REFUEL LM verification: add verify_score = log p(answer | passages, question)"),

@@ -4,7 +4,8 @@ Each method is a :class:`ScoredDetector` whose ``score(records)`` returns one nu
 the label is always ``score > threshold``. Methods live in the DETECTORS registry
 (cqtools/registry.py; plugins add more); :func:`build` assembles the stage from Python:
 
-  classifier  P(ambiguous) from a sequence classifier over "question [SEP] passages" (AskCQ task 1)
+  classifier  P(ambiguous) from a sequence classifier over "question [SEP] passages" (AskCQ task 1); the
+              default: the classifier trained here ($CQ_MODELS/detect), else the compact one cq ships
   llm         log p(" True") - log p(" False") after a few-shot CLAM-style prompt
   answers     number of distinct normalised answers from ``cq answer --mode multi`` (AskCQ)
   tree        number of surviving disambiguations from ``cq disambiguate --tree``
@@ -36,10 +37,10 @@ class ScoredDetector:
     info: dict = field(default_factory=dict)
 
 
-def build(method: str = "llm", config=None, **options) -> Callable[[list[dict]], list[dict]]:
+def build(method: str = "classifier", config=None, **options) -> Callable[[list[dict]], list[dict]]:
     """The detect stage as a batch function (records -> records), e.g. in a notebook::
 
-        detect = build("llm", model="HuggingFaceTB/SmolLM2-135M-Instruct")  # or a larger instruct model
+        detect = build("classifier")  # the shipped classifier; build("llm", model=...) asks an LM instead
         records = detect(records)
 
     ``options`` are the method's (its schema: ``DETECTORS.get(method).options``; a misspelled one is
@@ -76,17 +77,22 @@ def encode_pairs(tokenizer, pairs: list[tuple[str, str | None]], max_length: int
                      return_tensors="pt")
 
 
-def trained_max_length(path: str) -> int:
-    """The ``max_length`` (tokens) a ``cq train detect`` directory was trained with (its cq_train.json),
-    else MAX_INPUT_TOKENS."""
+def trained_config(path: str, key: str, default):
+    """``config[key]`` of the `cq train detect` directory ``path`` (its cq_train.json), else ``default``."""
     import json
     import os
 
     try:
         with open(os.path.join(path, "cq_train.json")) as fh:
-            return int(json.load(fh)["config"].get("max_length") or MAX_INPUT_TOKENS)
-    except (OSError, ValueError, KeyError, TypeError):
-        return MAX_INPUT_TOKENS
+            value = json.load(fh)["config"].get(key)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return default
+    return default if value is None else value
+
+
+def trained_max_length(path: str) -> int:
+    """The ``max_length`` (tokens) a ``cq train detect`` directory was trained with, else MAX_INPUT_TOKENS."""
+    return int(trained_config(path, "max_length", MAX_INPUT_TOKENS))
 
 
 class SequenceClassifier:
@@ -124,13 +130,19 @@ class SequenceClassifier:
         return out
 
 
-def classifier_detector(model: str | None, n_passages: int, threshold: float, config=None) -> ScoredDetector:
+def classifier_detector(model: str | None, n_passages: int | None, threshold: float, config=None) -> ScoredDetector:
+    """``model`` None: the classifier trained here ($CQ_MODELS/detect), else the one cq ships; ``n_passages``
+    None: as many passages as the model was trained with (its cq_train.json; 3 when it does not say)."""
+    model = model or role("classifier").model()
     if not model:
-        raise ResourceError("--method classifier needs --model DIR, a model saved by `cq train detect --out DIR`")
+        raise ResourceError("--method classifier needs --model DIR, a model saved by `cq train detect --out DIR` "
+                            "(none is installed in $CQ_MODELS/detect and this install ships none)")
     from ..models.backends import pick_device
     from ..models.resolve import resolve
 
     resolved = resolve(model)
+    if n_passages is None:
+        n_passages = int(trained_config(resolved.path, "passages", 3))
     dev = pick_device(config.device if config is not None else "auto")
     clf = SequenceClassifier(resolved.path, dev)
 

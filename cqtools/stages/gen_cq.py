@@ -25,6 +25,7 @@ show the question alone), and from-dqs reads gold DQs, not answers.
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import string
 from dataclasses import dataclass, field
@@ -230,12 +231,18 @@ def load_llm_method(model: str, n_passages: int, zero_shot: bool, max_new_tokens
 
 def load_seq2seq_method(model: str | None, n_passages: int, with_answers: str | None, max_new_tokens: int,
                         options: str, config, max_passage_tokens: int | None = None, num_beams: int = 1,
-                        input_layout: str = "cq", two_options: str = "or") -> CQWriter:
+                        input_layout: str | None = None, two_options: str = "or") -> CQWriter:
+    """``input_layout`` None: the layout the model was trained on (its cq_train.json), else cq's."""
     if not model:
         raise InputError("--method seq2seq needs --model DIR from `cq train gen-cq`")
     from ..models.backends import load_generator
 
-    return seq2seq_method(load_generator(model, config.device, config.dtype), n_passages, with_answers,
+    generator = load_generator(model, config.device, config.dtype)
+    if input_layout is None:
+        from .detect import trained_config
+
+        input_layout = trained_config(os.path.expanduser(model), "input_layout", "cq")
+    return seq2seq_method(generator, n_passages, with_answers,
                           max_new_tokens, options, max_passage_tokens=max_passage_tokens, num_beams=num_beams,
                           input_layout=input_layout, two_options=two_options)
 

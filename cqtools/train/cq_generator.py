@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict
+from types import SimpleNamespace
 
 from ..errors import InputError, ResourceError
 from ..records import GOLD
@@ -19,13 +20,15 @@ from .loop import (TrainConfig, keep_model_inputs, load_records, log, peak_rss_m
 TARGETS = ("auto", "silver")  # auto: gold.cq where a record has one, else the silver CQ; silver: silver only
 
 
-def cq_examples(records: list[dict], passages: int, with_answers: str | None,
-                targets: str = "auto") -> tuple[list[tuple[str, str, dict]], dict]:
+def cq_examples(records: list[dict], passages: int, with_answers: str | None, targets: str = "auto",
+                build_input=None, two_options: str = "or") -> tuple[list[tuple[str, str, dict]], dict]:
     """(input, target CQ, record) per training record, and how many targets are gold and silver CQs.
 
     The target is the record's gold CQ (``gold.cq``) when it has one and ``targets`` is "auto"; else the
-    from-dqs CQ (the silver CQ ``cq gen-cq --method from-dqs`` writes) of an ambiguous record with >= 2
-    gold DQs; other records are left out."""
+    from-dqs CQ (the silver CQ ``cq gen-cq --method from-dqs`` writes, two options joined as ``two_options``
+    says) of an ambiguous record with >= 2 gold DQs; other records are left out. ``build_input`` writes the
+    input (:func:`cqtools.stages.gen_cq.input_builder`; default cq's layout)."""
+    build_input = build_input or gen_stage.seq2seq_input
     if targets not in TARGETS:
         raise InputError(f"targets={targets!r}: use one of {', '.join(TARGETS)} (--targets)")
     out = []
@@ -41,9 +44,9 @@ def cq_examples(records: list[dict], passages: int, with_answers: str | None,
             category, options = gen_stage.cq_from_dqs(record["question"], dqs)
             if len(options) < 2:
                 continue
-            target, kind = gen_stage.format_cq(gen_stage.which(category), options), "silver_cq"
-        source = gen_stage.seq2seq_input(record["question"], gen_stage.passage_snippets(record, passages),
-                                         gen_stage.answer_texts(record, with_answers))
+            target, kind = gen_stage.format_cq(gen_stage.which(category), options, two_options), "silver_cq"
+        source = build_input(record["question"], gen_stage.passage_snippets(record, passages),
+                             gen_stage.answer_texts(record, with_answers))
         out.append((source, target, record))
         counts[kind] += 1
     return out, counts
@@ -114,16 +117,21 @@ def train_gen_cq(cfg: TrainConfig) -> dict:
     if cfg.dev is None:
         raise InputError("train gen-cq needs --dev FILE")
     set_seed(cfg.seed)
-    train, train_counts = cq_examples(load_records(cfg.train, cfg.limit), cfg.passages, cfg.with_answers, cfg.targets)
-    dev, dev_counts = cq_examples(load_records(cfg.dev, cfg.dev_limit), cfg.passages, cfg.with_answers, cfg.targets)
+    resolved = resolve(cfg.model)
+    path = _gguf_to_safetensors(resolved) if resolved.fmt == "gguf" else resolved.path
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    # the input as `cq gen-cq --method seq2seq --input-layout` will write it (AskCQ's needs the model's tokens)
+    build_input = gen_stage.input_builder(SimpleNamespace(tokenizer=tokenizer, name=cfg.model), cfg.input_layout)
+    examples = {"build_input": build_input, "two_options": cfg.two_options}
+    train, train_counts = cq_examples(load_records(cfg.train, cfg.limit), cfg.passages, cfg.with_answers, cfg.targets,
+                                      **examples)
+    dev, dev_counts = cq_examples(load_records(cfg.dev, cfg.dev_limit), cfg.passages, cfg.with_answers, cfg.targets,
+                                  **examples)
     if not train:
         raise InputError(f"{cfg.train} has no records with a gold CQ (gold.cq) or >= 2 gold DQs to build silver "
                          "CQs from")
-    resolved = resolve(cfg.model)
-    path = _gguf_to_safetensors(resolved) if resolved.fmt == "gguf" else resolved.path
     device = pick_device(cfg.device)
     seq2seq = bool(getattr(AutoConfig.from_pretrained(path), "is_encoder_decoder", False))
-    tokenizer = AutoTokenizer.from_pretrained(path)
     model = (AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM).from_pretrained(path).to(device)
     eos = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else tokenizer.sep_token_id
     if eos is None:
@@ -167,7 +175,8 @@ def dev_cq_scores(cfg: TrainConfig, dev: list, device: str) -> dict:
     from ..models.backends import load_generator
 
     generator = load_generator(cfg.out, device=device)
-    preds = gen_stage.seq2seq_method(generator, cfg.passages, cfg.with_answers, 48).run([r for _, _, r in dev])
+    preds = gen_stage.seq2seq_method(generator, cfg.passages, cfg.with_answers, 48, input_layout=cfg.input_layout,
+                                     two_options=cfg.two_options).run([r for _, _, r in dev])
     golds = [(r.get(GOLD) or {}).get("cq") or target for _, target, r in dev]
     scores = cq_scores([(g, p["text"]) for g, p in zip(golds, preds)])
     scores["valid"] = sum(bool(p["valid"]) for p in preds) / len(preds)

@@ -11,6 +11,7 @@ model instead and shares only the record helpers.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -53,6 +54,8 @@ class TrainConfig:
     device: str = "auto"
     with_answers: str | None = None  # gen-cq only: None | "gold"
     targets: str = "auto"            # gen-cq only: "auto" (gold.cq where present, else silver) | "silver"
+    input_layout: str = "cq"         # gen-cq only: "cq" | "askcq" (AskCQ's CQDataset input, cq gen-cq --input-layout)
+    two_options: str = "or"          # gen-cq only: silver CQs with two options as "A or B" | "A, or B" ("comma")
 
 
 # --- data ------------------------------------------------------------------------------------
@@ -198,27 +201,49 @@ def train_loop(model, examples: int, loss_of: Callable[[list[int]], object], *, 
     """Train ``model`` on ``examples`` items: ``loss_of(indices)`` is one batch's loss. After a step
     for which ``evaluate_at(step, state)`` holds, ``on_eval(step, epoch, state)`` runs and returns True to
     stop early; otherwise every ``log_every`` steps the mean loss is logged."""
-    opt, sched = make_optimizer(model, lr, total_steps(examples, batch_size, epochs, max_steps))
+    total = total_steps(examples, batch_size, epochs, max_steps)
+    opt, sched = make_optimizer(model, lr, total)
     state = LoopState(Budget(max_steps, max_seconds))
     model.train()
-    for epoch, idx in batches(examples, batch_size, epochs, seed):
-        why = state.budget.why(state.step)
-        if why == "time limit":
-            state.stopped = f"time limit: stopped early at step {state.step}"
-            log.warning("%s: --max-seconds %g reached: stopped early at step %d of %d; the model depends on this "
-                        "machine's speed (give --max-steps or --epochs for a reproducible one)", name,
-                        state.budget.max_seconds, state.step, total_steps(examples, batch_size, epochs, max_steps))
-            break
-        if why is not None:
-            state.stopped = "max steps"
-            break
-        state.losses.append(optimizer_step(loss_of(idx), model, opt, sched))
-        state.step += 1
-        if evaluate_at(state.step, state):
-            if on_eval is not None and on_eval(state.step, epoch, state):
-                state.stopped = "early stop"
+    with progress(name, total) as bar:
+        for epoch, idx in batches(examples, batch_size, epochs, seed):
+            why = state.budget.why(state.step)
+            if why == "time limit":
+                state.stopped = f"time limit: stopped early at step {state.step}"
+                log.warning("%s: --max-seconds %g reached: stopped early at step %d of %d; the model depends on this "
+                            "machine's speed (give --max-steps or --epochs for a reproducible one)", name,
+                            state.budget.max_seconds, state.step, total)
                 break
-        elif log_every and state.step % log_every == 0:
-            log.info("%s step %d (%.0f s): loss %.3f", name, state.step, state.budget.elapsed(),
-                     state.mean_loss(log_every))
+            if why is not None:
+                state.stopped = "max steps"
+                break
+            state.losses.append(optimizer_step(loss_of(idx), model, opt, sched))
+            state.step += 1
+            bar.update(1)
+            bar.set_postfix(loss=f"{state.losses[-1]:.3f}", refresh=False)
+            if evaluate_at(state.step, state):
+                if on_eval is not None and on_eval(state.step, epoch, state):
+                    state.stopped = "early stop"
+                    break
+            elif log_every and state.step % log_every == 0:
+                log.info("%s step %d (%.0f s): loss %.3f", name, state.step, state.budget.elapsed(),
+                         state.mean_loss(log_every))
     return state
+
+
+@contextlib.contextmanager
+def progress(name: str, total: int):
+    """A bar over the optimiser steps on a terminal, log lines printed above it (no bar under -q or when
+    stderr is not a terminal)."""
+    import sys
+
+    from tqdm import tqdm
+    from tqdm.contrib.logging import logging_redirect_tqdm
+
+    shown = sys.stderr.isatty() and log.isEnabledFor(logging.INFO)
+    with tqdm(desc=name, total=total, unit="step", file=sys.stderr, disable=not shown, dynamic_ncols=True) as bar:
+        if not shown:
+            yield bar
+            return
+        with logging_redirect_tqdm(loggers=[logging.getLogger("cqtools")]):
+            yield bar

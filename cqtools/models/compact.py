@@ -1,0 +1,128 @@
+"""Compact weights for the models cq ships (cqtools/shipped/): int8 per row, computed in float32.
+
+``cq train compact SRC --out DST`` rewrites a trained model directory (``model.safetensors``) as
+``model.int8.safetensors``: every float matrix of at least :data:`MIN_ELEMENTS` values (the linear
+layers and the embeddings: almost all of a MiniLM's 22.7M parameters) becomes int8 with one float32
+scale per row (symmetric, ``scale = max|row| / 127``); vectors (biases, LayerNorm) stay float32.
+Loading (:func:`load_state`, used by ``load_transformers``) multiplies the rows back into float32
+weights, so inference is the plain float32 model: the same numbers on any CPU (unlike onnxruntime's
+INT8 kernels, which differ by instruction set) and on a GPU. A MiniLM-L6 goes from 91 MB to 23 MB.
+What the rounding costs is measured per model (docs/benchmarks/shipped.md).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+
+from ..errors import InputError
+
+WEIGHTS = "model.int8.safetensors"
+FORMAT = "cq-int8-rows"
+MIN_ELEMENTS = 4096
+SCALE = ".cq_scale"  # key suffix of a quantised matrix's row scales
+# Files of a model directory copied as they are (tokenizer, config, the training report).
+COPIED = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt",
+          "cq_train.json")
+
+
+def is_compact(path: str) -> bool:
+    """Whether the directory ``path`` holds compact weights (and no full-precision ones)."""
+    return (os.path.isfile(os.path.join(path, WEIGHTS))
+            and not os.path.isfile(os.path.join(path, "model.safetensors")))
+
+
+def sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def quantize(state: dict) -> dict:
+    """The compact state dict of a float ``state``: int8 rows + float32 scales, small tensors as they are."""
+    import torch
+
+    out = {}
+    for name, tensor in state.items():
+        tensor = tensor.detach().to("cpu").contiguous()
+        if tensor.is_floating_point() and tensor.dim() == 2 and tensor.numel() >= MIN_ELEMENTS:
+            weight = tensor.float()
+            scale = weight.abs().amax(dim=1, keepdim=True).clamp(min=1e-12) / 127.0
+            out[name] = torch.round(weight / scale).clamp(-127, 127).to(torch.int8).contiguous()
+            out[name + SCALE] = scale.squeeze(1).contiguous()
+        else:
+            out[name] = tensor.float() if tensor.is_floating_point() else tensor
+    return out
+
+
+def dequantize(compact: dict) -> dict:
+    """The float32 state dict of a compact one (:func:`quantize`'s inverse, up to its rounding)."""
+    out = {}
+    for name, tensor in compact.items():
+        if name.endswith(SCALE):
+            continue
+        scale = compact.get(name + SCALE)
+        out[name] = tensor.float() * scale.unsqueeze(1) if scale is not None else tensor
+    return out
+
+
+def load_state(path: str) -> dict:
+    """The float32 state dict of the compact model directory ``path``."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+
+    file = os.path.join(path, WEIGHTS)
+    with safe_open(file, "pt") as fh:
+        meta = fh.metadata() or {}
+    if meta.get("format") != FORMAT:
+        raise InputError(f"{file} is not cq's compact format ({FORMAT}); rebuild it with cq train compact")
+    return dequantize(load_file(file))
+
+
+def load_model(path: str, auto_class):
+    """``auto_class`` (e.g. ``AutoModelForQuestionAnswering``) built from ``path``'s config, its
+    weights from the compact file."""
+    from transformers import AutoConfig
+
+    model = auto_class.from_config(AutoConfig.from_pretrained(path))
+    missing, unexpected = model.load_state_dict(load_state(path), strict=False)
+    # Tied or recomputed buffers (position ids) may be absent; a missing weight is a broken file.
+    missing = [m for m in missing if not m.endswith("position_ids")]
+    if missing or unexpected:
+        raise InputError(f"{path}: compact weights do not fit {auto_class.__name__} "
+                         f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
+    return model
+
+
+def compact(src: str, out: str, overwrite: bool = False) -> dict:
+    """Write ``src`` (a `cq train ...` directory with model.safetensors) to ``out`` in the compact
+    format; returns its summary (sizes, largest weight error), also written to ``out/cq_compact.json``."""
+    from safetensors.torch import load_file, save_file
+
+    weights = os.path.join(src, "model.safetensors")
+    if not os.path.isfile(weights):
+        raise InputError(f"{src} has no model.safetensors; pass a directory written by cq train")
+    if os.path.exists(out):
+        if not overwrite:
+            raise InputError(f"{out} exists; pass --overwrite to replace it")
+        shutil.rmtree(out)
+    os.makedirs(out)
+    state = load_file(weights)
+    packed = quantize(state)
+    save_file(packed, os.path.join(out, WEIGHTS), metadata={"format": FORMAT})
+    os.chmod(os.path.join(out, WEIGHTS), 0o644)  # safetensors writes 0600; the file ships with the package
+    for name in COPIED:
+        if os.path.isfile(os.path.join(src, name)):
+            shutil.copy2(os.path.join(src, name), os.path.join(out, name))
+    restored = dequantize(packed)
+    error = max(float((restored[k].float() - v.float()).abs().max()) for k, v in state.items() if v.is_floating_point())
+    summary = {"format": FORMAT, "source_sha256": sha256(weights),
+               "source_bytes": os.path.getsize(weights), "bytes": os.path.getsize(os.path.join(out, WEIGHTS)),
+               "quantised_tensors": sum(1 for k in packed if k.endswith(SCALE)), "max_abs_weight_error": error}
+    with open(os.path.join(out, "cq_compact.json"), "w") as fh:
+        json.dump(summary, fh, indent=2, sort_keys=True)
+        fh.write("\n")
+    return summary
