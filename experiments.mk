@@ -28,7 +28,8 @@
 # resamples), RESULTS (where `make compare` writes the report: docs/results.md).
 
 # N=K (a smoke run) also reads a BM25-only corpus index (seconds to build, where the dense one takes minutes on
-# 2 cores) and leaves out the dense and hybrid retrieval cells; DENSE=1 keeps them.
+# 2 cores) and leaves out the dense and hybrid retrieval cells; DISAMBIG-FIRST retrieves each DQ with BM25
+# instead of its preset's dense searcher. DENSE=1 keeps the dense index and cells.
 ifdef N
 N_ALL        := $(N)
 N_MODEL      := $(N)
@@ -286,7 +287,7 @@ endif
 $(EXP)/ambignq.disambigfirst.dq.jsonl: $(EXP)/ambignq.disambigfirst.det.jsonl
 	$(call stage,$(CQ) disambiguate --preset disambig-first $(LLM))
 $(EXP)/ambignq.disambigfirst.jsonl: $(EXP)/ambignq.disambigfirst.dq.jsonl $(INDEX)/cq_index.json | $(MODEL_READER)
-	$(call stage,$(CQ) answer --mode dqs --index $(INDEX) --preset disambig-first $(READER))
+	$(call stage,$(CQ) answer --mode dqs --index $(INDEX) --preset disambig-first $(if $(DENSE),,--retriever bm25) $(READER))
 $(EXP)/ambignq.disambigfirst.rac.jsonl: $(RR)
 	$(call stage,$(CQ) disambiguate --method rac --passages 0 $(LLM))
 # REFUEL: predicted answers (with round trip and/or verification), then a question for each.

@@ -372,6 +372,7 @@ def test_make_compare_n5_is_a_smoke_run_that_trains_nothing_and_builds_no_dense_
     indexes = [line for line in plan.splitlines() if " index --corpus " in line]
     assert len(indexes) == 1 and "--dense" not in indexes[0] and f"{tmp_path}/w/exp-index-bm25" in indexes[0]
     assert "--method dense" not in plan and "--method hybrid" not in plan
+    assert "--preset disambig-first --retriever bm25" in plan  # its preset's dense searcher has no index here
     assert "bench/report.py results" in plan and "N_MODEL=5" in plan
     full = _dry_run("compare", f"WORK={tmp_path}/w", f"CQ_MODELS={tmp_path}/models")
     assert "--dense" in full and "--method hybrid" in full and not TRAINS.search(full)
