@@ -245,6 +245,11 @@ $(EXP)/ambignq.cqa.fromdqs.jsonl: $(EXP)/ambignq.m.cq.fromdqs.jsonl | $(MODEL_RE
 	$(call stage,$(CQA))
 $(EXP)/ambignq.cqa.fromdqs.llm.jsonl: $(EXP)/ambignq.m.cq.fromdqs.jsonl
 	$(call stage,$(CQ) answer --mode cq $(LLM) --reranker $(MODEL_RERANK))
+# AskCQ's clarification-based QA as its preset runs it (answer --preset askcq: the LLM reads each option's passages,
+# all reranked, up to 1,024 tokens) on the Predicted-Answers CQs. (gen-cq --preset askcq itself needs a seq2seq
+# generator with BART's separators, which the offline models lack: cq.llm.pred gives its inputs to the LLM.)
+$(EXP)/ambignq.cqa.preset.jsonl: $(EXP)/ambignq.cq.llm.pred.jsonl
+	$(call stage,$(CQ) answer --preset askcq $(LLM) --reranker $(MODEL_RERANK))
 $(S)/ambignq.cqa.%.json: $(EXP)/ambignq.cqa.%.jsonl
 	$(call score,cbqa)
 
@@ -260,6 +265,7 @@ ASKCQ := $(foreach m,llm classifier answers always never,$(S)/ambignq.det.$(m).j
          $(if $(WITH_GENCQ),$(S)/ambignq.cq.finetuned.json) \
          $(foreach m,llm zeroshot fromdqs,$(S)/ambignq.cq.$(m).json $(S)/ambignq.cqa.$(m).json) \
          $(S)/ambignq.cq.llm.pred.json $(S)/ambignq.cq.llm.gold.json $(S)/ambignq.cqa.fromdqs.llm.json \
+         $(S)/ambignq.cqa.preset.json \
          $(S)/ambignq.e2e.json $(foreach m,$(RETRIEVERS),$(S)/ambignq.ret.$(m).retrieval.json)
 exp-askcq: $(ASKCQ)
 
@@ -461,6 +467,13 @@ $(eval $(call pair,cbqa,ambignq.cqa.fromdqs.llm,ambignq.cqa.fromdqs))
 $(eval $(call pair,ambigqa,ambignq.multi,ambignq.multi.extractive))
 $(eval $(call pair,ambigqa,ambignq.qd,ambignq.qd.extractive))
 $(eval $(call pair,ambigqa,ambignq.refuel.plain,ambignq.refuel.rt-verify))
+# each paper's preset against cq's own variant of the same step (issue 24)
+$(eval $(call pair,ambigqa,ambignq.multi,ambignq.multi.preset))
+$(eval $(call pair,ambigqa,ambignq.qd,ambignq.qd.preset))
+$(eval $(call pair,ambigqa,ambignq.refuel.plain,ambignq.refuel.preset))
+$(eval $(call pair,ambigqa,ambignq.disambigfirst.rac,ambignq.disambigfirst))
+$(eval $(call pair,cq,ambignq.cq.llm,ambignq.cq.llm.pred))
+$(eval $(call pair,cbqa,ambignq.cqa.llm,ambignq.cqa.preset))
 $(eval $(call pair,clam,clam.never,clam.clam))
 $(eval $(call pair,clam,clam.always,clam.clam))
 $(eval $(call pair,clam,clam.never,clam.classifier))
