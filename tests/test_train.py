@@ -185,7 +185,15 @@ def test_a_compact_model_is_a_quarter_of_the_size_and_scores_like_its_float_mode
     assert scores["float"] != scores["compact"]  # the weights did change ...
     assert max(abs(a - b) for a, b in zip(scores["float"], scores["compact"])) < 0.02  # ... by a rounding
     again = runner.invoke(cli, ["train", "compact", out, "--out", small])
-    assert again.exit_code != 0 and "exists; pass --overwrite" in again.stderr
+    assert again.exit_code != 0 and "pass --overwrite" in again.stderr
+    assert runner.invoke(cli, ["train", "compact", out, "--out", small, "--overwrite"]).exit_code == 0
+    assert compact.is_compact(small)
+    mine = tmp_path / "my-files"  # --overwrite replaces a model, never a folder of other files
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    refused = runner.invoke(cli, ["train", "compact", out, "--out", str(mine), "--overwrite"])
+    assert refused.exit_code != 0 and "not a `cq train` model directory" in refused.stderr
+    assert (mine / "notes.txt").read_text() == "keep me"
     empty = tmp_path / "empty"
     empty.mkdir()
     bad = runner.invoke(cli, ["train", "compact", str(empty), "--out", str(tmp_path / "x")])

@@ -257,7 +257,7 @@ def combiner_cmd(quiet, train_path, features, dtype, out, overwrite, **kwargs):
 @cli.command(name="compact")
 @click.argument("src", type=click.Path(exists=True, file_okay=False))
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Directory to write the compact model to.")
-@click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
+@overwrite_option
 def compact_cmd(src, out, overwrite):
     """Rewrite a trained model directory (detect, reader) with int8 weights, one scale per row: a
     quarter of the size, loaded back as float32 (cqtools/models/compact.py). cq ships its
@@ -270,4 +270,6 @@ def compact_cmd(src, out, overwrite):
     """
     from ..models.compact import compact
 
-    click.echo(json.dumps({"out": out, **compact(src, out, overwrite)}))
+    with model_directory(out, overwrite) as staging:
+        summary = compact(src, staging)
+    click.echo(json.dumps({"out": out, **summary}))

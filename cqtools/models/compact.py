@@ -11,7 +11,6 @@ What the rounding costs is measured per model (docs/benchmarks/shipped.md).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -31,14 +30,6 @@ def is_compact(path: str) -> bool:
     """Whether the directory ``path`` holds compact weights (and no full-precision ones)."""
     return (os.path.isfile(os.path.join(path, WEIGHTS))
             and not os.path.isfile(os.path.join(path, "model.safetensors")))
-
-
-def sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def quantize(state: dict) -> dict:
@@ -97,19 +88,18 @@ def load_model(path: str, auto_class):
     return model
 
 
-def compact(src: str, out: str, overwrite: bool = False) -> dict:
-    """Write ``src`` (a `cq train ...` directory with model.safetensors) to ``out`` in the compact
-    format; returns its summary (sizes, largest weight error), also written to ``out/cq_compact.json``."""
+def compact(src: str, out: str) -> dict:
+    """Write ``src`` (a `cq train ...` directory with model.safetensors) to the empty directory ``out`` in
+    the compact format; returns its summary (sizes, largest weight error), also written to
+    ``out/cq_compact.json``. (`cq train compact` writes into cqtools.outputs.model_directory's staging
+    folder, so an old model is replaced only once the new one is complete.)"""
     from safetensors.torch import load_file, save_file
+
+    from ..data import sha256_of
 
     weights = os.path.join(src, "model.safetensors")
     if not os.path.isfile(weights):
         raise InputError(f"{src} has no model.safetensors; pass a directory written by cq train")
-    if os.path.exists(out):
-        if not overwrite:
-            raise InputError(f"{out} exists; pass --overwrite to replace it")
-        shutil.rmtree(out)
-    os.makedirs(out)
     state = load_file(weights)
     packed = quantize(state)
     save_file(packed, os.path.join(out, WEIGHTS), metadata={"format": FORMAT})
@@ -119,7 +109,7 @@ def compact(src: str, out: str, overwrite: bool = False) -> dict:
             shutil.copy2(os.path.join(src, name), os.path.join(out, name))
     restored = dequantize(packed)
     error = max(float((restored[k].float() - v.float()).abs().max()) for k, v in state.items() if v.is_floating_point())
-    summary = {"format": FORMAT, "source_sha256": sha256(weights),
+    summary = {"format": FORMAT, "source_sha256": sha256_of(weights),
                "source_bytes": os.path.getsize(weights), "bytes": os.path.getsize(os.path.join(out, WEIGHTS)),
                "quantised_tensors": sum(1 for k in packed if k.endswith(SCALE)), "max_abs_weight_error": error}
     with open(os.path.join(out, "cq_compact.json"), "w") as fh:
