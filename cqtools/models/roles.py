@@ -38,6 +38,19 @@ def architectures(path: str) -> list[str]:
         return []
 
 
+def trained_config(path: str) -> dict:
+    """The ``config`` a `cq train` directory was trained with (its cq_train.json), {} without a readable one:
+    the settings a stage reuses when the user does not give them (max length, passages, input layout)."""
+    import json
+
+    try:
+        with open(os.path.join(path, "cq_train.json")) as fh:
+            config = json.load(fh).get("config")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return config if isinstance(config, dict) else {}
+
+
 def is_span_model(path: str) -> bool:
     """Whether the local directory ``path`` holds a question-answering (span) model."""
     return any(a.endswith("ForQuestionAnswering") for a in architectures(path))

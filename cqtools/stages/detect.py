@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import InputError, ResourceError
-from ..models.roles import role
+from ..models.roles import role, trained_config
 from ..records import ANSWERS, answer_texts, distinct_texts, passage_snippets, set_meta
 from . import prompts, templates
 from .common import stage_fn
@@ -77,22 +77,9 @@ def encode_pairs(tokenizer, pairs: list[tuple[str, str | None]], max_length: int
                      return_tensors="pt")
 
 
-def trained_config(path: str, key: str, default):
-    """``config[key]`` of the `cq train detect` directory ``path`` (its cq_train.json), else ``default``."""
-    import json
-    import os
-
-    try:
-        with open(os.path.join(path, "cq_train.json")) as fh:
-            value = json.load(fh)["config"].get(key)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return default
-    return default if value is None else value
-
-
 def trained_max_length(path: str) -> int:
     """The ``max_length`` (tokens) a ``cq train detect`` directory was trained with, else MAX_INPUT_TOKENS."""
-    return int(trained_config(path, "max_length", MAX_INPUT_TOKENS))
+    return int(trained_config(path).get("max_length") or MAX_INPUT_TOKENS)
 
 
 class SequenceClassifier:
@@ -142,7 +129,8 @@ def classifier_detector(model: str | None, n_passages: int | None, threshold: fl
 
     resolved = resolve(model)
     if n_passages is None:
-        n_passages = int(trained_config(resolved.path, "passages", 3))
+        trained = trained_config(resolved.path).get("passages")
+        n_passages = 3 if trained is None else int(trained)
     dev = pick_device(config.device if config is not None else "auto")
     clf = SequenceClassifier(resolved.path, dev)
 

@@ -239,9 +239,9 @@ def load_seq2seq_method(model: str | None, n_passages: int, with_answers: str | 
 
     generator = load_generator(model, config.device, config.dtype)
     if input_layout is None:
-        from .detect import trained_config
+        from ..models.roles import trained_config
 
-        input_layout = trained_config(os.path.expanduser(model), "input_layout", "cq")
+        input_layout = trained_config(os.path.expanduser(model)).get("input_layout") or "cq"
     return seq2seq_method(generator, n_passages, with_answers,
                           max_new_tokens, options, max_passage_tokens=max_passage_tokens, num_beams=num_beams,
                           input_layout=input_layout, two_options=two_options)

@@ -19,14 +19,10 @@ Each (question, passage) pair runs alone at its own length, so answers never dep
 """
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import asdict, dataclass
 
 from ...errors import ResourceError
 from ...records import distinct_texts, passage_text
-
-REPORT = "cq_train.json"
 
 
 @dataclass
@@ -56,11 +52,9 @@ def context_of(passage: dict) -> str:
 
 def trained_settings(path: str) -> dict:
     """The reader settings a ``cq train reader`` directory was trained with (its cq_train.json)."""
-    try:
-        with open(os.path.join(path, REPORT)) as fh:
-            config = json.load(fh).get("config", {})
-    except (OSError, ValueError):
-        return {}
+    from ...models.roles import trained_config
+
+    config = trained_config(path)
     return {k: config[k] for k in ("max_length", "max_answer_tokens") if config.get(k)}
 
 
