@@ -143,6 +143,18 @@ def test_the_progress_bar_moves_per_record_within_a_batch(tmp_path):
     assert b"2/5" in shown and b"4/5" in shown and b"5/5" in shown
 
 
+@pytest.mark.slow
+def test_cq_index_dense_draws_a_passage_bar_on_a_terminal(tmp_path):
+    """`cq index --dense` (issue 25, item 6): passages encoded, with their rate, while it encodes."""
+    code, shown = on_a_terminal([*CQ, "index", "--corpus", str(FIXTURES / "corpus.jsonl"), "--out",
+                                 str(tmp_path / "idx"), "--dense"])
+    assert code == 0, shown[-1000:]
+    assert b"dense: encoding" in shown and b"passage/s" in shown
+    code, quiet = on_a_terminal([*CQ, "index", "--corpus", str(FIXTURES / "corpus.jsonl"), "--out",
+                                 str(tmp_path / "idx2"), "--dense", "-q"])
+    assert code == 0 and b"passage/s" not in quiet
+
+
 def test_a_stage_whose_output_is_empty_on_every_record_says_so_with_the_likely_cause(tmp_path):
     unasked = _run(["detect", "--method", "never", "-q", str(QUESTIONS)]).stdout
     silent = _run(["gen-cq", "--method", "from-dqs"], input=unasked)

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from typing import Iterable
 
-from tqdm import tqdm
-
+from .. import progress
 from ..errors import ResourceError
 from ..models import resolve
 from ..models.roles import role
@@ -69,22 +67,21 @@ def build_dense(passages: Iterable[dict], out_dir: str, encoder: str, batch_size
     index = faiss.IndexFlatIP(dim)
     os.makedirs(out_dir, exist_ok=True)
     count = 0
-    # On a terminal: passages encoded so far (rate) and sentence-transformers' own bar over each chunk's batches.
-    shown = sys.stderr.isatty() and log.isEnabledFor(logging.INFO)
-    bar = tqdm(desc="dense: encoding", unit="passage", file=sys.stderr, disable=not shown, dynamic_ncols=True)
-    with bar, open(os.path.join(out_dir, "docid"), "w") as ids_fh:
+    # On a terminal: passages encoded so far (rate) and sentence-transformers' own bar over each chunk's batches;
+    # elsewhere a log line per chunk.
+    with progress.bar("dense: encoding", "passage") as bar, open(os.path.join(out_dir, "docid"), "w") as ids_fh:
         for group in batched(passages, chunk):
             if is_dpr:
                 vectors = st.encode([p["text"] for p in group], titles=[p.get("title") or "" for p in group],
                                     batch_size=batch_size)
             else:
                 vectors = st.encode([contents(p) for p in group], batch_size=batch_size,
-                                    normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=shown)
+                                    normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=not bar.disable)
             index.add(np.ascontiguousarray(vectors, dtype="float32"))
             ids_fh.writelines(f"{p['id']}\n" for p in group)
             count += len(group)
             bar.update(len(group))
-            if not shown:
+            if bar.disable:
                 log.info("dense: encoded %d passages", count)
     faiss.write_index(index, os.path.join(out_dir, "index"))
     info = {"encoder": model.name, "encoder_source": model.source, "dim": dim, "normalized": not is_dpr,

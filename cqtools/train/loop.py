@@ -11,7 +11,6 @@ model instead and shares only the record helpers.
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -21,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
+from .. import progress
 from ..errors import InputError, ResourceError
 from ..jsonl import read_records
 from ..models.backends import set_seed  # noqa: F401  (re-exported: the tasks seed through here)
@@ -205,7 +205,7 @@ def train_loop(model, examples: int, loss_of: Callable[[list[int]], object], *, 
     opt, sched = make_optimizer(model, lr, total)
     state = LoopState(Budget(max_steps, max_seconds))
     model.train()
-    with progress(name, total) as bar:
+    with progress.bar(name, "step", total) as bar:
         for epoch, idx in batches(examples, batch_size, epochs, seed):
             why = state.budget.why(state.step)
             if why == "time limit":
@@ -230,20 +230,3 @@ def train_loop(model, examples: int, loss_of: Callable[[list[int]], object], *, 
                          state.mean_loss(log_every))
     return state
 
-
-@contextlib.contextmanager
-def progress(name: str, total: int):
-    """A bar over the optimiser steps on a terminal, log lines printed above it (no bar under -q or when
-    stderr is not a terminal)."""
-    import sys
-
-    from tqdm import tqdm
-    from tqdm.contrib.logging import logging_redirect_tqdm
-
-    shown = sys.stderr.isatty() and log.isEnabledFor(logging.INFO)
-    with tqdm(desc=name, total=total, unit="step", file=sys.stderr, disable=not shown, dynamic_ncols=True) as bar:
-        if not shown:
-            yield bar
-            return
-        with logging_redirect_tqdm(loggers=[logging.getLogger("cqtools")]):
-            yield bar
