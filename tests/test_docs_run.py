@@ -378,6 +378,20 @@ def test_make_compare_n5_is_a_smoke_run_that_trains_nothing_and_builds_no_dense_
     assert "--dense" in full and "--method hybrid" in full and not TRAINS.search(full)
 
 
+def test_make_ship_models_trains_by_steps_compacts_and_measures(tmp_path):
+    """README: `make ship-models` retrains the two shipped models (epoch budgets, no time cap unless asked),
+    compacts them into cqtools/shipped and measures them again."""
+    plan = _dry_run("ship-models", f"WORK={tmp_path}/w", f"CQ_MODELS={tmp_path}/models")
+    trains = [line for line in plan.splitlines() if TRAINS.search(line)]
+    assert [TRAINS.search(line).group(1) for line in trains] == ["detect", "reader"]
+    assert "--max-seconds" not in plan and "--epochs 3" in plan and "--epochs 2" in plan
+    for name in ("detect", "reader"):
+        assert f"cq train compact {tmp_path}/models/{name} --out cqtools/shipped/{name} --overwrite" in plan
+    assert plan.index("cq train compact") > plan.index("cq train reader") and "bench/shipped.py" in plan
+    assert "--max-seconds 60" in _dry_run("ship-models", f"WORK={tmp_path}/w", f"CQ_MODELS={tmp_path}/models",
+                                           "TRAIN_SECONDS=60")
+
+
 def test_a_moved_checkout_is_reinstalled(tmp_path):
     """A venv installed for another path (a moved or copied checkout) is reinstalled by make: pip through
     the venv's own python, the editable install rewritten, the new path recorded (issue 25, item 13)."""
