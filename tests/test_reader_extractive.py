@@ -9,7 +9,7 @@ import pytest
 from cqtools.cli import cli
 from cqtools.metrics.normalize import normalize_answer
 from cqtools.stages.answer.extractive import ExtractiveOptions, ExtractiveReader, context_of, load_extractive
-from cqtools.train.span_reader import ReaderTrainConfig, _split, find_answer, gold_aliases
+from cqtools.train.span_reader import ReaderTrainConfig, _split, examples_of, find_answer, gold_aliases, training_questions
 
 from .conftest import _save_tiny_model, jsonl, parse_jsonl
 
@@ -77,6 +77,38 @@ def test_distant_supervision_finds_whole_word_aliases():
     assert find_answer(["1989"], "in 1989.") == (3, 7)
 
 
+GEORGIA = {"id": "ga", "question": "What is the capital of Georgia?",
+           "gold": {"ambiguous": True, "annotations": [{"type": "multipleQAs", "qaPairs": [
+               {"question": "What is the capital of the country Georgia?", "answer": ["Tbilisi"]},
+               {"question": "What is the capital of the US state of Georgia?", "answer": ["Atlanta"]}]},
+               {"type": "multipleQAs", "qaPairs": [  # a second annotator repeats one DQ: taught once
+                   {"question": "What is the capital of the country Georgia?", "answer": ["Tbilisi"]}]}]},
+           "passages": [{"id": "t", "title": "Tbilisi", "text": "Tbilisi is the capital of Georgia, the country."},
+                        {"id": "a", "title": "Atlanta", "text": "Atlanta is the capital of the US state of Georgia."}]}
+
+
+def test_dq_questions_teach_each_reading_its_own_span_and_the_other_passage_as_no_answer(tiny_qa):
+    from transformers import AutoTokenizer
+
+    assert training_questions(GEORGIA, False) == [("What is the capital of Georgia?", ["Tbilisi", "Atlanta"])]
+    assert training_questions(GEORGIA, True)[1:] == [("What is the capital of the country Georgia?", ["Tbilisi"]),
+                                                     ("What is the capital of the US state of Georgia?", ["Atlanta"])]
+    tok = AutoTokenizer.from_pretrained(tiny_qa)
+    cfg = ReaderTrainConfig(train="x", model="x", out="y", positives=2, negatives=1)
+    plain, counts = examples_of([GEORGIA], tok, cfg)
+    assert len(plain) == 2 and counts["positive"] == 2 and "dq_questions" not in counts
+    cfg.dq_questions = True
+    examples, counts = examples_of([GEORGIA], tok, cfg)
+    assert counts == {"questions": 1, "questions_used": 1, "without_passages": 0, "positive": 4, "negative": 2,
+                      "dq_questions": 2, "dq_questions_used": 2}
+
+    def target(example):  # the text a training example points at ("" for [CLS], "no answer")
+        features, (start, end) = example
+        return tok.decode(features["input_ids"][start:end + 1]) if start else ""
+
+    assert [target(e) for e in examples[2:]] == ["tbilisi", "", "atlanta", ""]
+
+
 def test_holdout_is_by_question_id_and_drops_held_questions_from_more_train(tmp_path):
     train = tmp_path / "t.jsonl"
     train.write_text(jsonl(RECORDS))
@@ -109,6 +141,7 @@ def test_training_lowers_the_loss_and_writes_a_report(trained):
     with open(os.path.join(out, "cq_train.json")) as fh:
         report = json.load(fh)
     assert report["config"]["max_length"] == 64 and report["config"]["seed"] == 3
+    assert report["threads"] >= 1  # float rounding depends on it: the model card names it
     assert len(report["holdout_ids"]) == 2 and len(report["history"]) == 1
     assert {"config.json", "model.safetensors", "tokenizer.json"} <= set(os.listdir(out))
 

@@ -167,6 +167,9 @@ def gen_cq_cmd(quiet, **kwargs):
               help="Passages holding an answer trained per question (their first match is the target span).")
 @click.option("--negatives", type=click.IntRange(min=0), default=1, show_default=True,
               help="Top passages holding no answer trained per question (target: [CLS], \"no answer\").")
+@click.option("--dq-questions/--no-dq-questions", default=False, show_default=True,
+              help="Also train each disambiguated question of a record's multipleQAs annotations as its own "
+                   "question, over the same passages, with only its own answers.")
 @click.option("--max-length", type=click.IntRange(min=16), default=256, show_default=True,
               help="Tokens per (question, passage) input; cq answer reuses the value saved with the model.")
 @click.option("--max-answer-tokens", type=click.IntRange(min=1), default=10, show_default=True,

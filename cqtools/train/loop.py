@@ -149,6 +149,11 @@ def make_optimizer(model, lr: float, total_steps: int):
 
 
 def write_report(out: str, report: dict) -> None:
+    """cq_train.json, with the CPU threads torch trained on (they change float rounding, so a rebuild
+    that should give the same weights needs the same count)."""
+    import torch
+
+    report.setdefault("threads", torch.get_num_threads())
     with open(os.path.join(out, REPORT), "w") as fh:
         json.dump(report, fh, indent=2, sort_keys=True)
 

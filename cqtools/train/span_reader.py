@@ -8,6 +8,11 @@ one are trained to point at that span, the first ``negatives`` passages holding 
 (SQuAD 2.0's "no answer", which the reader uses as passage relevance). Questions with no
 passage holding an answer teach nothing and are skipped (counted in the report).
 
+With ``dq_questions`` each disambiguated question of a record's multipleQAs annotations (AmbigNQ's
+qaPairs) is a training question of its own over the same passages, with only its own answers: the
+same passage then answers one reading and is "no answer" for another, which teaches the span
+model to read the question rather than the passage's most answer-like entity.
+
 Validation is by question id: ``holdout`` records drawn by a seeded shuffle from the ``train`` file
 (their ids go into the report), or a separate ``dev`` file; ``more_train`` files add training
 records only (e.g. AmbigNQ train or NQ-open with passages), minus any held-out id or question.
@@ -57,6 +62,7 @@ class ReaderTrainConfig:
     max_answer_tokens: int = 10      # saved for the reader
     eval_passages: int = 3           # passages the reader reads per validation question
     eval_every: int | None = None    # steps between validation scores in the history (default: end only)
+    dq_questions: bool = False       # also train each multipleQAs DQ as its own question (same passages)
     device: str = "auto"
 
 
@@ -111,31 +117,51 @@ def encode_example(tokenizer, question: str, context: str, span: tuple[int, int]
     return features, target
 
 
+def training_questions(record: dict, dq_questions: bool) -> list[tuple[str, list[str]]]:
+    """(question, gold aliases) pairs a record teaches: the question with every gold alias, then with
+    ``dq_questions`` each distinct multipleQAs DQ with its own aliases."""
+    out = [(record["question"], gold_aliases(record))]
+    if dq_questions:
+        seen = {record["question"].strip().lower()}
+        for ann in (record.get(GOLD) or {}).get("annotations") or []:
+            for pair in ann.get("qaPairs") or []:
+                question = str(pair.get("question") or "").strip()
+                aliases = [str(a).strip() for a in pair.get("answer") or [] if str(a).strip()]
+                if question and aliases and question.lower() not in seen:
+                    seen.add(question.lower())
+                    out.append((question, aliases))
+    return out
+
+
 def examples_of(records: list[dict], tokenizer, cfg: ReaderTrainConfig) -> tuple[list[tuple], dict]:
     """The training examples (features, (start, end)) of ``records`` and counts for the report."""
     out: list[tuple] = []
     counts = {"questions": len(records), "questions_used": 0, "without_passages": 0, "positive": 0, "negative": 0}
+    if cfg.dq_questions:
+        counts.update(dq_questions=0, dq_questions_used=0)
     for record in records:
         passages = record.get(PASSAGES) or []
         if not passages:
             counts["without_passages"] += 1
             continue
-        aliases = gold_aliases(record)
-        pos, neg = [], []
-        for passage in passages[:cfg.passages]:
-            context = context_of(passage)
-            span = find_answer(aliases, context)
-            if span is not None and len(pos) < cfg.positives:
-                example = encode_example(tokenizer, record["question"], context, span, cfg.max_length)
-                if example is not None:
-                    pos.append(example)
-            elif span is None and len(neg) < cfg.negatives:
-                neg.append(encode_example(tokenizer, record["question"], context, None, cfg.max_length))
-        if pos:
-            counts["questions_used"] += 1
-            counts["positive"] += len(pos)
-            counts["negative"] += len(neg)
-            out += pos + neg
+        contexts = [context_of(p) for p in passages[:cfg.passages]]
+        for n, (question, aliases) in enumerate(training_questions(record, cfg.dq_questions)):
+            pos, neg = [], []
+            for context in contexts:
+                span = find_answer(aliases, context)
+                if span is not None and len(pos) < cfg.positives:
+                    example = encode_example(tokenizer, question, context, span, cfg.max_length)
+                    if example is not None:
+                        pos.append(example)
+                elif span is None and len(neg) < cfg.negatives:
+                    neg.append(encode_example(tokenizer, question, context, None, cfg.max_length))
+            if n:
+                counts["dq_questions"] += 1
+            if pos:
+                counts["dq_questions_used" if n else "questions_used"] += 1
+                counts["positive"] += len(pos)
+                counts["negative"] += len(neg)
+                out += pos + neg
     return out, counts
 
 
