@@ -81,10 +81,12 @@ demo: $(WORK)/fixture-index/cq_index.json fixtures/questions.jsonl
 	head -n $(DEMO_N) fixtures/questions.jsonl \
 	  | $(CQ) retrieve --index $(WORK)/fixture-index --method hybrid --hits 10 \
 	  | $(CQ) rerank --top 3 \
-	  | $(CQ) detect \
+	  | $(CQ) detect | tee $(WORK)/demo.detected.jsonl \
 	  | $(CQ) gen-cq --method llm \
 	  | $(CQ) answer --mode cq > $(WORK)/demo.jsonl
 	$(CQ) show --passages 1 < $(WORK)/demo.jsonl
+	@echo "--- the same questions answered directly, without clarification (cq answer --mode single):"
+	$(CQ) answer --mode single -q < $(WORK)/demo.detected.jsonl | $(CQ) show --passages 0
 	@echo "--- detection: the shipped classifier; answers: the shipped extractive reader; clarifying questions: the"
 	@echo "--- offline LLM, SmolLM2-135M (4-bit, tiny: expect odd CQs; --model names a real one, e.g. over vLLM)."
 	@echo "--- detection and clarification-based QA on these $(DEMO_N) questions:"
@@ -179,18 +181,23 @@ $(READER_DATA)/%.bm25.jsonl: $(READER_DATA)/index/cq_index.json
 	  | $(CQ) retrieve --index $(READER_DATA)/index --method bm25 --hits 10 -q -o $@
 
 # Validation = the grid's model tier (the first READER_HELDOUT covered dev questions), never trained on: the
-# grid's reader cells (make compare, N_MODEL <= READER_HELDOUT) evaluate on a prefix of those.
-$(READER_DATA)/heldout.bm25.jsonl: $(READER_DATA)/covered.ids $(READER_DATA)/index/cq_index.json
+# grid's reader cells (make compare, N_MODEL <= READER_HELDOUT) evaluate on a prefix of those. The file is
+# named by its size, so another READER_HELDOUT never reuses a file of the wrong length.
+READER_HELDOUT ?= 150
+READER_DEV     := $(READER_DATA)/heldout$(READER_HELDOUT).bm25.jsonl
+$(READER_DEV): $(READER_DATA)/covered.ids $(READER_DATA)/index/cq_index.json
 	$(CQ) convert ambignq $(DATA)/ambignq/dev_light.json --ids $< --limit $(READER_HELDOUT) \
 	  | $(CQ) retrieve --index $(READER_DATA)/index --method bm25 --hits 10 -q -o $@
 
-# The held-out questions are the first READER_HELDOUT (150) covered dev questions whatever N_MODEL is, so every
-# grid size up to 150 evaluates the reader on questions it never saw.
-READER_HELDOUT ?= 150
-train-reader: $(READER_DATA)/dev.bm25.jsonl $(READER_DATA)/train.bm25.jsonl $(READER_DATA)/heldout.bm25.jsonl
-	OMP_NUM_THREADS=1 CQ_OFFLINE=1 $(CQ) train reader --overwrite --train $(READER_DATA)/dev.bm25.jsonl \
-	  --dev $(READER_DATA)/heldout.bm25.jsonl \
-	  --more-train $(READER_DATA)/train.bm25.jsonl --max-length 256 --batch-size 16 --lr 1e-4 --epochs 2 \
+# Budget in steps: one epoch over every example (619 steps of 16 on the shared data). Each question teaches
+# its first two passages holding a gold answer, and each of its multipleQAs DQs does the same over the same
+# passages (--dq-questions: the same passage answers one reading and not another). Two threads: the threads
+# change float rounding, so a rebuild on this machine type with READER_THREADS=2 gives the shipped weights.
+READER_THREADS ?= 2
+train-reader: $(READER_DATA)/dev.bm25.jsonl $(READER_DATA)/train.bm25.jsonl $(READER_DEV)
+	OMP_NUM_THREADS=$(READER_THREADS) CQ_OFFLINE=1 $(CQ) train reader --overwrite --train $(READER_DATA)/dev.bm25.jsonl \
+	  --dev $(READER_DEV) --more-train $(READER_DATA)/train.bm25.jsonl \
+	  --max-length 256 --batch-size 16 --lr 1e-4 --epochs 1 --positives 2 --dq-questions \
 	  --seed 0 $(TRAIN_CAP) --out $(READER_MODEL)
 
 # The combined detector (cq detect --method combined): a logistic model over the classifier's logit

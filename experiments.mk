@@ -29,13 +29,23 @@
 
 # N=K (a smoke run) also reads a BM25-only corpus index (seconds to build, where the dense one takes minutes on
 # 2 cores) and leaves out the dense and hybrid retrieval cells; DISAMBIG-FIRST retrieves each DQ with BM25
-# instead of its preset's dense searcher. DENSE=1 keeps the dense index and cells.
+# instead of its preset's dense searcher. DENSE=1 keeps the dense index and cells. A smoke run also runs
+# SMOKE_JOBS cells at a time (make -j, default 2), each on one thread: most of a 5-question cell is a process
+# starting and loading its models, which is one thread's work; results do not depend on it (stages are
+# batch- and order-invariant, the generation cache is safe to share), only the cells' seconds are marked as
+# shared. SMOKE_JOBS=1 runs them one by one.
 ifdef N
 N_ALL        := $(N)
 N_MODEL      := $(N)
 N_ASQA       := $(N)
 N_TOC        := $(N)
 DENSE        ?=
+SMOKE_JOBS   ?= 2
+ifneq ($(SMOKE_JOBS),1)
+MAKEFLAGS    += -j$(SMOKE_JOBS)
+export OMP_NUM_THREADS ?= 1
+export CQ_ORT_THREADS ?= 1
+endif
 endif
 DENSE        ?= 1
 N_ALL        ?=

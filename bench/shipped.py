@@ -167,7 +167,7 @@ def write_card(folder: Path, name: str, rows: dict, args, same) -> None:
     train = json.loads((folder / "cq_train.json").read_text())
     packed = json.loads((folder / "cq_compact.json").read_text())
     cfg = train["config"]
-    flags = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in sorted(cfg.items())
+    flags = " ".join(f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}") for k, v in sorted(cfg.items())
                      if v is not None and v is not False and k not in ("out", "device", "train", "dev", "more_train"))
     if name == "detect":
         s, task = rows["float32"]["detect"], "ambiguity classifier (`cq detect --method classifier`, the default)"
@@ -184,13 +184,18 @@ def write_card(folder: Path, name: str, rows: dict, args, same) -> None:
         sup = train.get("supervision", {})
         data = (f"AmbigNQ dev_light + train_light questions with BM25 top-10 passages from the shared 9.5k-passage "
                 f"corpus (distant supervision: {sup.get('positive')} passages holding a gold answer, "
-                f"{sup.get('negative')} without, from {sup.get('questions_used')} questions); the first {args.n_reader} "
+                f"{sup.get('negative')} without, from {sup.get('questions_used')} questions"
+                + (f" and {sup['dq_questions_used']} of their {sup['dq_questions']} disambiguated questions, each with "
+                   "its own answers over the same passages" if "dq_questions" in sup else "")
+                + f"); the first {args.n_reader} "
                 "covered dev questions are held out (the grid's model tier).")
         numbers = (f"F1_ans (all) {fmt(s, 'f1_ans')} float32, {fmt(q, 'f1_ans')} shipped; F1_ans (multi) "
                    f"{fmt(s, 'f1_ans_multi')} / {fmt(q, 'f1_ans_multi')} on the first {same[1]} covered AmbigNQ dev "
                    f"questions (never trained on; BM25 20, reranked top 5, `cq answer --mode multi`); same answers on "
                    f"{same[0]}.")
         target = "make train-reader"
+    # Models trained before cq_train.json recorded its threads: the Makefile's count for that target.
+    threads = train.get("threads") or {"detect": 1, "reader": 2}[name]
     steps = train.get("steps")
     stopped = train.get("stopped")
     text = f"""# Model card: {name} (shipped with cqtools)
@@ -201,7 +206,7 @@ as int8 weights with one float32 scale per row ({packed['bytes'] / 1e6:.1f} MB; 
 
 **Data**: {data}
 
-**Command**: `{target}` (Makefile, one thread: OMP_NUM_THREADS=1), i.e. `cq train {train['task']} {flags}`; then
+**Command**: `{target}` (Makefile, OMP_NUM_THREADS={threads}), i.e. `cq train {train['task']} {flags}`; then
 `cq train compact`. Budget in steps: {steps} optimiser steps ({stopped}); seed {cfg.get('seed')};
 device {train.get('device')}{f"; code of commit {args.trained_at}" if args.trained_at else ""}.
 
@@ -209,8 +214,8 @@ device {train.get('device')}{f"; code of commit {args.trained_at}" if args.train
 {numbers}
 
 **Rebuild**: `make models` trains the same configuration with the same seed and step budget; on the same
-machine type the weights come out the same (tests/test_train.py checks two runs give the same model);
-other CPUs or thread counts change float rounding, and the scores by a few tenths.
+machine type and thread count the weights come out the same (tests/test_train.py checks two runs give the
+same model); other CPUs or thread counts change float rounding, and the scores by a few tenths.
 
 **Limits**: a 22M-parameter MiniLM trained on a 9.5k-passage corpus built for AmbigNQ dev: a competent
 default for the offline box, far from the papers' BERT/BART-large models (AskCQ, AmbigQA).

@@ -48,7 +48,8 @@ def main() -> None:
     lines = ["# `make compare N=5` from a fresh clone's state", "",
              f"`make bench-smoke` (bench/smoke.py) on {machine()}, {time.strftime('%Y-%m-%d')}: `{' '.join(cmd[2:4])}` "
              "with an empty WORK and an empty CQ_MODELS (the shipped classifier and reader; nothing trained), "
-             "install not counted.", "",
+             "install not counted; as every smoke run, two cells at a time on one thread each (SMOKE_JOBS=2, "
+             "experiments.mk), so a cell's seconds below were spent beside another cell.", "",
              f"**{seconds:.0f} s** in all ({verdict} the {args.budget:.0f} s target); the BM25-only corpus index "
              f"{index:.0f} s; {len(walls)} stages and scores.", "",
              "| slowest stages | seconds |", "|---|---|"]

@@ -378,13 +378,33 @@ def test_make_compare_n5_is_a_smoke_run_that_trains_nothing_and_builds_no_dense_
     assert "--dense" in full and "--method hybrid" in full and not TRAINS.search(full)
 
 
+def _make_settings(*args: str) -> dict:
+    """MAKEFLAGS and the thread variables make ends up with (its database, -p, on a dry run)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "CQ_ORT_THREADS", "MAKEFLAGS")}
+    proc = subprocess.run(["make", "-n", "-p", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=60,
+                          env=env)
+    found = re.findall(r"^(MAKEFLAGS|OMP_NUM_THREADS|CQ_ORT_THREADS) :?= (.*)$", proc.stdout, flags=re.MULTILINE)
+    return dict(found)
+
+
+def test_a_smoke_run_runs_two_cells_at_a_time_on_one_thread_each(tmp_path):
+    """Most of a 5-question cell is a process starting and loading models, one thread's work: `make compare
+    N=5` runs cells two at a time (SMOKE_JOBS), one thread each; the full grid and SMOKE_JOBS=1 do not."""
+    where = (f"WORK={tmp_path}/w", f"CQ_MODELS={tmp_path}/models")
+    smoke = _make_settings("compare", "N=5", *where)
+    assert "-j2" in smoke["MAKEFLAGS"].split() and smoke["OMP_NUM_THREADS"] == smoke["CQ_ORT_THREADS"] == "1"
+    for args in (("compare", *where), ("compare", "N=5", "SMOKE_JOBS=1", *where)):
+        settings = _make_settings(*args)
+        assert not any(flag.startswith("-j") for flag in settings["MAKEFLAGS"].split()), settings
+
+
 def test_make_ship_models_trains_by_steps_compacts_and_measures(tmp_path):
     """README: `make ship-models` retrains the two shipped models (epoch budgets, no time cap unless asked),
     compacts them into cqtools/shipped and measures them again."""
     plan = _dry_run("ship-models", f"WORK={tmp_path}/w", f"CQ_MODELS={tmp_path}/models")
     trains = [line for line in plan.splitlines() if TRAINS.search(line)]
     assert [TRAINS.search(line).group(1) for line in trains] == ["detect", "reader"]
-    assert "--max-seconds" not in plan and "--epochs 3" in plan and "--epochs 2" in plan
+    assert "--max-seconds" not in plan and "--epochs 3" in plan and "--epochs 1 --positives 2 --dq-questions" in plan
     for name in ("detect", "reader"):
         assert f"cq train compact {tmp_path}/models/{name} --out cqtools/shipped/{name} --overwrite" in plan
     assert plan.index("cq train compact") > plan.index("cq train reader") and "bench/shipped.py" in plan

@@ -9,7 +9,8 @@ import pytest
 from cqtools.cli import cli
 from cqtools.metrics.normalize import normalize_answer
 from cqtools.stages.answer.extractive import ExtractiveOptions, ExtractiveReader, context_of, load_extractive
-from cqtools.train.span_reader import ReaderTrainConfig, _split, examples_of, find_answer, gold_aliases, training_questions
+from cqtools.train.span_reader import (ReaderTrainConfig, _split, examples_of, find_answer, gold_aliases,
+                                      training_questions)
 
 from .conftest import _save_tiny_model, jsonl, parse_jsonl
 
@@ -109,6 +110,68 @@ def test_dq_questions_teach_each_reading_its_own_span_and_the_other_passage_as_n
     assert [target(e) for e in examples[2:]] == ["tbilisi", "", "atlanta", ""]
 
 
+def test_a_span_made_of_the_question_s_own_words_is_never_the_answer(tiny_qa):
+    """"What is the capital of Georgia?" read off "Tbilisi is the capital of Georgia": a model whose best span is
+    "Georgia" (a word of the question) answers with its next span; skip_question_spans=False keeps it."""
+    import torch
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_qa)
+    question = "What is the capital of Georgia?"
+    passage = {"id": "t", "title": "Tbilisi", "text": "Tbilisi is the capital of Georgia."}
+    context = context_of(passage)
+    enc = tok(question, context, return_offsets_mapping=True)
+    offsets, in_context = enc["offset_mapping"], [i for i, s in enumerate(enc.sequence_ids()) if s == 1]
+    words = {context[offsets[i][0]:offsets[i][1]].lower(): i for i in reversed(in_context)}  # first occurrence
+    start, end = torch.full((len(offsets),), -10.0), torch.full((len(offsets),), -10.0)
+    start[0] = end[0] = 0.0
+    for word, logit in (("georgia", 5.0), ("tbilisi", 3.0)):
+        start[words[word]] = end[words[word]] = logit
+
+    class Fixed(ExtractiveReader):  # the span model's logits, fixed
+        def _logits(self, question, contexts):
+            return [(start, end, offsets, in_context)]
+
+    def best(**options) -> str:
+        reader = Fixed(tok, None, {}, ExtractiveOptions(max_answer_tokens=1, **options))
+        return reader.read([question], [[passage]])[0][0]["text"]
+
+    assert best() == "Tbilisi"
+    assert best(skip_question_spans=False) == "Georgia"
+
+
+def test_the_first_answer_comes_from_the_passage_ranked_first_unless_order_is_score(tiny_qa):
+    """order=rank (the default): each passage's best span in the order the passages come, so the reranker's
+    first passage answers first even where a lower passage has a span that scores higher; order=score:
+    by span score alone."""
+    import torch
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_qa)
+    question = "What is the capital of Australia?"
+    passages = [{"id": "c", "title": "Canberra", "text": "Canberra is the capital."},
+                {"id": "s", "title": "Sydney", "text": "Sydney is a state capital."}]
+    rows = []
+    for passage, logit in zip(passages, (2.0, 6.0)):  # the second passage's title span scores higher
+        enc = tok(question, context_of(passage), return_offsets_mapping=True)
+        in_context = [i for i, s in enumerate(enc.sequence_ids()) if s == 1]
+        start, end = torch.full((len(in_context) + 20,), -10.0), torch.full((len(in_context) + 20,), -10.0)
+        start[0] = end[0] = 0.0
+        start[in_context[0]] = end[in_context[0]] = logit
+        rows.append((start, end, enc["offset_mapping"], in_context))
+
+    class Fixed(ExtractiveReader):
+        def _logits(self, question, contexts):
+            return rows[:len(contexts)]
+
+    def answers(**options) -> list[str]:
+        reader = Fixed(tok, None, {}, ExtractiveOptions(max_answer_tokens=1, **options))
+        return [a["text"] for a in reader.read([question], [passages], multi=True)[0]]
+
+    assert answers() == ["Canberra", "Sydney"]
+    assert answers(order="score") == ["Sydney", "Canberra"]
+
+
 def test_holdout_is_by_question_id_and_drops_held_questions_from_more_train(tmp_path):
     train = tmp_path / "t.jsonl"
     train.write_text(jsonl(RECORDS))
@@ -163,11 +226,15 @@ def test_multi_returns_distinct_answers_above_the_threshold(trained):
     out, _ = trained
     base = load_extractive(out, "cpu")
     every = ExtractiveReader(base.tokenizer, base.model, base.info,
-                             ExtractiveOptions(n_passages=2, max_length=64, multi_threshold=-1e9, max_answers=4))
+                             ExtractiveOptions(n_passages=2, max_length=64, multi_threshold=-1e9, max_answers=4,
+                                               order="score"))
     answers = every.read([RECORDS[0]["question"]], [RECORDS[0]["passages"]], multi=True)[0]
     keys = [normalize_answer(a["text"]) for a in answers]
     assert len(answers) == 4 and len(set(keys)) == 4 and all(keys)
     assert [a["score"] for a in answers] == sorted((a["score"] for a in answers), reverse=True)
+    every.options.order = "rank"  # the default: each passage's best first, in passage order, then by score
+    ranked = every.read([RECORDS[0]["question"]], [RECORDS[0]["passages"]], multi=True)[0]
+    assert [a["passage_rank"] for a in ranked[:2]] == [0, 1] and len(ranked) == 4
     none = ExtractiveReader(base.tokenizer, base.model, base.info,
                             ExtractiveOptions(n_passages=2, max_length=64, multi_threshold=1e9))
     assert len(none.read([RECORDS[0]["question"]], [RECORDS[0]["passages"]], multi=True)[0]) == 1  # the best stays

@@ -10,9 +10,23 @@ passages (a span in a passage the model finds irrelevant scores low) and positiv
 is more likely than "no answer here".
 
 Decoding, per question: the ``top_k`` starts x ``top_k`` ends of each of the top ``n_passages``
-passages (``i <= j``, at most ``max_answer_tokens`` tokens, inside the passage), best first, ties
-by (passage rank, start); distinct normalised texts. Single: the best span. Multi: every distinct
-span scoring at least ``multi_threshold``, ``max_answers`` at most, and always the best one.
+passages (``i <= j``, at most ``max_answer_tokens`` tokens, inside the passage), then in the order
+``order`` names: ``rank`` (the default) takes each passage's best span in the order the passages
+come (the reranker's: the passage ranked first gives the first answer, as DPR's reader answers from
+the passage it selects), then every other span by score; ``score`` takes every span by score alone
+(ties by passage rank, start), so a span of a lower passage that looks more answer-like wins.
+Distinct normalised texts. Single: the first span. Multi: the first span, then every distinct span
+scoring at least ``multi_threshold``, ``max_answers`` at most.
+
+Why ``rank``: the span model is small and reads each passage alone, while the cross-encoder ranked
+the passages for the question; on the first 150 covered AmbigNQ dev questions (BM25 20, reranked
+top 5) it raised the reader's F1_ans (float32) from 16.0 to 18.3 (``--mode multi``) and its CBQA F1
+on gold-DQ CQs from 30.8 to 37.0 (``--mode cq``): docs/benchmarks/reader-decoding.md (chosen on
+those same questions; read its caveats).
+
+A span made only of the question's own words (SQuAD-normalised: "Georgia" for "What is the capital of
+Georgia?") is never an answer: ``skip_question_spans`` drops it before decoding, so the next span
+of that passage competes instead.
 
 Each (question, passage) pair runs alone at its own length, so answers never depend on
 ``--batch-size`` (``CQ_PADDED_BATCHES=1`` pads batches instead: faster, batch-dependent).
@@ -36,6 +50,8 @@ class ExtractiveOptions:
     multi_threshold: float = 0.0  # multi: spans scoring below this (vs "no answer") are dropped
     max_answers: int = 5         # multi: at most this many answers
     max_passage_tokens: int | None = None  # evidence budget (--max-passage-tokens; 0: the model's input length)
+    skip_question_spans: bool = True  # drop spans made only of the question's own words
+    order: str = "rank"          # rank: each passage's best span in passage order first; score: by score alone
 
     def params(self) -> dict:
         out = asdict(self)
@@ -131,9 +147,12 @@ class ExtractiveReader:
     def spans(self, question: str, passages: list[dict]) -> list[dict]:
         """Every candidate span of the top passages, best first: ``{text, score, passage_id,
         passage_rank, start, end, grounding}`` (``start``/``end``: characters of "title: text")."""
+        from ...metrics.normalize import normalize_answer
+
         o = self.options
         shown = passages[:o.n_passages]
         contexts = [context_of(p) for p in shown]
+        asked = set(normalize_answer(question).split()) if o.skip_question_spans else None
         found = []
         for rank, (passage, context, (s, e, offsets, idx)) in enumerate(
                 zip(shown, contexts, self._logits(question, contexts))):
@@ -151,7 +170,7 @@ class ExtractiveReader:
                     begin, end = offsets[i][0], offsets[j][1]
                     text = context[begin:end]
                     stripped = text.strip()
-                    if not stripped:
+                    if not stripped or (asked is not None and set(normalize_answer(stripped).split()) <= asked):
                         continue
                     begin += len(text) - len(text.lstrip())
                     found.append({"text": stripped, "score": round(float(s[i] + e[j]) - null, 4),
@@ -167,6 +186,8 @@ class ExtractiveReader:
         out = []
         for question, ps in zip(questions, passages):
             candidates = self.spans(question, ps or [])
+            if o.order == "rank":
+                candidates = passage_order(candidates)
             keep = set(distinct_texts(a["text"] for a in candidates))
             answers, seen = [], set()
             for a in candidates:
@@ -179,6 +200,16 @@ class ExtractiveReader:
                 answers = answers[:1]
             out.append(answers)
         return out
+
+
+def passage_order(spans: list[dict]) -> list[dict]:
+    """``spans`` (best first) reordered: each passage's best span in passage-rank order, then the rest
+    as they were."""
+    firsts: dict[int, dict] = {}
+    for span in spans:
+        firsts.setdefault(span["passage_rank"], span)
+    chosen = {id(span) for span in firsts.values()}
+    return [firsts[rank] for rank in sorted(firsts)] + [span for span in spans if id(span) not in chosen]
 
 
 def load_extractive(model: str, device: str = "auto", batch_size: int | None = None, **options) -> ExtractiveReader:
