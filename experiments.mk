@@ -29,7 +29,9 @@
 
 # N=K (a smoke run) also reads a BM25-only corpus index (seconds to build, where the dense one takes minutes on
 # 2 cores) and leaves out the dense and hybrid retrieval cells; DISAMBIG-FIRST retrieves each DQ with BM25
-# instead of its preset's dense searcher. DENSE=1 keeps the dense index and cells. A smoke run also runs
+# instead of its preset's dense searcher. DENSE=1 keeps the dense index and cells. The two released loops,
+# ToC's (--preset toc) and REFUEL's (--preset refuel: a DQ per answer, each re-asked, 40 passages), run on one
+# question there (N_TOC=1, N_REFUEL=1): they check the wiring; on 5 questions they took most of the run. A smoke run also runs
 # SMOKE_JOBS cells at a time (make -j, default 2), each on one thread: most of a 5-question cell is a process
 # starting and loading its models, which is one thread's work; results do not depend on it (stages are
 # batch- and order-invariant, the generation cache is safe to share), only the cells' seconds are marked as
@@ -38,7 +40,8 @@ ifdef N
 N_ALL        := $(N)
 N_MODEL      := $(N)
 N_ASQA       := $(N)
-N_TOC        := $(N)
+N_TOC        := 1
+N_REFUEL     := 1
 DENSE        ?=
 SMOKE_JOBS   ?= 2
 ifneq ($(SMOKE_JOBS),1)
@@ -326,7 +329,16 @@ exp-refuel: $(foreach v,plain $(REFUEL),$(S)/ambignq.refuel.$(v).ambigqa.json)
 # (DQ, answer) pairs verified with keep-best. Its threshold (-6.1, the paper's, for REFUEL's BART verifier)
 # is re-tuned for cq's reader by `make tune-refuel-threshold` (THRESHOLD_REFUEL= sets the one this cell uses).
 THRESHOLD_REFUEL ?=
-$(EXP)/ambignq.refuel.preset.jsonl: $(RR_DEEP)
+# N_REFUEL (smoke runs: 1) cuts the preset cell to the first N_REFUEL questions of its pool (pairs compare
+# on the shared ids); empty: the whole model tier.
+N_REFUEL     ?=
+REFUEL_IN    := $(if $(N_REFUEL),$(EXP)/ambignq.m.rr.deep.first$(N_REFUEL).jsonl,$(RR_DEEP))
+$(EXP)/ambignq.m.rr.deep.first$(N_REFUEL).jsonl: $(RR_DEEP)
+	@$(WALL) start $@
+	head -n $(N_REFUEL) $< > $@.part
+	@$(WALL) stop $@ $< && mv $@.part $@ && rm -f $@.part.attempts
+	@{ cat $<.cmd; echo '  | head -n $(N_REFUEL)'; } > $@.cmd
+$(EXP)/ambignq.refuel.preset.jsonl: $(REFUEL_IN)
 	$(call stage,$(CQ) answer --preset refuel $(LLM) $(if $(THRESHOLD_REFUEL),--verify-threshold $(THRESHOLD_REFUEL)))
 exp-refuel: $(S)/ambignq.refuel.preset.ambigqa.json
 

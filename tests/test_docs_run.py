@@ -374,8 +374,11 @@ def test_make_compare_n5_is_a_smoke_run_that_trains_nothing_and_builds_no_dense_
     assert "--method dense" not in plan and "--method hybrid" not in plan
     assert "--preset disambig-first --retriever bm25" in plan  # its preset's dense searcher has no index here
     assert "bench/report.py results" in plan and "N_MODEL=5" in plan
+    # the released loops (ToC's, REFUEL's) on one question: on five they took most of the smoke run
+    assert "answer --preset refuel" in plan and "ambignq.m.rr.deep.first1.jsonl" in plan and "toc_1/" in plan
     full = _dry_run("compare", f"WORK={tmp_path}/w", f"CQ_MODELS={tmp_path}/models")
     assert "--dense" in full and "--method hybrid" in full and not TRAINS.search(full)
+    assert "deep.first" not in full and "toc_10/" in full
 
 
 def _make_settings(*args: str) -> dict:
