@@ -105,6 +105,14 @@ define stage
 	@{ cat $<.cmd 2>/dev/null || echo '# input: $<'; echo '  | $(subst $(CQ),cq,$(strip $(1)))'; } > $@.cmd
 endef
 
+# $(call first,N): the first N records of the first prerequisite (a tier of questions), with its .cmd and .wall.
+define first
+	@$(WALL) start $@
+	head -n $(1) $< > $@.part
+	@$(WALL) stop $@ $< && mv $@.part $@ && rm -f $@.part.attempts
+	@{ cat $<.cmd; echo '  | head -n $(1)'; } > $@.cmd
+endef
+
 # Score options per task (the cells' scores and the paired comparisons use the same ones).
 SCORE_detect    :=
 SCORE_cq        := --no-bertscore
@@ -148,10 +156,7 @@ $(EXP)/ambignq.jsonl: $(EXP)/covered.ids
 
 # The model tier: the first N_MODEL of the same questions.
 $(EXP)/ambignq.m.jsonl: $(EXP)/ambignq.jsonl
-	@$(WALL) start $@
-	head -n $(N_MODEL) $< > $@.part
-	@$(WALL) stop $@ $< && mv $@.part $@ && rm -f $@.part.attempts
-	@{ cat $<.cmd; echo '  | head -n $(N_MODEL)'; } > $@.cmd
+	$(call first,$(N_MODEL))
 
 CONVERT_ASQA := cq convert asqa $(DATA)/asqa/dev.json --ids $(EXP)/covered.ids --limit $(N_ASQA)
 $(EXP)/asqa.jsonl: $(EXP)/covered.ids
@@ -334,10 +339,7 @@ THRESHOLD_REFUEL ?=
 N_REFUEL     ?=
 REFUEL_IN    := $(if $(N_REFUEL),$(EXP)/ambignq.m.rr.deep.first$(N_REFUEL).jsonl,$(RR_DEEP))
 $(EXP)/ambignq.m.rr.deep.first$(N_REFUEL).jsonl: $(RR_DEEP)
-	@$(WALL) start $@
-	head -n $(N_REFUEL) $< > $@.part
-	@$(WALL) stop $@ $< && mv $@.part $@ && rm -f $@.part.attempts
-	@{ cat $<.cmd; echo '  | head -n $(N_REFUEL)'; } > $@.cmd
+	$(call first,$(N_REFUEL))
 $(EXP)/ambignq.refuel.preset.jsonl: $(REFUEL_IN)
 	$(call stage,$(CQ) answer --preset refuel $(LLM) $(if $(THRESHOLD_REFUEL),--verify-threshold $(THRESHOLD_REFUEL)))
 exp-refuel: $(S)/ambignq.refuel.preset.ambigqa.json
@@ -458,10 +460,7 @@ $(EXP)/asqa.shots.jsonl: $(EXP)/asqa.jsonl
 	$(BIN)/$(CONVERT_SHOTS) -o $@
 	@echo '$(CONVERT_SHOTS)' > $@.cmd
 $(EXP)/asqa.t.jsonl: $(EXP)/asqa.jsonl
-	@$(WALL) start $@
-	head -n $(N_TOC) $< > $@.part
-	@$(WALL) stop $@ $< && mv $@.part $@ && rm -f $@.part.attempts
-	@{ cat $<.cmd; echo '  | head -n $(N_TOC)'; } > $@.cmd
+	$(call first,$(N_TOC))
 $(EXP)/asqa.t.pool.bm25.jsonl: $(EXP)/asqa.t.jsonl $(INDEX)/cq_index.json
 	$(call stage,$(CQ) retrieve --preset toc --index $(INDEX) --method bm25)
 $(EXP)/asqa.toc.preset.bm25.jsonl: $(EXP)/asqa.t.pool.bm25.jsonl $(EXP)/asqa.shots.jsonl
