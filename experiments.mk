@@ -20,8 +20,8 @@
 # CQs from gold DQs) run on N_ALL covered AmbigNQ dev questions (empty: all of them); cells that call
 # the LLM or the reranker on the first N_MODEL of the same questions (a prefix: pairs across tiers
 # compare on the shared ids); ToC on the first N_ASQA covered ASQA dev questions, the released ToC
-# loop (--preset toc, many more model calls) on the first N_TOC of those. N=15 sets all four
-# (smoke runs). Other variables: DATA (the Makefile's: `make data` fills it), MODEL_LLM, MODEL_RERANK, MODEL_DETECT (a
+# loop (--preset toc, many more model calls) on the first N_TOC of those. N=K sets the first three to K
+# (a smoke run: below). Other variables: DATA (the Makefile's: `make data` fills it), MODEL_LLM, MODEL_RERANK, MODEL_DETECT (a
 # `cq train detect` dir), MODEL_READER (the extractive reader that answers: a `cq train reader` dir,
 # by default the one `make models` installs; the cells marked .llm answer with MODEL_LLM instead, for
 # the reader comparison), DEVICE (auto|cpu|cuda), HITS (retrieval depth), N_BOOT (bootstrap
@@ -29,9 +29,10 @@
 
 # N=K (a smoke run) also reads a BM25-only corpus index (seconds to build, where the dense one takes minutes on
 # 2 cores) and leaves out the dense and hybrid retrieval cells; DISAMBIG-FIRST retrieves each DQ with BM25
-# instead of its preset's dense searcher. DENSE=1 keeps the dense index and cells. The two released loops,
-# ToC's (--preset toc) and REFUEL's (--preset refuel: a DQ per answer, each re-asked, 40 passages), run on one
-# question there (N_TOC=1, N_REFUEL=1): they check the wiring; on 5 questions they took most of the run. A smoke run also runs
+# instead of its preset's dense searcher. DENSE=1 keeps the dense index and cells. The cells that read the
+# deep reranked pool (RR_DEEP: the AmbigQA, AskCQ and REFUEL presets, which read up to 1,024 tokens of passages
+# per prompt, and REFUEL's loop: a DQ per answer, each re-asked) and ToC's released loop run on one question
+# there (N_DEEP=1, N_TOC=1): they check the wiring; on 5 questions they took most of the run. A smoke run also runs
 # SMOKE_JOBS cells at a time (make -j, default 2), each on one thread: most of a 5-question cell is a process
 # starting and loading its models, which is one thread's work; results do not depend on it (stages are
 # batch- and order-invariant, the generation cache is safe to share), only the cells' seconds are marked as
@@ -41,7 +42,7 @@ N_ALL        := $(N)
 N_MODEL      := $(N)
 N_ASQA       := $(N)
 N_TOC        := 1
-N_REFUEL     := 1
+N_DEEP       := 1
 DENSE        ?=
 SMOKE_JOBS   ?= 2
 ifneq ($(SMOKE_JOBS),1)
@@ -92,6 +93,10 @@ RR           := $(EXP)/ambignq.m.rr.jsonl
 # generations it read (F.gencache), which F.wall records and results.md marks (§).
 GEN_CACHE    ?= $(EXP)/generations.sqlite
 GEN_ENV       = CQ_GEN_CACHE=$(if $(GEN_CACHE),$(abspath $(GEN_CACHE)) CQ_GEN_CACHE_REPORT=$@.gencache)
+# $(call after,CELLS,EARLIER): under make -jN, each of CELLS waits for EARLIER (whose generations it reads)
+# rather than making the same generations beside it (order only: EARLIER being newer rebuilds nothing). Without
+# the cache there is nothing to wait for. (asqa.dq.tree after asqa.dq.rac: 23 s instead of 85 s on 5 questions.)
+after = $(if $(GEN_CACHE),$(eval $(1): | $(2)))
 
 # $(call stage,COMMAND): one cq command, COMMAND --resume $@.part < first prerequisite, renamed to $@
 # (its run record to $@.cq.json) when it ends; $@.cmd = the pipeline so far, $@.wall = wall seconds.
@@ -180,11 +185,19 @@ $(RR): $(EXP)/ambignq.m.ret.bm25.jsonl
 # they get a deeper pool: HITS_DEEP retrieved and all of them reranked (the papers rerank 100; 40 leave the
 # budget full at a third of the reranking cost).
 HITS_DEEP ?= 40
-RR_DEEP := $(EXP)/ambignq.m.rr.deep.jsonl
+# N_DEEP (smoke runs: 1) cuts the cells that read this pool to its first N_DEEP questions (pairs compare on the
+# shared ids); empty: the whole model tier.
+N_DEEP  ?=
+RR_DEEP_ALL := $(EXP)/ambignq.m.rr.deep.jsonl
+RR_DEEP := $(if $(N_DEEP),$(EXP)/ambignq.m.rr.deep.first$(N_DEEP).jsonl,$(RR_DEEP_ALL))
 $(EXP)/ambignq.m.ret.bm25.deep.jsonl: $(EXP)/ambignq.m.jsonl $(INDEX)/cq_index.json
 	$(call stage,$(CQ) retrieve --index $(INDEX) --method bm25 --hits $(HITS_DEEP))
-$(RR_DEEP): $(EXP)/ambignq.m.ret.bm25.deep.jsonl
+$(RR_DEEP_ALL): $(EXP)/ambignq.m.ret.bm25.deep.jsonl
 	$(call stage,$(CQ) rerank --top $(HITS_DEEP) --model $(MODEL_RERANK) --device $(DEVICE))
+ifdef N_DEEP
+$(RR_DEEP): $(RR_DEEP_ALL)
+	$(call first,$(N_DEEP))
+endif
 
 $(S)/%.retrieval.json: $(EXP)/%.jsonl
 	$(call score,retrieval)
@@ -318,6 +331,8 @@ $(EXP)/ambignq.disambigfirst.rac.jsonl: $(RR)
 REFUEL := rt verify rt-verify
 $(foreach v,$(REFUEL),$(EXP)/ambignq.multi.$(v).jsonl): $(EXP)/ambignq.multi.%.jsonl: $(RR)
 	$(call stage,$(CQ) answer --mode multi $(LLM) $(if $(findstring rt,$*),--round-trip) $(if $(findstring verify,$*),--verify))
+$(call after,$(EXP)/ambignq.multi.rt.jsonl $(EXP)/ambignq.multi.verify.jsonl,$(EXP)/ambignq.multi.jsonl)
+$(call after,$(EXP)/ambignq.multi.rt-verify.jsonl,$(EXP)/ambignq.multi.rt.jsonl)
 $(foreach v,$(REFUEL),$(EXP)/ambignq.refuel.$(v).jsonl): $(EXP)/ambignq.refuel.%.jsonl: $(EXP)/ambignq.multi.%.jsonl
 	$(call stage,$(CQ) disambiguate --method qd $(LLM))
 # REFUEL without round trip or verification runs the qd cell's two commands: a copy, not a rerun.
@@ -334,13 +349,7 @@ exp-refuel: $(foreach v,plain $(REFUEL),$(S)/ambignq.refuel.$(v).ambigqa.json)
 # (DQ, answer) pairs verified with keep-best. Its threshold (-6.1, the paper's, for REFUEL's BART verifier)
 # is re-tuned for cq's reader by `make tune-refuel-threshold` (THRESHOLD_REFUEL= sets the one this cell uses).
 THRESHOLD_REFUEL ?=
-# N_REFUEL (smoke runs: 1) cuts the preset cell to the first N_REFUEL questions of its pool (pairs compare
-# on the shared ids); empty: the whole model tier.
-N_REFUEL     ?=
-REFUEL_IN    := $(if $(N_REFUEL),$(EXP)/ambignq.m.rr.deep.first$(N_REFUEL).jsonl,$(RR_DEEP))
-$(EXP)/ambignq.m.rr.deep.first$(N_REFUEL).jsonl: $(RR_DEEP)
-	$(call first,$(N_REFUEL))
-$(EXP)/ambignq.refuel.preset.jsonl: $(REFUEL_IN)
+$(EXP)/ambignq.refuel.preset.jsonl: $(RR_DEEP)
 	$(call stage,$(CQ) answer --preset refuel $(LLM) $(if $(THRESHOLD_REFUEL),--verify-threshold $(THRESHOLD_REFUEL)))
 exp-refuel: $(S)/ambignq.refuel.preset.ambigqa.json
 
@@ -441,6 +450,7 @@ $(filter %.$(1).jsonl,$(TOC_DQ)): $(EXP)/asqa.dq.%.$(1).jsonl: $(EXP)/asqa.rr.$(
 	$$(call stage,$$(CQ) disambiguate --method rac $$(TOC_FLAGS_$$*) $$(LLM))
 endef
 $(foreach m,$(RETRIEVERS),$(eval $(call toc_dq,$(m))))
+$(foreach m,$(RETRIEVERS),$(call after,$(EXP)/asqa.dq.tree.$(m).jsonl,$(EXP)/asqa.dq.rac.$(m).jsonl))
 $(EXP)/asqa.dq.prune.%.jsonl: $(EXP)/asqa.dq.tree.%.jsonl
 	$(call stage,$(CQ) disambiguate --method rac $(TOC_FLAGS_prune) --reuse-tree $(LLM))
 $(foreach c,$(TOC),$(EXP)/$(c).jsonl): $(EXP)/asqa.toc.%.jsonl: $(EXP)/asqa.dq.%.jsonl
@@ -511,8 +521,8 @@ pairs: $(PAIRS)
 # PARTIAL='why'` writes it from the cells finished so far and says so (make compare resumes the rest).
 define report
 	$(BIN)/python bench/report.py results --scores $(S) --pairs $(P) --out $(RESULTS) \
-	  --command 'make compare $(if $(N_ALL),N_ALL=$(N_ALL) )N_MODEL=$(N_MODEL) N_ASQA=$(N_ASQA) N_TOC=$(N_TOC)' \
-	  --tiers "$$(wc -l < $(EXP)/ambignq.jsonl),$$(cat $(EXP)/ambignq.m.jsonl 2>/dev/null | wc -l),$$(cat $(EXP)/asqa.jsonl 2>/dev/null | wc -l),$$(cat $(EXP)/asqa.t.jsonl 2>/dev/null | wc -l)" \
+	  --command 'make compare $(if $(N_ALL),N_ALL=$(N_ALL) )N_MODEL=$(N_MODEL) N_ASQA=$(N_ASQA) N_TOC=$(N_TOC)$(if $(N_DEEP), N_DEEP=$(N_DEEP))' \
+	  --tiers "$$(wc -l < $(EXP)/ambignq.jsonl),$$(cat $(EXP)/ambignq.m.jsonl 2>/dev/null | wc -l),$$(cat $(EXP)/asqa.jsonl 2>/dev/null | wc -l),$$(cat $(EXP)/asqa.t.jsonl 2>/dev/null | wc -l),$$(cat $(RR_DEEP) 2>/dev/null | wc -l)" \
 	  --models 'LLM $(MODEL_LLM); extractive reader $(MODEL_READER); reranker $(MODEL_RERANK); detector $(MODEL_DETECT) (--passages $(DETECT_PASSAGES))' \
 	  --device $(DEVICE) --index-wall $(INDEX).wall $(if $(PARTIAL),--partial '$(PARTIAL)')
 endef

@@ -190,7 +190,9 @@ def anchor(name: str) -> str:
 
 
 def header(args, scores: dict) -> list[str]:
-    n_all, n_model, n_asqa, n_toc = (args.tiers.split(",") + ["?"] * 4)[:4]
+    n_all, n_model, n_asqa, n_toc, n_deep = (args.tiers.split(",") + ["?"] * 5)[:5]
+    deep = (f"; the cells that read the deep reranked pool (the AmbigQA, AskCQ and REFUEL presets) on the first "
+            f"{n_deep} of those" if n_deep not in ("?", n_model) else "")
     ci = next((s["ci"] for s in scores.values() if "ci" in s), None)
     interval = (f"bootstrap {ci['level']:.0%} interval ({ci['method']}, {ci['n_boot']} resamples of the scored "
                 f"questions, seed {ci['seed']}; `cq score --ci`)" if ci else "interval (none here: scored without --ci)")
@@ -200,7 +202,8 @@ def header(args, scores: dict) -> list[str]:
         "# Results: the five approaches on the same records", "",
         f"`{args.command}` on {time.strftime('%Y-%m-%d')}. Tiers of size: the cells without a model (retrieval, "
         f"detection always/never/classifier, CQs from gold DQs) on {n_all} covered AmbigNQ dev questions; every cell "
-        f"that calls the LLM or the reranker on the first {n_model} of them (pairs across tiers compare on those); "
+        f"that calls the LLM or the reranker on the first {n_model} of them{deep} (pairs across tiers compare on "
+        "the shared questions); "
         f"Tree of Clarifications on the first {n_asqa} covered ASQA dev questions (the released loop, "
         f"`--preset toc`, on the first {n_toc} of those). Models: {args.models}; corpus "
         "../shared/data/corpus (9,532 passages).", "",
@@ -287,7 +290,7 @@ def main(argv=None) -> None:
     results.add_argument("--pairs", help="directory of `cq score --paired` outputs named A--B.json")
     results.add_argument("--out", default="docs/results.md")
     results.add_argument("--command", default="make compare", help="the command that ran the grid (header)")
-    results.add_argument("--tiers", default="?,?,?", help="questions in the tiers: all,model,asqa,toc")
+    results.add_argument("--tiers", default="?,?,?", help="questions in the tiers: all,model,asqa,toc[,deep]")
     results.add_argument("--models", default="?", help="the models, in words (header)")
     results.add_argument("--device", default="auto")
     results.add_argument("--index-wall", help="the corpus index's F.wall (its build time, in the header)")

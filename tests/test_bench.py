@@ -135,7 +135,12 @@ def test_report_on_real_score_summaries(tmp_path):
     assert result.stdout.strip() == f"wrote {out} (4 cells)"
     text = out.read_text()
     assert "on 30 covered AmbigNQ dev questions" in text and "on the first 20 of them" in text
-    assert "first 10 covered ASQA" in text and "bootstrap 95% interval" in text
+    assert "first 10 covered ASQA" in text and "bootstrap 95% interval" in text and "deep reranked pool" not in text
+    deep = tmp_path / "results-deep.md"  # a smoke run's deep-pool cells on fewer questions (N_DEEP) say so
+    assert bench("report.py", "results", "--scores", str(scores), "--out", str(deep), "--tiers", "30,20,10,1,2",
+                 "--command", "make compare N=30 N_DEEP=2", timeout=120).returncode == 0
+    assert "on the first 20 of them; the cells that read the deep reranked pool (the AmbigQA, AskCQ and REFUEL " \
+           "presets) on the first 2 of those" in deep.read_text()
     rows = {line.split("]")[0].lstrip("| ["): line for line in text.splitlines() if line.startswith("| [")}
     assert set(rows) == set(summaries)
     always = summaries["ambignq.det.always"]
