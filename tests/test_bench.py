@@ -191,7 +191,9 @@ def test_determinism_smallest(tmp_path):
     assert "batch-4" in text
     results = orjson.loads((tmp_path / "work" / "results.json").read_bytes())
     assert results["table"] and results["speed"]
-    assert all(isinstance(row[-1], (int, float)) for row in results["table"])
+    assert all(isinstance(row[-1], (int, float)) for row in results["table"] if row[0] == "per-item")
+    # padded batches may reorder a near-tie (documented); such a cell says so instead of ending the run
+    assert all(isinstance(row[-1], (int, float)) or row[-1] == "text/order" for row in results["table"])
 
 
 @pytest.mark.slow

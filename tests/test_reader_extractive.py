@@ -259,6 +259,24 @@ def test_cq_answer_extractive_end_to_end_and_batch_invariant(runner, trained, mo
     assert [r["answers"] for r in outputs[0]] == [r["answers"] for r in outputs[1]]
 
 
+def test_span_order_and_question_spans_are_flags_of_the_extractive_reader(runner, trained):
+    """--span-order score and --question-spans keep reach the reader (its options, in meta.answer); --span-order
+    score lists multi's answers by score alone; a generative reader has no such option (a one-line error)."""
+    out, _ = trained
+    args = ["answer", "--reader", "extractive", "--model", out, "--mode", "multi", "--passages", "2"]
+    default = parse_jsonl(runner.invoke(cli, args, input=jsonl(RECORDS)).stdout)
+    result = runner.invoke(cli, args + ["--span-order", "score", "--question-spans", "keep"], input=jsonl(RECORDS))
+    assert result.exit_code == 0, result.output
+    by_score = parse_jsonl(result.stdout)
+    assert default[0]["meta"]["answer"]["order"] == "rank" and default[0]["meta"]["answer"]["skip_question_spans"]
+    meta = by_score[0]["meta"]["answer"]
+    assert meta["order"] == "score" and meta["skip_question_spans"] is False
+    for r in by_score:
+        assert [a["score"] for a in r["answers"]] == sorted((a["score"] for a in r["answers"]), reverse=True)
+    bad = runner.invoke(cli, args + ["--span-order", "length"], input=jsonl(RECORDS))
+    assert bad.exit_code != 0 and "rank" in bad.output and "Traceback" not in bad.output
+
+
 def test_extractive_reader_refuses_a_language_model(runner, tiny_causal, monkeypatch):
     monkeypatch.setenv("CQ_OFFLINE", "1")
     result = runner.invoke(cli, ["answer", "--reader", "extractive", "--model", tiny_causal], input=jsonl(RECORDS[:1]))

@@ -163,7 +163,12 @@ def register_readers(register):
                   "distinct ones in multi mode",
              options=[Option("model", str, None, "a span (question-answering) model"),
                       Option("n_passages", int, None, "top passages read per question [default: 3]", min=1,
-                             flag="--passages"), BUDGET])
+                             flag="--passages"), BUDGET,
+                      Option("span_order", str, "rank", "which spans answer first: rank (each passage's best span, "
+                             "passages in the order given, i.e. reranked; then the rest by score) or score (by span "
+                             "score alone)", choices=("rank", "score")),
+                      Option("question_spans", str, "skip", "spans made only of the question's own words: skip or "
+                             "keep", choices=("skip", "keep"))])
     register("generative", reader.generative_reader,
              help="a prompted LM (causal or seq2seq), answers grounded in passage spans",
              options=[Option("model", str, reader.DEFAULT_READER, "a causal or seq2seq LM"),

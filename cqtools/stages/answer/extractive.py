@@ -239,6 +239,8 @@ def load_extractive(model: str, device: str = "auto", batch_size: int | None = N
 
 
 def extractive_reader(model: str, n_passages: int | None, config, batch_size: int | None = None,
-                      max_passage_tokens: int | None = None) -> ExtractiveReader:
+                      max_passage_tokens: int | None = None, span_order: str = "rank",
+                      question_spans: str = "skip") -> ExtractiveReader:
     return load_extractive(model, config.device, batch_size, n_passages=n_passages,
-                           max_passage_tokens=max_passage_tokens)
+                           max_passage_tokens=max_passage_tokens, order=span_order,
+                           skip_question_spans=question_spans == "skip")
