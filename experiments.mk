@@ -95,7 +95,8 @@ GEN_CACHE    ?= $(EXP)/generations.sqlite
 GEN_ENV       = CQ_GEN_CACHE=$(if $(GEN_CACHE),$(abspath $(GEN_CACHE)) CQ_GEN_CACHE_REPORT=$@.gencache)
 # $(call after,CELLS,EARLIER): under make -jN, each of CELLS waits for EARLIER (whose generations it reads)
 # rather than making the same generations beside it (order only: EARLIER being newer rebuilds nothing). Without
-# the cache there is nothing to wait for. (asqa.dq.tree after asqa.dq.rac: 23 s instead of 85 s on 5 questions.)
+# the cache there is nothing to wait for. (asqa.dq.tree after asqa.dq.rac: 21 s instead of 85 s on 5 questions,
+# docs/benchmarks/smoke.md.)
 after = $(if $(GEN_CACHE),$(eval $(1): | $(2)))
 
 # $(call stage,COMMAND): one cq command, COMMAND --resume $@.part < first prerequisite, renamed to $@
