@@ -56,6 +56,7 @@ N_ALL        ?=
 N_MODEL      ?= 150
 N_ASQA       ?= 100
 N_TOC        ?= 10
+N_DEEP       ?=
 N_BOOT       ?= 1000
 DEVICE       ?= auto
 HITS         ?= 20
@@ -74,7 +75,9 @@ MODEL_GENCQ  ?= $(CQ_MODELS)/gencq
 WITH_GENCQ   := $(if $(or $(TRAIN),$(wildcard $(MODEL_GENCQ)/config.json)),1)
 DETECT_PASSAGES ?= 0
 RESULTS      ?= docs/results.md
-EXP          ?= $(WORK)/exp-all_$(or $(N_ALL),all)-model_$(N_MODEL)-asqa_$(N_ASQA)-toc_$(N_TOC)
+# Every tier that changes which questions a cell reads is in the name: a cell built for other tiers is never
+# taken for this one (make compares times, not contents).
+EXP          ?= $(WORK)/exp-all_$(or $(N_ALL),all)-model_$(N_MODEL)-asqa_$(N_ASQA)-toc_$(N_TOC)$(if $(N_DEEP),-deep_$(N_DEEP))
 # The corpus index does not depend on the tiers: one for every EXP under WORK.
 INDEX        ?= $(WORK)/exp-index$(if $(DENSE),,-bm25)
 S            := $(EXP)/scores
@@ -186,9 +189,8 @@ $(RR): $(EXP)/ambignq.m.ret.bm25.jsonl
 # they get a deeper pool: HITS_DEEP retrieved and all of them reranked (the papers rerank 100; 40 leave the
 # budget full at a third of the reranking cost).
 HITS_DEEP ?= 40
-# N_DEEP (smoke runs: 1) cuts the cells that read this pool to its first N_DEEP questions (pairs compare on the
-# shared ids); empty: the whole model tier.
-N_DEEP  ?=
+# N_DEEP (smoke runs: 1; set with the tiers above) cuts the cells that read this pool to its first N_DEEP
+# questions (pairs compare on the shared ids); empty: the whole model tier.
 RR_DEEP_ALL := $(EXP)/ambignq.m.rr.deep.jsonl
 RR_DEEP := $(if $(N_DEEP),$(EXP)/ambignq.m.rr.deep.first$(N_DEEP).jsonl,$(RR_DEEP_ALL))
 $(EXP)/ambignq.m.ret.bm25.deep.jsonl: $(EXP)/ambignq.m.jsonl $(INDEX)/cq_index.json

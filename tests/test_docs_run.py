@@ -379,17 +379,17 @@ def test_make_compare_n5_is_a_smoke_run_that_trains_nothing_and_builds_no_dense_
     deep = [line for line in plan.splitlines() if line.startswith("CQ_GEN_CACHE=") and "< " in line
             and "/ambignq.m.rr.deep" in line.split("< ")[-1]]
     assert len(deep) == 3 and all(line.endswith("ambignq.m.rr.deep.first1.jsonl") for line in deep), deep
-    assert any("answer --preset refuel" in line for line in deep) and "toc_1/" in plan
+    assert any("answer --preset refuel" in line for line in deep) and "toc_1-deep_1/" in plan
     full = _dry_run("compare", f"WORK={tmp_path}/w", f"CQ_MODELS={tmp_path}/models")
     assert "--dense" in full and "--method hybrid" in full and not TRAINS.search(full)
-    assert "deep.first" not in full and "toc_10/" in full
+    assert "deep.first" not in full and "toc_10/" in full and "deep_" not in full
 
 
 def test_a_cell_that_reads_another_cells_generations_waits_for_it(tmp_path):
     """Under make -jN, ToC's tree waits for RAC (its root is RAC's prompt) and REFUEL's round trip for the plain
     reading, so they read those generations from the grid's cache instead of making them beside each other; without
     the cache (GEN_CACHE=) there is nothing to wait for."""
-    exp = f"{tmp_path}/w/exp-all_5-model_5-asqa_5-toc_1"
+    exp = f"{tmp_path}/w/exp-all_5-model_5-asqa_5-toc_1-deep_1"
     for target, earlier in (("asqa.dq.tree.bm25", "asqa.dq.rac.bm25"), ("ambignq.multi.rt-verify", "ambignq.multi.rt"),
                             ("ambignq.multi.rt", "ambignq.multi")):
         earlier = f"--resume {exp}/{earlier}.jsonl.part"
