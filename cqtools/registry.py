@@ -21,8 +21,11 @@ method option: factories that name a ``config`` parameter receive it.
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import inspect
+import types
+import typing
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
@@ -95,6 +98,43 @@ class Option:
         return row
 
 
+OPTION_META = "cqtools.option"
+
+
+def option(default: Any = None, help: str = "", *, choices: Iterable = (), min: float | None = None,
+           max: float | None = None, flag: str | None = None, env: str | None = None):
+    """One field of a method's options dataclass: its default (written here and nowhere else), help and
+    limits; the field's annotation gives its type (``int | None``: an int, None meaning "not set")::
+
+        @dataclass(frozen=True)
+        class LengthOptions:
+            threshold: float = option(12.0, "label = words > threshold")
+
+        register("length", length_detector, options=LengthOptions)  # length_detector(options, config)
+    """
+    meta = {"help": help, "choices": tuple(choices), "min": min, "max": max, "flag": flag, "env": env}
+    return dataclasses.field(default=default, metadata={OPTION_META: meta})
+
+
+def _plain_type(hint) -> type:
+    """``int | None`` -> int; ``Optional[str]`` -> str; anything else as it is (Any for unions of several)."""
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        return args[0] if len(args) == 1 else Any
+    return hint
+
+
+def schema_of(options_class: type) -> tuple[Option, ...]:
+    """The :class:`Option` rows of an options dataclass, in field order (the CLI's flags, --help, docs)."""
+    hints = typing.get_type_hints(options_class)
+    rows = []
+    for f in dataclasses.fields(options_class):
+        meta = f.metadata.get(OPTION_META, {})
+        default = None if f.default is dataclasses.MISSING else f.default
+        rows.append(Option(f.name, _plain_type(hints[f.name]), default, **meta))
+    return tuple(rows)
+
+
 def infer_options(factory: Callable, defaults: dict, context: Iterable[str] = ()) -> tuple[Option, ...]:
     """A schema for a factory registered without one: its named parameters (not ``config`` nor the
     registry's context), typed by their default."""
@@ -121,6 +161,7 @@ class Method:
     plugin: str = "cqtools"     # the distribution that registered it
     kind: str = "method"        # the registry's kind, for messages
     context: tuple[str, ...] = ()  # what the command passes to every method of the registry (not options)
+    options_class: type | None = None  # the options dataclass: the factory takes (options, config, **context)
 
     @property
     def defaults(self) -> dict:
@@ -146,14 +187,19 @@ class Method:
         """The method, from its checked options (and, where its factory takes them, the run
         configuration and the registry's context values)."""
         context = {k: given.pop(k) for k in list(given) if k in self.context}
-        kwargs = self.values(given)
+        values = self.values(given)
         params = inspect.signature(self.factory).parameters
         takes_all = any(p.kind is p.VAR_KEYWORD for p in params.values())
-        kwargs.update({k: v for k, v in context.items() if takes_all or k in params})
-        if "config" in params:
+        context = {k: v for k, v in context.items() if takes_all or k in params}
+        if config is None and (self.options_class is not None or "config" in params):
             from .config import current
 
-            kwargs["config"] = config if config is not None else current()
+            config = current()
+        if self.options_class is not None:
+            return self.factory(self.options_class(**values), config, **context)
+        kwargs = {**values, **context}
+        if "config" in params:
+            kwargs["config"] = config
         return self.factory(**kwargs)
 
 
@@ -177,20 +223,29 @@ class Registry:
         self._plugins_loaded = False
 
     def register(self, name: str, factory: Callable | None = None, *, help: str = "",
-                 options: Iterable[Option] | None = None, defaults: dict | None = None,
+                 options: Iterable[Option] | type | None = None, defaults: dict | None = None,
                  plugin: str = "cqtools", replace: bool = False):
-        """Register ``factory`` under ``name`` (also as a decorator). ``options``: its schema; without
-        it, one inferred from the factory's signature and ``defaults``."""
+        """Register ``factory`` under ``name`` (also as a decorator). ``options``: its schema, an options
+        dataclass (fields declared with :func:`option`; the factory then takes ``(options, config)``; its
+        docstring is the method's help unless ``help`` is given) or a list of :class:`Option`; without it,
+        one inferred from the factory's signature and ``defaults``."""
 
         def add(func: Callable) -> Callable:
             if name in self._methods and not replace:
                 raise ValueError(f"{self.kind} {name!r} is registered twice "
                                  f"({self._methods[name].plugin} and {plugin})")
-            schema = tuple(options) if options is not None else infer_options(func, dict(defaults or {}),
-                                                                              self.context)
+            cls = options if isinstance(options, type) and dataclasses.is_dataclass(options) else None
+            if cls is not None:
+                schema = schema_of(cls)
+            elif options is not None:
+                schema = tuple(options)
+            else:
+                schema = infer_options(func, dict(defaults or {}), self.context)
             if options is not None and defaults:
                 schema = tuple(_with_default(o, defaults) for o in schema)
-            self._methods[name] = Method(name, func, help, schema, plugin, self.kind, self.context)
+                cls = None if cls is None else _defaults_class(cls, defaults)
+            text = help or (_doc_line(cls) if cls is not None else "")
+            self._methods[name] = Method(name, func, text, schema, plugin, self.kind, self.context, cls)
             return func
 
         return add(factory) if factory is not None else add
@@ -240,6 +295,19 @@ class Registry:
         return "; ".join(f"{m.name}: {m.help}" if m.help else m.name for m in self.methods())
 
 
+def _doc_line(cls: type) -> str:
+    """An options dataclass's docstring, as one line (the method's help); not the generated signature."""
+    doc = cls.__dict__.get("__doc__") or ""
+    return "" if doc.startswith(cls.__name__ + "(") else " ".join(doc.split())
+
+
+def _defaults_class(cls: type, defaults: dict) -> type:
+    """``cls`` with other defaults (``register(..., defaults={...})``: one method's values of a shared class)."""
+    return dataclasses.make_dataclass(cls.__name__, [(f.name, f.type, dataclasses.field(
+        default=defaults.get(f.name, f.default), metadata=f.metadata)) for f in dataclasses.fields(cls)],
+        frozen=True, bases=(cls,))
+
+
 def _with_default(option: Option, defaults: dict) -> Option:
     from dataclasses import replace
 
@@ -262,5 +330,5 @@ FORMATS = Registry("data format", "register_formats", option="FORMAT", context=(
 ALL = (DETECTORS, CQ_METHODS, ANSWER_MODES, READERS, SEARCHERS, ORACLES, DISAMBIGUATORS, BACKENDS, SCORE_TASKS,
        FORMATS)
 
-__all__ = ["Option", "Method", "Registry", "ALL", "DETECTORS", "CQ_METHODS", "READERS", "SEARCHERS", "ORACLES", "ANSWER_MODES",
+__all__ = ["Option", "option", "schema_of", "Method", "Registry", "ALL", "DETECTORS", "CQ_METHODS", "READERS", "SEARCHERS", "ORACLES", "ANSWER_MODES",
            "DISAMBIGUATORS", "BACKENDS", "SCORE_TASKS", "FORMATS"]

@@ -34,37 +34,14 @@ def _threshold(default, help="label = score > threshold"):
 def register_detectors(register):
     from . import clam, detect, detect_combined
 
-    register("classifier", detect.classifier_detector,
-             help="P(ambiguous) from a `cq train detect` model over question + passages (AskCQ)",
-             options=[Option("model", str, None, "a `cq train detect` directory [default: $CQ_MODELS/detect when "
-                             "trained, else the classifier cq ships]"),
-                      Option("n_passages", int, None, "top passages shown to the model (0: none) [default: as many "
-                             "as it was trained with]", min=0, flag="--passages"),
-                      _threshold(0.5)])
-    register("llm", detect.load_llm_detector, help="few-shot log p(True) - log p(False) (CLAM)",
-             options=[Option("model", str, LLM, "a causal LM"), _threshold(0.0), PROMPT])
-    register("answers", detect.answers_detector, help="distinct answers from `cq answer --mode multi` (AskCQ)",
-             options=[_threshold(1.0)])
-    register("tree", detect.tree_detector, help="surviving disambiguations of `cq disambiguate --tree` (ToC)",
-             options=[_threshold(1.0)])
-    register("always", _constant("always"), help="baseline: always ambiguous", options=[_threshold(0.5)])
-    register("never", _constant("never"), help="baseline: never ambiguous", options=[_threshold(0.5)])
-    register("clam", clam.clam_detector,
-             help="CLAM as in its paper: 5 shots without instruction, score log p(True) alone",
-             options=[Option("model", str, LLM, "a causal LM"), _threshold(clam.THRESHOLD), PROMPT])
-    register("combined", detect_combined.combined_detector,
-             help="calibrated P(ambiguous) over classifier, retrieval and reader signals (a `cq train combiner` model)",
-             options=[Option("model", str, None, "a `cq train combiner` directory (required)"),
-                      _threshold(None)])  # None: the combiner's own
-
-
-def _constant(name):
-    from .detect import constant_detector
-
-    def factory(threshold):
-        return constant_detector(name, threshold)
-
-    return factory
+    register("classifier", detect.classifier_detector, options=detect.ClassifierOptions)
+    register("llm", detect.load_llm_detector, options=detect.LlmDetectorOptions)
+    register("answers", detect.answers_detector, options=detect.AnswersOptions)
+    register("tree", detect.tree_detector, options=detect.TreeOptions)
+    register("always", detect.constant_detector, options=detect.AlwaysOptions)
+    register("never", detect.constant_detector, options=detect.NeverOptions)
+    register("clam", clam.clam_detector, options=clam.DetectOptions)
+    register("combined", detect_combined.combined_detector, options=detect_combined.CombinedOptions)
 
 
 @hookimpl
@@ -80,15 +57,8 @@ def register_cq_methods(register):
                       Option("primer", bool, True, "end the few-shot prompt with the CQ's first word (\"Which\"); "
                              "off: the model writes the whole CQ, other heads (\"In which ...\") included",
                              flag="--primer/--no-primer"), TWO_OPTIONS])
-    register("clam", clam.clam_cq_method,
-             help="CLAM as in its paper: closed-book, zero-shot, the question and one sentence asking for a "
-                  "clarifying question (free-form CQ kept as written)",
-             options=[Option("model", str, LLM, "a causal LM"), CQ_TOKENS, PROMPT])
-    register("clam-prompting", clam.prompting_method,
-             help="CLAM's prompting baseline: the model answers under a preamble inviting clarification; a reply "
-                  "ending in '?' is its CQ, otherwise nothing is asked (use with --all)",
-             options=[Option("model", str, LLM, "a causal LM"),
-                      Option("max_new_tokens", int, clam.ANSWER_TOKENS, "tokens generated", min=1), PROMPT])
+    register("clam", clam.clam_cq_method, options=clam.CQOptions)
+    register("clam-prompting", clam.prompting_method, options=clam.PromptingOptions)
     register("seq2seq", gen_cq.load_seq2seq_method, help="a generator from `cq train gen-cq` (AskCQ)",
              options=[Option("model", str, None, "a `cq train gen-cq` directory (required)"), PASSAGES,
                       WITH_ANSWERS, CQ_TOKENS, CQ_OPTIONS, MAX_PASSAGE_TOKENS, NUM_BEAMS,
@@ -138,15 +108,7 @@ def register_answer_modes(register):
                              env="CQ_INDEX"),
                       Option("retriever", str, "bm25", "the searcher (cq retrieve --method): bm25, dense or hybrid"),
                       Option("hits", int, 100, "passages retrieved per DQ", min=1), reranker, depth])
-    register("dialogue", clam.dialogue_mode,
-             help="CLAM's final answer: an LM answers the conversation (question, the record's cq text, its "
-                  "clarification_answer), or the question alone when none was asked",
-             options=[Option("n_passages", int, 0, "top passages shown before the conversation (0: closed-book, "
-                             "as in CLAM)", min=0, flag="--passages"),
-                      Option("max_new_tokens", int, clam.ANSWER_TOKENS, "tokens of the answer", min=1),
-                      Option("preamble", str, "default", "the conversation preamble: default, or prompting (the "
-                             "prompting baseline's, which invites clarification)", choices=("default", "prompting")),
-                      PROMPT])
+    register("dialogue", clam.dialogue_mode, options=clam.DialogueOptions)
     register("long", answer.long_mode, help="a long answer from the record's \"dqs\" (cq disambiguate; ToC)",
              options=[Option("n_passages", int, None, "top passages in the prompt [default: 5]", min=1,
                              flag="--passages"),
@@ -190,11 +152,7 @@ def register_oracles(register):
 
     register("overlap", oracle.overlap_oracle, help="the option that best overlaps what the DQ adds to the question",
              options=[])
-    register("clam", clam.clam_oracle,
-             help="CLAM's oracle: the model writes the user's reply from the intended question, the question and "
-                  "the CQ's text (never picks an option)",
-             options=[Option("model", str, oracle.DEFAULT_MODEL, "a causal LM"),
-                      Option("max_new_tokens", int, 32, "tokens of the reply", min=1), PROMPT])
+    register("clam", clam.clam_oracle, options=clam.OracleOptions)
     register("llm", oracle.llm_oracle,
              help="the model, with the DQ in its prompt, picks the option (or writes a short reply to a free-form CQ)",
              options=[Option("model", str, oracle.DEFAULT_MODEL, "a causal LM"),

@@ -22,12 +22,15 @@ the usual reading); replies and answers stop at the end of their line.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 from ..errors import InputError
 from ..records import ANSWERS, PASSAGES, set_meta
+from ..registry import option
 from . import templates
 from .answer.text import passage_block
-from .detect import ScoredDetector
+from .detect import ScoredDetector, threshold_option
+from .options import llm_option, prompt_option, tokens_option
 
 NAME = "clam"
 THRESHOLD = -0.3  # §5.1: tuned on a held-out set for QA accuracy (text-davinci-002)
@@ -63,8 +66,17 @@ def detect_prefix(tpl: templates.Template) -> str:
     return "".join(tpl("detect_shot", question=q, label=labels[amb]) + "\n\n" for q, amb in detect_examples(tpl))
 
 
-def clam_detector(model: str, threshold: float, prompt: str | None, config) -> ScoredDetector:
-    return detector_from(_generator(model, config), threshold, template(prompt))
+@dataclass(frozen=True)
+class DetectOptions:
+    """CLAM as in its paper: 5 shots without instruction, score log p(True) alone"""
+
+    model: str = llm_option()
+    threshold: float = threshold_option(THRESHOLD)
+    prompt: str | None = prompt_option()
+
+
+def clam_detector(options: DetectOptions, config) -> ScoredDetector:
+    return detector_from(_generator(options.model, config), options.threshold, template(options.prompt))
 
 
 def detector_from(generator, threshold: float, tpl: templates.Template) -> ScoredDetector:
@@ -82,8 +94,17 @@ def detector_from(generator, threshold: float, tpl: templates.Template) -> Score
 
 # --- clarifying question (§3) and the prompting baseline (§5.1) ---------------------------------------
 
-def clam_cq_method(model: str, max_new_tokens: int, prompt: str | None, config):
-    return cq_writer(_generator(model, config), max_new_tokens, template(prompt))
+@dataclass(frozen=True)
+class CQOptions:
+    """CLAM as in its paper: closed-book, zero-shot, the question and one sentence asking for a clarifying question (free-form CQ kept as written)"""
+
+    model: str = llm_option()
+    max_new_tokens: int = tokens_option()
+    prompt: str | None = prompt_option()
+
+
+def clam_cq_method(options: CQOptions, config):
+    return cq_writer(_generator(options.model, config), options.max_new_tokens, template(options.prompt))
 
 
 def cq_writer(generator, max_new_tokens: int, tpl: templates.Template):
@@ -97,8 +118,17 @@ def cq_writer(generator, max_new_tokens: int, tpl: templates.Template):
     return CQWriter(NAME, run, _info(generator, tpl, method=NAME, passages=0, max_new_tokens=max_new_tokens))
 
 
-def prompting_method(model: str, max_new_tokens: int, prompt: str | None, config):
-    return prompting_writer(_generator(model, config), max_new_tokens, template(prompt))
+@dataclass(frozen=True)
+class PromptingOptions:
+    """CLAM's prompting baseline: the model answers under a preamble inviting clarification; a reply ending in '?' is its CQ, otherwise nothing is asked (use with --all)"""
+
+    model: str = llm_option()
+    max_new_tokens: int = tokens_option(ANSWER_TOKENS)
+    prompt: str | None = prompt_option()
+
+
+def prompting_method(options: PromptingOptions, config):
+    return prompting_writer(_generator(options.model, config), options.max_new_tokens, template(options.prompt))
 
 
 def asks(reply: str) -> bool:
@@ -124,13 +154,22 @@ def prompting_writer(generator, max_new_tokens: int, tpl: templates.Template):
 
 # --- the oracle user (§4) ---------------------------------------------------------------------------
 
-def clam_oracle(model: str, max_new_tokens: int, prompt: str | None, config):
+@dataclass(frozen=True)
+class OracleOptions:
+    """CLAM's oracle: the model writes the user's reply from the intended question, the question and the CQ's text (never picks an option)"""
+
+    model: str = llm_option()
+    max_new_tokens: int = option(32, "tokens of the reply", min=1)
+    prompt: str | None = prompt_option()
+
+
+def clam_oracle(options: OracleOptions, config):
     from .oracle import SimulatedUser
 
-    generator, tpl = _generator(model, config), template(prompt)
-    return SimulatedUser(NAME, functools.partial(written_replies, generator=generator, tpl=tpl,
-                                                 max_new_tokens=max_new_tokens),
-                         _info(generator, tpl, method=NAME, max_new_tokens=max_new_tokens))
+    generator, tpl = _generator(options.model, config), template(options.prompt)
+    tokens = options.max_new_tokens
+    return SimulatedUser(NAME, functools.partial(written_replies, generator=generator, tpl=tpl, max_new_tokens=tokens),
+                         _info(generator, tpl, method=NAME, max_new_tokens=tokens))
 
 
 def written_replies(turns, generator, tpl: templates.Template, max_new_tokens: int):
@@ -143,7 +182,7 @@ def written_replies(turns, generator, tpl: templates.Template, max_new_tokens: i
 
 # --- the final answer (Algorithm 1, lines 1 and 7) ------------------------------------------------------
 
-def answer_prompt(tpl: templates.Template, question: str, preamble: str = "default", cq: str | None = None,
+def answer_prompt(tpl: templates.Template, question: str, preamble: str, cq: str | None = None,
                   reply: str | None = None, passages: str = "") -> str:
     context = tpl("passages", passages=passages) if passages else ""
     head = tpl.text("preamble_prompting" if preamble == "prompting" else "preamble")
@@ -153,17 +192,28 @@ def answer_prompt(tpl: templates.Template, question: str, preamble: str = "defau
                reply=(reply or "").strip())
 
 
-def dialogue_mode(config, reader: str, model: str | None, reader_options: dict, seed, batch_size: int,
-                  n_passages: int = 0, max_new_tokens: int = 32, preamble: str = "default",
-                  prompt: str | None = None):
+@dataclass(frozen=True)
+class DialogueOptions:
+    """CLAM's final answer: an LM answers the conversation (question, the record's cq text, its clarification_answer), or the question alone when none was asked"""
+
+    n_passages: int = option(0, "top passages shown before the conversation (0: closed-book, as in CLAM)", min=0,
+                             flag="--passages")
+    max_new_tokens: int = option(ANSWER_TOKENS, "tokens of the answer", min=1)
+    preamble: str = option("default", "the conversation preamble: default, or prompting (the prompting baseline's, "
+                                      "which invites clarification)", choices=("default", "prompting"))
+    prompt: str | None = prompt_option()
+
+
+def dialogue_mode(options: DialogueOptions, config, *, model: str | None, seed, **context):
     from ..models.roles import role
 
     generator = _generator(model or role("detector").default, config)
-    tpl = template(prompt)
-    info = _info(generator, tpl, mode="dialogue", passages=n_passages, max_new_tokens=max_new_tokens,
-                 preamble=preamble, seed=seed)
+    tpl = template(options.prompt)
+    n_passages, tokens, preamble = options.n_passages, options.max_new_tokens, options.preamble
+    info = _info(generator, tpl, mode="dialogue", passages=n_passages, max_new_tokens=tokens, preamble=preamble,
+                 seed=seed)
     return functools.partial(dialogue_batch, generator=generator, tpl=tpl, n_passages=n_passages,
-                             max_new_tokens=max_new_tokens, preamble=preamble, info=info)
+                             max_new_tokens=tokens, preamble=preamble, info=info)
 
 
 def dialogue_turns(record: dict) -> tuple[str | None, str | None]:

@@ -19,8 +19,10 @@ from typing import Callable
 from ..errors import InputError, ResourceError
 from ..models.roles import role, trained_config
 from ..records import ANSWERS, answer_texts, distinct_texts, passage_snippets, set_meta
+from ..registry import option
 from . import prompts, templates
 from .common import stage_fn
+from .options import llm_option, prompt_option
 
 DEFAULT_LLM = role("detector").default
 MAX_INPUT_TOKENS = 256  # the classifier's input length in tokens (question + passages), unless trained longer
@@ -117,9 +119,25 @@ class SequenceClassifier:
         return out
 
 
-def classifier_detector(model: str | None, n_passages: int | None, threshold: float, config=None) -> ScoredDetector:
+def threshold_option(default: float | None):
+    return option(default, "label = score > threshold")
+
+
+@dataclass(frozen=True)
+class ClassifierOptions:
+    """P(ambiguous) from a `cq train detect` model over question + passages (AskCQ)"""
+
+    model: str | None = option(None, "a `cq train detect` directory [default: $CQ_MODELS/detect when trained, else "
+                                     "the classifier cq ships]")
+    n_passages: int | None = option(None, "top passages shown to the model (0: none) [default: as many as it was "
+                                          "trained with]", min=0, flag="--passages")
+    threshold: float = threshold_option(0.5)
+
+
+def classifier_detector(options: ClassifierOptions, config=None) -> ScoredDetector:
     """``model`` None: the classifier trained here ($CQ_MODELS/detect), else the one cq ships; ``n_passages``
     None: as many passages as the model was trained with (its cq_train.json; 3 when it does not say)."""
+    model, n_passages, threshold = options.model, options.n_passages, options.threshold
     model = model or role("classifier").model()
     if not model:
         raise ResourceError("--method classifier needs --model DIR, a model saved by `cq train detect --out DIR` "
@@ -144,10 +162,20 @@ def classifier_detector(model: str | None, n_passages: int | None, threshold: fl
 
 # --- llm (CLAM) ------------------------------------------------------------------------------------
 
-def load_llm_detector(model: str, threshold: float, config, prompt: str | None = None) -> ScoredDetector:
+@dataclass(frozen=True)
+class LlmDetectorOptions:
+    """few-shot log p(True) - log p(False) (CLAM)"""
+
+    model: str = llm_option()
+    threshold: float = threshold_option(0.0)
+    prompt: str | None = prompt_option()
+
+
+def load_llm_detector(options: LlmDetectorOptions, config) -> ScoredDetector:
     from ..models.backends import load_generator
 
-    return llm_detector(load_generator(model, config.device, config.dtype), threshold, prompts.detect_template(prompt))
+    return llm_detector(load_generator(options.model, config.device, config.dtype), options.threshold,
+                        prompts.detect_template(options.prompt))
 
 
 def llm_detector(generator, threshold: float, tpl: templates.Template | None = None) -> ScoredDetector:
@@ -178,7 +206,15 @@ def distinct_answers(record: dict) -> int:
     return len(distinct_texts(texts))
 
 
-def answers_detector(threshold: float) -> ScoredDetector:
+@dataclass(frozen=True)
+class AnswersOptions:
+    """distinct answers from `cq answer --mode multi` (AskCQ)"""
+
+    threshold: float = threshold_option(1.0)
+
+
+def answers_detector(options: AnswersOptions, config=None) -> ScoredDetector:
+    threshold = options.threshold
     return ScoredDetector("answers", lambda recs: [float(distinct_answers(r)) for r in recs], threshold,
                     {"method": "answers", "threshold": threshold})
 
@@ -203,14 +239,35 @@ def surviving_nodes(record: dict) -> int:
     return len(dqs)
 
 
-def tree_detector(threshold: float) -> ScoredDetector:
+@dataclass(frozen=True)
+class TreeOptions:
+    """surviving disambiguations of `cq disambiguate --tree` (ToC)"""
+
+    threshold: float = threshold_option(1.0)
+
+
+def tree_detector(options: TreeOptions, config=None) -> ScoredDetector:
+    threshold = options.threshold
     return ScoredDetector("tree", lambda recs: [float(surviving_nodes(r)) for r in recs], threshold,
                     {"method": "tree", "threshold": threshold})
 
 
 # --- baselines -----------------------------------------------------------------------------------
 
-def constant_detector(name: str, threshold: float) -> ScoredDetector:
+@dataclass(frozen=True)
+class AlwaysOptions:
+    """baseline: always ambiguous"""
+
+    threshold: float = threshold_option(0.5)
+
+
+@dataclass(frozen=True)
+class NeverOptions(AlwaysOptions):
+    """baseline: never ambiguous"""
+
+
+def constant_detector(options: AlwaysOptions, config=None) -> ScoredDetector:
+    name = "never" if isinstance(options, NeverOptions) else "always"
     value = 1.0 if name == "always" else 0.0
-    return ScoredDetector(name, lambda recs: [value] * len(recs), threshold, {"method": name})
+    return ScoredDetector(name, lambda recs: [value] * len(recs), options.threshold, {"method": name})
 

@@ -31,7 +31,8 @@ import numpy as np
 
 from ..errors import InputError, ResourceError
 from ..records import META, PASSAGES
-from .detect import ScoredDetector, classifier_detector, distinct_answers
+from ..registry import option
+from .detect import ClassifierOptions, ScoredDetector, classifier_detector, distinct_answers, threshold_option
 
 COMBINER_FILE = "combiner.json"
 FEATURES = ("classifier", "titles", "namesakes", "parens", "scores", "answers")
@@ -214,7 +215,7 @@ def signal_scorer(combiner: Combiner, device: str = "auto"):
                                 "retrain with `cq train combiner --classifier DIR`")
         from ..config import current
 
-        clf = classifier_detector(combiner.classifier, combiner.classifier_passages, 0.5,
+        clf = classifier_detector(ClassifierOptions(combiner.classifier, combiner.classifier_passages),
                                   current().replace(device=device))
     uses_retrieval = bool(set(combiner.features) & set(RETRIEVAL_FEATURES))
 
@@ -226,7 +227,16 @@ def signal_scorer(combiner: Combiner, device: str = "auto"):
     return matrix, (clf.info if clf else None)
 
 
-def combined_detector(model: str | None, threshold: float | None, config=None) -> ScoredDetector:
+@dataclass(frozen=True)
+class CombinedOptions:
+    """calibrated P(ambiguous) over classifier, retrieval and reader signals (a `cq train combiner` model)"""
+
+    model: str | None = option(None, "a `cq train combiner` directory (required)")
+    threshold: float | None = threshold_option(None)  # None: the combiner's own
+
+
+def combined_detector(options: CombinedOptions, config=None) -> ScoredDetector:
+    model, threshold = options.model, options.threshold
     if not model:
         raise ResourceError("--method combined needs --model DIR, written by `cq train combiner --out DIR`")
     from ..models.resolve import resolve

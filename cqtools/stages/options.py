@@ -1,0 +1,56 @@
+"""Option fields several methods share (same flag, same meaning): each written once, here, and used as
+a field default in the methods' options dataclasses (cqtools/registry.py ``option``)."""
+from __future__ import annotations
+
+from ..models.roles import LLM
+from ..registry import option
+
+
+def prompt_option():
+    return option(None, "a prompt template file replacing cq's wording (its [[parts]]; see docs/methods.md)",
+                  flag="--prompt")
+
+
+def llm_option(help: str = "a causal LM"):
+    return option(LLM, help)
+
+
+def passages_option(default: int | None = 3, help: str = "top passages shown to the model (0: none)", min: int = 0):
+    return option(default, help, min=min, flag="--passages")
+
+
+def tokens_option(default: int | None = 40, help: str = "tokens generated"):
+    return option(default, help, min=1)
+
+
+def with_answers_option():
+    return option(None, "add answers to the input after the question: pred = the record's `answers` (cq answer "
+                        "--mode multi), gold = gold.answers (upper bound)", choices=("pred", "gold"))
+
+
+def cq_passage_budget_option():
+    return option(None, "read whole passages in order while the question, the answers and they fit this many "
+                        "tokens, at most --passages of them (count noted in meta.passages_read.gen-cq) [default: "
+                        "unset, each passage cut to 60 words]", min=1)
+
+
+def beams_option():
+    return option(1, "beam search width (1: greedy; a local model only)", min=1)
+
+
+def two_options_option():
+    return option("or", "how a CQ with two options is written: or (\"A or B\") or comma (\"A, or B\", AskCQ's; its "
+                        "parser reads \"A or B\" as one option)", choices=("or", "comma"))
+
+
+def cq_options_option():
+    return option("all", "which options to keep: all, or grounded (every word found in the question or the "
+                         "passages read; others listed in cq.dropped.ungrounded)", choices=("all", "grounded"))
+
+
+def reranker_option(default: str | None, help: str):
+    return option(default, help, env="CQ_MODEL_RERANKER")
+
+
+def encoder_option(help: str):
+    return option(None, help, env="CQ_MODEL_ENCODER")
