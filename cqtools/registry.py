@@ -135,6 +135,13 @@ def schema_of(options_class: type) -> tuple[Option, ...]:
     return tuple(rows)
 
 
+def non_default(options, *names: str) -> dict:
+    """``{name: value}`` of the named fields of an options dataclass that are not at their declared default
+    (meta entries that leave records made with the defaults as they were)."""
+    declared = {f.name: f.default for f in dataclasses.fields(options)}
+    return {n: getattr(options, n) for n in names if getattr(options, n) != declared[n]}
+
+
 def infer_options(factory: Callable, defaults: dict, context: Iterable[str] = ()) -> tuple[Option, ...]:
     """A schema for a factory registered without one: its named parameters (not ``config`` nor the
     registry's context), typed by their default."""

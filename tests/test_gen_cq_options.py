@@ -118,7 +118,7 @@ def test_grounded_rule_on_a_hand_written_record():
 def test_ground_marks_each_option_and_drops_the_ungrounded_on_request():
     shown = [QUESTION, "National Fascist Party: The National Fascist Party was an Italian political party."]
     raw = "Which party: the National Fascist Party, the Italian Communist Party, or the Fascist Party?"
-    marked = ground(repair(raw, "llm"), shown)
+    marked = ground(repair(raw, "llm"), shown, "all")
     assert marked["grounded"] == [True, False, True] and len(marked["options"]) == 3
     kept = ground(repair(raw, "llm"), shown, "grounded")
     assert kept["text"] == "Which party: the National Fascist Party or the Fascist Party?"

@@ -165,7 +165,7 @@ def test_registered_detectors_cq_methods_and_readers(monkeypatch):
     from cqtools.models import backends
     from cqtools.registry import CQ_METHODS, DETECTORS, READERS
     from cqtools.stages.detect import llm_detector
-    from cqtools.stages.gen_cq import llm_method, seq2seq_method
+    from cqtools.stages.gen_cq import LlmOptions, Seq2SeqOptions, llm_method, seq2seq_method
 
     fake = FakeGenerator("x")
     for module in (models, backends):
@@ -178,8 +178,8 @@ def test_registered_detectors_cq_methods_and_readers(monkeypatch):
     assert isinstance(llm_detector(fake, 0.0), P.Detector)
     for name in ("from-dqs", "llm", "seq2seq"):
         assert isinstance(CQ_METHODS.build(name, **model_if_taken(CQ_METHODS, name)), P.CQMethod), name
-    assert isinstance(llm_method(fake, 3, False, 8), P.CQMethod)
-    assert isinstance(seq2seq_method(fake, 3, None, 8), P.CQMethod)
+    assert isinstance(llm_method(fake, LlmOptions(n_passages=3, max_new_tokens=8)), P.CQMethod)
+    assert isinstance(seq2seq_method(fake, Seq2SeqOptions(n_passages=3, max_new_tokens=8)), P.CQMethod)
     from cqtools.registry import ORACLES
 
     for name in ("overlap", "llm"):

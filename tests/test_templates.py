@@ -79,12 +79,12 @@ def test_a_part_the_method_does_not_have_or_a_slot_it_cannot_fill_is_an_error(tm
 
 
 def test_the_gen_cq_primer_comes_from_the_template(tmp_path):
-    from cqtools.stages.gen_cq import gen_cq_batch, llm_method
+    from cqtools.stages.gen_cq import LlmOptions, gen_cq_batch, llm_method
 
     path = tmp_path / "p.txt"
     path.write_text("[[primer]]\n Which\n")
     fake = FakeGenerator(" Which film: The Dark Knight or Joker?", on=lambda p: p)
-    out = gen_cq_batch([base()], llm_method(fake, 2, False, 40, tpl=prompts.gencq_template(str(path))),
+    out = gen_cq_batch([base()], llm_method(fake, LlmOptions(n_passages=2), tpl=prompts.gencq_template(str(path))),
                        all_records=True)
     assert out[0]["cq"]["text"] == "Which film: The Dark Knight or Joker?"
     assert out[0]["meta"]["gen_cq"]["template"] == str(path)

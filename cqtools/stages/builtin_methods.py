@@ -48,24 +48,11 @@ def register_detectors(register):
 def register_cq_methods(register):
     from . import clam, gen_cq
 
-    register("from-dqs", gen_cq.from_dqs_method,
-             help="silver CQ built from gold.dqs (reads gold: an upper bound / training data)", options=[TWO_OPTIONS])
-    register("llm", gen_cq.load_llm_method, help="few-shot prompt (CAmbigNQ style), or CLAM's zero-shot one",
-             options=[Option("model", str, LLM, "a causal LM"), PASSAGES,
-                      Option("zero_shot", bool, False, "CLAM's zero-shot prompt; the free-form CQ is kept as written"),
-                      CQ_TOKENS, CQ_OPTIONS, PROMPT, WITH_ANSWERS, MAX_PASSAGE_TOKENS, NUM_BEAMS,
-                      Option("primer", bool, True, "end the few-shot prompt with the CQ's first word (\"Which\"); "
-                             "off: the model writes the whole CQ, other heads (\"In which ...\") included",
-                             flag="--primer/--no-primer"), TWO_OPTIONS])
+    register("from-dqs", gen_cq.from_dqs_method, options=gen_cq.FromDqsOptions)
+    register("llm", gen_cq.load_llm_method, options=gen_cq.LlmOptions)
     register("clam", clam.clam_cq_method, options=clam.CQOptions)
     register("clam-prompting", clam.prompting_method, options=clam.PromptingOptions)
-    register("seq2seq", gen_cq.load_seq2seq_method, help="a generator from `cq train gen-cq` (AskCQ)",
-             options=[Option("model", str, None, "a `cq train gen-cq` directory (required)"), PASSAGES,
-                      WITH_ANSWERS, CQ_TOKENS, CQ_OPTIONS, MAX_PASSAGE_TOKENS, NUM_BEAMS,
-                      Option("input_layout", str, None, "cq: \"AQ [SEP] A1 | A2 [SEP] passages\"; askcq: AskCQ's "
-                             "CQDataset.py layout (question, each answer, each passage closed by the tokenizer's "
-                             "separators; BART's) [default: the layout the model was trained on, its cq_train.json]",
-                             choices=("cq", "askcq")), TWO_OPTIONS])
+    register("seq2seq", gen_cq.load_seq2seq_method, options=gen_cq.Seq2SeqOptions)
 
 
 VERIFY = [Option("verify", bool, False, "REFUEL LM verification: add verify_score = log p(answer | passages, question)"),
@@ -150,13 +137,9 @@ def register_readers(register):
 def register_oracles(register):
     from . import clam, oracle
 
-    register("overlap", oracle.overlap_oracle, help="the option that best overlaps what the DQ adds to the question",
-             options=[])
+    register("overlap", oracle.overlap_oracle, options=oracle.OverlapOptions)
     register("clam", clam.clam_oracle, options=clam.OracleOptions)
-    register("llm", oracle.llm_oracle,
-             help="the model, with the DQ in its prompt, picks the option (or writes a short reply to a free-form CQ)",
-             options=[Option("model", str, oracle.DEFAULT_MODEL, "a causal LM"),
-                      Option("max_new_tokens", int, 16, "tokens of a free-form reply", min=1), PROMPT])
+    register("llm", oracle.llm_oracle, options=oracle.LlmOracleOptions)
 
 
 DISAMBIG_COMMON = [

@@ -24,23 +24,24 @@ show the question alone), and from-dqs reads gold DQs, not answers.
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import os
-import re
-import string
 from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import InputError
 from ..models.roles import role
 from ..metrics.cq import parse_cq
-from ..metrics.normalize import normalize_answer
 from ..records import GOLD, answer_texts as predicted_answer_texts, set_meta
 from ..records import passage_snippets as record_snippets
-from ..registry import CQ_METHODS
+from ..registry import CQ_METHODS, non_default, option
 from . import evidence, prompts, templates
 from .common import stage_fn
-from .cq_form import (INVALID, canonical_cq, canonical_head, distinct, drop_options, extract_options, first_question,
+from .cq_grounding import OPTIONS, check_options, ground, grounded, shown_words  # noqa: F401
+from .options import (beams_option, cq_options_option, cq_passage_budget_option, llm_option, passages_option,
+                      prompt_option, tokens_option, two_options_option, with_answers_option)
+from .cq_form import (INVALID, canonical_cq, canonical_head, distinct, extract_options, first_question,
                       in_form, make_cq, repair, which)
 from .cq_form import format_cq  # noqa: F401  (re-exported, as before the split)
 from .silver_cq import cq_from_dqs, gold_dq_questions
@@ -49,7 +50,6 @@ SEP = " [SEP] "
 DEFAULT_LLM = role("generator").default
 CAUSAL_SUFFIX = "\nClarifying question:"  # what a fine-tuned causal LM continues with its CQ
 PASSAGE_WORDS = 60  # each passage's text is cut to this many words in prompts and seq2seq inputs (no option)
-OPTIONS = ("all", "grounded")  # which options of a model's CQ are kept (--options)
 LAYOUTS = ("cq", "askcq")  # seq2seq input: "AQ [SEP] answers [SEP] passages", or AskCQ's (CQDataset.py)
 
 
@@ -139,59 +139,6 @@ def beam_args(generator, num_beams: int) -> dict:
     return {"num_beams": num_beams}
 
 
-def _extra_meta(**values) -> dict:
-    """Meta entries of the options that are not at their default (records made with the defaults stay
-    as they were)."""
-    defaults = {"with_answers": None, "max_passage_tokens": None, "num_beams": 1, "primer": True,
-                "two_options": "or", "input_layout": "cq"}
-    return {k: v for k, v in values.items() if v != defaults[k]}
-
-
-# --- options grounded in what the model read ------------------------------------------------------
-
-_PUNCT_RUN = re.compile("[" + re.escape(string.punctuation) + "]+")
-
-
-def shown_words(texts: list[str]) -> set[str]:
-    """The words of the texts a model read, normalised as the scorer normalises answers
-    (:func:`cqtools.metrics.normalize.normalize_answer`), each also split at punctuation inside it
-    ("Tolkien's" gives "tolkiens" and "tolkien", "Batman/Superman" gives "batman" and "superman")."""
-    words: set[str] = set()
-    for text in texts:
-        for token in text.split():
-            for piece in (token, *_PUNCT_RUN.split(token)):
-                words.update(normalize_answer(piece).split())
-    return words
-
-
-def grounded(option: str, words: set[str]) -> bool:
-    """An option is grounded when it has a word and every word of it, normalised as the scorer
-    normalises answers (case, punctuation and articles dropped), is one of ``words``
-    (:func:`shown_words` of the question and the passages the model read). The "invalid form"
-    placeholder never is."""
-    option_words = normalize_answer(option).split()
-    return option != INVALID and bool(option_words) and all(w in words for w in option_words)
-
-
-def ground(cq: dict, shown: list[str], options: str = "all") -> dict:
-    """``cq`` with ``grounded`` (one flag per option) against the texts the model read; with
-    ``options="grounded"`` the ungrounded options are dropped first (:func:`cq_form.drop_options`;
-    an "invalid form" CQ has none to drop)."""
-    words = shown_words(shown)
-    flags = [grounded(o, words) for o in cq["options"]]
-    if options == "grounded" and cq["category"] != INVALID:
-        cq = drop_options(cq, [not f for f in flags], "ungrounded")
-        flags = [grounded(o, words) for o in cq["options"]]
-    cq["grounded"] = flags
-    return cq
-
-
-def check_options(options: str) -> str:
-    if options not in OPTIONS:
-        raise InputError(f"options={options!r}: use one of {', '.join(OPTIONS)} (--options)")
-    return options
-
-
 # --- generators ---------------------------------------------------------------------------------
 
 @dataclass
@@ -203,7 +150,16 @@ class CQWriter:
     info: dict = field(default_factory=dict)
 
 
-def from_dqs_method(two_options: str = "or") -> CQWriter:
+@dataclass(frozen=True)
+class FromDqsOptions:
+    """silver CQ built from gold.dqs (reads gold: an upper bound / training data)"""
+
+    two_options: str = two_options_option()
+
+
+def from_dqs_method(options: FromDqsOptions = FromDqsOptions(), config=None) -> CQWriter:
+    two_options = options.two_options
+
     def run(records):
         out = []
         for record in records:
@@ -214,81 +170,108 @@ def from_dqs_method(two_options: str = "or") -> CQWriter:
             out.append(in_form(canonical_cq(which(category), options, "from-dqs"), two_options))
         return out
 
-    return CQWriter("from-dqs", run, {"method": "from-dqs", "reads": "gold.dqs", **_extra_meta(two_options=two_options)})
+    return CQWriter("from-dqs", run, {"method": "from-dqs", "reads": "gold.dqs", **non_default(options, "two_options")})
 
 
-def load_llm_method(model: str, n_passages: int, zero_shot: bool, max_new_tokens: int, options: str,
-                    config, prompt: str | None = None, with_answers: str | None = None,
-                    max_passage_tokens: int | None = None, num_beams: int = 1, primer: bool = True,
-                    two_options: str = "or") -> CQWriter:
+@dataclass(frozen=True)
+class LlmOptions:
+    """few-shot prompt (CAmbigNQ style), or CLAM's zero-shot one"""
+
+    model: str = llm_option()
+    n_passages: int = passages_option()
+    zero_shot: bool = option(False, "CLAM's zero-shot prompt; the free-form CQ is kept as written")
+    max_new_tokens: int = tokens_option()
+    options: str = cq_options_option()
+    prompt: str | None = prompt_option()
+    with_answers: str | None = with_answers_option()
+    max_passage_tokens: int | None = cq_passage_budget_option()
+    num_beams: int = beams_option()
+    primer: bool = option(True, "end the few-shot prompt with the CQ's first word (\"Which\"); off: the model writes "
+                                "the whole CQ, other heads (\"In which ...\") included", flag="--primer/--no-primer")
+    two_options: str = two_options_option()
+
+
+@dataclass(frozen=True)
+class Seq2SeqOptions:
+    """a generator from `cq train gen-cq` (AskCQ)"""
+
+    model: str | None = option(None, "a `cq train gen-cq` directory (required)")
+    n_passages: int = passages_option()
+    with_answers: str | None = with_answers_option()
+    max_new_tokens: int = tokens_option()
+    options: str = cq_options_option()
+    max_passage_tokens: int | None = cq_passage_budget_option()
+    num_beams: int = beams_option()
+    input_layout: str | None = option(None, "cq: \"AQ [SEP] A1 | A2 [SEP] passages\"; askcq: AskCQ's CQDataset.py "
+                                            "layout (question, each answer, each passage closed by the tokenizer's "
+                                            "separators; BART's) [default: the layout the model was trained on, its "
+                                            "cq_train.json]", choices=("cq", "askcq"))
+    two_options: str = two_options_option()
+
+
+def load_llm_method(options: LlmOptions, config) -> CQWriter:
     from ..models.backends import load_generator
 
-    return llm_method(load_generator(model, config.device, config.dtype), n_passages, zero_shot, max_new_tokens,
-                      options, prompts.gencq_template(prompt), with_answers=with_answers,
-                      max_passage_tokens=max_passage_tokens, num_beams=num_beams, primer=primer,
-                      two_options=two_options)
+    return llm_method(load_generator(options.model, config.device, config.dtype), options,
+                      prompts.gencq_template(options.prompt))
 
 
-def load_seq2seq_method(model: str | None, n_passages: int, with_answers: str | None, max_new_tokens: int,
-                        options: str, config, max_passage_tokens: int | None = None, num_beams: int = 1,
-                        input_layout: str | None = None, two_options: str = "or") -> CQWriter:
+def load_seq2seq_method(options: Seq2SeqOptions, config) -> CQWriter:
     """``input_layout`` None: the layout the model was trained on (its cq_train.json), else cq's."""
-    if not model:
+    if not options.model:
         raise InputError("--method seq2seq needs --model DIR from `cq train gen-cq`")
     from ..models.backends import load_generator
 
-    generator = load_generator(model, config.device, config.dtype)
-    if input_layout is None:
+    generator = load_generator(options.model, config.device, config.dtype)
+    if options.input_layout is None:
         from ..models.roles import trained_config
 
-        input_layout = trained_config(os.path.expanduser(model)).get("input_layout") or "cq"
-    return seq2seq_method(generator, n_passages, with_answers,
-                          max_new_tokens, options, max_passage_tokens=max_passage_tokens, num_beams=num_beams,
-                          input_layout=input_layout, two_options=two_options)
+        layout = trained_config(os.path.expanduser(options.model)).get("input_layout") or "cq"
+        options = dataclasses.replace(options, input_layout=layout)
+    return seq2seq_method(generator, options)
 
 
-def llm_method(generator, n_passages: int, zero_shot: bool, max_new_tokens: int, options: str = "all",
-               tpl: templates.Template | None = None, *, with_answers: str | None = None,
-               max_passage_tokens: int | None = None, num_beams: int = 1, primer: bool = True,
-               two_options: str = "or") -> CQWriter:
+def llm_method(generator, options: LlmOptions = LlmOptions(), tpl: templates.Template | None = None) -> CQWriter:
     """Few-shot (CAmbigNQ style) or zero-shot (CLAM) prompting of a :class:`Generator`; options
     grounded in the question, the answers and the passages shown (:func:`ground`). ``with_answers``
     shows the record's predicted (``pred``) or gold answers after the question (AskCQ's inputs; the
     few-shot examples then show theirs); ``primer`` False ends the few-shot prompt at "Clarifying
     question:" so the model may write any head ("In which ...")."""
+    o = options
+    zero_shot, with_answers, n_passages, budget = o.zero_shot, o.with_answers, o.n_passages, o.max_passage_tokens
     name = "llm-zero-shot" if zero_shot else "llm"
-    check_options(options)
+    check_options(o.options)
     tpl = tpl or prompts.gencq_template()
     if with_answers is not None and "answers" not in templates.slots(tpl.text("zero_shot" if zero_shot else "query")):
         raise InputError(f"--with-answers {with_answers}: the prompt template's "
                          f"[[{'zero_shot' if zero_shot else 'query'}]] part has no {{answers}} slot; add one")
     prefix = "" if zero_shot else prompts.gencq_prefix(tpl, answers=with_answers is not None)
-    word = prompts.gencq_primer(tpl) if primer else ""
-    count = evidence.token_counter(generator) if max_passage_tokens is not None else None
-    beams = beam_args(generator, num_beams)
+    word = prompts.gencq_primer(tpl) if o.primer else ""
+    count = evidence.token_counter(generator) if budget is not None else None
+    beams = beam_args(generator, o.num_beams)
 
     def run(records):
         answers = [answer_texts(r, with_answers) for r in records]
-        snippets = [read_passages(r, n_passages, max_passage_tokens, count, [r["question"], *(a or [])])
+        snippets = [read_passages(r, n_passages, budget, count, [r["question"], *(a or [])])
                     for r, a in zip(records, answers)]
         if zero_shot:
             texts = [prompts.zero_shot_prompt(r["question"], s, tpl, a)
                      for r, s, a in zip(records, snippets, answers)]
         else:
-            texts = [prefix + prompts.gencq_prompt(r["question"], s, tpl, a, primer)
+            texts = [prefix + prompts.gencq_prompt(r["question"], s, tpl, a, o.primer)
                      for r, s, a in zip(records, snippets, answers)]
-        raw = generator.generate(texts, max_new_tokens=max_new_tokens, chat=False, stop=["\n"], **beams)
+        raw = generator.generate(texts, max_new_tokens=o.max_new_tokens, chat=False, stop=["\n"], **beams)
         if zero_shot:
             cqs = [free_form(g, name) for g in raw]
         else:
             cqs = [repair(primed(g, word), name) for g in raw]
-        return [in_form(ground(cq, [r["question"], *s, *(a or [])], options), two_options)
+        return [in_form(ground(cq, [r["question"], *s, *(a or [])], o.options), o.two_options)
                 for cq, r, s, a in zip(cqs, records, snippets, answers)]
 
     return CQWriter(name, run, {"method": name, "model": generator.name, **dict(generator.info),
-                                "passages": n_passages, "max_new_tokens": max_new_tokens, "options": options,
-                                **_extra_meta(with_answers=with_answers, max_passage_tokens=max_passage_tokens,
-                                              num_beams=num_beams, primer=primer, two_options=two_options),
+                                "passages": n_passages, "max_new_tokens": o.max_new_tokens, "options": o.options,
+                                **non_default(o, "with_answers", "max_passage_tokens", "num_beams", "primer",
+                                              "two_options"),
                                 **templates.meta(tpl)})
 
 
@@ -324,33 +307,33 @@ def free_form(raw: str, method: str) -> dict:
     return make_cq(text, INVALID, [INVALID], method, False, raw=raw)
 
 
-def seq2seq_method(generator, n_passages: int, with_answers: str | None, max_new_tokens: int,
-                   options: str = "all", *, max_passage_tokens: int | None = None, num_beams: int = 1,
-                   input_layout: str = "cq", two_options: str = "or") -> CQWriter:
+def seq2seq_method(generator, options: Seq2SeqOptions = Seq2SeqOptions()) -> CQWriter:
     """A fine-tuned generator (see :mod:`cqtools.train`): a seq2seq model reads the input
     itself, a causal LM reads it followed by :data:`CAUSAL_SUFFIX`; output repaired like ``llm``'s,
     options grounded in its input (question, passages and, with ``with_answers``, the answers).
-    ``input_layout`` "askcq" writes the input as AskCQ's CQDataset.py does (:func:`askcq_input`)."""
+    ``input_layout`` "askcq" writes the input as AskCQ's CQDataset.py does (:func:`askcq_input`; None: cq's)."""
+    o = options
     suffix = CAUSAL_SUFFIX if generator.kind == "causal" else ""
-    check_options(options)
-    build_input = input_builder(generator, input_layout)
-    count = evidence.token_counter(generator) if max_passage_tokens is not None else None
-    beams = beam_args(generator, num_beams)
+    check_options(o.options)
+    build_input = input_builder(generator, o.input_layout or "cq")
+    count = evidence.token_counter(generator) if o.max_passage_tokens is not None else None
+    beams = beam_args(generator, o.num_beams)
 
     def run(records):
-        answers = [answer_texts(r, with_answers) for r in records]
-        snippets = [read_passages(r, n_passages, max_passage_tokens, count, [r["question"], *(a or [])])
+        answers = [answer_texts(r, o.with_answers) for r in records]
+        snippets = [read_passages(r, o.n_passages, o.max_passage_tokens, count, [r["question"], *(a or [])])
                     for r, a in zip(records, answers)]
         inputs = [build_input(r["question"], s, a) + suffix for r, s, a in zip(records, snippets, answers)]
-        raw = generator.generate(inputs, max_new_tokens=max_new_tokens, chat=False, stop=["\n"], **beams)
-        return [in_form(ground(repair(g, "seq2seq"), [r["question"], *s, *(a or [])], options), two_options)
+        raw = generator.generate(inputs, max_new_tokens=o.max_new_tokens, chat=False, stop=["\n"], **beams)
+        return [in_form(ground(repair(g, "seq2seq"), [r["question"], *s, *(a or [])], o.options), o.two_options)
                 for g, r, s, a in zip(raw, records, snippets, answers)]
 
-    return CQWriter("seq2seq", run, {"method": "seq2seq", **dict(generator.info), "passages": n_passages,
-                                     "with_answers": with_answers, "max_new_tokens": max_new_tokens,
-                                     "options": options,
-                                     **_extra_meta(max_passage_tokens=max_passage_tokens, num_beams=num_beams,
-                                                   input_layout=input_layout, two_options=two_options)})
+    meta_layout = {"input_layout": o.input_layout} if (o.input_layout or "cq") != "cq" else {}
+    return CQWriter("seq2seq", run, {"method": "seq2seq", **dict(generator.info), "passages": o.n_passages,
+                                     "with_answers": o.with_answers, "max_new_tokens": o.max_new_tokens,
+                                     "options": o.options,
+                                     **non_default(o, "max_passage_tokens", "num_beams"), **meta_layout,
+                                     **non_default(o, "two_options")})
 
 
 def input_builder(generator, layout: str):

@@ -29,7 +29,8 @@ from ..metrics.cq import INVALID
 from ..models.roles import role
 from ..metrics.normalize import longest_common_substring, normalize_answer, token_f1
 from ..records import GOLD, read_cq, set_meta
-from ..registry import ORACLES
+from ..registry import ORACLES, option
+from .options import prompt_option
 from . import prompts_disamb as P, templates
 from .templates import Template
 
@@ -122,8 +123,7 @@ def overlap_reply(turn: Turn) -> tuple[str | None, str]:
     return best, best
 
 
-def llm_replies(turns: list[Turn], generator, max_new_tokens: int = 16,
-                tpl: Template | None = None) -> list[tuple[str | None, str]]:
+def llm_replies(turns: list[Turn], generator, max_new_tokens: int, tpl: Template | None = None) -> list[tuple[str | None, str]]:
     out: list[tuple[str | None, str] | None] = [None] * len(turns)
     scored = [(n, t) for n, t in enumerate(turns) if t.options]
     prompts, conts, owners = [], [], []
@@ -162,15 +162,30 @@ class SimulatedUser:
     info: dict = field(default_factory=dict)
 
 
-def overlap_oracle() -> SimulatedUser:
+@dataclass(frozen=True)
+class OverlapOptions:
+    """the option that best overlaps what the DQ adds to the question"""
+
+
+@dataclass(frozen=True)
+class LlmOracleOptions:
+    """the model, with the DQ in its prompt, picks the option (or writes a short reply to a free-form CQ)"""
+
+    model: str = option(DEFAULT_MODEL, "a causal LM")
+    max_new_tokens: int = option(16, "tokens of a free-form reply", min=1)
+    prompt: str | None = prompt_option()
+
+
+def overlap_oracle(options: OverlapOptions = OverlapOptions(), config=None) -> SimulatedUser:
     return SimulatedUser("overlap", lambda turns: [overlap_reply(t) for t in turns], {"method": "overlap"})
 
 
-def llm_oracle(model: str, max_new_tokens: int, config, prompt: str | None = None) -> SimulatedUser:
+def llm_oracle(options: LlmOracleOptions, config) -> SimulatedUser:
     from ..models import load_generator
 
-    generator = load_generator(model, config.device, config.dtype)
-    tpl = templates.load("oracle_llm", prompt)
+    generator = load_generator(options.model, config.device, config.dtype)
+    tpl = templates.load("oracle_llm", options.prompt)
+    max_new_tokens = options.max_new_tokens
     return SimulatedUser("llm", functools.partial(llm_replies, generator=generator, max_new_tokens=max_new_tokens,
                                                   tpl=tpl),
                          {"method": "llm", **generator.info, "max_new_tokens": max_new_tokens,

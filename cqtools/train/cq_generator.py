@@ -175,8 +175,9 @@ def dev_cq_scores(cfg: TrainConfig, dev: list, device: str) -> dict:
     from ..models.backends import load_generator
 
     generator = load_generator(cfg.out, device=device)
-    preds = gen_stage.seq2seq_method(generator, cfg.passages, cfg.with_answers, 48, input_layout=cfg.input_layout,
-                                     two_options=cfg.two_options).run([r for _, _, r in dev])
+    options = gen_stage.Seq2SeqOptions(n_passages=cfg.passages, with_answers=cfg.with_answers, max_new_tokens=48,
+                                       input_layout=cfg.input_layout, two_options=cfg.two_options)
+    preds = gen_stage.seq2seq_method(generator, options).run([r for _, _, r in dev])
     golds = [(r.get(GOLD) or {}).get("cq") or target for _, target, r in dev]
     scores = cq_scores([(g, p["text"]) for g, p in zip(golds, preds)])
     scores["valid"] = sum(bool(p["valid"]) for p in preds) / len(preds)
