@@ -55,82 +55,25 @@ def register_cq_methods(register):
     register("seq2seq", gen_cq.load_seq2seq_method, options=gen_cq.Seq2SeqOptions)
 
 
-VERIFY = [Option("verify", bool, False, "REFUEL LM verification: add verify_score = log p(answer | passages, question)"),
-          Option("verify_rule", str, "threshold", "with --verify: threshold (cq's: drop answers scoring under "
-                 "--verify-threshold given the question they answered, possibly all) or refuel (REFUEL's: score each "
-                 "(DQ, answer) pair with the answer's end, keep each answer's best DQ, drop pairs at or under the "
-                 "threshold, keep the best pair when none is left)", choices=("threshold", "refuel")),
-          Option("verify_threshold", float, -8.0, "with --verify, answers scoring below this are dropped")]
-BUDGET = Option("max_passage_tokens", int, None, "evidence budget: read passages in order while the question and "
-                "the passages fit this many tokens of the reader's tokenizer (0: the reader model's whole input "
-                "length); replaces --passages, which then only caps the count [default: --passages]", min=0)
-
-
 @hookimpl
 def register_answer_modes(register):
     from . import answer, clam
-    from .rerank import DEFAULT_RERANKER
+    from .answer import options as O
 
-    reranker = Option("reranker", str, DEFAULT_RERANKER, "cross-encoder that reranks the passages for each revised "
-                      "question (cq) or DQ (dqs)", env="CQ_MODEL_RERANKER")
-    depth = Option("rerank_depth", int, 20, "passages reranked per revised question (cq) or DQ (dqs)", min=1)
-    round_trip = [Option("round_trip", bool, False, "REFUEL round trip: re-ask until no answer is new (see "
-                         "--round-trip-method)"),
-                  Option("round_trip_method", str, "title", "with --round-trip: title (cq's: re-ask each new answer's "
-                         "question as \"Q [title]\") or refuel (REFUEL's: write a DQ for every answer, re-ask every DQ "
-                         "over the same passages; the record gets the (DQ, answer) pairs as dqs)",
-                         choices=("title", "refuel")),
-                  Option("max_rounds", int, 2, "cap on --round-trip rounds (refuel: passes after the first)", min=1),
-                  Option("qd_model", str, None, "--round-trip-method refuel: the LM that writes the DQs [default: "
-                         "the generative reader's LM, else cq disambiguate's]")]
-    register("single", answer.qa_mode("single"), help="one answer", options=round_trip + VERIFY)
-    register("cq", answer.qa_mode("cq"), help="one answer per option of the record's \"cq\"",
-             options=[Option("selected", bool, False, "answer only the record's \"selected_option\" (a user's or "
-                             "an oracle's)"), reranker, depth] + VERIFY)
-    register("multi", answer.qa_mode("multi"), help="every distinct answer (AmbigQA)", options=round_trip + VERIFY)
-    register("dqs", answer.qa_mode("dqs"),
-             help="one answer per entry of the record's \"dqs\" (cq disambiguate), read from passages retrieved "
-                  "for that DQ (AmbigQA's DISAMBIG-FIRST)",
-             options=[Option("index", str, None, "the index to retrieve from for each DQ (as cq retrieve --index)",
-                             env="CQ_INDEX"),
-                      Option("retriever", str, "bm25", "the searcher (cq retrieve --method): bm25, dense or hybrid"),
-                      Option("hits", int, 100, "passages retrieved per DQ", min=1), reranker, depth])
+    register("single", answer.qa_mode("single"), options=O.SingleOptions)
+    register("cq", answer.qa_mode("cq"), options=O.CQModeOptions)
+    register("multi", answer.qa_mode("multi"), options=O.MultiOptions)
+    register("dqs", answer.qa_mode("dqs"), options=O.DqsOptions)
     register("dialogue", clam.dialogue_mode, options=clam.DialogueOptions)
-    register("long", answer.long_mode, help="a long answer from the record's \"dqs\" (cq disambiguate; ToC)",
-             options=[Option("n_passages", int, None, "top passages in the prompt [default: 5]", min=1,
-                             flag="--passages"),
-                      Option("max_new_tokens", int, None, "tokens of the long answer [default: 160]", min=1),
-                      PROMPT])
+    register("long", answer.long_mode, options=O.LongOptions)
 
 
 @hookimpl
 def register_readers(register):
-    from .answer import extractive, reader
+    from .answer import extractive, options, reader
 
-    register("extractive", extractive.extractive_reader,
-             help="a span model from `cq train reader` (--model DIR): the best-scoring passage spans, several "
-                  "distinct ones in multi mode",
-             options=[Option("model", str, None, "a span (question-answering) model"),
-                      Option("n_passages", int, None, "top passages read per question [default: 3]", min=1,
-                             flag="--passages"), BUDGET,
-                      Option("span_order", str, "rank", "which spans answer first: rank (each passage's best span, "
-                             "passages in the order given, i.e. reranked; then the rest by score) or score (by span "
-                             "score alone)", choices=("rank", "score")),
-                      Option("question_spans", str, "skip", "spans made only of the question's own words: skip or "
-                             "keep", choices=("skip", "keep"))])
-    register("generative", reader.generative_reader,
-             help="a prompted LM (causal or seq2seq), answers grounded in passage spans",
-             options=[Option("model", str, reader.DEFAULT_READER, "a causal or seq2seq LM"),
-                      Option("kind", str, "auto", "architecture (auto: from the model config)",
-                             choices=("auto", "causal", "seq2seq")),
-                      Option("n_passages", int, None, "top passages shown [default: 3]", min=1, flag="--passages"),
-                      Option("passage_chars", int, 600, "each passage cut before this many characters (0: whole)",
-                             min=0),
-                      Option("max_new_tokens", int, 16, "tokens per answer (multi: three times as many)", min=1),
-                      Option("grounding", str, "span", "snap answers to passage spans, or none",
-                             choices=("span", "none")),
-                      Option("max_candidates", int, 30, "span grounding: spans scored when the generation is "
-                             "unusable", min=1), PROMPT, BUDGET])
+    register("extractive", extractive.extractive_reader, options=options.ExtractiveReaderOptions)
+    register("generative", reader.generative_reader, options=options.GenerativeOptions)
 
 
 @hookimpl

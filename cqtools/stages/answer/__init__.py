@@ -23,6 +23,7 @@ more) and have the shape of :class:`cqtools.protocols.Reader`. The built-in ``ge
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass, fields
 from typing import Callable
@@ -33,7 +34,7 @@ from ...metrics.normalize import normalize_answer
 from ...records import ANSWERS, set_meta
 from ..evidence import note_read
 from ...registry import READERS
-from ..rerank import DEFAULT_RERANKER
+from . import options as O
 from .grounding import MAX_SPAN_WORDS, Span, candidate_spans, ground, snap_spans
 from .questions import Question, questions_of, record_cq, rerank_questions, revised_question
 from .reader import DEFAULT_READER, GenerativeReader, ReaderOptions
@@ -57,17 +58,17 @@ class AnswerConfig(ReaderOptions):
     stage itself reads ``n_passages``: cq mode reranks each revised question's passages down to it)."""
 
     mode: str = "single"               # single | cq | multi | dqs
-    selected: bool = False             # cq mode: only record["selected_option"]
-    rerank_depth: int = 20             # cq and dqs modes: passages reranked per question
-    round_trip: bool = False
-    round_trip_method: str = "title"   # title (cq's "Q [title]") | refuel (a DQ per answer, every DQ re-asked)
-    max_rounds: int = 2
-    verify: bool = False
-    verify_rule: str = "threshold"     # threshold (cq's) | refuel (keep-best over (DQ, answer) pairs)
-    verify_threshold: float = -8.0
-    index: str | None = None           # dqs mode: the index to retrieve from
-    retriever: str = "bm25"            # dqs mode: its searcher
-    hits: int = 100                    # dqs mode: passages retrieved per DQ
+    selected: bool = O.selected()      # cq mode: only record["selected_option"]
+    rerank_depth: int = O.rerank_depth()  # cq and dqs modes: passages reranked per question
+    round_trip: bool = O.round_trip()
+    round_trip_method: str = O.round_trip_method()  # title (cq's "Q [title]") | refuel (a DQ per answer, re-asked)
+    max_rounds: int = O.max_rounds()
+    verify: bool = O.verify()
+    verify_rule: str = O.verify_rule()  # threshold (cq's) | refuel (keep-best over (DQ, answer) pairs)
+    verify_threshold: float = O.verify_threshold()
+    index: str | None = O.index()      # dqs mode: the index to retrieve from
+    retriever: str = O.retriever()     # dqs mode: its searcher
+    hits: int = O.hits()               # dqs mode: passages retrieved per DQ
     batch_size: int = 32
 
     @property
@@ -188,7 +189,8 @@ def build(mode: str = "single", reader: str = "auto", *, seed: int | None = None
         raise InputError(unknown_option(unknown[0], f"answer mode {mode} with reader {reader}", valid))
     mode_options = {k: v for k, v in given.items() if chosen_mode.option(k) is not None}
     reader_options = {k: v for k, v in given.items() if k not in mode_options}
-    chosen_reader.values(reader_options)  # checked here; the mode builds the reader
+    checked = chosen_reader.values(reader_options)  # checked and typed here ("2" from a shared flag is 2)
+    reader_options = {k: checked[k] for k in reader_options}
     from ...config import using
 
     with using(run_config):  # the loaders the mode calls read this configuration
@@ -201,8 +203,9 @@ def qa_mode(mode: str):
     """The factory of a short-answer mode (single, cq, multi, dqs): the reader, for cq and dqs the
     reranker, for dqs the searcher, for REFUEL's round trip the DQ writer."""
 
-    def factory(config, reader: str, model: str | None, reader_options: dict, seed, batch_size: int,
-                reranker: str = DEFAULT_RERANKER, qd_model: str | None = None, **mode_options):
+    def factory(options, config, *, reader: str, model: str | None, reader_options: dict, seed, batch_size: int):
+        mode_options = dataclasses.asdict(options)
+        reranker, qd_model = mode_options.pop("reranker", None), mode_options.pop("qd_model", None)
         chosen = READERS.get(reader)
         names = {f.name for f in fields(AnswerConfig)}
         stage_options = {k: v for k, v in {**reader_options, **mode_options}.items() if k in names}
@@ -261,9 +264,10 @@ def qd_writer_for(reader, qd_model: str | None, config):
     return QDWriter(load_generator(qd_model or DEFAULT_MODEL, config.device, config.dtype))
 
 
-def long_mode(config, reader: str, model: str | None, reader_options: dict, seed, batch_size: int | None,
-              n_passages: int | None = None, max_new_tokens: int | None = None, prompt: str | None = None):
+def long_mode(options: O.LongOptions, config, *, reader: str, model: str | None, reader_options: dict, seed,
+              batch_size: int | None):
     """``mode="long"``: ``n_passages`` / ``max_new_tokens`` None take the long answer's defaults."""
+    n_passages, max_new_tokens, prompt = options.n_passages, options.max_new_tokens, options.prompt
     from ...models import load_generator
     from .. import templates
     from ..long_answer import long_answer_batch

@@ -37,21 +37,22 @@ from dataclasses import asdict, dataclass
 
 from ...errors import ResourceError
 from ...records import distinct_texts, passage_text
+from .options import READER_PASSAGES, ExtractiveReaderOptions
 
 
 @dataclass
 class ExtractiveOptions:
     """How the extractive reader reads (``max_length`` comes from the model's cq_train.json)."""
 
-    n_passages: int | None = 3   # top passages read per question (cq answer --passages; None: every one given)
+    n_passages: int | None = READER_PASSAGES  # top passages read per question (--passages; None: every one given)
     max_length: int = 256        # tokens per (question, passage) input
     max_answer_tokens: int = 10  # longest span, in tokens
     top_k: int = 20              # start and end candidates per passage
     multi_threshold: float = 0.0  # multi: spans scoring below this (vs "no answer") are dropped
     max_answers: int = 5         # multi: at most this many answers
     max_passage_tokens: int | None = None  # evidence budget (--max-passage-tokens; 0: the model's input length)
-    skip_question_spans: bool = True  # drop spans made only of the question's own words
-    order: str = "rank"          # rank: each passage's best span in passage order first; score: by score alone
+    skip_question_spans: bool = ExtractiveReaderOptions.question_spans == "skip"  # drop spans of the question's words alone
+    order: str = ExtractiveReaderOptions.span_order  # rank: each passage's best span in passage order first; score: by score alone
 
     def params(self) -> dict:
         out = asdict(self)
@@ -238,9 +239,8 @@ def load_extractive(model: str, device: str = "auto", batch_size: int | None = N
     return ExtractiveReader(tokenizer, qa_model, info, ExtractiveOptions(**settings), batch_size)
 
 
-def extractive_reader(model: str, n_passages: int | None, config, batch_size: int | None = None,
-                      max_passage_tokens: int | None = None, span_order: str = "rank",
-                      question_spans: str = "skip") -> ExtractiveReader:
-    return load_extractive(model, config.device, batch_size, n_passages=n_passages,
-                           max_passage_tokens=max_passage_tokens, order=span_order,
-                           skip_question_spans=question_spans == "skip")
+def extractive_reader(options, config, batch_size: int | None = None) -> ExtractiveReader:
+    """The extractive reader of ``options.model`` (:class:`.options.ExtractiveReaderOptions`)."""
+    return load_extractive(options.model, config.device, batch_size, n_passages=options.n_passages,
+                           max_passage_tokens=options.max_passage_tokens, order=options.span_order,
+                           skip_question_spans=options.question_spans == "skip")

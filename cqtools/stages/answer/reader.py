@@ -11,28 +11,28 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from ...models.roles import role
 from ...records import distinct_texts
 from ..evidence import fit, token_counter
 from .grounding import ground
 from .. import templates
 from ..prompts import reader_template
 from .text import MULTI_STOP, SINGLE_STOP, clean_answer, passage_block, shown_passages, split_answers
-
-DEFAULT_READER = role("reader").default
+from . import options as O
+from .options import DEFAULT_READER, READER_PASSAGES, GenerativeOptions  # noqa: F401 (DEFAULT_READER re-exported)
 
 
 @dataclass
 class ReaderOptions:
-    """What the generative reader shows and how it answers (the ``cq answer`` options of the same names)."""
+    """What the generative reader shows and how it answers: the ``cq answer`` options of the same names
+    (:class:`GenerativeOptions`), as a run reads them (``n_passages`` None: every passage given)."""
 
-    n_passages: int | None = 3         # top passages shown to the reader (--passages; None: every one given)
-    passage_chars: int = 600           # each passage's text cut at a word boundary before this many characters (0: whole)
-    max_new_tokens: int = 16           # single answers; a multi list gets three times as many
-    grounding: str = "span"            # span: snap answers to passage spans (see ground); none: as generated
-    max_candidates: int = 30           # span grounding: spans scored when the generation is unusable
-    prompt: str | None = None          # a template file replacing parts of templates/reader.txt (--prompt)
-    max_passage_tokens: int | None = None  # evidence budget (--max-passage-tokens; 0: the model's input length)
+    n_passages: int | None = READER_PASSAGES
+    passage_chars: int = O.passage_chars()
+    max_new_tokens: int = O.answer_tokens()
+    grounding: str = O.grounding()
+    max_candidates: int = O.max_candidates()
+    prompt: str | None = None
+    max_passage_tokens: int | None = None
 
     def params(self) -> dict:
         """The options as written into ``meta.answer`` (``passages`` is ``n_passages``)."""
@@ -163,9 +163,9 @@ def input_length(model) -> int:
     return min(context, cap) if isinstance(cap, int) else context
 
 
-def generative_reader(model: str, kind: str, config, batch_size: int | None = None, **options) -> GenerativeReader:
-    """Load ``model`` (cached per process) and read with it; ``options``: :class:`ReaderOptions`."""
+def generative_reader(options: GenerativeOptions, config, batch_size: int | None = None) -> GenerativeReader:
+    """Load ``options.model`` (cached per process) and read with it."""
     from ...models import load_generator
 
-    return GenerativeReader(load_generator(model, config.device, config.dtype, kind), reader_options(options),
-                            batch_size)
+    generator = load_generator(options.model, config.device, config.dtype, options.kind)
+    return GenerativeReader(generator, reader_options(dataclasses.asdict(options)), batch_size)

@@ -1,0 +1,178 @@
+"""The answer modes' and readers' options, each field written once here (its default, help and limits) and
+used by the declarations the registry reads (``SingleOptions`` ... ``GenerativeOptions``) and by the
+stage's runtime settings (:class:`cqtools.stages.answer.AnswerConfig`), which hold the same fields."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...models.roles import role
+from ...registry import option
+from ..options import prompt_option, reranker_option
+from ..rerank import DEFAULT_RERANKER
+
+DEFAULT_READER = role("reader").default
+READER_PASSAGES = 3  # top passages a reader reads when neither --passages nor a budget is given
+
+
+def round_trip():
+    return option(False, "REFUEL round trip: re-ask until no answer is new (see --round-trip-method)")
+
+
+def round_trip_method():
+    return option("title", "with --round-trip: title (cq's: re-ask each new answer's question as \"Q [title]\") or "
+                           "refuel (REFUEL's: write a DQ for every answer, re-ask every DQ over the same passages; the "
+                           "record gets the (DQ, answer) pairs as dqs)", choices=("title", "refuel"))
+
+
+def max_rounds():
+    return option(2, "cap on --round-trip rounds (refuel: passes after the first)", min=1)
+
+
+def qd_model():
+    return option(None, "--round-trip-method refuel: the LM that writes the DQs [default: the generative reader's "
+                        "LM, else cq disambiguate's]")
+
+
+def verify():
+    return option(False, "REFUEL LM verification: add verify_score = log p(answer | passages, question)")
+
+
+def verify_rule():
+    return option("threshold", "with --verify: threshold (cq's: drop answers scoring under --verify-threshold given "
+                               "the question they answered, possibly all) or refuel (REFUEL's: score each (DQ, answer) "
+                               "pair with the answer's end, keep each answer's best DQ, drop pairs at or under the "
+                               "threshold, keep the best pair when none is left)", choices=("threshold", "refuel"))
+
+
+def verify_threshold():
+    return option(-8.0, "with --verify, answers scoring below this are dropped")
+
+
+def selected():
+    return option(False, "answer only the record's \"selected_option\" (a user's or an oracle's)")
+
+
+def reranker():
+    return reranker_option(DEFAULT_RERANKER, "cross-encoder that reranks the passages for each revised question (cq) "
+                                             "or DQ (dqs)")
+
+
+def rerank_depth():
+    return option(20, "passages reranked per revised question (cq) or DQ (dqs)", min=1)
+
+
+def index():
+    return option(None, "the index to retrieve from for each DQ (as cq retrieve --index)", env="CQ_INDEX")
+
+
+def retriever():
+    return option("bm25", "the searcher (cq retrieve --method): bm25, dense or hybrid")
+
+
+def hits():
+    return option(100, "passages retrieved per DQ", min=1)
+
+
+def passage_budget():
+    return option(None, "evidence budget: read passages in order while the question and the passages fit this many "
+                        "tokens of the reader's tokenizer (0: the reader model's whole input length); replaces "
+                        "--passages, which then only caps the count [default: --passages]", min=0)
+
+
+def reader_passages(help: str):
+    return option(None, f"{help} [default: {READER_PASSAGES}]", min=1, flag="--passages")
+
+
+def passage_chars():
+    return option(600, "each passage cut before this many characters (0: whole)", min=0)
+
+
+def answer_tokens():
+    return option(16, "tokens per answer (multi: three times as many)", min=1)
+
+
+def grounding():
+    return option("span", "snap answers to passage spans, or none", choices=("span", "none"))
+
+
+def max_candidates():
+    return option(30, "span grounding: spans scored when the generation is unusable", min=1)
+
+
+@dataclass(frozen=True)
+class SingleOptions:
+    """one answer"""
+
+    round_trip: bool = round_trip()
+    round_trip_method: str = round_trip_method()
+    max_rounds: int = max_rounds()
+    qd_model: str | None = qd_model()
+    verify: bool = verify()
+    verify_rule: str = verify_rule()
+    verify_threshold: float = verify_threshold()
+
+
+@dataclass(frozen=True)
+class MultiOptions(SingleOptions):
+    """every distinct answer (AmbigQA)"""
+
+
+@dataclass(frozen=True)
+class CQModeOptions:
+    """one answer per option of the record's "cq\""""
+
+    selected: bool = selected()
+    reranker: str = reranker()
+    rerank_depth: int = rerank_depth()
+    verify: bool = verify()
+    verify_rule: str = verify_rule()
+    verify_threshold: float = verify_threshold()
+
+
+@dataclass(frozen=True)
+class DqsOptions:
+    """one answer per entry of the record's "dqs" (cq disambiguate), read from passages retrieved for that DQ (AmbigQA's DISAMBIG-FIRST)"""
+
+    index: str | None = index()
+    retriever: str = retriever()
+    hits: int = hits()
+    reranker: str = reranker()
+    rerank_depth: int = rerank_depth()
+
+
+@dataclass(frozen=True)
+class LongOptions:
+    """a long answer from the record's "dqs" (cq disambiguate; ToC)"""
+
+    n_passages: int | None = option(None, "top passages in the prompt [default: 5]", min=1, flag="--passages")
+    max_new_tokens: int | None = option(None, "tokens of the long answer [default: 160]", min=1)
+    prompt: str | None = prompt_option()
+
+
+@dataclass(frozen=True)
+class ExtractiveReaderOptions:
+    """a span model from `cq train reader` (--model DIR): the best-scoring passage spans, several distinct ones in multi mode"""
+
+    model: str | None = option(None, "a span (question-answering) model")
+    n_passages: int | None = reader_passages("top passages read per question")
+    max_passage_tokens: int | None = passage_budget()
+    span_order: str = option("rank", "which spans answer first: rank (each passage's best span, passages in the "
+                                     "order given, i.e. reranked; then the rest by score) or score (by span score "
+                                     "alone)", choices=("rank", "score"))
+    question_spans: str = option("skip", "spans made only of the question's own words: skip or keep",
+                                 choices=("skip", "keep"))
+
+
+@dataclass(frozen=True)
+class GenerativeOptions:
+    """a prompted LM (causal or seq2seq), answers grounded in passage spans"""
+
+    model: str = option(DEFAULT_READER, "a causal or seq2seq LM")
+    kind: str = option("auto", "architecture (auto: from the model config)", choices=("auto", "causal", "seq2seq"))
+    n_passages: int | None = reader_passages("top passages shown")
+    passage_chars: int = passage_chars()
+    max_new_tokens: int = answer_tokens()
+    grounding: str = grounding()
+    max_candidates: int = max_candidates()
+    prompt: str | None = prompt_option()
+    max_passage_tokens: int | None = passage_budget()
