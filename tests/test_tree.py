@@ -5,7 +5,7 @@ import itertools
 
 import pytest
 
-from cqtools.stages.disambiguate import Clarifier, DisambigConfig, clean_question, parse_pairs, rac_batch
+from cqtools.stages.disambiguate import Clarifier, RacOptions, clean_question, parse_pairs, rac_batch
 from cqtools.stages.shots import ShotSelector, builtin_shots
 from cqtools.stages.tree import Tree, TreeLimits, answer_passage, grow
 
@@ -156,7 +156,7 @@ def scripted_lm() -> FakeGenerator:
 @pytest.mark.parametrize("prune", [False, True])
 def test_clarifier_counts_calls_and_prunes(prune):
     gen, ce = scripted_lm(), FakeCrossEncoder(shared_tokens)
-    config = DisambigConfig(method="rac", tree=True, prune=prune, max_nodes=5, max_depth=2, n_passages=3)
+    config = RacOptions(tree=True, prune=prune, max_nodes=5, max_depth=2, n_passages=3)
     clarifier = Clarifier(gen, config, ShotSelector(builtin_shots()), ce)
     records = [{"id": "a", "question": "Who won?", "passages": PASSAGES}]
     ((dqs, calls, tree),) = rac_batch(records, clarifier)

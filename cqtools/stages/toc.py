@@ -25,35 +25,63 @@ is written at the end, as in the released run.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+
+from ..registry import option
 
 from . import toc_prompt as TP
+from .options import encoder_option, llm_option, prompt_option, reranker_option
 from .toc_match import answer_f1, holds
 
 
 @dataclass(frozen=True)
-class TocConfig:
-    n_passages: int = 5              # passages shown per expansion (--top_k_reranked)
-    k_shots: int = 5                 # demos per prompt (--n_shot)
-    max_nodes: int = 10              # valid nodes before the loop stops (checked before each pop)
-    max_depth: int = 3               # nodes sit on levels 1..max_depth; level max_depth is not expanded
-    max_pops: int = 16               # queue pops, too-deep ones included (n_expansions <= 15)
-    max_restarts: int = 3            # (--max_trials)
-    unprune_after: int = 10          # pops after which a failed expansion turns pruning off
-    verify: bool = True              # (--verify)
-    verify_rule: str = "generate"    # generate: keep iff the completion holds "True"; logprob: log p(True) > log p(False)
-    evidence_match: str = "tokens"   # tokens: answer's token sequence; chars: each character (as the code calls it)
-    demo_f1: float = 0.8
-    temperature: float = 0.7
-    top_p: float = 1.0
-    max_new_tokens: int = 300
-    verify_max_new_tokens: int = 300
-    answer_max_new_tokens: int = 300
-    long_answer: bool = True
-    batch_size: int = 32
+class TocOptions:
+    """Tree of Clarifications as its released code runs it: verify each pair during growth, restarts, the long answer at the end"""
+
+    model: str = llm_option()
+    n_passages: int = option(5, "passages shown per expansion: the question's pool reranked for the node, top N",
+                             min=1, flag="--passages")  # --top_k_reranked
+    shots_file: str | None = option(None, "JSONL records with gold.dqs and gold.long_answers (`cq convert asqa` "
+                                          "train) to pick demos from by kNN [default: built-in demos]", flag="--shots")
+    k_shots: int = option(5, "demos per prompt (nearest last)", min=0)  # --n_shot
+    encoder: str | None = encoder_option("bi-encoder for the demos' kNN, L2 on raw vectors [default: "
+                                         "sentence-transformers/all-MiniLM-L6-v2]")
+    reranker: str | None = reranker_option(None, "cross-encoder that reranks the pool per node and picks the "
+                                                 "verification evidence [default: cross-encoder/ms-marco-MiniLM-L-12-v2]")
+    prompt: str | None = prompt_option()
+    max_nodes: int = option(10, "valid nodes before growth stops (checked before each expansion; the long answer "
+                                "uses the first N)", min=1)
+    max_depth: int = option(3, "deepest level of a node (root 0); nodes on it are not expanded", min=1)
+    max_pops: int = option(16, "queue pops per question, skipped too-deep nodes included", min=1)  # n_expansions <= 15
+    max_restarts: int = option(3, "re-queue the root and every valid node when the queue empties, at most N times",
+                               min=1)  # --max_trials
+    unprune_after: int = option(10, "a failed expansion after this many pops (or N restarts) turns verification and "
+                                    "dedup off", min=1)
+    verify: bool = option(True, "verify each new pair during growth (and prune the demo and passage pools); off: the "
+                                "paper's RAC+TS", flag="--verify/--no-verify")
+    verify_rule: str = option("generate", "generate: keep iff the greedy completion contains True; logprob: log "
+                                          "p(True) > log p(False)", choices=("generate", "logprob"))
+    evidence_match: str = option("tokens", "which shown passages hold the answer for the evidence: tokens (the "
+                                           "answer's token sequence) or chars (each character, as the released code "
+                                           "calls it)", choices=("tokens", "chars"))
+    demo_f1: float = option(0.8, "a demo whose gold answer matches a generated one above this token F1 leaves the "
+                                 "question's demo pool", min=0)
+    temperature: float = option(0.7, "expansion sampling temperature (0: greedy)", min=0)
+    top_p: float = option(1.0, "expansion nucleus sampling", min=0, max=1)
+    max_new_tokens: int = option(300, "tokens per expansion", min=1)
+    verify_max_new_tokens: int = option(300, "tokens per verification (greedy)", min=1)
+    answer_max_new_tokens: int = option(300, "tokens of the long answer (greedy)", min=1)
+    long_answer: bool = option(True, "write the long answer (record key long_answer) at the end of the run",
+                               flag="--long-answer/--no-long-answer")
+
+    LOADING = ("model", "shots_file", "encoder", "reranker", "prompt")  # what is loaded, noted apart in meta
 
     def params(self) -> dict:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "batch_size"}
+        """The loop's settings as ``meta.disambiguate`` holds them."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in self.LOADING}
+
+
+TocConfig = TocOptions  # the name the loop's code and tests used
 
 
 EXPAND_STOP = ["\n\n---", "\n\nQuestion:", "\n\nContext:"]

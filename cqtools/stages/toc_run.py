@@ -22,13 +22,14 @@ class TocRunner:
     template: object
     config: TocConfig
     seed: int = 0
+    batch_size: int = 32      # items per model call (the run configuration's model batch size)
 
     # -- shared pieces -------------------------------------------------------------------------
 
     def rank(self, queries: list[str], lists: list[list[dict]], top: int | None) -> list[list[dict]]:
         """Each list reranked by the cross-encoder for its query (one call), ties to the earlier passage."""
         pairs = [(q, TP.passage_string(p)) for q, ps in zip(queries, lists) for p in ps]
-        scores = iter(self.cross_encoder.predict(pairs, batch_size=self.config.batch_size) if pairs else [])
+        scores = iter(self.cross_encoder.predict(pairs, batch_size=self.batch_size) if pairs else [])
         out = []
         for ps in lists:
             scored = [(next(scores), n, p) for n, p in enumerate(ps)]
@@ -50,7 +51,7 @@ class TocRunner:
         decoding = {"temperature": c.temperature, "top_p": c.top_p, "seed": [t.seed for t in trees]} if sample \
             else {}
         return self.generator.generate(prompts, max_new_tokens=tokens, chat=False, stop=stop,
-                                       batch_size=c.batch_size, **decoding)
+                                       batch_size=self.batch_size, **decoding)
 
     # -- one round of the loop -------------------------------------------------------------------
 
@@ -114,7 +115,7 @@ class TocRunner:
         if c.verify_rule == "logprob":
             n = len(prompts)
             scores = self.generator.score(prompts + prompts, [" " + yes] * n + [" " + no] * n,
-                                          batch_size=c.batch_size)
+                                          batch_size=self.batch_size)
             margins = [scores[k] - scores[k + n] for k in range(n)]
             return [m > 0 for m in margins], margins
         raw = self._generate(prompts, trees, c.verify_max_new_tokens, VERIFY_STOP, False)
@@ -175,9 +176,7 @@ class TocRunner:
                                         **used})
 
 
-def toc_disambiguator(run, *, model: str, seed: int = 0, batch_size: int = 32, shots_file: str | None = None,
-                      encoder: str | None = None, reranker: str | None = None, prompt: str | None = None,
-                      **options):
+def toc_disambiguator(options: TocConfig, run, *, seed: int = 0, batch_size: int = 32):
     """The batch function of ``--method toc`` with its checked options (the registry's factory)."""
     import functools
 
@@ -187,16 +186,16 @@ def toc_disambiguator(run, *, model: str, seed: int = 0, batch_size: int = 32, s
     from .rerank import DEFAULT_RERANKER
     from .shots import DEFAULT_ENCODER, ShotSelector, load_shots
 
-    config = TocConfig(batch_size=batch_size, **options)
-    template = templates.load("toc", prompt)
+    shots_file = options.shots_file
+    template = templates.load("toc", options.prompt)
     set_seed(seed)
-    generator = load_generator(model, run.device, run.dtype)
+    generator = load_generator(options.model, run.device, run.dtype)
     shots = load_shots(shots_file, max_pairs=None, min_pairs=1, need_long=True) if shots_file \
         else TP.builtin_demos()
-    selector = ShotSelector(shots, encoder_name=encoder or DEFAULT_ENCODER, device=run.device, metric="l2")
-    cross_encoder = load_cross_encoder(reranker or DEFAULT_RERANKER, run.device)
-    runner = TocRunner(generator, cross_encoder, selector, template, config, seed)
-    info = {**generator.info, "method": "toc", **config.params(), "seed": seed, "shots": len(shots),
+    selector = ShotSelector(shots, encoder_name=options.encoder or DEFAULT_ENCODER, device=run.device, metric="l2")
+    cross_encoder = load_cross_encoder(options.reranker or DEFAULT_RERANKER, run.device)
+    runner = TocRunner(generator, cross_encoder, selector, template, options, seed, batch_size)
+    info = {**generator.info, "method": "toc", **options.params(), "seed": seed, "shots": len(shots),
             "shots_file": shots_file, "shot_encoder": selector.encoder_name,
             "reranker": cross_encoder.info.get("model"), "template": template.digest,
             "template_source": template.source}

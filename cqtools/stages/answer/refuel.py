@@ -163,7 +163,7 @@ class QDWriter:
         return max(64, context - prefix - 40 - 16)  # 16: the chat template's and the separators' tokens
 
     def __call__(self, items: list[tuple[str, list[str], list[dict]]]) -> list[list[dict]]:
-        from ..disambiguate import DisambigConfig, qd_batch
+        from ..disambiguate import QdOptions, qd_batch
 
         if not items:
             return []
@@ -171,7 +171,7 @@ class QDWriter:
                    for n, (q, answers, ps) in enumerate(items)]
         # AmbigQA/REFUEL's QD input (answer, question, other answers, passages in reranked order), a DQ kept
         # as written (no "AQ (title)?" fallback), passages up to what fits the writer's context
-        config = DisambigConfig(method="qd", n_passages=max(len(ps) for _, _, ps in items),
+        config = QdOptions(n_passages=max(len(ps) for _, _, ps in items),
                                 passage_words=self.passage_words, layout="ambigqa", passage_order="reranked",
                                 duplicates="keep", max_others=0, max_passage_tokens=self._budget())
         out = qd_batch(records, self.generator, config, self.tpl)

@@ -1,0 +1,156 @@
+"""AmbigQA's question disambiguation (``--method qd``): one minimal edit of the question per predicted answer
+(``answers`` from ``cq answer --mode multi``), conditioned on the question, that answer, the other answers and the
+passages. A record with one answer keeps the question as its only DQ (``"unchanged": true``); no answer gives no
+DQ. By default (cq's own variant) the prompt shows the passages first, then question, answer and at most 5 other
+answers; the top passages holding the answer are moved first; and a generation that echoes the question (or repeats
+an earlier DQ, or is empty) is replaced by a built-in rewrite, "AQ (title of the passage holding the answer)?",
+marked ``"fallback": true``. As AmbigQA's released model reads it (``--preset ambigqa``): ``layout="ambigqa"``
+(target answer, question, other answers, passages), ``max_others=0`` (every other answer),
+``passage_order="reranked"``, ``max_passage_tokens`` (passages in order up to the budget) and
+``duplicates="keep"`` (a DQ stays as generated)."""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from ...metrics.normalize import normalize_answer
+from ...records import PASSAGES, answer_texts, distinct_texts, require, snippets
+from ...registry import non_default, option
+from .. import prompts_disamb as P
+from ..templates import Template
+from ..tree import answer_passage
+from .parsing import (NEED_PASSAGES, clean_question, loaded, model_option, passage_words_option, passages_option,
+                      require_questions, template_option, tokens_option, write_dqs)
+
+NEED_ANSWERS = "run `cq answer --mode multi` first: --method qd writes one DQ per predicted answer"
+NEW_TOKENS = 40  # generation length when --max-new-tokens is not given
+
+
+@dataclass(frozen=True)
+class QdOptions:
+    """one minimal edit of the question per predicted answer (AmbigQA; needs cq answer --mode multi)"""
+
+    model: str = model_option()
+    n_passages: int = passages_option()
+    passage_words: int = passage_words_option()
+    max_new_tokens: int | None = tokens_option()
+    prompt: str | None = template_option()
+    layout: str = option("cq", "prompt order: cq (passages, question, answer, others) or ambigqa (the released "
+                               "input's: target answer, question, other answers, passages)", choices=("cq", "ambigqa"))
+    passage_order: str = option("answer-first", "answer-first (the shown passages holding the answer moved first) "
+                                                "or reranked (the record's order, as AmbigQA)",
+                                choices=("answer-first", "reranked"))
+    duplicates: str = option("fallback", "a DQ that echoes the question or an earlier DQ becomes 'AQ (title)?' "
+                                         "(fallback) or stays as generated (keep, as AmbigQA)",
+                             choices=("fallback", "keep"))
+    max_others: int = option(5, "other answers in each prompt (0: all)", min=0)
+    max_passage_tokens: int | None = option(None, "passages in order (at most --passages) while the prompt's "
+                                                  "question, answers and passages fit this many tokens [default: no "
+                                                  "budget, the top --passages]", min=1)
+
+    @property
+    def new_tokens(self) -> int:
+        return self.max_new_tokens or NEW_TOKENS
+
+    def params(self) -> dict:
+        """``meta.disambiguate``'s settings; of AmbigQA's input settings only those not at cq's default, so
+        records made with the defaults stay as they were."""
+        return {"method": "qd", "passages": self.n_passages, "passage_words": self.passage_words,
+                "max_new_tokens": self.new_tokens,
+                **non_default(self, "layout", "passage_order", "duplicates", "max_others", "max_passage_tokens")}
+
+
+def distinct_answers(record: dict) -> list[str]:
+    """The record's predicted answers without repeats (normalised), stripped."""
+    return [text.strip() for text in distinct_texts(answer_texts(record, NEED_ANSWERS))]
+
+
+def fallback_question(question: str, answer: str, passages: list[dict], used: set[str]) -> str:
+    """The built-in rewrite: "AQ (context)?" where context is the title of the first passage
+    holding the answer, or the answer itself when there is no such title (or it is taken)."""
+    base = question.strip().rstrip("?").strip()
+    passage = answer_passage(answer, passages)
+    title = (passage or {}).get("title")
+    for context in (title, answer):
+        if not context:
+            continue
+        candidate = f"{base} ({context})?"
+        if normalize_answer(context) not in normalize_answer(base) and normalize_answer(candidate) not in used:
+            return candidate
+    return f"{base} ({answer})?"
+
+
+def qd_batch(records: list[dict], generator, config: QdOptions,
+             tpl: Template | None = None) -> list[tuple[list[dict], int]]:
+    """(dqs, model calls) per record: one prompt per predicted answer of a record with several.
+
+    Each prompt conditions on the question, the target answer, the other answers (``max_others``
+    of them, 0: all) and passages: the top ``n_passages`` with those holding the answer moved first
+    (``passage_order="answer-first"``) or in the record's (reranked) order (``"reranked"``), and with
+    ``max_passage_tokens`` only as many as fit that budget beside the question and answers
+    (:func:`.evidence.fit`; the count per DQ goes to ``meta.passages_read.disambiguate``). A DQ that
+    echoes the question or an earlier DQ becomes "AQ (title)?" (``duplicates="fallback"``) or stays
+    as generated (``"keep"``, as AmbigQA's released model writes it)."""
+    from .. import evidence
+
+    count = evidence.token_counter(generator) if config.max_passage_tokens else None
+    jobs = []  # (record index, answer, others, passages shown, the record's passages)
+    per_record: list[list[dict]] = [[] for _ in records]
+    calls = [0] * len(records)
+    for n, record in enumerate(records):
+        answers = distinct_answers(record)
+        passages = list(require(record, PASSAGES, NEED_PASSAGES)) if config.n_passages else []
+        if len(answers) == 1:
+            per_record[n] = [{"question": record["question"], "answer": answers[0], "unchanged": True}]
+            continue
+        for answer in answers:
+            others = [a for a in answers if a != answer]
+            others = others[:config.max_others] if config.max_others else others
+            if config.passage_order == "answer-first":
+                holding = [p for p in passages if answer_passage(answer, [p])]
+                ordered = holding + [p for p in passages if p not in holding]
+            else:
+                ordered = passages
+            shown = ordered[: config.n_passages]
+            if count is not None and shown:
+                used = count(P.qd_prompt(record["question"], answer, others, [], tpl, config.layout))
+                shown = evidence.fit(shown, config.max_passage_tokens, count, used,
+                                     render=lambda p: snippets([p], 1, config.passage_words)[0])
+            jobs.append((n, answer, others, shown, passages))
+    prefix = P.qd_prefix(tpl, config.layout)
+    prompts = [prefix + P.qd_prompt(records[n]["question"], a, o, snippets(s, len(s), config.passage_words),
+                                    tpl, config.layout)
+               for n, a, o, s, _ in jobs]
+    raw = generator.generate(prompts, max_new_tokens=config.new_tokens, chat=False, stop=["\n"]) if prompts else []
+    used_dqs: dict[int, set[str]] = {}
+    read: dict[int, list[int]] = {}
+    for (n, answer, _, shown, passages), generation in zip(jobs, raw):
+        calls[n] += 1
+        read.setdefault(n, []).append(len(shown))
+        question = records[n]["question"]
+        seen = used_dqs.setdefault(n, {normalize_answer(question)})
+        dq = clean_question(generation)
+        entry = {"question": dq, "answer": answer}
+        if config.duplicates == "fallback" and (not normalize_answer(dq) or normalize_answer(dq) in seen):
+            entry = {"question": fallback_question(question, answer, passages, seen), "answer": answer,
+                     "fallback": True, "generated": generation.strip()}
+        seen.add(normalize_answer(entry["question"]))
+        per_record[n].append(entry)
+    if count is not None:
+        for n, record in enumerate(records):
+            evidence.note_read(record, "disambiguate", read.get(n, []))
+    return list(zip(per_record, calls))
+
+
+def qd_disambiguator(options: QdOptions, run, *, seed: int = 0, **context):
+    """The batch function of ``--method qd`` (the registry's factory)."""
+    from .. import templates
+
+    generator, tpl = loaded(options.model, run, seed, "qd", options.prompt)
+    info = {**generator.info, **options.params(), "seed": seed, **templates.meta(tpl)}
+    return functools.partial(_batch, generator=generator, options=options, info=info, tpl=tpl)
+
+
+def _batch(records: list[dict], generator, options: QdOptions, info: dict, tpl: Template) -> list[dict]:
+    require_questions(records)
+    return write_dqs(records, qd_batch(records, generator, options, tpl), info)
