@@ -74,8 +74,14 @@ ENV: tuple[EnvVar, ...] = (
     EnvVar("CQ_DEBUG", "debug", _bool, "tracebacks instead of one-line errors; library logs on"),
     EnvVar("CQ_BATCH_SIZE", None, int, "--batch-size: records per stream batch"),
     EnvVar("CQ_API_KEY", None, str, "the API key (else OPENAI_API_KEY); read when a request is sent, never stored"),
-    EnvVar("CQ_MODEL_<ROLE>", None, str, "a role's default model (cq models lists the roles and variables)"),
+    EnvVar("CQ_INDEX", None, str, "--index: the index cq retrieve, cq chat and cq answer --mode dqs read"),
+    EnvVar("CQ_PRESET", None, str, "--preset: the paper's preset every stage command runs with (cq presets lists them)"),
+    EnvVar("CQ_MODEL_BERTSCORE", None, str, "cq score --bertscore-model: the model BERTScore embeds with"),
+    EnvVar("CQ_MODEL_TRAIN_DETECT", None, str, "cq train detect --model: the encoder fine-tuned as the classifier"),
+    EnvVar("CQ_MODEL_TRAIN_GEN_CQ", None, str, "cq train gen-cq --model: the LM fine-tuned as the CQ generator"),
+    EnvVar("CQ_MODEL_TRAIN_READER", None, str, "cq train reader --model: the encoder fine-tuned as the span reader"),
 )
+
 BY_NAME = {v.name: v for v in ENV}
 # the command-line flag of each field that has one ("--max-input-tokens"), for messages
 FLAGS = {v.field: v.help.split(":")[0] for v in ENV if v.field and v.help.startswith("--")}
@@ -249,8 +255,9 @@ def child_environment(**changes) -> dict:
     return {**os.environ, **changes}
 
 
-def docs_table() -> str:
-    """The environment variables as a markdown table (docs/config.md)."""
+def docs_table(more: tuple[EnvVar, ...] = ()) -> str:
+    """The environment variables as a markdown table (docs/config.md), ``more`` (the model roles') after them."""
     rows = ["| variable | run configuration field | meaning |", "|---|---|---|"]
-    rows += [f"| `{v.name}` | {f'`{v.field}`' if v.field else '—'} | {v.help} |" for v in ENV]
+    rows += [f"| `{v.name}` | {f'`{v.field}`' if v.field else '—'} | {v.help.replace('|', chr(92) + '|')} |"
+             for v in ENV + tuple(more)]
     return "\n".join(rows)

@@ -50,6 +50,15 @@ def method_options_markdown() -> list[str]:
     return out
 
 
+def role_variables() -> tuple:
+    """One row per model role's variable (cqtools/models/roles.py ROLES): each role has its own."""
+    from .config import EnvVar
+    from .models.roles import ROLES
+
+    return tuple(EnvVar(r.env, None, str, f"the {r.role} role's model [default: {r.default or 'none'}]; used by "
+                                          f"{r.used_by}") for r in ROLES)
+
+
 def config_markdown() -> str:
     """docs/config.md: the run configuration's fields and every environment variable cq reads."""
     from dataclasses import fields
@@ -68,7 +77,7 @@ def config_markdown() -> str:
         "loaders; Python callers pass their own (`detect.build(\"llm\", RunConfig(device=\"cpu\"))`) or get "
         "`cqtools.config.current()`. The fields that can change a record are written into `--resume`'s run "
         "record: a resume under any other value (a flag or an environment variable) is refused.", "",
-        *rows, "", "## Environment variables", "", docs_table(), ""])
+        *rows, "", "## Environment variables", "", docs_table(role_variables()), ""])
 
 
 # The record flow of a typical run: (command, the keys it adds).

@@ -79,10 +79,6 @@ class Hooks:
         """Add ``cq disambiguate --method`` methods: factories returning a batch function."""
 
     @hookspec
-    def register_answer_modes(self, register):
-        """Add ``cq answer --mode`` modes."""
-
-    @hookspec
     def register_backends(self, register):
         """Add model backends (``--model PREFIX:NAME``): factories ``(model, kind, role, config)``
         returning a Generator, CrossEncoder or Encoder."""

@@ -296,8 +296,13 @@ def test_readme_shared_options_table_matches_the_code():
 # --- `cq models` names the environment variables the commands read -----------------------------------
 
 def _model_envvars() -> set[str]:
-    return {p.envvar for _, c in _commands() for p in c.params
-            if isinstance(p, click.Option) and isinstance(p.envvar, str) and p.envvar.startswith("CQ_MODEL_")}
+    """CQ_MODEL_* variables read by the commands' flags and by the methods' model options (Option.env)."""
+    from cqtools import registry
+
+    methods = {o.env for reg in registry.ALL for m in reg.methods() for o in m.options
+               if o.env and o.env.startswith("CQ_MODEL_")}
+    return methods | {p.envvar for _, c in _commands() for p in c.params
+                      if isinstance(p, click.Option) and isinstance(p.envvar, str) and p.envvar.startswith("CQ_MODEL_")}
 
 
 def _roles():

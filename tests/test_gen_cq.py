@@ -186,7 +186,7 @@ def test_llm_few_shot_and_zero_shot(runner, monkeypatch, questions):
     fake = fake_model(monkeypatch, FakeGenerator(LLM_REPLIES, name="fake-llm"))
     result = gen(runner, jsonl(records), "--method", "llm", "--model", "m", "--max-new-tokens", "24")
     assert result.exit_code == 0, result.stderr
-    assert fake.prompts == [prompts.gencq_prefix() + prompts.gencq_prompt(r["question"], s)
+    assert fake.prompts == [prompts.gencq_prefix() + prompts.gencq_prompt(r["question"], s, None, None, True)
                             for r, s in zip(records, snippets)]
     assert all(f"Question: {r['question']}\n" in p and all(x in p for x in s) and p.endswith(" Which")
                for p, r, s in zip(fake.prompts, records, snippets))

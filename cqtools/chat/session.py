@@ -16,6 +16,7 @@ import orjson
 from ..errors import InputError
 from ..metrics.cq import INVALID
 from ..records import ANSWERS, PASSAGES, read_cq, set_meta
+from ..stages.answer.options import READER_PASSAGES
 
 log = logging.getLogger("cqtools")
 OTHER = "other: type your own"
@@ -41,7 +42,7 @@ class ChatOptions:
     gen_cq_model: str | None = None
     reader: str = "auto"             # cq answer's: the extractive reader when installed, else generative
     reader_model: str | None = None
-    n_passages: int = 3
+    n_passages: int = READER_PASSAGES  # cq answer's
     device: str = "auto"
     dtype: str = "auto"
     seed: int | None = 0

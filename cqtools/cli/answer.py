@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from .options import (preset_option, api_options, batch_option, compose, device_options, load_options, max_input_option,
-                      method_options, model_option, scale_options, seed_option, stream_options)
+                      method_options, method_values, model_option, scale_options, seed_option, stream_options)
 from ..models.roles import LLM, RERANKER
 from ..registry import ANSWER_MODES, READERS
 from .stream import run_stream, spec_from
@@ -46,7 +46,7 @@ def cli(mode, reader_name, model, device, dtype, seed, **kwargs):
     from ..models.backends import set_seed
     from ..stages import answer
 
-    options = answer_values(mode, kwargs)
+    options = method_values(ANSWER_MODES, mode, kwargs, OPTION_NAMES, also=(READERS,))
     if model is not None:
         options["model"] = model
     spec = spec_from(kwargs, required=("question",), desc="answer")
@@ -54,23 +54,3 @@ def cli(mode, reader_name, model, device, dtype, seed, **kwargs):
     run_stream(answer.build(mode, reader_name, seed=seed, config=current(), batch_size=current().model_batch_size,
                             **options), spec)
 
-
-def answer_values(mode: str, kwargs: dict) -> dict:
-    """The mode's and the reader's options given on the command line; a flag that neither the mode nor
-    any reader takes is a usage error (the chosen reader checks its own in answer.build)."""
-    ctx = click.get_current_context()
-    chosen = ANSWER_MODES.get(mode)
-    given = {}
-    for name in OPTION_NAMES:
-        value = kwargs.pop(name, None)
-        if value is None:
-            continue
-        if chosen.option(name) is None and not any(r.option(name) for r in READERS.methods()):
-            if ctx.get_parameter_source(name).name != "COMMANDLINE":
-                continue  # from an environment variable another mode reads
-            flag = next(o.cli_flag for m in ANSWER_MODES.methods() for o in m.options if o.name == name)
-            raise click.UsageError(f"{flag} does not apply to --mode {mode} "
-                                   f"(its options: {', '.join(o.cli_flag for o in chosen.options) or 'none'})")
-        given[name] = value
-    given.update(kwargs.pop("method_opts", None) or {})
-    return given

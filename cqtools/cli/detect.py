@@ -16,8 +16,9 @@ METHOD_OPTIONS, OPTION_NAMES = method_options(DETECTORS)
 @preset_option("detect")
 @click.option("--method", type=click.Choice(DETECTORS.names()), default="classifier", show_default=True,
               help=DETECTORS.help() + ".")
-@model_option("detector", None, help=f"classifier: a `cq train detect` directory (default: $CQ_MODELS/detect, else the "
-              f"classifier cq ships); combined: a `cq train combiner` directory; llm, clam: a causal LM (default {LLM}).")
+@model_option("detector", None, help=f"classifier: a `cq train detect` directory (default: $CQ_MODEL_CLASSIFIER, else "
+              f"$CQ_MODELS/detect, else the classifier cq ships); combined: a `cq train combiner` directory; llm, clam: "
+              f"a causal LM (default {LLM}; the variable below, which only they read).")
 @METHOD_OPTIONS
 @compose(batch_option, device_options, load_options, max_input_option, api_options, stream_options, scale_options)
 def cli(method, model, device, dtype, **kwargs):

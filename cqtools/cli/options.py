@@ -333,38 +333,57 @@ def method_options(*registries, skip: tuple[str, ...] = ("model",)):
     return compose(*decorators), list(decls)
 
 
-def method_values(registry, method: str, kwargs: dict, names: list[str], model=None) -> dict:
+def method_values(registry, method: str, kwargs: dict, names: list[str], model=None, also=()) -> dict:
     """Pop the generated flags (``names``) and ``-O`` pairs out of ``kwargs``; return the options the
     user set for ``method``. A flag given on the command line that ``method`` does not take is a
-    one-line error naming the method's options (nothing is silently dropped)."""
+    one-line error naming the method's options (nothing is silently dropped). ``also``: registries whose
+    methods may take a flag too (cq answer's readers: the chosen reader checks its own when it is built).
+    ``model`` (the command's --model) goes to the method when given on the command line, or from an
+    environment variable that is the method's own (its model option's ``env``; another method's is ignored)."""
     from ..registry import unknown_option
 
     chosen = registry.get(method)
     ctx = click.get_current_context()
+    others = [m for r in also for m in r.methods()]
+
+    def declared(name):
+        return chosen.option(name) or next((m.option(name) for m in others if m.option(name)), None)
+
     given = {}
     for name in names:
         value = kwargs.pop(name, None)
         if value is None:
             continue
-        opt = chosen.option(name)
-        if opt is None and ctx.get_parameter_source(name).name != "COMMANDLINE":
+        if declared(name) is None and ctx.get_parameter_source(name).name != "COMMANDLINE":
             continue  # from an environment variable another method reads
-        if opt is None:
+        if declared(name) is None:
             flag = next(o.cli_flag for m in registry.methods() for o in m.options if o.name == name)
             raise click.UsageError(f"{flag} does not apply to {registry.option} {method} "
                                    f"(its options: {', '.join(o.cli_flag for o in chosen.options) or 'none'})")
         given[name] = value
     for key, text in (kwargs.pop("method_opts", None) or {}).items():
-        if chosen.option(key) is None:
+        if declared(key) is None:
             raise click.UsageError(unknown_option(key, f"{registry.kind} {method}", [o.name for o in chosen.options]))
         given[key] = text
-    if model is not None and chosen.option("model") is not None:
-        source = ctx.get_parameter_source("model")
-        if source is not None and source.name != "DEFAULT":
-            given["model"] = model
-    elif model is not None and ctx.get_parameter_source("model").name == "COMMANDLINE":
-        raise click.UsageError(f"--model does not apply to {registry.option} {method} (it loads no model)")
+    if model is not None:
+        given.update(_model_value(registry, method, chosen, ctx, model))
     return given
+
+
+def _model_value(registry, method: str, chosen, ctx, model) -> dict:
+    source = ctx.get_parameter_source("model")
+    opt = chosen.option("model")
+    if opt is None:
+        if source is not None and source.name == "COMMANDLINE":
+            raise click.UsageError(f"--model does not apply to {registry.option} {method} (it loads no model)")
+        return {}
+    if source is None or source.name == "DEFAULT":
+        return {}
+    if source.name == "ENVIRONMENT":
+        param = next((p for p in ctx.command.params if p.name == "model"), None)
+        if opt.env and param is not None and param.envvar != opt.env:
+            return {}  # another role's variable (CQ_MODEL_DETECT names the LLM, not the classifier)
+    return {"model": model}
 
 
 def preset_option(command: str):
@@ -380,7 +399,7 @@ def preset_option(command: str):
                 apply_preset(command, preset, kwargs)
             return func(*args, **kwargs)
 
-        return click.option("--preset", metavar="NAME", default=None,
+        return click.option("--preset", metavar="NAME", default=None, envvar="CQ_PRESET",
                             help="Run this stage as a paper's authors ran it: a named bundle of option values "
                                  "(`cq presets` lists them; docs/methods.md says where each value comes from). "
                                  "Options given explicitly win. Env: CQ_PRESET.")(run)
@@ -398,6 +417,7 @@ def apply_preset(command: str, name: str, kwargs: dict) -> None:
     if not values:
         logging.getLogger("cqtools").info(f"preset {name} sets nothing on cq {command} "
                                           f"(it covers: {', '.join(presets.get(name).commands())})")
+    values = _for_chosen_method(ctx, command, name, values, kwargs)
     for key, value in values.items():
         if key not in kwargs:
             raise click.UsageError(f"preset {name} sets {key!r}, which cq {command} does not take (a bug in "
@@ -407,6 +427,23 @@ def apply_preset(command: str, name: str, kwargs: dict) -> None:
             kwargs[key] = value
             ctx.set_parameter_source(key, click.core.ParameterSource.DEFAULT_MAP)
     ctx.meta["cq.preset"] = name
+
+
+def _for_chosen_method(ctx, command: str, name: str, values: dict, kwargs: dict) -> dict:
+    """The preset's rows for ``command``, unless the user chose another method (or answer mode) than the
+    preset's: then its rows are options of a method that is not running, and none is applied (``cq detect
+    --preset clam --method never`` must not label with CLAM's threshold)."""
+    import logging
+
+    key = next((k for k in ("method", "mode") if k in values and k in kwargs), None)
+    source = ctx.get_parameter_source(key) if key else None
+    if key is None or source is None or source.name in ("DEFAULT", "DEFAULT_MAP") or kwargs[key] == values[key]:
+        return values
+    skipped = sorted(k for k in values if k != key)
+    logging.getLogger("cqtools").warning(
+        f"preset {name} runs cq {command} --{key} {values[key]}; --{key} {kwargs[key]} was chosen, so the preset's "
+        f"{'options' if skipped else 'rows'} for {values[key]} ({', '.join(skipped) or 'none'}) are not applied")
+    return {}
 
 
 __all__ = [

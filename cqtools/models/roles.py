@@ -113,7 +113,7 @@ ROLES: tuple[Role, ...] = (
          "shipped one)",
          "CQ_MODEL_READER", installed=installed_reader),
     Role("classifier", None, "cq detect and cq chat with their default method, classifier (the classifier in "
-         "$CQ_MODELS/detect when installed, else the shipped one)", "CQ_MODEL_DETECT", installed=installed_classifier),
+         "$CQ_MODELS/detect when installed, else the shipped one)", "CQ_MODEL_CLASSIFIER", installed=installed_classifier),
     Role("detector", LLM, "cq detect --method llm|clam", "CQ_MODEL_DETECT"),
     Role("generator", LLM, "cq gen-cq --method llm", "CQ_MODEL_GEN_CQ"),
     Role("disambiguator", LLM, "cq disambiguate", "CQ_MODEL_DISAMBIGUATOR"),

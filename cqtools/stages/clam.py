@@ -25,6 +25,7 @@ import functools
 from dataclasses import dataclass
 
 from ..errors import InputError
+from ..models.roles import role
 from ..records import ANSWERS, PASSAGES, set_meta
 from ..registry import option
 from . import templates
@@ -70,7 +71,7 @@ def detect_prefix(tpl: templates.Template) -> str:
 class DetectOptions:
     """CLAM as in its paper: 5 shots without instruction, score log p(True) alone"""
 
-    model: str = llm_option()
+    model: str = llm_option(env=role("detector").env)
     threshold: float = threshold_option(THRESHOLD)
     prompt: str | None = prompt_option()
 

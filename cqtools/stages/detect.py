@@ -128,7 +128,7 @@ class ClassifierOptions:
     """P(ambiguous) from a `cq train detect` model over question + passages (AskCQ)"""
 
     model: str | None = option(None, "a `cq train detect` directory [default: $CQ_MODELS/detect when trained, else "
-                                     "the classifier cq ships]")
+                                     "the classifier cq ships]", env=role("classifier").env)
     n_passages: int | None = option(None, "top passages shown to the model (0: none) [default: as many as it was "
                                           "trained with]", min=0, flag="--passages")
     threshold: float = threshold_option(0.5)
@@ -166,7 +166,7 @@ def classifier_detector(options: ClassifierOptions, config=None) -> ScoredDetect
 class LlmDetectorOptions:
     """few-shot log p(True) - log p(False) (CLAM)"""
 
-    model: str = llm_option()
+    model: str = llm_option(env=role("detector").env)
     threshold: float = threshold_option(0.0)
     prompt: str | None = prompt_option()
 

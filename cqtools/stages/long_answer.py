@@ -19,6 +19,7 @@ LONG_ANSWER = "long_answer"
 NEED_DQS = "run `cq disambiguate` first (cq disambiguate --method rac [--tree] | cq answer --mode long)"
 DEFAULT_NEW_TOKENS = 160
 DEFAULT_PASSAGES = 5
+PASSAGE_WORDS = 80  # each passage cut to its first this-many words
 
 
 def select_dqs(record: dict, max_dqs: int = 10, min_dqs: int = 2) -> tuple[list[tuple[str, str]], int]:
@@ -50,7 +51,8 @@ def pick_passages(passages: list[dict], answers: list[str], n: int) -> tuple[lis
 
 
 def long_answer_batch(records: list[dict], generator, max_dqs: int = 10, min_dqs: int = 2,
-                      n_passages: int | None = None, passage_words: int = 80, max_new_tokens: int | None = None,
+                      n_passages: int | None = None, passage_words: int = PASSAGE_WORDS,
+                      max_new_tokens: int | None = None,
                       info: dict | None = None, batch_size: int | None = None,
                       tpl: Template | None = None) -> list[dict]:
     """Add ``long_answer`` to each record (one prompt per record, one generate call per batch, in

@@ -11,8 +11,8 @@ def prompt_option():
                   flag="--prompt")
 
 
-def llm_option(help: str = "a causal LM"):
-    return option(LLM, help)
+def llm_option(help: str = "a causal LM", env: str | None = None):
+    return option(LLM, help, env=env)
 
 
 def passages_option(default: int | None = 3, help: str = "top passages shown to the model (0: none)", min: int = 0):

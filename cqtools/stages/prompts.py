@@ -86,8 +86,8 @@ def answer_line(tpl: Template, answers: list[str] | None) -> str:
     return tpl("answers", answers=tpl.text("answer_separator").join(answers)) + "\n"
 
 
-def gencq_prompt(question: str, snippets: list[str], tpl: Template | None = None, answers: list[str] | None = None,
-                 primer: bool = True) -> str:
+def gencq_prompt(question: str, snippets: list[str], tpl: Template | None, answers: list[str] | None,
+                 primer: bool) -> str:
     """The few-shot query: question, answers (when given), passages, then the primer (unless ``primer``
     is False: the model then writes the whole CQ, any head)."""
     tpl = _tpl(tpl, "gencq_llm")

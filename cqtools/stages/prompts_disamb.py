@@ -35,14 +35,14 @@ DISAMBIG_EXAMPLES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
 QD_LAYOUTS = {"cq": "", "ambigqa": "_ambigqa"}  # --layout: the suffix of its shots and query parts
 
 
-def qd_prefix(tpl: Template | None = None, layout: str = "cq") -> str:
+def qd_prefix(tpl: Template | None, layout: str) -> str:
     tpl = _tpl(tpl, "qd")
     shots = tpl.text("shots" + QD_LAYOUTS[layout])
     return _lead(tpl.text("instruction")) + (shots + BLOCK if shots else "")
 
 
-def qd_prompt(question: str, answer: str, others: list[str], snippets: list[str], tpl: Template | None = None,
-              layout: str = "cq") -> str:
+def qd_prompt(question: str, answer: str, others: list[str], snippets: list[str], tpl: Template | None,
+              layout: str) -> str:
     """``cq``: passages, question, answer, other answers; ``ambigqa``: the released QD input's order
     (target answer, question, other answers, passages; QGData.py @5c8cdb1)."""
     tpl = _tpl(tpl, "qd")

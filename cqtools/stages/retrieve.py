@@ -8,7 +8,10 @@ from typing import Callable
 from ..records import PASSAGES, require, set_meta
 
 
-def build(method: str = "bm25", config=None, *, index_dir: str, hits: int = 100, threads: int = 1,
+HITS = 100  # passages kept per question (cq retrieve --hits)
+
+
+def build(method: str = "bm25", config=None, *, index_dir: str, hits: int = HITS, threads: int = 1,
           query_field: str = "question", **options) -> Callable[[list[dict]], list[dict]]:
     """The retrieve stage as a batch function (records -> records) over ``index_dir``; ``options`` are
     the searcher's (its schema in the SEARCHERS registry; a misspelled one is an error)."""

@@ -22,11 +22,15 @@ from typing import Callable, Sequence
 from ..metrics.normalize import normalize_answer
 
 
+# `cq disambiguate --method rac`'s defaults (its RacOptions declare them from these)
+MAX_NODES, MAX_DEPTH, MAX_FAILURES = 10, 2, 3
+
+
 @dataclass(frozen=True)
 class TreeLimits:
-    max_nodes: int = 10     # valid nodes (the root excluded)
-    max_depth: int = 2      # deepest level a node may sit on (root 0); nodes at it are not expanded
-    max_failures: int = 3   # expansions in a row that added no valid node
+    max_nodes: int = MAX_NODES        # valid nodes (the root excluded)
+    max_depth: int = MAX_DEPTH        # deepest level a node may sit on (root 0); nodes at it are not expanded
+    max_failures: int = MAX_FAILURES  # expansions in a row that added no valid node
 
 
 @dataclass

@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ...metrics.normalize import longest_common_substring, normalize_answer
+from .options import GenerativeOptions
 
 MAX_SPAN_WORDS = 6
 SNAP_MIN_F1 = 0.5        # a generation is snapped when some span matches it with token F1 >= this
@@ -188,7 +189,7 @@ def candidate_spans(shown: list[tuple[str, str]], question: str, limit: int = 30
 
 
 def ground(answer: str, question: str, shown: list[tuple[str, str]], scorer=None, prompt: str = "",
-           max_candidates: int = 30, batch_size: int | None = None) -> dict:
+           max_candidates: int = GenerativeOptions.max_candidates, batch_size: int | None = None) -> dict:
     """Ground a generated ``answer`` in the passages the reader was shown.
 
     Returns ``{"text", "grounding"}`` (plus ``"generated"`` when the text changed), where grounding is

@@ -70,7 +70,9 @@ def retriever():
 
 
 def hits():
-    return option(100, "passages retrieved per DQ", min=1)
+    from ..retrieve import HITS
+
+    return option(HITS, "passages retrieved per DQ", min=1)
 
 
 def passage_budget():

@@ -8,6 +8,7 @@ from ...errors import InputError
 from ...metrics.cq import INVALID
 from ...records import PASSAGES, read_cq, require
 from ..rerank import RUN_RETRIEVE, rerank_lists
+from .options import CQModeOptions
 
 
 @dataclass
@@ -55,7 +56,7 @@ def record_cq(record: dict) -> tuple[str | None, list[str]]:
     return category, options
 
 
-def questions_of(records: list[dict], mode: str, selected: bool = False) -> list[Question]:
+def questions_of(records: list[dict], mode: str, selected: bool = CQModeOptions.selected) -> list[Question]:
     """The questions to answer: one per record, or in cq mode one per option of its CQ (only the
     ``selected_option`` with ``selected``; the question itself when no CQ was asked)."""
     if mode != "cq":

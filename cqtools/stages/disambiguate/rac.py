@@ -18,7 +18,7 @@ from ...registry import option
 from .. import prompts_disamb as P, templates
 from ..options import encoder_option, reranker_option
 from ..templates import Template
-from ..tree import Tree, TreeLimits, answer_passage, grow
+from ..tree import MAX_DEPTH, MAX_FAILURES, MAX_NODES, Tree, TreeLimits, answer_passage, grow
 from .parsing import (DQS, NEED_PASSAGES, TREE, loaded, model_option, parse_pairs, passage_words_option,
                       passages_option, require_questions, template_option, tokens_option)
 
@@ -40,9 +40,9 @@ class RacOptions:
     encoder: str | None = encoder_option("--shots: bi-encoder that embeds questions to pick the nearest shots "
                                          "[default: sentence-transformers/all-MiniLM-L6-v2]")
     tree: bool = option(False, "expand every DQ again, breadth first (Tree of Clarifications)")
-    max_nodes: int = option(10, "stop at this many valid DQ nodes", min=1)
-    max_depth: int = option(2, "--tree: deepest level of a DQ node (1 = plain rac)", min=1)
-    max_failures: int = option(3, "--tree: stop after this many expansions in a row that add no valid node", min=1)
+    max_nodes: int = option(MAX_NODES, "stop at this many valid DQ nodes", min=1)
+    max_depth: int = option(MAX_DEPTH, "--tree: deepest level of a DQ node (1 = plain rac)", min=1)
+    max_failures: int = option(MAX_FAILURES, "--tree: stop after this many expansions in a row that add no valid node", min=1)
     prune: bool = option(False, "drop nodes whose answer the model judges no answer (True/False)")
     reuse_tree: bool = option(False, "--prune: prune the tree an earlier --tree run wrote")
     reranker: str | None = reranker_option(None, "--tree: cross-encoder that reranks the record's passages per DQ "

@@ -1,0 +1,190 @@
+"""One declaration per option (issue 34): a method's options are a frozen dataclass beside the method, and
+the schema, flags, validation, meta and docs derive from it; no option default is written twice; every
+environment variable cq reads is documented and wired; a preset never configures a method it does not run."""
+from __future__ import annotations
+
+import ast
+import dataclasses
+from pathlib import Path
+
+import orjson
+import pytest
+
+from .conftest import ROOT, jsonl
+
+QUESTIONS = [{"id": "a", "question": "Who played the Joker?"}, {"id": "b", "question": "What is the capital of France?"}]
+
+
+# --- the declaration is the schema ---------------------------------------------------------------------
+
+def test_a_dataclass_declares_a_methods_options_and_its_factory_gets_them():
+    from cqtools.errors import InputError
+    from cqtools.registry import Registry, option
+
+    @dataclasses.dataclass(frozen=True)
+    class LengthOptions:
+        """long questions are ambiguous"""
+
+        threshold: float = option(12.0, "label = words > threshold", min=0)
+        unit: str = option("words", "what is counted", choices=("words", "chars"))
+        limit: int | None = option(None, "at most this many", flag="--cap")
+
+    seen = []
+    registry = Registry("detector", "register_nothing")
+    registry._plugins_loaded = True
+    registry.register("length", lambda options, config: seen.append((options, config)) or "built",
+                      options=LengthOptions)
+    method = registry.get("length")
+    assert method.help == "long questions are ambiguous"
+    assert [(o.name, o.type, o.default, o.cli_flag) for o in method.options] == [
+        ("threshold", float, 12.0, "--threshold"), ("unit", str, "words", "--unit"), ("limit", int, None, "--cap")]
+    assert registry.build("length", "CONFIG", threshold="3", unit="chars") == "built"
+    assert seen == [(LengthOptions(threshold=3.0, unit="chars"), "CONFIG")]
+    with pytest.raises(InputError, match="did you mean 'threshold'"):
+        registry.build("length", "CONFIG", thresold=3)
+    with pytest.raises(InputError, match="takes one of words, chars"):
+        registry.build("length", "CONFIG", unit="lines")
+    with pytest.raises(InputError, match="must be in 0"):
+        registry.build("length", "CONFIG", threshold=-1)
+
+
+def test_every_builtin_stage_method_declares_its_options_with_a_dataclass():
+    from cqtools import registry
+
+    stage_kinds = (registry.DETECTORS, registry.CQ_METHODS, registry.ANSWER_MODES, registry.READERS,
+                   registry.ORACLES, registry.DISAMBIGUATORS)
+    plain = [f"{r.kind} {m.name}" for r in stage_kinds for m in r.methods()
+             if m.plugin == "cqtools" and m.options_class is None]
+    assert plain == []
+
+
+def _literal(node):
+    try:
+        return True, ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False, None
+
+
+def _written_defaults(tree):
+    """(name, literal default, line) of every parameter default and class-level field default written as a
+    literal (a reference to a shared constant or a declaration is one source, not a copy)."""
+    for node in ast.walk(tree):
+        pairs = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args
+            positional = args.posonlyargs + args.args
+            pairs += zip(positional[len(positional) - len(args.defaults):], args.defaults)
+            pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+            pairs = [(a.arg, d) for a, d in pairs]
+        elif isinstance(node, ast.ClassDef):
+            pairs = [(s.target.id, s.value) for s in node.body
+                     if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) and s.value is not None]
+        for name, default in pairs:
+            ok, value = _literal(default)
+            if ok:
+                yield name, value, default.lineno
+
+
+# The model layer's call protocol (Generator.generate's max_new_tokens, top_p, num_beams; load_generator's
+# kind) has defaults of its own that methods always pass explicitly; they are that protocol's, not a copy of a
+# method option (cqtools/protocols.py documents them).
+PROTOCOL = ("cqtools/models/", "cqtools/protocols.py")
+
+
+def test_no_option_default_is_written_twice():
+    """Every registered option's default lives in its declaration only: no parameter or field of the same name
+    repeats it as a literal anywhere in cqtools (an ast walk; the closing note of issue 34 quotes it)."""
+    from cqtools import registry
+
+    defaults: dict[str, set] = {}
+    for reg in registry.ALL:
+        for method in reg.methods():
+            for opt in method.options if method.plugin == "cqtools" else ():
+                if opt.default is not None:
+                    defaults.setdefault(opt.name, set()).add(repr(opt.default))
+    assert len(defaults) > 40  # the walk sees the declarations
+    copies = []
+    for path in sorted((ROOT / "cqtools").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith(PROTOCOL):
+            continue
+        for name, value, line in _written_defaults(ast.parse(path.read_text())):
+            if name in defaults and repr(value) in defaults[name]:
+                copies.append(f"{rel}:{line} {name}={value!r}")
+    assert copies == [], "option defaults written again (use the declaration or a shared constant):\n" + \
+        "\n".join(copies)
+
+
+# --- presets and environment variables are wired ---------------------------------------------------------
+
+def test_cq_preset_in_the_environment_is_the_preset(runner):
+    from cqtools.cli import cli
+
+    result = runner.invoke(cli, ["detect", "--method", "always", "-q"], input=jsonl(QUESTIONS),
+                           env={"CQ_PRESET": "clam"})
+    assert result.exit_code == 0, result.output
+    records = [orjson.loads(line) for line in result.stdout.splitlines()]
+    assert [r["meta"]["presets"]["detect"] for r in records] == ["clam", "clam"]
+
+
+def test_a_preset_never_configures_a_method_the_user_replaced(runner):
+    """``--preset clam --method never`` runs never with never's threshold, not CLAM's -0.3 (which labelled
+    every question ambiguous), and says so once."""
+    from cqtools.cli import cli
+
+    result = runner.invoke(cli, ["detect", "--preset", "clam", "--method", "never"], input=jsonl(QUESTIONS))
+    assert result.exit_code == 0, result.output
+    records = [orjson.loads(line) for line in result.stdout.splitlines()]
+    assert [(r["ambiguity"]["label"], r["ambiguity"]["threshold"]) for r in records] == [(False, 0.5)] * 2
+    assert "--method never was chosen, so the preset's options for clam (threshold) are not applied" in result.stderr
+
+
+def test_each_model_role_has_its_own_variable(runner, tiny_classifier):
+    """CQ_MODEL_DETECT names the LLM of --method llm/clam; the classifier reads CQ_MODEL_CLASSIFIER (both were
+    CQ_MODEL_DETECT, so an LLM set for one was fed to the other)."""
+    from cqtools.cli import cli
+
+    env = {"CQ_MODEL_DETECT": "/nonexistent/llm", "CQ_MODEL_CLASSIFIER": tiny_classifier}
+    result = runner.invoke(cli, ["detect", "-q"], input=jsonl(QUESTIONS), env=env)
+    assert result.exit_code == 0, result.output
+    meta = orjson.loads(result.stdout.splitlines()[0])["meta"]["detect"]
+    assert meta["method"] == "classifier" and meta["model"].endswith(Path(tiny_classifier).name)
+    from cqtools.models.roles import ROLES
+
+    assert len({r.env for r in ROLES}) == len(ROLES)
+
+
+def _variables_read() -> set[str]:
+    """Every CQ_* variable cq reads: the commands' flags, the method options, the roles, and the names the
+    code passes to the environment reader."""
+    import click
+
+    from cqtools import registry
+    from cqtools.cli import cli
+    from cqtools.models.roles import ROLES
+
+    found = {r.env for r in ROLES}
+    found |= {o.env for reg in registry.ALL for m in reg.methods() for o in m.options if o.env}
+
+    def walk(command, ctx):
+        for param in command.params:
+            envvars = param.envvar if isinstance(param.envvar, (list, tuple)) else [param.envvar]
+            found.update(e for e in envvars if e)
+        if isinstance(command, click.Group):
+            for name in command.list_commands(ctx):
+                walk(command.get_command(ctx, name), ctx)
+
+    walk(cli, click.Context(cli))
+    assert {"CQ_INDEX", "CQ_PRESET", "CQ_MODEL_BERTSCORE", "CQ_MODEL_TRAIN_DETECT"} <= found
+    for path in (ROOT / "cqtools").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("CQ_") \
+                    and node.value.replace("_", "").isalnum() and node.value.isupper():
+                found.add(node.value)
+    return found - {"CQ_METHODS", "CQ_MODEL_"}  # the registry's name; the prefix of cq train's (walked above)
+
+
+def test_docs_config_lists_every_variable_cq_reads():
+    documented = (ROOT / "docs" / "config.md").read_text()
+    missing = sorted(v for v in _variables_read() if f"`{v}`" not in documented)
+    assert missing == []
