@@ -43,6 +43,7 @@ DEFAULT_PLUGINS = (
     "cqtools.retrieval.builtin_methods",
     "cqtools.models.builtin_methods",
     "cqtools.score.builtin_methods",
+    "cqtools.presets.builtin",
 )
 
 
@@ -86,6 +87,11 @@ class Hooks:
     @hookspec
     def register_score_tasks(self, register):
         """Add ``cq score --task`` tasks."""
+
+    @hookspec
+    def register_presets(self, register):
+        """Add presets (``--preset NAME``): ``register(Preset(...))`` (cqtools/presets/base.py); each is checked
+        against the methods' schemas when registered."""
 
     @hookspec
     def register_formats(self, register):
@@ -172,6 +178,33 @@ def fill(registry) -> None:
             for method in added:
                 registry._methods.pop(method, None)
             _broken(name, _entry_point(pm, impl.plugin), f"{registry.hook}: {type(err).__name__}: {err}")
+
+
+def fill_presets(register) -> None:
+    """Let every plugin register presets: cq's first; a plugin whose hook fails, or whose preset is refused
+    (a name taken, a row its method's schema refuses), is skipped with one warning, its presets removed."""
+    from .presets import PRESETS
+
+    pm = manager()
+    impls = sorted(pm.hook.register_presets.get_hookimpls(), key=lambda i: pm.get_name(i.plugin) not in DEFAULT_PLUGINS)
+    for impl in impls:
+        if pm.get_name(impl.plugin) in DEFAULT_PLUGINS:
+            impl.function(register=register)
+            continue
+        added: list[str] = []
+
+        def add(preset, _added=added):
+            result = register(preset)
+            _added.append(preset.name)
+            return result
+
+        try:
+            impl.function(register=add)
+        except Exception as err:  # noqa: BLE001 - a third party's hook
+            for name in added:
+                PRESETS.pop(name, None)
+            _broken(plugin_name(pm, impl.plugin), _entry_point(pm, impl.plugin),
+                    f"register_presets: {type(err).__name__}: {err}")
 
 
 def plugin_name(pm: pluggy.PluginManager, plugin) -> str:

@@ -54,6 +54,41 @@ def test_plugin_detector_and_searcher_from_the_cli(plugin_path, fixture_index):
     assert [p["rank"] for p in out[1]["passages"]] == [1, 2]
 
 
+def test_a_plugin_adds_a_preset_beside_the_builtin_ones(plugin_path):
+    """A plugin's ``register_presets`` hook adds a preset (checked against its method's schema) without hiding
+    cq's own; names are case-insensitive."""
+    listed = [orjson.loads(line)["name"] for line in cq(["presets"], plugin_path).stdout.splitlines()]
+    assert {"toc", "clam", "ambigqa", "refuel", "askcq", "demo-length"} <= set(listed)
+    questions = [{"id": "a", "question": "Who played the Joker in the film that came out in 2019 in the US?"},
+                 {"id": "b", "question": "Who played the Joker in 2019?"}]
+    detected = cq(["detect", "--preset", "DEMO-Length"], plugin_path, jsonl(questions))
+    assert detected.returncode == 0, detected.stderr
+    out = [orjson.loads(line) for line in detected.stdout.splitlines()]
+    assert [(r["ambiguity"]["method"], r["ambiguity"]["threshold"], r["ambiguity"]["label"]) for r in out] == [
+        ("length", 10.0, True), ("length", 10.0, False)]
+    assert out[0]["meta"]["presets"] == {"detect": "demo-length"}
+    unknown = cq(["detect", "--preset", "demo-lenght"], plugin_path, jsonl(questions))
+    assert unknown.returncode != 0 and "did you mean 'demo-length'?" in unknown.stderr
+
+
+def test_a_preset_registered_from_python_hides_no_builtin_one_and_is_checked():
+    from cqtools import presets
+    from cqtools.presets import Preset, Setting
+
+    try:
+        presets.register(Preset("mine", "a detector at 0.9", "none", "none",
+                                (Setting("detect", "method", "always", "x"), Setting("detect", "threshold", 0.9, "x"))))
+        assert {"toc", "clam", "mine"} <= set(presets.names())
+        assert presets.values("MINE", "detect") == {"method": "always", "threshold": 0.9}
+        with pytest.raises(ValueError, match="has no option 'treshold'"):
+            presets.register(Preset("bad", "", "", "", (Setting("detect", "method", "always", "x"),
+                                                        Setting("detect", "treshold", 0.9, "x"))))
+        with pytest.raises(ValueError, match="defined twice"):
+            presets.register(Preset("CLAM", "", "", ""))
+    finally:
+        presets.PRESETS.pop("mine", None)
+
+
 def test_without_the_plugin_its_methods_are_unknown(fixture_index):
     result = subprocess.run([sys.executable, "-m", "cqtools", "detect", "--method", "length"], input="",
                             capture_output=True, text=True, cwd=ROOT)

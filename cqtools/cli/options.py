@@ -426,7 +426,7 @@ def apply_preset(command: str, name: str, kwargs: dict) -> None:
         if source is None or source.name in ("DEFAULT", "DEFAULT_MAP"):
             kwargs[key] = value
             ctx.set_parameter_source(key, click.core.ParameterSource.DEFAULT_MAP)
-    ctx.meta["cq.preset"] = name
+    ctx.meta["cq.preset"] = presets.get(name).name  # as registered, whatever the case given
 
 
 def _for_chosen_method(ctx, command: str, name: str, values: dict, kwargs: dict) -> dict:

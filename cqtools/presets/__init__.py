@@ -7,6 +7,11 @@ behaviour of its own. ``cq presets`` lists them (JSONL); docs/methods.md is gene
 of cqtools/presets/<paper>.py (``python -m cqtools.docgen --methods``), so every value carries where it comes from
 (paper section, or released file:line at a commit) and what still differs in cq, and why.
 
+Presets are registered through the plugin hook ``register_presets(register)`` (cqtools/plugins.py), cq's
+own five like any plugin's; each is checked against the methods' schemas when registered (a row naming an
+unknown method, or an option its method does not take, or a value its schema refuses, is refused), and
+registering one never hides another. Names are case-insensitive.
+
 From Python::
 
     from cqtools import presets
@@ -22,24 +27,29 @@ from .base import Preset, Setting
 
 
 PRESETS: dict[str, Preset] = {}
+_loaded = False
 
 
 def register(preset: Preset) -> Preset:
-    if preset.name in PRESETS:
+    """Add ``preset`` (checked against the methods' schemas; its name must be new, whatever its case). cq's
+    own presets are registered first, so one added from Python before any use hides none of them."""
+    _load()
+    if preset.name.lower() in {name.lower() for name in PRESETS}:
         raise ValueError(f"preset {preset.name!r} is defined twice")
+    check(preset)
     PRESETS[preset.name] = preset
     return preset
 
 
 def get(name: str) -> Preset:
     _load()
-    try:
-        return PRESETS[name]
-    except KeyError:
-        near = difflib.get_close_matches(name, list(PRESETS), n=1)
-        hint = f"did you mean {near[0]!r}? " if near else ""
-        raise InputError(f"unknown preset {name!r}; {hint}--preset takes one of: {', '.join(PRESETS)} "
-                         "(`cq presets` lists them)") from None
+    found = {key.lower(): preset for key, preset in PRESETS.items()}.get(str(name).lower())
+    if found is not None:
+        return found
+    near = difflib.get_close_matches(str(name).lower(), [n.lower() for n in PRESETS], n=1)
+    hint = f"did you mean {next(n for n in PRESETS if n.lower() == near[0])!r}? " if near else ""
+    raise InputError(f"unknown preset {name!r}; {hint}--preset takes one of: {', '.join(PRESETS)} "
+                     "(`cq presets` lists them)")
 
 
 def names() -> list[str]:
@@ -53,14 +63,49 @@ def values(name: str, command: str) -> dict:
     return get(name).values(command)
 
 
+# The commands whose rows choose a registered method, the parameter that chooses it, and its registry.
+CHOOSERS = {"detect": ("method", "DETECTORS"), "gen-cq": ("method", "CQ_METHODS"), "oracle": ("method", "ORACLES"),
+            "answer": ("mode", "ANSWER_MODES"), "disambiguate": ("method", "DISAMBIGUATORS"),
+            "score": ("task", "SCORE_TASKS")}
+
+
+def check(preset: Preset) -> None:
+    """Each row of ``preset`` that configures a registered method names that method's option with a value its
+    schema takes (cq answer's rows may be its readers' options; ``reader_name`` a registered reader)."""
+    from .. import registry
+
+    for command in preset.commands():
+        if command not in CHOOSERS:
+            continue
+        key, name = CHOOSERS[command]
+        rows = preset.values(command)
+        reg = getattr(registry, name)
+        method = reg.get(rows[key]) if key in rows else None
+        for option, value in rows.items():
+            if option == key or command == "score" or method is None:
+                continue
+            if command == "answer" and option == "reader_name":
+                if value not in registry.READERS.names():
+                    raise ValueError(f"preset {preset.name}: cq answer --reader {value!r} is not a registered reader")
+                continue
+            declared = method.option(option)
+            if declared is None and command == "answer":
+                declared = next((r.option(option) for r in registry.READERS.methods() if r.option(option)), None)
+            if declared is None:
+                raise ValueError(f"preset {preset.name}: cq {command} {key} {rows[key]} has no option {option!r}")
+            if declared.convert(value, f"preset {preset.name}") != value:
+                raise ValueError(f"preset {preset.name}: {option}={value!r} is not what its schema gives back")
+
+
 def _load() -> None:
-    """cq's own presets, one module per paper (cqtools/presets/<paper>.py, each defining PRESET)."""
-    if not PRESETS:
-        from . import ambigqa, askcq, clam, refuel, toc
+    """Every preset: cq's own (cqtools/presets/builtin.py) and the plugins', through the hook."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    from ..plugins import fill_presets
 
-        for module in (toc, clam, ambigqa, refuel, askcq):
-            for preset in getattr(module, "PRESETS", None) or (module.PRESET,):
-                register(preset)
+    fill_presets(register)
 
 
-__all__ = ["Setting", "Preset", "PRESETS", "register", "get", "names", "values"]
+__all__ = ["Setting", "Preset", "PRESETS", "register", "get", "names", "values", "check"]

@@ -138,3 +138,13 @@ def register_backends(register):
 @hookimpl
 def register_searchers(register):
     register("overlap", lambda index_dir, **_: OverlapSearcher(index_dir), help="shared words")
+
+
+@hookimpl
+def register_presets(register):
+    from cqtools.presets import Preset, Setting
+
+    register(Preset(name="demo-length", help="the length detector as the demo plugin's (toy) paper ran it",
+                    paper="none", code="tests/plugins/cq_demo_plugin",
+                    settings=(Setting("detect", "method", "length", "the toy rule"),
+                              Setting("detect", "threshold", 10.0, "questions of more than 10 words"))))
