@@ -180,11 +180,10 @@ def fill(registry) -> None:
             _broken(name, _entry_point(pm, impl.plugin), f"{registry.hook}: {type(err).__name__}: {err}")
 
 
-def fill_presets(register) -> None:
+def fill_presets(register, unregister) -> None:
     """Let every plugin register presets: cq's first; a plugin whose hook fails, or whose preset is refused
-    (a name taken, a row its method's schema refuses), is skipped with one warning, its presets removed."""
-    from .presets import PRESETS
-
+    (a name taken, a row its method's schema refuses), is skipped with one warning, its presets removed
+    (``unregister(name)``)."""
     pm = manager()
     impls = sorted(pm.hook.register_presets.get_hookimpls(), key=lambda i: pm.get_name(i.plugin) not in DEFAULT_PLUGINS)
     for impl in impls:
@@ -202,7 +201,7 @@ def fill_presets(register) -> None:
             impl.function(register=add)
         except Exception as err:  # noqa: BLE001 - a third party's hook
             for name in added:
-                PRESETS.pop(name, None)
+                unregister(name)
             _broken(plugin_name(pm, impl.plugin), _entry_point(pm, impl.plugin),
                     f"register_presets: {type(err).__name__}: {err}")
 

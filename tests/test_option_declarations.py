@@ -188,3 +188,27 @@ def test_docs_config_lists_every_variable_cq_reads():
     documented = (ROOT / "docs" / "config.md").read_text()
     missing = sorted(v for v in _variables_read() if f"`{v}`" not in documented)
     assert missing == []
+
+
+def test_a_python_run_with_a_preset_notes_it_as_the_cli_does(tmp_path, runner):
+    """The stream engine lives outside cli/ (cqtools/stream) and takes the preset from the stage: a Python run
+    built with presets.stage writes meta.presets and names the preset in its run record, like `cq detect --preset`."""
+    import json
+
+    from cqtools import presets
+    from cqtools.cli import cli
+    from cqtools.stream import StreamSpec, run_stream
+
+    stage = presets.stage("disambig-first", "detect", method="always")
+    out = tmp_path / "py.jsonl"
+    import io
+
+    run_stream(stage, StreamSpec(resume=str(out)), stdin=io.BytesIO(jsonl(QUESTIONS).encode()))
+    python_records = [orjson.loads(line) for line in out.read_text().splitlines()]
+    cli_out = runner.invoke(cli, ["detect", "--preset", "disambig-first", "--method", "always", "-q"],
+                            input=jsonl(QUESTIONS)).stdout
+    cli_records = [orjson.loads(line) for line in cli_out.splitlines()]
+    assert [r["meta"]["presets"] for r in python_records] == [{"detect": "disambig-first"}] * 2
+    assert [r["meta"] for r in python_records] == [r["meta"] for r in cli_records]
+    record = json.loads((tmp_path / "py.jsonl.cq.json").read_text())
+    assert record["params"]["preset"] == "disambig-first" and record["command"] == "detect"

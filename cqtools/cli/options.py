@@ -430,20 +430,12 @@ def apply_preset(command: str, name: str, kwargs: dict) -> None:
 
 
 def _for_chosen_method(ctx, command: str, name: str, values: dict, kwargs: dict) -> dict:
-    """The preset's rows for ``command``, unless the user chose another method (or answer mode) than the
-    preset's: then its rows are options of a method that is not running, and none is applied (``cq detect
-    --preset clam --method never`` must not label with CLAM's threshold)."""
-    import logging
+    """The preset's rows unless the user chose (a flag or its variable) another method than the preset's."""
+    from .. import presets
 
-    key = next((k for k in ("method", "mode") if k in values and k in kwargs), None)
-    source = ctx.get_parameter_source(key) if key else None
-    if key is None or source is None or source.name in ("DEFAULT", "DEFAULT_MAP") or kwargs[key] == values[key]:
-        return values
-    skipped = sorted(k for k in values if k != key)
-    logging.getLogger("cqtools").warning(
-        f"preset {name} runs cq {command} --{key} {values[key]}; --{key} {kwargs[key]} was chosen, so the preset's "
-        f"{'options' if skipped else 'rows'} for {values[key]} ({', '.join(skipped) or 'none'}) are not applied")
-    return {}
+    chosen = {k: kwargs[k] for k in ("method", "mode") if k in kwargs and ctx.get_parameter_source(k) is not None
+              and ctx.get_parameter_source(k).name not in ("DEFAULT", "DEFAULT_MAP")}
+    return presets.for_method(name, command, values, chosen)
 
 
 __all__ = [

@@ -1,82 +1,18 @@
-"""The one loop every stage command runs: read records lazily, check them, keep this shard's share,
-skip what ``--resume`` already has, map a batch function, write as it goes.
-
-Memory stays constant in the input size: records are pulled through ``islice`` one batch
-at a time and written (and flushed) before the next batch is read.
-
-One record out per record in, always in input order. A record a stage cannot handle (a
-``question`` that is not a string, a stage error naming the record) stops the run under
-``--on-error fail``; under ``--on-error skip`` it is written through unchanged with the reason
-under ``errors.<stage>`` and the rest of its batch is processed as usual. Only a line that is not
-a JSON object at all is dropped (it is no record); each is reported with its line number.
-
-``--resume OUT`` resumes by input position: OUT's complete lines are the first records of this
-run's input (their ids are checked in order), a torn last line is cut off, and the run record
-``OUT.cq.json`` (cqtools/runrecord.py) must show the same configuration. ``-o FILE`` instead writes
-all or nothing: a temp file renamed to FILE when the input is exhausted. Either is gzip if named
-``.gz``; gzip input (a file or stdin) is recognised by its magic bytes. ``spec.sinks`` (``cq retrieve
---run``) see every record written, OUT's earlier ones included, and are committed with the run.
-
-Under a multi-process launcher (``accelerate launch --multi_gpu --num_processes N -m cqtools ...``,
-or torchrun: ``WORLD_SIZE`` > 1) only the main process reads stdin; it hands each process one
-batch per round (consecutive batches, so every batch is the one a single process would have
-formed), gathers the results and writes them in input order: the output is that of one process.
-"""
+"""The stream loop as the commands run it (the engine is :mod:`cqtools.stream`): the shared options popped into
+a :class:`StreamSpec`, the command's flags, the preset and the run configuration taken from click's context,
+standard input with a hint when it is a terminal."""
 from __future__ import annotations
 
 import logging
-import os
 import sys
-from dataclasses import dataclass, field
-from itertools import islice
-from typing import Callable, Iterator
 
 import click
 
-import orjson
-from tqdm import tqdm
-
-from ..config import current, env
-from .. import runrecord
-from ..errors import CQError, InputError, ServiceError
-from ..jsonl import AtomicFile, JsonlWriter, Skipped, bad_id, batched, open_append, open_input, read_records
+from ..stream import EMPTY_HINTS, ERRORS, StreamSpec, apply, batched, count_records, read_files, record_problem
+from ..stream import run_stream as run_engine
+from ..stream.inputs import FileLine
 
 log = logging.getLogger("cqtools")
-
-BatchFn = Callable[[list[dict]], list[dict]]
-ERRORS = "errors"
-
-# What each stage adds, and the likely cause when it is empty on every record (said once, on stderr).
-EMPTY_HINTS = {
-    "retrieve": ("passages", "the index matched none of the questions: check --index (and the corpus it holds)"),
-    "gen-cq": ("cq", "gen-cq writes a CQ only where ambiguity.label is true (run cq detect first, or pass --all), "
-                     "or the model wrote no question (a tiny LM often cannot: try a stronger --model)"),
-    "disambiguate": ("dqs", "the model wrote nothing usable (a tiny LM often cannot: try a stronger --model), or "
-                            "--method qd found no 'answers' to disambiguate (run cq answer --mode multi first)"),
-    "answer": ("answers", "the reader found no answer in the passages shown (are there passages? run cq retrieve "
-                          "first, or raise --passages)"),
-}
-
-
-@dataclass
-class StreamSpec:
-    """What a command asked for on its command line (the stream/scale option bundles)."""
-
-    on_error: str = "fail"
-    quiet: bool = False
-    batch_size: int = 32
-    shard: tuple[int, int] | None = None
-    resume: str | None = None
-    force_resume: bool = False
-    required: tuple[str, ...] = ("question",)
-    desc: str = "records"
-    fanout: bool = False  # process returns a list of records per input (in order), not one record
-    output: str | None = None
-    sinks: list = field(default_factory=list)  # write(records), commit(), abort(): e.g. a TREC run
-    command: str | None = None  # the run record's command and parameters (default: the click command's,
-    params: dict | None = None  # or the batch function's cq_command / cq_params from a stage's build())
-    inputs: tuple[str, ...] = ()  # FILE arguments, read in order instead of standard input
-    total: int | None = None      # --total: records expected (the progress bar's total)
 
 
 def spec_from(kwargs: dict, **overrides) -> StreamSpec:
@@ -102,317 +38,22 @@ def spec_from(kwargs: dict, **overrides) -> StreamSpec:
     return spec
 
 
-# ---------------------------------------------------------------------------------------------
-# checking records
+def run_stream(process, spec: StreamSpec, stdin=None, stdout=None) -> int:
+    """The engine's :func:`cqtools.stream.run_stream` with what click knows: the command's name and flags for
+    the run record, the preset it runs under, the run configuration, and standard input."""
+    from ..config import current
 
-
-def record_problem(record: dict, required: tuple[str, ...]) -> str | None:
-    """Why a stage cannot take ``record`` (None if it can): the schema's types, checked once here."""
-    problem = bad_id(record)
-    if problem:
-        return problem
-    for key in required:
-        if key not in record:
-            return f"missing required key '{key}'"
-        if not isinstance(record[key], str):
-            return f"'{key}' must be a string, got {_json_type(record[key])}"
-    limit = current().max_question_chars
-    if "question" in required and len(record["question"]) > limit:
-        return (f"'question' has {len(record['question'])} characters, over the limit of {limit} (a pasted "
-                f"document?); shorten it, or raise CQ_MAX_QUESTION_CHARS")
-    passages = record.get("passages")
-    if passages is not None and not (isinstance(passages, list) and all(isinstance(p, dict) for p in passages)):
-        return f"'passages' must be a list of objects, got {_json_type(passages)}"
-    return None
-
-
-def _json_type(value) -> str:
-    names = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string",
-             list: "a list", dict: "an object"}
-    return names.get(type(value), type(value).__name__)
-
-
-@dataclass
-class Item:
-    """One input record on its way through a batch: where it came from, and why it was set aside."""
-
-    lineno: int
-    record: dict
-    problem: str | None = None
-
-
-def _items(records, spec: StreamSpec) -> Iterator[Item]:
-    for lineno, record in records:
-        problem = record_problem(record, spec.required)
-        if problem and spec.on_error != "skip":
-            raise InputError(f"{problem} (record {record['id']!s}); fix the input, or pass --on-error skip "
-                             f"to write such records through with the reason under '{ERRORS}'",
-                             where=f"line {lineno}", record_id=record["id"])
-        yield Item(lineno, record, problem)
-
-
-def apply(process: BatchFn, items: list[Item], spec: StreamSpec) -> list[dict]:
-    """``process`` over a batch. Under ``--on-error skip`` a record the stage rejects (by name, or
-    alone in a batch) is written through unchanged with the reason; the others are processed."""
-    out: dict[int, dict] = {}
-    todo = []
-    for n, item in enumerate(items):
-        if item.problem:
-            log.warning("%s: line %s: %s (record %s): written through unchanged", spec.desc, item.lineno,
-                        item.problem, item.record["id"])
-            out[n] = _set_aside(item.record, spec, item.problem)
-        else:
-            todo.append(n)
-    pristine = {n: orjson.dumps(items[n].record) for n in todo} if spec.on_error == "skip" else None
-    while todo:
-        records = [items[n].record for n in todo]
-        try:
-            result = process(records)
-        except CQError as err:
-            if isinstance(err, ServiceError):  # a server down is no record's fault: stop, written records stay
-                raise
-            if err.where is None:
-                err.where = _locate(err, [items[n] for n in todo])
-            if pristine is None:
-                raise
-            culprit = _culprit(err, items, todo)
-            if culprit is None:  # the stage did not say which record: find it by going one at a time
-                for n in todo:
-                    items[n].record = orjson.loads(pristine[n])
-                    out[n] = apply(process, [items[n]], spec)[0]
-                break
-            log.warning("%s: %s (record %s): written through unchanged", spec.desc, err, items[culprit].record["id"])
-            out[culprit] = _set_aside(orjson.loads(pristine[culprit]), spec, err.message)
-            todo = [n for n in todo if n != culprit]
-            for n in todo:  # the stage may have changed records before it failed
-                items[n].record = orjson.loads(pristine[n])
-            continue
-        if len(result) != len(records):
-            raise CQError(f"internal: stage returned {len(result)} records for {len(records)}")
-        out.update(zip(todo, result))
-        break
-    return [out[n] for n in range(len(items))]
-
-
-def _culprit(err: CQError, items: list[Item], todo: list[int]) -> int | None:
-    if len(todo) == 1:
-        return todo[0]
-    for n in todo:
-        if err.record_id is not None and items[n].record["id"] == err.record_id:
-            return n
-    return None
-
-
-def _set_aside(record: dict, spec: StreamSpec, reason: str) -> dict | list[dict]:
-    errors = record.get(ERRORS)
-    record[ERRORS] = {**(errors if isinstance(errors, dict) else {}), spec.desc: reason}
-    return [record] if spec.fanout else record
-
-
-def _locate(err: CQError, items: list[Item]) -> str:
-    """``line N`` of the record an error names, else the batch's line range."""
-    for item in items:
-        if err.record_id is not None and item.record["id"] == err.record_id:
-            return f"line {item.lineno}"
-    if len(items) == 1:
-        return f"line {items[0].lineno} (record {items[0].record['id']})"
-    first, last = items[0].lineno, items[-1].lineno
-    if isinstance(first, FileLine):
-        return f"lines {int(first)}-{int(last)} of {first.path}"
-    return f"lines {first}-{last}"
-
-
-# ---------------------------------------------------------------------------------------------
-# input and output
-
-
-class _Counted:
-    """The records read (before sharding): a finished run writes their number into its run record."""
-
-    def __init__(self, records):
-        self.records = records
-        self.count = 0
-
-    def __iter__(self):
-        for item in self.records:
-            self.count += 1
-            yield item
-
-
-class _Run:
-    """This run's input (read, checked, sharded, resumed) and output (stdout, ``-o FILE``, or
-    ``--resume OUT`` with its run record), and the sinks that see what is written."""
-
-    def __init__(self, spec: StreamSpec, stdin, stdout):
-        self.spec = spec
-        self.skipped = Skipped()
-        if spec.inputs and stdin is None:
-            source = read_files(spec.inputs, spec.on_error, self.skipped)
-        else:
-            source = read_records(stdin if stdin is not None else click_stdin(), (), spec.on_error, self.skipped)
-        self.counted = _Counted(source)
-        records = iter(self.counted)
-        if spec.shard is not None:
-            records = _take_shard(records, *spec.shard)
-        self.out_fh = None
-        self.record = None
-        self.done = 0
-        self.filled = 0  # records written whose stage output (EMPTY_HINTS) is not empty
-        self.lock = None
-        if spec.resume:
-            self.lock = runrecord.lock(spec.resume)  # held until close() (or this process's end)
-            try:
-                records = self._open_resume(spec, records)
-            except BaseException:
-                os.close(self.lock)
-                self.lock = None
-                raise
-        elif spec.output:
-            self.out_fh = AtomicFile(spec.output)
-        self.items = _items(records, spec)
-        self.writer = JsonlWriter(self.out_fh or (stdout if stdout is not None else sys.stdout.buffer))
-        shown = not spec.quiet and sys.stderr.isatty()
-        total = spec.total if spec.total is not None or not shown else count_records(spec.inputs)
-        if total is not None and spec.shard is not None:
-            total = len(range(spec.shard[0], total, spec.shard[1]))
-        self.bar = tqdm(desc=spec.desc, unit="rec", file=sys.stderr, total=total, initial=0,
-                        disable=not shown, dynamic_ncols=True, smoothing=0.1)
-
-    def _open_resume(self, spec: StreamSpec, records):
-        """Check OUT's run record, skip the records it holds, open it for appending."""
-        self.record, self.done = runrecord.open_resume(spec.resume, spec.force_resume,
-                                                       shard=list(spec.shard) if spec.shard else None,
-                                                       command=spec.command, params=spec.params)
-        if self.done:
-            log.info("resume: %d records already in %s", self.done, spec.resume)
-            records = runrecord.skip_done(records, spec.resume, self.done)
-        self.out_fh = open_append(spec.resume)
-        self._replay(spec.resume, self.done)
-        return records
-
-    def _replay(self, path: str, done: int) -> None:
-        """Sinks see the records OUT already holds, so that they cover the whole output."""
-        if self.spec.sinks and done:
-            with open_input(path) as fh:
-                for _, record in islice(read_records(fh, required=()), done):
-                    for sink in self.spec.sinks:
-                        sink.write([record])
-
-    def write(self, records: list, n_inputs: int) -> None:
-        records = [r for group in records for r in group] if self.spec.fanout else records
-        watched = EMPTY_HINTS.get(self.spec.desc)
-        if watched is not None:
-            self.filled += sum(1 for r in records if isinstance(r, dict) and r.get(watched[0]) not in (None, [], {}, "")
-                               and ERRORS not in r)
-        self.writer.write_all(records)
-        for sink in self.spec.sinks:
-            sink.write(records)
-        self.bar.update(n_inputs)
-
-    def finish(self) -> None:
-        """The input is exhausted: say so in the run record (cq merge checks it)."""
-        if self.record is not None:
-            self.record.update(complete=True, input_records=self.counted.count,
-                               records_written=self.done + self.writer.written)
-            runrecord.write(self.spec.resume, self.record)
-        if self.skipped.count:
-            log.warning("skipped %d malformed line(s)", self.skipped.count)
-        if not self.counted.count:
-            where = ", ".join(self.spec.inputs) if self.spec.inputs else "standard input"
-            log.warning("%s: 0 records on %s: nothing to do", self.spec.desc, where)
-        elif self.writer.written and not self.filled and self.spec.desc in EMPTY_HINTS:
-            key, hint = EMPTY_HINTS[self.spec.desc]
-            log.warning("%s: '%s' is empty on every one of the %d records written; likely: %s", self.spec.desc, key,
-                        self.writer.written, hint)
-        if isinstance(self.out_fh, AtomicFile):
-            self.out_fh.commit()
-        for sink in self.spec.sinks:
-            sink.commit()
-
-    def close(self) -> None:
-        """After :meth:`finish` (committed), or after a failure: ``-o`` and sinks leave no file behind."""
-        self.bar.close()
-        for sink in self.spec.sinks:
-            sink.abort()
-        if isinstance(self.out_fh, AtomicFile):
-            self.out_fh.abort()
-        elif self.out_fh:
-            self.out_fh.close()
-        if self.lock is not None:
-            os.close(self.lock)
-            self.lock = None
-
-
-def run_stream(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> int:
-    """Run ``process`` over every record of stdin and write its output; returns records written.
-
-    ``process`` gets a list of records and must return one record per input, in order (with
-    ``spec.fanout``: one list of records per input).
-    Errors carry the failing record's id; everything written before them stays written.
-    """
-    if spec.command is None and getattr(process, "cq_command", None):
-        # the run record holds the options the method runs with (its schema's values), and, from the
-        # CLI, the command's other flags; from Python (no click context), the stage's own parameters
-        ctx = click.get_current_context(silent=True)
-        flags = {**ctx.meta.get("cq.params", {}), **ctx.params} if ctx is not None else {}
-        spec.command = ctx.command.name if ctx is not None else process.cq_command
-        spec.params = {**flags, **process.cq_params}
     ctx = click.get_current_context(silent=True)
-    if ctx is not None and ctx.meta.get("cq.preset"):
-        process = _noting_preset(process, ctx.command.name, ctx.meta["cq.preset"], spec.fanout)
-    if _world_size() > 1:
-        from .distributed import run_distributed
-
-        return run_distributed(process, spec, stdin, stdout, new_run=_Run, apply=apply)
-    run = _Run(spec, stdin, stdout)
-    step = _call_size(spec, run.bar)
-    try:
-        for batch in batched(run.items, spec.batch_size):
-            for start in range(0, len(batch), step):
-                part = batch[start:start + step]
-                run.write(apply(process, part, spec), len(part))
-        run.finish()
-    finally:
-        run.close()
-    return run.writer.written
-
-
-def _call_size(spec: StreamSpec, bar) -> int:
-    """Records per call of the stage: the batch, except under a progress bar (a terminal), where records go
-    one at a time so that the bar moves per record. The records are the same either way (every backend
-    computes each input alone: docs/benchmarks/determinism.md); API stages keep --concurrency records per
-    call (their requests stay in flight together), and padded batches (CQ_PADDED_BATCHES=1) keep the batch."""
-    from ..models.runtime import padded_batches
-
-    if bar.disable or padded_batches():
-        return spec.batch_size
-    config = current()
-    return max(1, min(spec.batch_size, config.concurrency)) if config.api_base else 1
-
-
-def _noting_preset(process: BatchFn, command: str, preset: str, fanout: bool) -> BatchFn:
-    """``process`` that also notes ``meta.presets.<command> = preset`` on every record it returns."""
-
-    def note(record):
-        if isinstance(record, dict):
-            record.setdefault("meta", {}).setdefault("presets", {})[command] = preset
-        return record
-
-    def run(records):
-        out = process(records)
-        return [[note(r) for r in group] if fanout else note(group) for group in out]
-
-    for attr in ("cq_command", "cq_params"):
-        if hasattr(process, attr):
-            setattr(run, attr, getattr(process, attr))
-    return run
-
-
-def _world_size() -> int:
-    try:
-        return int(env("WORLD_SIZE", "1"))
-    except ValueError:
-        return 1
+    if ctx is not None:
+        if spec.command is None and getattr(process, "cq_command", None):
+            spec.command = ctx.command.name
+            spec.params = {**ctx.meta.get("cq.params", {}), **ctx.params, **process.cq_params}
+        spec.preset = spec.preset or ctx.meta.get("cq.preset")
+        spec.stage = spec.stage or ctx.command.name
+    spec.config = spec.config or current()
+    if stdin is None and not spec.inputs:
+        stdin = click_stdin()
+    return run_engine(process, spec, stdin, stdout)
 
 
 def click_stdin():
@@ -423,51 +64,5 @@ def click_stdin():
     return sys.stdin.buffer
 
 
-class FileLine(int):
-    """A line number that knows its file: formats as "N of FILE" (``line 3 of a.jsonl``)."""
-
-    path: str
-
-    def __new__(cls, n: int, path: str):
-        line = super().__new__(cls, n)
-        line.path = path
-        return line
-
-    def __str__(self) -> str:
-        return f"{int(self)} of {self.path}"
-
-    __format__ = lambda self, spec: format(str(self), spec)  # noqa: E731
-
-
-def read_files(paths, on_error: str, skipped) -> Iterator[tuple[int, dict]]:
-    """``(line, record)`` of each file in turn (JSONL, gzipped or not), lines numbered in their file;
-    an error names the file."""
-    for path in paths:
-        with open_input(path) as stream:
-            try:
-                for lineno, record in read_records(stream, (), on_error, skipped):
-                    yield FileLine(lineno, path), record
-            except InputError as err:
-                err.where = f"{err.where} of {path}" if err.where else path
-                raise
-
-
-def count_records(paths) -> int | None:
-    """Non-blank lines of the FILE arguments (the progress bar's total), None without any."""
-    if not paths:
-        return None
-    total = 0
-    for path in paths:
-        with open_input(path) as stream:
-            total += sum(1 for line in stream if line.strip())
-    return total
-
-
-def _take_shard(records, index: int, total: int):
-    for position, item in enumerate(records):
-        if position % total == index:
-            yield item
-
-
 __all__ = ["StreamSpec", "spec_from", "run_stream", "apply", "record_problem", "batched", "click_stdin",
-           "read_files", "count_records"]
+           "read_files", "count_records", "FileLine", "EMPTY_HINTS", "ERRORS"]

@@ -15,8 +15,7 @@ registering one never hides another. Names are case-insensitive.
 From Python::
 
     from cqtools import presets
-    from cqtools.stages import detect
-    detect_stage = detect.build(**presets.values("clam", "detect"))  # method + its options
+    detect_stage = presets.stage("clam", "detect")  # detect.build with the preset's rows, noted in meta.presets
 """
 from __future__ import annotations
 
@@ -63,6 +62,46 @@ def values(name: str, command: str) -> dict:
     return get(name).values(command)
 
 
+STAGE_MODULES = {"detect": "detect", "gen-cq": "gen_cq", "oracle": "oracle", "answer": "answer",
+                 "disambiguate": "disambiguate", "retrieve": "retrieve"}
+
+
+def stage(name: str, command: str, config=None, **options):
+    """The stage ``command`` as preset ``name`` runs it, from Python: the preset's rows for it with ``options``
+    on top (yours win), built by the stage's own ``build``; its records note ``meta.presets.<command>`` and its
+    run record names the preset, as the CLI's do::
+
+        detect_stage = presets.stage("clam", "detect", model="Qwen/Qwen2.5-7B-Instruct")
+    """
+    import importlib
+
+    if command not in STAGE_MODULES:
+        raise InputError(f"presets.stage builds one of {', '.join(STAGE_MODULES)}, not {command!r}")
+    rows = for_method(name, command, values(name, command), options)
+    if "reader_name" in rows:  # cq answer's --reader is its build()'s reader
+        rows["reader"] = rows.pop("reader_name")
+    module = importlib.import_module(f"cqtools.stages.{STAGE_MODULES[command]}")
+    fn = module.build(config=config, **{**rows, **options})
+    fn.cq_preset = get(name).name
+    return fn
+
+
+def for_method(name: str, command: str, rows: dict, chosen: dict) -> dict:
+    """``rows`` of preset ``name`` for ``command``, unless ``chosen`` (what the user set) picks another method (or
+    answer mode) than the preset's: then its rows are options of a method that is not running, and none is
+    applied, with one warning (``cq detect --preset clam --method never`` must not label with CLAM's threshold)."""
+    import logging
+
+    key = next((k for k in ("method", "mode") if k in rows and chosen.get(k) is not None), None)
+    if key is None or chosen[key] == rows[key]:
+        return rows
+    skipped = sorted(k for k in rows if k != key)
+    logging.getLogger("cqtools").warning(
+        f"preset {get(name).name} runs cq {command} --{key} {rows[key]}; --{key} {chosen[key]} was chosen, so the "
+        f"preset's {'options' if skipped else 'rows'} for {rows[key]} ({', '.join(skipped) or 'none'}) are not applied")
+    return {}
+
+
 # The commands whose rows choose a registered method, the parameter that chooses it, and its registry.
 CHOOSERS = {"detect": ("method", "DETECTORS"), "gen-cq": ("method", "CQ_METHODS"), "oracle": ("method", "ORACLES"),
             "answer": ("mode", "ANSWER_MODES"), "disambiguate": ("method", "DISAMBIGUATORS"),
@@ -105,7 +144,7 @@ def _load() -> None:
     _loaded = True
     from ..plugins import fill_presets
 
-    fill_presets(register)
+    fill_presets(register, lambda name: PRESETS.pop(name, None))
 
 
-__all__ = ["Setting", "Preset", "PRESETS", "register", "get", "names", "values", "check"]
+__all__ = ["Setting", "Preset", "PRESETS", "register", "get", "names", "values", "check", "stage"]

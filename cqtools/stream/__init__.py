@@ -1,0 +1,265 @@
+"""The one loop every stage command runs: read records lazily, check them, keep this shard's share,
+skip what ``--resume`` already has, map a batch function, write as it goes.
+
+Memory stays constant in the input size: records are pulled through ``islice`` one batch
+at a time and written (and flushed) before the next batch is read.
+
+One record out per record in, always in input order. A record a stage cannot handle (a
+``question`` that is not a string, a stage error naming the record) stops the run under
+``--on-error fail``; under ``--on-error skip`` it is written through unchanged with the reason
+under ``errors.<stage>`` and the rest of its batch is processed as usual. Only a line that is not
+a JSON object at all is dropped (it is no record); each is reported with its line number.
+
+``--resume OUT`` resumes by input position: OUT's complete lines are the first records of this
+run's input (their ids are checked in order), a torn last line is cut off, and the run record
+``OUT.cq.json`` (cqtools/runrecord.py) must show the same configuration. ``-o FILE`` instead writes
+all or nothing: a temp file renamed to FILE when the input is exhausted. Either is gzip if named
+``.gz``; gzip input (a file or stdin) is recognised by its magic bytes. ``spec.sinks`` (``cq retrieve
+--run``) see every record written, OUT's earlier ones included, and are committed with the run.
+
+Under a multi-process launcher (``accelerate launch --multi_gpu --num_processes N -m cqtools ...``,
+or torchrun: ``WORLD_SIZE`` > 1) only the main process reads stdin; it hands each process one
+batch per round (consecutive batches, so every batch is the one a single process would have
+formed), gathers the results and writes them in input order: the output is that of one process.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Callable
+
+from tqdm import tqdm
+
+from .. import runrecord
+from ..config import RunConfig, env
+from ..jsonl import AtomicFile, JsonlWriter, Skipped, batched, open_append, open_input, read_records
+from .batches import ERRORS, apply, record_problem
+from .batches import _items
+from .inputs import _Counted, _take_shard, count_records, read_files
+
+log = logging.getLogger("cqtools")
+
+BatchFn = Callable[[list[dict]], list[dict]]
+
+# What each stage adds, and the likely cause when it is empty on every record (said once, on stderr).
+EMPTY_HINTS = {
+    "retrieve": ("passages", "the index matched none of the questions: check --index (and the corpus it holds)"),
+    "gen-cq": ("cq", "gen-cq writes a CQ only where ambiguity.label is true (run cq detect first, or pass --all), "
+                     "or the model wrote no question (a tiny LM often cannot: try a stronger --model)"),
+    "disambiguate": ("dqs", "the model wrote nothing usable (a tiny LM often cannot: try a stronger --model), or "
+                            "--method qd found no 'answers' to disambiguate (run cq answer --mode multi first)"),
+    "answer": ("answers", "the reader found no answer in the passages shown (are there passages? run cq retrieve "
+                          "first, or raise --passages)"),
+}
+
+
+@dataclass
+class StreamSpec:
+    """What a command asked for on its command line (the stream/scale option bundles)."""
+
+    on_error: str = "fail"
+    quiet: bool = False
+    batch_size: int = 32
+    shard: tuple[int, int] | None = None
+    resume: str | None = None
+    force_resume: bool = False
+    required: tuple[str, ...] = ("question",)
+    desc: str = "records"
+    fanout: bool = False  # process returns a list of records per input (in order), not one record
+    output: str | None = None
+    sinks: list = field(default_factory=list)  # write(records), commit(), abort(): e.g. a TREC run
+    command: str | None = None  # the run record's command and parameters (default: the click command's,
+    params: dict | None = None  # or the batch function's cq_command / cq_params from a stage's build())
+    inputs: tuple[str, ...] = ()  # FILE arguments, read in order instead of standard input
+    total: int | None = None      # --total: records expected (the progress bar's total)
+    preset: str | None = None     # the preset the stage runs under (meta.presets.<stage>; default: the batch
+    stage: str | None = None      # function's cq_preset) and the command it is noted under (default: its
+    config: RunConfig | None = None  # cq_command); the run configuration (default: the current one)
+
+
+class _Run:
+    """This run's input (read, checked, sharded, resumed) and output (stdout, ``-o FILE``, or
+    ``--resume OUT`` with its run record), and the sinks that see what is written."""
+
+    def __init__(self, spec: StreamSpec, stdin, stdout):
+        self.spec = spec
+        self.skipped = Skipped()
+        if spec.inputs and stdin is None:
+            source = read_files(spec.inputs, spec.on_error, self.skipped)
+        else:
+            source = read_records(stdin if stdin is not None else sys.stdin.buffer, (), spec.on_error, self.skipped)
+        self.counted = _Counted(source)
+        records = iter(self.counted)
+        if spec.shard is not None:
+            records = _take_shard(records, *spec.shard)
+        self.out_fh = None
+        self.record = None
+        self.done = 0
+        self.filled = 0  # records written whose stage output (EMPTY_HINTS) is not empty
+        self.lock = None
+        if spec.resume:
+            self.lock = runrecord.lock(spec.resume)  # held until close() (or this process's end)
+            try:
+                records = self._open_resume(spec, records)
+            except BaseException:
+                os.close(self.lock)
+                self.lock = None
+                raise
+        elif spec.output:
+            self.out_fh = AtomicFile(spec.output)
+        self.items = _items(records, spec)
+        self.writer = JsonlWriter(self.out_fh or (stdout if stdout is not None else sys.stdout.buffer))
+        shown = not spec.quiet and sys.stderr.isatty()
+        total = spec.total if spec.total is not None or not shown else count_records(spec.inputs)
+        if total is not None and spec.shard is not None:
+            total = len(range(spec.shard[0], total, spec.shard[1]))
+        self.bar = tqdm(desc=spec.desc, unit="rec", file=sys.stderr, total=total, initial=0,
+                        disable=not shown, dynamic_ncols=True, smoothing=0.1)
+
+    def _open_resume(self, spec: StreamSpec, records):
+        """Check OUT's run record, skip the records it holds, open it for appending."""
+        self.record, self.done = runrecord.open_resume(spec.resume, spec.force_resume,
+                                                       shard=list(spec.shard) if spec.shard else None,
+                                                       command=spec.command, params=spec.params)
+        if self.done:
+            log.info("resume: %d records already in %s", self.done, spec.resume)
+            records = runrecord.skip_done(records, spec.resume, self.done)
+        self.out_fh = open_append(spec.resume)
+        self._replay(spec.resume, self.done)
+        return records
+
+    def _replay(self, path: str, done: int) -> None:
+        """Sinks see the records OUT already holds, so that they cover the whole output."""
+        if self.spec.sinks and done:
+            with open_input(path) as fh:
+                for _, record in islice(read_records(fh, required=()), done):
+                    for sink in self.spec.sinks:
+                        sink.write([record])
+
+    def write(self, records: list, n_inputs: int) -> None:
+        records = [r for group in records for r in group] if self.spec.fanout else records
+        watched = EMPTY_HINTS.get(self.spec.desc)
+        if watched is not None:
+            self.filled += sum(1 for r in records if isinstance(r, dict) and r.get(watched[0]) not in (None, [], {}, "")
+                               and ERRORS not in r)
+        self.writer.write_all(records)
+        for sink in self.spec.sinks:
+            sink.write(records)
+        self.bar.update(n_inputs)
+
+    def finish(self) -> None:
+        """The input is exhausted: say so in the run record (cq merge checks it)."""
+        if self.record is not None:
+            self.record.update(complete=True, input_records=self.counted.count,
+                               records_written=self.done + self.writer.written)
+            runrecord.write(self.spec.resume, self.record)
+        if self.skipped.count:
+            log.warning("skipped %d malformed line(s)", self.skipped.count)
+        if not self.counted.count:
+            where = ", ".join(self.spec.inputs) if self.spec.inputs else "standard input"
+            log.warning("%s: 0 records on %s: nothing to do", self.spec.desc, where)
+        elif self.writer.written and not self.filled and self.spec.desc in EMPTY_HINTS:
+            key, hint = EMPTY_HINTS[self.spec.desc]
+            log.warning("%s: '%s' is empty on every one of the %d records written; likely: %s", self.spec.desc, key,
+                        self.writer.written, hint)
+        if isinstance(self.out_fh, AtomicFile):
+            self.out_fh.commit()
+        for sink in self.spec.sinks:
+            sink.commit()
+
+    def close(self) -> None:
+        """After :meth:`finish` (committed), or after a failure: ``-o`` and sinks leave no file behind."""
+        self.bar.close()
+        for sink in self.spec.sinks:
+            sink.abort()
+        if isinstance(self.out_fh, AtomicFile):
+            self.out_fh.abort()
+        elif self.out_fh:
+            self.out_fh.close()
+        if self.lock is not None:
+            os.close(self.lock)
+            self.lock = None
+
+
+def run_stream(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> int:
+    """Run ``process`` over every record of stdin and write its output; returns records written.
+
+    ``process`` gets a list of records and must return one record per input, in order (with
+    ``spec.fanout``: one list of records per input).
+    Errors carry the failing record's id; everything written before them stays written.
+    """
+    if spec.command is None and getattr(process, "cq_command", None):
+        # the run record holds the options the method runs with (its schema's values); the CLI puts the
+        # command's other flags in spec.params first (cqtools/cli/stream.py)
+        spec.command = process.cq_command
+        spec.params = {**(spec.params or {}), **process.cq_params}
+    if spec.config is None:
+        from ..config import current
+
+        spec.config = current()
+    preset = spec.preset or getattr(process, "cq_preset", None)
+    if preset and spec.params is not None:
+        spec.params = {**spec.params, "preset": preset}  # the run record names it, from the CLI or Python
+    if preset:
+        stage = spec.stage or spec.command or getattr(process, "cq_command", None) or spec.desc
+        process = _noting_preset(process, stage, preset, spec.fanout)
+    if _world_size() > 1:
+        from .distributed import run_distributed
+
+        return run_distributed(process, spec, stdin, stdout, new_run=_Run, apply=apply)
+    run = _Run(spec, stdin, stdout)
+    step = _call_size(spec, run.bar)
+    try:
+        for batch in batched(run.items, spec.batch_size):
+            for start in range(0, len(batch), step):
+                part = batch[start:start + step]
+                run.write(apply(process, part, spec), len(part))
+        run.finish()
+    finally:
+        run.close()
+    return run.writer.written
+
+
+def _call_size(spec: StreamSpec, bar) -> int:
+    """Records per call of the stage: the batch, except under a progress bar (a terminal), where records go
+    one at a time so that the bar moves per record. The records are the same either way (every backend
+    computes each input alone: docs/benchmarks/determinism.md); API stages keep --concurrency records per
+    call (their requests stay in flight together), and padded batches (CQ_PADDED_BATCHES=1) keep the batch."""
+    from ..models.runtime import padded_batches
+
+    if bar.disable or padded_batches():
+        return spec.batch_size
+    config = spec.config
+    return max(1, min(spec.batch_size, config.concurrency)) if config.api_base else 1
+
+
+def _noting_preset(process: BatchFn, command: str, preset: str, fanout: bool) -> BatchFn:
+    """``process`` that also notes ``meta.presets.<command> = preset`` on every record it returns."""
+
+    def note(record):
+        if isinstance(record, dict):
+            record.setdefault("meta", {}).setdefault("presets", {})[command] = preset
+        return record
+
+    def run(records):
+        out = process(records)
+        return [[note(r) for r in group] if fanout else note(group) for group in out]
+
+    for attr in ("cq_command", "cq_params"):
+        if hasattr(process, attr):
+            setattr(run, attr, getattr(process, attr))
+    return run
+
+
+def _world_size() -> int:
+    try:
+        return int(env("WORLD_SIZE", "1"))
+    except ValueError:
+        return 1
+
+
+__all__ = ["StreamSpec", "run_stream", "apply", "record_problem", "batched", "read_files", "count_records", "ERRORS",
+           "EMPTY_HINTS"]

@@ -1,0 +1,68 @@
+"""Reading a run's input: FILE arguments in order (lines numbered in their file), counting records for a
+progress total, keeping one shard's share."""
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..errors import InputError
+from ..jsonl import open_input, read_records
+
+
+class _Counted:
+    """The records read (before sharding): a finished run writes their number into its run record."""
+
+    def __init__(self, records):
+        self.records = records
+        self.count = 0
+
+    def __iter__(self):
+        for item in self.records:
+            self.count += 1
+            yield item
+
+
+class FileLine(int):
+    """A line number that knows its file: formats as "N of FILE" (``line 3 of a.jsonl``)."""
+
+    path: str
+
+    def __new__(cls, n: int, path: str):
+        line = super().__new__(cls, n)
+        line.path = path
+        return line
+
+    def __str__(self) -> str:
+        return f"{int(self)} of {self.path}"
+
+    __format__ = lambda self, spec: format(str(self), spec)  # noqa: E731
+
+
+def read_files(paths, on_error: str, skipped) -> Iterator[tuple[int, dict]]:
+    """``(line, record)`` of each file in turn (JSONL, gzipped or not), lines numbered in their file;
+    an error names the file."""
+    for path in paths:
+        with open_input(path) as stream:
+            try:
+                for lineno, record in read_records(stream, (), on_error, skipped):
+                    yield FileLine(lineno, path), record
+            except InputError as err:
+                err.where = f"{err.where} of {path}" if err.where else path
+                raise
+
+
+def count_records(paths) -> int | None:
+    """Non-blank lines of the FILE arguments (the progress bar's total), None without any."""
+    if not paths:
+        return None
+    total = 0
+    for path in paths:
+        with open_input(path) as stream:
+            total += sum(1 for line in stream if line.strip())
+    return total
+
+
+def _take_shard(records, index: int, total: int):
+    for position, item in enumerate(records):
+        if position % total == index:
+            yield item
+
