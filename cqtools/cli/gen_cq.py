@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import click
 
-from .options import (preset_option, api_options, batch_option, compose, device_options, load_options, max_input_option,
-                      method_options, method_values, model_option, scale_options, stream_options)
+from .options import (api_options, batch_option, compose, device_options, load_options, max_input_option, model_option,
+                      scale_options, stream_options)
+from .method_flags import method_options, method_values, preset_option
 from ..models.roles import LLM
 from ..registry import CQ_METHODS
 

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import click
 
-from .options import (preset_option, batch_option, compose, device_options, load_options, max_input_option, model_option,
+from .options import (batch_option, compose, device_options, load_options, max_input_option, model_option,
                       scale_options, stream_options)
+from .method_flags import preset_option
 from ..models.roles import RERANKER
 from .stream import run_stream, spec_from
 

@@ -5,8 +5,8 @@ import os
 
 import click
 
-from .options import (preset_option, batch_option, compose, device_options, hits_option, load_options, method_options, method_values,
-                      scale_options, stream_options)
+from .options import (batch_option, compose, device_options, hits_option, load_options, scale_options, stream_options)
+from .method_flags import method_options, method_values, preset_option
 from ..registry import SEARCHERS
 from .stream import run_stream, spec_from
 

@@ -8,8 +8,8 @@ import orjson
 
 from ..jsonl import dumps, read_records
 from ..registry import SCORE_TASKS
-from .options import _opt_pairs, preset_option, batch_option, compose, device_options, seed_option, stream_options
-
+from .options import _opt_pairs, batch_option, compose, device_options, seed_option, stream_options
+from .method_flags import preset_option
 FORMATS = ["json", "table", "md", "csv"]
 
 
