@@ -212,3 +212,26 @@ def test_a_python_run_with_a_preset_notes_it_as_the_cli_does(tmp_path, runner):
     assert [r["meta"] for r in python_records] == [r["meta"] for r in cli_records]
     record = json.loads((tmp_path / "py.jsonl.cq.json").read_text())
     assert record["params"]["preset"] == "disambig-first" and record["command"] == "detect"
+
+
+@pytest.mark.parametrize("preset", ["ambigqa", "refuel", "askcq"])
+def test_reading_presets_keep_generated_answers_as_generated(preset):
+    """Span grounding is a reader option with a row in each reading preset: the papers generate their answers
+    freely, so under their presets an answer is never snapped to a passage span (under --preset askcq every
+    option's answer was replaced by a span)."""
+    from cqtools import presets
+    from cqtools.stages.answer.options import GenerativeOptions
+
+    rows = presets.values(preset, "answer")
+    assert rows["grounding"] == "none" and GenerativeOptions.grounding == "span"
+    assert any(s.option == "grounding" and s.differs for s in presets.get(preset).settings)
+
+
+def test_the_ambigqa_preset_reads_without_span_grounding(tiny_causal):
+    from cqtools import presets
+
+    records = [{"id": "a", "question": "Who played the Joker?",
+                "passages": [{"id": "p1", "title": "Joker", "text": "Heath Ledger played the Joker in 2008."}]}]
+    out = presets.stage("ambigqa", "answer", model=tiny_causal)(records)
+    assert out[0]["meta"]["answer"]["grounding"] == "none"
+    assert all(a["grounding"] == "none" for a in out[0]["answers"])

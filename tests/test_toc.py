@@ -346,6 +346,26 @@ def test_cli_writes_tree_dqs_long_answer_and_meta(runner, toc_models, shots_file
     assert again[0]["meta"]["disambiguate"]["template"] != records[0]["meta"]["disambiguate"]["template"]
 
 
+def test_a_later_long_answer_keeps_the_one_toc_wrote(runner, toc_models, shots_file):
+    """`cq answer --mode long` after ToC's loop keeps ToC's long answer (it replaced it with cq's own zero-shot
+    160-token one), says so once, and still writes one for a record ToC did not answer."""
+    import orjson
+
+    from cqtools.cli import cli
+
+    records = cq(runner, ["--shots", shots_file, "--seed", "1"])
+    other = dict(records[0], id="mine", meta={}, long_answer=None)
+    toc_models["generator"] = seeded_lm()
+    result = runner.invoke(cli, ["answer", "--mode", "long", "--preset", "toc"],
+                           input="".join(orjson.dumps(r).decode() + "\n" for r in [*records, other]))
+    assert result.exit_code == 0, result.output
+    out = [orjson.loads(line) for line in result.stdout.splitlines()]
+    assert [r["long_answer"] for r in out[:3]] == ["A long answer."] * 3
+    assert [r["meta"]["answer"]["by"] for r in out[:3]] == ["disambiguate --method toc"] * 3
+    assert out[3]["meta"]["answer"]["mode"] == "long" and "by" not in out[3]["meta"]["answer"]
+    assert result.stderr.count("kept the long answer `cq disambiguate --method toc` wrote") == 1
+
+
 def test_same_seed_same_output_any_batch_size(runner, toc_models, shots_file):
     def strip(records):
         return [{k: v for k, v in r.items() if k != "meta"} for r in records]

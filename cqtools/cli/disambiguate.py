@@ -32,9 +32,10 @@ def cli(method, model, device, dtype, seed, **kwargs):
     Examples:
       cq retrieve --index idx < q.jsonl | cq rerank --top 5 | cq answer --mode multi \\
         | cq disambiguate --method qd | cq score --task ambigqa
+      cq retrieve --index idx --hits 100 < q.jsonl \\
+        | cq disambiguate --preset toc --shots train.jsonl | cq score --task asqa
       cq retrieve --index idx < q.jsonl | cq rerank --top 20 \\
-        | cq disambiguate --method rac --tree --prune --shots train.jsonl \\
-        | cq answer --mode long | cq score --task asqa
+        | cq disambiguate --method rac --tree --prune | cq answer --mode long   # cq's variant
     """
     from ..config import current
     from ..stages import disambiguate

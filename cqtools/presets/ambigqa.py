@@ -31,6 +31,9 @@ AMBIGQA = Preset(
                 setting="evidence budget (tokens)"),
         Setting("answer", "passage_chars", 0, "codes/QAData.py:218-224 @5c8cdb1: passages are concatenated whole",
                 setting="passage text shown"),
+        Setting("answer", "grounding", "none", "§5: SpanSeqGen, a BART seq2seq model, generates the answers "
+                "(no span is extracted)", "cq's default snaps a generated answer to a passage span; here "
+                "answers stay as generated", setting="answer grounding"),
 
         # --- disambiguate ---
         Setting("disambiguate", "method", "qd", "§5 Question Disambiguation; codes/QGData.py:244-401 @5c8cdb1",

@@ -50,6 +50,10 @@ ASKCQ = Preset(
                 "cuts it); the reader is cq's, not BART fine-tuned on CAmbigNQ", setting="evidence budget (tokens)"),
         Setting("answer", "passage_chars", 0, "CQDataset.py:266-268 @d8be017: passages are concatenated whole",
                 setting="passage text shown"),
+        Setting("answer", "grounding", "none", "§6.3: an NQ-pretrained BART-large reader generates the "
+                "answer for each option's revised question (its target label is the option's answer)", "cq's default snaps a generated answer "
+                "to a passage span (under this preset it replaced every option's answer); here answers stay as "
+                "generated", setting="answer grounding"),
 
         # --- disambiguate ---
 

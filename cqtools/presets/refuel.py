@@ -28,6 +28,9 @@ REFUEL = Preset(
                 "meta.passages_read.answer says how many were read", setting="evidence budget (tokens)"),
         Setting("answer", "passage_chars", 0, "QAInferenceData.py:229-236 @159090e: each 100-word passage is read "
                 "whole (question + passage in 32 + 128 tokens)", setting="passage text shown"),
+        Setting("answer", "grounding", "none", "§2.2: answer prediction generates the answers with a "
+                "Fusion-in-Decoder seq2seq model, never snapped to a span", "cq's default snaps a generated answer to a passage span; here "
+                "answers stay as generated", setting="answer grounding"),
         Setting("answer", "round_trip", True, "§2.3: round-trip prediction", setting="round trip"),
         Setting("answer", "round_trip_method", "refuel", "§2.3; run.py:1093-1122, QAInferenceData.py:114-117, "
                 "scripts/round_trip/round_trip_generation.sh (IS_REPLACE=0) @159090e: each pass writes a DQ for every "

@@ -9,6 +9,8 @@ the top passages are shown instead. What was used is written to ``meta.answer`` 
 """
 from __future__ import annotations
 
+import logging
+
 from ..errors import InputError
 from ..records import PASSAGES, set_meta, snippets
 from . import prompts_disamb as P, templates
@@ -17,6 +19,7 @@ from .tree import answer_passage
 
 LONG_ANSWER = "long_answer"
 NEED_DQS = "run `cq disambiguate` first (cq disambiguate --method rac [--tree] | cq answer --mode long)"
+log = logging.getLogger("cqtools")
 DEFAULT_NEW_TOKENS = 160
 DEFAULT_PASSAGES = 5
 PASSAGE_WORDS = 80  # each passage cut to its first this-many words
@@ -50,6 +53,27 @@ def pick_passages(passages: list[dict], answers: list[str], n: int) -> tuple[lis
     return (holding[:n], True) if holding else (passages[:n], False)
 
 
+def written_by_another_stage(record: dict) -> str | None:
+    """The stage that wrote ``record``'s long answer when it was not ``cq answer --mode long`` (ToC's released
+    loop, ``cq disambiguate --method toc``, writes its own): that answer is the method's output and is kept."""
+    meta = record.get("meta")
+    by = (meta.get("answer") or {}).get("by") if isinstance(meta, dict) and isinstance(meta.get("answer"), dict) \
+        else None
+    return by if record.get(LONG_ANSWER) and isinstance(by, str) and not by.startswith("answer") else None
+
+
+_SAID: set[str] = set()
+
+
+def _say_kept(records: list[dict]) -> None:
+    by = written_by_another_stage(records[0])
+    if by not in _SAID:
+        _SAID.add(by)
+        log.warning(f"answer: kept the long answer `cq {by}` wrote (record {records[0].get('id')} and every other "
+                    "that has one): a later stage does not replace a method's own output; delete the key first "
+                    "(jq -c 'del(.long_answer)') to write cq's long answer instead")
+
+
 def long_answer_batch(records: list[dict], generator, max_dqs: int = 10, min_dqs: int = 2,
                       n_passages: int | None = None, passage_words: int = PASSAGE_WORDS,
                       max_new_tokens: int | None = None,
@@ -60,7 +84,11 @@ def long_answer_batch(records: list[dict], generator, max_dqs: int = 10, min_dqs
     :data:`DEFAULT_PASSAGES` / :data:`DEFAULT_NEW_TOKENS`."""
     n_passages = n_passages or DEFAULT_PASSAGES
     prompts, used = [], []
-    for record in records:
+    kept = [r for r in records if written_by_another_stage(r)]
+    if kept:
+        _say_kept(kept)
+    todo = [r for r in records if not written_by_another_stage(r)]
+    for record in todo:
         pairs, restored = select_dqs(record, max_dqs, min_dqs)
         record_passages = record.get(PASSAGES) or []
         shown, holding = pick_passages(record_passages, [a for _, a in pairs], n_passages)
@@ -73,7 +101,7 @@ def long_answer_batch(records: list[dict], generator, max_dqs: int = 10, min_dqs
                              **per_call) if prompts else []
     base = {**(info or {}), "mode": "long", "max_dqs": max_dqs, "min_dqs": min_dqs, "passages": n_passages,
             "max_new_tokens": tokens, **(templates.meta(tpl) if tpl else {})}
-    for record, text, extra in zip(records, raw, used):
+    for record, text, extra in zip(todo, raw, used):
         record[LONG_ANSWER] = " ".join(text.split())
         set_meta(record, "answer", {**base, **extra})
     return records
