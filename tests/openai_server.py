@@ -149,7 +149,8 @@ class Handler(BaseHTTPRequestHandler):
                 return self._send(200, {"requests": STATE.log, "max_in_flight": STATE.max_in_flight,
                                         "in_flight": STATE.in_flight})
         if self.path == "/v1/models":
-            return self._send(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]})
+            advertised = {"max_model_len": STATE.context} if getattr(STATE, "context", None) else {}
+            return self._send(200, {"object": "list", "data": [{"id": "fake", "object": "model", **advertised}]})
         self._send(404, {"error": {"message": f"no route {self.path}"}})
 
     def do_POST(self):
@@ -164,6 +165,7 @@ class Handler(BaseHTTPRequestHandler):
                 STATE.faults = list(body.get("faults", STATE.faults))
                 STATE.delay = float(body.get("delay", STATE.delay))
                 STATE.reply = body.get("reply", STATE.reply)
+                STATE.context = body.get("context", None if body.get("reset") else getattr(STATE, "context", None))
             return self._send(200, {"ok": True})
         routes = {"/v1/completions": completion, "/v1/chat/completions": chat}
         if self.path not in routes:

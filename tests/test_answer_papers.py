@@ -316,9 +316,24 @@ def test_the_refuel_preset_through_an_openai_server(runner, server, tmp_path, mo
     openai_backend._GENERATORS.clear()
     server.control(reset=True, reply=" Ann ; Bob\n\nmore")
     record = {"id": "r", "question": "Who won?", "passages": _passages(40, 40, 40, 40)}
-    args = ["answer", "--preset", "refuel", "--grounding", "none", "--model", "openai:fake", "--api-base", server.url]
-    refused = runner.invoke(cli, args, input=jsonl([record]))
-    assert refused.exit_code == 1 and "does not say how long" in refused.stderr  # 0 = the model's input length
+    args = ["answer", "--preset", "refuel", "--model", "openai:fake", "--api-base", server.url]
+    # the preset's budget (0: the model's input length) comes from the server: it advertises 60 tokens here, which
+    # the prompt and the answers' 3 x 16 tokens fill: only the first passage is read (always one)
+    from cqtools.models import served_context
+
+    served_context._KNOWN.clear()
+    server.control(reset=True, reply=" Ann ; Bob\n\nmore", context=60)
+    advertised = runner.invoke(cli, args + ["--verify-threshold", "-1e9"], input=jsonl([record]))
+    assert advertised.exit_code == 0, advertised.stderr
+    assert parse_jsonl(advertised.stdout)[0]["meta"]["passages_read"] == {"answer": 1}
+    assert "does not say how long" not in advertised.stderr
+    # a server that says nothing: cq's default budget, said once, never a refusal
+    served_context._KNOWN.clear()
+    server.control(reset=True, reply=" Ann ; Bob\n\nmore")
+    default = runner.invoke(cli, args + ["--verify-threshold", "-1e9"], input=jsonl([record]))
+    assert default.exit_code == 0, default.stderr
+    assert default.stderr.count("does not say how long an input fake takes: reading passages up to 4096") == 1
+    assert parse_jsonl(default.stdout)[0]["meta"]["passages_read"] == {"answer": 4}
     server.control(reset=True, reply=" Ann ; Bob\n\nmore")
     result = runner.invoke(cli, args + ["--max-passage-tokens", "26", "--verify-threshold", "-1e9"],
                            input=jsonl([record]), catch_exceptions=False)

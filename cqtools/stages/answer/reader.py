@@ -150,11 +150,13 @@ def reader_options(options: dict) -> ReaderOptions:
 
 
 def input_length(model) -> int:
-    """The longest input ``model`` takes (its context, or --max-input-tokens when smaller); an
-    InputError for a model that does not say (an API model: give --max-passage-tokens N)."""
+    """The longest input ``model`` takes (its context, or --max-input-tokens when smaller): a served model's is
+    what its server advertises, else cq's default with a note (cqtools/models/served_context.py); an InputError
+    for a model that says nothing and is not served."""
     from ...errors import InputError
+    from ...models.served_context import context_of
 
-    context = getattr(model, "context", None)
+    context = context_of(model)
     if not isinstance(context, int):
         name = (getattr(model, "info", None) or {}).get("model", "this model")
         raise InputError(f"--max-passage-tokens 0 reads as many passages as fit the model's input, and {name} "
