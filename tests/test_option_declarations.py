@@ -235,3 +235,24 @@ def test_the_ambigqa_preset_reads_without_span_grounding(tiny_causal):
     out = presets.stage("ambigqa", "answer", model=tiny_causal)(records)
     assert out[0]["meta"]["answer"]["grounding"] == "none"
     assert all(a["grounding"] == "none" for a in out[0]["answers"])
+
+
+def test_a_classifier_is_never_fed_a_layout_its_card_does_not_name(tiny_classifier, tmp_path, runner):
+    """`cq detect --preset askcq` gave the shipped question-only classifier 100 passages (recall 58.7 -> 7.2 on held-out
+    questions); a card that says what the model reads makes that a one-line error, and without --passages the card's
+    layout is used."""
+    import json
+    import shutil
+
+    from cqtools.cli import cli
+
+    model = tmp_path / "question-only"
+    shutil.copytree(tiny_classifier, model)
+    (model / "cq_train.json").write_text(json.dumps({"config": {"passages": 0, "max_length": 48}}))
+    record = {**QUESTIONS[0], "passages": [{"id": "p", "title": "Joker", "text": "Heath Ledger played the Joker."}]}
+    refused = runner.invoke(cli, ["detect", "--preset", "askcq", "--model", str(model)], input=jsonl([record]))
+    assert refused.exit_code == 1 and "was trained on the question alone" in refused.stderr
+    assert "--passages 100 would feed it what it never saw" in refused.stderr and "Traceback" not in refused.output
+    ok = runner.invoke(cli, ["detect", "--model", str(model), "-q"], input=jsonl([record]))
+    assert ok.exit_code == 0, ok.output
+    assert orjson.loads(ok.stdout)["meta"]["detect"]["passages"] == 0

@@ -21,7 +21,7 @@ ASKCQ = Preset(
                 "\"question [SEP] relevant_passages\"); ambiguity_detection/run_ambiguity_detection.py @d8be017",
                 "cq's classifier is what `cq train detect` fine-tunes (MiniLM by default; --model bert-base-cased "
                 "for the paper's); pass its directory with --model (without one: $CQ_MODELS/detect, else the shipped "
-                "classifier, trained on the question alone, so the passages barely fit its 48 tokens). Train it as AskCQ did with --passages 100 "
+                "classifier, trained on the question alone: its card says so, and cq detect refuses to feed it passages). Train it as AskCQ did with --passages 100 "
                 "--max-length 512 over retrieved training records (make train-detect DETECT_PASSAGES=100 "
                 "DETECT_MAX_LENGTH=512); cq detect reuses the model's max length",
                 setting="ambiguity detection"),

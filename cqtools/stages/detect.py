@@ -146,9 +146,11 @@ def classifier_detector(options: ClassifierOptions, config=None) -> ScoredDetect
     from ..models.resolve import resolve
 
     resolved = resolve(model)
+    trained = trained_config(resolved.path).get("passages")
     if n_passages is None:
-        trained = trained_config(resolved.path).get("passages")
         n_passages = 3 if trained is None else int(trained)
+    elif trained is not None and (int(trained) == 0) != (n_passages == 0):
+        raise InputError(_layout_mismatch(model, int(trained), n_passages))
     dev = pick_device(config.device if config is not None else "auto")
     clf = SequenceClassifier(resolved.path, dev)
 
@@ -158,6 +160,15 @@ def classifier_detector(options: ClassifierOptions, config=None) -> ScoredDetect
     info = {"method": "classifier", "model": resolved.name, "source": resolved.source, "passages": n_passages,
             "max_length": clf.max_length, "threshold": threshold, "device": dev}
     return ScoredDetector("classifier", score, threshold, info)
+
+
+def _layout_mismatch(model: str, trained: int, asked: int) -> str:
+    """The one-line error for a classifier asked to read what its card says it never saw."""
+    reads = "the question alone" if trained == 0 else f"the question with its top {trained} passages"
+    fix = ("train one that reads passages (make train-detect DETECT_PASSAGES=100 DETECT_MAX_LENGTH=512, AskCQ's "
+           "layout) and pass it as --model" if trained == 0 else "give --passages N (N > 0)")
+    return (f"the classifier {model} was trained on {reads} (its cq_train.json), and --passages {asked} would feed it "
+            f"what it never saw; drop --passages to read as it was trained, or {fix}")
 
 
 # --- llm (CLAM) ------------------------------------------------------------------------------------
