@@ -63,3 +63,30 @@ def test_qg_scores_counts_only_pairs_with_matching_answers():
     both = qg_scores(prompt, [annotation], [("who played joker in dark knight 2008", "Heath Ledger"),
                                             ("who played joker in joker 2019", "Joaquin Phoenix")])
     assert both["f1_edit_f1"] == pytest.approx(1.0)
+
+
+def test_a_line_break_inside_a_predicted_dq_keeps_the_ptb_batch_aligned():
+    """The released scorer writes every DQ on one line of one PTB batch; a \\r or U+2028 inside a DQ split it into
+    two lines and shifted every later DQ (F1_BLEU 10.1 where 100 is right). cq reads each DQ as one line."""
+    import json
+
+    from click.testing import CliRunner
+
+    from cqtools.cli import cli
+
+    pairs = [{"question": "Who won the cup in 2008?", "answer": ["Ann"]},
+             {"question": "Who won the cup in 2010?", "answer": ["Bob"]}]
+
+    def record(i, sep):
+        return {"id": str(i), "question": "Who won the cup?", "gold": {"annotations": [{"type": "multipleQAs",
+                                                                                        "qaPairs": pairs}]},
+                "answers": [{"text": "Ann"}, {"text": "Bob"}],
+                "dqs": [{"question": f"Who won the cup{sep}in 2008?", "answer": "Ann"},
+                        {"question": "Who won the cup in 2010?", "answer": "Bob"}]}
+
+    for sep in ("\r", "\u2028", "\x85", "\n"):
+        text = "".join(json.dumps(record(i, sep if i == 0 else " ")) + "\n" for i in range(3))
+        result = CliRunner().invoke(cli, ["score", "--task", "ambigqa"], input=text)
+        assert result.exit_code == 0, result.output
+        out = json.loads(result.stdout)
+        assert (out["f1_bleu"], out["f1_edit_f1"]) == (100.0, 100.0), repr(sep)

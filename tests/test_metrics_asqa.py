@@ -56,3 +56,23 @@ def test_answer_coverage_at_k():
     assert answer_coverage(clusters, passages, [1, 2, 3, 10]) == pytest.approx({1: 1 / 3, 2: 1 / 3, 3: 2 / 3, 10: 2 / 3})
     assert answer_coverage([], passages, [5]) == {5: 0.0}
     assert answer_coverage(clusters, [], [5]) == {5: 0.0}
+
+
+def test_disambig_f1_reader_decodes_as_the_released_run_qa():
+    """The released run_qa.py (ASQA's Disambig-F1) keeps the 20 best start and 20 best end logits of a window and
+    answers "" when the null score beats every span; cq searched every span and never answered "" (issue 35)."""
+    import torch
+
+    from cqtools.score.reader import N_BEST, ExtractiveReader, answer_or_null
+
+    reader = ExtractiveReader.__new__(ExtractiveReader)
+    reader.torch, reader.max_answer_tokens = torch, 30
+    starts, ends = torch.full((64,), -10.0), torch.full((64,), -10.0)
+    starts[10], ends[11] = 5.0, 5.0           # 10.0: the best pair among the 20 best starts and ends
+    starts[[0, *range(1, 10), *range(12, 21)]] = 0.1  # 19 more of the 20 best starts, all over 30 tokens from 52
+    starts[50], ends[52] = -0.5, 12.0         # 11.5, the best span overall, but its start is the 21st best
+    assert N_BEST == 20
+    assert reader._best_span(starts, ends, 1, 63) == (10.0, 10, 11)
+    assert answer_or_null((10.0, "Heath Ledger"), 12.0) == ""           # the null answer wins
+    assert answer_or_null((10.0, "Heath Ledger"), 9.5) == "Heath Ledger"
+    assert answer_or_null(None, 1.0) == ""

@@ -45,3 +45,22 @@ def test_exact_matches_tied_by_option():
     # a gold option without a gold answer set scores 0; no option: not tied
     assert exact_matches(GOLD_CQ, GOLD[:1], [{"text": "Joaquin Phoenix", "option": "Joker"}]) == [0]
     assert exact_matches(GOLD_CQ, GOLD, [{"text": "Heath Ledger"}]) == []
+
+
+def test_a_question_without_gold_answers_is_skipped_and_counted_wherever_it_is():
+    """The released CQA_evaluate zips predictions with gold lists: a last question without gold answers drops out
+    silently, an earlier one shifts every later pairing. cq skips it, counts it, and scores the others alike."""
+    from cqtools.score import ScoreOptions, score_records
+
+    scored = [{"id": str(i), "question": "q", "gold": {"answers": [["Paris"], ["Lyon"]]},
+               "answers": [{"text": "Paris"}, {"text": "Nice"}]} for i in range(2)]
+    no_gold = {"id": "x", "question": "q", "gold": {}, "answers": [{"text": "Paris"}]}
+
+    def summary(records):
+        return score_records(enumerate(records, start=1), ScoreOptions(task="cbqa")).summary()
+
+    alone = summary(scored)
+    for records in ([*scored, no_gold], [no_gold, *scored], [scored[0], no_gold, scored[1]]):
+        out = summary(records)
+        assert out["skipped"] == 1 and out["n"] == alone["n"] == 2
+        assert (out["precision"], out["recall"], out["f1"]) == (alone["precision"], alone["recall"], alone["f1"])

@@ -11,6 +11,17 @@ from ..errors import ResourceError
 log = logging.getLogger("cqtools")
 
 
+N_BEST = 20  # run_qa.py's --n_best_size (its default): start and end candidates per window
+
+
+def answer_or_null(best: tuple[float, str] | None, null: float | None) -> str:
+    """SQuAD 2.0's no-answer option as run_qa.py applies it (null_score_diff_threshold 0): "" when the lowest
+    null score of the question's windows (start and end on <s>) beats its best span, else that span's text."""
+    if best is None:
+        return ""
+    return "" if null is not None and null > best[0] else best[1]
+
+
 class ExtractiveReader:
     """Extractive QA with ``AutoModelForQuestionAnswering`` (transformers 5 has no
     "question-answering" pipeline): the best-scoring span (start + end logit, start <= end, at most
@@ -49,22 +60,28 @@ class ExtractiveReader:
             logits = self.model(**inputs)
         starts, ends = logits.start_logits.float().cpu(), logits.end_logits.float().cpu()
         best: dict[int, tuple[float, str]] = {}
+        null: dict[int, float] = {}
         for w, owner in enumerate(owners):
             context_idx = [i for i, seq in enumerate(enc.sequence_ids(w)) if seq == 1]
             if not context_idx:
                 continue
             s_logits, e_logits = starts[w], ends[w]
-            first, last = context_idx[0], context_idx[-1]
-            scores = s_logits[first:last + 1, None] + e_logits[None, first:last + 1]
-            allowed = self.torch.ones_like(scores, dtype=self.torch.bool).triu().tril(self.max_answer_tokens - 1)
-            scores = scores.masked_fill(~allowed, float("-inf"))
-            flat = int(scores.argmax())
-            i, j = divmod(flat, scores.shape[1])
-            score = float(scores[i, j])
-            if owner not in best or score > best[owner][0]:
-                text = contexts[owner][offsets[w][first + i][0]:offsets[w][first + j][1]]
-                best[owner] = (score, text.strip())
-        return [best.get(i, (0.0, ""))[1] for i in range(len(questions))]
+            null[owner] = min(null.get(owner, float("inf")), float(s_logits[0] + e_logits[0]))
+            span = self._best_span(s_logits, e_logits, context_idx[0], context_idx[-1])
+            if span is not None and (owner not in best or span[0] > best[owner][0]):
+                score, i, j = span
+                best[owner] = (score, contexts[owner][offsets[w][i][0]:offsets[w][j][1]].strip())
+        return [answer_or_null(best.get(i), null.get(i)) for i in range(len(questions))]
+
+    def _best_span(self, s_logits, e_logits, first: int, last: int):
+        """(score, start, end) of the best span inside the context as the released run_qa.py's post-processing
+        picks it: among the N_BEST highest start and end logits of the window, end >= start, at most
+        ``max_answer_tokens`` tokens; None when no pair qualifies."""
+        top_s = set(self.torch.argsort(s_logits, descending=True)[:N_BEST].tolist())
+        top_e = set(self.torch.argsort(e_logits, descending=True)[:N_BEST].tolist())
+        pairs = [(float(s_logits[i] + e_logits[j]), i, j) for i in sorted(top_s) for j in sorted(top_e)
+                 if first <= i <= j <= last and j - i + 1 <= self.max_answer_tokens]
+        return max(pairs, key=lambda p: (p[0], -p[1], -p[2])) if pairs else None
 
 
 class DisambigF1Reader:
