@@ -256,3 +256,18 @@ def test_a_classifier_is_never_fed_a_layout_its_card_does_not_name(tiny_classifi
     ok = runner.invoke(cli, ["detect", "--model", str(model), "-q"], input=jsonl([record]))
     assert ok.exit_code == 0, ok.output
     assert orjson.loads(ok.stdout)["meta"]["detect"]["passages"] == 0
+
+
+def test_the_askcq_preset_revises_the_question_as_the_release_does():
+    """AskCQ's release writes "AQ Which film option?" (CQDataset.py:251); cq's default stays "AQ, Which film: option"."""
+    from cqtools import presets
+    from cqtools.stages.answer.questions import questions_of
+
+    record = {"id": "a", "question": "Who played the Joker?", "passages": [{"id": "p", "title": "t", "text": "x"}],
+              "cq": {"text": "Which film: The Dark Knight, or Joker?", "category": "Which film",
+                     "options": ["The Dark Knight", "Joker"]}}
+    rows = presets.values("askcq", "answer")
+    assert [q.text for q in questions_of([record], "cq", False, rows["revised_question"])] == [
+        "Who played the Joker? Which film The Dark Knight?", "Who played the Joker? Which film Joker?"]
+    assert [q.text for q in questions_of([record], "cq")] == [
+        "Who played the Joker?, Which film: The Dark Knight", "Who played the Joker?, Which film: Joker"]

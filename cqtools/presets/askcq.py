@@ -39,6 +39,9 @@ ASKCQ = Preset(
         Setting("answer", "mode", "cq", "§5.3 (CBQA): one answer per option of the CQ, for the AQ revised by the CQ",
                 "cq revises as \"AQ, Which category: option\"; the release writes \"AQ category option?\" "
                 "(CQDataset.py:251 @d8be017)", setting="answer mode"),
+        Setting("answer", "revised_question", "askcq", "CQDataset.py:251 @d8be017 (process_data_for_inference): the revised "
+                "question is the question, the CQ's category as parse_clarification_question reads it, the option and "
+                "'?', joined by spaces", setting="revised question"),
         Setting("answer", "rerank_depth", 100, "CQDataset.py:251-264 @d8be017: each revised question reranks all "
                 "100 retrieved passages with cross-encoder/ms-marco-MiniLM-L-12-v2 (CQDataset.py:9)",
                 "keep 100 passages on the record (cq retrieve --hits 100, no cq rerank --top)",

@@ -33,7 +33,7 @@ from ...protocols import AnswerVerifier
 from ...metrics.normalize import normalize_answer
 from ...records import ANSWERS, set_meta
 from ..evidence import note_read
-from ...registry import READERS
+from ...registry import READERS, non_default
 from . import options as O
 from .grounding import MAX_SPAN_WORDS, Span, candidate_spans, ground, snap_spans
 from .questions import Question, questions_of, record_cq, rerank_questions, revised_question
@@ -59,6 +59,7 @@ class AnswerConfig(ReaderOptions):
 
     mode: str = "single"               # single | cq | multi | dqs
     selected: bool = O.selected()      # cq mode: only record["selected_option"]
+    revised_question: str = O.revised()  # cq mode: how an option revises the question (cq's, or AskCQ's release)
     rerank_depth: int = O.rerank_depth()  # cq and dqs modes: passages reranked per question
     round_trip: bool = O.round_trip()
     round_trip_method: str = O.round_trip_method()  # title (cq's "Q [title]") | refuel (a DQ per answer, re-asked)
@@ -80,7 +81,8 @@ class AnswerConfig(ReaderOptions):
         name only when it is not the default one."""
         keep: dict = {}
         if self.mode in ("cq", "dqs"):
-            keep.update(selected=self.selected, rerank_depth=self.rerank_depth) if self.mode == "cq" \
+            keep.update(selected=self.selected, rerank_depth=self.rerank_depth,
+                        **non_default(self, "revised_question")) if self.mode == "cq" \
                 else keep.update(index=self.index, retriever=self.retriever, hits=self.hits,
                                  rerank_depth=self.rerank_depth)
         if self.round_trip:
@@ -287,7 +289,7 @@ def answer_batch(records: list[dict], stage: AnswerStage, info: dict) -> list[di
     if c.mode == "dqs":
         questions = dq_questions(records, stage)
     else:
-        questions = questions_of(records, c.mode, c.selected)
+        questions = questions_of(records, c.mode, c.selected, c.revised_question)
     if c.mode == "cq":
         rerank_questions(questions, stage.cross_encoder, c.rerank_depth, c.n_passages, c.batch_size)
     if c.max_passage_tokens is not None:  # the evidence budget: passages in order, as many as fit

@@ -52,6 +52,11 @@ def selected():
     return option(False, "answer only the record's \"selected_option\" (a user's or an oracle's)")
 
 
+def revised():
+    return option("cq", "how an option revises the question: cq (\"AQ, Which film: option\") or askcq (the release's "
+                        "\"AQ Which film option?\", CQDataset.py:251)", choices=("cq", "askcq"))
+
+
 def reranker():
     return reranker_option(DEFAULT_RERANKER, "cross-encoder that reranks the passages for each revised question (cq) "
                                              "or DQ (dqs)")
@@ -126,6 +131,7 @@ class CQModeOptions:
     selected: bool = selected()
     reranker: str = reranker()
     rerank_depth: int = rerank_depth()
+    revised_question: str = revised()
     verify: bool = verify()
     verify_rule: str = verify_rule()
     verify_threshold: float = verify_threshold()

@@ -37,6 +37,12 @@ def revised_question(question: str, category: str | None, option: str) -> str:
     return f"{question.strip()}, {head}: {option.strip()}"
 
 
+def released_revision(question: str, category: str | None, option: str) -> str:
+    """The revised question as AskCQ's release writes it (CQDataset.py:251 @d8be017): the question, the CQ's category
+    as its parser reads it ("Which film"), the option and a question mark, joined by spaces."""
+    return f"{question} {(category or 'Which one').strip()} {option}?"
+
+
 def _named_head(category: str) -> bool:
     """A wh-phrase or lead-in head (cq_form's rules: "What year", "In terms of what", "Do you mean")."""
     from ..cq_form import _LEAD_HEAD, _WH_HEAD
@@ -56,7 +62,8 @@ def record_cq(record: dict) -> tuple[str | None, list[str]]:
     return category, options
 
 
-def questions_of(records: list[dict], mode: str, selected: bool = CQModeOptions.selected) -> list[Question]:
+def questions_of(records: list[dict], mode: str, selected: bool = CQModeOptions.selected,
+                 revision: str = CQModeOptions.revised_question) -> list[Question]:
     """The questions to answer: one per record, or in cq mode one per option of its CQ (only the
     ``selected_option`` with ``selected``; the question itself when no CQ was asked)."""
     if mode != "cq":
@@ -80,7 +87,9 @@ def questions_of(records: list[dict], mode: str, selected: bool = CQModeOptions.
             questions.append(Question(n, record["question"], passages, None))
             continue
         for option in options:
-            questions.append(Question(n, revised_question(record["question"], category, option), passages, option))
+            text = released_revision(record["question"], category, option) if revision == "askcq" \
+                else revised_question(record["question"], category, option)
+            questions.append(Question(n, text, passages, option))
     return questions
 
 
