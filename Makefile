@@ -104,6 +104,7 @@ docs: $(STAMP)
 	$(BIN)/python -m cqtools.docgen --config > docs/config.md
 	$(BIN)/python -m cqtools.docgen --methods
 	$(BIN)/python -m cqtools.docgen --architecture
+	$(BIN)/python -m cqtools.docgen --readme
 
 # REUSE_INDEX=DIR: a `cq index --dense` of the shared corpus to time searches on (build times from its manifest).
 bench-retrieve: $(STAMP)

@@ -181,6 +181,11 @@ if __name__ == "__main__":
     elif sys.argv[1:] == ["--methods"]:
         path = pathlib.Path(__file__).resolve().parent.parent / "docs" / "methods.md"
         path.write_text(with_methods_block(path.read_text()))
+    elif sys.argv[1:] == ["--readme"]:
+        from .docgen_readme import with_presets_section
+
+        path = pathlib.Path(__file__).resolve().parent.parent / "README.md"
+        path.write_text(with_presets_section(path.read_text()))
     elif sys.argv[1:] == ["--architecture"]:
         path = pathlib.Path(__file__).resolve().parent.parent / "docs" / "architecture.md"
         path.write_text(with_architecture_block(path.read_text()))

@@ -40,3 +40,13 @@ def test_methods_tables_are_current():
 
     current = (ROOT / "docs" / "methods.md").read_text()
     assert current == with_methods_block(current), "docs/methods.md is stale: run `make docs`"
+
+
+def test_readme_reproduce_a_paper_section_is_current():
+    """README's "Reproduce a paper" section is generated from the presets' rows (every preset, its pipeline)."""
+    from cqtools import presets
+    from cqtools.docgen_readme import with_presets_section
+
+    current = (ROOT / "README.md").read_text()
+    assert current == with_presets_section(current), "README.md's presets section is stale: run `make docs`"
+    assert all(f"--preset {name}" in current for name in presets.names())
