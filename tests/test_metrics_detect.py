@@ -26,10 +26,22 @@ def test_auroc_pairs_and_ties():
 
 
 def test_sweep_best_f1_and_accuracy_thresholds():
-    # t=0.9: F1 2/3 acc 3/4; t=0.6: F1 1/2 acc 1/2; t=0.4: F1 4/5 acc 3/4; t=0.1: F1 2/3 acc 1/2
+    # predict ambiguous when score > t (cq detect's rule): t=0.6: F1 2/3 acc 3/4; t=0.4: F1 1/2 acc 1/2;
+    # t=0.1: F1 4/5 acc 3/4; t=-0.9 (all): F1 2/3 acc 1/2; accuracy's tie goes to the higher t
     s = sweep(GOLD, SCORES)
-    assert s["best_f1"] == pytest.approx(0.8) and s["best_f1_threshold"] == 0.4
-    assert s["best_accuracy"] == pytest.approx(0.75) and s["best_accuracy_threshold"] == 0.9
+    assert s["best_f1"] == pytest.approx(0.8) and s["best_f1_threshold"] == 0.1
+    assert s["best_accuracy"] == pytest.approx(0.75) and s["best_accuracy_threshold"] == 0.6
+
+
+def test_sweep_thresholds_reproduce_their_values_under_detects_rule():
+    gold = [True, True, False, True, False, False, True]
+    scores = [3.0, 2.0, 2.0, 1.0, 1.0, 0.0, 0.5]
+    s = sweep(gold, scores)
+    for key in ("f1", "accuracy"):
+        m = confusion(gold, [x > s[f"best_{key}_threshold"] for x in scores])
+        assert m[key] == pytest.approx(s[f"best_{key}"])
+    everything = sweep([True, True], [0.5, 0.5])  # only predicting all ambiguous is possible: below the lowest
+    assert everything["best_f1"] == pytest.approx(1.0) and everything["best_f1_threshold"] < 0.5
 
 
 def test_curves():

@@ -578,7 +578,7 @@ def test_a_gguf_file_is_converted_once_for_every_clone_that_holds_it(tmp_path, m
     import os
 
     from cqtools.config import reset
-    from cqtools.models.generator import converted_path
+    from cqtools.models.gguf import converted_path
 
     monkeypatch.setenv("CQ_CACHE", str(tmp_path / "cache"))
     reset()
@@ -602,11 +602,11 @@ def test_a_gguf_file_is_converted_once_for_every_clone_that_holds_it(tmp_path, m
 def test_the_gguf_conversion_draws_no_bar_under_quiet():
     import transformers.modeling_gguf_pytorch_utils as gguf_utils
 
-    from cqtools.models.generator import _quiet_gguf_bar
+    from cqtools.models.gguf import quiet_bar
 
     original = gguf_utils.tqdm
-    with _quiet_gguf_bar(True):
+    with quiet_bar(True):
         assert gguf_utils.tqdm(range(2)).disable  # what the loader draws while converting under -q
     assert gguf_utils.tqdm is original
-    with _quiet_gguf_bar(False):
+    with quiet_bar(False):
         assert gguf_utils.tqdm is original

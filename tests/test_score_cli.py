@@ -147,11 +147,36 @@ def test_detect_summary_sweep_per_record_and_plot(tmp_path):
     out = summary(result)
     assert out["accuracy"] == out["f1"] == out["tpr"] == out["tnr"] == pytest.approx(50.0)
     assert out["auroc"] == pytest.approx(75.0) and out["threshold"] == 0.5
-    assert out["best_f1_threshold"] == 0.4 and out["best_f1"] == pytest.approx(80.0)
-    assert out["best_accuracy_threshold"] == 0.9
+    # predict ambiguous when score > t, as cq detect does: {0.9, 0.6, 0.4} is > 0.1, {0.9} is > 0.6
+    assert out["best_f1_threshold"] == 0.1 and out["best_f1"] == pytest.approx(80.0)
+    assert out["best_accuracy_threshold"] == 0.6
     rows = [json.loads(line) for line in rows_path.read_text().splitlines()]
     assert rows[1] == {"id": "b", "gold": True, "label": False, "score": 0.4, "correct": 0}
     assert plot_path.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("flag", ["--threshold", "-O"])
+def test_sweep_threshold_applied_by_cq_detect_reproduces_its_f1(flag):
+    """--sweep's best threshold, given to `cq detect` (label = score > t), scores what the sweep
+    reported (issue 34: it reported best_f1 100 at 2.0 for these, and detect at 2.0 scored 0)."""
+    two, one = [{"text": "Paris"}, {"text": "Lyon"}], [{"text": "Paris"}]
+    records = [{"id": "a", "question": "q", "gold": {"ambiguous": True}, "answers": two},
+               {"id": "b", "question": "q", "gold": {"ambiguous": True}, "answers": two},
+               {"id": "c", "question": "q", "gold": {"ambiguous": False}, "answers": one}]
+    detected = run(["detect", "--method", "answers"], records)
+    assert detected.exit_code == 0, detected.stderr
+    swept = summary(run(["score", "--task", "detect", "--sweep"], text=detected.stdout))
+    assert swept["best_f1"] == pytest.approx(100.0) and swept["best_accuracy"] == pytest.approx(100.0)
+    t = swept["best_f1_threshold"]
+    args = ["--threshold", str(t)] if flag == "--threshold" else ["-O", f"threshold={t}"]
+    again = run(["detect", "--method", "answers", *args], records)
+    assert again.exit_code == 0, again.stderr
+    assert [json.loads(line)["ambiguity"]["label"] for line in again.stdout.splitlines()] == [True, True, False]
+    scored = summary(run(["score", "--task", "detect"], text=again.stdout))
+    assert scored["f1"] == pytest.approx(swept["best_f1"]) and scored["threshold"] == t
+    # cq score --threshold relabels by the same rule
+    relabelled = summary(run(["score", "--task", "detect", "--threshold", str(t)], text=detected.stdout))
+    assert relabelled["f1"] == pytest.approx(swept["best_f1"])
 
 
 def test_detect_threshold_option_and_missing_prediction():

@@ -74,3 +74,45 @@ def test_non_object_lines_are_dropped_and_counted(caplog):
     run_stream(upper, StreamSpec(on_error="skip"), stdin=io.BytesIO(text.encode()), stdout=out)
     assert [orjson.loads(x)["id"] for x in out.getvalue().splitlines()] == ["0", "1", "3"]
     assert "skipped 2 malformed line(s)" in caplog.text
+
+
+def _items(n, fail_after=None):
+    for i in range(n):
+        if fail_after is not None and i == fail_after:
+            raise InputError("line 9: not JSON")
+        yield i
+
+
+def test_a_distributed_round_gives_each_process_a_batch_and_stops_everyone_at_the_end():
+    from cqtools.stream.distributed import _read_round
+
+    items = _items(7)
+    assert _read_round(items, 3, 2, None) == ([[0, 1], [2, 3], [4, 5]], None)
+    assert _read_round(items, 3, 2, None) == ([[6], [], []], None)  # a short batch ends the round
+    assert _read_round(items, 3, 2, None) == ([None, None, None], None)  # the end: everyone stops
+
+
+def test_a_distributed_round_keeps_the_records_before_an_input_error_then_stops():
+    from cqtools.stream.distributed import _read_round
+
+    items = _items(9, fail_after=3)
+    parts, failure = _read_round(items, 3, 2, None)
+    assert parts == [[0, 1], [2], []] and isinstance(failure, InputError)
+    assert _read_round(items, 3, 2, failure) == ([None, None, None], failure)  # nothing more is read
+
+
+def test_a_distributed_round_is_written_in_order_up_to_a_process_failure():
+    from cqtools.stream.distributed import _write_round
+
+    class Run:
+        def __init__(self):
+            self.written = []
+
+        def write(self, payload, n):
+            self.written.append((payload, n))
+
+    error = CQError("boom")
+    run = Run()
+    assert _write_round(run, [[1, 2], [3]], [("ok", ["a", "b"]), ("ok", ["c"])]) is None
+    assert _write_round(run, [[4], [5], [6]], [("ok", ["d"]), ("error", error), ("ok", ["f"])]) is error
+    assert run.written == [(["a", "b"], 2), (["c"], 1), (["d"], 1)]

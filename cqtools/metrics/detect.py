@@ -75,12 +75,17 @@ def _counts(gold: Sequence[bool], scores: Sequence[float]) -> list[tuple[float |
 
 
 def sweep(gold: Sequence[bool], scores: Sequence[float]) -> dict:
-    """The thresholds (predict ambiguous when score >= t) that maximise F1 and accuracy;
-    ties go to the higher threshold. None when there is nothing to sweep."""
+    """The thresholds that maximise F1 and accuracy under `cq detect`'s rule, predict ambiguous
+    when score > t (so ``cq detect --threshold t`` reproduces them): each candidate is a score seen
+    in the data (the next one below a cut), or 1 below the lowest to predict every record
+    ambiguous; ties go to the higher threshold. None when there is nothing to sweep."""
     pos = sum(1 for g in gold if g)
     neg = len(gold) - pos
     best = {"f1": (-1.0, None), "accuracy": (-1.0, None)}
-    for t, tp, fp in _counts(gold, scores)[1:]:
+    cuts = _counts(gold, scores)[1:]
+    for i, (_, tp, fp) in enumerate(cuts):
+        # the records scoring >= this cut are exactly those scoring > the next cut's score
+        t = cuts[i + 1][0] if i + 1 < len(cuts) else cuts[i][0] - 1.0
         values = {"f1": f1(safe_div(tp, tp + fp), safe_div(tp, pos)),
                   "accuracy": safe_div(tp + neg - fp, len(gold))}
         for key, value in values.items():

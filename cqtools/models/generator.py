@@ -1,21 +1,18 @@
-"""Local generators (causal LM, seq2seq; GGUF copies converted once): greedy generation and
+"""Local generators (causal LM, seq2seq; GGUF copies converted once: gguf.py): greedy generation and
 continuation scoring, each input alone at its own length (cqtools/models/backends.py)."""
 from __future__ import annotations
 
-import contextlib
 import copy
-import functools
-import hashlib
 import logging
-import os
 from typing import Sequence
 
 from ..errors import ResourceError
 from .gencache import open_cache
+from .gguf import to_safetensors
 from .resolve import ResolvedModel, resolve
 from ..config import current
 from .api import route
-from .runtime import (_cached, _cut, _first_stop, _context_length, _groups, _limit, _warn_cut, cache_dir, cut_middle, input_device,
+from .runtime import (_cached, _cut, _first_stop, _context_length, _groups, _limit, _warn_cut, cut_middle, input_device,
                       load_kwargs, max_input_tokens, padded_batches, pick_device, pick_dtype, prompt_seeds)
 
 log = logging.getLogger("cqtools")
@@ -45,75 +42,6 @@ def load_generator(name: str, device: str = "auto", dtype: str = "auto", kind: s
     return _cached(("generator", name, dev, dtype, kind), build)
 
 
-@contextlib.contextmanager
-def _quiet_gguf_bar(quiet: bool):
-    """transformers' GGUF loader draws a plain tqdm bar that its progress-bar switch does not reach:
-    while converting under -q, its module's ``tqdm`` is a disabled one."""
-    if not quiet:
-        yield
-        return
-    import transformers.modeling_gguf_pytorch_utils as gguf_utils
-
-    original = getattr(gguf_utils, "tqdm", None)
-    if original is not None:
-        gguf_utils.tqdm = functools.partial(original, disable=True)
-    try:
-        yield
-    finally:
-        if original is not None:
-            gguf_utils.tqdm = original
-
-
-def converted_path(source: str, edge: int = 1 << 20) -> str:
-    """Where the safetensors copy of GGUF file ``source`` lives in ``CQ_CACHE``: named by the file's
-    content (its size and its first and last MiB), so every clone and virtualenv holding the same
-    file shares one copy (the path and mtime named it before: each venv converted 517 MB again)."""
-    size = os.path.getsize(source)
-    digest = hashlib.sha1(str(size).encode())
-    with open(source, "rb") as fh:
-        digest.update(fh.read(edge))
-        fh.seek(max(0, size - edge))
-        digest.update(fh.read(edge))
-    name = os.path.splitext(os.path.basename(source))[0]
-    return os.path.join(cache_dir(), "gguf", f"{name}-{digest.hexdigest()[:12]}")
-
-
-def _gguf_to_safetensors(resolved: ResolvedModel) -> str:
-    """Dequantise a GGUF checkpoint once into ``CQ_CACHE``; later loads read the safetensors copy."""
-    gguf_file = resolved.files.get("gguf_file")
-    folder = resolved.path
-    if os.path.isfile(folder):
-        folder, gguf_file = os.path.dirname(folder), os.path.basename(folder)
-    if gguf_file is None:
-        names = sorted(n for n in os.listdir(folder) if n.endswith(".gguf"))
-        if not names:
-            raise ResourceError(f"no .gguf file in {folder}")
-        gguf_file = names[0]
-    source = os.path.join(folder, gguf_file)
-    target = converted_path(source)
-    if os.path.exists(os.path.join(target, "config.json")):
-        return target
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    log.info("converting %s to safetensors in %s (once; ~30 s)", gguf_file, target)
-    with _quiet_gguf_bar(not log.isEnabledFor(logging.INFO)):  # -q: no de-quantising progress bar either
-        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf_file)
-        model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf_file)
-    model.hf_quantizer = None
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    partial = f"{target}.part{os.getpid()}"
-    model.save_pretrained(partial)
-    tokenizer.save_pretrained(partial)
-    try:
-        os.replace(partial, target)
-    except OSError:  # another process converted it first
-        import shutil
-
-        shutil.rmtree(partial, ignore_errors=True)
-    return target
-
-
 class LocalGenerator:
     """Greedy generation and continuation scoring with one call shape for causal and seq2seq LMs."""
 
@@ -122,7 +50,7 @@ class LocalGenerator:
         import torch
         from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
-        path = _gguf_to_safetensors(resolved) if resolved.fmt == "gguf" else resolved.path
+        path = to_safetensors(resolved) if resolved.fmt == "gguf" else resolved.path
         remote = {"trust_remote_code": True} if current().trust_remote_code else {}
         try:
             config = AutoConfig.from_pretrained(path, **remote)
@@ -285,14 +213,8 @@ class LocalGenerator:
         import torch
 
         prefix_ids = self._bos + self._ids(prefix)
-        items = [(self._ids(p), self._ids(c)) for p, c in zip(prompts, continuations)]
-        limit, cuts = _limit(self.context, cap=self.input_cap), []
-        for n, (p, c) in enumerate(items):  # the prompt gives way: prefix and continuation stay whole
-            room = max(0, limit - len(prefix_ids) - len(c))
-            if len(p) > room:
-                cuts.append((len(prefix_ids) + len(p) + len(c), len(prefix_ids) + room + len(c)))
-                items[n] = (cut_middle(p, room), c)
-        _warn_cut(self.name, cuts, limit)
+        items = self._fit_prompts(len(prefix_ids), [(self._ids(p), self._ids(c))
+                                                    for p, c in zip(prompts, continuations)])
         cache = last = None
         if use_cache and prefix and prefix_ids:
             with torch.inference_mode():
@@ -301,14 +223,7 @@ class LocalGenerator:
         head = [] if cache is not None else prefix_ids
         if not head and any(not p and c for p, c in items) and cache is None:
             raise ValueError("cannot score a continuation with no context; pass a prompt or prefix")
-        # Items that share a prompt and continue it by one token read one forward pass (each input alone
-        # only, like generate's dedupe): the last prompt position predicts all their tokens, and causal
-        # attention keeps it blind to the token that follows (True/False verifications: half the passes).
-        runs: dict[int, list[int]] = {}
-        first_of: dict[tuple, int] = {}
-        for i, (p, c) in enumerate(items):
-            shared = not self.padded and len(c) == 1 and bool(p)
-            runs.setdefault(first_of.setdefault(tuple(p), i) if shared else i, []).append(i)
+        runs = self._shared_runs(items)
         order = sorted(runs, key=lambda i: -sum(map(len, items[i])))
         scores = [0.0] * len(items)
         offset = len(prefix_ids) if cache is not None else 0
@@ -342,6 +257,31 @@ class LocalGenerator:
                         total = logprobs.gather(-1, target[:, None]).sum()
                     scores[i] = float(total)
         return scores
+
+    def _fit_prompts(self, prefix_len: int, items: list[tuple[list[int], list[int]]]) -> list:
+        """(prompt, continuation) token lists fitted to the input limit after a ``prefix_len``-token
+        prefix: the prompt gives way (middle dropped), prefix and continuation stay whole; one warning
+        for the call."""
+        limit, cuts = _limit(self.context, cap=self.input_cap), []
+        for n, (p, c) in enumerate(items):
+            room = max(0, limit - prefix_len - len(c))
+            if len(p) > room:
+                cuts.append((prefix_len + len(p) + len(c), prefix_len + room + len(c)))
+                items[n] = (cut_middle(p, room), c)
+        _warn_cut(self.name, cuts, limit)
+        return items
+
+    def _shared_runs(self, items: list[tuple[list[int], list[int]]]) -> dict[int, list[int]]:
+        """{item that runs: the items its forward pass scores}. Items that share a prompt and continue it
+        by one token read one forward pass (each input alone only, like generate's dedupe): the last
+        prompt position predicts all their tokens, and causal attention keeps it blind to the token
+        that follows (True/False verifications: half the passes)."""
+        runs: dict[int, list[int]] = {}
+        first_of: dict[tuple, int] = {}
+        for i, (p, c) in enumerate(items):
+            shared = not self.padded and len(c) == 1 and bool(p)
+            runs.setdefault(first_of.setdefault(tuple(p), i) if shared else i, []).append(i)
+        return runs
 
     def _hidden(self, ids, mask, kwargs):
         """Last hidden states (the LM head is applied only where needed), or logits for models

@@ -32,7 +32,7 @@ class DetectTask(Task):
             score = amb.get("score")
             score = float(score) if isinstance(score, (int, float)) else None
             if self.opts.threshold is not None and score is not None:
-                label = score >= self.opts.threshold
+                label = score > self.opts.threshold  # cq detect's rule
             else:
                 label = amb.get("label")
                 if amb.get("threshold") is not None:

@@ -39,19 +39,7 @@ def run_distributed(process, spec, stdin=None, stdout=None, *, new_run, apply) -
         while True:
             parts = None
             if main:
-                parts = []
-                while len(parts) < world and failure is None:
-                    part: list = []
-                    try:
-                        part.extend(islice(items, spec.batch_size))  # keeps what came before an error
-                    except CQError as err:
-                        failure = err
-                    parts.append(part)
-                    if len(part) < spec.batch_size:
-                        break
-                parts += [[]] * (world - len(parts))
-                if not any(parts):
-                    parts = [None] * world  # end of input (or a failure): everyone stops
+                parts, failure = _read_round(items, world, spec.batch_size, failure)
             box = [None]
             dist.scatter_object_list(box, parts, src=0, group=group)
             if box[0] is None:
@@ -61,11 +49,9 @@ def run_distributed(process, spec, stdin=None, stdout=None, *, new_run, apply) -
             dist.gather_object(result, gathered, dst=0, group=group)
             if not main:
                 continue
-            for part, (status, payload) in zip(parts, gathered):
-                if status == "error":
-                    failure = payload
-                    break
-                run.write(payload, len(part))
+            error = _write_round(run, parts, gathered)
+            if error is not None:
+                failure = error
             if failure is not None:
                 dist.scatter_object_list([None], [None] * world, src=0, group=group)
                 raise failure
@@ -78,6 +64,36 @@ def run_distributed(process, spec, stdin=None, stdout=None, *, new_run, apply) -
             run.close()
         _shut_down(dist)
     return run.writer.written if main else 0
+
+
+def _read_round(items, world: int, batch_size: int, failure: CQError | None) -> tuple[list, CQError | None]:
+    """The main process's next round as (parts, failure): a batch per process read from ``items`` (a
+    short batch ends the round, the rest are empty), or all None at the end of input (everyone stops);
+    ``failure``: the one passed in, else the input error met while reading (nothing more is read; the
+    records before it are kept)."""
+    parts: list = []
+    while len(parts) < world and failure is None:
+        part: list = []
+        try:
+            part.extend(islice(items, batch_size))  # keeps what came before an error
+        except CQError as err:
+            failure = err
+        parts.append(part)
+        if len(part) < batch_size:
+            break
+    parts += [[]] * (world - len(parts))
+    if not any(parts):
+        parts = [None] * world  # end of input (or a failure): everyone stops
+    return parts, failure
+
+
+def _write_round(run, parts: list, gathered: list) -> CQError | None:
+    """Write the round's results in input order, up to the first process's failure (returned)."""
+    for part, (status, payload) in zip(parts, gathered):
+        if status == "error":
+            return payload
+        run.write(payload, len(part))
+    return None
 
 
 def _shut_down(dist) -> None:

@@ -81,19 +81,25 @@ def fold_of(record_id, folds: int, seed: int) -> int:
     return dc.id_hash(record_id, seed, salt="fold:") % folds
 
 
+def _retrieval_method(cfg: CombinerConfig, records: list[dict]) -> str | None:
+    """The `cq retrieve --method` every record came from, when a retrieval signal is asked for (None
+    otherwise); an error unless that is one method."""
+    if not set(cfg.features) & set(dc.RETRIEVAL_FEATURES):
+        return None
+    methods = {dc.retrieval_method(r) for r in records}
+    if len(methods) != 1 or None in methods:
+        raise InputError(f"{cfg.train}: the retrieval signals need records from one `cq retrieve --method M` "
+                         f"run (found {sorted(map(str, methods))})")
+    return methods.pop()
+
+
 def train_combiner(cfg: CombinerConfig) -> dict:
     records = load_records(cfg.train, None)
     if not records:
         raise InputError(f"{cfg.train} has no records")
     if "classifier" in cfg.features and not cfg.classifier:
         raise InputError("--features classifier needs --classifier DIR (a `cq train detect` model)")
-    retrieval = None
-    if set(cfg.features) & set(dc.RETRIEVAL_FEATURES):
-        methods = {dc.retrieval_method(r) for r in records}
-        if len(methods) != 1 or None in methods:
-            raise InputError(f"{cfg.train}: the retrieval signals need records from one `cq retrieve --method M` "
-                             f"run (found {sorted(map(str, methods))})")
-        retrieval = methods.pop()
+    retrieval = _retrieval_method(cfg, records)
     y = np.array([gold_label(r) for r in records])
     classifier = os.path.abspath(cfg.classifier) if cfg.classifier else None
     skeleton = dc.Combiner(cfg.features, np.zeros(0), np.ones(0), np.zeros(0), 0.0, 0.5, cfg.k, classifier,

@@ -106,19 +106,34 @@ def batch_encoder(tokenizer, seq2seq: bool, eos: int):
     return encode
 
 
+def _load_model(name: str, path: str, tokenizer, device: str):
+    """(the model at ``path`` on ``device``, whether it is seq2seq, the token that ends a CQ); a
+    tokenizer without a pad token pads with that end token."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM
+
+    seq2seq = bool(getattr(AutoConfig.from_pretrained(path), "is_encoder_decoder", False))
+    model = (AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM).from_pretrained(path).to(device)
+    eos = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else tokenizer.sep_token_id
+    if eos is None:
+        raise ResourceError(f"the tokenizer of {name} has no end-of-sequence token to end a CQ with")
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token_id = eos
+    return model, seq2seq, eos
+
+
 def train_gen_cq(cfg: TrainConfig) -> dict:
     """Fine-tune a generator on gold CQs where the records have them, silver CQs otherwise; returns the report written to ``out``."""
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
     from ..models.backends import pick_device
-    from ..models.generator import _gguf_to_safetensors
+    from ..models.gguf import to_safetensors
     from ..models.resolve import resolve
 
     if cfg.dev is None:
         raise InputError("train gen-cq needs --dev FILE")
     set_seed(cfg.seed)
     resolved = resolve(cfg.model)
-    path = _gguf_to_safetensors(resolved) if resolved.fmt == "gguf" else resolved.path
+    path = to_safetensors(resolved) if resolved.fmt == "gguf" else resolved.path
     tokenizer = AutoTokenizer.from_pretrained(path)
     # the input as `cq gen-cq --method seq2seq --input-layout` will write it (AskCQ's needs the model's tokens)
     build_input = gen_stage.input_builder(SimpleNamespace(tokenizer=tokenizer, name=cfg.model), cfg.input_layout)
@@ -131,14 +146,7 @@ def train_gen_cq(cfg: TrainConfig) -> dict:
         raise InputError(f"{cfg.train} has no records with a gold CQ (gold.cq) or >= 2 gold DQs to build silver "
                          "CQs from")
     device = pick_device(cfg.device)
-    seq2seq = bool(getattr(AutoConfig.from_pretrained(path), "is_encoder_decoder", False))
-    model = (AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM).from_pretrained(path).to(device)
-    eos = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else tokenizer.sep_token_id
-    if eos is None:
-        raise ResourceError(f"the tokenizer of {cfg.model} has no end-of-sequence token to end a CQ with")
-    if tokenizer.pad_token_id is None:
-        tokenizer.pad_token_id = eos
-
+    model, seq2seq, eos = _load_model(cfg.model, path, tokenizer, device)
     encode = batch_encoder(tokenizer, seq2seq, eos)
 
     def loss_of(idx: list[int]):

@@ -80,37 +80,53 @@ class Checkpoints:
         return False
 
 
-def train_detect(cfg: TrainConfig) -> dict:
-    """Fine-tune an encoder as the ambiguity classifier; returns the report written to ``out``."""
-    import torch
-
-    from ..metrics.detect import auroc, confusion
-    from ..models.backends import pick_device
-
-    train, dev = _data(cfg)
+def _with_passages(cfg: TrainConfig, train: list[dict]) -> int:
+    """How many training records have passages (a warning when --passages asks for them and none has)."""
     with_passages = sum(bool(r.get("passages")) for r in train)
     if cfg.passages and not with_passages:
         log.warning("train detect: --passages %d, but no training record has passages: the classifier learns "
                     "from the question alone (run `cq retrieve` over the training records first, or pass "
                     "--passages 0)", cfg.passages)
-    y_train = [gold_label(r) for r in train]
-    y_dev = [gold_label(r) for r in dev]
-    x_train = [detect_stage.classifier_text(r, cfg.passages) for r in train]
-    x_dev = [detect_stage.classifier_text(r, cfg.passages) for r in dev]
-    device = pick_device(cfg.device)
-    resolved, tokenizer, model = _load(cfg, device)
+    return with_passages
+
+
+def _evaluator(model, tokenizer, x_dev: list, y_dev: list[bool], max_length: int, device: str):
+    """A function scoring ``model`` on the dev texts (label = P(ambiguous) > 0.5; AUROC of that
+    probability), in eval mode and back to train mode after."""
+    import torch
+
+    from ..metrics.detect import auroc, confusion
 
     def evaluate() -> dict:
         model.eval()
         probs: list[float] = []
         with torch.inference_mode():
             for start in range(0, len(x_dev), 64):
-                enc = detect_stage.encode_pairs(tokenizer, x_dev[start:start + 64], cfg.max_length).to(device)
+                enc = detect_stage.encode_pairs(tokenizer, x_dev[start:start + 64], max_length).to(device)
                 probs.extend(torch.softmax(model(**enc).logits.float(), -1)[:, 1].tolist())
         model.train()
         scores = confusion(y_dev, [p > 0.5 for p in probs])
         scores["auroc"] = auroc(y_dev, probs)
         return scores
+
+    return evaluate
+
+
+def train_detect(cfg: TrainConfig) -> dict:
+    """Fine-tune an encoder as the ambiguity classifier; returns the report written to ``out``."""
+    import torch
+
+    from ..models.backends import pick_device
+
+    train, dev = _data(cfg)
+    with_passages = _with_passages(cfg, train)
+    y_train = [gold_label(r) for r in train]
+    y_dev = [gold_label(r) for r in dev]
+    x_train = [detect_stage.classifier_text(r, cfg.passages) for r in train]
+    x_dev = [detect_stage.classifier_text(r, cfg.passages) for r in dev]
+    device = pick_device(cfg.device)
+    resolved, tokenizer, model = _load(cfg, device)
+    evaluate = _evaluator(model, tokenizer, x_dev, y_dev, cfg.max_length, device)
 
     def loss_of(idx: list[int]):
         enc = detect_stage.encode_pairs(tokenizer, [x_train[i] for i in idx], cfg.max_length).to(device)

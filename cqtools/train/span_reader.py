@@ -235,6 +235,22 @@ def _load(cfg: ReaderTrainConfig, device: str):
     return resolved, tokenizer, model
 
 
+def _evaluator(cfg: ReaderTrainConfig, base_model: str, device: str, tokenizer, model, dev: list[dict]):
+    """A function scoring ``model`` on the validation records as `cq answer`'s extractive reader reads
+    them (the top ``eval_passages``), in eval mode and back to train mode after."""
+    options = ExtractiveOptions(n_passages=cfg.eval_passages, max_length=cfg.max_length,
+                                max_answer_tokens=cfg.max_answer_tokens)
+    info = {"model": cfg.out, "base_model": base_model, "device": device, "dtype": "float32"}
+
+    def evaluate() -> dict:
+        model.eval()
+        scores = validation_scores(ExtractiveReader(tokenizer, model, info, options), dev, cfg.eval_passages)
+        model.train()
+        return scores
+
+    return evaluate
+
+
 def train_reader(cfg: ReaderTrainConfig) -> dict:
     """Fine-tune the span reader; returns the report written to ``out`` (cq_train.json)."""
     import torch
@@ -251,16 +267,7 @@ def train_reader(cfg: ReaderTrainConfig) -> dict:
                          f"{cfg.passages}); retrieve more passages (--hits) or raise --passages")
 
     total = total_steps(len(examples), cfg.batch_size, cfg.epochs, cfg.max_steps)
-    options = ExtractiveOptions(n_passages=cfg.eval_passages, max_length=cfg.max_length,
-                                max_answer_tokens=cfg.max_answer_tokens)
-    info = {"model": cfg.out, "base_model": resolved.name, "device": device, "dtype": "float32"}
-
-    def evaluate() -> dict:
-        model.eval()
-        scores = validation_scores(ExtractiveReader(tokenizer, model, info, options), dev, cfg.eval_passages)
-        model.train()
-        return scores
-
+    evaluate = _evaluator(cfg, resolved.name, device, tokenizer, model, dev)
     log.info("train reader: %d examples (%d positive) from %d of %d questions; %d validation records; "
              "%d steps at most, device %s", len(examples), counts["positive"], counts["questions_used"],
              counts["questions"], len(dev), total, device)
@@ -283,7 +290,6 @@ def train_reader(cfg: ReaderTrainConfig) -> dict:
                        seed=cfg.seed, max_steps=cfg.max_steps, max_seconds=cfg.max_seconds,
                        evaluate_at=lambda step, _: bool(cfg.eval_every) and step % cfg.eval_every == 0 and step < total,
                        on_eval=on_eval, log_every=20, name="train reader")
-    step, stopped, losses = state.step, state.stopped, state.losses
     train_seconds = state.budget.elapsed()
     final = evaluate()
     log.info("validation (%d records): EM %.1f F1 %.1f (answer in the top %d passages: %.1f%%)", final["records"],
@@ -291,16 +297,22 @@ def train_reader(cfg: ReaderTrainConfig) -> dict:
     os.makedirs(cfg.out, exist_ok=True)
     model.save_pretrained(cfg.out)
     tokenizer.save_pretrained(cfg.out)
-    window = max(1, min(20, len(losses) // 2))
     report = {"task": "reader", "config": {**asdict(cfg), "more_train": list(cfg.more_train)},
-              "base_model": resolved.describe(), "device": device, "steps": step, "stopped": stopped,
+              "base_model": resolved.describe(), "device": device, "steps": state.step, "stopped": state.stopped,
               "train_seconds": round(train_seconds, 1), "peak_rss_mb": round(peak_rss_mb()),
               "train_records": len(train), "examples": len(examples), "supervision": counts,
-              "first_loss": round(sum(losses[:window]) / window, 4) if losses else None,
-              "last_loss": round(sum(losses[-window:]) / window, 4) if losses else None,
-              "validation": final, "dev_source": "holdout" if cfg.holdout is not None else "dev",
-              "losses": [round(x, 4) for x in losses], "history": history}
+              **_loss_summary(state.losses), "validation": final,
+              "dev_source": "holdout" if cfg.holdout is not None else "dev",
+              "losses": [round(x, 4) for x in state.losses], "history": history}
     if cfg.holdout is not None:
         report["holdout_ids"] = [r.get("id") for r in dev]
     write_report(cfg.out, report)
     return report
+
+
+def _loss_summary(losses: list[float]) -> dict:
+    """first_loss and last_loss: the mean training loss of the first and last steps (up to 20 each,
+    at most half the steps), None without steps."""
+    window = max(1, min(20, len(losses) // 2))
+    return {"first_loss": round(sum(losses[:window]) / window, 4) if losses else None,
+            "last_loss": round(sum(losses[-window:]) / window, 4) if losses else None}
