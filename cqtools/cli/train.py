@@ -10,6 +10,7 @@ import click
 from ..outputs import model_directory
 from .options import compose, device_options, model_option, seed_option
 from ..models.roles import ENCODER, LLM
+from ..stages.gen_cq import FromDqsOptions
 
 
 def _loop(default_lr: float, default_epochs: int, default_batch: int):
@@ -130,7 +131,8 @@ def detect_cmd(quiet, **kwargs):
               help="The input as `cq gen-cq --method seq2seq --input-layout` writes it: cq's, or AskCQ's CQDataset "
                    "layout (needs a tokenizer with sep/bos/eos tokens, e.g. BART's). cq gen-cq reads it from the "
                    "model's cq_train.json.")
-@click.option("--two-options", type=click.Choice(["or", "comma"]), default="or", show_default=True,
+@click.option("--two-options", type=click.Choice(["or", "comma"]), default=FromDqsOptions.two_options,
+              show_default=True,
               help="Silver CQs with two options as \"A or B\" or \"A, or B\" (AskCQ's form).")
 def gen_cq_cmd(quiet, **kwargs):
     """Fine-tune a generator on gold CQs (gold.cq, e.g. from `cq convert cambignq` or `--join cambignq:`)

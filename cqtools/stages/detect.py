@@ -149,8 +149,8 @@ def classifier_detector(options: ClassifierOptions, config=None) -> ScoredDetect
     trained = trained_config(resolved.path).get("passages")
     if n_passages is None:
         n_passages = 3 if trained is None else int(trained)
-    elif trained is not None and (int(trained) == 0) != (n_passages == 0):
-        raise InputError(_layout_mismatch(model, int(trained), n_passages))
+    elif trained is not None and int(trained) == 0 and n_passages > 0:  # (the reverse, passages off, is an ablation)
+        raise InputError(_layout_mismatch(model, n_passages))
     dev = pick_device(config.device if config is not None else "auto")
     clf = SequenceClassifier(resolved.path, dev)
 
@@ -162,13 +162,12 @@ def classifier_detector(options: ClassifierOptions, config=None) -> ScoredDetect
     return ScoredDetector("classifier", score, threshold, info)
 
 
-def _layout_mismatch(model: str, trained: int, asked: int) -> str:
-    """The one-line error for a classifier asked to read what its card says it never saw."""
-    reads = "the question alone" if trained == 0 else f"the question with its top {trained} passages"
-    fix = ("train one that reads passages (make train-detect DETECT_PASSAGES=100 DETECT_MAX_LENGTH=512, AskCQ's "
-           "layout) and pass it as --model" if trained == 0 else "give --passages N (N > 0)")
-    return (f"the classifier {model} was trained on {reads} (its cq_train.json), and --passages {asked} would feed it "
-            f"what it never saw; drop --passages to read as it was trained, or {fix}")
+def _layout_mismatch(model: str, asked: int) -> str:
+    """The one-line error for a question-only classifier asked to read passages its card says it never saw."""
+    return (f"the classifier {model} was trained on the question alone (its cq_train.json), and --passages {asked} "
+            "would feed it what it never saw; drop --passages to read as it was trained, or train one that reads "
+            "passages (make train-detect DETECT_PASSAGES=100 DETECT_MAX_LENGTH=512, AskCQ's layout) and pass it as "
+            "--model")
 
 
 # --- llm (CLAM) ------------------------------------------------------------------------------------

@@ -21,7 +21,8 @@ TARGETS = ("auto", "silver")  # auto: gold.cq where a record has one, else the s
 
 
 def cq_examples(records: list[dict], passages: int, with_answers: str | None, targets: str = "auto",
-                build_input=None, two_options: str = "or") -> tuple[list[tuple[str, str, dict]], dict]:
+                build_input=None, two_options: str = gen_stage.FromDqsOptions.two_options
+                ) -> tuple[list[tuple[str, str, dict]], dict]:
     """(input, target CQ, record) per training record, and how many targets are gold and silver CQs.
 
     The target is the record's gold CQ (``gold.cq``) when it has one and ``targets`` is "auto"; else the

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from .. import progress
+from ..stages.gen_cq import FromDqsOptions
 from ..errors import InputError, ResourceError
 from ..jsonl import read_records
 from ..models.backends import set_seed  # noqa: F401  (re-exported: the tasks seed through here)
@@ -55,7 +56,7 @@ class TrainConfig:
     with_answers: str | None = None  # gen-cq only: None | "gold"
     targets: str = "auto"            # gen-cq only: "auto" (gold.cq where present, else silver) | "silver"
     input_layout: str = "cq"         # gen-cq only: "cq" | "askcq" (AskCQ's CQDataset input, cq gen-cq --input-layout)
-    two_options: str = "or"          # gen-cq only: silver CQs with two options as "A or B" | "A, or B" ("comma")
+    two_options: str = FromDqsOptions.two_options  # gen-cq only: silver CQs' two options "A or B" | "A, or B"
 
 
 # --- data ------------------------------------------------------------------------------------
