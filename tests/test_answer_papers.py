@@ -421,3 +421,17 @@ def test_reading_presets_name_the_generative_reader_even_with_an_extractive_one_
     from cqtools import presets
 
     assert presets.values(preset, "answer")["reader_name"] == "generative"
+
+
+def test_disambig_first_reads_each_dqs_retrieved_set_not_a_top_3(fixture_index, tiny_causal, tiny_cross_encoder):
+    """Step 3 of DISAMBIG-FIRST: DPR's reader reads the DQ's retrieved set; the preset's reader reads as many of the
+    DQ's reranked 100 passages as fit its input (it read the top 3 before, issue 35 item 5)."""
+    from cqtools import presets
+
+    record = {"id": "r", "question": "Who played the Joker?", "dqs": [{"question": "Who played the Joker in 2008?"}]}
+    stage = presets.stage("disambig-first", "answer", index=fixture_index, reader="generative", model=tiny_causal,
+                          reranker=tiny_cross_encoder, grounding="none")
+    (out,) = stage([record])
+    (read,) = out["meta"]["passages_read"]["answer"]
+    assert read > 3, read
+    assert out["meta"]["answer"]["mode"] == "dqs" and out["meta"]["answer"]["hits"] == 100

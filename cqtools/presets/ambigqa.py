@@ -98,8 +98,12 @@ DISAMBIG_FIRST = Preset(
                 setting="retrieval per DQ"),
         Setting("answer", "hits", 100, "§5: 100 passages retrieved per question", setting="passages retrieved per DQ"),
         Setting("answer", "rerank_depth", 100, "§5: the reader considers the 100 retrieved passages",
-                "the cross-encoder reranks all 100 and the reader reads the top ones (--passages); DPR's reader "
-                "scores all 100 itself", setting="passages reranked per DQ"),
+                "the cross-encoder orders all 100 for the DQ; DPR's reader scores all 100 itself",
+                setting="passages reranked per DQ"),
+        Setting("answer", "max_passage_tokens", 0, "§5, §6.1: DPR's reader reads the DQ's retrieved set (its 100 "
+                "passages), not a top 3", "one reader input holds as many of the reranked 100 as fit the reader's "
+                "context (0: its input length; meta.passages_read.answer counts them per DQ); DPR reads each "
+                "passage apart and picks the best span over all of them", setting="passages read per DQ"),
 
         # --- disambiguate ---
         Setting("disambiguate", "method", "disambig-first", "§5 DISAMBIG-FIRST step (2): an ambiguous question "
