@@ -216,3 +216,23 @@ def test_hits_text_parses_to_exact_float32():
     assert parse_hits("12 7.4542847 3 1.0E-4 ") == ([12, 3], [float(np.float32(7.4542847)), float(np.float32(1e-4))])
     with pytest.raises(RuntimeError, match="unexpected hits text"):
         parse_hits("12 7.45 3")
+
+def test_the_toc_preset_pools_bm25_and_dense_before_its_rerank(fixture_index, runner):
+    """Tree of Clarifications pools two retrievers' passages (over 200 per question) before reranking them per node;
+    `cq retrieve --preset toc` keeps the union of BM25's and the dense encoder's top --hits (it kept BM25's 100)."""
+    import orjson
+
+    from cqtools.cli import cli
+
+    question = {"id": "q", "question": "Who played the Joker?"}
+    out = runner.invoke(cli, ["retrieve", "--preset", "toc", "--index", fixture_index, "--hits", "20", "-q"],
+                        input=orjson.dumps(question).decode() + "\n")
+    assert out.exit_code == 0, out.output
+    pooled = orjson.loads(out.stdout)["passages"]
+    sides = []
+    for method in ("bm25", "dense"):
+        side = runner.invoke(cli, ["retrieve", "--method", method, "--index", fixture_index, "--hits", "20", "-q"],
+                             input=orjson.dumps(question).decode() + "\n")
+        sides.append({p["id"] for p in orjson.loads(side.stdout)["passages"]})
+    assert {p["id"] for p in pooled} == sides[0] | sides[1]
+    assert 20 < len(pooled) <= 40

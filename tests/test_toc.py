@@ -438,7 +438,8 @@ def test_the_toc_preset_sets_only_valid_toc_options():
         assert setting.source and setting.command in ("disambiguate", "retrieve")
         if setting.command == "disambiguate" and setting.option != "method":
             assert method.option(setting.option).convert(setting.value, "preset toc") == setting.value
-    assert toc.PRESET.values("retrieve") == {"hits": 100}  # the pool the method reranks per node
+    # the pool the method reranks per node: both retrievers' top 100 (tests/test_retrieve.py runs it)
+    assert toc.PRESET.values("retrieve") == {"method": "hybrid", "fusion": "pool", "hits": 100}
     assert toc.PRESET.departures
 
 

@@ -17,6 +17,14 @@ def _d(option, value, source, differs="", setting=""):
 
 
 SETTINGS = (
+    Setting("retrieve", "method", "hybrid", "paper, retrieval step; toc/rac.py:5-8" + AT + ": two retrieval systems "
+            "(ColBERT over Wikipedia and the Bing search engine), 'over 200 passages by combining' them",
+            "cq's two retrievers are BM25 and the index's dense encoder (cq index --dense), not ColBERTv2 and Bing",
+            "retrievers pooled"),
+    Setting("retrieve", "fusion", "pool", "paper, retrieval step: the systems' passages are combined, then "
+            "reranked for each node",
+            "the union of both runs' top --hits (up to 200), ordered by reciprocal rank until each node's rerank",
+            "how the pool is formed"),
     Setting("retrieve", "hits", 100, "--top_k_docs, run_toc.py:141 and toc/rac.py:5-8" + AT + " (ColBERTv2, plus Bing)",
             "cq's searcher over the user's index instead of ColBERTv2 on Wikipedia; no Bing passages offline. "
             "Keep the pool on the record (no `cq rerank --top`): the method reranks it for each node",

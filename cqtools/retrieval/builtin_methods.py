@@ -18,6 +18,7 @@ def register_searchers(register):
     register("dense", dense_searcher,
              help="faiss inner product over the index's dense part (sentence-transformers or DPR)", options=[ENCODER])
     register("hybrid", hybrid_searcher, help="bm25 + dense, fused by --fusion",
-             options=[ENCODER, Option("fusion", str, "rrf", "reciprocal rank (rrf) or Pyserini's normalised "
-                                      "interpolation (linear)", choices=("rrf", "linear")),
+             options=[ENCODER, Option("fusion", str, "rrf", "reciprocal rank (rrf), Pyserini's normalised "
+                                      "interpolation (linear), or pool (both sides' top --hits, up to twice as many "
+                                      "passages, in rrf order: ToC's pool)", choices=("rrf", "linear", "pool")),
                       Option("alpha", float, 0.1, "sparse weight for --fusion linear"), K1, B])

@@ -2,6 +2,8 @@
 
 ``rrf`` (default): reciprocal-rank fusion, score = sum over runs of 1 / (rrf_k + rank), rrf_k=60
 (Cormack et al. 2009; what ``pyserini.fusion`` computes).
+``pool``: the union of both runs' top ``k`` (up to 2k passages, in RRF order): Tree of Clarifications pools
+its retrievers' passages (more than 200 from two sources) before it reranks them for every node.
 ``linear``: Pyserini HybridSearcher's interpolation with normalization=True, alpha * sparse +
 dense after centring each run on its mid-range and dividing by its range. A run whose scores are
 all tied (or that has one hit) divides by zero in Pyserini; here its normalised scores are 0.
@@ -47,16 +49,19 @@ class HybridSearcher:
         self.sparse, self.dense = sparse, dense
         self.fusion, self.alpha, self.depth, self.rrf_k = fusion, alpha, depth, rrf_k
         self.params = {"fusion": fusion, "alpha": alpha if fusion == "linear" else None,
-                       "rrf_k": rrf_k if fusion == "rrf" else None, "depth": depth or "max(2k, 100)"} \
+                       "rrf_k": rrf_k if fusion in ("rrf", "pool") else None,
+                       "depth": "k" if fusion == "pool" else depth or "max(2k, 100)"} \
             | {"encoder": dense.params["encoder"]}
 
     def search(self, query: str, k: int) -> list[dict]:
         return self.batch_search([query], ["q"], k)["q"]
 
     def batch_search(self, queries, ids, k, threads=1):
-        depth = max(k, self.depth or max(2 * k, 100))  # candidates fused from each side
+        depth = k if self.fusion == "pool" else max(k, self.depth or max(2 * k, 100))  # candidates per side
         sparse = self.sparse.batch_search(queries, ids, depth, threads)
         dense = self.dense.batch_search(queries, ids, depth, threads)
+        if self.fusion == "pool":  # every candidate of either side, none cut
+            return {i: rrf([sparse[i], dense[i]], 2 * k, self.rrf_k) for i in ids}
         if self.fusion == "rrf":
             return {i: rrf([sparse[i], dense[i]], k, self.rrf_k) for i in ids}
         return {i: linear(sparse[i], dense[i], k, self.alpha) for i in ids}
