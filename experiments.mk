@@ -62,6 +62,16 @@ DEVICE       ?= auto
 HITS         ?= 20
 MODEL_LLM    ?= HuggingFaceTB/SmolLM2-135M-Instruct
 MODEL_RERANK ?= cross-encoder/ms-marco-MiniLM-L-12-v2
+# The grid on a served model (docs/cluster.md): MODEL_LLM=openai:NAME API_BASE=http://HOST:PORT/v1 sends every
+# cell's language-model calls (every cell that reads MODEL_LLM: no local LLM is loaded) to that OpenAI-compatible
+# server (vLLM, TGI, llama.cpp), API_CONCURRENCY requests in flight per cell (a key, if the server wants one,
+# from CQ_API_KEY). Without API_BASE an openai: model goes to OPENAI_BASE_URL, else OpenAI's service.
+API_BASE        ?=
+API_CONCURRENCY ?= 8
+ifneq ($(API_BASE),)
+export OPENAI_BASE_URL := $(API_BASE)
+export CQ_CONCURRENCY  := $(API_CONCURRENCY)
+endif
 # The classifier and the reader: the ones trained here ($(CQ_MODELS), `make models`) when there are, else the
 # compact ones cq ships (cqtools/shipped/): a fresh clone's grid trains nothing. TRAIN=1 trains what is
 # missing into $(CQ_MODELS) first, the CQ generator (ambignq.cq.finetuned, which has no shipped model) included;

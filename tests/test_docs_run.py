@@ -470,3 +470,20 @@ def test_make_and_cq_share_one_models_directory(tmp_path, monkeypatch):
     proc = subprocess.run(["make", "-n", "-C", str(ROOT), "train-detect"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert f"--out {cli_default}/detect" in proc.stdout
+
+
+def test_the_grid_on_a_served_model_sends_every_llm_cell_to_the_server(tmp_path):
+    """`make compare MODEL_LLM=openai:NAME API_BASE=URL` (issue 35 item 7): every cell that uses the LLM names the
+    served model (none loads the local SmolLM2), and the server's address and the client's concurrency reach
+    every cq command through the environment."""
+    where = (f"WORK={tmp_path}/w", f"CQ_MODELS={tmp_path}/models")
+    served = ("MODEL_LLM=openai:big", "API_BASE=http://127.0.0.1:8000/v1", "API_CONCURRENCY=16")
+    plan = _dry_run("compare", "N=5", *where, *served)
+    assert "SmolLM2" not in plan
+    assert plan.count("--model openai:big") >= 15 and "--reader openai:big" in plan
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "CQ_CONCURRENCY", "MAKEFLAGS")}
+    proc = subprocess.run(["make", "-n", "-p", "-C", str(ROOT), "compare", "N=5", *where, *served],
+                          capture_output=True, text=True, timeout=60, env=env)
+    found = dict(re.findall(r"^(OPENAI_BASE_URL|CQ_CONCURRENCY) :?= (.*)$", proc.stdout, flags=re.MULTILINE))
+    assert found == {"OPENAI_BASE_URL": "http://127.0.0.1:8000/v1", "CQ_CONCURRENCY": "16"}
+    assert "SmolLM2" in _dry_run("compare", "N=5", *where)  # the default grid does load it
