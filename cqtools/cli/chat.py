@@ -12,6 +12,7 @@ import click
 from .options import compose, device_options, load_options, seed_option
 from ..config import env
 from ..registry import CQ_METHODS, DETECTORS, READERS, SEARCHERS
+from ..terminal import safe
 
 
 class Spinner:
@@ -83,10 +84,13 @@ class Console:
         return input(prompt)
 
     def write(self, line: str = "") -> None:
-        click.echo(line)
+        click.echo(safe(line, keep=STYLES))  # records' text is untrusted: its escapes are shown, not run
 
     def mark(self, text: str) -> str:
         return click.style(text, bold=True, reverse=True) if self.color else f"[{text}]"
+
+
+STYLES = ("\x1b[1m", "\x1b[7m", "\x1b[0m")  # what mark()'s click.style adds: bold, reverse, reset
 
 
 class Script(Console):
@@ -101,7 +105,7 @@ class Script(Console):
         line = next(self.lines, None)
         if line is None:
             raise EOFError
-        click.echo(prompt + line)
+        click.echo(safe(prompt + line))
         return line
 
 
