@@ -48,6 +48,7 @@ class Option:
     max: float | None = None
     flag: str | None = None
     env: str | None = None  # the CLI flag's environment variable (e.g. CQ_MODEL_RERANKER)
+    check: Any = None  # (value, where) -> value: a further check run with the others, before any model loads
 
     @property
     def cli_flag(self) -> str:
@@ -70,7 +71,7 @@ class Option:
         if self.min is not None and value < self.min or self.max is not None and value > self.max:
             bounds = f"{self.min if self.min is not None else '-inf'}..{self.max if self.max is not None else 'inf'}"
             raise InputError(f"{where}: option {self.name} must be in {bounds}, not {value!r}")
-        return value
+        return self.check(value, where) if self.check else value
 
     def _parse(self, text: str, where: str):
         try:

@@ -6,12 +6,13 @@ from __future__ import annotations
 from ..models.roles import role
 from ..plugins import hookimpl
 from ..registry import Option
+from . import templates
 
 LLM = role("detector").default
 
 # Options several methods share (same flag, same meaning).
 PROMPT = Option("prompt", str, None, "a prompt template file replacing cq's wording (its [[parts]]; see docs/methods.md)",
-                flag="--prompt")
+                flag="--prompt", check=lambda path, where: templates.check_file(path))
 PASSAGES = Option("n_passages", int, 3, "top passages shown to the model (0: none)", min=0, flag="--passages")
 CQ_TOKENS = Option("max_new_tokens", int, 40, "tokens generated", min=1)
 WITH_ANSWERS = Option("with_answers", str, None, "add answers to the input after the question: pred = the record's "
