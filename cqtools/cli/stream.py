@@ -38,6 +38,7 @@ from tqdm import tqdm
 
 from ..config import current, env
 from .. import runrecord
+from . import refusals
 from ..errors import CQError, InputError, ServiceError
 from ..jsonl import AtomicFile, JsonlWriter, Skipped, bad_id, batched, open_append, open_input, read_records
 
@@ -77,6 +78,7 @@ class StreamSpec:
     params: dict | None = None  # or the batch function's cq_command / cq_params from a stage's build())
     inputs: tuple[str, ...] = ()  # FILE arguments, read in order instead of standard input
     total: int | None = None      # --total: records expected (the progress bar's total)
+    refused: int = 0  # records set aside because a server refused their request (cli/refusals.py)
 
 
 def spec_from(kwargs: dict, **overrides) -> StreamSpec:
@@ -182,6 +184,7 @@ def apply(process: BatchFn, items: list[Item], spec: StreamSpec) -> list[dict]:
                     out[n] = apply(process, [items[n]], spec)[0]
                 break
             log.warning("%s: %s (record %s): written through unchanged", spec.desc, err, items[culprit].record["id"])
+            spec.refused += refusals.counts(err)
             out[culprit] = _set_aside(orjson.loads(pristine[culprit]), spec, err.message)
             todo = [n for n in todo if n != culprit]
             for n in todo:  # the stage may have changed records before it failed
@@ -366,12 +369,15 @@ def run_stream(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> i
         return run_distributed(process, spec, stdin, stdout, new_run=_Run, apply=apply)
     run = _Run(spec, stdin, stdout)
     step = _call_size(spec, run.bar)
+    processed = 0
     try:
         for batch in batched(run.items, spec.batch_size):
             for start in range(0, len(batch), step):
                 part = batch[start:start + step]
                 run.write(apply(process, part, spec), len(part))
+                processed += len(part)
         run.finish()
+        refusals.check(spec.refused, processed, spec.desc)
     finally:
         run.close()
     return run.writer.written
