@@ -33,11 +33,10 @@ from typing import Callable, Iterator
 
 import click
 
-import orjson
 from tqdm import tqdm
 
 from ..config import current, env
-from .. import runrecord
+from .. import bigint, runrecord
 from . import refusals
 from ..errors import CQError, InputError, ServiceError
 from ..jsonl import AtomicFile, JsonlWriter, Skipped, bad_id, batched, open_append, open_input, read_records
@@ -165,7 +164,7 @@ def apply(process: BatchFn, items: list[Item], spec: StreamSpec) -> list[dict]:
             out[n] = _set_aside(item.record, spec, item.problem)
         else:
             todo.append(n)
-    pristine = {n: orjson.dumps(items[n].record) for n in todo} if spec.on_error == "skip" else None
+    pristine = {n: bigint.dumps(items[n].record) for n in todo} if spec.on_error == "skip" else None
     while todo:
         records = [items[n].record for n in todo]
         try:
@@ -180,15 +179,15 @@ def apply(process: BatchFn, items: list[Item], spec: StreamSpec) -> list[dict]:
             culprit = _culprit(err, items, todo)
             if culprit is None:  # the stage did not say which record: find it by going one at a time
                 for n in todo:
-                    items[n].record = orjson.loads(pristine[n])
+                    items[n].record = bigint.loads(pristine[n])
                     out[n] = apply(process, [items[n]], spec)[0]
                 break
             log.warning("%s: %s (record %s): written through unchanged", spec.desc, err, items[culprit].record["id"])
             spec.refused += refusals.counts(err)
-            out[culprit] = _set_aside(orjson.loads(pristine[culprit]), spec, err.message)
+            out[culprit] = _set_aside(bigint.loads(pristine[culprit]), spec, err.message)
             todo = [n for n in todo if n != culprit]
             for n in todo:  # the stage may have changed records before it failed
-                items[n].record = orjson.loads(pristine[n])
+                items[n].record = bigint.loads(pristine[n])
             continue
         if len(result) != len(records):
             raise CQError(f"internal: stage returned {len(result)} records for {len(records)}")
