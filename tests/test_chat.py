@@ -465,3 +465,18 @@ def test_replay_shows_terminal_escapes_from_records_instead_of_running_them(bm25
     out = done.stdout.decode()
     assert "\x1b" not in out and "\r" not in out and "\x07" not in out
     assert "\\x1b]52;c;aGk=\\x07\\x1b[2J\\r" in out and "pick> other: \\x1b]8;;http://evil.example/" in out
+
+
+def test_a_scripted_turn_that_fails_ends_the_session_non_zero(bm25_index, tiny_causal, tmp_path):
+    """--script: the lines after a turn were written for that turn (a pick), so a failed turn stops the
+    session with a one-line error naming the script line, instead of asking the pick as a question."""
+    script = tmp_path / "inputs.txt"
+    script.write_text('{"id": "bad", "question": 5}\n1\n')
+    log = tmp_path / "log.jsonl"
+    done = subprocess.run([CQ, "chat", *base(bm25_index, tiny_causal, log, "--detect", "never", "--script",
+                                             str(script), "-q")],
+                          capture_output=True, timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    stderr = done.stderr.decode()
+    assert done.returncode == 1, (done.stdout.decode(), stderr)
+    assert f"--script {script} line 1:" in stderr.strip().splitlines()[-1] and "Traceback" not in stderr
+    assert "question> 1" not in done.stdout.decode() and not (log.exists() and log.read_text())

@@ -96,8 +96,12 @@ STYLES = ("\x1b[1m", "\x1b[7m", "\x1b[0m")  # what mark()'s click.style adds: bo
 class Script(Console):
     """Inputs from a file, one line per thing typed, echoed after their prompt; its end is Ctrl-D."""
 
+    scripted = True  # a turn that fails ends the session (cqtools/chat/dialogue.py chat_loop)
+
     def __init__(self, path: str, color: bool):
         super().__init__(color)
+        self.path = path
+        self.lineno = 0
         with open(path, encoding="utf-8") as fh:
             self.lines = iter(fh.read().splitlines())
 
@@ -105,8 +109,12 @@ class Script(Console):
         line = next(self.lines, None)
         if line is None:
             raise EOFError
+        self.lineno += 1
         click.echo(safe(prompt + line))
         return line
+
+    def where(self) -> str:
+        return f"--script {self.path} line {self.lineno}"
 
 
 def _models(model, detect_method, detect_model, gen_cq_method, gen_cq_model, reader_name, reader_model) -> dict:
