@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import IO, Callable, Iterable, Iterator
 
-from .. import bigint
+from .. import exactjson
 from ..errors import InputError
 from ..metrics.cq import INVALID
 from ..records import ANSWERS, PASSAGES, read_cq, set_meta
@@ -267,7 +267,7 @@ class TurnLog:
 
     def write(self, record: dict) -> None:
         if self.fh is not None:
-            self.fh.write(bigint.dumps(record) + b"\n")  # a typed record's integers as they came
+            self.fh.write(exactjson.dumps(record) + b"\n")  # a typed record's integers as they came
             self.fh.flush()
         self.written += 1
 

@@ -36,7 +36,7 @@ import click
 from tqdm import tqdm
 
 from ..config import current, env
-from .. import bigint, runrecord
+from .. import exactjson, runrecord
 from . import refusals
 from ..errors import CQError, InputError, ServiceError
 from ..jsonl import AtomicFile, JsonlWriter, Skipped, bad_id, batched, open_append, open_input, read_records
@@ -164,7 +164,7 @@ def apply(process: BatchFn, items: list[Item], spec: StreamSpec) -> list[dict]:
             out[n] = _set_aside(item.record, spec, item.problem)
         else:
             todo.append(n)
-    pristine = {n: bigint.dumps(items[n].record) for n in todo} if spec.on_error == "skip" else None
+    pristine = {n: exactjson.dumps(items[n].record) for n in todo} if spec.on_error == "skip" else None
     while todo:
         records = [items[n].record for n in todo]
         try:
@@ -179,15 +179,15 @@ def apply(process: BatchFn, items: list[Item], spec: StreamSpec) -> list[dict]:
             culprit = _culprit(err, items, todo)
             if culprit is None:  # the stage did not say which record: find it by going one at a time
                 for n in todo:
-                    items[n].record = bigint.loads(pristine[n])
+                    items[n].record = exactjson.loads(pristine[n])
                     out[n] = apply(process, [items[n]], spec)[0]
                 break
             log.warning("%s: %s (record %s): written through unchanged", spec.desc, err, items[culprit].record["id"])
             spec.refused += refusals.counts(err)
-            out[culprit] = _set_aside(bigint.loads(pristine[culprit]), spec, err.message)
+            out[culprit] = _set_aside(exactjson.loads(pristine[culprit]), spec, err.message)
             todo = [n for n in todo if n != culprit]
             for n in todo:  # the stage may have changed records before it failed
-                items[n].record = bigint.loads(pristine[n])
+                items[n].record = exactjson.loads(pristine[n])
             continue
         if len(result) != len(records):
             raise CQError(f"internal: stage returned {len(result)} records for {len(records)}")
