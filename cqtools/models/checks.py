@@ -19,8 +19,9 @@ from ..errors import ResourceError
 # vocabulary a slow tokenizer reads (WordPiece, BPE, SentencePiece, tiktoken).
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "tokenizer.model", "spiece.model",
                    "sentencepiece.bpe.model")
+COMPACT_WEIGHTS = "model.int8.safetensors"  # cq's compact weights (compact.py's WEIGHTS)
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
-                "pytorch_model.bin.index.json", "model.int8.safetensors")
+                "pytorch_model.bin.index.json", COMPACT_WEIGHTS)
 _VERIFIED: dict[tuple, bool] = {}  # (path, size, mtime) of compact weights whose sha256 matched
 
 
@@ -43,7 +44,7 @@ def check_transformers_dir(path: str, what: str = "the model") -> None:
     for name in weights:
         if name.endswith(".safetensors"):
             check_safetensors(os.path.join(path, name), what)
-    if "model.int8.safetensors" in names:
+    if COMPACT_WEIGHTS in names:
         check_compact_sum(path, what)
 
 
@@ -73,9 +74,8 @@ def check_safetensors(file: str, what: str = "the model") -> None:
 def check_compact_sum(path: str, what: str = "the model") -> None:
     """cq's compact weights against the sha256 recorded when they were written (``cq_compact.json``)."""
     from ..data import sha256_of
-    from .compact import WEIGHTS
 
-    file = os.path.join(path, WEIGHTS)
+    file = os.path.join(path, COMPACT_WEIGHTS)
     try:
         with open(os.path.join(path, "cq_compact.json")) as fh:
             want = json.load(fh).get("sha256")

@@ -17,8 +17,9 @@ import os
 import shutil
 
 from ..errors import InputError
+from .checks import COMPACT_WEIGHTS, check_safetensors
 
-WEIGHTS = "model.int8.safetensors"
+WEIGHTS = COMPACT_WEIGHTS
 FORMAT = "cq-int8-rows"
 MIN_ELEMENTS = 4096
 SCALE = ".cq_scale"  # key suffix of a quantised matrix's row scales
@@ -97,7 +98,6 @@ def compact(src: str, out: str) -> dict:
     from safetensors.torch import load_file, save_file
 
     from ..data import sha256_of
-    from .checks import check_safetensors
 
     weights = os.path.join(src, "model.safetensors")
     if not os.path.isfile(weights):
