@@ -7,12 +7,16 @@ every file it wrote in ``DIR/SHA256SUMS`` (``sha256sum -c`` format); a later ``g
 files against that list. The official files' checksums are not pinned yet (``sha256=None``): they
 could not be computed where this was written (no network). A user with network pins them by copying
 the ``sha256`` that ``cq data get`` prints into :data:`DATASETS`; a pinned checksum that does not
-match refuses the file and keeps nothing.
+match refuses the file and keeps nothing. Until then a download shorter than its declared length is
+refused, and so is a source file that fails its data set's format check (``psgs-w100``: gzip with
+DPR's header line, whole to the end of its stream): an HTML error page or a cut download is never
+recorded as the data.
 """
 from __future__ import annotations
 
 import errno
 import hashlib
+import http.client
 import logging
 import os
 import posixpath
@@ -48,6 +52,7 @@ class Dataset:
     optional_members: tuple[str, ...] = ()
     sha256: str | None = None  # None: not pinned yet (see the module docstring)
     derive: Callable[[str], list[str]] | None = field(default=None, compare=False)
+    check: Callable[[str], None] | None = field(default=None, compare=False)  # the source file's format (raises)
 
     @property
     def filename(self) -> str:
@@ -102,6 +107,28 @@ def _asqa_dev(directory: str) -> list[str]:
     return ["dev.json"]
 
 
+def _dpr_tsv_gz(path: str) -> None:
+    """DPR's psgs_w100.tsv.gz: gzip whose first line is DPR's header and whose stream runs whole to its
+    end (an HTML error page, or a download cut short, is refused: not recorded as the corpus)."""
+    import gzip
+    import zlib
+
+    name = os.path.basename(path)
+    with open(path, "rb") as fh:
+        if fh.read(2) != b"\x1f\x8b":
+            raise InputError(f"{name} is not gzip (an HTML page or an error message instead of the file?)")
+    try:
+        with gzip.open(path, "rb") as fh:
+            head = fh.readline(1 << 16).rstrip(b"\r\n")
+            if head != b"id\ttext\ttitle":
+                raise InputError(f"{name} does not start with DPR's header line 'id<TAB>text<TAB>title' "
+                                 f"(it starts {head[:40]!r})")
+            while fh.read(CHUNK):  # to the end: a cut stream fails here, the CRC and length are checked there
+                pass
+    except (EOFError, OSError, zlib.error) as err:
+        raise InputError(f"{name} is cut short or damaged ({err})") from None
+
+
 AMBIGQA = "https://nlp.cs.washington.edu/ambigqa/data/"
 DATASETS: dict[str, Dataset] = {d.name: d for d in (
     Dataset("ambignq-light", AMBIGQA + "ambignq_light.zip", "ambignq", ("train_light.json", "dev_light.json"),
@@ -116,7 +143,7 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in (
             "ASQA (Stelmakh et al. 2022; Apache-2.0); asqa/dev.json is its dev split", derive=_asqa_dev),
     Dataset("psgs-w100", "https://dl.fbaipublicfiles.com/dpr/wikipedia_split/psgs_w100.tsv.gz", "wikipedia",
             ("psgs_w100.tsv.gz",), "DPR's Wikipedia passages, 21M x 100 words (CC BY-SA; about 4.7 GB): "
-            "cq index --corpus reads it as it is"),
+            "cq index --corpus reads it as it is", check=_dpr_tsv_gz),
 )}
 
 
@@ -184,6 +211,7 @@ def get(name: str, root: str, mirror: str | None = None, timeout: float = 60.0) 
         if os.path.exists(source_path):
             action = "placed"
             _check_pinned(ds, source_path, sha256_of(source_path), keep=True)
+            _check_format(ds, source_path, keep=True)
         else:
             action = "downloaded"
             _download(ds, source_url(ds, mirror), source_path, timeout)
@@ -223,6 +251,19 @@ def _check_pinned(ds: Dataset, path: str, digest: str, keep: bool) -> None:
                      f"fetch {ds.url} again")
 
 
+def _check_format(ds: Dataset, path: str, keep: bool) -> None:
+    """The data set's own format check of its source file; a failure keeps nothing downloaded."""
+    if ds.check is None:
+        return
+    try:
+        ds.check(path)
+    except InputError as err:
+        if not keep:
+            _remove(path)
+        what = "placed by hand, left as it is" if keep else "refused, nothing kept"
+        raise InputError(f"{err.message} ({what}); fetch {ds.url} again") from None
+
+
 def _download(ds: Dataset, url: str, target: str, timeout: float) -> None:
     directory = os.path.dirname(target)
     os.makedirs(directory, exist_ok=True)
@@ -231,10 +272,13 @@ def _download(ds: Dataset, url: str, target: str, timeout: float) -> None:
     try:
         digest = hashlib.sha256()
         with urllib.request.urlopen(url, timeout=timeout) as response, open(part, "wb") as out:
+            received = 0
             for chunk in iter(lambda: response.read(CHUNK), b""):
                 digest.update(chunk)
                 out.write(chunk)
-    except (urllib.error.URLError, OSError, ValueError) as err:
+                received += len(chunk)
+            _check_length(response.headers.get("Content-Length"), received)
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as err:
         _remove(part)
         if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
             raise  # a full disk is not the network's fault: the CLI says so (cqtools/cli/__init__.py)
@@ -245,7 +289,14 @@ def _download(ds: Dataset, url: str, target: str, timeout: float) -> None:
         _remove(part)
         raise
     _check_pinned(ds, part, digest.hexdigest(), keep=False)
+    _check_format(ds, part, keep=False)
     os.replace(part, target)
+
+
+def _check_length(declared: str | None, received: int) -> None:
+    """A download that ended before the length its server declared is cut short."""
+    if declared is not None and declared.isdigit() and int(declared) != received:
+        raise http.client.IncompleteRead(b"", int(declared) - received)
 
 
 def _unpack(ds: Dataset, source: str, directory: str) -> list[str]:

@@ -13,6 +13,7 @@ from typing import IO, Iterable, Iterator
 
 import orjson
 
+from . import exactjson
 from .errors import CQError, InputError, ResourceError
 from .outputs import GZIP_MAGIC, is_gzip  # noqa: F401  (and the output side, re-exported:)
 from .outputs import (AtomicFile, GzipMembers, open_append, output_is_gzip, pid_alive, remove_stale,  # noqa: F401
@@ -80,7 +81,7 @@ def _lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
 
 def _parse(raw: bytes, required: tuple[str, ...]) -> dict:
     try:
-        record = orjson.loads(raw)
+        record = exactjson.loads(raw)  # orjson's, with integers past 64 bits kept digit for digit
     except orjson.JSONDecodeError as err:
         raise InputError(f"not valid JSON ({err}); each line must be one JSON object") from None
     if not isinstance(record, dict):
@@ -126,7 +127,7 @@ def batched(items: Iterable, size: int) -> Iterator[list]:
 
 
 def dumps(record: dict) -> bytes:
-    return orjson.dumps(record, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
+    return exactjson.dumps(record, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
 
 
 class JsonlWriter:

@@ -260,9 +260,12 @@ def model_directory(out: str, overwrite: bool):
     elif os.path.exists(out) and not os.path.isdir(out):
         raise ResourceError(f"--out {out} is a file; pass a directory")
     parent, name = os.path.split(os.path.abspath(out))
-    os.makedirs(parent, exist_ok=True)
-    remove_stale(parent, rf"^\.{re.escape(name)}\.(?:training|old)-(\d+)-")  # a killed run's leftovers
-    staging = tempfile.mkdtemp(prefix=f".{name}.training-{os.getpid()}-", dir=parent)
+    try:
+        os.makedirs(parent, exist_ok=True)
+        remove_stale(parent, rf"^\.{re.escape(name)}\.(?:training|old)-(\d+)-")  # a killed run's leftovers
+        staging = tempfile.mkdtemp(prefix=f".{name}.training-{os.getpid()}-", dir=parent)
+    except OSError as err:  # a read-only file system, no permission
+        raise ResourceError(f"cannot write --out {out} ({err.strerror or err}); pass a writable directory") from None
     try:
         yield staging
         _relocate_report(staging, out)

@@ -51,6 +51,7 @@ class Option:
     max: float | None = None
     flag: str | None = None
     env: str | None = None  # the CLI flag's environment variable (e.g. CQ_MODEL_RERANKER)
+    check: Any = None  # (value, where) -> value: a further check run with the others, before any model loads
 
     @property
     def cli_flag(self) -> str:
@@ -73,7 +74,7 @@ class Option:
         if self.min is not None and value < self.min or self.max is not None and value > self.max:
             bounds = f"{self.min if self.min is not None else '-inf'}..{self.max if self.max is not None else 'inf'}"
             raise InputError(f"{where}: option {self.name} must be in {bounds}, not {value!r}")
-        return value
+        return self.check(value, where) if self.check else value
 
     def _parse(self, text: str, where: str):
         try:
@@ -102,7 +103,7 @@ OPTION_META = "cqtools.option"
 
 
 def option(default: Any = None, help: str = "", *, choices: Iterable = (), min: float | None = None,
-           max: float | None = None, flag: str | None = None, env: str | None = None):
+           max: float | None = None, flag: str | None = None, env: str | None = None, check: Any = None):
     """One field of a method's options dataclass: its default (written here and nowhere else), help and
     limits; the field's annotation gives its type (``int | None``: an int, None meaning "not set")::
 
@@ -112,7 +113,7 @@ def option(default: Any = None, help: str = "", *, choices: Iterable = (), min: 
 
         register("length", length_detector, options=LengthOptions)  # length_detector(options, config)
     """
-    meta = {"help": help, "choices": tuple(choices), "min": min, "max": max, "flag": flag, "env": env}
+    meta = {"help": help, "choices": tuple(choices), "min": min, "max": max, "flag": flag, "env": env, "check": check}
     return dataclasses.field(default=default, metadata={OPTION_META: meta})
 
 

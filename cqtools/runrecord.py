@@ -34,7 +34,8 @@ _HEAD = 1 << 20  # bytes hashed at each end of a large file
 
 
 def path_for(out: str) -> str:
-    return out + SUFFIX
+    """The run record of OUT, beside the file OUT names (a symlink's target, not the link)."""
+    return os.path.realpath(out) + SUFFIX
 
 
 def prompts_version() -> str:
@@ -85,8 +86,25 @@ def build(command: str, params: dict, config=None) -> dict:
     config = config or current()
     ignore = NOT_SHAPING - {"batch_size"} if config.padded_batches else NOT_SHAPING  # padded: batch mates matter
     shaping = {k: _plain(v) for k, v in sorted(params.items()) if k not in ignore}
+    shaping.update({k: file_digest(v) for k, v in shaping.items() if k in CONTENT_PARAMS and v})
     return {"command": command, "params": shaping, "config": config.recorded(),
             "models": models_in_use(), "prompts": prompts_version(), "cqtools": __version__}
+
+
+# Options naming a file whose content shapes the records (a --prompt template, few-shot examples): the
+# run record holds the content's digest, so an edited file is a different configuration and a moved or
+# renamed one is not.
+CONTENT_PARAMS = frozenset({"prompt", "shots_file"})
+
+
+def file_digest(path) -> str:
+    """``sha256:<digest>`` of a file's bytes (the path as given when it cannot be read: the run fails
+    on it later with its own message)."""
+    try:
+        with open(path, "rb") as fh:
+            return "sha256:" + hashlib.file_digest(fh, "sha256").hexdigest()
+    except (OSError, TypeError):
+        return path
 
 
 def _plain(value):
@@ -164,7 +182,7 @@ def lock(out: str) -> int:
     job overlapping the old one) gets a one-line error instead of appending the same records again."""
     import fcntl
 
-    path = out + ".cq.lock"
+    path = os.path.realpath(out) + ".cq.lock"  # the file's lock, whichever name (a symlink) it is reached by
     try:
         os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)

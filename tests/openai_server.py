@@ -18,8 +18,12 @@ so a test can compute the exact expected score. A request without ``echo`` lists
 llama-cpp-python 0.3's are one position off), ``top`` (refuses ``echo`` with 400), ``none`` (never
 any logprobs), ``wrongtypes`` (valid JSON with a number where the text is, and logprobs of the wrong
 shape). A fault is an HTTP status such as ``429`` or ``500`` (answer
-with it), ``sleep:S`` (wait S seconds before answering) or ``pass`` (answer normally), used up one
-per API request in order.
+with it), ``sleep:S`` (wait S seconds before answering), ``pass`` (answer normally), ``drip:S`` (send
+the headers, then the body one byte every S seconds, after 10,000 bytes of leading whitespace),
+``huge:M`` (a valid answer with M MiB of leading whitespace) or ``endless`` (headers, then whitespace
+without end), used up one per API request in order. ``"refuse": TEXT`` answers 400 ("maximum context
+length") to every request whose prompt or messages contain TEXT, as a server does to a prompt over its
+context.
 """
 from __future__ import annotations
 
@@ -54,6 +58,7 @@ class State:
         self.faults: list[str] = []
         self.delay = 0.0
         self.reply = DEFAULT_REPLY
+        self.refuse: str | None = None
         self.log: list[dict] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -139,6 +144,30 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _send_unbounded(self, fault: str, payload: dict) -> None:
+        """A body that drips, is huge or never ends (faults drip:S, huge:M, endless)."""
+        kind, _, arg = fault.partition(":")
+        data = json.dumps(payload).encode()
+        pad = {"drip": 10_000, "huge": int(float(arg or 0) * (1 << 20))}.get(kind, 1 << 62)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(pad + len(data)))
+        self.end_headers()
+        try:
+            if kind == "drip":
+                for _ in range(pad):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(float(arg))
+            else:
+                block, sent = b" " * (1 << 20), 0
+                while sent < pad:
+                    self.wfile.write(block[:min(len(block), pad - sent)])
+                    sent += len(block)
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up, as it should
+            pass
+
     def _body(self) -> dict:
         length = int(self.headers.get("Content-Length") or 0)
         return json.loads(self.rfile.read(length) or b"{}")
@@ -166,6 +195,7 @@ class Handler(BaseHTTPRequestHandler):
                 STATE.delay = float(body.get("delay", STATE.delay))
                 STATE.reply = body.get("reply", STATE.reply)
                 STATE.context = body.get("context", None if body.get("reset") else getattr(STATE, "context", None))
+                STATE.refuse = body.get("refuse", None if body.get("reset") else STATE.refuse)
             return self._send(200, {"ok": True})
         routes = {"/v1/completions": completion, "/v1/chat/completions": chat}
         if self.path not in routes:
@@ -181,7 +211,13 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(delay)
             if fault == "pass":
                 fault = None
-            if fault and fault.startswith("sleep:"):
+            if STATE.refuse and STATE.refuse in json.dumps(body.get("prompt") or body.get("messages")):
+                status, headers = 400, None
+                payload = {"error": {"message": "This model's maximum context length is 2048 tokens",
+                                     "type": "invalid_request_error"}}
+            elif fault and fault.split(":")[0] in ("drip", "huge", "endless"):
+                return self._send_unbounded(fault, routes[self.path](body)[1])
+            elif fault and fault.startswith("sleep:"):
                 time.sleep(float(fault.split(":", 1)[1]))
                 status, payload, headers = routes[self.path](body) + (None,)
             elif fault:

@@ -448,3 +448,35 @@ def test_score_study_cli_ci(runner):
     assert result.exit_code == 0, result.output
     summary = orjson.loads(result.stdout)
     assert summary["prefer_cq"] == 75.0 and set(summary["ci"]["intervals"]) >= {"prefer_cq", "cq_win_rate"}
+
+
+def test_replay_shows_terminal_escapes_from_records_instead_of_running_them(bm25_index, tiny_causal, tmp_path):
+    """Every line cq chat prints goes through one escaping helper: a logged question and pick carrying
+    OSC 52 (clipboard), OSC 8 (disguised link), CSI 2J and CR are printed as visible escapes."""
+    old = tmp_path / "old.jsonl"
+    record = {**JOKER, "question": JOKER["question"] + "\x1b]52;c;aGk=\x07\x1b[2J\r",
+              "selected_option": "\x1b]8;;http://evil.example/\x1b\\a cartoon\x1b]8;;\x1b\\",
+              "meta": {"chat": {"choice": "other"}}}
+    old.write_bytes(orjson.dumps(record) + b"\n")
+    done = subprocess.run([CQ, "chat", *base(bm25_index, tiny_causal, tmp_path / "new.jsonl", "--detect", "always",
+                                             "--gen-cq", "from-dqs", "--replay", str(old), "-q")],
+                          capture_output=True, timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr.decode()
+    out = done.stdout.decode()
+    assert "\x1b" not in out and "\r" not in out and "\x07" not in out
+    assert "\\x1b]52;c;aGk=\\x07\\x1b[2J\\r" in out and "pick> other: \\x1b]8;;http://evil.example/" in out
+
+
+def test_a_scripted_turn_that_fails_ends_the_session_non_zero(bm25_index, tiny_causal, tmp_path):
+    """--script: the lines after a turn were written for that turn (a pick), so a failed turn stops the
+    session with a one-line error naming the script line, instead of asking the pick as a question."""
+    script = tmp_path / "inputs.txt"
+    script.write_text('{"id": "bad", "question": 5}\n1\n')
+    log = tmp_path / "log.jsonl"
+    done = subprocess.run([CQ, "chat", *base(bm25_index, tiny_causal, log, "--detect", "never", "--script",
+                                             str(script), "-q")],
+                          capture_output=True, timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    stderr = done.stderr.decode()
+    assert done.returncode == 1, (done.stdout.decode(), stderr)
+    assert f"--script {script} line 1:" in stderr.strip().splitlines()[-1] and "Traceback" not in stderr
+    assert "question> 1" not in done.stdout.decode() and not (log.exists() and log.read_text())

@@ -270,3 +270,26 @@ def test_make_data_and_the_experiments_read_one_directory(runner, served_under_f
 def test_this_checkout_still_reads_shared_data(tmp_path):
     plan = _plan(ROOT, f"{tmp_path}/w/train.jsonl", f"WORK={tmp_path}/w", home=tmp_path)
     assert "convert ambignq ../shared/data/ambignq/train_light.json" in plan
+
+
+# --- psgs-w100: an HTML page or a cut download is not recorded as the corpus (issue 36, item 10) ------
+
+@pytest.mark.parametrize("content, said", [
+    (b"<!DOCTYPE html><html><body>Access denied</body></html>\n", "is not gzip"),
+    (gzip.compress(TSV.encode() * 200)[:-30], "is cut short or damaged"),
+    (gzip.compress(b"<html>not the passages</html>\n"), "does not start with DPR's header line"),
+], ids=["html", "cut", "other-gzip"])
+def test_a_psgs_w100_that_is_not_dprs_file_is_refused(runner, server, tmp_path, content, said):
+    url, served = server
+    (served / "files").mkdir()
+    (served / "files" / "psgs_w100.tsv.gz").write_bytes(content)
+    root = tmp_path / "data"
+    result = _get(runner, "psgs-w100", "--dir", str(root), "--mirror", url)
+    assert result.exit_code == 1 and said in result.stderr and "refused, nothing kept" in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("cq data: error:") and "Traceback" not in result.output
+    assert not [p for p in root.rglob("*") if p.is_file()]
+    (root / "wikipedia").mkdir(parents=True, exist_ok=True)  # the same file placed by hand: refused, left where it is
+    (root / "wikipedia" / "psgs_w100.tsv.gz").write_bytes(content)
+    placed = _get(runner, "psgs-w100", "--dir", str(root), "--mirror", _refused_url())
+    assert placed.exit_code == 1 and said in placed.stderr and "placed by hand, left as it is" in placed.stderr
+    assert not os.path.exists(root / data.SUMS)

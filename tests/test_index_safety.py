@@ -2,6 +2,7 @@
 touches nothing but an index."""
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -99,7 +100,7 @@ def test_a_passage_store_of_another_build_is_refused_not_searched(runner, built,
     result = runner.invoke(cli, ["retrieve", "--index", str(built), "--hits", "3"], input=JOKER)
     assert result.exit_code != 0 and result.stdout == ""
     assert f"index {built} changed while cq was opening it" in result.stderr
-    assert "Lucene document 0 is" in result.stderr and "Traceback" not in result.stderr
+    assert "the Lucene index is commit" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_dense_rows_missing_from_the_passage_store_are_refused():
@@ -164,3 +165,59 @@ def _search_process(index):
                            "-q"], input=JOKER, capture_output=True, text=True, timeout=300)
     passages = parse_jsonl(done.stdout)[0]["passages"] if done.returncode == 0 else []
     return done.returncode, passages, done.stderr
+
+
+# --- a build has an identity: same ids, edited texts (issue 36, item 1) --------------------------------
+
+@pytest.fixture(scope="module")
+def edited_index(tmp_path_factory):
+    """A BM25 + dense index of the fixture corpus with every text edited in place: the same ids, in the
+    same order, under the same Lucene document numbers (the usual rebuild of an edited corpus)."""
+    import json
+
+    from click.testing import CliRunner
+
+    root = tmp_path_factory.mktemp("edited")
+    records = [json.loads(line) for line in (FIXTURES / "corpus.jsonl").read_text().splitlines()]
+    texts = [r["text"] for r in records]
+    for r, text in zip(records, texts[1:] + texts[:1]):  # each id now holds its neighbour's text
+        r["text"] = text
+    (root / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    result = CliRunner().invoke(cli, ["index", "--corpus", str(root / "corpus.jsonl"), "--out", str(root / "idx"),
+                                      "--dense", "-q"])
+    assert result.exit_code == 0, result.stderr
+    return root / "idx"
+
+
+def test_a_passage_store_of_a_same_ids_build_is_refused(runner, tmp_path, fixture_index, edited_index):
+    target = tmp_path / "idx"
+    shutil.copytree(fixture_index, target)
+    shutil.copy(edited_index / "docstore.sqlite", target / "docstore.sqlite")  # same ids, counts and docnums
+    result = runner.invoke(cli, ["retrieve", "--index", str(target), "--hits", "3"], input=JOKER)
+    assert result.exit_code != 0 and result.stdout == "", result.stdout
+    assert f"index {target} changed while cq was opening it" in result.stderr and "commit" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("method", ["dense", "hybrid"])
+def test_a_dense_half_of_a_same_ids_build_is_refused(runner, tmp_path, fixture_index, edited_index, method):
+    target = tmp_path / "idx"
+    shutil.copytree(fixture_index, target)
+    shutil.rmtree(target / "dense")
+    shutil.copytree(edited_index / "dense", target / "dense")  # the other build's vectors, the same ids
+    result = runner.invoke(cli, ["retrieve", "--index", str(target), "--method", method, "--hits", "3"],
+                           input=JOKER)
+    assert result.exit_code != 0 and result.stdout == "", result.stdout
+    assert "changed while cq was opening it" in result.stderr and "dense index is build" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_each_half_of_a_build_carries_the_same_generation(fixture_index):
+    import json
+    import sqlite3
+
+    manifest = json.loads((Path(fixture_index) / "cq_index.json").read_text())
+    store = dict(sqlite3.connect(Path(fixture_index) / "docstore.sqlite").execute("SELECT key, value FROM meta"))
+    assert manifest["generation"] == store["generation"]
+    assert (Path(fixture_index) / "dense" / "generation").read_text().strip() == store["generation"]
+    assert len(store["lucene"]) == 32  # Lucene's own 16-byte commit id

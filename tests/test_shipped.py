@@ -6,6 +6,7 @@ import os
 import pytest
 
 from cqtools.cli import cli
+from cqtools.errors import ResourceError
 from cqtools.models import compact
 from cqtools.models.roles import SHIPPED_DIR, installed_classifier, installed_reader, role
 
@@ -31,7 +32,8 @@ def test_a_fresh_install_uses_the_shipped_classifier_and_reader(tmp_path, monkey
     assert installed_classifier() == os.path.join(SHIPPED_DIR, "detect")
     assert installed_reader() == os.path.join(SHIPPED_DIR, "reader")
     assert role("classifier").model() == os.path.join(SHIPPED_DIR, "detect")
-    # a model trained here (CQ_MODELS) wins over the shipped one; a folder that is not a model does not
+    # a model trained here (CQ_MODELS) wins over the shipped one; a folder that is not a model is an error,
+    # never silently passed over for the shipped one (issue 36, item 3)
     trained = tmp_path / "detect"
     trained.mkdir()
     (trained / "config.json").write_text(json.dumps({"architectures": ["BertForSequenceClassification"]}))
@@ -41,7 +43,8 @@ def test_a_fresh_install_uses_the_shipped_classifier_and_reader(tmp_path, monkey
     reset()
     assert installed_classifier() == str(trained)
     (trained / "config.json").write_text(json.dumps({"architectures": ["BertForMaskedLM"]}))
-    assert installed_classifier() == os.path.join(SHIPPED_DIR, "detect")
+    with pytest.raises(ResourceError, match="is not a `cq train detect` model"):
+        installed_classifier()
 
 
 def test_cq_detect_defaults_to_the_shipped_classifier_as_it_was_trained(runner, questions):

@@ -81,3 +81,28 @@ def test_show_prints_gold_only_when_asked_and_the_cq_with_its_form(runner):
     assert "clarify: Which film: The Dark Knight or Joker?  (options: The Dark Knight; Joker)" in out
     assert "clarify: Do you mean the comic?  (free-form)" in out
     assert "gold: ambiguous True" in runner.invoke(cli, ["show", "--gold"], input=jsonl([record])).stdout
+
+
+OSC52 = "\x1b]52;c;aGk=\x07"  # writes the reader's clipboard
+OSC8 = "\x1b]8;;http://evil.example/\x1b\\click\x1b]8;;\x1b\\"  # a disguised link
+CLEAR = "\x1b[2J\r"
+
+
+def test_terminal_escapes_in_records_are_shown_not_run(runner):
+    record = {**FULL, "id": "r" + OSC52, "question": "Who" + CLEAR + "?",
+              "passages": [{**FULL["passages"][0], "title": OSC8, "text": "x\u202etxt.exe"}]}
+    result = runner.invoke(cli, ["show"], input=jsonl([record]))
+    assert result.exit_code == 0, result.stderr
+    for raw in ("\x1b", "\x07", "\r", "\u202e"):
+        assert raw not in result.stdout
+    assert "[r\\x1b]52;c;aGk=\\x07] Who\\x1b[2J\\r?" in result.stdout and "x\\u202etxt.exe" in result.stdout
+
+
+def test_terminal_escapes_in_warnings_and_errors_are_shown_not_run(runner):
+    bad = jsonl([{"id": "a" + OSC52 + CLEAR, "quest": 1}, {"id": "b", "question": "q"}])
+    skipped = runner.invoke(cli, ["detect", "--method", "always", "--on-error", "skip"], input=bad)
+    failed = runner.invoke(cli, ["detect", "--method", "always"], input=bad)
+    assert skipped.exit_code == 0 and failed.exit_code == 1
+    for result in (skipped, failed):
+        assert "\x1b" not in result.stderr and "\r" not in result.stderr and "\x07" not in result.stderr
+        assert "(record a\\x1b]52;c;aGk=\\x07\\x1b[2J\\r)" in result.stderr and result.stderr.count("\n") == 1

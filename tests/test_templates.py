@@ -143,3 +143,26 @@ def test_prompt_file_replaces_a_part_of_every_methods_template(what, args, name,
     assert refused.exit_code != 0 and f"template {name} has no part [[no_such_part]]" in refused.stderr
     assert "Traceback" not in refused.stderr
     openai_backend._GENERATORS.clear()
+
+
+# --- a prompt file is bounded, UTF-8, {name} slots only, checked before any model loads (issue 36, item 7) ---
+
+@pytest.mark.parametrize("content, said", [
+    (b"[[instruction]]\n" + b"x" * (1 << 20), "too large for a prompt template"),
+    ("[[instruction]]\nQuestion d\xe9j\xe0 vu\n".encode("latin-1"), "not UTF-8 text (byte 26"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00", "not UTF-8 text (byte 0"),
+    (b"[[shot]]\n{question:>300000000}\n", "slot {question:>300000000} is not a plain {name}"),
+    (b"[[shot]]\n{question.upper}\n", "slot {question.upper} is not a plain {name}"),
+    (b"[[shot]]\n{question[0]}\n", "slot {question[0]} is not a plain {name}"),
+    (b"[[shot]]\n{question!r}\n", "slot {question!r} is not a plain {name}"),
+], ids=["huge", "latin-1", "binary", "format-spec", "attribute", "index", "conversion"])
+def test_a_bad_prompt_file_is_refused_before_the_model_loads(runner, tmp_path, content, said):
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_bytes(content)
+    missing = str(tmp_path / "no-such-model")  # loading it would fail: the prompt must be refused first
+    for args in (["detect", "--method", "llm"], ["gen-cq", "--method", "llm"], ["answer", "--reader", "generative"]):
+        result = runner.invoke(cli, args + ["--model", missing, "--prompt", str(prompt)],
+                               input='{"id": "q1", "question": "Who?"}\n')
+        assert result.exit_code == 1 and said in result.stderr, (args, result.stderr)
+        assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr and "no-such-model" not in \
+            result.stderr.split("--prompt")[0]

@@ -76,6 +76,9 @@ def chat_loop(session: Session, term: Terminal, log: TurnLog) -> None:
             record = session.ask(_question_of(question))
             record = clarify_and_answer(session, term, record)
         except CQError as err:  # a question a stage refuses: say why, keep the session
+            if getattr(term, "scripted", False):  # the script's next lines were written for this turn: stop
+                raise CQError(f"{term.where()}: {err}; a --script session stops at a turn that fails, since the "
+                              f"lines after it were written for that turn") from None
             term.write(f"error: {err}")
             continue
         except KeyboardInterrupt:  # this turn only; the next Ctrl-C, at the prompt, ends the session

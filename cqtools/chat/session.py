@@ -11,8 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import IO, Callable, Iterable, Iterator
 
-import orjson
-
+from .. import exactjson
 from ..errors import InputError
 from ..metrics.cq import INVALID
 from ..records import ANSWERS, PASSAGES, read_cq, set_meta
@@ -269,7 +268,7 @@ class TurnLog:
 
     def write(self, record: dict) -> None:
         if self.fh is not None:
-            self.fh.write(orjson.dumps(record) + b"\n")
+            self.fh.write(exactjson.dumps(record) + b"\n")  # a typed record's integers as they came
             self.fh.flush()
         self.written += 1
 

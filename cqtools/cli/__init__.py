@@ -14,6 +14,7 @@ import click
 from .. import __version__
 from ..config import env
 from ..errors import CQError
+from ..terminal import safe
 
 # name -> module under cqtools.cli; order is the order of a pipeline.
 COMMANDS = {
@@ -63,7 +64,7 @@ class LazyGroup(click.Group):
             if env("CQ_DEBUG"):
                 raise
             name = ctx.invoked_subcommand or "cq"
-            click.echo(f"cq {name}: error: {err}", err=True)
+            click.echo(f"cq {name}: error: {safe(err, one_line=True)}", err=True)
             ctx.exit(err.exit_code)
         except BrokenPipeError:
             # The reader went away (`cq ... | head -1`): end quietly with status 0, as documented in
@@ -108,7 +109,11 @@ def cli():
 
 
 class _StderrHandler(logging.StreamHandler):
-    """Always writes to the current sys.stderr (which tests and redirections may swap)."""
+    """Always writes to the current sys.stderr (which tests and redirections may swap); a message's
+    control characters (records' ids and text in warnings) are shown as escapes, never run."""
+
+    def format(self, record) -> str:
+        return safe(super().format(record))
 
     @property
     def stream(self):

@@ -12,6 +12,7 @@ import click
 from .options import compose, device_options, load_options, seed_option
 from ..config import env
 from ..registry import CQ_METHODS, DETECTORS, READERS, SEARCHERS
+from ..terminal import safe
 
 
 class Spinner:
@@ -83,17 +84,24 @@ class Console:
         return input(prompt)
 
     def write(self, line: str = "") -> None:
-        click.echo(line)
+        click.echo(safe(line, keep=STYLES))  # records' text is untrusted: its escapes are shown, not run
 
     def mark(self, text: str) -> str:
         return click.style(text, bold=True, reverse=True) if self.color else f"[{text}]"
 
 
+STYLES = ("\x1b[1m", "\x1b[7m", "\x1b[0m")  # what mark()'s click.style adds: bold, reverse, reset
+
+
 class Script(Console):
     """Inputs from a file, one line per thing typed, echoed after their prompt; its end is Ctrl-D."""
 
+    scripted = True  # a turn that fails ends the session (cqtools/chat/dialogue.py chat_loop)
+
     def __init__(self, path: str, color: bool):
         super().__init__(color)
+        self.path = path
+        self.lineno = 0
         with open(path, encoding="utf-8") as fh:
             self.lines = iter(fh.read().splitlines())
 
@@ -101,8 +109,12 @@ class Script(Console):
         line = next(self.lines, None)
         if line is None:
             raise EOFError
-        click.echo(prompt + line)
+        self.lineno += 1
+        click.echo(safe(prompt + line))
         return line
+
+    def where(self) -> str:
+        return f"--script {self.path} line {self.lineno}"
 
 
 def _models(model, detect_method, detect_model, gen_cq_method, gen_cq_model, reader_name, reader_model) -> dict:

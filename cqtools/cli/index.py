@@ -57,7 +57,7 @@ def cli(corpus, out_dir, dense, encoder, query_encoder, threads, batch_size, ove
         --encoder facebook/dpr-ctx_encoder-multiset-base
     """
     from ..formats import iter_corpus
-    from ..retrieval import docstore as ds
+    from ..retrieval import docstore as ds, generation
     from ..retrieval.base import DENSE_DIR, LUCENE_DIR, write_manifest
     from ..retrieval.lucene import build_lucene
 
@@ -76,12 +76,13 @@ def cli(corpus, out_dir, dense, encoder, query_encoder, threads, batch_size, ove
     build_dir = tempfile.mkdtemp(prefix=f".{name}.building-{os.getpid()}-", dir=parent)
     try:
         start = time.perf_counter()
-        store = ds.DocStoreWriter(os.path.join(build_dir, ds.NAME))
+        build_id = generation.new()  # written into every half; searches compare them (retrieval/generation.py)
+        store = ds.DocStoreWriter(os.path.join(build_dir, ds.NAME), generation=build_id)
         count = build_lucene(store.tee(iter_corpus(corpus)), os.path.join(build_dir, LUCENE_DIR), threads,
                              docstore=store)
         store.close()
         manifest = {"corpus": os.path.abspath(corpus), "passages": count, "lucene": LUCENE_DIR, "docstore": ds.NAME,
-                    "dense": None, "bm25_seconds": round(time.perf_counter() - start, 2), "cqtools": __version__}
+                    "dense": None, "generation": build_id, "bm25_seconds": round(time.perf_counter() - start, 2), "cqtools": __version__}
         log.info("bm25: indexed %d passages in %.1f s", count, manifest["bm25_seconds"])
         if dense:
             from ..retrieval.dense import build_dense
@@ -89,6 +90,7 @@ def cli(corpus, out_dir, dense, encoder, query_encoder, threads, batch_size, ove
             start = time.perf_counter()
             info = build_dense(iter_corpus(corpus), os.path.join(build_dir, DENSE_DIR), encoder, batch_size,
                                device, query_encoder=query_encoder)
+            generation.write_dense(os.path.join(build_dir, DENSE_DIR), build_id)
             info["seconds"] = round(time.perf_counter() - start, 2)
             manifest["dense"] = info | {"dir": DENSE_DIR}
             log.info("dense: encoded %d passages in %.1f s", info["passages"], info["seconds"])

@@ -10,6 +10,7 @@ from .stream import batched, click_stdin, record_problem
 from ..errors import InputError
 from ..jsonl import open_input, read_records
 from ..show import render
+from ..terminal import safe
 
 
 @click.command(name="show")
@@ -35,7 +36,8 @@ def cli(files, passages, gold, on_error, quiet):
                     where = f"{name} line {lineno}" if name else f"line {lineno}"
                     raise InputError(f"{problem} (record {record['id']}); pass --on-error skip to show the rest",
                                      where=where)
-                click.echo(render(record, passages, gold) + (f"\n    not shown: {problem}" if problem else "") + "\n")
+                shown = render(record, passages, gold) + (f"\n    not shown: {problem}" if problem else "")
+                click.echo(safe(shown) + "\n")  # records' text is untrusted: its escapes are shown, not run
             sys.stdout.flush()
 
 

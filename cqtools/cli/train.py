@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 
 import click
 
+from ..errors import ResourceError
 from ..outputs import model_directory
 from .options import compose, device_options, model_option, seed_option
 from ..models.roles import ENCODER, LLM
@@ -275,6 +277,9 @@ def compact_cmd(src, out, overwrite):
     """
     from ..models.compact import compact
 
+    if os.path.realpath(src) == os.path.realpath(out):
+        raise ResourceError(f"--out {out} is SRC itself: compacting in place would delete the full-precision weights "
+                            f"it is made from; pass another --out")
     with model_directory(out, overwrite) as staging:
         summary = compact(src, staging)
     click.echo(json.dumps({"out": out, **summary}))

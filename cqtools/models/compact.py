@@ -7,7 +7,8 @@ scale per row (symmetric, ``scale = max|row| / 127``); vectors (biases, LayerNor
 Loading (:func:`load_state`, used by ``load_transformers``) multiplies the rows back into float32
 weights, so inference is the plain float32 model: the same numbers on any CPU (unlike onnxruntime's
 INT8 kernels, which differ by instruction set) and on a GPU. A MiniLM-L6 goes from 91 MB to 23 MB.
-What the rounding costs is measured per model (docs/benchmarks/shipped.md).
+What the rounding costs is measured per model (docs/benchmarks/shipped.md). ``cq_compact.json`` records
+the compact file's sha256, checked before every load (cqtools/models/checks.py).
 """
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ import os
 import shutil
 
 from ..errors import InputError
+from .checks import COMPACT_WEIGHTS, check_safetensors
 
-WEIGHTS = "model.int8.safetensors"
+WEIGHTS = COMPACT_WEIGHTS
 FORMAT = "cq-int8-rows"
 MIN_ELEMENTS = 4096
 SCALE = ".cq_scale"  # key suffix of a quantised matrix's row scales
@@ -100,6 +102,7 @@ def compact(src: str, out: str) -> dict:
     weights = os.path.join(src, "model.safetensors")
     if not os.path.isfile(weights):
         raise InputError(f"{src} has no model.safetensors; pass a directory written by cq train")
+    check_safetensors(weights, src)  # cut or random weights: one line, not a SafetensorError
     state = load_file(weights)
     packed = quantize(state)
     save_file(packed, os.path.join(out, WEIGHTS), metadata={"format": FORMAT})
@@ -111,6 +114,7 @@ def compact(src: str, out: str) -> dict:
     error = max(float((restored[k].float() - v.float()).abs().max()) for k, v in state.items() if v.is_floating_point())
     summary = {"format": FORMAT, "source_sha256": sha256_of(weights),
                "source_bytes": os.path.getsize(weights), "bytes": os.path.getsize(os.path.join(out, WEIGHTS)),
+               "sha256": sha256_of(os.path.join(out, WEIGHTS)),  # checked before every load (models/checks.py)
                "quantised_tensors": sum(1 for k in packed if k.endswith(SCALE)), "max_abs_weight_error": error}
     with open(os.path.join(out, "cq_compact.json"), "w") as fh:
         json.dump(summary, fh, indent=2, sort_keys=True)

@@ -292,8 +292,9 @@ def load_transformers(path: str, auto_class: str, device: str = "auto", what: st
     def build():
         import transformers
 
-        from . import compact
+        from . import checks, compact
 
+        checks.check_transformers_dir(path, what)  # a missing tokenizer or cut weights: one line, before loading
         try:
             tokenizer = transformers.AutoTokenizer.from_pretrained(path, **_remote())
             cls = getattr(transformers, auto_class)

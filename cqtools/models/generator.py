@@ -37,7 +37,7 @@ def load_generator(name: str, device: str = "auto", dtype: str = "auto", kind: s
         if resolved.fmt in ("onnx", "sentence-transformers"):
             raise ResourceError(f"{name} resolved to a {resolved.fmt} model, not a generator; pass a causal LM "
                                 f"or seq2seq model (e.g. HuggingFaceTB/SmolLM2-135M-Instruct)")
-        return LocalGenerator(resolved, dev, dtype, kind)
+        return LocalGenerator(resolved.checked(), dev, dtype, kind)
 
     return _cached(("generator", name, dev, dtype, kind), build)
 

@@ -21,16 +21,14 @@ The ``openai`` client is imported when the first request is sent, so importing t
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
-import random
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 from ..config import current, env
 from ..errors import CQError, ResourceError
+from . import api_http
 from .api import (ECHO_TOLERANCE, MAX_STOP, OPENAI_BASE, RETRY_STATUS, SEED, ApiError, RequestError,  # noqa: F401
                   ResponseCache, _Bound, _NoLogprobs, _server_message, api_key, cache_key,
                   continuation_logprob, next_token_logprobs, public_url, route)
@@ -77,11 +75,12 @@ def server_base(config=None) -> str:
 # the generator
 
 
-class _Refused(Exception):
-    """A 4xx answer to a scoring request (kept to decide whether the server lacks a feature)."""
+class _RefusedScoring(_NoLogprobs):
+    """A 4xx answer to a scoring request: the server lacks a feature (echo), or refuses this request
+    (a prompt over its context), which is then the record's problem, not the run's."""
 
     def __init__(self, status: int, message: str):
-        super().__init__(message)
+        super().__init__(f"HTTP {status}: {message}")
         self.status = status
         self.message = message
 
@@ -139,79 +138,9 @@ class OpenAIGenerator:
         return f"{self.name} at {public_url(self.base)}/{endpoint}"
 
     def request(self, endpoint: str, body: dict, refusals: bool = False) -> dict:
-        """The JSON answer to POST ``endpoint`` with ``body``, from the cache when it holds it.
-
-        Retries 408/409/429/5xx, timeouts and dropped connections ``CQ_API_RETRIES`` times, waiting
-        ``CQ_API_BACKOFF`` seconds doubled each time (or the server's Retry-After), with jitter.
-        Other errors raise :class:`ApiError`; with ``refusals`` a 4xx answer raises :class:`_Refused`
-        (and is cached too: the same request would be refused again)."""
-        key = cache_key(self.base, endpoint, body)
-        hit = self.cache.get(key)
-        if hit is not None and not (_answer_shaped(hit) or _refusal_shaped(hit)):
-            log.debug("%s: ignoring a cached answer of the wrong shape", self._where(endpoint))
-            hit = None
-        if hit is not None:
-            if "__refused__" in hit:
-                if refusals:
-                    raise _Refused(hit["__refused__"], hit["message"])
-                raise ApiError(f"{self._where(endpoint)}: HTTP {hit['__refused__']}: {hit['message']}")
-            return hit
-        import openai
-
-        client = self._get_client()
-        resource = client.chat.completions if endpoint == "chat/completions" else client.completions
-        attempt = 0
-        while True:
-            try:
-                raw = resource.with_raw_response.create(**body)
-                self._reached = True
-                data = json.loads(raw.http_response.text)
-                break
-            except openai.APIStatusError as err:
-                status = err.status_code
-                message = _server_message(err)
-                if status in RETRY_STATUS and attempt < self.retries:
-                    wait = self._wait(attempt, err.response.headers.get("retry-after"))
-                    log.warning("%s: HTTP %d, retry %d/%d in %.2f s", self._where(endpoint), status, attempt + 1,
-                                self.retries, wait)
-                    time.sleep(wait)
-                    attempt += 1
-                    continue
-                if status in (401, 403):
-                    raise ApiError(f"{self._where(endpoint)}: HTTP {status} ({message}); set the key in CQ_API_KEY "
-                                   f"or OPENAI_API_KEY") from None
-                if status in RETRY_STATUS:
-                    raise ApiError(f"{self._where(endpoint)}: HTTP {status} after {self.retries} retries: {message}; "
-                                   f"is the server overloaded? try a lower --concurrency") from None
-                if refusals and 400 <= status < 500:
-                    self.cache.put(key, {"__refused__": status, "message": message})
-                    raise _Refused(status, message) from None
-                if 400 <= status < 500:  # this request (too long, malformed): the record's problem
-                    raise RequestError(f"{self._where(endpoint)}: HTTP {status}: {message}") from None
-                raise ApiError(f"{self._where(endpoint)}: HTTP {status}: {message}") from None
-            except openai.APIConnectionError as err:  # includes timeouts
-                what = "no answer within --api-timeout" if isinstance(err, openai.APITimeoutError) else \
-                    f"cannot connect ({err.__cause__ or err})"
-                if not self._reached and _refused(err):  # nothing listens there: a wrong --api-base, not a blip
-                    raise ApiError(f"{self._where(endpoint)}: {what}; nothing answers at that address: check that "
-                                   f"the server is up and --api-base is right") from None
-                if attempt < self.retries:
-                    wait = self._wait(attempt, None)
-                    log.warning("%s: %s, retry %d/%d in %.2f s", self._where(endpoint), what, attempt + 1,
-                                self.retries, wait)
-                    time.sleep(wait)
-                    attempt += 1
-                    continue
-                raise ApiError(f"{self._where(endpoint)}: {what} (after {self.retries} retries); check that the "
-                               f"server is up and --api-base is right") from None
-            except ValueError:
-                raise ApiError(f"{self._where(endpoint)}: the answer is not JSON; is --api-base an OpenAI-compatible "
-                               f"server (usually ending in /v1)?") from None
-        if not _answer_shaped(data):
-            raise ApiError(f"{self._where(endpoint)}: the answer has no list of choices: {str(data)[:200]}; is "
-                           f"--api-base an OpenAI-compatible server?")
-        self.cache.put(key, data)
-        return data
+        """The JSON answer to POST ``endpoint`` with ``body``, from the cache when it holds it; bounded
+        in time and size, retried, refusals never cached (:mod:`.api_http`)."""
+        return api_http.request(self, endpoint, body, refusals)
 
     @contextlib.contextmanager
     def _shaped(self):
@@ -221,14 +150,6 @@ class OpenAIGenerator:
         except (TypeError, KeyError, IndexError, AttributeError) as err:
             raise ApiError(f"{self._where('completions')}: the answer's logprobs have an unexpected shape "
                            f"({type(err).__name__}: {err}); is --api-base an OpenAI-compatible server?") from err
-
-    def _wait(self, attempt: int, retry_after: str | None) -> float:
-        try:
-            if retry_after is not None:
-                return min(60.0, max(0.0, float(retry_after)))
-        except ValueError:
-            pass
-        return min(60.0, self.backoff * 2 ** attempt) * (1 + 0.1 * random.random())
 
     # -- generation ----------------------------------------------------------------------------
 
@@ -311,7 +232,9 @@ class OpenAIGenerator:
             try:
                 with self._shaped():
                     return method(*pair)
-            except _NoLogprobs as err:  # the server took this way of scoring before: this request is at fault
+            except _RefusedScoring as err:  # the server scored this way before: it refuses this one request
+                raise RequestError(f"{self._where('completions')}: {err}") from None
+            except _NoLogprobs as err:  # answered without logprobs this time: the server's fault
                 raise ApiError(f"{self._where('completions')}: {err}") from None
 
         for pair, value in zip(todo, self._map(one, todo)):
@@ -339,6 +262,8 @@ class OpenAIGenerator:
                 return value
         try:
             value = self._score_top(context, continuation)
+        except _RefusedScoring as top_err:  # refused both ways: this request (e.g. too long), not the server
+            raise RequestError(f"{self._where('completions')}: {top_err}") from None
         except _NoLogprobs as top_err:
             raise ApiError(f"{self._where('completions')} gives no log-probabilities (echo+logprobs: "
                            f"{why}; next-token top_logprobs: {top_err}); scoring (detect --method llm, "
@@ -371,11 +296,11 @@ class OpenAIGenerator:
     def _completions(self, body: dict) -> dict:
         try:
             return self.request("completions", body, refusals=True)
-        except _Refused as err:
+        except api_http.Refused as err:
             if err.status in (401, 403):
                 raise ApiError(f"{self._where('completions')}: HTTP {err.status} ({err.message}); set the key in "
                                f"CQ_API_KEY or OPENAI_API_KEY") from None
-            raise _NoLogprobs(f"HTTP {err.status}: {err.message}") from None
+            raise _RefusedScoring(err.status, err.message) from None
 
     def _echo(self, context: str, continuation: str) -> tuple[float, tuple[str, float] | None]:
         """(log p from the prompt's own logprobs, (the continuation's first token, its logprob) when
@@ -418,24 +343,3 @@ class OpenAIGenerator:
             pos += len(match)
         return total
 
-
-def _answer_shaped(data) -> bool:
-    """Whether ``data`` looks like an OpenAI answer: a dict with a non-empty list of choice objects."""
-    choices = data.get("choices") if isinstance(data, dict) else None
-    return isinstance(choices, list) and bool(choices) and all(isinstance(c, dict) for c in choices)
-
-
-def _refusal_shaped(data) -> bool:
-    return isinstance(data, dict) and isinstance(data.get("__refused__"), int) and isinstance(data.get("message"), str)
-
-
-def _refused(err: BaseException) -> bool:
-    """Whether a connection error is a refused connection (nothing listens at the address)."""
-    seen = set()
-    while err is not None and id(err) not in seen:
-        seen.add(id(err))
-        if isinstance(err, ConnectionRefusedError) or "connection refused" in str(err).lower() \
-                or "errno 111" in str(err).lower():
-            return True
-        err = err.__cause__ or err.__context__
-    return False

@@ -60,6 +60,15 @@ class ResolvedModel:
         name = f"{self.name}@{self.revision}" if self.revision else self.name
         return f"{name} from {self.source} ({self.path})"
 
+    def checked(self) -> "ResolvedModel":
+        """This model, once a local transformers directory is found to hold what loading it needs
+        (config, tokenizer, whole weights: cqtools/models/checks.py); else a one-line ResourceError."""
+        if self.source == "local" and self.fmt == "hf":
+            from .checks import check_transformers_dir
+
+            check_transformers_dir(self.path, self.name)
+        return self
+
 
 # Every model resolved in this process: the run record of a --resume output fingerprints them.
 RESOLVED: dict[tuple[str, str], ResolvedModel] = {}

@@ -63,8 +63,14 @@ SHIPPED_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 
 def trained(name: str, valid: Callable[[str], bool]) -> str | None:
     """The trained model ``name`` (``reader``, ``detect``): the one in :func:`models_dir` when it is
-    ``valid``, else the compact copy cq ships, else None."""
-    for path in (os.path.join(models_dir(), name), os.path.join(SHIPPED_DIR, name)):
+    ``valid``, else the compact copy cq ships, else None. Something in :func:`models_dir` that is not a
+    valid model (no config.json, another architecture) is an error, never silently passed over."""
+    own = os.path.join(models_dir(), name)
+    if os.path.exists(own) and not valid(own):
+        raise ResourceError(f"{own} is not a `cq train {name}` model (no config.json naming the architecture it "
+                            f"needs); train it again (`cq train {name} --out {own} --overwrite`), or move it away to "
+                            f"use the model cq ships")
+    for path in (own, os.path.join(SHIPPED_DIR, name)):
         if valid(path):
             return path
     return None

@@ -18,6 +18,7 @@ from .. import progress
 from ..errors import ResourceError
 from ..models import resolve
 from ..models.roles import role
+from . import generation
 from .base import rank, spread
 from .lucene import contents
 
@@ -103,14 +104,16 @@ class DenseSearcher:
 
     def __init__(self, dense_dir: str, encoder: str, docstore, device: str = "cpu", batch_size: int = 64,
                  normalize: bool = True):
-        import faiss
-
         path = os.path.join(dense_dir, "index")
         if not os.path.exists(path):
             raise ResourceError(f"no dense index in {dense_dir}; rebuild with `cq index --dense`")
-        self.index = faiss.read_index(path)
-        with open(os.path.join(dense_dir, "docid")) as fh:
-            self.docids = [line.rstrip("\n") for line in fh]
+        files = generation.DenseFiles(dense_dir)  # index, docid and generation of one build
+        try:
+            self.index = files.read_index()
+            self.docids = (files.text("docid") or "").split("\n")[:-1]  # one id a line, each ended by \n
+            self.generation = (files.text(generation.FILE) or "").strip() or None
+        finally:
+            files.close()
         self.model, self.encoder = load_encoder(encoder, device, role="question")
         if _dimension(self.encoder) != self.index.d:
             raise ResourceError(f"query encoder {encoder} gives {_dimension(self.encoder)}-"
@@ -127,6 +130,9 @@ class DenseSearcher:
         store = getattr(self.docstore, "docstore", None)
         if store is None:
             return None
+        by_id = generation.mismatch(store, dense_id=getattr(self, "generation", None), dense=True)
+        if by_id:
+            return by_id
         sample = [self.docids[i] for i in spread(len(self.docids))]
         if store.passages() != len(self.docids) or store.known(sample) != len(sample):
             return f"the dense index's {len(self.docids)} passages are not the passage store's {store.passages()}"

@@ -16,7 +16,7 @@ NAME = "docstore.sqlite"
 
 
 class DocStoreWriter:
-    def __init__(self, path: str):
+    def __init__(self, path: str, generation: str | None = None):
         if os.path.exists(path):
             os.remove(path)
         self.db = sqlite3.connect(path)
@@ -24,6 +24,13 @@ class DocStoreWriter:
         self.db.execute("PRAGMA synchronous=OFF")
         self.db.execute("CREATE TABLE docs (id TEXT PRIMARY KEY, title TEXT, text TEXT) WITHOUT ROWID")
         self.db.execute("CREATE TABLE lucene (docnum INTEGER PRIMARY KEY, id TEXT)")
+        self.db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")  # the build's ids: .generation
+        if generation:
+            self.set_meta("generation", generation)
+
+    def set_meta(self, key: str, value: str | None) -> None:
+        if value is not None:
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
     def tee(self, passages: Iterable[dict], chunk: int = 10_000) -> Iterator[dict]:
         """Yield the passages while storing them (one corpus pass feeds both indexes)."""
@@ -57,6 +64,13 @@ class DocStoreWriter:
 class DocStore:
     def __init__(self, path: str):
         self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+
+    def meta(self) -> dict[str, str]:
+        """The build's ids (see :mod:`.generation`); empty for a store built before they existed."""
+        try:
+            return dict(self.db.execute("SELECT key, value FROM meta"))
+        except sqlite3.OperationalError:
+            return {}
 
     def by_ids(self, ids: list[str]) -> dict[str, dict]:
         out = {}

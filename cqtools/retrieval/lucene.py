@@ -17,7 +17,7 @@ from typing import Iterable
 import orjson
 
 from ..errors import ResourceError
-from . import jvm
+from . import generation, jvm
 from .base import SWAPPED, rank, spread
 
 log = logging.getLogger("cqtools")
@@ -89,6 +89,7 @@ def build_lucene(passages: Iterable[dict], out_dir: str, threads: int, chunk: in
             raise ResourceError(f"Anserini did not write an index to {out_dir} (see its messages above)")
         if docstore is not None:
             docstore.add_docnums(_docnums(out_dir))
+            docstore.set_meta("lucene", _commit_id(out_dir))
         return count
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -131,6 +132,14 @@ def _docnums(index_dir: str):
     try:
         for num in range(reader.maxDoc()):
             yield num, stored.document(num).get("id")
+    finally:
+        reader.close()
+
+
+def _commit_id(index_dir: str) -> str | None:
+    reader = _open_reader(index_dir)
+    try:
+        return generation.lucene_commit_id(reader)
     finally:
         reader.close()
 
@@ -242,6 +251,7 @@ class LuceneBM25:
             except jvm.java_exception() as err:  # its files went (a swap deleted this generation) or are not Lucene's
                 raise ResourceError(SWAPPED.format(name=index_dir) + f" ({jvm.java_message(err)})") from None
             self._reader = reader
+            self.commit = generation.lucene_commit_id(reader)
             self._searcher = jvm.autoclass("org.apache.lucene.search.IndexSearcher")(
                 jvm.cast("org.apache.lucene.index.IndexReader", reader))
             self._searcher.setSimilarity(jvm.autoclass("org.apache.lucene.search.similarities.BM25Similarity")(
@@ -263,6 +273,9 @@ class LuceneBM25:
         index whose stored ids differ from the store's document-number map), or None."""
         if self.docstore is None:
             return None
+        by_id = generation.mismatch(self.docstore, lucene_id=self.commit)
+        if by_id:
+            return by_id
         n = self._reader.maxDoc()
         stored = self._reader.storedFields()
         nums = spread(n)

@@ -6,9 +6,16 @@ from ..models.roles import LLM
 from ..registry import option
 
 
+def _template_file(path, where):
+    """A --prompt file: bounded, UTF-8, ``{name}`` slots only, checked before any model loads."""
+    from . import templates
+
+    return templates.check_file(path)
+
+
 def prompt_option():
     return option(None, "a prompt template file replacing cq's wording (its [[parts]]; see docs/methods.md)",
-                  flag="--prompt")
+                  flag="--prompt", check=_template_file)
 
 
 def llm_option(help: str = "a causal LM", env: str | None = None):

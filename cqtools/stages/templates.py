@@ -88,12 +88,57 @@ def parse(text: str, where: str) -> dict:
 
 
 def slots(text: str) -> set[str]:
-    """The slot names a part uses."""
+    """The slot names a part uses. A slot is ``{name}`` only: a format spec (``{question:>300000000}``
+    pads to any size), a conversion, an attribute or an index (``{question.upper}`` puts a method's
+    repr in the prompt) is a ValueError."""
+    found = set()
+    for _, field, spec, conversion in string.Formatter().parse(text):
+        if field is None:
+            continue
+        if not field.isidentifier() or spec or conversion:
+            shown = field + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
+            raise ValueError(f"slot {{{shown}}} is not a plain {{name}} (no format specs, conversions, "
+                             "attributes or indexes)")
+        found.add(field)
+    return found
+
+
+MAX_BYTES = 1 << 20  # a template file's size limit: far above any paper's prompt, far below a runaway one
+
+
+def read_file(path: str) -> str:
+    """A --prompt file's text: at most MAX_BYTES, UTF-8; anything else a one-line InputError."""
+    where = f"--prompt {path}"
     try:
-        return {field.split(".")[0].split("[")[0] for _, field, _, _ in string.Formatter().parse(text)
-                if field is not None and field != ""}
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
+    except OSError as err:
+        raise InputError(f"{where}: cannot read it ({err.strerror or err})") from None
+    if len(data) > MAX_BYTES:
+        raise InputError(f"{where}: larger than {MAX_BYTES // 1024} KiB, too large for a prompt template; "
+                         "pass the template file (its [[parts]]), not data")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(f"{where}: not UTF-8 text (byte {err.start}: {data[err.start:err.start + 1]!r}); "
+                         "save it as UTF-8") from None
+
+
+def check_file(path, where: str = "") -> str:
+    """What can be checked of a --prompt file before its method loads any model (the option's check):
+    readable, bounded, UTF-8, [[parts]] and plain ``{name}`` slots. Whether the method's template has
+    those parts and can fill those slots is checked by :func:`load`. Returns ``path``."""
+    for part, body in parse(read_file(path), f"--prompt {path}").items():
+        _slots_of(body, path, part)
+    return path
+
+
+def _slots_of(body: str, path: str, part: str) -> set[str]:
+    try:
+        return slots(body)
     except ValueError as err:
-        raise ValueError(str(err)) from None
+        raise InputError(f"--prompt {path}: part [[{part}]]: {err} (write a literal brace as {{{{ or }}}})") \
+            from None
 
 
 def builtin(name: str) -> Template:
@@ -118,20 +163,13 @@ def load(name: str, path: str | None = None) -> Template:
     own = _builtin(name)
     if not path:
         return own
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as err:
-        raise InputError(f"--prompt {path}: cannot read it ({err.strerror or err})") from None
+    text = read_file(path)
     given = parse(text, f"--prompt {path}")
     for part, body in given.items():
         if part not in own.parts:
             raise InputError(f"--prompt {path}: template {name} has no part [[{part}]] (its parts: "
                              f"{', '.join(own.parts)})")
-        try:
-            used = slots(body)
-        except ValueError as err:
-            raise InputError(f"--prompt {path}: part [[{part}]]: {err} (write a literal brace as {{{{ or }}}})") \
-                from None
+        used = _slots_of(body, path, part)
         allowed = slots(own.parts[part])
         extra = sorted(used - allowed)
         if extra:

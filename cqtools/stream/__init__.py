@@ -36,6 +36,7 @@ from tqdm import tqdm
 from .. import runrecord
 from ..config import RunConfig, env
 from ..jsonl import AtomicFile, JsonlWriter, Skipped, batched, open_append, open_input, read_records
+from . import refusals
 from .batches import ERRORS, apply, record_problem
 from .batches import _items
 from .inputs import _Counted, _take_shard, count_records, read_files
@@ -78,6 +79,7 @@ class StreamSpec:
     preset: str | None = None     # the preset the stage runs under (meta.presets.<stage>; default: the batch
     stage: str | None = None      # function's cq_preset) and the command it is noted under (default: its
     config: RunConfig | None = None  # cq_command); the run configuration (default: the current one)
+    refused: int = 0  # records set aside because a server refused their request (stream/refusals.py)
 
 
 class _Run:
@@ -212,12 +214,15 @@ def run_stream(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> i
         return run_distributed(process, spec, stdin, stdout, new_run=_Run, apply=apply)
     run = _Run(spec, stdin, stdout)
     step = _call_size(spec, run.bar)
+    processed = 0
     try:
         for batch in batched(run.items, spec.batch_size):
             for start in range(0, len(batch), step):
                 part = batch[start:start + step]
                 run.write(apply(process, part, spec), len(part))
+                processed += len(part)
         run.finish()
+        refusals.check(spec.refused, processed, spec.desc)
     finally:
         run.close()
     return run.writer.written

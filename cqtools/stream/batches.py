@@ -7,9 +7,9 @@ import logging
 from dataclasses import dataclass
 from typing import Iterator
 
-import orjson
-
+from .. import exactjson
 from ..errors import CQError, InputError, ServiceError
+from . import refusals
 from ..jsonl import bad_id
 from .inputs import FileLine
 
@@ -76,7 +76,7 @@ def apply(process, items: list[Item], spec) -> list[dict]:
             out[n] = _set_aside(item.record, spec, item.problem)
         else:
             todo.append(n)
-    pristine = {n: orjson.dumps(items[n].record) for n in todo} if spec.on_error == "skip" else None
+    pristine = {n: exactjson.dumps(items[n].record) for n in todo} if spec.on_error == "skip" else None
     while todo:
         records = [items[n].record for n in todo]
         try:
@@ -91,14 +91,15 @@ def apply(process, items: list[Item], spec) -> list[dict]:
             culprit = _culprit(err, items, todo)
             if culprit is None:  # the stage did not say which record: find it by going one at a time
                 for n in todo:
-                    items[n].record = orjson.loads(pristine[n])
+                    items[n].record = exactjson.loads(pristine[n])
                     out[n] = apply(process, [items[n]], spec)[0]
                 break
             log.warning("%s: %s (record %s): written through unchanged", spec.desc, err, items[culprit].record["id"])
-            out[culprit] = _set_aside(orjson.loads(pristine[culprit]), spec, err.message)
+            spec.refused += refusals.counts(err)
+            out[culprit] = _set_aside(exactjson.loads(pristine[culprit]), spec, err.message)
             todo = [n for n in todo if n != culprit]
             for n in todo:  # the stage may have changed records before it failed
-                items[n].record = orjson.loads(pristine[n])
+                items[n].record = exactjson.loads(pristine[n])
             continue
         if len(result) != len(records):
             raise CQError(f"internal: stage returned {len(result)} records for {len(records)}")

@@ -1,0 +1,90 @@
+"""Requests to an API server are bounded (issue 36, item 6): a total deadline per request (a body that
+drips past --api-timeout ends the run with one line), a size cap on an answer (a huge or endless body is
+a one-line ServiceError, and nothing of it is cached); a request the server refuses while scoring is the
+record's problem (set aside under --on-error skip, never cached), and a run whose every record was
+refused exits non-zero."""
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from cqtools.cli import cli
+from cqtools.models import openai_backend
+
+from .conftest import jsonl, parse_jsonl
+
+QUESTIONS = [{"id": f"q{n}", "question": f"Who played the Joker, take {n}?"} for n in range(3)]
+
+
+@pytest.fixture(autouse=True)
+def api_env(server, tmp_path, monkeypatch):
+    server.control(reset=True)
+    monkeypatch.setenv("CQ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("CQ_API_KEY", "sk-test")
+    monkeypatch.setenv("CQ_API_BACKOFF", "0.01")
+    monkeypatch.setenv("CQ_API_RETRIES", "0")
+    for var in ("CQ_API_BASE", "OPENAI_BASE_URL", "CQ_CONCURRENCY", "CQ_API_TIMEOUT", "CQ_API_CACHE", "CQ_DEBUG"):
+        monkeypatch.delenv(var, raising=False)
+    openai_backend._GENERATORS.clear()
+    yield
+    openai_backend._GENERATORS.clear()
+
+
+def _cached(tmp_path) -> list[str]:
+    root = tmp_path / "cache" / "api"
+    return [os.path.join(d, f) for d, _, files in os.walk(root) for f in files] if root.exists() else []
+
+
+def _gen_cq(runner, server, *extra, records=QUESTIONS):
+    return runner.invoke(cli, ["gen-cq", "--method", "llm", "--all", "--model", "openai:fake", "--api-base",
+                               server.url, "--concurrency", "1", "-q", *extra], input=jsonl(records))
+
+
+def test_a_body_that_drips_past_the_timeout_ends_with_one_line(runner, server, tmp_path):
+    server.control(faults=["drip:0.2"])  # headers at once, then a byte every 0.2 s for 10,000 bytes
+    start = time.monotonic()
+    result = _gen_cq(runner, server, "--api-timeout", "1")
+    took = time.monotonic() - start
+    assert result.exit_code == 1 and took < 10, (took, result.stderr)
+    assert "no whole answer within --api-timeout" in result.stderr and result.stderr.count("\n") == 1
+    assert "Traceback" not in result.stderr and _cached(tmp_path) == []
+
+
+@pytest.mark.parametrize("fault", ["huge:40", "endless"])
+def test_a_huge_or_endless_answer_is_refused_and_not_cached(runner, server, tmp_path, fault):
+    server.control(faults=[fault])
+    result = _gen_cq(runner, server)
+    assert result.exit_code == 1 and "the answer is over 32 MiB" in result.stderr, result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert _cached(tmp_path) == []
+
+
+def _detect(runner, server, records, *extra):
+    return runner.invoke(cli, ["detect", "--method", "llm", "--model", "openai:fake", "--api-base", server.url,
+                               "--concurrency", "1", "-q", *extra], input=jsonl(records))
+
+
+def test_a_request_refused_while_scoring_is_the_records_problem_and_not_cached(runner, server, tmp_path):
+    records = [dict(r) for r in QUESTIONS]
+    records[1]["question"] = "TOO-LONG " + records[1]["question"]
+    server.control(refuse="TOO-LONG")
+    for _ in range(2):  # a rerun is not stopped by a cached refusal: the refused record is asked again
+        server.control(reset=True, refuse="TOO-LONG")
+        result = _detect(runner, server, records, "--on-error", "skip")
+        assert result.exit_code == 0, result.stderr
+        out = parse_jsonl(result.stdout)
+        assert [("errors" in r, "ambiguity" in r) for r in out] == [(False, True), (True, False), (False, True)]
+        assert "maximum context length" in out[1]["errors"]["detect"]
+        assert any("TOO-LONG" in str(r["body"]) for r in server.requests())
+    failed = _detect(runner, server, records)
+    assert failed.exit_code == 1 and "maximum context length" in failed.stderr and failed.stderr.count("\n") == 1
+
+
+def test_a_run_whose_every_record_was_refused_exits_non_zero(runner, server):
+    server.control(refuse="Joker")
+    result = _detect(runner, server, QUESTIONS, "--on-error", "skip")
+    assert result.exit_code == 1, result.stderr
+    assert len(parse_jsonl(result.stdout)) == 3  # written through, with the reason, and kept
+    assert "every one of the 3 records" in result.stderr.strip().splitlines()[-1]
