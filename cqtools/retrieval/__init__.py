@@ -11,7 +11,7 @@ import os
 import sqlite3
 
 from ..errors import ResourceError
-from .base import DENSE_DIR, LUCENE_DIR, SWAPPED, read_manifest
+from .base import ALPHA, B, DENSE_DIR, FUSION, K1, LUCENE_DIR, SWAPPED, read_manifest
 
 
 def open_searcher(index_dir: str, method: str = "bm25", **options):
@@ -21,19 +21,20 @@ def open_searcher(index_dir: str, method: str = "bm25", **options):
     return SEARCHERS.build(method, None, index_dir=index_dir, **options)
 
 
-def bm25_searcher(index_dir: str, k1: float = 0.9, b: float = 0.4):
-    return _open(index_dir, "bm25", k1=k1, b=b)
+def bm25_searcher(options, config=None, *, index_dir: str, **context):
+    """:class:`.options.Bm25Options`."""
+    return _open(index_dir, "bm25", None, _device(config), FUSION, ALPHA, options.k1, options.b)
 
 
-def dense_searcher(index_dir: str, encoder: str | None = None, config=None):
-    """``encoder``: the query encoder (default: the one recorded in the index, or for a prebuilt
+def dense_searcher(options, config=None, *, index_dir: str, **context):
+    """``options.encoder``: the query encoder (default: the one recorded in the index, or for a prebuilt
     DPR index the question encoder Pyserini's DPR runs use)."""
-    return _open(index_dir, "dense", encoder, _device(config))
+    return _open(index_dir, "dense", options.encoder, _device(config), FUSION, ALPHA, K1, B)
 
 
-def hybrid_searcher(index_dir: str, encoder: str | None = None, fusion: str = "rrf", alpha: float = 0.1,
-                    k1: float = 0.9, b: float = 0.4, config=None):
-    return _open(index_dir, "hybrid", encoder, _device(config), fusion, alpha, k1, b)
+def hybrid_searcher(options, config=None, *, index_dir: str, **context):
+    return _open(index_dir, "hybrid", options.encoder, _device(config), options.fusion, options.alpha, options.k1,
+                 options.b)
 
 
 def _device(config) -> str:
@@ -42,8 +43,8 @@ def _device(config) -> str:
     return "cpu" if device == "auto" else device
 
 
-def _open(index_dir: str, method: str, encoder: str | None = None, device: str = "cpu",
-          fusion: str = "rrf", alpha: float = 0.1, k1: float = 0.9, b: float = 0.4):
+def _open(index_dir: str, method: str, encoder: str | None, device: str, fusion: str, alpha: float, k1: float,
+          b: float):
     """The searcher for ``method`` over a ``cq index`` directory, a plain Pyserini Lucene index or a
     prebuilt index name."""
     from . import prebuilt

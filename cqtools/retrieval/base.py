@@ -10,6 +10,8 @@ from ..errors import ResourceError
 MANIFEST = "cq_index.json"
 LUCENE_DIR = "lucene"
 DENSE_DIR = "dense"
+K1, B = 0.9, 0.4  # Anserini's BM25 parameters (cq retrieve --k1/--b declare them from these)
+FUSION, ALPHA = "rrf", 0.1  # cq retrieve --method hybrid's fusion, and --fusion linear's sparse weight
 
 
 def rank(hits: list[dict], k: int) -> list[dict]:

@@ -10,7 +10,7 @@ all tied (or that has one hit) divides by zero in Pyserini; here its normalised 
 """
 from __future__ import annotations
 
-from .base import rank
+from .base import ALPHA, FUSION, rank
 
 
 def rrf(runs: list[list[dict]], k: int, rrf_k: int = 60) -> list[dict]:
@@ -30,7 +30,7 @@ def _normalizer(hits: list[dict]):
     return low, (lambda x: (x - mid) / span) if span > 0 else (lambda x: 0.0)
 
 
-def linear(sparse: list[dict], dense: list[dict], k: int, alpha: float = 0.1) -> list[dict]:
+def linear(sparse: list[dict], dense: list[dict], k: int, alpha: float = ALPHA) -> list[dict]:
     """Pyserini HybridSearcher (normalization=True): alpha * sparse + dense; a hit missing from
     one run takes that run's minimum score."""
     s_min, s_norm = _normalizer(sparse)
@@ -44,7 +44,7 @@ def linear(sparse: list[dict], dense: list[dict], k: int, alpha: float = 0.1) ->
 
 
 class HybridSearcher:
-    def __init__(self, sparse, dense, fusion: str = "rrf", alpha: float = 0.1, depth: int | None = None,
+    def __init__(self, sparse, dense, fusion: str = FUSION, alpha: float = ALPHA, depth: int | None = None,
                  rrf_k: int = 60):
         self.sparse, self.dense = sparse, dense
         self.fusion, self.alpha, self.depth, self.rrf_k = fusion, alpha, depth, rrf_k

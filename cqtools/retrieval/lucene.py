@@ -18,7 +18,7 @@ import orjson
 
 from ..errors import ResourceError
 from . import generation, jvm
-from .base import SWAPPED, rank, spread
+from .base import B, K1, SWAPPED, rank, spread
 
 log = logging.getLogger("cqtools")
 
@@ -238,7 +238,7 @@ class LuceneBM25:
     the stored raw documents.
     """
 
-    def __init__(self, index_dir: str, k1: float = 0.9, b: float = 0.4, docstore=None):
+    def __init__(self, index_dir: str, k1: float = K1, b: float = B, docstore=None):
         self.index_dir = index_dir
         if not os.path.isdir(index_dir):
             raise ResourceError(f"Lucene index {index_dir} not found; build it with `cq index`")

@@ -1,0 +1,49 @@
+"""The searchers' options (``cq retrieve --method``), each declared once; the defaults are Anserini's and
+cq's hybrid fusion's (cqtools/retrieval/base.py)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..registry import option
+from .base import ALPHA, B, FUSION, K1
+
+
+def _k1():
+    return option(K1, "BM25 k1")
+
+
+def _b():
+    return option(B, "BM25 b")
+
+
+def _encoder():
+    return option(None, "dense query encoder [default: the one recorded in the index; for a prebuilt DPR index, its "
+                        "DPR question encoder]")
+
+
+@dataclass(frozen=True)
+class Bm25Options:
+    """Anserini's BM25 (Lucene)"""
+
+    k1: float = _k1()
+    b: float = _b()
+
+
+@dataclass(frozen=True)
+class DenseOptions:
+    """faiss inner product over the index's dense part (sentence-transformers or DPR)"""
+
+    encoder: str | None = _encoder()
+
+
+@dataclass(frozen=True)
+class HybridOptions:
+    """bm25 + dense, fused by --fusion"""
+
+    encoder: str | None = _encoder()
+    fusion: str = option(FUSION, "reciprocal rank (rrf), Pyserini's normalised interpolation (linear), or pool (both "
+                                 "sides' top --hits, up to twice as many passages, in rrf order: ToC's pool)",
+                         choices=("rrf", "linear", "pool"))
+    alpha: float = option(ALPHA, "sparse weight for --fusion linear")
+    k1: float = _k1()
+    b: float = _b()
