@@ -31,7 +31,7 @@ export CQ_MODELS
 
 include experiments.mk
 
-.PHONY: install data demo test test-slow bench-retrieve bench-scale bench-chat bench-pipeline bench-smoke docs clean
+.PHONY: install data demo test test-slow test-cluster bench-retrieve bench-scale bench-chat bench-pipeline bench-smoke docs clean
 
 install: $(STAMP)
 
@@ -94,10 +94,18 @@ demo: $(WORK)/fixture-index/cq_index.json fixtures/questions.jsonl
 	$(CQ) score --task cbqa --format table < $(WORK)/demo.jsonl
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -m "not slow and not cluster" $(PYTEST_ARGS)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow $(PYTEST_ARGS)
+
+# cq under a real scheduler (docs/cluster.md): a one-node SLURM on this machine under $(WORK)/slurm
+# (tests/slurm_cluster.py; needs root), installed from Debian when missing; tests/test_cluster.py submits through
+# the real sbatch, srun and scontrol, then stops the daemons it started. About 10 minutes on 2 busy cores.
+test-cluster: $(STAMP)
+	@command -v slurmctld > /dev/null && command -v munged > /dev/null || { apt-get update -qq \
+	  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge > /dev/null; }
+	CQ_TEST_CLUSTER=1 $(BIN)/python -m pytest -q -rA -m cluster tests/test_cluster.py $(PYTEST_ARGS)
 
 docs: $(STAMP)
 	$(BIN)/python -m cqtools.docgen > docs/cli.md
