@@ -257,3 +257,22 @@ def test_hits_text_parses_to_exact_float32():
     assert parse_hits("12 7.4542847 3 1.0E-4 ") == ([12, 3], [float(np.float32(7.4542847)), float(np.float32(1e-4))])
     with pytest.raises(RuntimeError, match="unexpected hits text"):
         parse_hits("12 7.45 3")
+
+JVM_ARGS = ("from cqtools.retrieval import open_searcher, jvm; open_searcher({index!r}, 'bm25'); "
+            "print(' '.join(jvm.autoclass('java.lang.management.ManagementFactory').getRuntimeMXBean()"
+            ".getInputArguments().toArray()))")
+
+
+@pytest.mark.parametrize("env, expect", [({}, True), ({"CQ_JVM_OPTS": ""}, False)])
+def test_a_search_jvm_compiles_with_c1_only_unless_told(fixture_index, env, expect):
+    """The JVM a BM25 search starts: C1 only and the serial collector (jvm.SEARCH_OPTS); CQ_JVM_OPTS replaces them."""
+    import subprocess
+    import sys
+
+    base = {k: v for k, v in os.environ.items() if k != "CQ_JVM_OPTS"}
+    proc = subprocess.run([sys.executable, "-c", JVM_ARGS.format(index=fixture_index)], capture_output=True,
+                          text=True, env={**base, **env}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    args = proc.stdout.split()
+    assert ("-XX:TieredStopAtLevel=1" in args and "-XX:+UseSerialGC" in args) == expect, args
+    assert "-Xmx256m" in args
