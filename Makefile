@@ -31,7 +31,7 @@ export CQ_MODELS
 
 include experiments.mk
 
-.PHONY: install data demo test test-slow bench-retrieve bench-scale bench-chat bench-pipeline bench-smoke docs clean
+.PHONY: install data demo test test-slow test-cluster bench-retrieve bench-bm25-process bench-scale bench-chat bench-pipeline bench-smoke docs clean
 
 install: $(STAMP)
 
@@ -94,10 +94,18 @@ demo: $(WORK)/fixture-index/cq_index.json fixtures/questions.jsonl
 	$(CQ) score --task cbqa --format table < $(WORK)/demo.jsonl
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -m "not slow and not cluster" $(PYTEST_ARGS)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow $(PYTEST_ARGS)
+
+# cq under a real scheduler (docs/cluster.md): a one-node SLURM on this machine under $(WORK)/slurm
+# (tests/slurm_cluster.py; needs root), installed from Debian when missing; tests/test_cluster.py submits through
+# the real sbatch, srun and scontrol, then stops the daemons it started. About 10 minutes on 2 busy cores.
+test-cluster: $(STAMP)
+	@command -v slurmctld > /dev/null && command -v munged > /dev/null || { apt-get update -qq \
+	  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge > /dev/null; }
+	CQ_TEST_CLUSTER=1 $(BIN)/python -m pytest -q -rA -m cluster tests/test_cluster.py $(PYTEST_ARGS)
 
 docs: $(STAMP)
 	$(BIN)/python -m cqtools.docgen > docs/cli.md
@@ -110,6 +118,11 @@ docs: $(STAMP)
 bench-retrieve: $(STAMP)
 	$(BIN)/python bench/retrieve.py --data $(DATA) --work $(WORK)/bench $(if $(REUSE_INDEX),--reuse-index $(REUSE_INDEX)) \
 	  --out docs/benchmarks/retrieve.md
+
+# BM25 as a user runs it: one `cq retrieve` process against one bm25s process, AmbigNQ train's 10,036 questions,
+# k=100, JSONL in and out, alternating runs (docs/benchmarks/retrieve.md).
+bench-bm25-process: $(STAMP)
+	$(BIN)/python bench/bm25_process.py --data $(DATA) --work $(WORK)/bench-bm25 --out docs/benchmarks/retrieve.md
 
 # Index build and BM25 search at 10k/100k/1M passages (synthetic above 9.5k), bm25s alongside.
 SCALE ?= 10000,100000,1000000

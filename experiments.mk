@@ -112,6 +112,17 @@ GEN_ENV       = CQ_GEN_CACHE=$(if $(GEN_CACHE),$(abspath $(GEN_CACHE)) CQ_GEN_CA
 # docs/benchmarks/smoke.md.)
 after = $(if $(GEN_CACHE),$(eval $(1): | $(2)))
 
+# The grid on a SLURM cluster: SLURM=1 runs every stage, score and the corpus index build as its own job
+# through `srun` (make stays on the login node; stdin and stdout pass through srun, so --resume, .cmd and .wall
+# work as here, and a requeued or killed cell resumes as a killed local one does). make -jN keeps N cells
+# queued at once. A stage that takes --device (a model stage) gets SLURM_GPU, any other SLURM_CPU; SLURM_OPTS
+# go to every job (partition, account, --time). docs/cluster.md; tests/test_cluster.py runs a slice locally.
+SLURM        ?=
+SLURM_OPTS   ?=
+SLURM_CPU    ?= --cpus-per-task=2
+SLURM_GPU    ?= --cpus-per-task=8 --gres=gpu:1
+slurm = $(if $(SLURM),srun --job-name=cq-$(notdir $@) --ntasks=1 $(SLURM_OPTS) $(if $(findstring --device,$(1)),$(SLURM_GPU),$(SLURM_CPU)) )
+
 # $(call stage,COMMAND): one cq command, COMMAND --resume $@.part < first prerequisite, renamed to $@
 # (its run record to $@.cq.json) when it ends; $@.cmd = the pipeline so far, $@.wall = wall seconds.
 # A $@.part older than the input, or without its run record, is from another run: it is dropped.
@@ -119,7 +130,7 @@ define stage
 	@mkdir -p $(dir $@)
 	@if [ $@.part -ot $< ] || [ ! -e $@.part.cq.json ]; then rm -f $@.part $@.part.cq.json; fi
 	@$(WALL) start $@
-	$(GEN_ENV) $(1) --resume $@.part < $<
+	$(GEN_ENV) $(call slurm,$(1))$(1) --resume $@.part < $<
 	@$(WALL) stop $@ $< && mv $@.part $@ && mv $@.part.cq.json $@.cq.json && rm -f $@.part.attempts $@.part.cq.lock
 	@{ cat $<.cmd 2>/dev/null || echo '# input: $<'; echo '  | $(subst $(CQ),cq,$(strip $(1)))'; } > $@.cmd
 endef
@@ -147,7 +158,7 @@ CI              := --ci --n-boot $(N_BOOT) --seed 0
 define score
 	@mkdir -p $(dir $@)
 	@$(WALL) start $@
-	$(GEN_ENV) $(CQ) score --task $(1) $(CI) $(SCORE_$(1)) < $< > $@.part
+	$(GEN_ENV) $(call slurm,$(SCORE_$(1)))$(CQ) score --task $(1) $(CI) $(SCORE_$(1)) < $< > $@.part
 	@$(WALL) stop $@ $< && mv $@.part $@ && rm -f $@.part.attempts
 	@{ cat $<.cmd 2>/dev/null; echo '  | cq score --task $(1) $(strip $(CI) $(SCORE_$(1)))'; } > $@.cmd
 endef
@@ -157,7 +168,7 @@ endef
 # only an index, never a directory holding other files.
 $(INDEX)/cq_index.json: | $(STAMP)
 	@$(WALL) start $(INDEX)
-	$(CQ) index --corpus $(DATA)/corpus/passages.jsonl --out $(INDEX) $(if $(DENSE),--dense) --overwrite
+	$(call slurm,$(if $(DENSE),--device))$(CQ) index --corpus $(DATA)/corpus/passages.jsonl --out $(INDEX) $(if $(DENSE),--dense) --overwrite
 	@$(WALL) stop $(INDEX) $(DATA)/corpus/passages.jsonl && rm -f $(INDEX).part.attempts
 
 # Questions the shared corpus was built for (its source_qid): selection of the evaluation set only.
@@ -496,7 +507,7 @@ exp-toc: $(foreach c,$(TOC) asqa.toc.preset.bm25,$(S)/$(c).json) $(foreach m,$(R
 define pair
 $(P)/$(2)--$(3).json: $(EXP)/$(2).jsonl $(EXP)/$(3).jsonl
 	@mkdir -p $$(dir $$@)
-	$$(GEN_ENV) $$(CQ) score --task $(1) --paired $(EXP)/$(3).jsonl --intersect --n-boot $$(N_BOOT) --seed 0 $$(SCORE_$(1)) \
+	$$(GEN_ENV) $$(call slurm,$$(SCORE_$(1)))$$(CQ) score --task $(1) --paired $(EXP)/$(3).jsonl --intersect --n-boot $$(N_BOOT) --seed 0 $$(SCORE_$(1)) \
 	  < $(EXP)/$(2).jsonl > $$@.part && mv $$@.part $$@
 PAIRS += $(P)/$(2)--$(3).json
 endef

