@@ -41,6 +41,8 @@ def render(record: dict, passages: int, gold: bool = False) -> str:
         answer = answer if isinstance(answer, dict) else {"text": answer}
         option = f"{answer['option']}: " if answer.get("option") else ""
         lines.append(f"    answer: {option}{answer.get('text')}")
+    if answers == []:
+        lines.append("    answer: none (no passage supports one)")
     if record.get("long_answer"):
         lines.append("    long answer: " + textwrap.shorten(str(record["long_answer"]), 200))
     if gold:

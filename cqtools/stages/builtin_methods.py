@@ -45,6 +45,15 @@ def register_detectors(register):
              options=[Option("model", str, LLM, "a causal LM"), _threshold(0.0), PROMPT])
     register("answers", detect.answers_detector, help="distinct answers from `cq answer --mode multi` (AskCQ)",
              options=[_threshold(1.0)])
+    from . import detect_diverse
+    register("diverse", detect_diverse.diverse_detector,
+             help="the classifier's P(ambiguous) when the reader's answers give two supported options or more, "
+                  "else 0 (AskCQ's two detectors together)",
+             options=[Option("model", str, None, "a `cq train detect` directory [default: as classifier]"),
+                      Option("n_passages", int, None, "top passages shown to the classifier [default: as "
+                             "classifier]", min=0, flag="--passages"), _threshold(0.5),
+                      Option("min_rerank_score", float, 0.0, "answers read from a passage the reranker scored "
+                             "under this do not count")])
     register("tree", detect.tree_detector, help="surviving disambiguations of `cq disambiguate --tree` (ToC)",
              options=[_threshold(1.0)])
     register("always", _constant("always"), help="baseline: always ambiguous", options=[_threshold(0.5)])
@@ -96,6 +105,17 @@ def register_cq_methods(register):
                              "CQDataset.py layout (question, each answer, each passage closed by the tokenizer's "
                              "separators; BART's) [default: the layout the model was trained on, its cq_train.json]",
                              choices=("cq", "askcq")), TWO_OPTIONS])
+    from . import gen_cq_answers
+    register("pred-answers", gen_cq_answers.pred_answers_method,
+             help="a template over the reader's distinct supported answers or their passages' titles (AskCQ's "
+                  "Predicted-Answers input; no LM; reads `cq answer --mode multi`'s answers, else reads them)",
+             options=[Option("max_options", int, 4, "at most this many options", min=2),
+                      Option("option_text", str, "auto", "each option: its passage's title, the answer, or auto "
+                             "(titles when they differ, else answers)", choices=gen_cq_answers.OPTION_TEXTS),
+                      Option("min_rerank_score", float, 0.0, "answers read from a passage the reranker scored under "
+                             "this are not offered"),
+                      Option("min_score", float, None, "answers the reader scores under this are not offered "
+                             "(extractive: margin over no-answer) [default: no floor]"), TWO_OPTIONS])
 
 
 VERIFY = [Option("verify", bool, False, "REFUEL LM verification: add verify_score = log p(answer | passages, question)"),
@@ -112,6 +132,7 @@ BUDGET = Option("max_passage_tokens", int, None, "evidence budget: read passages
 @hookimpl
 def register_answer_modes(register):
     from . import answer, clam
+    from .answer.support import MIN_RERANK
     from .rerank import DEFAULT_RERANKER
 
     reranker = Option("reranker", str, DEFAULT_RERANKER, "cross-encoder that reranks the passages for each revised "
@@ -126,11 +147,12 @@ def register_answer_modes(register):
                   Option("max_rounds", int, 2, "cap on --round-trip rounds (refuel: passes after the first)", min=1),
                   Option("qd_model", str, None, "--round-trip-method refuel: the LM that writes the DQs [default: "
                          "the generative reader's LM, else cq disambiguate's]")]
-    register("single", answer.qa_mode("single"), help="one answer", options=round_trip + VERIFY)
+    register("single", answer.qa_mode("single"), help="one answer", options=round_trip + VERIFY + [MIN_RERANK])
     register("cq", answer.qa_mode("cq"), help="one answer per option of the record's \"cq\"",
              options=[Option("selected", bool, False, "answer only the record's \"selected_option\" (a user's or "
-                             "an oracle's)"), reranker, depth] + VERIFY)
-    register("multi", answer.qa_mode("multi"), help="every distinct answer (AmbigQA)", options=round_trip + VERIFY)
+                             "an oracle's)"), reranker, depth] + VERIFY + [MIN_RERANK])
+    register("multi", answer.qa_mode("multi"), help="every distinct answer (AmbigQA)",
+             options=round_trip + VERIFY + [MIN_RERANK])
     register("dqs", answer.qa_mode("dqs"),
              help="one answer per entry of the record's \"dqs\" (cq disambiguate), read from passages retrieved "
                   "for that DQ (AmbigQA's DISAMBIG-FIRST)",
