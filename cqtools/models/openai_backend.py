@@ -33,7 +33,7 @@ from ..config import current, env
 from ..errors import CQError, ResourceError
 from .api import (ECHO_TOLERANCE, MAX_STOP, OPENAI_BASE, RETRY_STATUS, SEED, ApiError, RequestError,  # noqa: F401
                   ResponseCache, _Bound, _NoLogprobs, _server_message, api_key, cache_key,
-                  continuation_logprob, next_token_logprobs, public_url, route)
+                  continuation_logprob, next_token_logprobs, public_url, require_key, route, unresolved)
 
 log = logging.getLogger("cqtools")
 
@@ -51,6 +51,7 @@ def openai_generator(model: str, kind: str = "auto", role: str = "generator", co
                       f"LM (use --kind auto)")
     config = config or current()
     base = server_base(config)
+    require_key(base, model)
     key = (base, model, config.concurrency, config.api_timeout, config.api_retries, config.api_backoff,
            config.api_top_logprobs, config.api_cache)
     with _LOCK:
@@ -192,6 +193,9 @@ class OpenAIGenerator:
             except openai.APIConnectionError as err:  # includes timeouts
                 what = "no answer within --api-timeout" if isinstance(err, openai.APITimeoutError) else \
                     f"cannot connect ({err.__cause__ or err})"
+                if unresolved(err):  # no such host (or offline): no retry can help
+                    raise ApiError(f"{self._where(endpoint)}: cannot resolve the server's host name; check "
+                                   f"--api-base and the network") from None
                 if not self._reached and _refused(err):  # nothing listens there: a wrong --api-base, not a blip
                     raise ApiError(f"{self._where(endpoint)}: {what}; nothing answers at that address: check that "
                                    f"the server is up and --api-base is right") from None
