@@ -58,6 +58,17 @@ def test_gen_cq_asks_nothing_when_one_answer_is_supported_and_an_llm_stays_one_f
     assert result.exit_code != 0 and "/nonexistent/lm" in result.stderr  # --model: the llm method loads it
 
 
+def test_with_one_supported_answer_the_relevant_passages_titles_are_offered(runner):
+    """Judged ambiguous (or --all) but the reader finds one answer: the titles of the passages the reranker
+    found relevant are the options; --fallback none asks nothing."""
+    record = {"id": "g", "question": "What is the capital of Georgia?",
+              "passages": passages(("Tbilisi", 7.5), ("Atlanta", 7.3), ("Mona Lisa", -9.0)),
+              "answers": [answer("Tbilisi", "Tbilisi")]}
+    cq = run(runner, ["gen-cq", "-q"], [record])[0]["cq"]
+    assert cq["options"] == ["Tbilisi", "Atlanta"] and cq["options_from"] == "titles" and cq["answers"] == []
+    assert run(runner, ["gen-cq", "--fallback", "none", "-q"], [record])[0]["cq"] is None
+
+
 def test_pred_answers_reads_answers_itself_when_the_record_has_none(runner):
     """Records straight from cq rerank: the shipped extractive reader reads them (multi mode); the record
     gets only its cq, no answers key."""

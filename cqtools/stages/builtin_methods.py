@@ -115,7 +115,9 @@ def register_cq_methods(register):
                       Option("min_rerank_score", float, 0.0, "answers read from a passage the reranker scored under "
                              "this are not offered"),
                       Option("min_score", float, None, "answers the reader scores under this are not offered "
-                             "(extractive: margin over no-answer) [default: no floor]"), TWO_OPTIONS])
+                             "(extractive: margin over no-answer) [default: no floor]"),
+                      Option("fallback", str, "titles", "fewer than two answers: offer the relevant passages' "
+                             "titles, or ask nothing (none)", choices=("titles", "none")), TWO_OPTIONS])
 
 
 VERIFY = [Option("verify", bool, False, "REFUEL LM verification: add verify_score = log p(answer | passages, question)"),

@@ -18,9 +18,13 @@ with a template instead of a generator, so no free text from a small LM reaches 
    not by which article they come from);
    ``cq.answers`` lists the answers offered, ``cq.answers_from`` says whether they were the record's
    (``record``) or read here (``reader``);
-4. fewer than two options: nothing is asked (``cq: null``; ``cq answer --mode cq`` then answers the
-   question itself), whatever ``cq detect`` said: one supported answer is not an ambiguity to ask
-   about. Otherwise "Which one: A, B, or C?" (the category most silver CQs have).
+4. fewer than two options: with ``fallback=titles`` (the default) the options are the distinct titles of
+   the passages the reranker scored at least ``min_rerank_score`` (``cq.options_from``: ``titles``;
+   ``cq detect`` judged the question ambiguous, and the relevant articles are what it may be about);
+   still fewer than two, or ``fallback=none``: nothing is asked (``cq: null``; ``cq answer --mode cq``
+   then answers the question itself). Otherwise "Which one: A, B, or C?" (the category most silver
+   CQs have). ``cq detect --method diverse`` calls a question ambiguous only when two answers are
+   supported, so on that path the fallback serves only ``--all``.
 
 Where cq differs from AskCQ: no generator (a template), so the category is always "one" and the
 options are answers or their passages' titles, never paraphrases; the answers come from cq's reader
@@ -82,21 +86,33 @@ def option_texts(answers: list[dict], option_text: str) -> list[str]:
     return [a["text"] for a in answers]
 
 
+def relevant_titles(record: dict, min_rerank_score: float | None) -> list[str]:
+    """The distinct titles of the record's passages the reranker scored at least ``min_rerank_score``."""
+    return distinct([str(p["title"]).strip() for p in record.get("passages") or []
+                     if isinstance(p, dict) and p.get("title") and _supported({}, p, None, min_rerank_score)])[0]
+
+
 def answers_cq(record: dict, max_options: int, option_text: str, min_score: float | None,
-               min_rerank_score: float | None, two_options: str = "or") -> dict | None:
-    """The record's CQ from its predicted answers, or None when fewer than two are supported."""
+               min_rerank_score: float | None, two_options: str = "or", fallback: str = "titles") -> dict | None:
+    """The record's CQ from its predicted answers (``fallback="titles"``: from its relevant passages'
+    titles when fewer than two answers are supported), or None when there are fewer than two options."""
     answers = supported_answers(record, min_score, min_rerank_score)[:max_options]
     options, _ = distinct(option_texts(answers, option_text))
+    source = "answers"
+    if len(options) < 2 and fallback == "titles":
+        options, answers, source = relevant_titles(record, min_rerank_score)[:max_options], [], "titles"
     if len(options) < 2:
         return None
     cq = canonical_cq(which("one"), options, "pred-answers")
+    cq["options_from"] = source
     cq["answers"] = [a["text"] for a in answers]
     cq["answers_from"] = "reader" if record.get(READ_HERE) else "record"
     return in_form(cq, two_options)
 
 
 def pred_answers_method(max_options: int = 4, option_text: str = "auto", min_score: float | None = None,
-                        min_rerank_score: float | None = 0.0, two_options: str = "or", config=None):
+                        min_rerank_score: float | None = 0.0, fallback: str = "titles", two_options: str = "or",
+                        config=None):
     """The ``pred-answers`` CQ method (registered in builtin_methods)."""
     from .gen_cq import CQWriter
 
@@ -105,11 +121,11 @@ def pred_answers_method(max_options: int = 4, option_text: str = "auto", min_sco
     reader = ReadAnswers(config)
 
     def run(records):
-        return [answers_cq(r, max_options, option_text, min_score, min_rerank_score, two_options)
+        return [answers_cq(r, max_options, option_text, min_score, min_rerank_score, two_options, fallback)
                 for r in reader.with_answers(records)]
 
     info = {"method": "pred-answers", "reads": "answers", "max_options": max_options, "option_text": option_text,
-            "min_score": min_score, "min_rerank_score": min_rerank_score}
+            "min_score": min_score, "min_rerank_score": min_rerank_score, "fallback": fallback}
     if two_options != "or":
         info["two_options"] = two_options
     return CQWriter("pred-answers", run, info)
