@@ -37,6 +37,7 @@ COMMANDS = {
     "plugins": "plugins",
     "presets": "presets",
     "pyserini": "pyserini",
+    "indexes": "indexes",
 }
 
 
