@@ -34,7 +34,9 @@ from typing import Callable, Iterator
 import click
 
 import orjson
-from tqdm import tqdm
+from tqdm import tqdm  # noqa: F401
+
+from .. import progress
 
 from ..config import current, env
 from .. import runrecord
@@ -272,11 +274,10 @@ class _Run:
         self.items = _items(records, spec)
         self.writer = JsonlWriter(self.out_fh or (stdout if stdout is not None else sys.stdout.buffer))
         shown = not spec.quiet and sys.stderr.isatty()
-        total = spec.total if spec.total is not None or not shown else count_records(spec.inputs)
+        total = spec.total if spec.total is not None or spec.quiet else count_records(spec.inputs)
         if total is not None and spec.shard is not None:
             total = len(range(spec.shard[0], total, spec.shard[1]))
-        self.bar = tqdm(desc=spec.desc, unit="rec", file=sys.stderr, total=total, initial=0,
-                        disable=not shown, dynamic_ncols=True, smoothing=0.1)
+        self.bar = progress.record_bar(spec.desc, total, shown, spec.quiet)
 
     def _open_resume(self, spec: StreamSpec, records):
         """Check OUT's run record, skip the records it holds, open it for appending."""
