@@ -33,3 +33,20 @@ def test_make_compare_writes_the_figures_next_to_results_md():
                          timeout=120)
     out = report_path("N=5")
     assert f"bench/figures.py --scores" in run.stdout and f"--out {out.rsplit('/', 1)[0]}/figures" in run.stdout
+
+
+def test_score_plot_adds_a_calibration_diagram(runner, tmp_path):
+    from cqtools.cli import cli
+    from cqtools.score.plots import calibration_bins
+
+    from .conftest import jsonl
+
+    assert calibration_bins([True, False, True, True], [0.05, 0.15, 0.95, 0.92]) == [
+        (0.05, 1.0, 1), (0.15, 0.0, 1), (0.935, 1.0, 2)]
+    assert calibration_bins([True], [-3.2]) == []  # an LLM's log-ratio is not a probability
+    records = [{"id": str(i), "question": "?", "gold": {"ambiguous": i % 2 == 0},
+                "ambiguity": {"label": i % 3 == 0, "score": i / 10, "method": "classifier"}} for i in range(10)]
+    out = tmp_path / "detect.png"
+    result = runner.invoke(cli, ["score", "--task", "detect", "--plot", str(out)], input=jsonl(records))
+    assert result.exit_code == 0, result.stderr
+    assert out.read_bytes()[:4] == b"\x89PNG"
