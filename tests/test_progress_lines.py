@@ -7,7 +7,19 @@ from .conftest import jsonl, parse_jsonl
 
 
 def test_off_a_terminal_a_stage_prints_short_progress_lines_and_q_silences_them(runner, tmp_path, monkeypatch):
+    import logging
+
     monkeypatch.setattr(progress, "LINE_INTERVAL", 0.0)  # a line per update (30 s in use)
+    logger = logging.getLogger("cqtools")  # an earlier in-process -q leaves it at WARNING (one process per command
+    old = logger.level                      # in real use)
+    logger.setLevel(logging.INFO)
+    try:
+        check_lines(runner, tmp_path)
+    finally:
+        logger.setLevel(old)
+
+
+def check_lines(runner, tmp_path):
     questions = tmp_path / "q.jsonl"
     questions.write_text(jsonl([{"id": str(i), "question": f"Q{i}?"} for i in range(3)]))
     result = runner.invoke(cli, ["detect", "--method", "always", "--batch-size", "1", str(questions)])
