@@ -81,14 +81,17 @@ demo: $(WORK)/fixture-index/cq_index.json fixtures/questions.jsonl
 	head -n $(DEMO_N) fixtures/questions.jsonl \
 	  | $(CQ) retrieve --index $(WORK)/fixture-index --method hybrid --hits 10 \
 	  | $(CQ) rerank --top 3 \
-	  | $(CQ) detect | tee $(WORK)/demo.detected.jsonl \
-	  | $(CQ) gen-cq --method llm \
-	  | $(CQ) answer --mode cq > $(WORK)/demo.jsonl
+	  | $(CQ) answer --mode multi \
+	  | $(CQ) detect --method diverse | tee $(WORK)/demo.detected.jsonl \
+	  | $(CQ) gen-cq \
+	  | $(CQ) answer --mode cq --min-rerank-score 0 > $(WORK)/demo.jsonl
 	$(CQ) show --passages 1 < $(WORK)/demo.jsonl
 	@echo "--- the same questions answered directly, without clarification (cq answer --mode single):"
-	$(CQ) answer --mode single -q < $(WORK)/demo.detected.jsonl | $(CQ) show --passages 0
-	@echo "--- detection: the shipped classifier; answers: the shipped extractive reader; clarifying questions: the"
-	@echo "--- offline LLM, SmolLM2-135M (4-bit, tiny: expect odd CQs; --model names a real one, e.g. over vLLM)."
+	$(CQ) answer --mode single --min-rerank-score 0 -q < $(WORK)/demo.detected.jsonl | $(CQ) show --passages 0
+	@echo "--- answers: the shipped extractive reader, none from a passage the reranker scores under 0. Detection"
+	@echo "--- (cq detect --method diverse): the shipped classifier, and at least two answers from relevant passages."
+	@echo "--- Clarifying questions (cq gen-cq's default without --model, no LM): the titles of the passages holding"
+	@echo "--- distinct answers, or the answers. An LM writes them instead with cq gen-cq --model NAME (e.g. over vLLM)."
 	@echo "--- detection and clarification-based QA on these $(DEMO_N) questions:"
 	$(CQ) score --task detect --format table < $(WORK)/demo.jsonl
 	$(CQ) score --task cbqa --format table < $(WORK)/demo.jsonl

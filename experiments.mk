@@ -25,7 +25,8 @@
 # `cq train detect` dir), MODEL_READER (the extractive reader that answers: a `cq train reader` dir,
 # by default the one `make models` installs; the cells marked .llm answer with MODEL_LLM instead, for
 # the reader comparison), DEVICE (auto|cpu|cuda), HITS (retrieval depth), N_BOOT (bootstrap
-# resamples), RESULTS (where `make compare` writes the report: docs/results.md).
+# resamples), RESULTS (where `make compare` writes the report: docs/results.md; a smoke run, N=K:
+# results.md in its EXP directory under WORK).
 
 # N=K (a smoke run) also reads a BM25-only corpus index (seconds to build, where the dense one takes minutes on
 # 2 cores) and leaves out the dense and hybrid retrieval cells; DISAMBIG-FIRST retrieves each DQ with BM25
@@ -38,6 +39,8 @@
 # batch- and order-invariant, the generation cache is safe to share), only the cells' seconds are marked as
 # shared. SMOKE_JOBS=1 runs them one by one.
 ifdef N
+# A smoke run's report goes beside its cells (under WORK, untracked), not over the tracked docs/results.md.
+RESULTS      ?= $(EXP)/results.md
 N_ALL        := $(N)
 N_MODEL      := $(N)
 N_ASQA       := $(N)
@@ -549,6 +552,7 @@ define report
 	  --tiers "$$(wc -l < $(EXP)/ambignq.jsonl),$$(cat $(EXP)/ambignq.m.jsonl 2>/dev/null | wc -l),$$(cat $(EXP)/asqa.jsonl 2>/dev/null | wc -l),$$(cat $(EXP)/asqa.t.jsonl 2>/dev/null | wc -l),$$(cat $(RR_DEEP) 2>/dev/null | wc -l)" \
 	  --models 'LLM $(MODEL_LLM); extractive reader $(MODEL_READER); reranker $(MODEL_RERANK); detector $(MODEL_DETECT) (--passages $(DETECT_PASSAGES))' \
 	  --device $(DEVICE) --index-wall $(INDEX).wall $(if $(PARTIAL),--partial '$(PARTIAL)')
+	$(BIN)/python bench/figures.py --scores $(S) --pairs $(P) --out $(dir $(RESULTS))figures
 endef
 
 compare: exp-askcq exp-ambigqa exp-refuel exp-clam exp-toc pairs

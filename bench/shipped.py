@@ -198,7 +198,9 @@ def write_card(folder: Path, name: str, rows: dict, args, same) -> None:
     threads = train.get("threads") or {"detect": 1, "reader": 2}[name]
     steps = train.get("steps")
     stopped = train.get("stopped")
-    text = f"""# Model card: {name} (shipped with cqtools)
+    from cqtools.models.export import hf_header
+
+    text = hf_header(name, train['base_model'].split(' from ')[0]) + f"""# Model card: {name} (shipped with cqtools)
 
 **What**: the {task}. {train['base_model'].split(' from ')[0]} fine-tuned by `cq train {train['task']}`; shipped
 as int8 weights with one float32 scale per row ({packed['bytes'] / 1e6:.1f} MB; the float32 model:
@@ -219,6 +221,9 @@ same model); other CPUs or thread counts change float rounding, and the scores b
 
 **Limits**: a 22M-parameter MiniLM trained on a 9.5k-passage corpus built for AmbigNQ dev: a competent
 default for the offline box, far from the papers' BERT/BART-large models (AskCQ, AmbigQA).
+
+**Without cq**: `cq models export {name} DIR` writes it as a Hugging Face model directory (float32
+model.safetensors) that transformers' `from_pretrained(DIR)` loads.
 """
     (folder / "README.md").write_text(text)
 

@@ -71,6 +71,7 @@ ENV: tuple[EnvVar, ...] = (
     EnvVar("CQ_ORT_THREADS", "ort_threads", _opt_int, "onnxruntime threads per session"),
     EnvVar("CQ_ORT_SPIN", "ort_spin", _bool, "onnxruntime threads spin while idle"),
     EnvVar("CQ_JVM_XMX", "jvm_xmx", _opt_str, "the JVM's heap limit for Lucene (e.g. 4g)"),
+    EnvVar("CQ_JVM_OPTS", None, str, "the search JVM's other options, replacing cq's (C1 only, the serial collector)"),
     EnvVar("CQ_DEBUG", "debug", _bool, "tracebacks instead of one-line errors; library logs on"),
     EnvVar("CQ_BATCH_SIZE", None, int, "--batch-size: records per stream batch"),
     EnvVar("CQ_API_KEY", None, str, "the API key (else OPENAI_API_KEY); read when a request is sent, never stored"),

@@ -79,13 +79,19 @@ def _lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
         yield lineno, raw
 
 
+JSON_DOCUMENT = ("this looks like a JSON file, not JSONL (one record per line): `cq convert FORMAT FILE` makes records "
+                 "of a data set's JSON (ambignq, asqa, nq-open, ...: `cq convert --help`)")
+
+
 def _parse(raw: bytes, required: tuple[str, ...]) -> dict:
+    document = raw.strip() in (b"[", b"{") or raw.lstrip().startswith(b"[{")
     try:
         record = exactjson.loads(raw)  # orjson's, with integers past 64 bits kept digit for digit
     except orjson.JSONDecodeError as err:
-        raise InputError(f"not valid JSON ({err}); each line must be one JSON object") from None
+        raise InputError(JSON_DOCUMENT if document else f"not valid JSON ({err}); each line must be one JSON object") \
+            from None
     if not isinstance(record, dict):
-        raise InputError(f"expected a JSON object, got {type(record).__name__}")
+        raise InputError(JSON_DOCUMENT if document else f"expected a JSON object, got {type(record).__name__}")
     if "id" in record and isinstance(record["id"], (str, int)) and not isinstance(record["id"], bool):
         record["id"] = str(record["id"])
     # any other id (1.5, an object, true) stays as it is: the stream loop sets such a record aside under

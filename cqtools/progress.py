@@ -22,3 +22,70 @@ def bar(desc: str, unit: str, total: int | None = None):
             return
         with logging_redirect_tqdm(loggers=[logger]):
             yield drawn
+
+
+# Without a terminal (a log file, make's output, a cluster job), no bar is drawn: one short line goes to
+# stderr every LINE_INTERVAL seconds instead (and -q silences it), so a long stage is never silent.
+LINE_INTERVAL = 30.0
+
+
+class Lines:
+    """The record bar's stand-in off a terminal: ``update(n)``/``close()`` like tqdm's; a line "desc: N/TOTAL
+    records, R/s, ~T left" every :data:`LINE_INTERVAL` seconds, from a timer thread too, so a stage that
+    writes nothing for minutes still says it is working. ``disable`` is True: the stage keeps its batches."""
+
+    disable = True
+
+    def __init__(self, desc: str, total: int | None, interval: float | None = None):
+        import threading
+        import time
+
+        self.desc, self.total, self.n = desc, total, 0
+        self.interval = LINE_INTERVAL if interval is None else interval
+        self._time = time.monotonic
+        self.start = self.last = self._time()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._tick, daemon=True)
+        self._thread.start()
+
+    def line(self) -> str:
+        elapsed = self._time() - self.start
+        rate = self.n / elapsed if elapsed > 0 else 0.0
+        done = f"{self.n}/{self.total}" if self.total is not None else str(self.n)
+        left = f", ~{_clock((self.total - self.n) / rate)} left" if self.total is not None and rate > 0 else ""
+        return f"{self.desc}: {done} records in {_clock(elapsed)}, {rate:.2f}/s{left}"
+
+    def _say(self) -> None:
+        with self._lock:
+            self.last = self._time()
+            logging.getLogger("cqtools").info(self.line())
+
+    def _tick(self) -> None:
+        while not self._stop.wait(max(self.interval, 0.05)):
+            if self._time() - self.last >= self.interval:
+                self._say()
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        if self._time() - self.last >= self.interval:
+            self._say()
+
+    def close(self) -> None:
+        self._stop.set()
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else \
+        f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+def record_bar(desc: str, total: int | None, shown: bool, quiet: bool):
+    """The streaming stages' record progress: tqdm's bar on a terminal, :class:`Lines` off one, nothing under -q."""
+    from tqdm import tqdm
+
+    if shown or quiet:
+        return tqdm(desc=desc, unit="rec", file=sys.stderr, total=total, initial=0, disable=not shown,
+                    dynamic_ncols=True, smoothing=0.1)
+    return Lines(desc, total)

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import textwrap
 
+from .show_tree import tree_lines
+
 
 def _score(value) -> str:
     return f"{value:.3f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
 
 
-def render(record: dict, passages: int, gold: bool = False) -> str:
-    """``record`` for people: ``passages`` of its passages, and its gold only with ``gold``."""
+def render(record: dict, passages: int, gold: bool = False, as_tree: bool = False) -> str:
+    """``record`` for people: ``passages`` of its passages, its gold only with ``gold``, its ToC tree drawn
+    (instead of its disambiguations' list) with ``as_tree``."""
     lines = [f"[{record['id']}] {record.get('question', '')}"]
     hits = record.get("passages")
     for hit in hits[:passages] if isinstance(hits, list) and all(isinstance(h, dict) for h in hits) else []:
@@ -32,7 +35,9 @@ def render(record: dict, passages: int, gold: bool = False) -> str:
         lines.append(f"    picked: {record['selected_option']}")
     if record.get("clarification_answer") is not None:
         lines.append(f"    user replied: {record['clarification_answer']}")
-    dqs = record.get("dqs")
+    drawn = tree_lines(record.get("tree")) if as_tree else []
+    lines += drawn
+    dqs = record.get("dqs") if not drawn else None
     for dq in dqs if isinstance(dqs, list) else []:
         if isinstance(dq, dict):
             lines.append(f"    reading: {dq.get('question')} -> {dq.get('answer')}")
@@ -41,6 +46,8 @@ def render(record: dict, passages: int, gold: bool = False) -> str:
         answer = answer if isinstance(answer, dict) else {"text": answer}
         option = f"{answer['option']}: " if answer.get("option") else ""
         lines.append(f"    answer: {option}{answer.get('text')}")
+    if answers == []:
+        lines.append("    answer: none (no passage supports one)")
     if record.get("long_answer"):
         lines.append("    long answer: " + textwrap.shorten(str(record["long_answer"]), 200))
     if gold:

@@ -279,6 +279,8 @@ def _commands():
     for name in COMMANDS:
         command = cli.get_command(ctx, name)
         if isinstance(command, click.Group):
+            if command.invoke_without_command:  # a group that is a command too (cq models)
+                yield name, command
             for sub in command.list_commands(ctx):
                 yield f"{name} {sub}", command.get_command(ctx, sub)
         else:

@@ -420,7 +420,7 @@ def test_cq_models_shows_backend_device_dtype_and_source(runner):
     assert rows["reader"]["source"].startswith(("offline:", "hf-cache", "hub", "local", "shipped with cq"))
     assert rows["classifier"]["source"] == "shipped with cq" and rows["classifier"]["dtype"] == "float32"
     assert rows["classifier"]["format"] == "int8 rows (float32 compute)"
-    table = runner.invoke(cli, ["models", "--device", "cpu", "--dtype", "bfloat16"]).stdout
+    table = runner.invoke(cli, ["models", "--table", "--device", "cpu", "--dtype", "bfloat16"]).stdout
     llm = next(line for line in table.splitlines() if line.startswith("generator"))  # a language model's row
     assert "transformers" in llm and " cpu " in llm and "bfloat16" in llm
 

@@ -38,6 +38,7 @@ COMMANDS = {
     "plugins": "plugins",
     "presets": "presets",
     "pyserini": "pyserini",
+    "indexes": "indexes",
 }
 
 

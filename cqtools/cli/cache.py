@@ -11,6 +11,8 @@ import sys
 
 import click
 
+from .listing import emit, listing_options
+
 from ..jsonl import dumps
 
 AREAS = {"gguf": "GGUF checkpoints converted once to safetensors (shared by every clone and venv)",
@@ -76,12 +78,13 @@ def cli():
 
 
 @cli.command(name="info")
-def info():
-    """One JSON object per cache area: {area, path, bytes, files, what}."""
+@listing_options
+def info(as_json, as_table):
+    """Each cache area: a table on a terminal, else one JSON object per line: {area, path, bytes, files, what}."""
     from ..config import current
 
-    for entry, _ in _entries(current().cache_root()):
-        sys.stdout.buffer.write(dumps(entry))
+    emit([entry for entry, _ in _entries(current().cache_root())], ["area", "bytes", "files", "path", "what"],
+         as_json, as_table)
 
 
 @cli.command(name="clear")

@@ -180,9 +180,9 @@ def cli(index_dir, retrieve_method, hits, rerank_top, reranker, detect_method, d
     ambiguous, asks which interpretation you mean (numbered options, "other: type your own", "show
     all answers"), then answers it with the passage sentence the answer came from.
 
-    Defaults are `make demo`'s (hybrid retrieval of 10 passages, rerank to 3, llm detector and CQ
-    writer, SmolLM2 offline; cq answer's reader: the extractive one installed in $CQ_MODELS/reader,
-    else SmolLM2). Models load once; Ctrl-C cancels the turn in flight and returns to the prompt,
+    Defaults: hybrid retrieval of 10 passages, rerank to 3, the classifier detector (the one trained
+    here, else the shipped one), the llm CQ writer (SmolLM2 offline; --model names another) and cq
+    answer's reader (the extractive one installed in $CQ_MODELS/reader, else the shipped one). Models load once; Ctrl-C cancels the turn in flight and returns to the prompt,
     Ctrl-D (or Ctrl-C at the prompt) ends the session, and every finished turn is already in --log.
 
     \b

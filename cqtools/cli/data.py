@@ -6,6 +6,8 @@ import sys
 
 import click
 
+from .listing import emit, listing_options
+
 from ..jsonl import dumps
 
 _DIR = click.option("--dir", "directory", type=click.Path(file_okay=False),
@@ -26,8 +28,9 @@ def cli():
 
 @cli.command(name="list")
 @_DIR
-def list_(directory):
-    """One JSON object per data set: {"name", "url", "help", "dir" (where it goes), "source" (the
+@listing_options
+def list_(directory, as_json, as_table):
+    """The data sets: a table on a terminal, else one JSON object per data set: {"name", "url", "help", "dir" (where it goes), "source" (the
     downloaded file, relative to the data directory), "files" (what the Makefile reads there), "sha256"
     (the pinned checksum of the source, null: not pinned yet)}.
 
@@ -38,8 +41,8 @@ def list_(directory):
     from .. import data
     from ..config import data_root
 
-    for name in data.names():
-        sys.stdout.buffer.write(dumps(data.dataset(name).describe(directory or data_root())))
+    emit([data.dataset(name).describe(directory or data_root()) for name in data.names()],
+         ["name", "dir", "source", "sha256", "url"], as_json, as_table)
 
 
 @cli.command(name="get")

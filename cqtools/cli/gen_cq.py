@@ -14,8 +14,8 @@ METHOD_OPTIONS, OPTION_NAMES = method_options(CQ_METHODS)
 
 @click.command(name="gen-cq")
 @preset_option("gen-cq")
-@click.option("--method", type=click.Choice(CQ_METHODS.names()), default="llm", show_default=True,
-              help=CQ_METHODS.help() + ".")
+@click.option("--method", type=click.Choice(CQ_METHODS.names()), default=None,
+              help=CQ_METHODS.help() + ". [default: pred-answers; llm when --model names an LM]")
 @model_option("generator", None, help=f"llm: a causal LM (default {LLM}); "
                                    "seq2seq: a `cq train gen-cq` directory (required).")
 @METHOD_OPTIONS
@@ -33,8 +33,14 @@ def cli(method, model, all_records, device, dtype, **kwargs):
     scorer's answer normalisation) is dropped and the CQ re-written without it (cq.dropped.repeated).
     Each method's options are flags (from its schema; one it does not take is an error) or -O KEY=VALUE.
 
+    Without --method or --model, the CQ is grounded in the reader's answers (pred-answers: options are
+    the titles of passages holding distinct answers, or the answers; no LM); --model names an LM and
+    writes the CQ with it (--method llm).
+
     \b
     Example:
+      cq retrieve --index idx < questions.jsonl | cq rerank | cq answer --mode multi \\
+        | cq detect --method diverse | cq gen-cq | cq answer --mode cq
       cq retrieve --index idx < questions.jsonl | cq detect | cq gen-cq --method llm \\
         | cq score --task cq
       cq gen-cq --method llm --options grounded < retrieved.jsonl   # only options found in the passages
@@ -44,6 +50,7 @@ def cli(method, model, all_records, device, dtype, **kwargs):
     from ..stages import gen_cq
     from .stream import run_stream, spec_from
 
+    method = method or ("llm" if model else "pred-answers")
     options = method_values(CQ_METHODS, method, kwargs, OPTION_NAMES, model)
     spec = spec_from(kwargs, desc="gen-cq")
     run_stream(gen_cq.build(method, all_records, current(), **options), spec)

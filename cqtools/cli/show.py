@@ -17,8 +17,10 @@ from ..terminal import safe
 @click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
 @click.option("--passages", type=click.IntRange(min=0), default=3, show_default=True, help="Passages to print per record.")
 @click.option("--gold", is_flag=True, help="Also print each record's gold (what `cq score` compares with).")
+@click.option("--tree", "tree", is_flag=True, help="Draw each record's Tree of Clarifications (its \"tree\" from "
+              "cq disambiguate --tree or --preset toc) instead of listing its disambiguations.")
 @stream_options
-def cli(files, passages, gold, on_error, quiet):
+def cli(files, passages, gold, tree, on_error, quiet):
     """Print records readably (the end of a pipeline, for people; not JSONL): from FILES (JSONL,
     gzipped or not), or standard input when none is given.
 
@@ -26,6 +28,7 @@ def cli(files, passages, gold, on_error, quiet):
     Example:
       cq retrieve --index idx < questions.jsonl | cq show --passages 2
       cq show --gold answered.jsonl.gz
+      cq disambiguate --method rac --tree < reranked.jsonl | cq show --tree --passages 0
     """
     for name, stream in _inputs(files):
         records = read_records(stream, required=(), on_error=on_error)
@@ -36,7 +39,7 @@ def cli(files, passages, gold, on_error, quiet):
                     where = f"{name} line {lineno}" if name else f"line {lineno}"
                     raise InputError(f"{problem} (record {record['id']}); pass --on-error skip to show the rest",
                                      where=where)
-                shown = render(record, passages, gold) + (f"\n    not shown: {problem}" if problem else "")
+                shown = render(record, passages, gold, tree) + (f"\n    not shown: {problem}" if problem else "")
                 click.echo(safe(shown) + "\n")  # records' text is untrusted: its escapes are shown, not run
             sys.stdout.flush()
 

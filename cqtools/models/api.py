@@ -51,6 +51,34 @@ def api_key() -> str | None:
     return None
 
 
+def require_key(base: str, model: str) -> None:
+    """A hosted API (OpenAI's) without a key fails here, before any request: its server would refuse
+    every request anyway (a server of one's own, e.g. vLLM on --api-base, needs none)."""
+    if urlsplit(base).hostname == urlsplit(OPENAI_BASE).hostname and api_key() is None:
+        from ..errors import ResourceError
+
+        raise ResourceError(f"openai:{model} at {public_url(base)} needs a key: set CQ_API_KEY or OPENAI_API_KEY "
+                            "(or name a server of your own with --api-base URL)")
+
+
+_UNRESOLVED = ("name or service not known", "temporary failure in name resolution", "nodename nor servname",
+               "getaddrinfo failed", "no address associated with hostname")
+
+
+def unresolved(err: BaseException) -> bool:
+    """Whether a connection error is a failed host-name lookup (offline, or a misspelled host): retrying
+    cannot help, unlike a dropped connection."""
+    import socket
+
+    seen = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, socket.gaierror) or any(m in str(err).lower() for m in _UNRESOLVED):
+            return True
+        err = err.__cause__ or err.__context__
+    return False
+
+
 def public_url(url: str) -> str:
     """``url`` without user info, query or fragment (where a key could hide), for logs and meta."""
     parts = urlsplit(url)

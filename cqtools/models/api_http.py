@@ -130,6 +130,10 @@ def _connection_error(gen, where: str, err, attempt: int) -> float:
         what = "no answer within --api-timeout"
     else:
         what = f"cannot connect ({err.__cause__ or err})"
+    from .api import unresolved
+
+    if not isinstance(err, TooSlow) and unresolved(err):  # no such host (or offline): no retry can help
+        raise ApiError(f"{where}: cannot resolve the server's host name; check --api-base and the network") from None
     if not gen._reached and refused_connection(err):  # nothing listens there: a wrong --api-base, not a blip
         raise ApiError(f"{where}: {what}; nothing answers at that address: check that the server is up and "
                        f"--api-base is right") from None

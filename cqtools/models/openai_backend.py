@@ -31,7 +31,7 @@ from ..errors import CQError, ResourceError
 from . import api_http
 from .api import (ECHO_TOLERANCE, MAX_STOP, OPENAI_BASE, RETRY_STATUS, SEED, ApiError, RequestError,  # noqa: F401
                   ResponseCache, _Bound, _NoLogprobs, _server_message, api_key, cache_key,
-                  continuation_logprob, next_token_logprobs, public_url, route)
+                  continuation_logprob, next_token_logprobs, public_url, require_key, route, unresolved)
 
 log = logging.getLogger("cqtools")
 
@@ -49,6 +49,7 @@ def openai_generator(model: str, kind: str = "auto", role: str = "generator", co
                       f"LM (use --kind auto)")
     config = config or current()
     base = server_base(config)
+    require_key(base, model)
     key = (base, model, config.concurrency, config.api_timeout, config.api_retries, config.api_backoff,
            config.api_top_logprobs, config.api_cache)
     with _LOCK:

@@ -83,8 +83,9 @@ def setup(heap: str = DEFAULT_XMX, opts: str = "") -> None:
             xmx = heap_option(heap)
             if xmx and not any(o.startswith("-Xmx") for o in jnius_config.get_options()):
                 original(xmx)
-            original(*os.environ.get("CQ_JVM_OPTS", opts).split())
-            from ..config import current
+            from ..config import current, env
+
+            original(*(env("CQ_JVM_OPTS") or opts).split())
 
             if not current().debug:  # Anserini's INFO chatter off; warnings still shown
                 here = os.path.dirname(os.path.abspath(__file__))

@@ -87,7 +87,7 @@ def locate(name: str) -> Prebuilt:
     found = entry(name)
     if found is None:
         raise ResourceError(f"index {name} not found: not a directory, and not one of Pyserini's prebuilt index "
-                            f"names (see `python -c 'from pyserini.util import get_sparse_indexes_info as f; f()'`); "
+                            f"names (`cq indexes --match TEXT` lists them); "
                             f"build one with `cq index --corpus FILE --out {name}`")
     kind, info = found
     if kind not in ("sparse", "dense"):

@@ -81,5 +81,19 @@ def paired(task_a: Task, task_b: Task, boot: BootstrapOptions, name_a: str, name
     metrics = {name: {"a": d.a, "b": d.b, "diff": d.diff, "low": d.interval.low, "high": d.interval.high,
                       "excludes_zero": d.interval.excludes(0.0)} for name, d in diffs.items()}
     notes.extend(_left_out_notes({name: d.interval for name, d in diffs.items()}, boot.n_boot))
-    return {"task": task_a.opts.task, "n": len(shared), "a": name_a, "b": name_b, "ci": boot.describe(),
-            "metrics": metrics, "notes": notes}
+    missing = {"a": task_a.missing, "b": task_b.missing}
+    notes.extend(_missing_notes(missing, {"a": task_a.n, "b": task_b.n}, {"a": name_a, "b": name_b}))
+    return {"task": task_a.opts.task, "n": len(shared), "a": name_a, "b": name_b, "missing": missing,
+            "ci": boot.describe(), "metrics": metrics, "notes": notes}
+
+
+def _missing_notes(missing: dict, counts: dict, names: dict) -> list[str]:
+    """What the paired report says about records without the prediction (they score 0 on each side)."""
+    notes = []
+    for side in ("a", "b"):
+        if missing[side]:
+            whole = " (all of them: its metrics are 0, so each difference restates the other side's score)" \
+                if missing[side] >= counts[side] else ""
+            notes.append(f"{names[side]}: {missing[side]} of {counts[side]} record(s) lack the prediction and score "
+                         f"0{whole}")
+    return notes

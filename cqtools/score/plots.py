@@ -17,9 +17,10 @@ def _pyplot():
 
 
 def detection_curves(path: str, gold: Sequence[bool], pred: Sequence[bool], scores: Sequence[float]) -> None:
-    """ROC and precision-recall curves of ``scores``, with the point of the labels ``pred``."""
+    """ROC and precision-recall curves of ``scores``, with the point of the labels ``pred``, and a
+    calibration (reliability) diagram when the scores are probabilities."""
     plt = _pyplot()
-    fig, (ax_roc, ax_pr) = plt.subplots(1, 2, figsize=(10, 4.5))
+    fig, (ax_roc, ax_pr, ax_cal) = plt.subplots(1, 3, figsize=(15, 4.5))
     roc = m_detect.roc_points(gold, scores)
     ax_roc.plot([p[0] for p in roc], [p[1] for p in roc], marker=".")
     ax_roc.plot([0, 1], [0, 1], linestyle=":", color="grey")
@@ -33,9 +34,35 @@ def detection_curves(path: str, gold: Sequence[bool], pred: Sequence[bool], scor
     ax_pr.set(xlabel="recall", ylabel="precision", title="precision-recall (ambiguous = positive)",
               ylim=(0, 1.02))
     ax_pr.legend(loc="lower left")
+    calibration_panel(ax_cal, gold, scores)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def calibration_bins(gold: Sequence[bool], scores: Sequence[float], n_bins: int = 10) -> list[tuple]:
+    """(mean score, fraction ambiguous, records) per non-empty bin of equal width over [0, 1]; [] when the
+    scores are not probabilities (outside [0, 1], e.g. an LLM's log-ratio)."""
+    if not scores or any(not 0.0 <= s <= 1.0 for s in scores):
+        return []
+    bins: list[list] = [[] for _ in range(n_bins)]
+    for g, s in zip(gold, scores):
+        bins[min(int(s * n_bins), n_bins - 1)].append((bool(g), s))
+    return [(sum(s for _, s in b) / len(b), sum(g for g, _ in b) / len(b), len(b)) for b in bins if b]
+
+
+def calibration_panel(ax, gold: Sequence[bool], scores: Sequence[float]) -> None:
+    """A reliability diagram: the fraction of ambiguous questions against the mean score, per bin."""
+    bins = calibration_bins(gold, scores)
+    ax.plot([0, 1], [0, 1], linestyle=":", color="grey")
+    if bins:
+        ax.plot([b[0] for b in bins], [b[1] for b in bins], marker="o")
+        for x, y, n in bins:
+            ax.annotate(str(n), (x, y), textcoords="offset points", xytext=(4, -10), fontsize=7)
+    else:
+        ax.text(0.5, 0.5, "scores are not probabilities", ha="center")
+    ax.set(xlabel="score (10 bins; records per bin marked)", ylabel="fraction ambiguous", title="calibration",
+           xlim=(0, 1), ylim=(0, 1.02))
 
 
 def options_histogram(path: str, pred_hist: Counter, gold_hist: Counter) -> None:

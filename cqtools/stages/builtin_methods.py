@@ -8,11 +8,12 @@ from ..plugins import hookimpl
 
 @hookimpl
 def register_detectors(register):
-    from . import clam, detect, detect_combined
+    from . import clam, detect, detect_combined, detect_diverse
 
     register("classifier", detect.classifier_detector, options=detect.ClassifierOptions)
     register("llm", detect.load_llm_detector, options=detect.LlmDetectorOptions)
     register("answers", detect.answers_detector, options=detect.AnswersOptions)
+    register("diverse", detect_diverse.diverse_detector, options=detect_diverse.DiverseOptions)
     register("tree", detect.tree_detector, options=detect.TreeOptions)
     register("always", detect.constant_detector, options=detect.AlwaysOptions)
     register("never", detect.constant_detector, options=detect.NeverOptions)
@@ -22,13 +23,14 @@ def register_detectors(register):
 
 @hookimpl
 def register_cq_methods(register):
-    from . import clam, gen_cq
+    from . import clam, gen_cq, gen_cq_answers
 
     register("from-dqs", gen_cq.from_dqs_method, options=gen_cq.FromDqsOptions)
     register("llm", gen_cq.load_llm_method, options=gen_cq.LlmOptions)
     register("clam", clam.clam_cq_method, options=clam.CQOptions)
     register("clam-prompting", clam.prompting_method, options=clam.PromptingOptions)
     register("seq2seq", gen_cq.load_seq2seq_method, options=gen_cq.Seq2SeqOptions)
+    register("pred-answers", gen_cq_answers.pred_answers_method, options=gen_cq_answers.PredAnswersOptions)
 
 
 @hookimpl

@@ -31,9 +31,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Callable
 
-from tqdm import tqdm
-
-from .. import runrecord
+from .. import progress, runrecord
 from ..config import RunConfig, env
 from ..jsonl import AtomicFile, JsonlWriter, Skipped, batched, open_append, open_input, read_records
 from . import refusals
@@ -115,11 +113,10 @@ class _Run:
         self.items = _items(records, spec)
         self.writer = JsonlWriter(self.out_fh or (stdout if stdout is not None else sys.stdout.buffer))
         shown = not spec.quiet and sys.stderr.isatty()
-        total = spec.total if spec.total is not None or not shown else count_records(spec.inputs)
+        total = spec.total if spec.total is not None or spec.quiet else count_records(spec.inputs)
         if total is not None and spec.shard is not None:
             total = len(range(spec.shard[0], total, spec.shard[1]))
-        self.bar = tqdm(desc=spec.desc, unit="rec", file=sys.stderr, total=total, initial=0,
-                        disable=not shown, dynamic_ncols=True, smoothing=0.1)
+        self.bar = progress.record_bar(spec.desc, total, shown, spec.quiet)
 
     def _open_resume(self, spec: StreamSpec, records):
         """Check OUT's run record, skip the records it holds, open it for appending."""

@@ -38,6 +38,7 @@ from . import options as O
 from .grounding import MAX_SPAN_WORDS, Span, candidate_spans, ground, snap_spans
 from .questions import Question, questions_of, record_cq, rerank_questions, revised_question
 from .reader import DEFAULT_READER, GenerativeReader, ReaderOptions
+from .support import drop_unsupported
 from .refuel import refuel_round_trip, refuel_verify, round_trip, verify
 from .text import (MULTI_PROMPT, SINGLE_PROMPT, VERIFY_QUERY, clean_answer, passage_block,
                    shown_passages, split_answers)
@@ -71,6 +72,7 @@ class AnswerConfig(ReaderOptions):
     retriever: str = O.retriever()     # dqs mode: its searcher
     hits: int = O.hits()               # dqs mode: passages retrieved per DQ
     batch_size: int = 32
+    min_rerank_score: float | None = O.min_rerank()  # no answer from a passage the reranker scored under this
 
     @property
     def refuel_round_trip(self) -> bool:
@@ -89,6 +91,8 @@ class AnswerConfig(ReaderOptions):
             keep.update(round_trip=True, max_rounds=self.max_rounds)
             if self.round_trip_method != "title":
                 keep["round_trip_method"] = self.round_trip_method
+        if self.min_rerank_score is not None:
+            keep["min_rerank_score"] = self.min_rerank_score
         if self.verify:
             keep.update(verify=True, verify_threshold=self.verify_threshold)
             if self.verify_rule != "threshold":
@@ -299,6 +303,7 @@ def answer_batch(records: list[dict], stage: AnswerStage, info: dict) -> list[di
     found = reader.read([q.text for q in questions], [q.passages for q in questions], multi=multi)
     for q, answers in zip(questions, found):
         q.answers = answers
+    drop_unsupported(questions, c.min_rerank_score)
     per_record: list[list[dict]] = [[] for _ in records]
     for q in questions:
         for answer in q.answers[: None if multi else 1]:

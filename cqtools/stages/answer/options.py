@@ -86,6 +86,12 @@ def passage_budget():
                         "--passages, which then only caps the count [default: --passages]", min=0)
 
 
+def min_rerank():
+    from .support import min_rerank_option
+
+    return min_rerank_option()
+
+
 def reader_passages(help: str):
     return option(None, f"{help} [default: {READER_PASSAGES}]", min=1, flag="--passages")
 
@@ -117,6 +123,7 @@ class SingleOptions:
     verify: bool = verify()
     verify_rule: str = verify_rule()
     verify_threshold: float = verify_threshold()
+    min_rerank_score: float | None = min_rerank()
 
 
 @dataclass(frozen=True)
@@ -135,6 +142,7 @@ class CQModeOptions:
     verify: bool = verify()
     verify_rule: str = verify_rule()
     verify_threshold: float = verify_threshold()
+    min_rerank_score: float | None = min_rerank()
 
 
 @dataclass(frozen=True)

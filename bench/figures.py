@@ -1,0 +1,105 @@
+"""Figures for `make compare`'s report, written next to results.md: a forest plot per task of every cell's
+main metrics with their bootstrap intervals (`cq score --ci` summaries), and one of the paired differences
+(`cq score --paired` outputs, B - A with its interval; the line at 0 is "no difference"). Detection's ROC
+and PR curves are `cq score --task detect --plot`'s.
+
+    python bench/figures.py --scores DIR --pairs DIR --out DIR
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+# The metrics a task's forest plot shows (those its summaries give intervals for).
+MAIN = {"detect": ["f1", "auroc"], "cq": ["options_f1"], "cbqa": ["f1"], "ambigqa": ["f1_ans", "f1_ans_multi"],
+        "asqa": ["str_em", "disambig_f1"], "clam": ["accuracy"], "retrieval": ["recall@10", "recall@5"]}
+
+
+def flat_intervals(intervals: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in intervals.items():
+        if isinstance(value, dict):
+            out.update(flat_intervals(value, f"{prefix}{key}."))
+        elif isinstance(value, list) and len(value) == 2 and None not in value:
+            out[prefix + key] = value
+    return out
+
+
+def cells(scores: Path) -> dict:
+    """{task: [(cell, metric, point, low, high)]} from the summaries in ``scores``."""
+    out: dict = {}
+    for path in sorted(scores.glob("*.json")):
+        summary = json.loads(path.read_text())
+        intervals = flat_intervals((summary.get("ci") or {}).get("intervals") or {})
+        task = summary.get("task", "?")
+        for metric in MAIN.get(task, list(intervals)[:1]):
+            point = summary.get(metric)
+            if metric in intervals and isinstance(point, (int, float)):
+                out.setdefault(task, []).append((path.stem, metric, point, *intervals[metric]))
+    return out
+
+
+def pairs(pairs_dir: Path | None) -> list:
+    """[(label, point, low, high)]: each pair's main metric difference."""
+    out = []
+    for path in sorted(pairs_dir.glob("*.json")) if pairs_dir and pairs_dir.is_dir() else []:
+        report = json.loads(path.read_text())
+        metrics = report.get("metrics") or {}
+        for metric in MAIN.get(report.get("task"), list(metrics)[:1]):
+            m = metrics.get(metric)
+            if m and None not in (m.get("diff"), m.get("low"), m.get("high")):
+                out.append((f"{path.stem.replace('--', ' vs ')} ({metric})", m["diff"], m["low"], m["high"]))
+                break
+    return out
+
+
+def forest(rows: list, title: str, out: Path, zero: bool = False) -> None:
+    """One horizontal interval per row, label on the left."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(rows) + 1.2))
+    for y, (_, point, low, high) in enumerate(reversed(rows)):
+        ax.plot([low, high], [y, y], color="tab:blue", linewidth=2)
+        ax.plot([point], [y], "o", color="tab:blue")
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([r[0] for r in reversed(rows)], fontsize=8)
+    if zero:
+        ax.axvline(0, color="grey", linestyle="--", linewidth=1)
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+
+
+def write(scores: Path, pairs_dir: Path | None, out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for task, rows in sorted(cells(scores).items()):
+        target = out / f"forest-{task}.png"
+        forest([(f"{cell} ({metric})", p, lo, hi) for cell, metric, p, lo, hi in rows],
+               f"{task}: 95% bootstrap intervals", target)
+        written.append(target)
+    diffs = pairs(pairs_dir)
+    if diffs:
+        target = out / "forest-pairs.png"
+        forest(diffs, "paired differences B - A (95% paired bootstrap)", target, zero=True)
+        written.append(target)
+    return written
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--scores", required=True, type=Path)
+    ap.add_argument("--pairs", type=Path)
+    ap.add_argument("--out", required=True, type=Path)
+    args = ap.parse_args(argv)
+    for path in write(args.scores, args.pairs, args.out):
+        print(path)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""Issue 37, item 7: help texts and the README's cq chat example say what cq does."""
+import re
+import subprocess
+import sys
+
+import pytest
+
+from cqtools.cli import cli
+
+from .conftest import ROOT
+
+
+def test_chat_help_says_the_detector_default_is_the_classifier(runner):
+    text = " ".join(runner.invoke(cli, ["chat", "--help"]).stdout.split())
+    assert "the classifier detector" in text and "llm detector and CQ writer" not in text
+    assert re.search(r"--detect \[[^\]]*\]\s.*\[default: classifier\]", text)
+
+
+@pytest.mark.slow
+def test_the_readme_chat_example_is_what_cq_chat_prints(tmp_path, fixture_index):
+    readme = (ROOT / "README.md").read_text()
+    example = readme.split("$ cq chat --index work/fixture-index")[1].split("```")[0]
+    script = tmp_path / "turns.txt"
+    script.write_text("Who played the Joker?\n1\n")
+    run = subprocess.run([sys.executable, "-m", "cqtools", "chat", "--index", fixture_index, "--retrieve", "bm25",
+                          "--detect", "always", "--script", str(script), "--log", str(tmp_path / "s.jsonl")],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    for line in example.splitlines():
+        if line.startswith(("cq: ", "  1)", "answer ", "  from ")):
+            assert line in run.stdout, line
