@@ -31,7 +31,7 @@ export CQ_MODELS
 
 include experiments.mk
 
-.PHONY: install data demo test test-slow test-cluster bench-retrieve bench-bm25-process bench-scale bench-chat bench-pipeline bench-smoke docs clean
+.PHONY: install data demo test test-fast test-slow test-cluster bench-retrieve bench-bm25-process bench-scale bench-chat bench-pipeline bench-smoke docs clean
 
 install: $(STAMP)
 
@@ -96,8 +96,14 @@ demo: $(WORK)/fixture-index/cq_index.json fixtures/questions.jsonl
 	$(CQ) score --task detect --format table < $(WORK)/demo.jsonl
 	$(CQ) score --task cbqa --format table < $(WORK)/demo.jsonl
 
+# Test tiers (tests/tiers.py): `make test` is what CI runs, every test but the slow ones; `make test-fast` the
+# pure-Python units and tiny models, no JVM, no real model, no training (about a minute on a quiet 2-core
+# machine); `make test-slow` the real models and the JVM at length. PYTEST_ARGS=... passes options to pytest.
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow and not cluster" $(PYTEST_ARGS)
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow and not heavy and not cluster" $(PYTEST_ARGS)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow $(PYTEST_ARGS)

@@ -21,6 +21,12 @@ os.environ["CQ_MODELS"] = tempfile.mkdtemp(prefix="cq-test-models-")
 os.environ.pop("CQ_GEN_CACHE", None)  # a user's generation cache (cqtools/models/gencache.py) never serves a test
 
 
+# The test tiers (`make test-fast`, `make test`, `make test-slow`): which tests are heavy, and the
+# fast tier's guards against the JVM and real models (tests/tiers.py).
+from .tiers import (pytest_collection_modifyitems, pytest_configure, pytest_runtest_call,  # noqa: E402,F401
+                    pytest_runtest_setup)
+
+
 @pytest.fixture(autouse=True)
 def _fresh_run_configuration():
     """Every test starts from the environment's run configuration (cqtools/config.py) and leaves none

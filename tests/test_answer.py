@@ -175,12 +175,14 @@ def test_answer_batch_records_the_grounding_and_passes_only_shown_text():
     assert out["answers"] == [{"text": "nobody", "grounding": "none"}]
 
 
+@pytest.mark.heavy(reason="cq answer --mode cq loads the INT8 reranker before it reads the record")
 def test_record_without_cq_is_a_clear_error(runner):
     result = runner.invoke(cli, ["answer", "--mode", "cq"], input=jsonl([_record()]))
     assert result.exit_code == 1
     assert "has no 'cq'; run `cq gen-cq` first" in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.heavy(reason="cq answer loads the shipped reader before it reads the record")
 def test_record_without_passages_is_a_clear_error(runner):
     result = runner.invoke(cli, ["answer"], input=jsonl([{"id": "x", "question": "Who?"}]))
     assert result.exit_code == 1

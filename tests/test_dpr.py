@@ -127,6 +127,7 @@ def test_hybrid_over_a_dpr_index(runner, dpr_index):
     assert len(parse_jsonl(result.stdout)[0]["passages"]) == 3
 
 
+@pytest.mark.heavy(reason="builds a Lucene index (JVM)")
 def test_dpr_encoder_mistakes_are_one_line_errors(runner, tiny_dpr, tmp_path):
     corpus = str(FIXTURES / "formats" / "psgs_w100.tsv")
     wrong = runner.invoke(cli, ["index", "--corpus", corpus, "--out", str(tmp_path / "a"), "--dense",

@@ -238,6 +238,7 @@ def test_train_examples_use_gold_cqs_where_present(questions):
     assert counts["gold_cq"] == 0 and [t for _, t, _ in examples[:2]] != [r["gold"]["cq"] for r in gold]
 
 
+@pytest.mark.heavy(reason="trains a tiny seq2seq")
 def test_train_gen_cq_reports_gold_and_silver_targets(runner, tmp_path, tiny_seq2seq, questions):
     gold, silver = training_records(questions)
     path = tmp_path / "train.jsonl"
@@ -250,6 +251,7 @@ def test_train_gen_cq_reports_gold_and_silver_targets(runner, tmp_path, tiny_seq
     assert card["targets"]["train"] == {"gold_cq": 2, "silver_cq": 1} and card["config"]["targets"] == "auto"
 
 
+@pytest.mark.heavy(reason="trains a tiny seq2seq")
 def test_train_gen_cq_in_askcq_layout_and_gen_cq_reads_it_from_the_model(runner, tmp_path, tiny_seq2seq, questions):
     """`cq train gen-cq --input-layout askcq --two-options comma` (issue 24): the inputs it trains on are the ones
     `cq gen-cq --input-layout askcq` writes, its silver targets use "A, or B", and cq gen-cq reads the layout

@@ -110,6 +110,7 @@ def test_a_bad_corpus_file_is_one_line(runner, tmp_path, damage, what):
     assert result.stderr.strip().count("\n") == 0 and "Traceback" not in result.stderr
 
 
+@pytest.mark.heavy(reason="builds a Lucene index (JVM)")
 def test_index_reads_a_gzipped_dpr_corpus(runner, tmp_path):
     corpus = tmp_path / "psgs_w100.tsv.gz"
     corpus.write_bytes(gzip.compress((FIXTURES / "formats" / "psgs_w100.tsv").read_bytes()))

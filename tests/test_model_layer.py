@@ -101,6 +101,7 @@ def test_padded_batches_equal_unbatched(arch, request, monkeypatch):
         padded.score(PROMPTS, CONTINUATIONS, batch_size=4)[0], abs=1e-5)
 
 
+@pytest.mark.heavy(reason="generates 24 tokens a prompt twice with each tiny architecture (a minute)")
 @pytest.mark.parametrize("arch", ["tiny_causal", "tiny_gpt2", "tiny_seq2seq"])
 @pytest.mark.parametrize("padded_mode", [False, True])
 def test_stop_strings_end_generation_early_with_the_same_text(arch, padded_mode, request, monkeypatch):

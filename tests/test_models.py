@@ -116,6 +116,7 @@ def test_hf_cross_encoder_returns_raw_logits(tiny_cross_encoder):
     assert scores == pytest.approx(logits[:, 0].tolist(), abs=1e-4)
 
 
+@pytest.mark.heavy(reason="loads MiniLM and bge-small")
 def test_offline_encoders():
     import numpy as np
 

@@ -137,6 +137,7 @@ def test_tiny_generators_are_generators(tiny_causal, tiny_seq2seq):
         assert isinstance(load_generator(path, "cpu"), P.Generator)
 
 
+@pytest.mark.heavy(reason="loads the INT8 reranker, MiniLM and bge-small")
 def test_cross_encoders_and_encoders(tiny_cross_encoder):  # noqa: F811
     from cqtools.models import load_cross_encoder, load_encoder
     from cqtools.models.backends import HFCrossEncoder, OnnxCrossEncoder, OnnxEncoder, SentenceEncoder

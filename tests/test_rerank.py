@@ -36,6 +36,7 @@ def test_query_field_reranks_for_another_key():
     assert out[1]["passages"][0]["id"] == "p1"
 
 
+@pytest.mark.heavy(reason="cq rerank loads the INT8 reranker before it reads the record")
 def test_missing_passages_is_a_one_line_error(runner):
     result = runner.invoke(cli, ["rerank"], input=jsonl([{"id": "a", "question": "q"}]))
     assert result.exit_code == 1

@@ -80,6 +80,7 @@ def test_query_field(runner_module, fixture_index):
     assert "Joaquin Phoenix" in parse_jsonl(result.stdout)[0]["passages"][0]["text"]
 
 
+@pytest.mark.heavy(reason="builds a Lucene index (JVM)")
 def test_dense_needs_a_dense_index(runner_module, tmp_path):
     out = tmp_path / "bm25only"
     assert runner_module.invoke(cli, ["index", "--corpus", str(FIXTURES / "formats" / "psgs_w100.tsv"),

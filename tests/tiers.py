@@ -1,0 +1,137 @@
+"""The test tiers. `make test-fast` runs ``-m "not slow and not heavy"``: pure-Python units and tiny
+models, about a minute on a quiet 2-core machine. `make test` (what CI runs) is everything not slow,
+heavy tests included; `make test-slow` the slow ones (real models, the JVM at scale).
+
+A test is heavy when it lives in a module of HEAVY_MODULES, is a case of HEAVY_TESTS, uses a fixture
+of HEAVY_FIXTURES (directly or through another fixture), or is marked ``@pytest.mark.heavy(reason=...)``:
+it starts the JVM, loads a model that is not one of the tests' tiny random ones, trains, or runs cq in
+subprocesses at length.
+Under the fast tier a test that starts the JVM or loads a real model in-process fails, naming this
+file; tests/test_tiers.py checks the fast tier's selection from the default tier.
+(Hooks, imported by tests/conftest.py.)"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+import pytest
+
+HEAVY_MODULES = {
+    "test_docs_run": "runs the commands of README.md and docs/ in subprocesses (make, pipelines)",
+    "test_train": "trains models",
+    "test_invariance": "runs every stage twice, with the JVM, real models and accelerate",
+    "test_chat": "drives cq chat in terminals (tmux) and subprocesses",
+    "test_pyserini_cli": "runs Pyserini's tools (JVM)",
+    "test_scale": "kills and resumes cq processes",
+    "test_shipped": "loads the shipped MiniLM classifier and reader",
+    "test_prebuilt": "asks Anserini (JVM) for its prebuilt indexes",
+    "test_tiers": "collects the whole suite twice in subprocesses (the check of this tier, run by make test)",
+}
+HEAVY_FIXTURES = {  # a fixture's name, or test_module::name for a name several modules define
+    "fixture_index": "builds the fixture corpus's BM25 and dense index (JVM, MiniLM)",
+    "bm25_index": "builds a BM25 index (JVM)",
+    "generator": "loads SmolLM2",
+    "cross_encoder": "loads the INT8 reranker",
+    "dpr_index": "builds a dense index",
+    "plugin_path": "pip-installs the demo plugin",
+    "test_reader_extractive::trained": "trains a reader",
+}
+HEAVY_TESTS = {  # test_module::name[parameters], for one case of a parametrized test
+    "test_model_overrides::test_variable_reaches_the_command[encoder]": "cq index builds a Lucene index (JVM)",
+}
+# Where the tiny random models live (tmp_path_factory): weights loaded from anywhere else are real.
+TINY_ROOTS = (os.path.realpath(tempfile.gettempdir()),)
+
+
+def heavy_reason(item) -> str | None:
+    """Why ``item`` is left out of the fast tier (None: it is in)."""
+    module = item.path.stem
+    if module in HEAVY_MODULES:
+        return f"{module}: {HEAVY_MODULES[module]}"
+    if f"{module}::{item.name}" in HEAVY_TESTS:
+        return HEAVY_TESTS[f"{module}::{item.name}"]
+    for name in item.fixturenames:
+        reason = HEAVY_FIXTURES.get(f"{module}::{name}") or HEAVY_FIXTURES.get(name)
+        if reason:
+            return f"fixture {name}: {reason}"
+    mark = item.get_closest_marker("heavy")
+    return None if mark is None else mark.kwargs.get("reason", "marked heavy")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("heavy") is None:
+            reason = heavy_reason(item)
+            if reason:
+                item.add_marker(pytest.mark.heavy(reason=reason))
+
+
+def _fast_tier(config) -> bool:
+    return "not heavy" in (config.getoption("markexpr", "") or "")
+
+
+_REAL_LOADS: list[str] = []  # weights loaded outside TINY_ROOTS since the current test started
+_JVM_BEFORE = pytest.StashKey[bool]()
+
+
+def _record_real(path) -> None:
+    where = os.path.realpath(str(path))
+    if not where.startswith(TINY_ROOTS):
+        _REAL_LOADS.append(where)
+
+
+def pytest_configure(config):
+    """Under the fast tier, watch where model weights come from (transformers, onnxruntime and the
+    shipped models' compact weights: the ways cq loads them)."""
+    if not _fast_tier(config):
+        return
+    import onnxruntime
+    from transformers import PreTrainedModel
+
+    from cqtools.models import compact
+
+    load_compact = compact.load_model
+
+    def compact_model(path, *args, **kwargs):
+        _record_real(path)
+        return load_compact(path, *args, **kwargs)
+
+    compact.load_model = compact_model
+
+    load = PreTrainedModel.from_pretrained.__func__
+
+    def from_pretrained(cls, path, *args, **kwargs):
+        _record_real(path)
+        return load(cls, path, *args, **kwargs)
+
+    session = onnxruntime.InferenceSession.__init__
+
+    def inference_session(self, path, *args, **kwargs):
+        _record_real(path)
+        return session(self, path, *args, **kwargs)
+
+    PreTrainedModel.from_pretrained = classmethod(from_pretrained)
+    onnxruntime.InferenceSession.__init__ = inference_session
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    item.stash[_JVM_BEFORE] = "jnius" in sys.modules  # pyjnius starts the JVM when imported
+    _REAL_LOADS.clear()
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """Under the fast tier, a test whose fixtures or body start the JVM or load a real model fails."""
+    result = yield
+    if not _fast_tier(item.config):
+        return result
+    if not item.stash.get(_JVM_BEFORE, True) and "jnius" in sys.modules:
+        pytest.fail(f"{item.nodeid} started the JVM under the fast tier: make it heavy (tests/tiers.py)",
+                    pytrace=False)
+    if _REAL_LOADS:
+        pytest.fail(f"{item.nodeid} loaded {_REAL_LOADS[0]}, not a tiny test model, under the fast tier: make "
+                    f"it heavy (tests/tiers.py)", pytrace=False)
+    return result
