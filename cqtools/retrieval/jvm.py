@@ -17,8 +17,7 @@
 5. A JVM started for BM25 search compiles with C1 only and collects with the serial collector
    (``SEARCH_OPTS``): a search process lives seconds, and C2's compiler threads and G1's workers took
    a third of `cq retrieve`'s CPU on 10k questions, on 2 cores (docs/benchmarks/retrieve.md; scores
-   are the same, Java's float arithmetic does not depend on the compiler). ``CQ_JVM_OPTS`` replaces
-   them (``CQ_JVM_OPTS=`` for the JVM's defaults, e.g. for hours of searching a very large index).
+   are the same, Java's float arithmetic does not depend on the compiler).
 """
 from __future__ import annotations
 
@@ -60,8 +59,7 @@ def _java_home() -> str | None:
 
 def setup(heap: str = DEFAULT_XMX, opts: str = "") -> None:
     """Idempotent: configure jnius (classpath, options, JAVA_HOME) before the JVM starts.
-    ``heap`` is the -Xmx used when CQ_JVM_XMX is unset, ``opts`` the JVM options used when CQ_JVM_OPTS
-    is unset (the first call decides)."""
+    ``heap`` is the -Xmx used when CQ_JVM_XMX is unset, ``opts`` more JVM options (the first call decides)."""
     global _READY
     if _READY:
         return

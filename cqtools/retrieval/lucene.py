@@ -271,7 +271,7 @@ class LuceneBM25:
             raise ResourceError(f"Lucene index {index_dir} not found; build it with `cq index`")
         self.params = {"k1": k1, "b": b}
         self.docstore = docstore
-        jvm.setup(heap=jvm.SEARCH_XMX, opts=jvm.SEARCH_OPTS)  # a small heap, cheap JIT (CQ_JVM_XMX/OPTS override)
+        jvm.setup(heap=jvm.SEARCH_XMX, opts=jvm.SEARCH_OPTS)  # a small heap (CQ_JVM_XMX overrides), cheap JIT
         if docstore is not None:
             try:
                 reader = _open_reader(index_dir)
