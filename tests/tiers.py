@@ -18,6 +18,9 @@ import tempfile
 import pytest
 
 HEAVY_MODULES = {
+    "test_grounded_cq": "the shipped reader and classifier (the grounded CPU path)",
+    "test_indexes": "Pyserini's registry and a missing index's advice (JVM)",
+    "test_models_export": "the shipped models, exported and loaded",
     "test_docs_run": "runs the commands of README.md and docs/ in subprocesses (make, pipelines)",
     "test_train": "trains models",
     "test_invariance": "runs every stage twice, with the JVM, real models and accelerate",
