@@ -37,3 +37,35 @@ def test_the_line_says_how_long_is_left():
     lines.update(4)
     assert lines.line().startswith("toc: 4/10 records in 20s, 0.20/s, ~30s left")
     lines.close()
+
+
+def test_a_regular_file_on_standard_input_gives_the_progress_its_total(tmp_path):
+    """`cq STAGE < file` (issue 37 item 2): the file's records are counted for the total and the time left, through
+    a handle of their own (the stage still reads every record); a pipe has no total."""
+    import gzip
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from cqtools.stream.inputs import count_stdin
+
+    plain = tmp_path / "q.jsonl"
+    plain.write_text('{"id": "a", "question": "q?"}\n\n{"id": "b", "question": "r?"}\n{"id": "c", "question": "s?"}\n')
+    packed = tmp_path / "q.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    for path in (plain, packed):
+        with open(path, "rb") as fh:
+            assert count_stdin(fh) == 3
+            assert fh.tell() == 0
+    reader, writer = os.pipe()
+    with os.fdopen(reader, "rb") as pipe, os.fdopen(writer, "wb"):
+        assert count_stdin(pipe) is None
+    # end to end: `cq detect < file` off a terminal; its progress lines carry the total (30 s apart in use)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    code = ("import sys; from cqtools import progress; progress.LINE_INTERVAL = 0.0; from cqtools.cli import main; "
+            "sys.argv = ['cq', 'detect', '--method', 'always', '--batch-size', '1']; main()")
+    with open(plain, "rb") as stdin:
+        proc = subprocess.run([sys.executable, "-c", code], stdin=stdin, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert len(proc.stdout.splitlines()) == 3 and "detect: 3/3 records in" in proc.stderr

@@ -37,7 +37,7 @@ from ..jsonl import AtomicFile, JsonlWriter, Skipped, batched, open_append, open
 from . import refusals
 from .batches import ERRORS, apply, record_problem
 from .batches import _items
-from .inputs import _Counted, _take_shard, count_records, read_files
+from .inputs import _Counted, _take_shard, count_records, count_stdin, read_files
 
 log = logging.getLogger("cqtools")
 
@@ -114,6 +114,8 @@ class _Run:
         self.writer = JsonlWriter(self.out_fh or (stdout if stdout is not None else sys.stdout.buffer))
         shown = not spec.quiet and sys.stderr.isatty()
         total = spec.total if spec.total is not None or spec.quiet else count_records(spec.inputs)
+        if total is None and not spec.quiet and not spec.inputs:  # `cq STAGE < file`: the file's records
+            total = count_stdin(stdin if stdin is not None else sys.stdin.buffer)
         if total is not None and spec.shard is not None:
             total = len(range(spec.shard[0], total, spec.shard[1]))
         self.bar = progress.record_bar(spec.desc, total, shown, spec.quiet)

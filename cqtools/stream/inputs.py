@@ -2,6 +2,8 @@
 progress total, keeping one shard's share."""
 from __future__ import annotations
 
+import os
+import stat
 from typing import Iterator
 
 from ..errors import InputError
@@ -66,3 +68,19 @@ def _take_shard(records, index: int, total: int):
         if position % total == index:
             yield item
 
+
+
+def count_stdin(stream) -> int | None:
+    """Non-blank lines of standard input when it is a regular file (``cq STAGE < file``, gzipped or not), counted
+    through a handle of its own (the stream's position is untouched); None for a pipe, a terminal, or a stream that
+    has been read from already."""
+    try:
+        fd = stream.fileno()
+        if not stat.S_ISREG(os.fstat(fd).st_mode) or os.lseek(fd, 0, os.SEEK_CUR) != 0:
+            return None
+        path = f"/proc/self/fd/{fd}"
+        if not os.path.exists(path):
+            return None
+    except (AttributeError, OSError, ValueError):
+        return None
+    return count_records([path])
