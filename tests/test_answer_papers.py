@@ -330,6 +330,7 @@ def test_the_refuel_preset_through_an_openai_server(runner, server, tmp_path, mo
     assert "does not say how long" not in advertised.stderr
     # a server that says nothing: cq's default budget, said once, never a refusal
     served_context._KNOWN.clear()
+    served_context._NOTED.clear()
     server.control(reset=True, reply=" Ann ; Bob\n\nmore")
     default = runner.invoke(cli, args + ["--verify-threshold", "-1e9"], input=jsonl([record]))
     assert default.exit_code == 0, default.stderr

@@ -12,7 +12,8 @@ log = logging.getLogger("cqtools")
 # served model's server does not say its context: a common context of served instruct models, and what the
 # REFUEL preset behaved like the release with (issue 35); --max-passage-tokens N sets another.
 DEFAULT_CONTEXT = 4096
-_KNOWN: dict[tuple[str, str], int | None] = {}
+_KNOWN: dict[tuple[str, str], int | None] = {}  # (server, model) -> what the server advertises
+_NOTED: set[tuple[str, str]] = set()  # the models the default was said for
 
 
 def _get(url: str, timeout: float) -> dict | None:
@@ -55,8 +56,8 @@ def context_of(model) -> int | None:
     found = advertised(base, name)
     if found is not None:
         return found
-    if (base, name, "noted") not in _KNOWN:
-        _KNOWN[(base, name, "noted")] = None
+    if (base, name) not in _NOTED:
+        _NOTED.add((base, name))
         log.warning(f"the server at {base} does not say how long an input {name} takes: reading passages up to "
                     f"{DEFAULT_CONTEXT} tokens (cq's default); give --max-passage-tokens N to set the budget")
     return DEFAULT_CONTEXT

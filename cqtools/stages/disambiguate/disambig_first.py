@@ -3,7 +3,6 @@ ambiguous is rewritten into its readings closed-book (no passages, no answers); 
 one DQ. DQs carry no answer (step 3: ``cq answer --mode dqs``)."""
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 from ...errors import InputError
@@ -11,7 +10,7 @@ from ...metrics.normalize import normalize_answer
 from ...registry import option
 from .. import prompts_disamb as P, templates
 from ..templates import Template
-from .parsing import _NUMBER, clean_question, loaded, model_option, require_questions, template_option, write_dqs
+from .parsing import _NUMBER, clean_question, dq_writer, model_option, template_option
 
 NEW_TOKENS = 128  # generation length when --max-new-tokens is not given
 
@@ -86,11 +85,4 @@ def _tpl_text(tpl: Template | None, part: str) -> str:
 
 def disambig_first_disambiguator(options: DisambigFirstOptions, run, *, seed: int = 0, **context):
     """The batch function of ``--method disambig-first`` (the registry's factory)."""
-    generator, tpl = loaded(options.model, run, seed, "disambig-first", options.prompt)
-    info = {**generator.info, **options.params(), "seed": seed, **templates.meta(tpl)}
-    return functools.partial(_batch, generator=generator, options=options, info=info, tpl=tpl)
-
-
-def _batch(records: list[dict], generator, options: DisambigFirstOptions, info: dict, tpl: Template) -> list[dict]:
-    require_questions(records)
-    return write_dqs(records, disambig_first_batch(records, generator, options, tpl), info)
+    return dq_writer(disambig_first_batch, "disambig-first", options, run, seed)

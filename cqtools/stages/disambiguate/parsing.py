@@ -97,6 +97,28 @@ def require_questions(records: list[dict]) -> None:
         require(record, "question", "every record needs a question")
 
 
+def dq_writer(batch, method: str, options, run, seed: int):
+    """The batch function of a method that writes DQs and no tree (qd, disambig-first): ``batch(records,
+    generator, options, tpl)`` gives (dqs, model calls) per record, written with ``meta.disambiguate``."""
+    import functools
+
+    generator, tpl = loaded(options.model, run, seed, method, options.prompt)
+    return functools.partial(_write, batch=batch, generator=generator, options=options,
+                             info=method_info(generator, options, seed, tpl), tpl=tpl)
+
+
+def _write(records: list[dict], batch, generator, options, info: dict, tpl) -> list[dict]:
+    require_questions(records)
+    return write_dqs(records, batch(records, generator, options, tpl), info)
+
+
+def method_info(generator, options, seed: int, tpl) -> dict:
+    """``meta.disambiguate``'s settings of a run: the model's, the method's options, the seed, the template."""
+    from .. import templates
+
+    return {**generator.info, **options.params(), "seed": seed, **templates.meta(tpl)}
+
+
 def loaded(model: str, run, seed: int, method: str, prompt: str | None):
     """(generator, template) of a method: the seed set first, the model loaded once per process."""
     from ...models import load_generator

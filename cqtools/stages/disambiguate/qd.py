@@ -10,7 +10,6 @@ marked ``"fallback": true``. As AmbigQA's released model reads it (``--preset am
 ``duplicates="keep"`` (a DQ stays as generated)."""
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 from ...metrics.normalize import normalize_answer
@@ -19,8 +18,8 @@ from ...registry import non_default, option
 from .. import prompts_disamb as P
 from ..templates import Template
 from ..tree import answer_passage
-from .parsing import (NEED_PASSAGES, clean_question, loaded, model_option, passage_words_option, passages_option,
-                      require_questions, template_option, tokens_option, write_dqs)
+from .parsing import (NEED_PASSAGES, clean_question, dq_writer, model_option, passage_words_option, passages_option,
+                      template_option, tokens_option)
 
 NEED_ANSWERS = "run `cq answer --mode multi` first: --method qd writes one DQ per predicted answer"
 NEW_TOKENS = 40  # generation length when --max-new-tokens is not given
@@ -144,13 +143,4 @@ def qd_batch(records: list[dict], generator, config: QdOptions,
 
 def qd_disambiguator(options: QdOptions, run, *, seed: int = 0, **context):
     """The batch function of ``--method qd`` (the registry's factory)."""
-    from .. import templates
-
-    generator, tpl = loaded(options.model, run, seed, "qd", options.prompt)
-    info = {**generator.info, **options.params(), "seed": seed, **templates.meta(tpl)}
-    return functools.partial(_batch, generator=generator, options=options, info=info, tpl=tpl)
-
-
-def _batch(records: list[dict], generator, options: QdOptions, info: dict, tpl: Template) -> list[dict]:
-    require_questions(records)
-    return write_dqs(records, qd_batch(records, generator, options, tpl), info)
+    return dq_writer(qd_batch, "qd", options, run, seed)

@@ -19,7 +19,7 @@ from .. import prompts_disamb as P, templates
 from ..options import encoder_option, reranker_option
 from ..templates import Template
 from ..tree import MAX_DEPTH, MAX_FAILURES, MAX_NODES, Tree, TreeLimits, answer_passage, grow
-from .parsing import (DQS, NEED_PASSAGES, TREE, loaded, model_option, parse_pairs, passage_words_option,
+from .parsing import (DQS, NEED_PASSAGES, TREE, loaded, method_info, model_option, parse_pairs, passage_words_option,
                       passages_option, require_questions, template_option, tokens_option)
 
 NEW_TOKENS = 128  # generation length when --max-new-tokens is not given
@@ -222,7 +222,7 @@ def rac_disambiguator(options: RacOptions, run, *, seed: int = 0, batch_size: in
         raise InputError("--reuse-tree restores each node's passages exactly only with each input alone; "
                          "unset CQ_PADDED_BATCHES (or grow and prune in one run)")
     generator, tpl = loaded(options.model, run, seed, "rac", options.prompt)
-    info = {**generator.info, **options.params(), "seed": seed, **templates.meta(tpl)}
+    info = method_info(generator, options, seed, tpl)
     shots = load_shots(options.shots_file) if options.shots_file else builtin_shots()
     selector = ShotSelector(shots, encoder_name=options.encoder or DEFAULT_ENCODER, device=run.device)
     cross_encoder = (load_cross_encoder(options.reranker or DEFAULT_RERANKER, run.device)
