@@ -221,3 +221,15 @@ def test_each_half_of_a_build_carries_the_same_generation(fixture_index):
     assert manifest["generation"] == store["generation"]
     assert (Path(fixture_index) / "dense" / "generation").read_text().strip() == store["generation"]
     assert len(store["lucene"]) == 32  # Lucene's own 16-byte commit id
+
+
+def test_an_index_that_vanishes_after_click_saw_it_gets_cqs_own_one_line_error(runner, fixture_index, monkeypatch):
+    """The swap loop above once lost a race in click itself: `--index` was a click.Path that stats the name and
+    then asks os.access, so an index renamed away between the two gave click's four-line usage error. cq checks
+    the index itself (one line, says what to do); click must not ask. os.access answering no stands in for the
+    name vanishing between the stat and the access."""
+    monkeypatch.setattr(os, "access", lambda *a, **k: False)
+    assert _search(runner, fixture_index)
+    result = runner.invoke(cli, ["retrieve", "--index", str(fixture_index) + "-gone"], input=QUESTION)
+    assert result.exit_code == 1 and "Usage:" not in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "cq index" in result.stderr, result.stderr

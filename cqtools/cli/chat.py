@@ -134,7 +134,7 @@ def _models(model, detect_method, detect_model, gen_cq_method, gen_cq_model, rea
 
 
 @click.command(name="chat")
-@click.option("--index", "index_dir", required=True, type=click.Path(), envvar="CQ_INDEX",
+@click.option("--index", "index_dir", required=True, type=click.Path(readable=False), envvar="CQ_INDEX",
               help="A `cq index` directory (or a Pyserini prebuilt index name), opened once per session.")
 @click.option("--retrieve", "retrieve_method", type=click.Choice(SEARCHERS.names()), default="hybrid",
               show_default=True, help="Retrieval method (cq retrieve --method).")

@@ -15,7 +15,7 @@ METHOD_OPTIONS, OPTION_NAMES = method_options(SEARCHERS, skip=())
 
 @click.command(name="retrieve")
 @preset_option("retrieve")
-@click.option("--index", "index_dir", required=True, type=click.Path(), envvar="CQ_INDEX",
+@click.option("--index", "index_dir", required=True, type=click.Path(readable=False), envvar="CQ_INDEX",
               help="A `cq index` directory, a plain Pyserini Lucene index, or the name of a Pyserini prebuilt index "
                    "(e.g. wikipedia-dpr-100w, wikipedia-dpr-100w.dpr-multi) in Pyserini's cache.")
 @click.option("--method", type=click.Choice(SEARCHERS.names()), default="bm25", show_default=True,
