@@ -139,7 +139,24 @@ def test_plugin_score_task_option_from_the_cli(plugin_path):
     summary = orjson.loads(out.stdout)
     assert summary["long"] == 50.0 and summary["words"] == 9
     typo = with_plugin(plugin_path, "score", "--task", "long-questions", "-O", "word=9", input_text=jsonl(QUESTIONS))
-    assert typo.returncode == 1 and "score task long-questions has no option 'word'; did you mean 'words'?" in typo.stderr
+    assert typo.returncode == 2 and "score task long-questions has no option 'word'; did you mean 'words'?" in typo.stderr
+
+
+def test_a_score_tasks_options_are_flags_of_its_own(plugin_path):
+    """A task's options dataclass is its flags (the plugin's --words as cq's --lambda); a flag the chosen task
+    does not declare is an error naming the options it has, never silently dropped."""
+    out = with_plugin(plugin_path, "score", "--task", "long-questions", "--words", "9", input_text=jsonl(QUESTIONS))
+    assert out.returncode == 0, out.stderr
+    assert orjson.loads(out.stdout)["words"] == 9
+    assert "long-questions: a question longer than this many words is long" in \
+        " ".join(with_plugin(plugin_path, "score", "--help").stdout.split())
+    for task, flag, value, theirs in [("cbqa", "--words", "9", "--matcher, --unique-answers"),
+                                      ("detect", "--lambda", "0.5", "--threshold, --sweep")]:
+        wrong = with_plugin(plugin_path, "score", "--task", task, flag, value, input_text=jsonl(QUESTIONS))
+        assert wrong.returncode == 2 and f"{flag} does not apply to --task {task} (its options: {theirs})" in \
+            wrong.stderr, wrong.stderr
+    low = with_plugin(plugin_path, "score", "--task", "long-questions", "--words", "0", input_text=jsonl(QUESTIONS))
+    assert low.returncode != 0 and "words" in low.stderr
 
 
 # --- broken plugins are skipped by name (issue 26, item 4) -----------------------------------------

@@ -22,8 +22,9 @@ def load(name):
     return json.loads((RELEASED / name).read_text())
 
 
-def summarise(records, **options):
-    return score_records(enumerate(records, start=1), ScoreOptions(**options)).summary()
+def summarise(records, task, **options):
+    """The summary of ``task`` with its own ``options`` (checked against its schema)."""
+    return score_records(enumerate(records, start=1), ScoreOptions(task=task), **options).summary()
 
 
 def cli_summary(args, records):
@@ -42,7 +43,7 @@ def pct(value):
 def test_cq_defaults_equal_askcq_cqg_evaluate():
     data = load("askcq_cq.json")
     released = data["released"]["CQG_evaluate"]
-    out = summarise(data["records"], task="cq", bertscore_model=None)
+    out = summarise(data["records"], task="cq", no_bertscore=True)
     assert out["variant"] == {"cq_parser": "askcq", "matcher": "difflib"}
     assert out["bleu"] == pct(released["CQ_BLEU"])
     assert out["category_em"] == pct(released["Category_EM"])
@@ -67,7 +68,7 @@ def test_cq_per_record_parse_and_overlap_equal_askcq():
 def test_cq_own_variants_differ_where_the_fixture_says():
     data = load("askcq_cq.json")
     released = data["released"]["CQG_evaluate"]
-    parser = summarise(data["records"], task="cq", bertscore_model=None, cq_parser="cq")
+    parser = summarise(data["records"], task="cq", no_bertscore=True, cq_parser="cq")
     assert parser["variant"]["cq_parser"] == "cq"
     assert parser["category_em"] != pct(released["Category_EM"])  # "Which one :" is trimmed
     assert parser["options_f1"] != pct(released["Option_f1"])  # "A or B" is split
@@ -170,8 +171,8 @@ def test_asqa_defaults_equal_asqa_scoring(monkeypatch):
     assert out["dr"] == pytest.approx(released["ovscore"], abs=TOL)
     # per record: ASQA's scorer on each record alone
     rows = []
-    score_records(enumerate(data["records"], start=1), ScoreOptions(task="asqa", reader="fixture"),
-                  on_row=rows.append)
+    score_records(enumerate(data["records"], start=1), ScoreOptions(task="asqa"), on_row=rows.append,
+                  reader="fixture")
     for row in rows:
         one = data["released"]["per_record"][row["id"]]
         assert 100 * row["rouge_l"] == pytest.approx(one["rougeLsum"], abs=TOL), row["id"]

@@ -237,7 +237,7 @@ def test_plot_for_a_task_without_plot_is_an_error(tmp_path):
 
 def test_bad_k_is_a_usage_error():
     result = run(["score", "--task", "retrieval", "--k", "5,x"], [])
-    assert result.exit_code == 2 and "--k" in result.stderr
+    assert result.exit_code == 1 and "--k" in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
 def test_empty_input_gives_a_summary_with_zero_records():

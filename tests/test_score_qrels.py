@@ -87,8 +87,8 @@ def test_without_qrels_the_summary_has_no_ir_measures():
 
 
 def test_ci_covers_the_ir_measures_and_resamples_only_judged_records(qrels):
-    opts = ScoreOptions(task="retrieval", ks=(1, 2, 5), qrels=qrels, keep_questions=True)
-    task = score_records(enumerate(RECORDS, start=1), opts)
+    opts = ScoreOptions(task="retrieval", keep_questions=True)
+    task = score_records(enumerate(RECORDS, start=1), opts, ks="1,2,5", qrels=str(qrels))
     summary = task.summary()
     point = task.resample(np.arange(5))
     for name in EXPECTED:

@@ -8,10 +8,12 @@ import orjson
 
 from ..jsonl import dumps, read_records
 from ..registry import SCORE_TASKS
-from .method_flags import preset_option
-from .options import _opt_pairs, batch_option, compose, device_options, seed_option, stream_options
-from .score_options import (BootstrapFlags, MetricFlags, OutputFlags, bootstrap_options, metric_options,
-                            output_options)
+from .method_flags import method_options, method_values, preset_option
+from .options import batch_option, compose, device_options, seed_option, stream_options
+from .score_options import BootstrapFlags, OutputFlags, bootstrap_options, output_options
+
+# Every task's options as flags (generated from the tasks' options dataclasses, a plugin's too), and -O.
+task_options, TASK_FLAGS = method_options(SCORE_TASKS)
 
 
 @click.command(name="score")
@@ -20,14 +22,11 @@ from .score_options import (BootstrapFlags, MetricFlags, OutputFlags, bootstrap_
 @click.option("--task", type=click.Choice(SCORE_TASKS.names()),
               help=f"Which metrics (see docs/metrics.md; required unless a --preset names them). {SCORE_TASKS.help()}.")
 @output_options
-@metric_options
+@task_options
 @bootstrap_options
-@click.option("-O", "--opt", "task_opts", multiple=True, callback=_opt_pairs, metavar="KEY=VALUE",
-              help="An option of the task's own schema (a plugin's task; `cq plugins --all --options` lists them), "
-                   "repeatable; a misspelled one is an error.")
 @compose(batch_option, device_options, stream_options, seed_option)
-def cli(runs, task, output: OutputFlags, metrics: MetricFlags, boot: BootstrapFlags, task_opts, batch_size, device,
-        dtype, on_error, quiet, seed):
+def cli(runs, task, output: OutputFlags, boot: BootstrapFlags, batch_size, device, dtype, on_error, quiet, seed,
+        **flags):
     """Score predicted records against their gold; print a summary on stdout.
 
     Reads records (predictions plus the "gold" key of `cq convert`) from RUN.jsonl (gzipped or
@@ -54,8 +53,11 @@ def cli(runs, task, output: OutputFlags, metrics: MetricFlags, boot: BootstrapFl
 
     if quiet:
         logging.getLogger("cqtools").setLevel(logging.WARNING)
-    opts = metrics.score_options(task, device=device, batch_size=batch_size, on_error=on_error,
-                                 keep_questions=boot.ci or boot.paired is not None or len(runs) > 1)
+    from ..score import ScoreOptions
+
+    opts = ScoreOptions(task, device=device, batch_size=batch_size, on_error=on_error,
+                        keep_questions=boot.ci or boot.paired is not None or len(runs) > 1)
+    task_opts = method_values(SCORE_TASKS, task, flags, TASK_FLAGS)  # a flag --task does not take: an error
     SCORE_TASKS.get(task).values(task_opts)  # checked before any record is read
     if len(runs) > 1:
         for flag, given in (("--paired", boot.paired), ("--per-record", output.per_record), ("--plot", output.plot)):

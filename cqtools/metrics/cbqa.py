@@ -15,10 +15,10 @@ from __future__ import annotations
 from typing import Sequence
 
 from .cq import _assignment_sums, micro_prf, parse_cq
-from .normalize import MATCHERS, normalize_answer, safe_div
+from .normalize import MATCHERS, RELEASED_MATCHER, normalize_answer, safe_div
 
 
-def best_alias(pred: str, aliases: Sequence[str], matcher: str = "difflib") -> tuple[int, int]:
+def best_alias(pred: str, aliases: Sequence[str], matcher: str = RELEASED_MATCHER) -> tuple[int, int]:
     """(index, L) of the alias with the longest match with ``pred`` (first on ties; AskCQ's
     ``overlap_btw_str_list``)."""
     match = MATCHERS[matcher]
@@ -31,7 +31,7 @@ def best_alias(pred: str, aliases: Sequence[str], matcher: str = "difflib") -> t
 
 
 def answers_overlap(gold_sets: Sequence[Sequence[str]], preds: Sequence[str],
-                    matcher: str = "difflib") -> tuple[float, float]:
+                    matcher: str = RELEASED_MATCHER) -> tuple[float, float]:
     """Sums of matched precision and recall scores; inputs are normalised here.
 
     Pair score: the alias with the largest L (the ``matcher``'s match length with the prediction);
@@ -84,7 +84,7 @@ def exact_matches(gold_cq: str, gold_sets: Sequence[Sequence[str]], preds: Seque
     return ems
 
 
-def score_record(gold_sets: Sequence[Sequence[str]], preds: Sequence[str], matcher: str = "difflib") -> dict:
+def score_record(gold_sets: Sequence[Sequence[str]], preds: Sequence[str], matcher: str = RELEASED_MATCHER) -> dict:
     p_sum, r_sum = answers_overlap(gold_sets, preds, matcher)
     n_pred, n_gold = max(len(preds), 1), max(len(gold_sets), 1)
     precision, recall, f = micro_prf(p_sum, r_sum, n_pred, n_gold)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .normalize import MATCHERS, f1, safe_div
+from .normalize import MATCHERS, RELEASED_MATCHER, f1, safe_div
 
 INVALID = "invalid form"
 SEPARATORS = (", or ", ", ", " or ")  # longest first: ", or " must win over ", "
@@ -100,7 +100,7 @@ def _assignment_sums(p_scores: list[list[float]], r_scores: list[list[float]]) -
     return p_sum, float(r[rows, cols].sum())
 
 
-def options_overlap(gold: Sequence[str], pred: Sequence[str], matcher: str = "difflib") -> tuple[float, float]:
+def options_overlap(gold: Sequence[str], pred: Sequence[str], matcher: str = RELEASED_MATCHER) -> tuple[float, float]:
     """Sums of matched precision and recall scores between gold and predicted options
     (AskCQ's ``count_overlap``).
 
@@ -131,7 +131,7 @@ def micro_prf(p_sum: float, r_sum: float, n_pred: int, n_gold: int) -> tuple[flo
     return precision, recall, f1(precision, recall)
 
 
-def score_record(gold_cq: str, pred_cq: str | None, parser: str = "askcq", matcher: str = "difflib") -> dict:
+def score_record(gold_cq: str, pred_cq: str | None, parser: str = "askcq", matcher: str = RELEASED_MATCHER) -> dict:
     """Per-record CQ scores; ``pred_cq`` None means no CQ was predicted (scores 0)."""
     gold_category, gold_options = parse_cq(gold_cq, parser)
     if pred_cq is None:

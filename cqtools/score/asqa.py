@@ -9,9 +9,21 @@ from typing import Callable
 from ..metrics import asqa as m_asqa
 from ..metrics.ambigqa import set_f1
 from ..metrics.normalize import safe_div
+from ..registry import option
 from .base import ScoreOptions, Task, gold_of, pct
 from .reader import DisambigF1Reader
 from .tokenizers import sentence_splitter
+
+
+@dataclass(frozen=True)
+class ASQAScoring:
+    """ROUGE-L, STR-EM, Disambig-F1, DR"""
+
+    reader: str | None = option(None, "extractive QA model for Disambig-F1 and DR (e.g. "
+                                      "deepset/roberta-large-squad2); without it they are null.",
+                                env="CQ_MODEL_SCORE_READER")
+    str_em: str = option("asqa", "a short answer that normalises to '' counts as found (ASQA's scorer) or is "
+                                 "ignored.", choices=("asqa", "cq"))
 
 
 @dataclass
@@ -30,7 +42,7 @@ class ASQATask(Task):
         self.split_sentences, note = sentence_splitter()
         if note:
             self.notes.append(note)
-        self.reader = DisambigF1Reader(self.opts.reader, self.opts.device, self.opts.batch_size) if self.opts.reader else None
+        self.reader = DisambigF1Reader(self.options.reader, self.opts.device, self.opts.batch_size) if self.options.reader else None
 
     def skip_reason(self, record):
         return None if gold_of(record).get("long_answers") else "no gold.long_answers (convert ASQA data)"
@@ -46,7 +58,7 @@ class ASQATask(Task):
             sets = gold.get("answers") or []
             row = {"id": record["id"],
                    "rouge_l": m_asqa.rouge_lsum(text, gold["long_answers"], self.rouge, self.split_sentences),
-                   "str_em": m_asqa.str_em(text, sets, count_empty=self.opts.str_em == "asqa")}
+                   "str_em": m_asqa.str_em(text, sets, count_empty=self.options.str_em == "asqa")}
             self.sums["rouge_l"] += row["rouge_l"]
             self.sums["length"] += len(text.split())
             if row["str_em"] is not None:
@@ -126,8 +138,8 @@ class ASQATask(Task):
         return out
 
 
-def asqa_task(opts: ScoreOptions) -> Task:
-    return ASQATask(opts)
+def asqa_task(options: ASQAScoring, config, opts: ScoreOptions) -> Task:
+    return ASQATask(opts, options)
 
 
-TASK = ("asqa", asqa_task, "ROUGE-L, STR-EM, Disambig-F1, DR")  # registered by cqtools/score/builtin_methods.py
+TASK = ("asqa", asqa_task, ASQAScoring)  # registered by cqtools/score/builtin_methods.py

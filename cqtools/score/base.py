@@ -1,15 +1,23 @@
 """What every `cq score --task` shares: :class:`ScoreOptions`, the :class:`Task` base class,
 :func:`score_records` (the batch loop) and small record helpers.
 
-A task is built by a factory registered in :data:`cqtools.registry.SCORE_TASKS`, which
-receives the options and returns a fresh :class:`Task`::
+A task is built by a factory registered in :data:`cqtools.registry.SCORE_TASKS` with its options
+dataclass (its flags, ``-O``, --help, validation and presets derive from it, as for a stage's
+method); the factory receives the options, the run configuration and the shared ``opts``, and
+returns a fresh :class:`Task`::
 
+    from dataclasses import dataclass
     from cqtools.plugins import hookimpl
-    from cqtools.score.base import ScoreOptions, Task
+    from cqtools.registry import option
+    from cqtools.score.base import Task
+
+    @dataclass(frozen=True)
+    class LengthOptions:  # its docstring is the task's help
+        words: int = option(8, "a long answer has more words than this", min=1)
 
     @hookimpl
     def register_score_tasks(register):
-        register("length", lambda opts: LengthTask(opts), help="mean words per long answer")
+        register("length", lambda options, config, opts: LengthTask(opts, options), options=LengthOptions)
 
 What a task implements (subclass :class:`Task`, a dataclass; add your own fields with defaults):
 
@@ -34,8 +42,8 @@ What a task implements (subclass :class:`Task`, a dataclass; add your own fields
                   each is checked for its shape first (an error; under ``--on-error skip`` a warning,
                   and the record counts as missing that prediction)
 ``variant_keys``  (optional, class attribute)
-    Names of :class:`ScoreOptions` fields that choose between scorer variants; the summary
-    reports them under ``"variant"``.
+    Names of the task's options that choose between scorer variants; the summary reports them
+    under ``"variant"``.
 ``resample(idx) -> dict``  (optional; needed by ``--ci`` and ``--paired``)
     The task's metrics recomputed on the scored questions at positions ``idx`` (a numpy array,
     repeats allowed), as flat ``{name: number or None}`` (a group's metric is ``"group.name"``),
@@ -45,8 +53,8 @@ What a task implements (subclass :class:`Task`, a dataclass; add your own fields
     otherwise). :meth:`Task.kept_sums` adds up kept rows of numbers for sum-based aggregations.
 
 The summary is ``{"task", "n", "missing", ["variant"], ["skipped"], **metrics(), "notes"}``.
-A task that needs options of its own reads them from ``opts`` (a plugin may subclass
-:class:`ScoreOptions`) and loads models only on first use, never at import time.
+A task reads its own options from ``self.options`` and what all tasks share from ``self.opts``; it
+loads models only on first use, never at import time.
 """
 from __future__ import annotations
 
@@ -57,6 +65,7 @@ from itertools import islice
 from typing import Callable, ClassVar, Iterable, Iterator
 
 from ..errors import InputError
+from ..registry import option
 from ..records import answer_texts  # noqa: F401 (the tasks' accessor: None when a record has no answers)
 
 DEFAULT_BERTSCORE_MODEL = "roberta-large"
@@ -65,26 +74,22 @@ log = logging.getLogger("cqtools")
 
 @dataclass
 class ScoreOptions:
+    """What every task shares. A task's own settings (``--lambda``, ``--matcher``, ...) are its options
+    dataclass, declared in its module and registered with it; the task reads them as ``self.options``."""
+
     task: str
-    ks: tuple[int, ...] = (5, 10, 20, 100)
-    lam: float = 0.8
-    tokenizer: str = "ptb"
-    bertscore_model: str | None = DEFAULT_BERTSCORE_MODEL  # None: --no-bertscore
-    bertscore_required: bool = False  # the user named the model: failing to load it is an error
-    reader: str | None = None
-    sweep: bool = False
-    threshold: float | None = None
     device: str = "auto"
     batch_size: int = 64
-    # Defaults reproduce the released scorers; the alternatives are cq's own (docs/metrics.md).
-    cq_parser: str = "askcq"  # cq, cbqa: "askcq" (parse_clarification_question) or "cq"
-    matcher: str = "difflib"  # cq, cbqa: "difflib" (SequenceMatcher, autojunk on) or "lcs"
-    unique_answers: str = "dataset"  # cbqa: distinct answers over the set / questions, or "question"
-    str_em: str = "asqa"  # asqa: "asqa" (empty normalised short answers count as found) or "cq"
-    ac_average: str = "record"  # retrieval: mean over records, or "cluster" (over all gold clusters)
-    qrels: str | None = None  # retrieval: a TREC qrels file for nDCG@10, R@k and MRR
     keep_questions: bool = False  # keep per-question numbers for Task.resample (--ci, --paired)
     on_error: str = "fail"  # skip: a record whose prediction is malformed scores as missing, with a warning
+
+
+def matcher_option():
+    """cq and cbqa's partial-match length (one declaration for both tasks)."""
+    from ..metrics.normalize import RELEASED_MATCHER
+
+    return option(RELEASED_MATCHER, "partial-match length: difflib's SequenceMatcher as AskCQ ships it (autojunk on "
+                             "for 200+ characters) or the exact longest common substring.", choices=("difflib", "lcs"))
 
 
 # The predictions the stages write, and the shape each must have (checked before any task reads them).
@@ -117,6 +122,7 @@ class Task:
     reads: ClassVar[tuple[str, ...]] = ()  # the predictions (PREDICTIONS keys) it reads, checked by readable()
 
     opts: ScoreOptions
+    options: object = None  # the task's own options dataclass (None: it declares none)
     n: int = 0
     missing: int = 0
     skipped: Counter = field(default_factory=Counter)
@@ -165,7 +171,7 @@ class Task:
     def summary(self) -> dict:
         out = {"task": self.opts.task, "n": self.n, "missing": self.missing}
         if self.variant_keys:
-            out["variant"] = {key: getattr(self.opts, key) for key in self.variant_keys}
+            out["variant"] = {key: getattr(self.options, key) for key in self.variant_keys}
         if not self.n:
             self.notes.append("no records to score: every metric is null")
         if self.skipped:
@@ -225,11 +231,12 @@ def pct(value: float | None) -> float | None:
     return None if value is None else 100.0 * value
 
 
-def make_task(opts: ScoreOptions) -> Task:
-    """The registered task ``opts.task``, built with ``opts`` (an unknown name is an InputError)."""
+def make_task(opts: ScoreOptions, **options) -> Task:
+    """The registered task ``opts.task``, built with ``opts`` and its own ``options`` (by name, checked
+    against its schema: an unknown name or a bad value is an InputError)."""
     from ..registry import SCORE_TASKS
 
-    return SCORE_TASKS.build(opts.task, opts=opts)
+    return SCORE_TASKS.build(opts.task, opts=opts, **options)
 
 
 def score_records(
@@ -237,14 +244,15 @@ def score_records(
     opts: ScoreOptions,
     on_row: Callable[[dict], None] | None = None,
     task: Task | None = None,
+    **options,
 ) -> Task:
     """Score ``(line, record)`` pairs batch by batch with ``task`` (by default the registered task
-    ``opts.task``); ``on_row`` gets every per-record row.
+    ``opts.task`` with its ``options``); ``on_row`` gets every per-record row.
 
     Returns the task, whose :meth:`Task.summary` is the result. Records are dropped as soon as
     their batch is scored.
     """
-    task = task if task is not None else make_task(opts)
+    task = task if task is not None else make_task(opts, **options)
     it: Iterator = iter(records)
     while batch := list(islice(it, opts.batch_size)):
         try:

@@ -10,5 +10,5 @@ def register_score_tasks(register):
     from . import ambigqa, asqa, cbqa, clam, cq, detect, retrieval, study
 
     for module in (detect, cq, cbqa, ambigqa, asqa, clam, retrieval, study):
-        name, factory, help = module.TASK
-        register(name, factory, help=help, options=[])
+        name, factory, options = module.TASK
+        register(name, factory, options=options)  # the options dataclass's docstring is the task's help

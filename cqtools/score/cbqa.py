@@ -8,7 +8,18 @@ from dataclasses import dataclass, field
 from ..metrics import cbqa as m_cbqa
 from ..metrics import cq as m_cq
 from ..metrics.normalize import safe_div
-from .base import ScoreOptions, Task, answer_texts, gold_of, pct
+from ..registry import option
+from .base import ScoreOptions, Task, answer_texts, gold_of, matcher_option, pct
+
+
+@dataclass(frozen=True)
+class CBQAScoring:
+    """partial-match P/R/F1, EM, answers per question"""
+
+    matcher: str = matcher_option()
+    unique_answers: str = option("dataset", "avg_unique_answers = distinct answers over the whole input / "
+                                            "questions (AskCQ) or the mean of distinct answers per question.",
+                                 choices=("dataset", "question"))
 
 
 SUMMED = ("p_sum", "r_sum", "n_pred", "n_gold", "n_answers", "n_unique_answers")
@@ -35,8 +46,8 @@ class CBQATask(Task):
             texts = answer_texts(record)
             self.n += 1
             self.missing += texts is None
-            row = m_cbqa.score_record(gold["answers"], texts or [], self.opts.matcher)
-            if self.opts.unique_answers == "dataset":
+            row = m_cbqa.score_record(gold["answers"], texts or [], self.options.matcher)
+            if self.options.unique_answers == "dataset":
                 self.distinct |= row["unique_answers"]
             for key in SUMMED:
                 self.sums[key] += row[key]
@@ -69,7 +80,7 @@ class CBQATask(Task):
         else:
             out["em"], out["em_n"] = None, 0
         out["avg_answers"] = safe_div(s["n_answers"], n)
-        if self.opts.unique_answers == "dataset":
+        if self.options.unique_answers == "dataset":
             out["avg_unique_answers"] = safe_div(distinct, n)
         else:
             out["avg_unique_answers"] = safe_div(s["n_unique_answers"], n)
@@ -78,7 +89,7 @@ class CBQATask(Task):
     def metrics(self):
         if not self.tied_seen:
             self.notes.append("em: no prediction carries an 'option' tied to a gold CQ (gold.cq)")
-        if self.opts.keep_questions and self.opts.unique_answers == "dataset":
+        if self.opts.keep_questions and self.options.unique_answers == "dataset":
             self.notes.append("avg_unique_answers: no interval with --unique-answers dataset (distinct answers "
                               "over resampled questions undercount); --unique-answers question has one")
         return self._rates(self.sums, self.n, self.em_total, self.em_count, len(self.distinct))
@@ -90,13 +101,13 @@ class CBQATask(Task):
         s = self.kept_sums(idx, (*SUMMED, "em_total", "em_count"))
         out = self._rates(s, len(idx), s["em_total"], s["em_count"], 0)
         del out["em_n"]
-        if self.opts.unique_answers == "dataset":
+        if self.options.unique_answers == "dataset":
             del out["avg_unique_answers"]
         return out
 
 
-def cbqa_task(opts: ScoreOptions) -> Task:
-    return CBQATask(opts)
+def cbqa_task(options: CBQAScoring, config, opts: ScoreOptions) -> Task:
+    return CBQATask(opts, options)
 
 
-TASK = ("cbqa", cbqa_task, "partial-match P/R/F1, EM, answers per question")  # registered by cqtools/score/builtin_methods.py
+TASK = ("cbqa", cbqa_task, CBQAScoring)  # registered by cqtools/score/builtin_methods.py

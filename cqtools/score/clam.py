@@ -6,10 +6,19 @@ from dataclasses import dataclass, field
 
 from ..errors import InputError
 from ..metrics import clam as m_clam
+from ..registry import option
 from .base import ScoreOptions, Task, answer_texts, gold_of, pct
 
 GROUPS = ("ambiguous", "unambiguous", "all")
 RATES = ("accuracy", "adjusted_accuracy", "clarification_rate")
+
+
+@dataclass(frozen=True)
+class ClamScoring:
+    """accuracy, adjusted accuracy, clarification rate"""
+
+    lam: float = option(0.8, "weight of a correct answer after a needless clarifying question.", min=0, max=1,
+                        flag="--lambda")
 
 
 @dataclass
@@ -38,7 +47,7 @@ class ClamTask(Task):
             self.missing += not texts
             row = m_clam.score_record(gold["answers"][intended], texts[0] if texts else None,
                                       asked=bool(record.get("cq")), ambiguous=bool(gold["ambiguous"]),
-                                      lam=self.opts.lam)
+                                      lam=self.options.lam)
             for group in ("ambiguous" if row["ambiguous"] else "unambiguous", "all"):
                 self.groups[group].add(row)
             rows.append({"id": record["id"], **row})
@@ -69,7 +78,7 @@ class ClamTask(Task):
 
     def metrics(self):
         out = {group: self._rates(totals) for group, totals in self.groups.items()}
-        out["lambda"] = self.opts.lam
+        out["lambda"] = self.options.lam
         return out
 
     def resample(self, idx):
@@ -93,8 +102,8 @@ def question_of(record: dict):
     return record_id
 
 
-def clam_task(opts: ScoreOptions) -> Task:
-    return ClamTask(opts)
+def clam_task(options: ClamScoring, config, opts: ScoreOptions) -> Task:
+    return ClamTask(opts, options)
 
 
-TASK = ("clam", clam_task, "accuracy, adjusted accuracy, clarification rate")  # registered by cqtools/score/builtin_methods.py
+TASK = ("clam", clam_task, ClamScoring)  # registered by cqtools/score/builtin_methods.py

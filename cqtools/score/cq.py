@@ -9,13 +9,29 @@ from ..metrics import cq as m_cq
 from ..metrics.bleu import BleuStats
 from ..metrics.normalize import safe_div
 from . import plots
-from .base import ScoreOptions, Task, gold_of, pct
+from ..registry import option
+from .base import DEFAULT_BERTSCORE_MODEL, ScoreOptions, Task, gold_of, matcher_option, pct
 from .bertscore import BertScore
 
 
 SUMMED = ("category_em", "p_sum", "r_sum", "n_pred", "n_gold", "n_options", "n_gold_options")
 # What one question adds to the aggregation (--ci, --paired): its BLEU-4 and category BLEU-1
 # statistics, the summed per-record numbers, and its BERTScore F1 (0 without BERTScore).
+
+
+@dataclass(frozen=True)
+class CQScoring:
+    """BLEU, BERTScore, category, options"""
+
+    bertscore_model: str = option(DEFAULT_BERTSCORE_MODEL, "BERTScore model (roberta-large, as the papers; "
+                                  "offline: sentence-transformers/all-MiniLM-L6-v2).", env="CQ_MODEL_BERTSCORE")
+    no_bertscore: bool = option(False, "skip BERTScore (no model is loaded).")
+    cq_parser: str = option("askcq", "AskCQ's released CQ parser (splits on ',' and ', or' only, keeps quotes and "
+                                     "the category as written) or cq's (also ' or ', unquotes, trims).",
+                            choices=("askcq", "cq"))
+    matcher: str = matcher_option()
+
+
 COLUMNS = (*(f"m{n}" for n in range(1, 5)), *(f"p{n}" for n in range(1, 5)), "hyp_len", "ref_len",
            "cat_m1", "cat_p1", "cat_hyp_len", "cat_ref_len", *SUMMED, "bertscore")
 
@@ -33,9 +49,10 @@ class CQTask(Task):
     bertscore: BertScore | None = None
 
     def __post_init__(self):
-        if self.opts.bertscore_model is not None:
-            self.bertscore = BertScore(self.opts.bertscore_model, self.opts.device, self.opts.batch_size,
-                                       required=self.opts.bertscore_required)
+        if not self.options.no_bertscore:  # a model the user named (not the default) must load
+            model = self.options.bertscore_model
+            self.bertscore = BertScore(model, self.opts.device, self.opts.batch_size,
+                                       required=model != DEFAULT_BERTSCORE_MODEL)
 
     def skip_reason(self, record):
         return None if gold_of(record).get("cq") else "no gold CQ (gold.cq)"
@@ -47,7 +64,7 @@ class CQTask(Task):
             cq = record.get("cq")
             pred = cq.get("text") if isinstance(cq, dict) else cq
             pred = None if pred is None else str(pred)
-            row = m_cq.score_record(gold_cq, pred, self.opts.cq_parser, self.opts.matcher)
+            row = m_cq.score_record(gold_cq, pred, self.options.cq_parser, self.options.matcher)
             self.n += 1
             self.missing += pred is None
             self.bleu.add(pred or "", [gold_cq])
@@ -126,8 +143,8 @@ class CQTask(Task):
         plots.options_histogram(path, self.pred_hist, self.gold_hist)
 
 
-def cq_task(opts: ScoreOptions) -> Task:
-    return CQTask(opts)
+def cq_task(options: CQScoring, config, opts: ScoreOptions) -> Task:
+    return CQTask(opts, options)
 
 
-TASK = ("cq", cq_task, "BLEU, BERTScore, category, options")  # registered by cqtools/score/builtin_methods.py
+TASK = ("cq", cq_task, CQScoring)  # registered by cqtools/score/builtin_methods.py

@@ -7,7 +7,17 @@ from dataclasses import dataclass, field
 from ..errors import InputError
 from ..metrics import detect as m_detect
 from . import plots
+from ..registry import option
 from .base import ScoreOptions, Task, gold_of, pct
+
+
+@dataclass(frozen=True)
+class DetectScoring:
+    """accuracy, P/R/F1, AUROC"""
+
+    threshold: float | None = option(None, "label = ambiguity.score > T (cq detect's rule) instead of the "
+                                           "records' ambiguity.label.")
+    sweep: bool = option(False, "also report the thresholds that maximise F1 and accuracy.")
 
 
 @dataclass
@@ -31,8 +41,8 @@ class DetectTask(Task):
             amb = record.get("ambiguity") if isinstance(record.get("ambiguity"), dict) else {}
             score = amb.get("score")
             score = float(score) if isinstance(score, (int, float)) else None
-            if self.opts.threshold is not None and score is not None:
-                label = score > self.opts.threshold  # cq detect's rule
+            if self.options.threshold is not None and score is not None:
+                label = score > self.options.threshold  # cq detect's rule
             else:
                 label = amb.get("label")
                 if amb.get("threshold") is not None:
@@ -64,8 +74,8 @@ class DetectTask(Task):
             self.notes.append("auroc: no record has ambiguity.score")
         elif out["auroc"] is None:
             self.notes.append("auroc: needs both ambiguous and unambiguous gold records")
-        if self.opts.threshold is not None:
-            out["threshold"] = self.opts.threshold
+        if self.options.threshold is not None:
+            out["threshold"] = self.options.threshold
         elif len(self.thresholds_seen) == 1:
             out["threshold"] = next(iter(self.thresholds_seen))
         else:
@@ -73,7 +83,7 @@ class DetectTask(Task):
             if len(self.thresholds_seen) > 1:
                 self.notes.append(f"records carry {len(self.thresholds_seen)} different thresholds")
         out["positives"] = sum(self.gold_labels)
-        if self.opts.sweep:
+        if self.options.sweep:
             if scores is None:
                 self.notes.append("--sweep: no record has ambiguity.score")
             else:
@@ -97,7 +107,7 @@ class DetectTask(Task):
         filled = self._filled[1]
         scores = None if filled is None else [filled[i] for i in idx]
         out = self._rates(gold, pred, scores)
-        if self.opts.sweep and scores is not None:
+        if self.options.sweep and scores is not None:
             swept = self._swept(gold, scores)
             out.update(best_f1=swept["best_f1"], best_accuracy=swept["best_accuracy"])
         return out
@@ -109,8 +119,8 @@ class DetectTask(Task):
         plots.detection_curves(path, self.gold_labels, self.pred_labels, scores)
 
 
-def detect_task(opts: ScoreOptions) -> Task:
-    return DetectTask(opts)
+def detect_task(options: DetectScoring, config, opts: ScoreOptions) -> Task:
+    return DetectTask(opts, options)
 
 
-TASK = ("detect", detect_task, "accuracy, P/R/F1, AUROC")  # registered by cqtools/score/builtin_methods.py
+TASK = ("detect", detect_task, DetectScoring)  # registered by cqtools/score/builtin_methods.py

@@ -75,8 +75,13 @@ class StudyTask(Task):
         return self._rates({p: sums[f"prefer_{p}"] for p in PREFERENCES}, float(len(idx)))
 
 
-def study_task(opts: ScoreOptions) -> Task:
-    return StudyTask(opts)
+@dataclass(frozen=True)
+class StudyScoring:
+    """preferences of cq chat --study (CQ vs multiple answers)"""
 
 
-TASK = ("study", study_task, "preferences of cq chat --study (CQ vs multiple answers)")  # registered by cqtools/score/builtin_methods.py
+def study_task(options: StudyScoring, config, opts: ScoreOptions) -> Task:
+    return StudyTask(opts, options)
+
+
+TASK = ("study", study_task, StudyScoring)  # registered by cqtools/score/builtin_methods.py

@@ -1,11 +1,13 @@
 """A cq plugin: a question-length detector, a word-overlap searcher over the index's corpus, a
-fixed-category CQ method and an "echo" model backend; three of them with an option of their own."""
+fixed-category CQ method, an "echo" model backend and a score task; four of them with options of their
+own (three as Option lists, the older way; the score task as an options dataclass)."""
 import json
 import os
 import re
+from dataclasses import dataclass
 
 from cqtools.plugins import hookimpl
-from cqtools.registry import Option
+from cqtools.registry import Option, option
 
 
 class LengthDetector:
@@ -93,34 +95,39 @@ def register_detectors(register):
                       Option("unit", str, "word", "length in words or characters", choices=("word", "char"))])
 
 
-class LongQuestions:
-    """A score task: the share of questions with more than ``words`` words (a toy metric)."""
+@dataclass(frozen=True)
+class LongQuestionsOptions:
+    """share of long questions"""
 
-    def __init__(self, opts, words):
-        from cqtools.score.base import Task
+    words: int = option(8, "a question longer than this many words is long", min=1)
 
-        class _Task(Task):
-            long = 0
 
-            def score_scorable(self, records):
-                rows = []
-                for record in records:
-                    self.n += 1
-                    hit = len(record["question"].split()) > words
-                    self.long += hit
-                    rows.append({"id": record["id"], "long": float(hit)})
-                return rows
+def long_questions(options, config, opts):
+    """A score task: the share of questions with more than ``options.words`` words (a toy metric). Its one
+    option is declared once, above: `cq score` gets ``--words`` from it, as from cq's own tasks."""
+    from cqtools.score.base import Task
 
-            def metrics(self):
-                return {"long": 100.0 * self.long / self.n if self.n else None, "words": words}
+    class _Task(Task):
+        long = 0
 
-        self.task = _Task(opts)
+        def score_scorable(self, records):
+            rows = []
+            for record in records:
+                self.n += 1
+                hit = len(record["question"].split()) > self.options.words
+                self.long += hit
+                rows.append({"id": record["id"], "long": float(hit)})
+            return rows
+
+        def metrics(self):
+            return {"long": 100.0 * self.long / self.n if self.n else None, "words": self.options.words}
+
+    return _Task(opts, options)
 
 
 @hookimpl
 def register_score_tasks(register):
-    register("long-questions", lambda opts, words: LongQuestions(opts, words).task, help="share of long questions",
-             options=[Option("words", int, 8, "a question longer than this many words is long", min=1)])
+    register("long-questions", long_questions, options=LongQuestionsOptions)
 
 
 @hookimpl
