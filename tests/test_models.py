@@ -52,6 +52,32 @@ def test_unknown_model_in_a_stage_is_one_line(runner, command):
     assert result.stdout == ""
 
 
+def test_an_unresolvable_hub_is_asked_once_not_retried(runner, monkeypatch):
+    """Without DNS the hub cannot answer: huggingface_hub retried each request five times (23 s and six stderr
+    lines per model, the test above took 24 s). cq looks the hub's host up once per process and, where it does
+    not resolve, treats the hub as unreachable at once."""
+    import importlib
+    import socket
+
+    resolve = importlib.import_module("cqtools.models.resolve")  # the module (cqtools.models.resolve is also a function)
+    lookups = []
+
+    def no_dns(host, *args, **kwargs):
+        lookups.append(host)
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    resolve._hub_resolves.cache_clear()
+    monkeypatch.setattr(socket, "getaddrinfo", no_dns)
+    try:
+        for command in (["answer"], ["rerank"]):
+            result = runner.invoke(cli, [*command, "--model", "no-such-org/no-such-model"], input="")
+            assert result.exit_code == 1 and result.stderr.count("\n") == 1, result.stderr
+            assert "hub is unreachable" in result.stderr and "Retrying" not in result.stderr
+    finally:
+        resolve._hub_resolves.cache_clear()
+    assert len(lookups) == 1, lookups
+
+
 @pytest.mark.slow  # the first load converts the GGUF copy (~30 s), then 0.3 s
 def test_generator_is_cached_and_describes_itself(generator):
     assert load_generator(READER, "cpu") is generator

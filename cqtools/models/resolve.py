@@ -7,6 +7,8 @@ a different model: an unknown name that cannot be found is an error naming what 
 """
 from __future__ import annotations
 
+import functools
+
 import importlib.util
 import logging
 import os
@@ -132,7 +134,7 @@ def _from_hub(name: str, revision: str | None = None) -> ResolvedModel | None:
         return _hub_model(name, path, "hf-cache", revision)
     except Exception:
         pass
-    if env("HF_HUB_OFFLINE") == "1" or current().offline:
+    if not hub_reachable():
         return None
 
     try:
@@ -147,6 +149,44 @@ def _from_hub(name: str, revision: str | None = None) -> ResolvedModel | None:
         log.debug("hub download of %s failed: %s", name, err)
         return None
     return _hub_model(name, path, "hub", revision)
+
+
+def hub_reachable() -> bool:
+    """Whether asking the hub can help: not offline (HF_HUB_OFFLINE, --offline) and its host resolves."""
+    return env("HF_HUB_OFFLINE") != "1" and not current().offline and _hub_resolves()
+
+
+def hub_file(name: str, filename: str, revision: str | None = None) -> str | None:
+    """One file of hub repo ``name`` (the local cache first, then the hub where it is reachable), or None."""
+    from huggingface_hub import hf_hub_download
+
+    for local_only in (True, False):
+        if not local_only and not hub_reachable():
+            return None
+        try:
+            return hf_hub_download(name, filename, revision=revision, local_files_only=local_only)
+        except Exception as err:  # not cached; offline; no such repo or file
+            log.debug("%s of %s: %s", filename, name, err)
+    return None
+
+
+@functools.cache
+def _hub_resolves() -> bool:
+    """Whether the hub's host name resolves: where it does not (no network, no DNS), asking the hub would only
+    wait through huggingface_hub's retries (23 s and six stderr lines per model), so the hub counts as
+    unreachable at once. Asked once per process."""
+    import socket
+    from urllib.parse import urlsplit
+
+    from huggingface_hub import constants
+
+    host = urlsplit(constants.ENDPOINT).hostname or "huggingface.co"
+    try:
+        socket.getaddrinfo(host, 443)
+    except OSError as err:
+        log.debug("the hub (%s) does not resolve: %s", host, err)
+        return False
+    return True
 
 
 def _hub_model(name: str, path: str, source: str, revision: str | None) -> ResolvedModel:

@@ -153,6 +153,7 @@ def _span_model(model: str) -> bool:
     import os
 
     from ...models import openai_backend
+    from ...models.resolve import hub_file
     from ...models.roles import is_span_model
     from ...config import current
 
@@ -161,12 +162,8 @@ def _span_model(model: str) -> bool:
         return is_span_model(path)
     if model == DEFAULT_READER or openai_backend.route(model) is not None or "/" not in model:
         return False
-    try:
-        from huggingface_hub import hf_hub_download
-
-        return is_span_model(os.path.dirname(hf_hub_download(model, "config.json", revision=current().revision)))
-    except Exception:  # offline and not cached, no such repo, no config.json: not one we can read spans with
-        return False
+    found = hub_file(model, "config.json", current().revision)  # None: offline and not cached, no such repo
+    return found is not None and is_span_model(os.path.dirname(found))
 
 
 def build(mode: str = "single", reader: str = "auto", *, seed: int | None = None, config=None,
