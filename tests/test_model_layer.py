@@ -365,6 +365,7 @@ def test_hub_download_passes_revision_and_patterns(monkeypatch, tmp_path):
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
     monkeypatch.setattr(huggingface_hub, "HfApi", Api)
+    monkeypatch.setattr(resolve_mod, "_hub_resolves", lambda: True)  # the faked hub's host "resolves"
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("CQ_OFFLINE", raising=False)
     runtime.set_load_options(revision="v1.0")
