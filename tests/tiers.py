@@ -42,6 +42,11 @@ HEAVY_FIXTURES = {  # a fixture's name, or test_module::name for a name several 
 }
 HEAVY_TESTS = {  # test_module::name[parameters], for one case of a parametrized test
     "test_model_overrides::test_variable_reaches_the_command[encoder]": "cq index builds a Lucene index (JVM)",
+    "test_reliability::test_two_index_builds_into_one_new_directory_one_wins_the_other_says_so":
+        "two cq index processes build Lucene indexes (JVM)",
+    "test_reliability::test_an_api_outage_under_skip_stops_the_run_and_resume_redoes_the_rest":
+        "a test server and cq processes that wait through their retries",
+    "test_bench::test_report_on_real_score_summaries": "eleven cq subprocesses (detect, gen-cq, score --ci, score --paired)",
 }
 # Where the tiny random models live (tmp_path_factory): weights loaded from anywhere else are real.
 TINY_ROOTS = (os.path.realpath(tempfile.gettempdir()),)
