@@ -1,8 +1,9 @@
 """The run configuration: one frozen value, built once from a command's flags and the environment.
 
 Every setting that says *how* models are loaded and called (device, dtype, hub revision,
-quantization, remote code, input limits, padded batches, API server and pace, caches) lives in
-:class:`RunConfig`. The CLI builds it once per command (flags win over environment variables) and
+quantization, remote code, input limits, padded batches, caches) lives in :class:`RunConfig`; a
+model backend's own settings (the openai backend's server and pace) are its options, declared on the
+backend, whose flags' values ride in ``backend_settings`` (cqtools/models/backend_options.py). The CLI builds it once per command (flags win over environment variables) and
 passes it to ``Registry.build`` and the model loaders; Python callers pass their own or get
 :func:`current` (the last one activated, else one from the environment). This module is the only
 one that reads cq's environment variables: :data:`ENV` lists them all (docs/config.md is generated
@@ -54,13 +55,6 @@ ENV: tuple[EnvVar, ...] = (
     EnvVar("CQ_PADDED_BATCHES", "padded_batches", _bool,
            "pad model batches (faster on a GPU; outputs then depend on the batch)"),
     EnvVar("CQ_BATCH_SIZE_MODEL", "model_batch_size", int, "--model-batch-size: items per forward pass"),
-    EnvVar("CQ_API_BASE", "api_base", _opt_str, "--api-base: an OpenAI-compatible server for the LM calls"),
-    EnvVar("CQ_API_TIMEOUT", "api_timeout", float, "--api-timeout: seconds per API request"),
-    EnvVar("CQ_CONCURRENCY", "concurrency", int, "--concurrency: API requests in flight"),
-    EnvVar("CQ_API_RETRIES", "api_retries", int, "API requests retried this many times (429, 5xx, timeouts)"),
-    EnvVar("CQ_API_BACKOFF", "api_backoff", float, "first retry's wait in seconds (doubles each retry)"),
-    EnvVar("CQ_API_TOP_LOGPROBS", "api_top_logprobs", int, "top log-probabilities asked of a chat server"),
-    EnvVar("CQ_API_CACHE", "api_cache", _bool, "keep API responses on disk (0: off)"),
     EnvVar("CQ_CACHE", "cache_dir", _opt_str, "converted weights and API responses [~/.cache/cqtools]"),
     EnvVar("CQ_MODELS", "models_dir", _opt_str, "trained models that cq's defaults use [~/.cache/cqtools/models]"),
     EnvVar("CQ_DATA", None, str, "cq data get's directory for the public data sets [~/.cache/cqtools/data]"),
@@ -101,13 +95,6 @@ class RunConfig:
     max_question_chars: int = 4000
     padded_batches: bool = False
     model_batch_size: int = 32
-    api_base: str | None = None
-    api_timeout: float = 120.0
-    concurrency: int = 4
-    api_retries: int = 6
-    api_backoff: float = 1.0
-    api_top_logprobs: int = 20
-    api_cache: bool = True
     cache_dir: str | None = None
     models_dir: str | None = None
     gen_cache: str | None = None
@@ -118,6 +105,11 @@ class RunConfig:
     jvm_xmx: str | None = None
     debug: bool = False
     backend_options: tuple = ()  # (key, value) pairs for a BACKEND:NAME model's backend (--backend-opt)
+    # (key, value) pairs of model backends' options given by their flags (the openai backend's api_base,
+    # concurrency, ...: cqtools/models/openai_backend.py declares them), for any backend that declares the name;
+    # with the ones from their variables (cqtools/models/backend_options.py) the run record holds them as
+    # fields of their own (api_base, concurrency, ...).
+    backend_settings: tuple = ()
     extra: dict = field(default_factory=dict, compare=False, hash=False)  # not a setting: for plugins' own
 
     # Fields that never change a record (where the work runs, its pace, where caches live, logging):
@@ -128,7 +120,8 @@ class RunConfig:
 
     @classmethod
     def from_env(cls, environ: dict | None = None, **flags) -> "RunConfig":
-        """Environment variables first, then ``flags`` (None values: not given) on top."""
+        """Environment variables first, then ``flags`` (None values: not given) on top. (The model backends'
+        own variables are read with their options: cqtools/models/backend_options.py.)"""
         environ = os.environ if environ is None else environ
         values: dict = {}
         for var in ENV:
@@ -159,22 +152,25 @@ class RunConfig:
 
     def shaping(self) -> dict:
         """The fields that can change a record: written into the run record and compared on resume."""
-        out = {f.name: _jsonable(getattr(self, f.name)) for f in fields(self) if f.name not in self.NOT_SHAPING}
+        out = {k: _jsonable(v) for k, v in self.as_dict().items() if k not in self.NOT_SHAPING}
         if self.padded_batches:  # padded batches: who shares a forward pass changes the numbers
             out["model_batch_size"] = self.model_batch_size
         return out
 
     def as_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        """Every field, with each backend setting as a field of its own (``api_timeout``, not a pair)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("extra", "backend_settings")}
+        out.update(self.backend_settings)
+        return out
 
     def recorded(self) -> dict:
         """The whole configuration as a run record holds it (an API server's address without user
         info or query, where a key could hide); :meth:`shaping` names the fields a resume compares."""
         out = {k: _jsonable(v) for k, v in self.as_dict().items()}
-        if self.api_base:
+        if out.get("api_base"):
             from urllib.parse import urlsplit, urlunsplit
 
-            parts = urlsplit(self.api_base)
+            parts = urlsplit(out["api_base"])
             host = parts.hostname or ""
             out["api_base"] = urlunsplit((parts.scheme, f"{host}:{parts.port}" if parts.port else host,
                                           parts.path, "", ""))

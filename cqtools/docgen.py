@@ -59,6 +59,20 @@ def role_variables() -> tuple:
                                           f"{r.used_by}") for r in ROLES)
 
 
+def backend_variables() -> tuple:
+    """One row per model backend option read from a variable (declared on the backend: the openai backend's
+    CQ_API_BASE, CQ_CONCURRENCY, ...), the way that backend's options are set (cqtools/models/backend_options.py)."""
+    from .config import EnvVar, RunConfig
+    from .registry import BACKENDS
+
+    def meaning(method, opt):
+        compared = "" if opt.name in RunConfig.NOT_SHAPING else " (compared on --resume: it can change a record)"
+        return f"{opt.cli_flag + ': ' if opt.flag else ''}the {method.name} backend's {opt.name}: {opt.help}{compared}"
+
+    return tuple(EnvVar(o.env, "backend_settings", str, meaning(m, o)) for m in BACKENDS.methods() for o in m.options
+                 if o.env)
+
+
 def config_markdown() -> str:
     """docs/config.md: the run configuration's fields and every environment variable cq reads."""
     from dataclasses import fields
@@ -77,7 +91,7 @@ def config_markdown() -> str:
         "loaders; Python callers pass their own (`detect.build(\"llm\", RunConfig(device=\"cpu\"))`) or get "
         "`cqtools.config.current()`. The fields that can change a record are written into `--resume`'s run "
         "record: a resume under any other value (a flag or an environment variable) is refused.", "",
-        *rows, "", "## Environment variables", "", docs_table(role_variables()), ""])
+        *rows, "", "## Environment variables", "", docs_table(backend_variables() + role_variables()), ""])
 
 
 # The record flow of a typical run: (command, the keys it adds).

@@ -82,8 +82,11 @@ def build(command: str, params: dict, config=None) -> dict:
     configuration ``config`` (cqtools/config.py; default: the current one): its fields that can
     change a record, environment variables included."""
     from .config import current
+    from .models.backend_options import environment_settings
 
-    config = config or current()
+    config = config or current()  # the backends' settings from their variables too (flags win)
+    config = config.replace(backend_settings=tuple(sorted({**environment_settings(),
+                                                           **dict(config.backend_settings)}.items())))
     ignore = NOT_SHAPING - {"batch_size"} if config.padded_batches else NOT_SHAPING  # padded: batch mates matter
     shaping = {k: _plain(v) for k, v in sorted(params.items()) if k not in ignore}
     shaping.update({k: file_digest(v) for k, v in shaping.items() if k in CONTENT_PARAMS and v})

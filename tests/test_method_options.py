@@ -4,6 +4,7 @@ built-ins and plugins register through the same hooks, and a broken plugin is sk
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import os
 import subprocess
@@ -236,7 +237,8 @@ def test_fields_that_change_no_record_do_not_refuse_a_resume(tmp_path):
 
 @pytest.mark.parametrize("variable, value, field", [("CQ_PADDED_BATCHES", "1", "padded_batches"),
                                                     ("CQ_MAX_INPUT_TOKENS", "64", "max_input_tokens"),
-                                                    ("CQ_REVISION", "v2", "revision")])
+                                                    ("CQ_REVISION", "v2", "revision"),
+                                                    ("CQ_API_TOP_LOGPROBS", "5", "api_top_logprobs")])
 def test_resume_under_another_run_configuration_is_refused(tmp_path, variable, value, field):
     out = tmp_path / "out.jsonl"
     first = cq("detect", "--method", "never", "--resume", str(out), input_text=jsonl(QUESTIONS[:1]))
@@ -255,10 +257,30 @@ def test_resume_under_another_run_configuration_is_refused(tmp_path, variable, v
 def test_configuration_is_built_from_flags_over_environment():
     from cqtools.config import RunConfig
 
-    config = RunConfig.from_env({"CQ_PADDED_BATCHES": "1", "CQ_DEVICE": "cpu", "CQ_API_TIMEOUT": "5"}, device="cuda")
-    assert (config.padded_batches, config.device, config.api_timeout) == (True, "cuda", 5.0)
-    with pytest.raises(Exception, match="CQ_API_TIMEOUT='soon' is not valid"):
-        RunConfig.from_env({"CQ_API_TIMEOUT": "soon"})
+    config = RunConfig.from_env({"CQ_PADDED_BATCHES": "1", "CQ_DEVICE": "cpu", "CQ_DTYPE": "float16"}, device="cuda")
+    assert (config.padded_batches, config.device, config.dtype) == (True, "cuda", "float16")
+    with pytest.raises(Exception, match="CQ_MAX_INPUT_TOKENS='maybe' is not valid"):
+        RunConfig.from_env({"CQ_MAX_INPUT_TOKENS": "maybe"})
+
+
+def test_a_backends_options_are_declared_once_and_set_by_variable_flag_or_backend_opt(monkeypatch):
+    """The openai backend's options live on the backend (OpenAIOptions), not in RunConfig: each is read from its
+    variable, its flag (RunConfig.backend_settings) or --backend-opt, the last winning; a variable that does not
+    parse is a one-line error naming it."""
+    from cqtools.config import RunConfig
+    from cqtools.models.openai_backend import OpenAIOptions, settings
+
+    assert not {"api_base", "api_timeout", "concurrency"} & {f.name for f in dataclasses.fields(RunConfig)}
+    monkeypatch.setenv("CQ_API_TIMEOUT", "5")
+    monkeypatch.setenv("CQ_CONCURRENCY", "3")
+    flags = RunConfig(backend_settings=(("concurrency", 7),))
+    both = RunConfig(backend_settings=(("concurrency", 7),), backend_options=(("concurrency", "9"),))
+    assert (settings(RunConfig()).api_timeout, settings(RunConfig()).concurrency) == (5.0, 3)
+    assert (settings(flags).concurrency, settings(both).concurrency) == (7, 9)
+    assert settings(RunConfig()).api_top_logprobs == OpenAIOptions().api_top_logprobs
+    monkeypatch.setenv("CQ_API_TIMEOUT", "soon")
+    with pytest.raises(Exception, match="CQ_API_TIMEOUT='soon'"):
+        settings(RunConfig())
 
 
 def environ_reads(root: Path) -> list[str]:

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import click
 
-from .options import (api_options, batch_option, compose, device_options, load_options, max_input_option, model_option,
+from .options import (batch_option, compose, device_options, load_options, max_input_option, model_option,
                       scale_options, stream_options)
-from .method_flags import method_options, method_values, preset_option
+from .method_flags import api_options, method_options, method_values, preset_option
 from ..models.roles import LLM
 from ..registry import CQ_METHODS
 

@@ -121,6 +121,68 @@ def _model_value(registry, method: str, chosen, ctx, model) -> dict:
     return {"model": model}
 
 
+# API models (an OpenAI-compatible server): the backends' options. Not shaping a record: the server's address
+# and the pace. The key is read from CQ_API_KEY or OPENAI_API_KEY only, never from an option.
+def _backend_opts(ctx, param, values):
+    from ..config import activate, current
+    from .options import _remember
+
+    pairs = tuple(sorted(_opt_pairs(ctx, param, values).items()))
+    activate(current().replace(backend_options=pairs))
+    if pairs:
+        _remember(ctx, param, [list(p) for p in pairs])
+    return pairs
+
+
+def api_options(func):
+    """--backend-opt and the model backends' own flags (:func:`backend_flags`)."""
+    return compose(
+        click.option(
+            "--backend-opt",
+            multiple=True,
+            metavar="KEY=VALUE",
+            expose_value=False,
+            callback=_backend_opts,
+            help="An option of the model backend that --model BACKEND:NAME names (repeatable; `cq plugins --all "
+                 "--options` lists each backend's options).",
+        ),
+        *backend_flags(),
+    )(func)
+
+
+def _backend_setting(name: str):
+    """A callback that puts a backend option's flag into the run configuration's backend settings."""
+
+    def callback(ctx, param, value):
+        from ..config import activate, current
+
+        if value is not None:
+            settings = dict(current().backend_settings)
+            settings[name] = value
+            activate(current().replace(backend_settings=tuple(sorted(settings.items()))))
+        return value
+
+    return callback
+
+
+def backend_flags() -> list:
+    """A flag for every model backend option declared with ``flag=`` (the openai backend's --api-base,
+    --concurrency, --api-timeout; a plugin backend's too): its value reaches the backends that declare the
+    option (``RunConfig.backend_settings``); its environment variable is read with the run configuration."""
+    from ..registry import BACKENDS
+
+    flags = []
+    for method in BACKENDS.methods():
+        for opt in method.options:
+            if opt.flag:
+                default = "" if opt.default is None else f" [default: {opt.default:g}]" if isinstance(
+                    opt.default, float) else f" [default: {opt.default}]"
+                flags.append(click.option(opt.flag, f"backend_{opt.name}", type=_click_type([opt]), default=None,
+                                          expose_value=False, callback=_backend_setting(opt.name),
+                                          help=f"{opt.help}{default}" + (f" Env: {opt.env}." if opt.env else "")))
+    return flags
+
+
 def preset_option(command: str):
     """``--preset NAME`` for ``command``: the preset's values (cqtools/presets/) fill every option the
     user did not set (a flag on the command line or its environment variable wins); the preset's name

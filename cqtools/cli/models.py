@@ -8,7 +8,8 @@ import orjson
 
 from ..config import env
 from .listing import listing_options, wants_table
-from .options import api_options, compose, device_options, load_options
+from .method_flags import api_options
+from .options import compose, device_options, load_options
 
 
 @click.group(name="models", invoke_without_command=True)

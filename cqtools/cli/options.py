@@ -195,62 +195,6 @@ load_options = compose(
 )
 
 
-# API models (an OpenAI-compatible server). Not part of the run record: the server's address and the
-# pace change no record. The key is read from CQ_API_KEY or OPENAI_API_KEY only, never from an option.
-def _backend_opts(ctx, param, values):
-    from ..config import activate, current
-
-    pairs = tuple(sorted(_opt_pairs(ctx, param, values).items()))
-    activate(current().replace(backend_options=pairs))
-    if pairs:
-        _remember(ctx, param, [list(p) for p in pairs])
-    return pairs
-
-
-api_options = compose(
-    click.option(
-        "--backend-opt",
-        multiple=True,
-        metavar="KEY=VALUE",
-        expose_value=False,
-        callback=_backend_opts,
-        help="An option of the model backend that --model BACKEND:NAME names (repeatable; `cq plugins --all "
-             "--options` lists each backend's options).",
-    ),
-    click.option(
-        "--api-base",
-        metavar="URL",
-        default=None,
-        envvar="CQ_API_BASE",
-        expose_value=False,
-        callback=_config_field("api_base"),
-        help="Send this command's language-model calls to the OpenAI-compatible server at URL (vLLM, TGI, "
-             "llama.cpp, a hosted API), e.g. http://node1:8000/v1; --model names the server's model. "
-             "`--model openai:NAME` does this for one model without --api-base (server: OPENAI_BASE_URL, "
-             "else api.openai.com). Key: CQ_API_KEY or OPENAI_API_KEY (environment only). Env: CQ_API_BASE.",
-    ),
-    click.option(
-        "--concurrency",
-        type=click.IntRange(min=1),
-        default=4,
-        show_default=True,
-        envvar="CQ_CONCURRENCY",
-        expose_value=False,
-        callback=_config_field("concurrency"),
-        help="API models: requests in flight at once (429/5xx answers are retried with backoff). "
-             "Env: CQ_CONCURRENCY.",
-    ),
-    click.option(
-        "--api-timeout",
-        type=click.FloatRange(min=0, min_open=True),
-        default=120.0,
-        show_default=True,
-        envvar="CQ_API_TIMEOUT",
-        expose_value=False,
-        callback=_config_field("api_timeout"),
-        help="API models: seconds to wait for one answer before retrying it. Env: CQ_API_TIMEOUT.",
-    ),
-)
 
 
 def model_option(role: str, default: str | None, help: str = "Hugging Face id, local directory, or offline copy."):
@@ -284,6 +228,5 @@ __all__ = [
     "device_options",
     "max_input_option",
     "load_options",
-    "api_options",
     "model_option",
 ]

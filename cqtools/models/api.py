@@ -9,7 +9,7 @@ import os
 import tempfile
 from urllib.parse import urlsplit, urlunsplit
 
-from ..config import current, env
+from ..config import env
 from ..errors import CQError, ServiceError
 from ..registry import BACKENDS
 
@@ -37,8 +37,11 @@ def route(name: str, api_base: bool = True) -> tuple[str, str] | None:
     prefix, sep, rest = name.partition(":")
     if sep and prefix in BACKENDS.names() and rest:
         return prefix, rest
-    if api_base and current().api_base:
-        return "openai", name
+    if api_base:
+        from .backend_options import resolved
+
+        if resolved("openai").api_base:
+            return "openai", name
     return None
 
 
@@ -110,9 +113,9 @@ class ResponseCache:
     """One JSON file per response, written to a temporary name and renamed into place, so threads
     and processes sharing the directory never see half a file. ``CQ_API_CACHE=0`` turns it off."""
 
-    def __init__(self, root: str | None = None):
+    def __init__(self, root: str | None = None, enabled: bool = True):
         self.root = root or response_cache_dir()
-        self.enabled = current().api_cache
+        self.enabled = enabled
 
     def _path(self, key: str) -> str:
         return os.path.join(self.root, key[:2], key + ".json")

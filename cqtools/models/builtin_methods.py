@@ -1,8 +1,10 @@
 """cq's own model backends, registered through the plugin hooks like any plugin's (cqtools/plugins.py).
 
-A backend factory is called ``(model, kind, role, config)``: ``role`` is the model kind asked for
-(generator, cross-encoder, encoder) and ``config`` the run configuration; ``factory.status(model)``
-(optional) gives ``cq models`` its row without loading anything."""
+A backend declares its options as a dataclass (its factory is called ``(options, config, model, kind, role)``;
+``role`` is the model kind asked for: generator, cross-encoder, encoder) or as an Option list (called
+``(model, kind, role, config, **options)``). An option's value comes from ``--backend-opt KEY=VALUE``, else its
+flag (an option declared with ``flag=`` is a flag of every model command), else its environment variable, else
+its default. ``factory.status(model)`` (optional) gives ``cq models`` its row without loading anything."""
 from __future__ import annotations
 
 from ..plugins import hookimpl
@@ -10,8 +12,6 @@ from ..plugins import hookimpl
 
 @hookimpl
 def register_backends(register):
-    from .openai_backend import openai_generator
+    from .openai_backend import OpenAIOptions, openai_generator
 
-    register("openai", openai_generator, options=[],
-             help="an OpenAI-compatible server (--model openai:NAME or --api-base URL; key from CQ_API_KEY or "
-                  "OPENAI_API_KEY); language models only")
+    register("openai", openai_generator, options=OpenAIOptions)

@@ -28,13 +28,18 @@ def _backend(name: str, role: str):
 
 
 def build_backend(prefix: str, model: str, kind: str, role: str, config=None):
-    """``prefix``'s backend for ``model`` as ``role``, with the run configuration's --backend-opt
-    values (checked against the backend's schema)."""
+    """``prefix``'s backend for ``model`` as ``role``, with its options as this run sets them
+    (cqtools/models/backend_options.py; checked against the backend's schema)."""
     from ..config import current
     from ..registry import BACKENDS
 
+    from .backend_options import backend_values
+
     config = config or current()
-    return BACKENDS.build(prefix, config, model=model, kind=kind, role=role, **dict(config.backend_options))
+    method = BACKENDS.get(prefix)
+    return method.build(config, model=model, kind=kind, role=role, **backend_values(method, config))
+
+
 
 
 def load_cross_encoder(name: str, device: str = "auto"):

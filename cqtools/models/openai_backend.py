@@ -21,13 +21,16 @@ The ``openai`` client is imported when the first request is sent, so importing t
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Sequence
 
-from ..config import current, env
-from ..errors import CQError, ResourceError
+from ..config import env
+from ..errors import CQError, InputError, ResourceError
+from ..registry import option
 from . import api_http
 from .api import (ECHO_TOLERANCE, MAX_STOP, OPENAI_BASE, RETRY_STATUS, SEED, ApiError, RequestError,  # noqa: F401
                   ResponseCache, _Bound, _NoLogprobs, _server_message, api_key, cache_key,
@@ -39,22 +42,58 @@ _GENERATORS: dict[tuple, "OpenAIGenerator"] = {}
 _LOCK = threading.Lock()
 
 
-def openai_generator(model: str, kind: str = "auto", role: str = "generator", config=None) -> "OpenAIGenerator":
-    """The generator for ``model`` on the configured server; one per (server, model, settings)."""
+def _positive(value: float, where: str) -> float:
+    if value <= 0:
+        raise InputError(f"{where}: option api_timeout must be more than 0 seconds, not {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class OpenAIOptions:
+    """an OpenAI-compatible server (--model openai:NAME or --api-base URL; key from CQ_API_KEY or OPENAI_API_KEY);
+    language models only"""
+
+    api_base: str | None = option(
+        None, "Send this command's language-model calls to the OpenAI-compatible server at URL (vLLM, TGI, "
+              "llama.cpp, a hosted API), e.g. http://node1:8000/v1; --model names the server's model. `--model "
+              "openai:NAME` does this for one model without --api-base (server: OPENAI_BASE_URL, else "
+              "api.openai.com). Key: CQ_API_KEY or OPENAI_API_KEY (environment only).",
+        flag="--api-base", env="CQ_API_BASE")
+    concurrency: int = option(4, "API models: requests in flight at once (429/5xx answers are retried with "
+                                 "backoff).", min=1, flag="--concurrency", env="CQ_CONCURRENCY")
+    api_timeout: float = option(120.0, "API models: seconds to wait for one answer before retrying it.",
+                                check=_positive, flag="--api-timeout", env="CQ_API_TIMEOUT")
+    api_retries: int = option(6, "API requests retried this many times (429, 5xx, timeouts)", min=0,
+                              env="CQ_API_RETRIES")
+    api_backoff: float = option(1.0, "first retry's wait in seconds (doubles each retry)", min=0,
+                                env="CQ_API_BACKOFF")
+    api_top_logprobs: int = option(20, "top log-probabilities asked of a chat server", min=0,
+                                   env="CQ_API_TOP_LOGPROBS")
+    api_cache: bool = option(True, "keep API responses on disk (0: off)", env="CQ_API_CACHE")
+
+
+def settings(config=None) -> OpenAIOptions:
+    """The openai backend's options as this run sets them (cqtools/models/backend_options.py)."""
+    from .backend_options import resolved
+
+    return resolved("openai", config)
+
+
+def openai_generator(options: OpenAIOptions, config, model: str, kind: str = "auto",
+                     role: str = "generator") -> "OpenAIGenerator":
+    """The generator for ``model`` on the configured server; one per (server, model, options)."""
     if role != "generator":
         raise CQError(f"openai:{model}: an OpenAI-compatible server serves language models, not a {role}; "
                       f"pass a local {role} (a hub id or directory)")
     if kind == "seq2seq":
         raise CQError(f"openai:{model}: --kind seq2seq is for local models; an API model is prompted as a causal "
                       f"LM (use --kind auto)")
-    config = config or current()
-    base = server_base(config)
+    base = server_base(options)
     require_key(base, model)
-    key = (base, model, config.concurrency, config.api_timeout, config.api_retries, config.api_backoff,
-           config.api_top_logprobs, config.api_cache)
+    key = (base, model, options)
     with _LOCK:
         if key not in _GENERATORS:
-            _GENERATORS[key] = OpenAIGenerator(model, base, config.concurrency, config.api_timeout, config=config)
+            _GENERATORS[key] = OpenAIGenerator(model, base, options)
         return _GENERATORS[key]
 
 
@@ -67,9 +106,9 @@ def _status(model: str) -> dict:
 openai_generator.status = _status
 
 
-def server_base(config=None) -> str:
-    """The server the run configuration names (--api-base), else OPENAI_BASE_URL, else OpenAI's."""
-    return (config or current()).api_base or env("OPENAI_BASE_URL") or OPENAI_BASE
+def server_base(options: OpenAIOptions | None = None) -> str:
+    """The server the options name (--api-base), else OPENAI_BASE_URL, else OpenAI's."""
+    return (options or settings()).api_base or env("OPENAI_BASE_URL") or OPENAI_BASE
 
 
 # ---------------------------------------------------------------------------------------------
@@ -91,17 +130,19 @@ class OpenAIGenerator:
 
     kind = "api"
 
-    def __init__(self, model: str, base: str, concurrency: int = 4, timeout: float = 120.0, config=None):
+    def __init__(self, model: str, base: str, options: OpenAIOptions | None = None, **changes):
+        """``options``: the backend's (default: as this run sets them, :func:`settings`); ``changes``
+        replace some of them (``concurrency=2``)."""
+        options = dataclasses.replace(options or settings(), **changes)
         self.model = model
         self.base = base.rstrip("/")
         self.name = f"openai:{model}"
-        self.concurrency = max(1, int(concurrency))
-        self.timeout = float(timeout)
-        config = config or current()
-        self.retries = config.api_retries
-        self.backoff = config.api_backoff  # seconds before the first retry; doubles each time
-        self.top_logprobs = config.api_top_logprobs
-        self.cache = ResponseCache()
+        self.concurrency = options.concurrency
+        self.timeout = float(options.api_timeout)
+        self.retries = options.api_retries
+        self.backoff = options.api_backoff  # seconds before the first retry; doubles each time
+        self.top_logprobs = options.api_top_logprobs
+        self.cache = ResponseCache(enabled=options.api_cache)
         self.info = {"model": self.name, "backend": "openai", "api_base": public_url(self.base), "kind": "api",
                      "temperature": 0, "seed": SEED}
         self._client = None

@@ -236,8 +236,10 @@ def _call_size(spec: StreamSpec, bar) -> int:
 
     if bar.disable or padded_batches():
         return spec.batch_size
-    config = spec.config
-    return max(1, min(spec.batch_size, config.concurrency)) if config.api_base else 1
+    from ..models.openai_backend import settings
+
+    api = settings(spec.config)
+    return max(1, min(spec.batch_size, api.concurrency)) if api.api_base else 1
 
 
 def _noting_preset(process: BatchFn, command: str, preset: str, fanout: bool) -> BatchFn:
