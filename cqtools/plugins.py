@@ -94,6 +94,11 @@ class Hooks:
         against the methods' schemas when registered."""
 
     @hookspec
+    def register_weight_formats(self, register):
+        """Add local weight formats (cqtools/models/formats.py): factories ``(resolved, role, device, dtype,
+        kind)`` loading a model as ``role``, with ``factory.detect(path)`` and ``factory.needs``."""
+
+    @hookspec
     def register_formats(self, register):
         """Add ``cq convert`` formats: factories ``(path)`` returning an iterator of records."""
 

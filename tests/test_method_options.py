@@ -143,6 +143,21 @@ def test_plugin_score_task_option_from_the_cli(plugin_path):
     assert typo.returncode == 2 and "score task long-questions has no option 'word'; did you mean 'words'?" in typo.stderr
 
 
+def test_a_plugin_weight_format_loads_a_local_model_directory(plugin_path, tmp_path):
+    """A local model directory in a plugin's weight format is recognised and loaded by it (no loader of cq's
+    is edited): `cq models` names the format, and a stage's --model DIR generates through it."""
+    model = tmp_path / "replier"
+    model.mkdir()
+    (model / "reply.txt").write_text("Which year: 2008, or 2012?\n")
+    status = with_plugin(plugin_path, "models", "--model", str(model))
+    assert status.returncode == 0, status.stderr
+    assert orjson.loads(status.stdout.splitlines()[0])["format"] == "reply-file"
+    out = with_plugin(plugin_path, "gen-cq", "--method", "llm", "--model", str(model), "--all",
+                      input_text=jsonl(QUESTIONS))
+    assert out.returncode == 0, out.stderr
+    assert [orjson.loads(x)["cq"]["options"] for x in out.stdout.splitlines()] == [["2008", "2012"]] * 2
+
+
 def test_a_score_tasks_options_are_flags_of_its_own(plugin_path):
     """A task's options dataclass is its flags (the plugin's --words as cq's --lambda); a flag the chosen task
     does not declare is an error naming the options it has, never silently dropped."""

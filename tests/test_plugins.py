@@ -33,7 +33,7 @@ def test_plugins_lists_what_the_plugin_registers(plugin_path):
     assert {(r["registry"], r["method"], r["plugin"]) for r in rows} == {
         ("detector", "length", "cq-demo-plugin 0.1"), ("searcher", "overlap", "cq-demo-plugin 0.1"),
         ("CQ method", "fixed", "cq-demo-plugin 0.1"), ("model backend", "echo", "cq-demo-plugin 0.1"),
-        ("score task", "long-questions", "cq-demo-plugin 0.1")}
+        ("score task", "long-questions", "cq-demo-plugin 0.1"), ("weight format", "reply-file", "cq-demo-plugin 0.1")}
     help_text = " ".join(cq(["detect", "--help"], plugin_path).stdout.split())  # wherever click wraps it
     assert "length: more than 8 words" in help_text and "length 8" in help_text
 

@@ -15,3 +15,13 @@ def register_backends(register):
     from .openai_backend import OpenAIOptions, openai_generator
 
     register("openai", openai_generator, options=OpenAIOptions)
+
+
+@hookimpl
+def register_weight_formats(register):
+    from . import formats
+
+    # Detection asks each format in this order; hf (transformers' own files) is what a path holding no other is.
+    for name, factory in (("gguf", formats.gguf), ("sentence-transformers", formats.sentence_transformers),
+                          ("onnx", formats.onnx), ("hf", formats.hf)):
+        register(name, factory, help=" ".join((factory.__doc__ or "").split()), options=[])

@@ -51,13 +51,10 @@ def load_cross_encoder(name: str, device: str = "auto"):
     dev = pick_device(device)
 
     def build():
-        resolved = resolve(name)
-        if resolved.fmt == "onnx":
-            return OnnxCrossEncoder(resolved, dev)
-        if resolved.fmt == "gguf":
-            raise ResourceError(f"{name} is a GGUF language model, not a cross-encoder; pass a cross-encoder "
-                                f"such as cross-encoder/ms-marco-MiniLM-L-12-v2")
-        return HFCrossEncoder(resolved, dev)
+        from ..registry import WEIGHT_FORMATS
+
+        resolved = resolve(name)  # loaded by its weight format (cqtools/models/formats.py)
+        return WEIGHT_FORMATS.get(resolved.fmt).factory(resolved, "cross-encoder", dev)
 
     return _cached(("cross", name, dev), build)
 
@@ -205,14 +202,10 @@ def load_encoder(name: str, device: str = "auto"):
     dev = pick_device(device)
 
     def build():
-        resolved = resolve(name)
-        if resolved.fmt == "onnx":
-            return OnnxEncoder(resolved, device=dev)
-        if resolved.fmt == "gguf":
-            raise ResourceError(f"{name} is a GGUF language model, not a sentence encoder")
-        from sentence_transformers import SentenceTransformer
+        from ..registry import WEIGHT_FORMATS
 
-        return SentenceEncoder(SentenceTransformer(resolved.path, device=dev, **_remote()))
+        resolved = resolve(name)  # loaded by its weight format (cqtools/models/formats.py)
+        return WEIGHT_FORMATS.get(resolved.fmt).factory(resolved, "encoder", dev)
 
     return _cached(("encoder", name, dev), build)
 

@@ -33,11 +33,10 @@ def load_generator(name: str, device: str = "auto", dtype: str = "auto", kind: s
     dev = pick_device(device)
 
     def build():
-        resolved = resolve(name)
-        if resolved.fmt in ("onnx", "sentence-transformers"):
-            raise ResourceError(f"{name} resolved to a {resolved.fmt} model, not a generator; pass a causal LM "
-                                f"or seq2seq model (e.g. HuggingFaceTB/SmolLM2-135M-Instruct)")
-        return LocalGenerator(resolved.checked(), dev, dtype, kind)
+        from ..registry import WEIGHT_FORMATS
+
+        resolved = resolve(name)  # loaded by its weight format (cqtools/models/formats.py)
+        return WEIGHT_FORMATS.get(resolved.fmt).factory(resolved, "generator", dev, dtype, kind)
 
     return _cached(("generator", name, dev, dtype, kind), build)
 

@@ -109,16 +109,14 @@ def resolve(name: str, announce: bool = True, revision: str | None = None) -> Re
 
 
 def _local_fmt(path: str) -> str:
-    if path.endswith(".gguf"):
-        return "gguf"
-    if os.path.isdir(path):
-        names = set(os.listdir(path))
-        if "modules.json" in names:
-            return "sentence-transformers"
-        if "model.onnx" in names:
-            return "onnx"
-        if any(n.endswith(".gguf") for n in names):
-            return "gguf"
+    """The registered weight format a local ``path`` holds (cqtools/models/formats.py): the first whose
+    ``detect`` says so, else ``hf`` (transformers' own files)."""
+    from ..registry import WEIGHT_FORMATS
+
+    for method in WEIGHT_FORMATS.methods():
+        found = getattr(method.factory, "detect", None)
+        if found is not None and found(path):
+            return method.name
     return "hf"
 
 

@@ -135,10 +135,6 @@ def role(name: str) -> Role:
     return BY_ROLE[name]
 
 
-# Python packages a weight format needs besides torch/transformers.
-NEEDS = {"onnx": ("onnxruntime", "tokenizers"), "gguf": ("gguf",), "sentence-transformers": ("sentence_transformers",)}
-
-
 # What loads a role's model (cq models): a generator, a bi-encoder, a cross-encoder or an extractive reader.
 LOADERS = {"encoder": "encoder", "reranker": "cross-encoder", "score-reader": "reader", "classifier": "reader"}
 
@@ -176,7 +172,10 @@ def status(name: str | None, role: str = "-", device: str | None = None, dtype: 
     except ResourceError as err:
         return {"model": name, "usable": False, "source": None, "path": None, "format": None, "problem": str(err),
                 **empty}
-    missing = [p for p in NEEDS.get(model.fmt, ()) if importlib.util.find_spec(p) is None]
+    from ..registry import WEIGHT_FORMATS
+
+    needs = getattr(WEIGHT_FORMATS.get(model.fmt).factory, "needs", ())  # cqtools/models/formats.py
+    missing = [p for p in needs if importlib.util.find_spec(p) is None]
     problem = f"needs {', '.join(missing)}: pip install {' '.join(missing)}" if missing else None
     row = {"model": model.name, "usable": not missing, "source": model.source, "path": model.path,
            "format": model.fmt, "problem": problem, **empty}

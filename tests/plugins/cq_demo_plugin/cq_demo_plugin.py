@@ -1,6 +1,6 @@
 """A cq plugin: a question-length detector, a word-overlap searcher over the index's corpus, a
-fixed-category CQ method, an "echo" model backend and a score task; four of them with options of their
-own (three as Option lists, the older way; the score task as an options dataclass)."""
+fixed-category CQ method, an "echo" model backend, a score task and a weight format ("reply-file"); four of
+them with options of their own (three as Option lists, the older way; the score task as an options dataclass)."""
 import json
 import os
 import re
@@ -61,6 +61,18 @@ class EchoGenerator:
 
     def score(self, prompts, continuations, prefix="", batch_size=None):
         return [-1.0 for _ in prompts]
+
+
+def reply_file(resolved, role, device, dtype="auto", kind="auto"):
+    """A weight format: a directory holding ``reply.txt`` is a "model" that always says that file's text."""
+    if role != "generator":
+        raise ValueError(f"a reply file is a generator, not a {role}")
+    with open(os.path.join(resolved.path, "reply.txt")) as fh:
+        return EchoGenerator(resolved.name, fh.read().strip())
+
+
+reply_file.detect = lambda path: os.path.isfile(os.path.join(path, "reply.txt"))
+reply_file.needs = ()
 
 
 def _words(text):
@@ -140,6 +152,11 @@ def register_cq_methods(register):
 def register_backends(register):
     register("echo", lambda model, reply, **_: EchoGenerator(model, reply), help="replies with --backend-opt reply",
              options=[Option("reply", str, "Which one: yes, or no?", "what every generation says")])
+
+
+@hookimpl
+def register_weight_formats(register):
+    register("reply-file", reply_file, help="a directory with reply.txt: a generator that always says it", options=[])
 
 
 @hookimpl
