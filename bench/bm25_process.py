@@ -48,6 +48,48 @@ def peer(corpus: str, k: int, chunk: int = 1000) -> None:
             out.write(orjson.dumps(record) + b"\n")
 
 
+def phases(index: Path, questions: Path, k: int, batch: int = 32) -> None:
+    """Where cq's time goes, in one process: CPU seconds of each step of `cq retrieve`'s BM25 path over
+    the questions (the steps of LuceneBM25.batch_search, then the JSONL line), printed as a table."""
+    start = time.process_time()
+    import orjson
+
+    from cqtools.jsonl import dumps
+    from cqtools.retrieval import open_searcher
+    from cqtools.retrieval.lucene import anserini_order, tie_scores
+
+    searcher = open_searcher(str(index), "bm25")
+    spent = {"start (imports, JVM, open index)": time.process_time() - start}
+    records = [orjson.loads(line) for line in open(questions, "rb")]
+    threads = os.cpu_count()
+    with open(os.devnull, "wb") as out:
+        for n in range(0, len(records), batch):
+            part, clock = records[n:n + batch], time.process_time()
+
+            def step(name: str) -> None:
+                nonlocal clock
+                now = time.process_time()
+                spent[name] = spent.get(name, 0.0) + now - clock
+                clock = now
+            scored = searcher._lucene_hits([r["question"] for r in part], k, threads)  # noqa: SLF001 (its steps)
+            step("Lucene search (JVM, all threads)")
+            docs = searcher.docstore.by_docnums(sorted({num for nums, _ in scored for num in nums}))
+            step("passage store reads")
+            ranked = [(nums, anserini_order(nums, scores, docs, k), scores) for nums, scores in scored]
+            ties = [tie_scores([scores[i] for i in order]) for _, order, scores in ranked]
+            step("Anserini's order and tie scores")
+            for record, (nums, order, _), scores in zip(part, ranked, ties):
+                record["passages"] = [dict(docs[nums[i]], score=s, rank=r)
+                                      for r, (i, s) in enumerate(zip(order, scores), 1)]
+            step("one dict per passage")
+            out.write(b"".join(dumps(record) for record in part))
+            step("JSON lines (orjson)")
+    print(f"| step | CPU s ({len(records):,} questions, k={k}) |\n|---|---|")
+    for name, seconds in spent.items():
+        print(f"| {name} | {seconds:.2f} |")
+    print(f"| total | {sum(spent.values()):.2f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, required=True)
@@ -55,6 +97,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--phases", action="store_true", help="print where cq's CPU time goes, step by step, and stop")
     ap.add_argument("--peer", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.peer:
@@ -66,6 +109,8 @@ def main() -> None:
         timed(CQ + ["convert", "ambignq", str(args.data / "ambignq" / "train_light.json"), "-o", str(questions)])
     if not (index / "cq_index.json").exists():
         timed(CQ + ["index", "--corpus", str(corpus), "--out", str(index), "--overwrite", "-q"])
+    if args.phases:
+        return phases(index, questions, args.k)
     commands = {"cq retrieve": CQ + ["retrieve", "--index", str(index), "--method", "bm25", "--hits", str(args.k), "-q"],
                 "bm25s": [sys.executable, __file__, "--data", str(args.data), "--work", str(args.work),
                           "--k", str(args.k), "--peer", str(corpus)]}
@@ -94,13 +139,18 @@ def render(runs: dict, n: int, args) -> str:
              f"Machine: {machine()}, no GPU. Date: {date.today()}. {n:,} AmbigNQ train questions, k={args.k}, "
              "the shared 9.5k-passage corpus; one process each from start to end, JSONL in and out "
              "(cq: JVM start and opening its prebuilt index included; bm25s: reading the corpus and building its "
-             "index included). Load = 1-min load average before the run (2 cores; other work was running).", "",
-             "| run | cq retrieve s | load | bm25s s | load | cq / bm25s time |", "|---|---|---|---|---|---|"]
+             "index included). CPU = user + system seconds of the process, all threads (steadier than wall time on a "
+             "shared machine). Load = 1-min load average before the run (2 cores; other work was running).", "",
+             "| run | cq retrieve s | CPU s | load | bm25s s | CPU s | load | cq / bm25s time | CPU |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for i, (ours, theirs) in enumerate(zip(runs["cq retrieve"], runs["bm25s"]), 1):
-        lines.append(f"| {i} | {ours['seconds']} | {ours['load']} | {theirs['seconds']} | {theirs['load']} | "
-                     f"{ours['seconds'] / theirs['seconds']:.2f} |")
+        lines.append(f"| {i} | {ours['seconds']} | {ours['cpu_s']} | {ours['load']} | {theirs['seconds']} | "
+                     f"{theirs['cpu_s']} | {theirs['load']} | {ours['seconds'] / theirs['seconds']:.2f} | "
+                     f"{ours['cpu_s'] / theirs['cpu_s']:.2f} |")
     med = {name: statistics.median(r["seconds"] for r in rs) for name, rs in runs.items()}
-    lines += [f"| median | {med['cq retrieve']} | | {med['bm25s']} | | {med['cq retrieve'] / med['bm25s']:.2f} |", "",
+    cpu = {name: statistics.median(r["cpu_s"] for r in rs) for name, rs in runs.items()}
+    lines += [f"| median | {med['cq retrieve']} | {cpu['cq retrieve']} | | {med['bm25s']} | {cpu['bm25s']} | | "
+              f"{med['cq retrieve'] / med['bm25s']:.2f} | {cpu['cq retrieve'] / cpu['bm25s']:.2f} |", "",
               f"Peak RSS: cq {max(r['peak_mib'] for r in runs['cq retrieve'])} MiB, bm25s "
               f"{max(r['peak_mib'] for r in runs['bm25s'])} MiB. Output: cq {runs['cq retrieve'][0]['mib_out']} MiB "
               f"(with each record's `meta`), bm25s {runs['bm25s'][0]['mib_out']} MiB.", END]

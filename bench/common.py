@@ -13,7 +13,7 @@ CQ = [sys.executable, "-m", "cqtools"]
 
 
 def timed(cmd: list[str], stdin: str | None = None, stdout: str | None = None) -> dict:
-    """Run ``cmd``; return wall seconds and the peak RSS (MiB) of that process alone (wait4)."""
+    """Run ``cmd``; return wall seconds, the peak RSS (MiB) and the CPU seconds of that process alone (wait4)."""
     fin = open(stdin, "rb") if stdin else subprocess.DEVNULL
     fout = open(stdout, "wb") if stdout else subprocess.DEVNULL
     start = time.perf_counter()
@@ -27,7 +27,8 @@ def timed(cmd: list[str], stdin: str | None = None, stdout: str | None = None) -
             fh.close()
     if proc.returncode != 0:
         raise SystemExit(f"benchmark step failed ({proc.returncode}): {' '.join(cmd)}\n{stderr.decode()[-2000:]}")
-    return {"seconds": round(seconds, 2), "peak_mib": round(usage.ru_maxrss / 1024, 1)}
+    return {"seconds": round(seconds, 2), "peak_mib": round(usage.ru_maxrss / 1024, 1),
+            "cpu_s": round(usage.ru_utime + usage.ru_stime, 2)}  # user + system CPU, all its threads
 
 
 def read_jsonl(path) -> list[dict]:

@@ -179,11 +179,21 @@ def config_of(record: dict) -> dict:
 # --resume
 
 
+ENDING_WAIT = 60.0  # s a lock held by a process that is ending may take to be freed (SLURM's KillWait: 30 s)
+STARTING_GRACE = 2.0  # s to see a holder that got a signal mark its lock "ending" (it may be inside a long call)
+_HELD: dict[int, str] = {}  # this process's --resume locks: fd -> lock file
+
+
 def lock(out: str) -> int:
     """An exclusive lock on ``--resume OUT`` for this process: ``OUT.cq.lock`` (flock; the kernel
-    releases it when the process ends, however it ends). A second process on the same OUT (a requeued
-    job overlapping the old one) gets a one-line error instead of appending the same records again."""
+    releases it when the process ends, however it ends). It holds the holder's pid, and ``ending``
+    once the holder was told to stop (:func:`mark_ending`). A second process on the same OUT gets a
+    one-line error instead of appending the same records again, unless the holder is ending: then it
+    waits (up to :data:`ENDING_WAIT`) for the lock. Why: a scheduler that requeues a job (SLURM's
+    ``scontrol requeue``, pre-emption) starts it again while the killed run may still be cleaning up
+    (tests/test_cluster.py saw the restart 2 s after the kill, the old process still alive)."""
     import fcntl
+    import time
 
     path = os.path.realpath(out) + ".cq.lock"  # the file's lock, whichever name (a symlink) it is reached by
     try:
@@ -191,16 +201,49 @@ def lock(out: str) -> int:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as err:
         raise InputError(f"--resume {out}: cannot create its lock file {path} ({err.strerror})") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-        os.close(fd)
-        raise InputError(f"--resume {out} is being written by another cq process (pid {holder}); wait for it "
-                         f"to end (or stop it), or write to another file") from None
+    start, waiting = time.monotonic(), False
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").split() or ["unknown"]
+            waited = time.monotonic() - start
+            ending = holder[1:2] == ["ending"]
+            if waited < (ENDING_WAIT if ending else STARTING_GRACE):
+                if ending and not waiting:
+                    log.warning("--resume %s: waiting for the cq process that is ending (pid %s) to release "
+                                "it", out, holder[0])
+                    waiting = True
+                time.sleep(0.1)
+                continue
+            os.close(fd)
+            if ending:
+                raise InputError(f"--resume {out} is held by a cq process that is ending (pid {holder[0]}) and "
+                                 f"still holds it after {ENDING_WAIT:.0f} s; stop it, or write to another "
+                                 f"file") from None
+            raise InputError(f"--resume {out} is being written by another cq process (pid {holder[0]}); wait "
+                             f"for it to end (or stop it), or write to another file") from None
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    _HELD[fd] = path
     return fd
+
+
+def unlock(fd: int) -> None:
+    """Release a lock from :func:`lock` (closing its file)."""
+    _HELD.pop(fd, None)
+    os.close(fd)
+
+
+def mark_ending() -> None:
+    """Mark every lock this process holds ``ending`` (it was told to stop and is cleaning up), so a
+    run started on the same output meanwhile waits for it instead of failing (see :func:`lock`)."""
+    for fd in list(_HELD):
+        try:
+            os.pwrite(fd, f"{os.getpid()} ending\n".encode(), 0)
+        except OSError:
+            pass
 
 
 def open_resume(out: str, force: bool = False, shard: list | None = None, command: str | None = None,

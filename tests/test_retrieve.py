@@ -258,6 +258,13 @@ def test_hits_text_parses_to_exact_float32():
     assert parse_hits("12 7.4542847 3 1.0E-4 ") == ([12, 3], [float(np.float32(7.4542847)), float(np.float32(1e-4))])
     with pytest.raises(RuntimeError, match="unexpected hits text"):
         parse_hits("12 7.45 3")
+    rng = np.random.default_rng(0)  # float32 scores as Java prints them (shortest decimal) come back bit for bit
+    scores = np.concatenate([rng.uniform(0, 40, 5000), rng.uniform(0, 1e-3, 500)]).astype(np.float32)
+    text = " ".join(f"{n} {np.format_float_scientific(s, unique=True) if n % 2 else repr(float(s))}"
+                    for n, s in enumerate(scores))
+    nums, parsed = parse_hits(text)
+    assert nums == list(range(len(scores)))
+    assert np.array(parsed, dtype=np.float32).tobytes() == scores.tobytes()
 
 def test_the_toc_preset_pools_bm25_and_dense_before_its_rerank(fixture_index, runner):
     """Tree of Clarifications pools two retrievers' passages (over 200 per question) before reranking them per node;

@@ -148,7 +148,11 @@ def _quiet_libraries() -> None:
 def _terminated(signum, frame) -> None:
     """SIGTERM (SLURM's time limit, ``timeout``, ``kill``) and SIGHUP end a run as Ctrl-C does: the
     cleanup of every ``finally`` runs (``-o`` and index temp files removed, --resume's run record
-    left incomplete), then exit 128 + the signal's number."""
+    left incomplete), then exit 128 + the signal's number. A ``--resume`` lock is marked ending first:
+    a requeued job started meanwhile on the same output waits for this process to end (runrecord.lock)."""
+    held = sys.modules.get("cqtools.runrecord")  # imported by every run that took one
+    if held is not None:
+        held.mark_ending()
     raise SystemExit(128 + signum)
 
 

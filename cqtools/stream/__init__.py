@@ -105,7 +105,7 @@ class _Run:
             try:
                 records = self._open_resume(spec, records)
             except BaseException:
-                os.close(self.lock)
+                runrecord.unlock(self.lock)
                 self.lock = None
                 raise
         elif spec.output:
@@ -181,7 +181,7 @@ class _Run:
         elif self.out_fh:
             self.out_fh.close()
         if self.lock is not None:
-            os.close(self.lock)
+            runrecord.unlock(self.lock)
             self.lock = None
 
 
