@@ -126,6 +126,23 @@ SLURM_CPU    ?= --cpus-per-task=2
 SLURM_GPU    ?= --cpus-per-task=8 --gres=gpu:1
 slurm = $(if $(SLURM),srun --job-name=cq-$(notdir $@) --ntasks=1 $(SLURM_OPTS) $(if $(findstring --device,$(1)),$(SLURM_GPU),$(SLURM_CPU)) )
 
+# What a run shows: each cell (every file made through $(call cell,COMMAND): stages, scores, paired comparisons,
+# the index) prints one line, "cell k/N  3m10s elapsed, ~25m00s left  ambignq.det.llm.jsonl (cq detect)", and the
+# lines its command writes on stderr, shortened, under its name; the full command and its whole stderr go to the
+# cell's log file, F.log ($(INDEX).log for the index). bench/grid.py runs it. N is counted by a dry run (make -n)
+# of the goal when it is compare, exp-* or pairs (and not under make -n itself); other goals print "cell k" alone.
+GRID := $(BIN)/python bench/grid.py run
+cell = $(GRID) $(or $(2),$@) -- '$(subst ','\'',$(strip $(1)))'
+GRID_GOALS ?= $(filter compare exp-% pairs,$(MAKECMDGOALS))
+ifeq ($(CQ_GRID_COUNTING)$(findstring n,$(firstword -$(MAKEFLAGS))),)
+export CQ_GRID_START := $(shell date +%s.%N)
+export CQ_GRID_LOG   := $(abspath $(EXP))/cells.log
+ifneq ($(GRID_GOALS),)
+export CQ_GRID_TOTAL := $(shell CQ_GRID_COUNTING=1 MAKEFLAGS='-- $(subst ','\'',$(MAKEOVERRIDES))' \
+  $(MAKE) -n --no-print-directory $(GRID_GOALS) 2>/dev/null | grep -c 'bench/grid.py run ')
+endif
+endif
+
 # $(call stage,COMMAND): one cq command, COMMAND --resume $@.part < first prerequisite, renamed to $@
 # (its run record to $@.cq.json) when it ends; $@.cmd = the pipeline so far, $@.wall = wall seconds.
 # A $@.part older than the input, or without its run record, is from another run: it is dropped.
@@ -133,7 +150,7 @@ define stage
 	@mkdir -p $(dir $@)
 	@if [ $@.part -ot $< ] || [ ! -e $@.part.cq.json ]; then rm -f $@.part $@.part.cq.json; fi
 	@$(WALL) start $@
-	$(GEN_ENV) $(call slurm,$(1))$(1) --resume $@.part < $<
+	@$(call cell,$(GEN_ENV) $(call slurm,$(1))$(1) --resume $@.part < $<)
 	@$(WALL) stop $@ $< && mv $@.part $@ && mv $@.part.cq.json $@.cq.json && rm -f $@.part.attempts $@.part.cq.lock
 	@{ cat $<.cmd 2>/dev/null || echo '# input: $<'; echo '  | $(subst $(CQ),cq,$(strip $(1)))'; } > $@.cmd
 endef
@@ -141,7 +158,7 @@ endef
 # $(call first,N): the first N records of the first prerequisite (a tier of questions), with its .cmd and .wall.
 define first
 	@$(WALL) start $@
-	head -n $(1) $< > $@.part
+	@$(call cell,head -n $(1) $< > $@.part)
 	@$(WALL) stop $@ $< && mv $@.part $@ && rm -f $@.part.attempts
 	@{ cat $<.cmd; echo '  | head -n $(1)'; } > $@.cmd
 endef
@@ -161,7 +178,7 @@ CI              := --ci --n-boot $(N_BOOT) --seed 0
 define score
 	@mkdir -p $(dir $@)
 	@$(WALL) start $@
-	$(GEN_ENV) $(call slurm,$(SCORE_$(1)))$(CQ) score --task $(1) $(CI) $(SCORE_$(1)) < $< > $@.part
+	@$(call cell,$(GEN_ENV) $(call slurm,$(SCORE_$(1)))$(CQ) score --task $(1) $(CI) $(SCORE_$(1)) < $< > $@.part)
 	@$(WALL) stop $@ $< && mv $@.part $@ && rm -f $@.part.attempts
 	@{ cat $<.cmd 2>/dev/null; echo '  | cq score --task $(1) $(strip $(CI) $(SCORE_$(1)))'; } > $@.cmd
 endef
@@ -171,19 +188,20 @@ endef
 # only an index, never a directory holding other files.
 $(INDEX)/cq_index.json: | $(STAMP)
 	@$(WALL) start $(INDEX)
-	$(call slurm,$(if $(DENSE),--device))$(CQ) index --corpus $(DATA)/corpus/passages.jsonl --out $(INDEX) $(if $(DENSE),--dense) --overwrite
+	@$(call cell,$(call slurm,$(if $(DENSE),--device))$(CQ) index --corpus $(DATA)/corpus/passages.jsonl --out $(INDEX) $(if $(DENSE),--dense) --overwrite,$(INDEX))
 	@$(WALL) stop $(INDEX) $(DATA)/corpus/passages.jsonl && rm -f $(INDEX).part.attempts
 
 # Questions the shared corpus was built for (its source_qid): selection of the evaluation set only.
+COVERED_IDS = $(BIN)/python -c "import json,sys; [print(i) for i in sorted({json.loads(l)['source_qid'] for l in open(sys.argv[1])})]" \
+  $(DATA)/corpus/passages.jsonl > $@
 $(EXP)/covered.ids: | $(STAMP)
 	@mkdir -p $(EXP)
-	$(BIN)/python -c "import json,sys; [print(i) for i in sorted({json.loads(l)['source_qid'] for l in open(sys.argv[1])})]" \
-	  $(DATA)/corpus/passages.jsonl > $@
+	@$(call cell,$(COVERED_IDS))
 
 CONVERT_AMBIGNQ := cq convert ambignq $(DATA)/ambignq/dev_light.json --ids $(EXP)/covered.ids $(if $(N_ALL),--limit $(N_ALL)) --silver-cq
 $(EXP)/ambignq.jsonl: $(EXP)/covered.ids
 	@$(WALL) start $@
-	$(BIN)/$(CONVERT_AMBIGNQ) -o $@.part
+	@$(call cell,$(BIN)/$(CONVERT_AMBIGNQ) -o $@.part)
 	@$(WALL) stop $@ $< && mv $@.part $@ && rm -f $@.part.attempts
 	@echo '$(CONVERT_AMBIGNQ)' > $@.cmd
 
@@ -194,7 +212,7 @@ $(EXP)/ambignq.m.jsonl: $(EXP)/ambignq.jsonl
 CONVERT_ASQA := cq convert asqa $(DATA)/asqa/dev.json --ids $(EXP)/covered.ids --limit $(N_ASQA)
 $(EXP)/asqa.jsonl: $(EXP)/covered.ids
 	@$(WALL) start $@
-	$(BIN)/$(CONVERT_ASQA) -o $@.part
+	@$(call cell,$(BIN)/$(CONVERT_ASQA) -o $@.part)
 	@$(WALL) stop $@ $< && mv $@.part $@ && rm -f $@.part.attempts
 	@echo '$(CONVERT_ASQA)' > $@.cmd
 
@@ -422,7 +440,7 @@ CLAM_ORACLE := $(CQ) oracle --preset clam $(LLM)
 CLAM_ANSWER := $(CQ) answer --preset clam $(LLM)
 $(EXP)/clam.jsonl: $(RR)
 	@$(WALL) start $@
-	$(CQ) oracle --expand -o $@.part < $<
+	@$(call cell,$(CQ) oracle --expand -o $@.part < $<)
 	@$(WALL) stop $@ $< && mv $@.part $@ && rm -f $@.part.attempts
 	@{ cat $<.cmd; echo '  | cq oracle --expand'; } > $@.cmd
 $(EXP)/clam.never.jsonl: $(EXP)/clam.jsonl
@@ -494,7 +512,7 @@ $(S)/asqa.toc.%.json: $(EXP)/asqa.toc.%.jsonl
 # same 5 passages) and dense/hybrid (which retriever).
 CONVERT_SHOTS := cq convert asqa $(DATA)/asqa/dev.json --exclude-ids $(EXP)/asqa.jsonl
 $(EXP)/asqa.shots.jsonl: $(EXP)/asqa.jsonl
-	$(BIN)/$(CONVERT_SHOTS) -o $@
+	@$(call cell,$(BIN)/$(CONVERT_SHOTS) -o $@)
 	@echo '$(CONVERT_SHOTS)' > $@.cmd
 $(EXP)/asqa.t.jsonl: $(EXP)/asqa.jsonl
 	$(call first,$(N_TOC))
@@ -510,8 +528,8 @@ exp-toc: $(foreach c,$(TOC) asqa.toc.preset.bm25,$(S)/$(c).json) $(foreach m,$(R
 define pair
 $(P)/$(2)--$(3).json: $(EXP)/$(2).jsonl $(EXP)/$(3).jsonl
 	@mkdir -p $$(dir $$@)
-	$$(GEN_ENV) $$(call slurm,$$(SCORE_$(1)))$$(CQ) score --task $(1) --paired $(EXP)/$(3).jsonl --intersect --n-boot $$(N_BOOT) --seed 0 $$(SCORE_$(1)) \
-	  < $(EXP)/$(2).jsonl > $$@.part && mv $$@.part $$@
+	@$$(call cell,$$(GEN_ENV) $$(call slurm,$$(SCORE_$(1)))$$(CQ) score --task $(1) --paired $(EXP)/$(3).jsonl --intersect --n-boot $$(N_BOOT) --seed 0 $$(SCORE_$(1)) < $(EXP)/$(2).jsonl > $$@.part)
+	@mv $$@.part $$@
 PAIRS += $(P)/$(2)--$(3).json
 endef
 PAIRS :=

@@ -248,7 +248,9 @@ def test_a_slice_of_the_grid_runs_as_slurm_jobs(slurm, tmp_path):
         proc = subprocess.run(["make", *common, f"WORK={work}", *extra, *targets], capture_output=True, text=True,
                               env=env_of(slurm), timeout=900)
         assert proc.returncode == 0, proc.stderr[-3000:]
-        runs[name] = (proc.stdout, [Path(t).read_bytes() for t in targets])
+        # each cell's full command is in its log file (F.log), make's output has one short line per cell
+        logged = "".join(log.read_text() for log in work.rglob("*.log"))
+        runs[name] = (logged, [Path(t).read_bytes() for t in targets])
     assert runs["slurm"][0].count("srun --job-name=cq-") >= 5, runs["slurm"][0]
     assert runs["slurm"][1] == runs["local"][1]
     jobs = slurm.run("scontrol", "-o", "show", "job").stdout  # finished jobs stay listed MinJobAge=300 s

@@ -29,3 +29,23 @@ def test_the_readme_chat_example_is_what_cq_chat_prints(tmp_path, fixture_index)
     for line in example.splitlines():
         if line.startswith(("cq: ", "  1)", "answer ", "  from ")):
             assert line in run.stdout, line
+
+
+def _commands(group, prefix=()):
+    import click
+
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        if isinstance(command, click.Group):
+            yield from _commands(command, (*prefix, name))
+        else:
+            yield (*prefix, name)
+
+
+def test_no_help_text_shows_a_doubled_percent_sign(runner):
+    """click prints help verbatim: "95%%" reached `cq score --help` and docs/cli.md (issue 37 item 7)."""
+    helps = {" ".join(path): runner.invoke(cli, [*path, "--help"]).stdout for path in _commands(cli)}
+    assert len(helps) > 15 and "bootstrap 95% interval" in helps["score"]
+    assert not [path for path, text in helps.items() if "%%" in text]
+    assert "%%" not in (ROOT / "docs" / "cli.md").read_text()

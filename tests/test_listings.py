@@ -35,3 +35,17 @@ def test_on_a_terminal_a_listing_is_a_table():
     os.close(main)
     assert proc.returncode == 0, proc.stderr
     assert shown.splitlines()[0].split()[:3] == ["NAME", "PAPER", "HELP"] and "{" not in shown.splitlines()[1]
+
+
+def test_every_model_role_has_a_variable_of_its_own(runner):
+    """Two roles shared CQ_MODEL_DETECT (the classifier and the LLM detector, issue 37 item 6): setting it for one
+    changed the other. `cq models` lists one variable per role."""
+    import orjson
+
+    from cqtools.models.roles import ROLES
+
+    envs = [role.env for role in ROLES]
+    assert len(set(envs)) == len(envs), sorted(e for e in envs if envs.count(e) > 1)
+    listed = runner.invoke(cli, ["models", "--json"])
+    overrides = [orjson.loads(line)["override"] for line in listed.stdout.splitlines() if line.strip()]
+    assert len(overrides) == len(ROLES) and len(set(overrides)) == len(overrides)

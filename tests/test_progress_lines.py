@@ -7,28 +7,21 @@ from .conftest import jsonl, parse_jsonl
 
 
 def test_off_a_terminal_a_stage_prints_short_progress_lines_and_q_silences_them(runner, tmp_path, monkeypatch):
-    import logging
-
+    """In one process (CliRunner, a Python caller), -q silences its own command only: the command after it
+    prints its progress lines again."""
     monkeypatch.setattr(progress, "LINE_INTERVAL", 0.0)  # a line per update (30 s in use)
-    logger = logging.getLogger("cqtools")  # an earlier in-process -q leaves it at WARNING (one process per command
-    old = logger.level                      # in real use)
-    logger.setLevel(logging.INFO)
-    try:
-        check_lines(runner, tmp_path)
-    finally:
-        logger.setLevel(old)
-
-
-def check_lines(runner, tmp_path):
     questions = tmp_path / "q.jsonl"
     questions.write_text(jsonl([{"id": str(i), "question": f"Q{i}?"} for i in range(3)]))
-    result = runner.invoke(cli, ["detect", "--method", "always", "--batch-size", "1", str(questions)])
-    assert result.exit_code == 0, result.stderr
-    assert len(parse_jsonl(result.stdout)) == 3
-    lines = [line for line in result.stderr.splitlines() if "records in" in line]
-    assert lines and "detect: 3/3 records in" in lines[-1] and all(len(line) < 100 for line in lines)
-    quiet = runner.invoke(cli, ["detect", "--method", "always", "-q", str(questions)])
-    assert quiet.exit_code == 0 and "records in" not in quiet.stderr
+    for quiet in (True, False, True, False):
+        result = runner.invoke(cli, ["detect", "--method", "always", "--batch-size", "1", str(questions),
+                                     *(["-q"] if quiet else [])])
+        assert result.exit_code == 0, result.stderr
+        assert len(parse_jsonl(result.stdout)) == 3
+        lines = [line for line in result.stderr.splitlines() if "records in" in line]
+        if quiet:
+            assert not lines and result.stderr == ""
+        else:
+            assert lines and "detect: 3/3 records in" in lines[-1] and all(len(line) < 100 for line in lines)
 
 
 def test_the_line_says_how_long_is_left():

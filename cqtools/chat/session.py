@@ -4,6 +4,7 @@ answer, built once), what a turn shows (:func:`options_of`, :func:`evidence`, :f
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import logging
 import os
@@ -37,7 +38,7 @@ class ChatOptions:
     detect: str = "classifier"       # the classifier trained here, else the shipped one
     detect_model: str | None = None  # None: the method's default
     threshold: float | None = None
-    gen_cq: str = "llm"
+    gen_cq: str | None = None        # None: cq gen-cq's (pred-answers; llm when gen_cq_model names an LM)
     gen_cq_model: str | None = None
     reader: str = "auto"             # cq answer's: the extractive reader when installed, else generative
     reader_model: str | None = None
@@ -65,6 +66,8 @@ class Session:
     def __init__(self, opts: ChatOptions, status: Callable[[str], contextlib.AbstractContextManager] | None = None):
         from ..stages import answer, detect, gen_cq, rerank, retrieve
 
+        if opts.gen_cq is None:
+            opts = dataclasses.replace(opts, gen_cq=gen_cq.default_method(opts.gen_cq_model))
         self.opts = opts
         self.status = status or (lambda label: contextlib.nullcontext())
         device = opts.device

@@ -105,8 +105,10 @@ def cli():
         handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("cq: %(message)s"))
         logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
         logger.propagate = False
+    # every command starts at INFO (its -q lowers it): an earlier command's -q in the same process (CliRunner,
+    # a Python caller) does not silence the next one
+    logger.setLevel(logging.INFO)
 
 
 class _StderrHandler(logging.StreamHandler):

@@ -16,18 +16,19 @@ from .listing import emit, listing_options
 from ..jsonl import dumps
 
 AREAS = {"gguf": "GGUF checkpoints converted once to safetensors (shared by every clone and venv)",
+         "compact": "float32 copies of compact (int8-row) models such as the shipped ones, written on first load",
          "api": "OpenAI-compatible responses (greedy requests; a repeated request is read from here)"}
 
 
 # Only what cq itself writes there is counted and removed (CQ_CACHE may point at a folder shared with
 # other files): a GGUF conversion is gguf/<name>-<12 hex digits>/, an API response api/<2 hex>/<hex>.json.
-OWNED = {"gguf": re.compile(r"[^/]+-[0-9a-f]{12}"), "api": re.compile(r"[0-9a-f]{2}/[0-9a-f]+\.json")}
+OWNED = {"gguf": re.compile(r"[^/]+-[0-9a-f]{12}"), "compact": re.compile(r"[^/]+-[0-9a-f]{12}"), "api": re.compile(r"[0-9a-f]{2}/[0-9a-f]+\.json")}
 
 
 def _owned(area_path: str, area: str) -> list[str]:
     """The entries of ``area`` cq wrote (folders for gguf, files for api), by their name's shape."""
     pattern, found = OWNED[area], []
-    if area == "gguf":
+    if area in ("gguf", "compact"):
         with os.scandir(area_path) as it:
             found = [e.path for e in it if e.is_dir(follow_symlinks=False) and pattern.fullmatch(e.name)]
         return sorted(found)
@@ -66,8 +67,8 @@ def _entries(root: str):
 
 @click.group(name="cache")
 def cli():
-    """What cq keeps in its cache ($CQ_CACHE, default ~/.cache/cqtools): converted GGUF weights and
-    API responses. Trained models ($CQ_MODELS) and data sets (`cq data get`) are not cache and are
+    """What cq keeps in its cache ($CQ_CACHE, default ~/.cache/cqtools): converted GGUF weights, float32
+    copies of compact models (the shipped ones) and API responses. Trained models ($CQ_MODELS) and data sets (`cq data get`) are not cache and are
     never removed.
 
     \b

@@ -119,7 +119,11 @@ class Script(Console):
 
 def _models(model, detect_method, detect_model, gen_cq_method, gen_cq_model, reader_name, reader_model) -> dict:
     """--model names every causal LM of the session (llm detector, llm CQ writer, a reader that is
-    not --reader extractive) unless that stage's own --*-model option was typed."""
+    not --reader extractive) unless that stage's own --*-model option was typed; without --gen-cq, cq gen-cq's
+    default CQ writer for the LM named (pred-answers when none is)."""
+    from ..stages.gen_cq import default_method
+
+    gen_cq_method = gen_cq_method or default_method(model or gen_cq_model)
     source = click.get_current_context().get_parameter_source
     typed = {name: source(name) is click.core.ParameterSource.COMMANDLINE
              for name in ("detect_model", "gen_cq_model", "reader_model")}
@@ -130,7 +134,8 @@ def _models(model, detect_method, detect_model, gen_cq_method, gen_cq_model, rea
             gen_cq_model = model
         if reader_name != "extractive" and not typed["reader_model"]:
             reader_model = model
-    return {"detect_model": detect_model, "gen_cq_model": gen_cq_model, "reader_model": reader_model}
+    return {"detect_model": detect_model, "gen_cq": gen_cq_method, "gen_cq_model": gen_cq_model,
+            "reader_model": reader_model}
 
 
 @click.command(name="chat")
@@ -149,8 +154,9 @@ def _models(model, detect_method, detect_model, gen_cq_method, gen_cq_model, rea
 @click.option("--detect-model", default=None, envvar="CQ_MODEL_DETECT",
               help="cq detect --model (classifier: a `cq train detect` directory).")
 @click.option("--threshold", type=float, default=None, help="cq detect --threshold [default: the method's].")
-@click.option("--gen-cq", "gen_cq_method", type=click.Choice(CQ_METHODS.names()), default="llm", show_default=True,
-              help="Clarifying-question writer (cq gen-cq --method); from-dqs reads gold, which typed questions lack.")
+@click.option("--gen-cq", "gen_cq_method", type=click.Choice(CQ_METHODS.names()), default=None,
+              help="Clarifying-question writer (cq gen-cq --method); from-dqs reads gold, which typed questions lack. "
+                   "[default: pred-answers; llm when --model or --gen-cq-model names an LM]")
 @click.option("--gen-cq-model", default=None, envvar="CQ_MODEL_GEN_CQ", help="cq gen-cq --model.")
 @click.option("--reader", "reader_name", type=click.Choice(["auto", *READERS.names()]), default="auto", show_default=True,
               help="Reader (cq answer --reader).")
@@ -181,8 +187,9 @@ def cli(index_dir, retrieve_method, hits, rerank_top, reranker, detect_method, d
     all answers"), then answers it with the passage sentence the answer came from.
 
     Defaults: hybrid retrieval of 10 passages, rerank to 3, the classifier detector (the one trained
-    here, else the shipped one), the llm CQ writer (SmolLM2 offline; --model names another) and cq
-    answer's reader (the extractive one installed in $CQ_MODELS/reader, else the shipped one). Models load once; Ctrl-C cancels the turn in flight and returns to the prompt,
+    here, else the shipped one), cq gen-cq's grounded CQ writer (pred-answers: the reader's distinct
+    answers or their passages' titles in a template, no LM; --model or --gen-cq-model names an LM that
+    writes the CQ instead) and cq answer's reader (the extractive one installed in $CQ_MODELS/reader, else the shipped one). Models load once; Ctrl-C cancels the turn in flight and returns to the prompt,
     Ctrl-D (or Ctrl-C at the prompt) ends the session, and every finished turn is already in --log.
 
     \b
@@ -209,7 +216,7 @@ def cli(index_dir, retrieve_method, hits, rerank_top, reranker, detect_method, d
     term = Script(script_path, color) if script_path else Console(color)
     spinner = Spinner(enabled=not quiet and sys.stderr.isatty())
     opts = chat.ChatOptions(index_dir=index_dir, retrieve=retrieve_method, hits=hits, rerank_top=rerank_top,
-                            reranker=reranker, detect=detect_method, threshold=threshold, gen_cq=gen_cq_method,
+                            reranker=reranker, detect=detect_method, threshold=threshold,
                             reader=reader_name, n_passages=n_passages, device=device, dtype=dtype, seed=seed,
                             all_records=study, **models)
     log = chat.TurnLog(log_path)

@@ -50,7 +50,7 @@ def cli(method, model, all_records, device, dtype, **kwargs):
     from ..stages import gen_cq
     from .stream import run_stream, spec_from
 
-    method = method or ("llm" if model else "pred-answers")
+    method = method or gen_cq.default_method(model)
     options = method_values(CQ_METHODS, method, kwargs, OPTION_NAMES, model)
     spec = spec_from(kwargs, desc="gen-cq")
     run_stream(gen_cq.build(method, all_records, current(), **options), spec)

@@ -67,7 +67,7 @@ class BootstrapFlags:
 bootstrap_options = bundle(
     "boot", BootstrapFlags,
     click.option("--ci", is_flag=True,
-                 help="Add a bootstrap 95%% interval to every metric: questions resampled, the task's own "
+                 help="Add a bootstrap 95% interval to every metric: questions resampled, the task's own "
                       "aggregation recomputed (docs/metrics.md)."),
     click.option("--paired", type=click.Path(exists=True, dir_okay=False), metavar="OTHER.jsonl",
                  help="Compare with OTHER.jsonl (B) on the same question ids: A (stdin), B and B-A with its "

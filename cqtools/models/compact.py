@@ -75,19 +75,58 @@ def load_state(path: str) -> dict:
     return dequantize(load_file(file))
 
 
+def float_copy_path(path: str) -> str:
+    """Where the float32 copy of compact directory ``path`` lives in ``CQ_CACHE``: named by the compact
+    weights' sha256 (cq_compact.json, checked before every load) and its config, so every clone and venv
+    holding the same model shares one copy."""
+    import hashlib
+
+    from .runtime import cache_dir
+
+    with open(os.path.join(path, "cq_compact.json")) as fh:
+        digest = hashlib.sha1(json.load(fh)["sha256"].encode())
+    with open(os.path.join(path, "config.json"), "rb") as fh:
+        digest.update(fh.read())
+    return os.path.join(cache_dir(), "compact", f"{os.path.basename(os.path.abspath(path))}-{digest.hexdigest()[:12]}")
+
+
 def load_model(path: str, auto_class):
     """``auto_class`` (e.g. ``AutoModelForQuestionAnswering``) built from ``path``'s config, its
-    weights from the compact file."""
+    weights from the compact file. The float32 weights are written once into ``CQ_CACHE`` (compact/), and
+    later loads read that copy: the same tensors (tests/test_shipped.py), without multiplying the rows back
+    and building a randomly initialised model first (2-3 s of every cell's start on a busy 2-core machine,
+    0.2-0.3 s from the copy; docs/benchmarks/smoke.md)."""
+    copy = float_copy_path(path)
+    if os.path.isfile(os.path.join(copy, "model.safetensors")):
+        return auto_class.from_pretrained(copy)
     from transformers import AutoConfig
 
     model = auto_class.from_config(AutoConfig.from_pretrained(path))
-    missing, unexpected = model.load_state_dict(load_state(path), strict=False)
+    state = load_state(path)
+    missing, unexpected = model.load_state_dict(state, strict=False)
     # Tied or recomputed buffers (position ids) may be absent; a missing weight is a broken file.
     missing = [m for m in missing if not m.endswith("position_ids")]
     if missing or unexpected:
         raise InputError(f"{path}: compact weights do not fit {auto_class.__name__} "
                          f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
+    _write_float_copy(path, state, copy)
     return model
+
+
+def _write_float_copy(path: str, state: dict, copy: str) -> None:
+    """The float32 weights and config of ``path`` into ``copy``, all or nothing (a temporary folder renamed;
+    a process that loses the race leaves the winner's); an unwritable cache is only a slower next load."""
+    from safetensors.torch import save_file
+
+    partial = f"{copy}.part{os.getpid()}"
+    try:
+        os.makedirs(partial, exist_ok=True)
+        save_file({k: v.contiguous() for k, v in state.items()}, os.path.join(partial, "model.safetensors"),
+                  metadata={"format": "pt"})
+        shutil.copy2(os.path.join(path, "config.json"), os.path.join(partial, "config.json"))
+        os.replace(partial, copy)
+    except OSError:
+        shutil.rmtree(partial, ignore_errors=True)
 
 
 def compact(src: str, out: str) -> dict:

@@ -364,6 +364,12 @@ def takes_options(method: str) -> bool:
     return CQ_METHODS.get(method).option("options") is not None
 
 
+def default_method(model: str | None) -> str:
+    """The CQ writer of `cq gen-cq` and `cq chat` when none is named: an LM writes the CQ when one is named
+    (llm), else the grounded template over the reader's answers (pred-answers: no free text from a small LM)."""
+    return "llm" if model else "pred-answers"
+
+
 def build(method: str = "llm", all_records: bool = False, config=None, **settings) -> Callable[[list[dict]], list[dict]]:
     """The gen-cq stage as a batch function (records -> records), e.g. ``build("from-dqs", all_records=True)``
     or ``build("llm", model=..., options="grounded")``; ``settings`` are the method's options (its

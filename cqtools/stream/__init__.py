@@ -43,11 +43,18 @@ log = logging.getLogger("cqtools")
 
 BatchFn = Callable[[list[dict]], list[dict]]
 
-# What each stage adds, and the likely cause when it is empty on every record (said once, on stderr).
+# What each stage adds, and the likely cause when it is empty on every record (said once, on stderr); a cause
+# that depends on the stage's method is keyed by it (None: any other method).
+_UNLABELLED = "gen-cq writes a CQ only where ambiguity.label is true (run cq detect first, or pass --all), or "
 EMPTY_HINTS = {
     "retrieve": ("passages", "the index matched none of the questions: check --index (and the corpus it holds)"),
-    "gen-cq": ("cq", "gen-cq writes a CQ only where ambiguity.label is true (run cq detect first, or pass --all), "
-                     "or the model wrote no question (a tiny LM often cannot: try a stronger --model)"),
+    "gen-cq": ("cq", {
+        "pred-answers": _UNLABELLED + "pred-answers found fewer than two options in any record: the records have no "
+                        "passages (run cq retrieve first) or none the reranker scored at least --min-rerank-score "
+                        "(run cq rerank; a lower floor offers less relevant ones), and one answer is not a choice",
+        "from-dqs": _UNLABELLED + "no record's gold holds two interpretations or more (from-dqs asks nothing where "
+                                  "the gold is unambiguous)",
+        None: _UNLABELLED + "the model wrote no question (a tiny LM often cannot: try a stronger --model)"}),
     "disambiguate": ("dqs", "the model wrote nothing usable (a tiny LM often cannot: try a stronger --model), or "
                             "--method qd found no 'answers' to disambiguate (run cq answer --mode multi first)"),
     "answer": ("answers", "the reader found no answer in the passages shown (are there passages? run cq retrieve "
@@ -164,6 +171,9 @@ class _Run:
             log.warning("%s: 0 records on %s: nothing to do", self.spec.desc, where)
         elif self.writer.written and not self.filled and self.spec.desc in EMPTY_HINTS:
             key, hint = EMPTY_HINTS[self.spec.desc]
+            if isinstance(hint, dict):
+                method = (self.spec.params or {}).get("method")
+                hint = hint.get(method, hint[None])
             log.warning("%s: '%s' is empty on every one of the %d records written; likely: %s", self.spec.desc, key,
                         self.writer.written, hint)
         if isinstance(self.out_fh, AtomicFile):

@@ -1,0 +1,83 @@
+"""Issue 37, item 2: `make compare` prints "cell k/N" with the time elapsed and left, and short lines; the full
+command and the stage's whole stderr go to the cell's log file (bench/grid.py, experiments.mk)."""
+import re
+import subprocess
+import sys
+
+from .conftest import ROOT
+
+sys.path.insert(0, str(ROOT))
+
+from bench import grid  # noqa: E402
+
+
+def test_the_cell_line_counts_cells_and_says_the_time_left_from_a_fake_clock():
+    line = grid.cell_line(3, 10, started=1000.0, now=1060.0, out="/w/exp/ambignq.det.llm.jsonl",
+                          command="CQ_GEN_CACHE=/w/g.sqlite .venv/bin/cq detect --method llm --resume x.part < y")
+    # two cells took 60 s: 8 more at 30 s each
+    assert line == "cell 3/10  1m00s elapsed, ~4m00s left  ambignq.det.llm.jsonl (cq detect)"
+    assert grid.cell_line(1, 147, 1000.0, 1000.5, "a.jsonl", "head -n 5 x > y") == "cell 1/147  0s elapsed  a.jsonl (head)"
+    assert grid.cell_line(4, None, None, 5.0, "b.json", "srun --job-name=x .venv/bin/cq score --task detect") \
+        == "cell 4  b.json (cq score)"
+
+
+def test_a_cell_prints_one_short_line_and_logs_its_full_command_and_stderr(tmp_path, capsys):
+    out = str(tmp_path / "exp" / "ambignq.det.llm.jsonl")
+    log = str(tmp_path / "exp" / "cells.log")
+    env = {"PATH": "/usr/bin:/bin", "CQ_GRID_TOTAL": "5", "CQ_GRID_START": "100", "CQ_GRID_LOG": log}
+    long_arg = "x" * 400
+    command = f"echo 'cq: detect: 1/5 records {long_arg}' >&2; echo '{{\"id\": 1}}' > {out}.part # cq detect {long_arg}"
+    clock = iter([160.0, 220.0])
+    assert grid.run(out, command, env=env, now=lambda: next(clock)) == 0
+    assert grid.run(out + ".next", "true", env=env, now=lambda: next(clock)) == 0
+    seen = capsys.readouterr()
+    assert seen.out.splitlines() == ["cell 1/5  1m00s elapsed  ambignq.det.llm.jsonl (cq detect)",
+                                     "cell 2/5  2m00s elapsed, ~8m00s left  ambignq.det.llm.jsonl.next (true)"]
+    assert long_arg not in seen.out + seen.err  # the terminal gets short lines only
+    assert seen.err.startswith("  ambignq.det.llm.jsonl: cq: detect: 1/5 records xxx")
+    assert all(len(line) <= grid.WIDTH for line in seen.err.splitlines())
+    logged = (tmp_path / "exp" / "ambignq.det.llm.jsonl.log").read_text()
+    assert logged == f"$ {command}\ncq: detect: 1/5 records {long_arg}\n"
+    # a failing cell: its status, and the end of its log on the terminal
+    assert grid.run(str(tmp_path / "bad.json"), "echo 'cq: error: line 3: no question' >&2; exit 3", env=env,
+                    now=lambda: 300.0) == 3
+    err = capsys.readouterr().err
+    assert "bad.json failed (exit 3); the end of" in err and err.rstrip().endswith("cq: error: line 3: no question")
+
+
+def make(*args, timeout=120):
+    proc = subprocess.run(["make", "--no-print-directory", "CHECK_CHECKOUT=0", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def test_make_compare_counts_its_cells_and_echoes_no_full_command(tmp_path):
+    where = (f"WORK={tmp_path}/w", f"CQ_MODELS={tmp_path}/models", "N=5")
+    plan = make("-n", "compare", *where)
+    # every cq command of the grid runs through grid.py: make itself echoes none of them
+    commands = [line for line in plan.splitlines() if re.search(r"bin/cq (retrieve|rerank|detect|gen-cq|answer|"
+                                                               r"disambiguate|oracle|score|index|convert)\b", line)]
+    assert len(commands) > 100
+    assert all(line.startswith(".venv/bin/python bench/grid.py run ") for line in commands), \
+        [line for line in commands if "grid.py run" not in line][:3]
+    cells = plan.count("bench/grid.py run ")
+    # the total a real run of the goal gets (passed to every cell as CQ_GRID_TOTAL): the same cells, under the
+    # same command-line variables (N=5 makes fewer cells than the full grid)
+    show = "grid-total: ; @echo total=$$CQ_GRID_TOTAL log=$$CQ_GRID_LOG"
+    said = make(f"--eval={show}", "grid-total", "GRID_GOALS=compare", *where)
+    assert f"total={cells}" in said and f"log={tmp_path}/w/exp-all_5-model_5-asqa_5-toc_1-deep_1/cells.log" in said
+    full = make(f"--eval={show}", "grid-total", "GRID_GOALS=compare", f"WORK={tmp_path}/w", f"CQ_MODELS={tmp_path}/m")
+    assert int(re.search(r"total=(\d+)", full).group(1)) > cells
+
+
+def test_the_first_cells_of_the_grid_print_short_lines_and_log_the_command(tmp_path, shared_data):
+    exp = tmp_path / "w" / "exp-all_2-model_2-asqa_2-toc_1-deep_1"
+    out = make(f"WORK={tmp_path}/w", f"CQ_MODELS={tmp_path}/models", f"DATA={shared_data}", "N=2",
+               f"{exp}/covered.ids", f"{exp}/ambignq.jsonl", timeout=300)
+    lines = out.splitlines()
+    assert [line.split("  ")[0] for line in lines] == ["cell 1", "cell 2"], out
+    assert lines[1].endswith("ambignq.jsonl (cq convert)") and all(len(line) < 100 for line in lines)
+    logged = (exp / "ambignq.jsonl.log").read_text()
+    assert logged.startswith(f"$ .venv/bin/cq convert ambignq {shared_data}/ambignq/dev_light.json --ids {exp}/covered.ids")
+    assert len((exp / "ambignq.jsonl").read_text().splitlines()) == 2
