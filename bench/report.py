@@ -114,7 +114,7 @@ def wall_stop(out: str, upstream: str) -> dict:
     stage_s = sum(end - start for start, end in attempts)
     before = read_wall(upstream + ".wall") or {}
     jobs = make_jobs(os.environ.get("MAKEFLAGS", ""))
-    wall = {"stage_s": round(stage_s, 3), "total_s": round(stage_s + before.get("total_s", 0.0), 3),
+    wall = {"input": upstream, "stage_s": round(stage_s, 3), "total_s": round(stage_s + before.get("total_s", 0.0), 3),
             "attempts": len(attempts), "resumed": len(attempts) > 1 or bool(before.get("resumed")),
             "jobs": jobs, "threads": os.environ.get("OMP_NUM_THREADS"),
             "shared": jobs > 1 or bool(before.get("shared"))}
@@ -225,14 +225,32 @@ def table(title: str, task: str, prefix: str, columns: list, paper: str, scores:
             if name.startswith(prefix) and s.get("task") == task and name not in used]
     if not rows:
         return []
-    lines = [f"## {title}", "", "| cell | preset | n | " + " | ".join(c[1] for c in columns) + " | wall s |",
-             "|---|---|---|" + "---|" * len(columns) + "---|"]
+    why = floor_column(task, rows, scores_dir)
+    lines = [f"## {title}", "", "| cell | preset | n | " + " | ".join(c[1] for c in columns) + " | wall s |"
+             + (f" why {PAIR_METRICS[task][0][1]} is 0 |" if why else ""),
+             "|---|---|---|" + "---|" * len(columns) + "---|" + ("---|" if why else "")]
     for name, s in rows:
         used.add(name)
         lines.append(f"| [{name}](#{anchor(name)}) | {preset_of(scores_dir / f'{name}.json.cmd')} | {s.get('n')} | "
                      + " | ".join(fmt_ci(s, key) for key, _ in columns)
-                     + f" | {fmt_wall(read_wall(scores_dir / f'{name}.json.wall'))} |")
+                     + f" | {fmt_wall(read_wall(scores_dir / f'{name}.json.wall'))} |"
+                     + (f" {why.get(name, '')} |" if why else ""))
     return lines + ["", f"Papers: {paper}", ""]
+
+
+def floor_column(task: str, rows: list, scores_dir: Path) -> dict:
+    """{cell: why its headline metric (the first of PAIR_METRICS) is 0}, read from the cell's records
+    (bench/floor.py); empty when no cell of the table is at the floor."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from bench.floor import floor_reason, records_of
+
+    if task not in PAIR_METRICS:
+        return {}
+    key = PAIR_METRICS[task][0][0]
+    why = {name: floor_reason(records_of(scores_dir, name), task) for name, s in rows if value(s, key) == 0}
+    return {name: reason for name, reason in why.items() if reason}
 
 
 def preset_of(cmd: Path) -> str:

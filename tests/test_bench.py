@@ -16,7 +16,7 @@ import pytest
 from .conftest import FIXTURES, ROOT
 
 BENCH = ROOT / "bench"
-SCRIPTS = sorted(p.name for p in BENCH.glob("*.py") if p.name not in {"__init__.py", "common.py"})
+SCRIPTS = sorted(p.name for p in BENCH.glob("*.py") if p.name not in {"__init__.py", "common.py", "floor.py"})
 
 
 def bench(script: str, *args: str, timeout: int = 600, makeflags: str = "") -> subprocess.CompletedProcess:
@@ -278,3 +278,40 @@ def test_a_cells_preset_is_read_from_its_pipeline(tmp_path):
     assert preset_of(cmd) == "clam"
     cmd.write_text("  | cq detect --method llm\n")
     assert preset_of(cmd) == "cq" and preset_of(tmp_path / "missing.cmd") == "cq"
+
+
+def test_a_cell_at_the_floor_says_why_from_its_records(tmp_path):
+    """Issue 35 item 8: results.md says beside a cell whose headline metric is 0 why, read from the records the
+    cell scored (found through its score's F.wall input): a CLAM cell that never asked names its detector's best
+    log p(True) against the threshold (another run's records give another number), a cell that answered says how
+    many answers none of which was credited; a cell above the floor gets no reason."""
+    records = [orjson.loads(line) for line in (FIXTURES / "questions.jsonl").read_text().splitlines()][:6]
+    clam_gold = [{**r, "gold": {**r["gold"], "intended": 0}} for r in records if r["gold"].get("answers")]
+    cells = {  # name: (task, records)
+        "clam.clam": ("clam", [{**r, "ambiguity": {"label": False, "score": -0.9 + i * 0.1, "method": "clam",
+                                                   "threshold": -0.3}, "answers": ["Nobody"]}
+                               for i, r in enumerate(clam_gold[:5])]),
+        "clam.always": ("clam", [{**r, "cq": "Which one?", "answers": [r["gold"]["answers"][0][0]]}
+                                 for r in clam_gold[:5]]),
+        "ambignq.refuel.preset.ambigqa": ("ambigqa", [{**r, "answers": []} for r in records]),
+    }
+    scores = tmp_path / "exp" / "scores"
+    scores.mkdir(parents=True)
+    for name, (task, recs) in cells.items():
+        cell = tmp_path / "exp" / f"cell-{name}.jsonl"  # not the grid's naming: found through F.wall's input
+        cell.write_text("".join(orjson.dumps(r).decode() + "\n" for r in recs))
+        out = str(scores / f"{name}.json")
+        Path(out).write_text(cq("score", "--task", task, "--ci", "--n-boot", "50", stdin=cell.read_text()))
+        assert bench("report.py", "wall", "start", out).returncode == 0
+        assert bench("report.py", "wall", "stop", out, str(cell)).returncode == 0
+    page = tmp_path / "results.md"
+    result = bench("report.py", "results", "--scores", str(scores), "--out", str(page), timeout=120)
+    assert result.returncode == 0, result.stderr
+    rows = {line.split("]")[0].lstrip("| ["): line for line in page.read_text().splitlines() if line.startswith("| [")}
+    n_clam = len(clam_gold[:5])
+    top = max(-0.9 + i * 0.1 for i in range(n_clam))
+    assert f"never asked: max log p(True) {top:.2f} ≤ threshold -0.3" in rows["clam.clam"]
+    assert f'answers on {n_clam} of {n_clam} records, none credited (e.g. "Nobody"' in rows["clam.clam"]
+    assert rows["clam.always"].endswith("|  |")  # above the floor: the column is there, empty
+    assert f"no answer on any of {len(records)} records" in rows["ambignq.refuel.preset.ambigqa"]
+    assert "| wall s | why adjusted accuracy (all) is 0 |" in page.read_text()

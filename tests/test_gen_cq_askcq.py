@@ -291,3 +291,32 @@ def test_train_gen_cq_in_askcq_layout_and_gen_cq_reads_it_from_the_model(runner,
                                     "--max-new-tokens", "4", "-q"], input=jsonl([silver]))
     assert generated.exit_code == 0, generated.stderr
     assert parse_jsonl(generated.stdout)[0]["meta"]["gen_cq"]["input_layout"] == "askcq"
+
+
+def test_every_cq_train_command_a_preset_names_parses(tmp_path):
+    """docs/methods.md says how to train what a preset needs (issue 35 item 4: one consistent account of the
+    AskCQ generator): every `cq train ...` command written in a preset's rows or departures is one that
+    `cq train` accepts, options and values (an option the trainer lacks, or a bad choice, fails here)."""
+    import re
+
+    import click
+
+    from cqtools import presets
+
+    train = tmp_path / "train.jsonl"
+    train.write_text("")
+    found = 0
+    for name in presets.names():
+        preset = presets.get(name)
+        texts = [*preset.departures, *(s.differs for s in preset.settings), *(s.source for s in preset.settings)]
+        for text in texts:
+            for sub, args in re.findall(r"`cq train ([a-z-]+)((?: --?[a-z-]+(?: [^\s`-]+)?)*)`", text):
+                group = cli.get_command(click.Context(cli), "train")
+                command = group.get_command(click.Context(group), sub)
+                argv = [*args.split(), "--train", str(train), "--out", str(tmp_path / "out")]
+                try:
+                    command.make_context(f"cq train {sub}", argv)
+                except click.UsageError as err:
+                    pytest.fail(f"preset {name}: `cq train {sub}{args}` does not parse: {err}")
+                found += 1
+    assert found, "no `cq train ...` command with options found in the presets"

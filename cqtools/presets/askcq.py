@@ -98,9 +98,11 @@ ASKCQ = Preset(
         "gen-cq: AskCQ writes 'which one?' as the target of an unambiguous question and adds no answers "
         "to its input; cq writes no CQ for a record cq detect labelled unambiguous (gen-cq --all writes one "
         "from the same input).",
-        "gen-cq: `cq train gen-cq` trains on gold CQs with \"AQ [SEP] answers [SEP] passages\" inputs (cq's "
-        "layout, top passages cut to 60 words); AskCQ trained on its own layout with gold answers "
-        "(run.py:69). A model for --input-layout askcq must be trained on that layout elsewhere.",
+        "gen-cq: AskCQ fine-tuned BART-large on CAmbigNQ's gold CQs with gold answers in the input (run.py:69); "
+        "no BART and no CAmbigNQ are available offline, so this preset's generator is one you train with "
+        "`cq train gen-cq --input-layout askcq --two-options comma --with-answers gold` (the layout above; a "
+        "tokenizer without sep, bos and eos tokens is refused in one line): its targets are a record's gold CQ "
+        "where it has one (CAmbigNQ's, joined with cq convert --join), else a silver CQ built from the gold DQs.",
     ),
 )
 
