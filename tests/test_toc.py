@@ -130,7 +130,7 @@ def replay_with(gen, dev: str, verify: bool = True, **options) -> dict:
     from cqtools.stages import templates
     from cqtools.stages.shots import ShotSelector, shot_from_record
     from cqtools.stages.toc import TocConfig
-    from cqtools.stages.toc_run import TocRunner
+    from cqtools.stages.toc.run import TocRunner
 
     shots = [shot_from_record(r, None, 1) for r in toy_shot_records()]
     selector = ShotSelector(shots, encoder=UnitEncoder(), metric="l2")

@@ -66,7 +66,8 @@ def register_oracles(register):
 @hookimpl
 def register_disambiguators(register):
     from .disambiguate import disambig_first, qd, rac
-    from . import toc, toc_run
+    from . import toc
+    from .toc import run as toc_run
 
     register("qd", qd.qd_disambiguator, options=qd.QdOptions)
     register("disambig-first", disambig_first.disambig_first_disambiguator, options=disambig_first.DisambigFirstOptions)

@@ -1,5 +1,5 @@
 """Disambiguation stage: ``dqs: [{question, answer, ...}]`` per record; one module per method (qd,
-disambig-first, rac; ToC's released loop is :mod:`cqtools.stages.toc_run`).
+disambig-first, rac; ToC's released loop is :mod:`cqtools.stages.toc.run`).
 
 Methods:
   qd   AmbigQA question disambiguation: one minimal edit of the prompt question per predicted

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..models.runtime import prompt_seed
-from ..records import PASSAGES, require, set_meta
-from . import toc_prompt as TP
-from .toc import EXPAND_STOP, VERIFY_STOP, TocConfig, TocTree
+from ...models.runtime import prompt_seed
+from ...records import PASSAGES, require, set_meta
+from . import prompt as TP
+from . import EXPAND_STOP, VERIFY_STOP, TocConfig, TocTree
 
 NEED_PASSAGES = "run `cq retrieve --hits 100` first (keep the pool: no `cq rerank --top 5` before toc)"
 ANSWER_STOP = EXPAND_STOP
@@ -180,11 +180,11 @@ def toc_disambiguator(options: TocConfig, run, *, seed: int = 0, batch_size: int
     """The batch function of ``--method toc`` with its checked options (the registry's factory)."""
     import functools
 
-    from ..models import load_cross_encoder, load_generator
-    from ..models.backends import set_seed
-    from . import templates
-    from .rerank import DEFAULT_RERANKER
-    from .shots import DEFAULT_ENCODER, ShotSelector, load_shots
+    from ...models import load_cross_encoder, load_generator
+    from ...models.backends import set_seed
+    from .. import templates
+    from ..rerank import DEFAULT_RERANKER
+    from ..shots import DEFAULT_ENCODER, ShotSelector, load_shots
 
     shots_file = options.shots_file
     template = templates.load("toc", options.prompt)

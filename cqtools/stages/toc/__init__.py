@@ -27,11 +27,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from ..registry import option
+from ...registry import option
 
-from . import toc_prompt as TP
-from .options import encoder_option, llm_option, prompt_option, reranker_option
-from .toc_match import answer_f1, holds
+from . import prompt as TP
+from ..options import encoder_option, llm_option, prompt_option, reranker_option
+from .match import answer_f1, holds
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from ..metrics.normalize import normalize_answer, token_f1
+from ...metrics.normalize import normalize_answer, token_f1
 
 _TOKEN = re.compile(r"[^\W_]+|[^\w\s]|_", re.UNICODE)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from .shots import Shot
+from ..shots import Shot
 
 # Built-in demos when no --shots file is given: well-known facts, our own sentences.
 BUILTIN_DEMOS: tuple[tuple[str, tuple[tuple[str, str], ...], str], ...] = (
