@@ -22,6 +22,6 @@ def register_weight_formats(register):
     from . import formats
 
     # Detection asks each format in this order; hf (transformers' own files) is what a path holding no other is.
-    for name, factory in (("gguf", formats.gguf), ("sentence-transformers", formats.sentence_transformers),
-                          ("onnx", formats.onnx), ("hf", formats.hf)):
+    for name, factory in (("sentence-transformers", formats.sentence_transformers), ("onnx", formats.onnx),
+                          ("gguf", formats.gguf), ("hf", formats.hf)):
         register(name, factory, help=" ".join((factory.__doc__ or "").split()), options=[])
