@@ -612,3 +612,19 @@ def test_the_gguf_conversion_draws_no_bar_under_quiet():
     assert gguf_utils.tqdm is original
     with quiet_bar(False):
         assert gguf_utils.tqdm is original
+
+
+def test_a_local_paths_weight_format_is_found_by_the_registered_formats(tmp_path):
+    """resolve asks the registered weight formats in turn (cqtools/models/formats.py), in the order the if-chain
+    had: sentence-transformers, onnx, gguf, else hf."""
+    resolve_mod = importlib.import_module("cqtools.models.resolve")
+    cases = {"st": ["modules.json", "m.gguf"], "onnx": ["model.onnx", "tokenizer.json"], "dir-gguf": ["m.gguf"],
+             "plain": ["config.json"]}
+    for name, files in cases.items():
+        (tmp_path / name).mkdir()
+        for f in files:
+            (tmp_path / name / f).write_text("{}")
+    (tmp_path / "one.gguf").write_text("")
+    found = {name: resolve_mod._local_fmt(str(tmp_path / name)) for name in [*cases, "one.gguf"]}
+    assert found == {"st": "sentence-transformers", "onnx": "onnx", "dir-gguf": "gguf", "plain": "hf",
+                     "one.gguf": "gguf"}
