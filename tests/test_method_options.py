@@ -359,3 +359,15 @@ def test_a_configuration_given_to_build_is_the_one_the_loaders_read(monkeypatch)
     detect.build("llm", cfg.RunConfig(device="cpu", trust_remote_code=True, max_input_tokens=64), model="m")
     assert seen == [("cpu", True, 64)]
     assert cfg.current().trust_remote_code is False and cfg.current().max_input_tokens is None
+
+
+def test_a_flag_several_methods_declare_keeps_its_type_when_their_bounds_differ():
+    """qd and rac take --passages from 0, toc from 1: the flag is an integer with the widest bounds (it was
+    TEXT), and the chosen method checks its own bound in one line."""
+    help_text = cq("disambiguate", "--help").stdout
+    assert "--passages INTEGER RANGE" in help_text
+    typo = cq("disambiguate", "--method", "qd", "--passages", "x", input_text=jsonl(QUESTIONS))
+    assert typo.returncode == 2 and "'x' is not a valid integer" in typo.stderr
+    toc = cq("disambiguate", "--method", "toc", "--passages", "0", input_text=jsonl(QUESTIONS))
+    assert toc.returncode == 1 and "option n_passages must be in 1..inf, not 0" in toc.stderr
+    assert len(toc.stderr.strip().splitlines()) == 1, toc.stderr

@@ -9,14 +9,20 @@ from .options import _opt_pairs, compose
 
 
 def _click_type(decls):
-    """One click type for an option several methods declare: theirs when they agree, else text
-    (each method then checks the value against its own schema)."""
-    kinds = {(o.type, o.choices, o.min, o.max) for o in decls}
-    if len(kinds) != 1:
+    """One click type for an option several methods declare: its type with the widest bounds (or every choice)
+    any of them allows, each method then checking the value against its own schema; text only where they
+    declare different types."""
+    types = {o.type for o in decls}
+    if len(types) != 1:
         return click.STRING
-    kind, choices, low, high = kinds.pop()
-    if choices:
-        return click.Choice([str(c) for c in choices])
+    kind = types.pop()
+    if any(o.choices for o in decls):
+        if not all(o.choices for o in decls):
+            return click.STRING
+        return click.Choice(list(dict.fromkeys(str(c) for o in decls for c in o.choices)))
+    lows, highs = [o.min for o in decls], [o.max for o in decls]
+    low = None if None in lows else min(lows)
+    high = None if None in highs else max(highs)
     if kind is int:
         return click.IntRange(min=low, max=high) if low is not None or high is not None else click.INT
     if kind is float:
