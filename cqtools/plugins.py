@@ -44,6 +44,7 @@ DEFAULT_PLUGINS = (
     "cqtools.models.builtin_methods",
     "cqtools.score.builtin_methods",
     "cqtools.presets.builtin",
+    "cqtools.cli.trainers",
 )
 
 
@@ -92,6 +93,11 @@ class Hooks:
     def register_presets(self, register):
         """Add presets (``--preset NAME``): ``register(Preset(...))`` (cqtools/presets/base.py); each is checked
         against the methods' schemas when registered."""
+
+    @hookspec
+    def register_trainers(self, register):
+        """Add ``cq train NAME``: a click command (its options and help its own; by convention it writes a model
+        directory and prints its report as one JSON object, as cq's trainers in cqtools/cli/train.py do)."""
 
     @hookspec
     def register_weight_formats(self, register):

@@ -334,11 +334,12 @@ BACKENDS = Registry("model backend", "register_backends", option="--model PREFIX
                     context=("model", "kind", "role"))
 SCORE_TASKS = Registry("score task", "register_score_tasks", option="--task", context=("opts",))
 FORMATS = Registry("data format", "register_formats", option="FORMAT", context=("path",))
+TRAINERS = Registry("trainer", "register_trainers", option="cq train NAME")
 WEIGHT_FORMATS = Registry("weight format", "register_weight_formats", option="a model's files",
                           context=("resolved", "role", "device", "dtype", "kind"))
 
 ALL = (DETECTORS, CQ_METHODS, ANSWER_MODES, READERS, SEARCHERS, ORACLES, DISAMBIGUATORS, BACKENDS, SCORE_TASKS,
-       FORMATS, WEIGHT_FORMATS)
+       FORMATS, WEIGHT_FORMATS, TRAINERS)
 
 __all__ = ["Option", "option", "schema_of", "Method", "Registry", "ALL", "DETECTORS", "CQ_METHODS", "READERS", "SEARCHERS", "ORACLES", "ANSWER_MODES",
-           "DISAMBIGUATORS", "BACKENDS", "SCORE_TASKS", "FORMATS", "WEIGHT_FORMATS"]
+           "DISAMBIGUATORS", "BACKENDS", "SCORE_TASKS", "FORMATS", "WEIGHT_FORMATS", "TRAINERS"]

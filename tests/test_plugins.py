@@ -33,7 +33,8 @@ def test_plugins_lists_what_the_plugin_registers(plugin_path):
     assert {(r["registry"], r["method"], r["plugin"]) for r in rows} == {
         ("detector", "length", "cq-demo-plugin 0.1"), ("searcher", "overlap", "cq-demo-plugin 0.1"),
         ("CQ method", "fixed", "cq-demo-plugin 0.1"), ("model backend", "echo", "cq-demo-plugin 0.1"),
-        ("score task", "long-questions", "cq-demo-plugin 0.1"), ("weight format", "reply-file", "cq-demo-plugin 0.1")}
+        ("score task", "long-questions", "cq-demo-plugin 0.1"), ("weight format", "reply-file", "cq-demo-plugin 0.1"),
+        ("trainer", "majority", "cq-demo-plugin 0.1")}
     help_text = " ".join(cq(["detect", "--help"], plugin_path).stdout.split())  # wherever click wraps it
     assert "length: more than 8 words" in help_text and "length 8" in help_text
 
@@ -93,3 +94,16 @@ def test_without_the_plugin_its_methods_are_unknown(fixture_index):
     result = subprocess.run([sys.executable, "-m", "cqtools", "detect", "--method", "length"], input="",
                             capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 2 and "'length' is not one of" in result.stderr
+
+
+def test_a_plugin_adds_a_trainer_beside_cqs_own(plugin_path, tmp_path):
+    """`cq train NAME` is every registered trainer: cq's own (registered through the same hook) and a plugin's."""
+    listed = cq(["train", "--help"], plugin_path).stdout
+    assert all(name in listed for name in ("detect", "gen-cq", "reader", "combiner", "compact", "majority"))
+    out = cq(["train", "majority", "--train", str(ROOT / "fixtures" / "questions.jsonl"), "--out",
+              str(tmp_path / "m")], plugin_path)
+    assert out.returncode == 0, out.stderr
+    report = orjson.loads(out.stdout)
+    assert report["train_records"] > 0 and (tmp_path / "m" / "majority.json").exists()
+    assert cq(["train", "majorty"], plugin_path).returncode == 2
+

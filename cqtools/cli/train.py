@@ -57,7 +57,21 @@ def _echo(summary: dict, staging: str, out: str) -> None:
     click.echo(json.dumps({"out": out, **summary}).replace(json.dumps(staging)[1:-1], json.dumps(out)[1:-1]))
 
 
-@click.group(name="train")
+class _Trainers(click.Group):
+    """cq train's subcommands: the registered trainers (cq's own below and plugins', cqtools/registry.py TRAINERS)."""
+
+    def list_commands(self, ctx):
+        from ..registry import TRAINERS
+
+        return sorted(TRAINERS.names())
+
+    def get_command(self, ctx, name):
+        from ..registry import TRAINERS
+
+        return TRAINERS.get(name).factory if name in TRAINERS.names() else None
+
+
+@click.group(name="train", cls=_Trainers)
 def cli():
     """Fine-tune the ambiguity classifier (detect), the CQ generator (gen-cq) or the span reader (reader).
 
@@ -87,7 +101,7 @@ def _run(task: str, quiet: bool, **kwargs) -> None:
     _echo({k: v for k, v in report.items() if k not in ("history", "config", "holdout_ids")}, staging, out)
 
 
-@cli.command(name="detect")
+@click.command(name="detect")
 @model_option("train-detect", ENCODER, help="Encoder to fine-tune.")
 @_common(default_lr=5e-5, default_epochs=3, default_batch=16)
 @click.option("--eval-every", type=click.IntRange(min=1), default=None,
@@ -120,7 +134,7 @@ def detect_cmd(quiet, **kwargs):
     _run("detect", quiet, **kwargs)
 
 
-@cli.command(name="gen-cq")
+@click.command(name="gen-cq")
 @model_option("train-gen-cq", LLM,
               help="Generator to fine-tune: seq2seq (encoder-decoder) if it is one, else a causal LM.")
 @_common(default_lr=5e-5, default_epochs=1, default_batch=8)
@@ -151,7 +165,7 @@ def gen_cq_cmd(quiet, **kwargs):
     _run("gen-cq", quiet, **kwargs)
 
 
-@cli.command(name="reader")
+@click.command(name="reader")
 @model_option("train-reader", ENCODER, help="Encoder to put the span head on.")
 @click.option("--train", "train_path", required=True, type=click.Path(dir_okay=False),
               help="Records with passages (`cq retrieve` output) and gold answers; --holdout draws from these.")
@@ -211,7 +225,7 @@ def reader_cmd(quiet, train_path, dev_path, more_train, dtype, out, overwrite, *
     _echo({k: report[k] for k in keep}, staging, out)
 
 
-@cli.command(name="combiner")
+@click.command(name="combiner")
 @click.option("--train", "train_path", required=True, type=click.Path(dir_okay=False),
               help="Records with gold labels, retrieved (and answered, for `answers`) as at inference.")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Directory to write combiner.json to.")
@@ -261,7 +275,7 @@ def combiner_cmd(quiet, train_path, features, dtype, out, overwrite, **kwargs):
     _echo({k: report[k] for k in ("train_records", "threshold", "weights", "retrieval", "validation")}, staging, out)
 
 
-@cli.command(name="compact")
+@click.command(name="compact")
 @click.argument("src", type=click.Path(exists=True, file_okay=False))
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Directory to write the compact model to.")
 @overwrite_option

@@ -1,10 +1,12 @@
 """A cq plugin: a question-length detector, a word-overlap searcher over the index's corpus, a
-fixed-category CQ method, an "echo" model backend, a score task and a weight format ("reply-file"); four of
-them with options of their own (three as Option lists, the older way; the score task as an options dataclass)."""
+fixed-category CQ method, an "echo" model backend, a score task, a weight format ("reply-file") and a
+trainer (`cq train majority`); four of them with options of their own (three as Option lists, the older way; the score task as an options dataclass)."""
 import json
 import os
 import re
 from dataclasses import dataclass
+
+import click
 
 from cqtools.plugins import hookimpl
 from cqtools.registry import Option, option
@@ -152,6 +154,25 @@ def register_cq_methods(register):
 def register_backends(register):
     register("echo", lambda model, reply, **_: EchoGenerator(model, reply), help="replies with --backend-opt reply",
              options=[Option("reply", str, "Which one: yes, or no?", "what every generation says")])
+
+
+@click.command(name="majority")
+@click.option("--train", "train_path", required=True, type=click.Path(dir_okay=False), help="Records (JSONL).")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Directory to write the model to.")
+def majority(train_path, out):
+    """Learn the majority gold.ambiguous label (a toy trainer)."""
+    with open(train_path) as fh:
+        labels = [json.loads(line).get("gold", {}).get("ambiguous") for line in fh if line.strip()]
+    ambiguous = sum(1 for label in labels if label) * 2 > len(labels)
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "majority.json"), "w") as fh:
+        json.dump({"ambiguous": ambiguous}, fh)
+    click.echo(json.dumps({"out": out, "train_records": len(labels), "ambiguous": ambiguous}))
+
+
+@hookimpl
+def register_trainers(register):
+    register("majority", majority, help="the majority gold.ambiguous label (a toy trainer)", options=[])
 
 
 @hookimpl
