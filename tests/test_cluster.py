@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import ROOT, SHARED, jsonl, parse_jsonl
+from .conftest_models import bm25_index  # noqa: F401 (BM25 only: the dense half of bm25_index took 16 of its 20 s)
 from .slurm_cluster import LocalSlurm, missing_programs
 from .test_docs_run import BLOCKS, DocRun, doc_env
 
@@ -94,13 +95,13 @@ def cq(*args: str, stdin: Path, cwd: Path) -> bytes:
 
 
 @cluster
-def test_docs_array_script_through_sbatch_then_merge(slurm, tmp_path, tiny_causal, fixture_index):
+def test_docs_array_script_through_sbatch_then_merge(slurm, tmp_path, tiny_causal, bm25_index):
     """docs/cluster.md's SLURM array script (two tasks, the tiny model on CPU) through `sbatch --wait`,
     then its `cq merge` block: the merged file equals one unsharded `cq answer`, byte for byte."""
     doc = "docs/cluster.md"
     env = {**doc_env(tiny_causal, tmp_path / "scratch"), **env_of(slurm), "CQ_TEST_SLURM": "1"}
     (tmp_path / "doc").mkdir()
-    run = DocRun(doc, tmp_path / "doc", env, {"tiny_llm": tiny_causal, "index": fixture_index})
+    run = DocRun(doc, tmp_path / "doc", env, {"tiny_llm": tiny_causal, "index": bm25_index})
     array, merge = [b for b in BLOCKS if b.doc == doc][:2]
     assert "#SBATCH --array" in array.text and "cq merge" in merge.text
     submitted = run.run(array)
@@ -126,16 +127,23 @@ def many(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def uninterrupted(bm25_index, many) -> bytes:
+    """One unsharded, unscheduled `cq retrieve` of ``many``: what the requeued and the twice-started jobs
+    must write, byte for byte (run once for both)."""
+    return cq("retrieve", "--index", bm25_index, "--hits", "1", "--batch-size", "1", "--threads", "1",
+              stdin=many, cwd=many.parent)
+
+
 def retrieve_job(index: str, many: Path, out: str) -> str:
     return (f"#!/bin/bash\nset -euo pipefail\n"
             f"cq retrieve --index {index} --hits 1 --batch-size 1 --threads 1 --resume {out} < {many}\n")
 
 
 @cluster
-def test_requeued_task_resumes_nothing_lost_or_duplicated(slurm, tmp_path, fixture_index, many):
-    full = cq("retrieve", "--index", fixture_index, "--hits", "1", "--batch-size", "1", "--threads", "1",
-              stdin=many, cwd=tmp_path)
-    (tmp_path / "job.sh").write_text(retrieve_job(fixture_index, many, "out/r.jsonl"))
+def test_requeued_task_resumes_nothing_lost_or_duplicated(slurm, tmp_path, bm25_index, many, uninterrupted):
+    full = uninterrupted
+    (tmp_path / "job.sh").write_text(retrieve_job(bm25_index, many, "out/r.jsonl"))
     job = sbatch(slurm, tmp_path, "--requeue", "--output=r.%j.log", "job.sh")
     out = tmp_path / "out/r.jsonl"
     wait_for(lambda: out.exists() and out.read_bytes().count(b"\n") >= 2000)
@@ -155,13 +163,12 @@ def test_requeued_task_resumes_nothing_lost_or_duplicated(slurm, tmp_path, fixtu
 
 
 @cluster
-def test_a_task_started_twice_on_one_output(slurm, tmp_path, fixture_index, many):
+def test_a_task_started_twice_on_one_output(slurm, tmp_path, bm25_index, many, uninterrupted):
     """Two array tasks of one job write the same --resume output at the same time (a task started twice):
     the second stops on the lock with a one-line error naming the first's pid; the first finishes; the
     output is the uninterrupted one, and re-submitting the stopped task recomputes nothing."""
-    full = cq("retrieve", "--index", fixture_index, "--hits", "1", "--batch-size", "1", "--threads", "1",
-              stdin=many, cwd=tmp_path)
-    (tmp_path / "job.sh").write_text(retrieve_job(fixture_index, many, "out/same.jsonl"))
+    full = uninterrupted
+    (tmp_path / "job.sh").write_text(retrieve_job(bm25_index, many, "out/same.jsonl"))
     job = sbatch(slurm, tmp_path, "--array=0-1", "--cpus-per-task=1", "--output=t.%A_%a.log", "job.sh", wait=True)
     logs = {i: (tmp_path / f"t.{job}_{i}.log").read_text() for i in (0, 1)}
     states = {i: job_field(slurm, f"{job}_{i}", "JobState") for i in (0, 1)}
@@ -178,13 +185,13 @@ def test_a_task_started_twice_on_one_output(slurm, tmp_path, fixture_index, many
 
 
 @cluster
-def test_two_stages_as_dependent_jobs(slurm, tmp_path, fixture_index, tiny_causal):
+def test_two_stages_as_dependent_jobs(slurm, tmp_path, bm25_index, tiny_causal):
     """Stage 1 (retrieve) as a two-task array; stage 2 (merge, then answer) as a job that starts only
     after every stage-1 task succeeded (--dependency=afterok), reading the merged file."""
     src = ROOT / "fixtures/questions.jsonl"
     (tmp_path / "retrieve.sh").write_text(
         "#!/bin/bash\n#SBATCH --array=0-1\nset -euo pipefail\n"
-        f"cq retrieve --index {fixture_index} --hits 3 --shard $SLURM_ARRAY_TASK_ID/2 "
+        f"cq retrieve --index {bm25_index} --hits 3 --shard $SLURM_ARRAY_TASK_ID/2 "
         f"--resume out/ret.$SLURM_ARRAY_TASK_ID.jsonl < {src}\n")
     (tmp_path / "answer.sh").write_text(
         "#!/bin/bash\nset -euo pipefail\ncq merge out/ret.0.jsonl out/ret.1.jsonl > ret.jsonl\n"
@@ -196,7 +203,7 @@ def test_two_stages_as_dependent_jobs(slurm, tmp_path, fixture_index, tiny_causa
     assert job_field(slurm, second, "JobState") == "COMPLETED", (tmp_path / f"answer.{second}.log").read_text()
     ends = [job_field(slurm, f"{first}_{i}", "EndTime") for i in (0, 1)]
     assert max(ends) <= job_field(slurm, second, "StartTime"), (ends, "stage 2 started before stage 1 ended")
-    retrieved = cq("retrieve", "--index", fixture_index, "--hits", "3", stdin=src, cwd=tmp_path)
+    retrieved = cq("retrieve", "--index", bm25_index, "--hits", "3", stdin=src, cwd=tmp_path)
     assert (tmp_path / "ret.jsonl").read_bytes() == retrieved
     (tmp_path / "one.jsonl").write_bytes(retrieved)
     answered = cq("answer", "--mode", "single", "--model", tiny_causal, "--device", "cpu",
