@@ -6,6 +6,8 @@
 #              this stage, and from the question file through every stage F reads from (the index build
 #              is not counted); make's -jN, OMP_NUM_THREADS, and whether any of those stages ran under -jN>1
 #   F.cq.json  the run record of `cq --resume` (configuration, models, records read and written)
+#   F.log      the full command of each attempt and everything it wrote on stderr (the terminal shows one short
+#              line per cell and those lines shortened: bench/grid.py)
 # A stage writes F.part through `--resume F.part`, then renames it: a killed `make compare`
 # continues each stage after the last record it wrote. A resumed stage's stage_s sums its attempts,
 # each counted up to the last record it wrote (the batch in flight at the kill is lost, not counted).
