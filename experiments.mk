@@ -6,6 +6,8 @@
 #              this stage, and from the question file through every stage F reads from (the index build
 #              is not counted); make's -jN, OMP_NUM_THREADS, and whether any of those stages ran under -jN>1
 #   F.cq.json  the run record of `cq --resume` (configuration, models, records read and written)
+#   F.log      the full command of each attempt and everything it wrote on stderr (the terminal shows one short
+#              line per cell and those lines shortened: bench/grid.py)
 # A stage writes F.part through `--resume F.part`, then renames it: a killed `make compare`
 # continues each stage after the last record it wrote. A resumed stage's stage_s sums its attempts,
 # each counted up to the last record it wrote (the batch in flight at the kill is lost, not counted).
@@ -382,7 +384,7 @@ $(foreach v,$(REFUEL),$(EXP)/ambignq.refuel.$(v).jsonl): $(EXP)/ambignq.refuel.%
 	$(call stage,$(CQ) disambiguate --method qd $(LLM))
 # REFUEL without round trip or verification runs the qd cell's two commands: a copy, not a rerun.
 $(EXP)/ambignq.refuel.plain.jsonl: $(EXP)/ambignq.qd.jsonl
-	cp $<.cmd $@.cmd && cp $<.wall $@.wall && cp $< $@
+	@echo 'copy  $(notdir $@) (= $(notdir $<))' && cp $<.cmd $@.cmd && cp $<.wall $@.wall && cp $< $@
 $(S)/ambignq.%.ambigqa.json: $(EXP)/ambignq.%.jsonl
 	$(call score,ambigqa)
 
@@ -565,12 +567,13 @@ pairs: $(PAIRS)
 # The report from the score files present: `make compare` writes it at the end; `make report
 # PARTIAL='why'` writes it from the cells finished so far and says so (make compare resumes the rest).
 define report
-	$(BIN)/python bench/report.py results --scores $(S) --pairs $(P) --out $(RESULTS) \
+	@echo 'report  $(RESULTS)'
+	@$(BIN)/python bench/report.py results --scores $(S) --pairs $(P) --out $(RESULTS) \
 	  --command 'make compare $(if $(N_ALL),N_ALL=$(N_ALL) )N_MODEL=$(N_MODEL) N_ASQA=$(N_ASQA) N_TOC=$(N_TOC)$(if $(N_DEEP), N_DEEP=$(N_DEEP))' \
 	  --tiers "$$(wc -l < $(EXP)/ambignq.jsonl),$$(cat $(EXP)/ambignq.m.jsonl 2>/dev/null | wc -l),$$(cat $(EXP)/asqa.jsonl 2>/dev/null | wc -l),$$(cat $(EXP)/asqa.t.jsonl 2>/dev/null | wc -l),$$(cat $(RR_DEEP) 2>/dev/null | wc -l)" \
 	  --models 'LLM $(MODEL_LLM); extractive reader $(MODEL_READER); reranker $(MODEL_RERANK); detector $(MODEL_DETECT) (--passages $(DETECT_PASSAGES))' \
 	  --device $(DEVICE) --index-wall $(INDEX).wall $(if $(PARTIAL),--partial '$(PARTIAL)')
-	$(BIN)/python bench/figures.py --scores $(S) --pairs $(P) --out $(dir $(RESULTS))figures
+	@$(BIN)/python bench/figures.py --scores $(S) --pairs $(P) --out $(dir $(RESULTS))figures
 endef
 
 compare: exp-askcq exp-ambigqa exp-refuel exp-clam exp-toc pairs
