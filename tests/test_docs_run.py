@@ -400,9 +400,10 @@ def test_make_compare_n5_is_a_smoke_run_that_trains_nothing_and_builds_no_dense_
     assert "bench/report.py results" in plan and "N_MODEL=5" in plan
     # the cells that read the deep pool (the presets' 1,024-token prompts, REFUEL's loop) and ToC's loop on one
     # question: on five they took most of the smoke run
-    deep = [line for line in plan.splitlines() if line.startswith("CQ_GEN_CACHE=") and "< " in line
-            and "/ambignq.m.rr.deep" in line.split("< ")[-1]]
-    assert len(deep) == 3 and all(line.endswith("ambignq.m.rr.deep.first1.jsonl") for line in deep), deep
+    # (each cell's command runs through bench/grid.py: `grid.py run OUT -- 'CQ_GEN_CACHE=... cq ... < INPUT'`)
+    commands = [line.split(" -- ", 1)[-1].strip("'") for line in plan.splitlines() if "bench/grid.py run " in line]
+    deep = [c for c in commands if c.startswith("CQ_GEN_CACHE=") and "< " in c and "/ambignq.m.rr.deep" in c.split("< ")[-1]]
+    assert len(deep) == 3 and all(c.endswith("ambignq.m.rr.deep.first1.jsonl") for c in deep), deep
     assert any("answer --preset refuel" in line for line in deep) and "toc_1-deep_1/" in plan
     full = _dry_run("compare", f"WORK={tmp_path}/w", f"CQ_MODELS={tmp_path}/models")
     assert "--dense" in full and "--method hybrid" in full and not TRAINS.search(full)
