@@ -30,12 +30,15 @@ def _click_type(decls):
     return click.STRING
 
 
+def _shown_default(o) -> str:
+    """An option's default as --help shows it ("" for none or False)."""
+    return "" if o.default is None or o.default is False else f"{o.default:g}" if isinstance(o.default, float) \
+        else str(o.default)
+
+
 def _method_help(pairs) -> str:
     """``method: help [default]`` per method; one help text with each method's default when they share it."""
-    def default(o):
-        return "" if o.default is None or o.default is False else f"{o.default:g}" if isinstance(o.default, float) \
-            else str(o.default)
-
+    default = _shown_default
     helps = [o.help for _, o in pairs if o.help]
     if len(set(helps)) <= 1:  # one meaning (a method that declares no help shares it)
         defaults = ", ".join(f"{m} {default(o)}" for m, o in pairs if default(o))
@@ -181,8 +184,8 @@ def backend_flags() -> list:
     for method in BACKENDS.methods():
         for opt in method.options:
             if opt.flag:
-                default = "" if opt.default is None else f" [default: {opt.default:g}]" if isinstance(
-                    opt.default, float) else f" [default: {opt.default}]"
+                shown = _shown_default(opt)
+                default = f" [default: {shown}]" if shown else ""
                 flags.append(click.option(opt.flag, f"backend_{opt.name}", type=_click_type([opt]), default=None,
                                           expose_value=False, callback=_backend_setting(opt.name),
                                           help=f"{opt.help}{default}" + (f" Env: {opt.env}." if opt.env else "")))
