@@ -50,3 +50,13 @@ def test_readme_reproduce_a_paper_section_is_current():
     current = (ROOT / "README.md").read_text()
     assert current == with_presets_section(current), "README.md's presets section is stale: run `make docs`"
     assert all(f"--preset {name}" in current for name in presets.names())
+
+
+def test_the_architecture_page_names_every_plugin_hook():
+    """docs/architecture.md's "to add" table has a row per hook a plugin (and cq's built-ins) can implement."""
+    from cqtools.plugins import Hooks
+
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    hooks = [name for name in vars(Hooks) if name.startswith("register_")]
+    assert len(hooks) >= 13 and [h for h in hooks if f"`{h}`" not in text] == []
+
