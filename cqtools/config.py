@@ -4,15 +4,15 @@ Every setting that says *how* models are loaded and called (device, dtype, hub r
 quantization, remote code, input limits, padded batches, caches) lives in :class:`RunConfig`; a
 model backend's own settings (the openai backend's server and pace) are its options, declared on the
 backend, whose flags' values ride in ``backend_settings`` (cqtools/models/backend_options.py). The CLI builds it once per command (flags win over environment variables) and
-passes it to ``Registry.build`` and the model loaders; Python callers pass their own or get
-:func:`current` (the last one activated, else one from the environment). This module is the only
+passes it to ``Registry.build``, which passes it to the method's factory, which passes it to the model loaders
+(a model keeps the configuration it was built under); Python callers pass their own or get :func:`current`
+(the last one activated, else one from the environment), read only at those edges (tests/test_explicit_config.py). This module is the only
 one that reads cq's environment variables: :data:`ENV` lists them all (docs/config.md is generated
 from it), and the run record of ``--resume`` holds the whole configuration, so a resume under
 another ``CQ_PADDED_BATCHES`` (or any other field that can change a record) is refused.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 from dataclasses import dataclass, field, fields
@@ -220,19 +220,6 @@ def activate(config: RunConfig) -> RunConfig:
     global _CURRENT
     _CURRENT = config
     return config
-
-
-@contextlib.contextmanager
-def using(config: RunConfig):
-    """``config`` is the current configuration inside the block (a stage's ``build`` under a given
-    configuration: the loaders it calls read this one), the previous one after it."""
-    global _CURRENT
-    saved = _CURRENT
-    _CURRENT = config
-    try:
-        yield config
-    finally:
-        _CURRENT = saved
 
 
 def reset() -> None:

@@ -102,7 +102,7 @@ class Hooks:
     @hookspec
     def register_weight_formats(self, register):
         """Add local weight formats (cqtools/models/formats.py): factories ``(resolved, role, device, dtype,
-        kind)`` loading a model as ``role``, with ``factory.detect(path)`` and ``factory.needs``."""
+        kind, config)`` loading a model as ``role`` under the run configuration ``config``, with ``factory.detect(path)`` and ``factory.needs``."""
 
     @hookspec
     def register_formats(self, register):

@@ -252,7 +252,7 @@ def test_build_uses_the_registered_generative_reader_and_passes_batch_size_per_c
     from cqtools.stages import answer
 
     gen = FakeGenerator({"Who?": "Alpha"}, batch_size=16)
-    monkeypatch.setattr(models, "load_generator", lambda name, device="auto", dtype="auto", kind="auto": gen)
+    monkeypatch.setattr(models, "load_generator", lambda name, device="auto", dtype="auto", kind="auto", config=None: gen)
     assert "generative" in READERS.names()
     reader = READERS.build("generative", model="m", n_passages=2, batch_size=4)
     assert isinstance(reader, ReaderProtocol) and isinstance(reader, AnswerVerifier)

@@ -15,7 +15,7 @@ class LoggingClassifier:
 
     pairs: list = []
 
-    def __init__(self, path, device="cpu"):
+    def __init__(self, path, config, device="cpu"):
         self.max_length = 512
 
     def predict(self, pairs, batch_size=32):

@@ -6,7 +6,6 @@ import os
 import pytest
 import torch
 
-from cqtools.config import reset
 from cqtools.models import compact
 
 
@@ -21,15 +20,14 @@ def compact_dir(tiny_classifier, tmp_path):
 def test_the_second_load_reads_the_float32_copy_and_gives_the_same_model(compact_dir, tmp_path, monkeypatch):
     from transformers import AutoModelForSequenceClassification as Auto
 
-    monkeypatch.setenv("CQ_CACHE", str(tmp_path / "cache"))
-    reset()
-    copy = compact.float_copy_path(compact_dir)
+    cache = str(tmp_path / "cache")
+    copy = compact.float_copy_path(compact_dir, cache)
     assert os.path.dirname(copy) == str(tmp_path / "cache" / "compact") and not os.path.exists(copy)
-    first = compact.load_model(compact_dir, Auto).eval()
+    first = compact.load_model(compact_dir, Auto, cache).eval()
     assert sorted(os.listdir(copy)) == ["config.json", "model.safetensors"]
     built = []
     monkeypatch.setattr(Auto, "from_config", lambda *a, **k: built.append(a) or pytest.fail("rebuilt, not read"))
-    second = compact.load_model(compact_dir, Auto).eval()
+    second = compact.load_model(compact_dir, Auto, cache).eval()
     assert not built
     one, two = first.state_dict(), second.state_dict()
     assert one.keys() == two.keys() and all(torch.equal(one[k], two[k]) for k in one)
@@ -39,7 +37,7 @@ def test_the_second_load_reads_the_float32_copy_and_gives_the_same_model(compact
         assert torch.equal(first(input_ids=ids).logits, second(input_ids=ids).logits)
     # the copy is named by the weights' recorded sha256 and the config's bytes, not by times or paths
     os.utime(os.path.join(compact_dir, "config.json"))
-    assert compact.float_copy_path(compact_dir) == copy  # named by content, not by time
+    assert compact.float_copy_path(compact_dir, cache) == copy  # named by content, not by time
 
 
 def test_an_unwritable_cache_still_loads(compact_dir, tmp_path, monkeypatch):
@@ -47,7 +45,5 @@ def test_an_unwritable_cache_still_loads(compact_dir, tmp_path, monkeypatch):
 
     blocked = tmp_path / "blocked"
     blocked.write_text("a file where the cache folder would be")
-    monkeypatch.setenv("CQ_CACHE", str(blocked))
-    reset()
-    model = compact.load_model(compact_dir, Auto)
+    model = compact.load_model(compact_dir, Auto, str(blocked))
     assert model is not None and blocked.is_file()

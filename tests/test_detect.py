@@ -113,7 +113,7 @@ def test_llm_on_fixtures(runner, monkeypatch, questions, questions_text, thresho
         return {" True": true, " False": false}[continuation]
 
     fake = FakeGenerator("", logp, name="fake-clam")
-    monkeypatch.setattr(backends, "load_generator", lambda name, device="auto", dtype="auto", kind="auto": fake)
+    monkeypatch.setattr(backends, "load_generator", lambda name, device="auto", dtype="auto", kind="auto", config=None: fake)
     args = ["--method", "llm", "--model", "m", "--batch-size", "4"] + (["--threshold", threshold] if threshold else [])
     result = detect(runner, questions_text, *args)
     assert result.exit_code == 0, result.stderr

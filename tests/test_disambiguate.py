@@ -44,14 +44,14 @@ def fakes(monkeypatch):
     gen = scripted_lm()
     made = {"generator": gen, "cross_encoder": 0, "encoder": 0}
 
-    def load_generator(name, device="auto", dtype="auto", kind="auto"):
+    def load_generator(name, device="auto", dtype="auto", kind="auto", config=None):
         return made["generator"]
 
-    def load_cross_encoder(name, device="auto"):
+    def load_cross_encoder(name, device="auto", config=None):
         made["cross_encoder"] += 1
         return FakeCrossEncoder(shared_words)
 
-    def load_encoder(name, device="auto"):
+    def load_encoder(name, device="auto", config=None):
         made["encoder"] += 1
         return FakeEncoder()
 

@@ -105,7 +105,7 @@ def test_option_misuse_is_a_usage_error(runner, questions_text):
 def fake_model(monkeypatch, fake):
     from cqtools.models import backends
 
-    monkeypatch.setattr(backends, "load_generator", lambda name, device="auto", dtype="auto", kind="auto": fake)
+    monkeypatch.setattr(backends, "load_generator", lambda name, device="auto", dtype="auto", kind="auto", config=None: fake)
     return fake
 
 

@@ -33,7 +33,7 @@ class WordTokenizer:
 def fake_model(monkeypatch, fake):
     from cqtools.models import backends
 
-    monkeypatch.setattr(backends, "load_generator", lambda name, device="auto", dtype="auto", kind="auto": fake)
+    monkeypatch.setattr(backends, "load_generator", lambda name, device="auto", dtype="auto", kind="auto", config=None: fake)
     return fake
 
 

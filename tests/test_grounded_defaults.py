@@ -14,7 +14,7 @@ def chat_options(monkeypatch):
 
     seen = []
 
-    def session(opts, status=None):
+    def session(opts, status=None, config=None):
         seen.append(opts)
         raise EOFError  # as if the person pressed Ctrl-D before the first question
 

@@ -339,9 +339,9 @@ def test_builtins_register_only_through_the_plugin_hooks():
     assert all(Path(ROOT, *name.split(".")).with_suffix(".py").exists() for name in DEFAULT_PLUGINS)
 
 
-def test_a_configuration_given_to_build_is_the_one_the_loaders_read(monkeypatch):
-    """build(method, config) loads under ``config`` (not the process's current one), and leaves the
-    current one as it was; each model keeps the input cap it was built with."""
+def test_a_configuration_given_to_build_is_passed_to_the_loaders_not_made_ambient(monkeypatch):
+    """build(method, config) hands ``config`` to the loader it calls; the process's current configuration is
+    never switched to it (no side channel: the loader sees the ambient one unchanged)."""
     from cqtools import config as cfg
     from cqtools.models import backends
     from cqtools.stages import detect
@@ -350,15 +350,30 @@ def test_a_configuration_given_to_build_is_the_one_the_loaders_read(monkeypatch)
 
     seen = []
 
-    def fake_load(name, device="auto", dtype="auto", kind="auto"):
-        seen.append((device, cfg.current().trust_remote_code, cfg.current().max_input_tokens))
+    def fake_load(name, device="auto", dtype="auto", kind="auto", config=None):
+        seen.append((device, config.trust_remote_code, config.max_input_tokens, cfg.current().max_input_tokens))
         return FakeGenerator("x")
 
     monkeypatch.setattr(backends, "load_generator", fake_load)
     cfg.reset()
     detect.build("llm", cfg.RunConfig(device="cpu", trust_remote_code=True, max_input_tokens=64), model="m")
-    assert seen == [("cpu", True, 64)]
-    assert cfg.current().trust_remote_code is False and cfg.current().max_input_tokens is None
+    assert seen == [("cpu", True, 64, None)]
+
+
+def test_a_model_keeps_the_configuration_it_was_loaded_under(tiny_causal):
+    """A loader given a configuration builds the model under it, whatever the process's is: the input cap,
+    batching and the generator's info come from the given one (they came from the ambient one before)."""
+    from cqtools import config as cfg
+    from cqtools.models import load_generator
+
+    cfg.reset()
+    given = cfg.RunConfig(max_input_tokens=24, padded_batches=True, model_batch_size=3)
+    gen = load_generator(tiny_causal, "cpu", config=given)
+    assert (gen.input_cap, gen.padded, gen.batch_size, gen.run) == (24, True, 3, given)
+    assert gen.info["max_input_tokens"] == 24 and gen.info["batching"] == "padded"
+    assert cfg.current().max_input_tokens is None
+    plain = load_generator(tiny_causal, "cpu")
+    assert plain is not gen and plain.input_cap is None and not plain.padded
 
 
 def test_a_flag_several_methods_declare_keeps_its_type_when_their_bounds_differ():

@@ -11,6 +11,7 @@ import pytest
 
 from cqtools.cli import cli
 from cqtools.errors import ResourceError
+from cqtools.config import RunConfig
 from cqtools.models import runtime
 from cqtools.models.resolve import ResolvedModel, allow_patterns
 
@@ -73,9 +74,9 @@ def _generators(path: str, monkeypatch, device: str = "cpu", dtype: str = "float
 
     resolved = ResolvedModel(path, path, "local", "hf")
     monkeypatch.delenv("CQ_PADDED_BATCHES", raising=False)
-    alone = LocalGenerator(resolved, device, dtype)
+    alone = LocalGenerator(resolved, RunConfig.from_env(), device, dtype)
     monkeypatch.setenv("CQ_PADDED_BATCHES", "1")
-    padded = LocalGenerator(resolved, device, dtype)
+    padded = LocalGenerator(resolved, RunConfig.from_env(), device, dtype)
     monkeypatch.delenv("CQ_PADDED_BATCHES")
     assert not alone.padded and padded.padded
     return alone, padded
@@ -224,10 +225,10 @@ def test_device_map_only_when_one_gpu_is_too_small():
 
 
 def test_load_kwargs_on_cpu(tiny_causal):
-    kwargs, move = runtime.load_kwargs(tiny_causal, "cpu", torch.float32)
+    kwargs, move = runtime.load_kwargs(tiny_causal, "cpu", torch.float32, RunConfig())
     assert kwargs == {"dtype": torch.float32} and move
-    runtime.set_load_options(trust_remote_code=True)
-    assert runtime.load_kwargs(tiny_causal, "cpu")[0] == {"trust_remote_code": True}
+    assert runtime.load_kwargs(tiny_causal, "cpu", None, RunConfig(trust_remote_code=True))[0] == \
+        {"trust_remote_code": True}
     assert runtime.weights_bytes(tiny_causal) > 0
 
 
@@ -260,8 +261,7 @@ def test_quantize_needs_a_cuda_device(monkeypatch):
 def test_quantized_generator_on_gpu(tiny_causal):
     from cqtools.models.generator import LocalGenerator
 
-    runtime.set_load_options(quantize="8bit")
-    gen = LocalGenerator(ResolvedModel(tiny_causal, tiny_causal, "local", "hf"), "cuda")
+    gen = LocalGenerator(ResolvedModel(tiny_causal, tiny_causal, "local", "hf"), RunConfig(quantize="8bit"), "cuda")
     assert gen.info["quantize"] == "8bit" and gen.generate(["hi"], max_new_tokens=2, chat=False)
 
 
@@ -368,8 +368,7 @@ def test_hub_download_passes_revision_and_patterns(monkeypatch, tmp_path):
     monkeypatch.setattr(resolve_mod, "_hub_resolves", lambda: True)  # the faked hub's host "resolves"
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("CQ_OFFLINE", raising=False)
-    runtime.set_load_options(revision="v1.0")
-    model = resolve_mod.resolve("some-org/some-model", announce=False)
+    model = resolve_mod.resolve("some-org/some-model", announce=False, config=RunConfig(revision="v1.0"))
     assert model.source == "hub" and model.revision == "v1.0" and "@v1.0" in model.describe()
     assert calls[0] == ("some-org/some-model", "v1.0", True, None)
     assert calls[1] == ("some-org/some-model", "v1.0", False, allow_patterns(ST_REPO))
@@ -509,7 +508,7 @@ def test_generation_cache_gives_the_same_text_and_misses_what_it_must(tiny_causa
     prompts = PROMPTS + [PROMPTS[0]]
     monkeypatch.delenv("CQ_PADDED_BATCHES", raising=False)
     monkeypatch.delenv("CQ_GEN_CACHE", raising=False)
-    plain = LocalGenerator(resolved, "cpu", "float32")
+    plain = LocalGenerator(resolved, RunConfig.from_env(), "cpu", "float32")
     assert plain.cache is None
     expected = plain.generate(prompts, max_new_tokens=6, chat=False, stop=["[SEP]", "."])
 
@@ -521,11 +520,11 @@ def test_generation_cache_gives_the_same_text_and_misses_what_it_must(tiny_causa
         gen.model.generate = lambda *a, **k: calls.append(1) or original(*a, **k)
         return calls
 
-    first = LocalGenerator(resolved, "cpu", "float32")
+    first = LocalGenerator(resolved, RunConfig.from_env(), "cpu", "float32")
     calls = counted(first)
     assert first.generate(prompts, max_new_tokens=6, chat=False, stop=["[SEP]", "."]) == expected
     assert len(calls) == len(PROMPTS)  # the repeated prompt ran once
-    second = LocalGenerator(resolved, "cpu", "float32")  # another process, in effect
+    second = LocalGenerator(resolved, RunConfig.from_env(), "cpu", "float32")  # another process, in effect
     calls = counted(second)
     assert second.generate(prompts, max_new_tokens=6, chat=False, stop=[".", "[SEP]"]) == expected
     assert calls == [], "every prompt read from the cache"
@@ -538,13 +537,13 @@ def test_generation_cache_gives_the_same_text_and_misses_what_it_must(tiny_causa
     weights = next(f for f in os.listdir(model) if f.endswith(".safetensors"))
     stat = os.stat(os.path.join(model, weights))
     os.utime(os.path.join(model, weights), ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
-    retrained = LocalGenerator(resolved, "cpu", "float32")
+    retrained = LocalGenerator(resolved, RunConfig.from_env(), "cpu", "float32")
     calls = counted(retrained)
     retrained.generate(prompts[:2], max_new_tokens=6, chat=False, stop=["[SEP]", "."])
     assert len(calls) == 2, "a model whose weights changed misses"
 
     monkeypatch.setenv("CQ_PADDED_BATCHES", "1")
-    assert LocalGenerator(resolved, "cpu", "float32").cache is None, "padded batches are never cached"
+    assert LocalGenerator(resolved, RunConfig.from_env(), "cpu", "float32").cache is None, "padded batches are never cached"
 
 
 def test_generation_cache_errors_are_one_line_and_counts_reach_make(tiny_causal, tmp_path, monkeypatch):
@@ -560,15 +559,16 @@ def test_generation_cache_errors_are_one_line_and_counts_reach_make(tiny_causal,
     for bad in (tmp_path, corrupt):  # a directory; a file that is no SQLite database
         monkeypatch.setenv("CQ_GEN_CACHE", str(bad))
         with pytest.raises(ResourceError, match="CQ_GEN_CACHE=.*cannot use it as a generation cache"):
-            LocalGenerator(resolved, "cpu", "float32")
+            LocalGenerator(resolved, RunConfig.from_env(), "cpu", "float32")
 
     monkeypatch.setattr(gencache, "_STATS", {})
+    monkeypatch.setattr(gencache, "_REPORTS", set())
     monkeypatch.setenv("CQ_GEN_CACHE", str(tmp_path / "ok.sqlite"))
-    gen = LocalGenerator(resolved, "cpu", "float32")
-    gen.generate(["hi", "hi", "who is"], max_new_tokens=3, chat=False)
-    gen.generate(["hi"], max_new_tokens=3, chat=False)
     report = tmp_path / "stage.gencache"
     monkeypatch.setenv("CQ_GEN_CACHE_REPORT", str(report))
+    gen = LocalGenerator(resolved, RunConfig.from_env(), "cpu", "float32")  # the report file of its configuration
+    gen.generate(["hi", "hi", "who is"], max_new_tokens=3, chat=False)
+    gen.generate(["hi"], max_new_tokens=3, chat=False)
     gencache._report()
     gencache._report()  # a resumed stage's second attempt adds to the first's counts
     assert json.loads(report.read_text()) == {"hits": 2, "added": 4}
@@ -579,11 +579,9 @@ def test_a_gguf_file_is_converted_once_for_every_clone_that_holds_it(tmp_path, m
     holding the same GGUF share one copy; another file gets its own."""
     import os
 
-    from cqtools.config import reset
     from cqtools.models.gguf import converted_path
 
-    monkeypatch.setenv("CQ_CACHE", str(tmp_path / "cache"))
-    reset()
+    cache = str(tmp_path / "cache")
     data = os.urandom(3 << 20)
     paths = []
     for n, venv in enumerate(("venv-a", "venv-b")):
@@ -592,13 +590,12 @@ def test_a_gguf_file_is_converted_once_for_every_clone_that_holds_it(tmp_path, m
         path.write_bytes(data)
         os.utime(path, (1_000_000 + n, 1_000_000 + n))
         paths.append(str(path))
-    assert converted_path(paths[0]) == converted_path(paths[1])
-    assert converted_path(paths[0]).startswith(str(tmp_path / "cache" / "gguf" / "model-"))
+    assert converted_path(paths[0], cache) == converted_path(paths[1], cache)
+    assert converted_path(paths[0], cache).startswith(str(tmp_path / "cache" / "gguf" / "model-"))
     other = tmp_path / "venv-c" / "model.gguf"
     other.parent.mkdir()
     other.write_bytes(data[:-1] + b"x")
-    assert converted_path(str(other)) != converted_path(paths[0])
-    reset()
+    assert converted_path(str(other), cache) != converted_path(paths[0], cache)
 
 
 def test_the_gguf_conversion_draws_no_bar_under_quiet():

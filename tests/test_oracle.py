@@ -118,7 +118,7 @@ def test_oracle_reads_only_the_gold_dq_and_the_cq(runner, with_cqs, monkeypatch,
 
     lms = []
 
-    def load_generator(name, device="auto", dtype="auto", kind="auto"):
+    def load_generator(name, device="auto", dtype="auto", kind="auto", config=None):
         lms.append(meaning_lm())
         return lms[-1]
 

@@ -170,7 +170,7 @@ def test_registered_detectors_cq_methods_and_readers(monkeypatch):
 
     fake = FakeGenerator("x")
     for module in (models, backends):
-        monkeypatch.setattr(module, "load_generator", lambda name, device="auto", dtype="auto", kind="auto": fake)
+        monkeypatch.setattr(module, "load_generator", lambda name, device="auto", dtype="auto", kind="auto", config=None: fake)
     def model_if_taken(registry, name):  # a method that declares no model option refuses one
         return {"model": "m"} if registry.get(name).option("model") else {}
 

@@ -6,6 +6,8 @@ import os
 import orjson
 import pytest
 
+from cqtools.config import RunConfig
+
 from cqtools.cli import cli
 from cqtools.metrics.normalize import normalize_answer
 from cqtools.stages.answer.extractive import ExtractiveOptions, ExtractiveReader, context_of, load_extractive
@@ -211,7 +213,7 @@ def test_training_lowers_the_loss_and_writes_a_report(trained):
 
 def test_reader_returns_passage_substrings_and_the_trained_settings(trained):
     out, _ = trained
-    reader = load_extractive(out, "cpu", n_passages=2)
+    reader = load_extractive(out, RunConfig(device="cpu"), n_passages=2)
     assert reader.options.max_length == 64  # from cq_train.json
     found = reader.read([r["question"] for r in RECORDS], [r["passages"] for r in RECORDS])
     assert len(found) == len(RECORDS)
@@ -224,7 +226,7 @@ def test_reader_returns_passage_substrings_and_the_trained_settings(trained):
 
 def test_multi_returns_distinct_answers_above_the_threshold(trained):
     out, _ = trained
-    base = load_extractive(out, "cpu")
+    base = load_extractive(out, RunConfig(device="cpu"))
     every = ExtractiveReader(base.tokenizer, base.model, base.info,
                              ExtractiveOptions(n_passages=2, max_length=64, multi_threshold=-1e9, max_answers=4,
                                                order="score"))
@@ -296,21 +298,21 @@ def test_auto_reader_follows_the_model(trained, tiny_causal, tmp_path, monkeypat
     out, _ = trained
     monkeypatch.setenv("CQ_MODELS", str(tmp_path))
     monkeypatch.setattr(roles, "SHIPPED_DIR", str(tmp_path / "none-shipped"))  # tests/test_shipped.py: the shipped one
-    assert installed_reader() is None and role("reader").model() == DEFAULT_READER
-    assert choose_reader("auto", None) == ("generative", None)
+    assert installed_reader(RunConfig.from_env()) is None and role("reader").model(RunConfig.from_env()) == DEFAULT_READER
+    assert choose_reader("auto", None, RunConfig.from_env()) == ("generative", None)
     with pytest.raises(ResourceError, match=r"\$CQ_MODELS/reader"):
-        choose_reader("extractive", None)
+        choose_reader("extractive", None, RunConfig.from_env())
     os.symlink(out, tmp_path / "reader")
     installed = str(tmp_path / "reader")
-    assert installed_reader() == installed and role("reader").model() == installed
-    assert choose_reader("auto", None) == ("extractive", installed)
-    assert choose_reader("extractive", None) == ("extractive", installed)
-    assert choose_reader("auto", None, generator_only=True) == ("generative", None)
-    assert choose_reader("generative", None) == ("generative", None)
-    assert choose_reader("auto", tiny_causal) == ("generative", tiny_causal)
-    assert choose_reader("auto", out) == ("extractive", out)
+    assert installed_reader(RunConfig.from_env()) == installed and role("reader").model(RunConfig.from_env()) == installed
+    assert choose_reader("auto", None, RunConfig.from_env()) == ("extractive", installed)
+    assert choose_reader("extractive", None, RunConfig.from_env()) == ("extractive", installed)
+    assert choose_reader("auto", None, RunConfig.from_env(), generator_only=True) == ("generative", None)
+    assert choose_reader("generative", None, RunConfig.from_env()) == ("generative", None)
+    assert choose_reader("auto", tiny_causal, RunConfig.from_env()) == ("generative", tiny_causal)
+    assert choose_reader("auto", out, RunConfig.from_env()) == ("extractive", out)
     monkeypatch.setenv("CQ_MODEL_READER", tiny_causal)  # the role's variable still wins in `cq models`
-    assert role("reader").model() == tiny_causal
+    assert role("reader").model(RunConfig.from_env()) == tiny_causal
 
 
 def test_cq_answer_defaults_to_the_installed_reader(runner, trained, tmp_path, monkeypatch):

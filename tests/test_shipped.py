@@ -5,6 +5,8 @@ import os
 
 import pytest
 
+from cqtools.config import RunConfig
+
 from cqtools.cli import cli
 from cqtools.errors import ResourceError
 from cqtools.models import compact
@@ -29,22 +31,19 @@ def test_each_shipped_model_is_compact_small_and_has_a_card(name):
 
 
 def test_a_fresh_install_uses_the_shipped_classifier_and_reader(tmp_path, monkeypatch):
-    assert installed_classifier() == os.path.join(SHIPPED_DIR, "detect")
-    assert installed_reader() == os.path.join(SHIPPED_DIR, "reader")
-    assert role("classifier").model() == os.path.join(SHIPPED_DIR, "detect")
+    assert installed_classifier(RunConfig.from_env()) == os.path.join(SHIPPED_DIR, "detect")
+    assert installed_reader(RunConfig.from_env()) == os.path.join(SHIPPED_DIR, "reader")
+    assert role("classifier").model(RunConfig.from_env()) == os.path.join(SHIPPED_DIR, "detect")
     # a model trained here (CQ_MODELS) wins over the shipped one; a folder that is not a model is an error,
     # never silently passed over for the shipped one (issue 36, item 3)
     trained = tmp_path / "detect"
     trained.mkdir()
     (trained / "config.json").write_text(json.dumps({"architectures": ["BertForSequenceClassification"]}))
     monkeypatch.setenv("CQ_MODELS", str(tmp_path))
-    from cqtools.config import reset
-
-    reset()
-    assert installed_classifier() == str(trained)
+    assert installed_classifier(RunConfig.from_env()) == str(trained)
     (trained / "config.json").write_text(json.dumps({"architectures": ["BertForMaskedLM"]}))
     with pytest.raises(ResourceError, match="is not a `cq train detect` model"):
-        installed_classifier()
+        installed_classifier(RunConfig.from_env())
 
 
 def test_cq_detect_defaults_to_the_shipped_classifier_as_it_was_trained(runner, questions):

@@ -61,27 +61,28 @@ def _given(**options) -> dict:
 class Session:
     """The stages of a chat, built once: models loaded and the index opened when it starts.
 
-    ``status(label)`` is a context manager the stages run in (a spinner); the default does nothing."""
+    ``status(label)`` is a context manager the stages run in (a spinner); the default does nothing. ``config``:
+    the run configuration every stage's models load under (None: the process's), with ``opts``' device and dtype."""
 
-    def __init__(self, opts: ChatOptions, status: Callable[[str], contextlib.AbstractContextManager] | None = None):
+    def __init__(self, opts: ChatOptions, status: Callable[[str], contextlib.AbstractContextManager] | None = None,
+                 config=None):
+        from ..config import current
         from ..stages import answer, detect, gen_cq, rerank, retrieve
 
         if opts.gen_cq is None:
             opts = dataclasses.replace(opts, gen_cq=gen_cq.default_method(opts.gen_cq_model))
         self.opts = opts
         self.status = status or (lambda label: contextlib.nullcontext())
-        device = opts.device
+        config = (config if config is not None else current()).replace(device=opts.device, dtype=opts.dtype)
         with self.status("opening the index"):
-            self.retrieve = retrieve.build(opts.retrieve, index_dir=opts.index_dir, hits=opts.hits, device=device,
+            self.retrieve = retrieve.build(opts.retrieve, config, index_dir=opts.index_dir, hits=opts.hits,
                                            **opts.extra.get("retrieve", {}))
         with self.status("loading models"):
-            self.rerank = (rerank.build(**_given(model=opts.reranker), top=opts.rerank_top, device=device)
-                           if opts.rerank_top else None)
-            self.detect = detect.build(opts.detect, **_given(model=opts.detect_model, threshold=opts.threshold),
-                                       device=device, dtype=opts.dtype)
-            self.gen_cq = gen_cq.build(opts.gen_cq, opts.all_records, **_given(model=opts.gen_cq_model),
-                                       device=device, dtype=opts.dtype)
-            reader = dict(_given(model=opts.reader_model, reranker=opts.reranker), device=device, dtype=opts.dtype,
+            self.rerank = (rerank.build(**_given(model=opts.reranker), top=opts.rerank_top, device=opts.device,
+                                        config=config) if opts.rerank_top else None)
+            self.detect = detect.build(opts.detect, config, **_given(model=opts.detect_model, threshold=opts.threshold))
+            self.gen_cq = gen_cq.build(opts.gen_cq, opts.all_records, config, **_given(model=opts.gen_cq_model))
+            reader = dict(_given(model=opts.reader_model, reranker=opts.reranker), config=config,
                           n_passages=opts.n_passages, seed=opts.seed)
             self.answer_selected = answer.build("cq", opts.reader, selected=True, **reader)
             self.answer_all = answer.build("cq", opts.reader, **reader)

@@ -221,7 +221,9 @@ def cli(index_dir, retrieve_method, hits, rerank_top, reranker, detect_method, d
                             all_records=study, **models)
     log = chat.TurnLog(log_path)
     try:
-        session = chat.Session(opts, status=spinner)
+        from ..config import current
+
+        session = chat.Session(opts, status=spinner, config=current())  # the command's configuration
         if replay_path:
             chat.replay_loop(session, term, log, chat.replay_inputs(chat.read_log(replay_path)))
         elif study:

@@ -37,15 +37,17 @@ def cli(ctx, names, load, as_json, as_table, device, dtype):
     """
     if ctx.invoked_subcommand:
         return
+    from ..config import current
     from ..models.roles import ROLES, status
 
-    rows = [{"role": r.role, **status(r.model(), r.role, device, dtype), "used_by": r.used_by, "override": r.env,
-             "from_env": bool(env(r.env))} for r in ROLES] \
-        if not names else [{"role": "-", **status(n, "-", device, dtype)} for n in names]
+    config = current()  # the command's configuration, built from its flags
+    rows = [{"role": r.role, **status(r.model(config), config, r.role, device, dtype), "used_by": r.used_by,
+             "override": r.env, "from_env": bool(env(r.env))} for r in ROLES] \
+        if not names else [{"role": "-", **status(n, config, "-", device, dtype)} for n in names]
     if load:
         for row in rows:
             if row["usable"] and row["model"]:
-                _try_load(row, device, dtype)
+                _try_load(row, device, dtype, config)
     if not wants_table(as_json, as_table):
         for row in rows:
             click.echo(orjson.dumps(row).decode())
@@ -85,7 +87,7 @@ def export_command(name, out, overwrite):
     click.echo(orjson.dumps(export(name, out, overwrite)).decode())
 
 
-def _try_load(row: dict, device: str, dtype: str) -> None:
+def _try_load(row: dict, device: str, dtype: str, config) -> None:
     """Load the model for its role and run one tiny input; failures mark the row unusable."""
     from ..errors import CQError
     from ..models import load_cross_encoder, load_encoder, load_generator
@@ -94,20 +96,20 @@ def _try_load(row: dict, device: str, dtype: str) -> None:
     name, loader = row["model"], loader_of(row["role"], row["format"])
     try:
         if row["format"] == "api":
-            load_generator(name).generate(["Say yes."], max_new_tokens=2)
+            load_generator(name, config=config).generate(["Say yes."], max_new_tokens=2)
         elif loader == "encoder":
-            load_encoder(name, device).encode(["test"])
+            load_encoder(name, device, config).encode(["test"])
         elif loader == "cross-encoder":
-            load_cross_encoder(name, device).predict([("test", "test")])
+            load_cross_encoder(name, device, config).predict([("test", "test")])
         elif loader == "reader":
             from ..models.runtime import pick_device
             from ..score.reader import DisambigF1Reader
 
-            reader = DisambigF1Reader(name, pick_device(device), 1)
+            reader = DisambigF1Reader(name, pick_device(device), 1, config)
             if reader.answer(["Who?"], ["Ann did."]) is None:
                 raise ValueError(reader.error)
         else:
-            generator = load_generator(name, device, dtype)
+            generator = load_generator(name, device, dtype, config=config)
             generator.generate(["Say yes."], max_new_tokens=2)
             row.update(device=generator.info.get("device", row["device"]), dtype=generator.info.get("dtype"))
     except (CQError, OSError, ValueError, RuntimeError) as err:

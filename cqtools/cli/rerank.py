@@ -33,4 +33,5 @@ def cli(top, query_field, model, device, dtype, **kwargs):
     from ..stages import rerank
 
     spec = spec_from(kwargs, required=(query_field,), desc="rerank")
-    run_stream(rerank.build(model, top, query_field, current().model_batch_size, device), spec)
+    config = current()  # the command's configuration, built from its flags
+    run_stream(rerank.build(model, top, query_field, config.model_batch_size, device, config), spec)

@@ -31,16 +31,16 @@ class RequestError(CQError):
     set aside under ``--on-error skip``."""
 
 
-def route(name: str, api_base: bool = True) -> tuple[str, str] | None:
+def route(name: str, api_base: bool = True, config=None) -> tuple[str, str] | None:
     """(backend, model) when ``name`` goes to an API server (``openai:NAME``, or any name while
-    ``--api-base`` is set), else None (a local model)."""
+    ``--api-base`` is set in ``config``, default the process's), else None (a local model)."""
     prefix, sep, rest = name.partition(":")
     if sep and prefix in BACKENDS.names() and rest:
         return prefix, rest
     if api_base:
         from .backend_options import resolved
 
-        if resolved("openai").api_base:
+        if resolved("openai", config).api_base:
             return "openai", name
     return None
 
@@ -95,10 +95,9 @@ def public_url(url: str) -> str:
 # the response cache
 
 
-def response_cache_dir() -> str:
-    from .runtime import cache_dir
-
-    return os.path.join(cache_dir(), "api")
+def response_cache_dir(cache_root: str) -> str:
+    """The API responses' area of the cache folder ``cache_root`` (a run configuration's ``cache_root()``)."""
+    return os.path.join(cache_root, "api")
 
 
 def cache_key(base: str, endpoint: str, body: dict) -> str:
@@ -113,8 +112,8 @@ class ResponseCache:
     """One JSON file per response, written to a temporary name and renamed into place, so threads
     and processes sharing the directory never see half a file. ``CQ_API_CACHE=0`` turns it off."""
 
-    def __init__(self, root: str | None = None, enabled: bool = True):
-        self.root = root or response_cache_dir()
+    def __init__(self, root: str, enabled: bool = True):
+        self.root = root
         self.enabled = enabled
 
     def _path(self, key: str) -> str:

@@ -20,6 +20,10 @@ a model whose weights exceed one GPU is spread over all visible GPUs (``device_m
 download fetches only the files the model needs (:func:`allow_patterns`); ``--trust-remote-code``
 is opt-in.
 
+Configuration: every loader takes the run configuration (``config=``, a :class:`~cqtools.config.RunConfig`) it
+builds the model under, and the model keeps it; a Python caller who passes none gets the process's
+(:func:`cqtools.config.current`). Nothing below a loader reads the ambient configuration.
+
 Input limits: prompts longer than the model's context (or ``--max-input-tokens``) are cut in the
 middle, keeping their start (instructions, shots) and end (the question's cue), with a warning.
 """
@@ -29,6 +33,6 @@ from .encoders import (HFCrossEncoder, OnnxCrossEncoder, OnnxEncoder, SentenceEn
                        load_cross_encoder, load_encoder, load_transformers, onnx_providers)
 from .generator import LocalGenerator, load_generator  # noqa: F401
 from .resolve import allow_patterns  # noqa: F401
-from .runtime import (_LOADED, DEFAULT_CONTEXT, _cached, cache_dir, cut_middle,  # noqa: F401
-                      load_kwargs, max_input_tokens, padded_batches, pick_device, pick_dtype, quantization_config,
+from .runtime import (_LOADED, DEFAULT_CONTEXT, _cached, cut_middle,  # noqa: F401
+                      load_kwargs, pick_device, pick_dtype, quantization_config, remote_code,
                       set_load_options, set_max_input_tokens, set_seed, wants_device_map)

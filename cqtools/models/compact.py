@@ -75,28 +75,26 @@ def load_state(path: str) -> dict:
     return dequantize(load_file(file))
 
 
-def float_copy_path(path: str) -> str:
-    """Where the float32 copy of compact directory ``path`` lives in ``CQ_CACHE``: named by the compact
-    weights' sha256 (cq_compact.json, checked before every load) and its config, so every clone and venv
-    holding the same model shares one copy."""
+def float_copy_path(path: str, cache_root: str) -> str:
+    """Where the float32 copy of compact directory ``path`` lives in the cache folder ``cache_root``
+    (``CQ_CACHE``): named by the compact weights' sha256 (cq_compact.json, checked before every load) and its
+    config, so every clone and venv holding the same model shares one copy."""
     import hashlib
-
-    from .runtime import cache_dir
 
     with open(os.path.join(path, "cq_compact.json")) as fh:
         digest = hashlib.sha1(json.load(fh)["sha256"].encode())
     with open(os.path.join(path, "config.json"), "rb") as fh:
         digest.update(fh.read())
-    return os.path.join(cache_dir(), "compact", f"{os.path.basename(os.path.abspath(path))}-{digest.hexdigest()[:12]}")
+    return os.path.join(cache_root, "compact", f"{os.path.basename(os.path.abspath(path))}-{digest.hexdigest()[:12]}")
 
 
-def load_model(path: str, auto_class):
+def load_model(path: str, auto_class, cache_root: str):
     """``auto_class`` (e.g. ``AutoModelForQuestionAnswering``) built from ``path``'s config, its
     weights from the compact file. The float32 weights are written once into ``CQ_CACHE`` (compact/), and
     later loads read that copy: the same tensors (tests/test_shipped.py), without multiplying the rows back
     and building a randomly initialised model first (2-3 s of every cell's start on a busy 2-core machine,
     0.2-0.3 s from the copy; docs/benchmarks/smoke.md)."""
-    copy = float_copy_path(path)
+    copy = float_copy_path(path, cache_root)
     if os.path.isfile(os.path.join(copy, "model.safetensors")):
         return auto_class.from_pretrained(copy)
     from transformers import AutoConfig

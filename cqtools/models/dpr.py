@@ -36,8 +36,8 @@ def dpr_kind(resolved: ResolvedModel) -> str | None:
     return kinds[0]
 
 
-def is_dpr(name: str) -> bool:
-    return dpr_kind(resolve(name, announce=False)) is not None
+def is_dpr(name: str, config=None) -> bool:
+    return dpr_kind(resolve(name, announce=False, config=config)) is not None
 
 
 def question_encoder_for(ctx_name: str) -> str:
@@ -49,20 +49,23 @@ def question_encoder_for(ctx_name: str) -> str:
     return ctx_name.replace("ctx_encoder", "question_encoder")
 
 
-def load_dpr(name: str, device: str = "cpu", expect: str | None = None) -> "DPREncoder":
-    """A DPR encoder (cached per process like the model layer's other encoders)."""
+def load_dpr(name: str, device: str = "cpu", expect: str | None = None, config=None) -> "DPREncoder":
+    """A DPR encoder built under ``config`` (default: the process's; cached per process like the model layer's
+    other encoders)."""
+    from ..config import current
     from .backends import _cached, pick_device
 
+    config = config if config is not None else current()  # the loaders' edge
     dev = pick_device(device)
 
     def build():
-        resolved = resolve(name)
+        resolved = resolve(name, config=config)
         kind = dpr_kind(resolved)
         if kind is None:
             raise ResourceError(f"{name} is not a DPR encoder (its config.json has no model_type 'dpr')")
-        return DPREncoder(resolved, dev, kind)
+        return DPREncoder(resolved, config, dev, kind)
 
-    encoder = _cached(("dpr", name, dev), build)
+    encoder = _cached(("dpr", name, dev), build, config)
     if expect and encoder.kind != expect:
         raise ResourceError(f"{name} is a {encoder.kind}, but a {expect} is needed here")
     return encoder
@@ -73,12 +76,10 @@ class DPREncoder:
     vector never depends on its batch) unless ``CQ_PADDED_BATCHES=1``; padded batches pass the
     attention mask, as DPR's own code does."""
 
-    def __init__(self, resolved: ResolvedModel, device: str = "cpu", kind: str | None = None):
+    def __init__(self, resolved: ResolvedModel, config, device: str = "cpu", kind: str | None = None):
         import torch
         import transformers
         from transformers import AutoTokenizer
-
-        from .backends import padded_batches
 
         self.resolved, self.device = resolved, device
         self.kind = kind or dpr_kind(resolved)
@@ -86,7 +87,7 @@ class DPREncoder:
         self.tokenizer = AutoTokenizer.from_pretrained(resolved.path)
         self.max_length = PASSAGE_MAX_LENGTH if self.kind == CONTEXT else min(
             self.tokenizer.model_max_length, self.model.config.max_position_embeddings)
-        self.padded = padded_batches()
+        self.padded = config.padded_batches
         self._torch = torch
 
     def encode(self, texts, batch_size: int = 32, normalize_embeddings: bool = False, convert_to_numpy: bool = True,

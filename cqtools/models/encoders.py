@@ -7,8 +7,8 @@ import os
 
 from ..errors import ResourceError
 from .resolve import ResolvedModel, resolve
-from ..config import current
-from .runtime import _cached, _context_length, _groups, _limit, _warn_cut, max_input_tokens, padded_batches, pick_device
+from ..config import RunConfig, current
+from .runtime import _cached, _context_length, _groups, _limit, _warn_cut, pick_device, remote_code
 
 log = logging.getLogger("cqtools")
 
@@ -17,35 +17,41 @@ log = logging.getLogger("cqtools")
 # cross-encoders
 
 
-def _backend(name: str, role: str):
+def _backend(name: str, role: str, config: RunConfig):
     """The model a registered backend gives for ``BACKEND:NAME`` (None for a local model)."""
     from .api import route
 
-    api = route(name, api_base=False)  # --api-base routes language models only
+    api = route(name, api_base=False, config=config)  # --api-base routes language models only
     if api is None:
         return None
-    return build_backend(api[0], api[1], "auto", role)
+    return build_backend(api[0], api[1], "auto", role, config)
 
 
-def build_backend(prefix: str, model: str, kind: str, role: str, config=None):
-    """``prefix``'s backend for ``model`` as ``role``, with its options as this run sets them
+def build_backend(prefix: str, model: str, kind: str, role: str, config: RunConfig):
+    """``prefix``'s backend for ``model`` as ``role``, with its options as ``config`` sets them
     (cqtools/models/backend_options.py; checked against the backend's schema)."""
-    from ..config import current
     from ..registry import BACKENDS
 
     from .backend_options import backend_values
 
-    config = config or current()
     method = BACKENDS.get(prefix)
     return method.build(config, model=model, kind=kind, role=role, **backend_values(method, config))
 
 
 
 
-def load_cross_encoder(name: str, device: str = "auto"):
-    """A cross-encoder with ``predict(pairs, batch_size=32) -> list[float]`` (raw logits); a
-    ``BACKEND:NAME`` name goes to that registered backend."""
-    backend = _backend(name, "cross-encoder")
+def load_cross_encoder(name: str, device: str = "auto", config: RunConfig | None = None):
+    """A cross-encoder with ``predict(pairs, batch_size=32) -> list[float]`` (raw logits), built under
+    ``config`` (default: the process's, :func:`cqtools.config.current`); a ``BACKEND:NAME`` name goes to
+    that registered backend."""
+    return _load(name, "cross-encoder", device, config)
+
+
+def _load(name: str, role: str, device: str, config: RunConfig | None, dtype: str = "auto", kind: str = "auto"):
+    """``name`` as ``role`` under ``config``: a registered backend's model, else the local weights by their
+    format (cqtools/models/formats.py), loaded once per process."""
+    config = config if config is not None else current()  # the loaders' edge: a Python caller may pass none
+    backend = _backend(name, role, config) if role != "generator" else None
     if backend is not None:
         return backend
     dev = pick_device(device)
@@ -53,10 +59,10 @@ def load_cross_encoder(name: str, device: str = "auto"):
     def build():
         from ..registry import WEIGHT_FORMATS
 
-        resolved = resolve(name)  # loaded by its weight format (cqtools/models/formats.py)
-        return WEIGHT_FORMATS.get(resolved.fmt).factory(resolved, "cross-encoder", dev)
+        resolved = resolve(name, config=config)
+        return WEIGHT_FORMATS.get(resolved.fmt).factory(resolved, role, dev, dtype, kind, config)
 
-    return _cached(("cross", name, dev), build)
+    return _cached((role, name, dev, dtype, kind), build, config)
 
 
 def onnx_providers(device: str, available: list[str]) -> list[str]:
@@ -68,14 +74,13 @@ def onnx_providers(device: str, available: list[str]) -> list[str]:
     return ["CPUExecutionProvider"]
 
 
-def _onnx_session(path: str, device: str = "cpu"):
+def _onnx_session(path: str, config: RunConfig, device: str = "cpu"):
     import onnxruntime as ort
 
     options = ort.SessionOptions()
-    threads = current().ort_threads
-    if threads:
-        options.intra_op_num_threads = int(threads)
-    if not current().ort_spin:
+    if config.ort_threads:
+        options.intra_op_num_threads = int(config.ort_threads)
+    if not config.ort_spin:
         # Idle pool threads sleep instead of spinning: in a pipeline every stage is a process on the
         # same cores, and spinning threads then take the cores the working ones need.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
@@ -89,10 +94,6 @@ def _session_device(session) -> str:
     return "cuda" if "CUDAExecutionProvider" in session.get_providers() else "cpu"
 
 
-def _remote() -> dict:
-    return {"trust_remote_code": True} if current().trust_remote_code else {}
-
-
 class OnnxCrossEncoder:
     """A BERT-style cross-encoder exported to ONNX, run with plain onnxruntime.
 
@@ -103,10 +104,10 @@ class OnnxCrossEncoder:
 
     max_length = 512
 
-    def __init__(self, resolved: ResolvedModel, device: str = "cpu"):
+    def __init__(self, resolved: ResolvedModel, config: RunConfig, device: str = "cpu"):
         from tokenizers import Tokenizer
 
-        self.session = _onnx_session(os.path.join(resolved.path, "model.onnx"), device)
+        self.session = _onnx_session(os.path.join(resolved.path, "model.onnx"), config, device)
         path = os.path.join(resolved.path, "tokenizer.json")
         self.tokenizer = Tokenizer.from_file(path)
         self.tokenizer.no_padding()
@@ -117,8 +118,8 @@ class OnnxCrossEncoder:
         self._warned: dict = {}
         self.inputs = {i.name for i in self.session.get_inputs()}
         self.name = resolved.name
-        self.padded = padded_batches()
-        self.input_cap = max_input_tokens()  # --max-input-tokens of the configuration that built it
+        self.padded = config.padded_batches
+        self.input_cap = config.max_input_tokens  # --max-input-tokens of the configuration that built it
         self.info = {"model": resolved.name, "source": resolved.source, "device": _session_device(self.session),
                      "dtype": "int8-onnx",
                      "batching": "padded" if self.padded else "per-item"}
@@ -156,20 +157,20 @@ class HFCrossEncoder:
     """sentence-transformers' CrossEncoder returning raw logits (no sigmoid); one pair per forward
     pass unless ``CQ_PADDED_BATCHES=1``."""
 
-    def __init__(self, resolved: ResolvedModel, device: str):
+    def __init__(self, resolved: ResolvedModel, config: RunConfig, device: str):
         import torch
         from sentence_transformers import CrossEncoder
 
         try:
-            self.model = CrossEncoder(resolved.path, device=device, **_remote())
+            self.model = CrossEncoder(resolved.path, device=device, **remote_code(config))
         except (OSError, ValueError) as err:
             raise ResourceError(f"cannot load {resolved.name} as a cross-encoder: {str(err).splitlines()[0]}") from None
         self._identity = torch.nn.Identity()
         self._context = self.model.max_seq_length or _context_length(self.model.config, self.model.tokenizer)
         self._warned: dict = {}
         self.name = resolved.name
-        self.padded = padded_batches()
-        self.input_cap = max_input_tokens()  # --max-input-tokens of the configuration that built it
+        self.padded = config.padded_batches
+        self.input_cap = config.max_input_tokens  # --max-input-tokens of the configuration that built it
         self.info = {"model": resolved.name, "source": resolved.source, "device": device, "dtype": "float32",
                      "batching": "padded" if self.padded else "per-item"}
 
@@ -193,31 +194,20 @@ class HFCrossEncoder:
 # bi-encoders
 
 
-def load_encoder(name: str, device: str = "auto"):
-    """A bi-encoder with ``encode(texts, batch_size=.., normalize_embeddings=True) -> ndarray``; a
-    ``BACKEND:NAME`` name goes to that registered backend."""
-    backend = _backend(name, "encoder")
-    if backend is not None:
-        return backend
-    dev = pick_device(device)
-
-    def build():
-        from ..registry import WEIGHT_FORMATS
-
-        resolved = resolve(name)  # loaded by its weight format (cqtools/models/formats.py)
-        return WEIGHT_FORMATS.get(resolved.fmt).factory(resolved, "encoder", dev)
-
-    return _cached(("encoder", name, dev), build)
+def load_encoder(name: str, device: str = "auto", config: RunConfig | None = None):
+    """A bi-encoder with ``encode(texts, batch_size=.., normalize_embeddings=True) -> ndarray``, built under
+    ``config`` (default: the process's); a ``BACKEND:NAME`` name goes to that registered backend."""
+    return _load(name, "encoder", device, config)
 
 
 class SentenceEncoder:
     """A SentenceTransformer that encodes each text alone (no padding, so no batch dependence)
     unless ``CQ_PADDED_BATCHES=1``; everything else is the model's own."""
 
-    def __init__(self, model):
+    def __init__(self, model, config: RunConfig):
         self.model = model
-        self.padded = padded_batches()
-        self.input_cap = max_input_tokens()  # --max-input-tokens of the configuration that built it
+        self.padded = config.padded_batches
+        self.input_cap = config.max_input_tokens  # --max-input-tokens of the configuration that built it
 
     def encode(self, texts, batch_size: int = 32, **kwargs):
         return self.model.encode(texts, batch_size=batch_size if self.padded else 1, **kwargs)
@@ -231,18 +221,18 @@ class SentenceEncoder:
 class OnnxEncoder:
     """A BERT-style bi-encoder in ONNX (CLS or mean pooling), shaped like SentenceTransformer."""
 
-    def __init__(self, resolved: ResolvedModel, max_length: int = 512, device: str = "cpu"):
+    def __init__(self, resolved: ResolvedModel, config: RunConfig, max_length: int = 512, device: str = "cpu"):
         from tokenizers import Tokenizer
 
-        self.session = _onnx_session(os.path.join(resolved.path, "model.onnx"), device)
+        self.session = _onnx_session(os.path.join(resolved.path, "model.onnx"), config, device)
         self.device = _session_device(self.session)
         self.tokenizer = Tokenizer.from_file(os.path.join(resolved.path, "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length)
         self.tokenizer.enable_padding()
         self.inputs = {i.name for i in self.session.get_inputs()}
         self.pooling = resolved.files.get("pooling", "mean")
-        self.padded = padded_batches()
-        self.input_cap = max_input_tokens()  # --max-input-tokens of the configuration that built it
+        self.padded = config.padded_batches
+        self.input_cap = config.max_input_tokens  # --max-input-tokens of the configuration that built it
 
     def encode(self, texts, batch_size: int = 32, normalize_embeddings: bool = False, convert_to_numpy: bool = True,
                show_progress_bar: bool = False, **_):
@@ -280,12 +270,15 @@ class OnnxEncoder:
 # task heads (the detect classifier, the scorer's extractive QA reader)
 
 
-def load_transformers(path: str, auto_class: str, device: str = "auto", what: str = "a model", hint: str = ""):
+def load_transformers(path: str, auto_class: str, device: str = "auto", what: str = "a model", hint: str = "",
+                      config: RunConfig | None = None):
     """``(tokenizer, model)`` of a transformers model directory for ``auto_class`` (e.g.
-    ``AutoModelForSequenceClassification``), in eval mode on ``device``, loaded once per process
-    (a directory of cq's compact int8 weights, cqtools/models/compact.py, loads as float32);
-    a one-line error naming ``what`` (and ``hint``) when it cannot be loaded."""
+    ``AutoModelForSequenceClassification``), in eval mode on ``device``, loaded once per process under
+    ``config`` (default: the process's; a directory of cq's compact int8 weights, cqtools/models/compact.py,
+    loads as float32); a one-line error naming ``what`` (and ``hint``) when it cannot be loaded."""
+    config = config if config is not None else current()  # the loaders' edge
     dev = pick_device(device)
+    remote = remote_code(config)
 
     def build():
         import transformers
@@ -294,13 +287,13 @@ def load_transformers(path: str, auto_class: str, device: str = "auto", what: st
 
         checks.check_transformers_dir(path, what)  # a missing tokenizer or cut weights: one line, before loading
         try:
-            tokenizer = transformers.AutoTokenizer.from_pretrained(path, **_remote())
+            tokenizer = transformers.AutoTokenizer.from_pretrained(path, **remote)
             cls = getattr(transformers, auto_class)
-            model = (compact.load_model(path, cls) if compact.is_compact(path)
-                     else cls.from_pretrained(path, **_remote())).to(dev).eval()
+            model = (compact.load_model(path, cls, config.cache_root()) if compact.is_compact(path)
+                     else cls.from_pretrained(path, **remote)).to(dev).eval()
         except (OSError, ValueError) as err:
             raise ResourceError(f"cannot load {what} from {path}: {str(err).splitlines()[0]}"
                                 + (f"; {hint}" if hint else "")) from None
         return tokenizer, model
 
-    return _cached(("transformers", path, auto_class, dev), build)
+    return _cached(("transformers", path, auto_class, dev), build, config)

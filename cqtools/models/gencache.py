@@ -26,7 +26,6 @@ import logging
 import os
 import sqlite3
 
-from ..config import current
 from .runtime import WEIGHT_SUFFIXES
 
 log = logging.getLogger("cqtools")
@@ -37,6 +36,7 @@ _WEIGHTS = WEIGHT_SUFFIXES + (".json", ".model", ".txt", ".tiktoken", ".py")
 # the code that turns a prompt into text: a change to either file is another key
 _CODE = ("generator.py", "runtime.py")
 _STATS: dict[str, list[int]] = {}
+_REPORTS: set[str] = set()  # CQ_GEN_CACHE_REPORT files of the configurations that opened a cache
 
 
 def weights_fingerprint(path: str) -> list:
@@ -125,12 +125,14 @@ class GenerationCache:
         self.stats[1] += 1
 
 
-def open_cache(name: str, path: str, info: dict) -> GenerationCache | None:
-    """The cache named by ``$CQ_GEN_CACHE`` for a model loaded from ``path`` as ``info`` says, or None
-    when it is not set or the model runs padded batches."""
-    file = current().gen_cache
+def open_cache(name: str, path: str, info: dict, config) -> GenerationCache | None:
+    """The cache ``config`` names (``$CQ_GEN_CACHE``) for a model loaded from ``path`` as ``info`` says, or
+    None when it names none or the model runs padded batches."""
+    file = config.gen_cache
     if not file or info.get("batching") != "per-item":
         return None
+    if config.gen_cache_report:
+        _REPORTS.add(config.gen_cache_report)
     import tokenizers
     import torch
     import transformers
@@ -149,8 +151,7 @@ def _report() -> None:
     for file, (hits, stored) in _STATS.items():
         if hits or stored:
             log.info("generation cache %s: %d generations read from it, %d added", file, hits, stored)
-    report = current().gen_cache_report
-    if report and _STATS:
+    for report in sorted(_REPORTS) if _STATS else ():
         try:
             counts = {}
             if os.path.exists(report):

@@ -10,47 +10,45 @@ from ..errors import ResourceError
 from .gencache import open_cache
 from .gguf import to_safetensors
 from .resolve import ResolvedModel, resolve
-from ..config import current
+from ..config import RunConfig, current
 from .api import route
 from .runtime import (_cached, _cut, _first_stop, _context_length, _groups, _limit, _warn_cut, cut_middle, input_device,
-                      load_kwargs, max_input_tokens, padded_batches, pick_device, pick_dtype, prompt_seeds)
+                      load_kwargs, pick_device, pick_dtype, prompt_seeds, remote_code)
 
 log = logging.getLogger("cqtools")
 
 
-def load_generator(name: str, device: str = "auto", dtype: str = "auto", kind: str = "auto") -> "LocalGenerator":
-    """A :class:`LocalGenerator` for ``name`` (hub id, local dir, GGUF file or offline copy).
+def load_generator(name: str, device: str = "auto", dtype: str = "auto", kind: str = "auto",
+                   config: RunConfig | None = None) -> "LocalGenerator":
+    """A :class:`LocalGenerator` for ``name`` (hub id, local dir, GGUF file or offline copy), built under
+    ``config`` (default: the process's, :func:`cqtools.config.current`).
 
     ``kind`` is ``causal``, ``seq2seq`` or ``auto`` (read from the model config).
     """
+    from .encoders import _load, build_backend
+
     if kind not in ("auto", "causal", "seq2seq"):
         raise ValueError(f"kind must be auto, causal or seq2seq, not {kind!r}")
-    api = route(name)  # ``openai:NAME``, or any name under --api-base: a server's model
+    config = config if config is not None else current()  # the loaders' edge: a Python caller may pass none
+    api = route(name, config=config)  # ``openai:NAME``, or any name under --api-base: a server's model
     if api is not None:
-        from .encoders import build_backend
-
-        return build_backend(api[0], api[1], kind, "generator")
-    dev = pick_device(device)
-
-    def build():
-        from ..registry import WEIGHT_FORMATS
-
-        resolved = resolve(name)  # loaded by its weight format (cqtools/models/formats.py)
-        return WEIGHT_FORMATS.get(resolved.fmt).factory(resolved, "generator", dev, dtype, kind)
-
-    return _cached(("generator", name, dev, dtype, kind), build)
+        return build_backend(api[0], api[1], kind, "generator", config)
+    return _load(name, "generator", device, config, dtype, kind)
 
 
 class LocalGenerator:
     """Greedy generation and continuation scoring with one call shape for causal and seq2seq LMs."""
 
-    def __init__(self, resolved: ResolvedModel, device: str, dtype: str = "auto", kind: str = "auto",
+    def __init__(self, resolved: ResolvedModel, run: RunConfig, device: str, dtype: str = "auto", kind: str = "auto",
                  batch_size: int | None = None):
+        """``resolved`` loaded under the run configuration ``run`` (its loading fields, input cap and
+        batching; kept as ``self.run``)."""
         import torch
         from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
-        path = to_safetensors(resolved) if resolved.fmt == "gguf" else resolved.path
-        remote = {"trust_remote_code": True} if current().trust_remote_code else {}
+        path = to_safetensors(resolved, run.cache_root()) if resolved.fmt == "gguf" else resolved.path
+        remote = remote_code(run)
+        self.run = run
         try:
             config = AutoConfig.from_pretrained(path, **remote)
         except ValueError as err:  # e.g. an architecture that needs --trust-remote-code
@@ -61,11 +59,11 @@ class LocalGenerator:
         self.name = resolved.name
         # items per padded forward pass when a call names none: --model-batch-size of the configuration
         # that built it (each input runs alone unless CQ_PADDED_BATCHES=1)
-        self.batch_size = batch_size or current().model_batch_size
+        self.batch_size = batch_size or run.model_batch_size
         torch_dtype = pick_dtype(dtype, device)
         self.tokenizer = AutoTokenizer.from_pretrained(path, **remote)
         cls = AutoModelForSeq2SeqLM if kind == "seq2seq" else AutoModelForCausalLM
-        kwargs, move = load_kwargs(path, device, torch_dtype)
+        kwargs, move = load_kwargs(path, device, torch_dtype, run)
         try:
             model = cls.from_pretrained(path, **kwargs)
         except (ValueError, OSError) as err:
@@ -79,24 +77,23 @@ class LocalGenerator:
         bos = self.tokenizer.bos_token_id
         self._bos = [bos] if kind == "causal" and bos is not None and probe and probe[0] == bos else []
         self.context = _context_length(config, self.tokenizer)
-        self.padded = padded_batches()
-        self.input_cap = max_input_tokens()  # --max-input-tokens of the configuration that built it
+        self.padded = run.padded_batches
+        self.input_cap = run.max_input_tokens  # --max-input-tokens of the configuration that built it
         placement = getattr(self.model, "hf_device_map", None)
         self.info = {"model": resolved.name, "source": resolved.source, "device": device,
                      "dtype": str(torch_dtype).replace("torch.", ""), "kind": kind,
                      "batching": "padded" if self.padded else "per-item"}
-        config = current()
-        if config.quantize:
-            self.info["quantize"] = config.quantize
-        if config.trust_remote_code:
+        if run.quantize:
+            self.info["quantize"] = run.quantize
+        if run.trust_remote_code:
             self.info["trust_remote_code"] = True
-        if max_input_tokens() is not None:  # prompts cut to it: part of what decides the text
-            self.info["max_input_tokens"] = max_input_tokens()
+        if run.max_input_tokens is not None:  # prompts cut to it: part of what decides the text
+            self.info["max_input_tokens"] = run.max_input_tokens
         if placement and len(set(map(str, placement.values()))) > 1:
             self.info["device"] = "device_map=auto (" + ", ".join(sorted(set(map(str, placement.values())))) + ")"
         if resolved.revision:
             self.info["revision"] = resolved.revision
-        self.cache = open_cache(resolved.name, path, self.info)  # $CQ_GEN_CACHE (opt-in): gencache.py
+        self.cache = open_cache(resolved.name, path, self.info, run)  # $CQ_GEN_CACHE (opt-in): gencache.py
 
     # -- prompting -------------------------------------------------------------------------------
 

@@ -10,7 +10,6 @@ import os
 
 from ..errors import ResourceError
 from .resolve import ResolvedModel
-from .runtime import cache_dir
 
 log = logging.getLogger("cqtools")
 
@@ -34,8 +33,8 @@ def quiet_bar(quiet: bool):
             gguf_utils.tqdm = original
 
 
-def converted_path(source: str, edge: int = 1 << 20) -> str:
-    """Where the safetensors copy of GGUF file ``source`` lives in ``CQ_CACHE``: named by the file's
+def converted_path(source: str, cache_root: str, edge: int = 1 << 20) -> str:
+    """Where the safetensors copy of GGUF file ``source`` lives in the cache folder ``cache_root`` (``CQ_CACHE``): named by the file's
     content (its size and its first and last MiB), so every clone and virtualenv holding the same
     file shares one copy (the path and mtime named it before: each venv converted 517 MB again)."""
     size = os.path.getsize(source)
@@ -45,11 +44,12 @@ def converted_path(source: str, edge: int = 1 << 20) -> str:
         fh.seek(max(0, size - edge))
         digest.update(fh.read(edge))
     name = os.path.splitext(os.path.basename(source))[0]
-    return os.path.join(cache_dir(), "gguf", f"{name}-{digest.hexdigest()[:12]}")
+    return os.path.join(cache_root, "gguf", f"{name}-{digest.hexdigest()[:12]}")
 
 
-def to_safetensors(resolved: ResolvedModel) -> str:
-    """Dequantise a GGUF checkpoint once into ``CQ_CACHE``; later loads read the safetensors copy."""
+def to_safetensors(resolved: ResolvedModel, cache_root: str) -> str:
+    """Dequantise a GGUF checkpoint once into the cache folder ``cache_root`` (``CQ_CACHE``); later loads read
+    the safetensors copy."""
     gguf_file = resolved.files.get("gguf_file")
     folder = resolved.path
     if os.path.isfile(folder):
@@ -60,7 +60,7 @@ def to_safetensors(resolved: ResolvedModel) -> str:
             raise ResourceError(f"no .gguf file in {folder}")
         gguf_file = names[0]
     source = os.path.join(folder, gguf_file)
-    target = converted_path(source)
+    target = converted_path(source, cache_root)
     if os.path.exists(os.path.join(target, "config.json")):
         return target
     from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -28,12 +28,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..config import env
+from ..config import current, env
 from ..errors import CQError, InputError, ResourceError
 from ..registry import option
 from . import api_http
 from .api import (ECHO_TOLERANCE, MAX_STOP, OPENAI_BASE, RETRY_STATUS, SEED, ApiError, RequestError,  # noqa: F401
-                  ResponseCache, _Bound, _NoLogprobs, _server_message, api_key, cache_key,
+                  ResponseCache, _Bound, response_cache_dir, _NoLogprobs, _server_message, api_key, cache_key,
                   continuation_logprob, next_token_logprobs, public_url, require_key, route, unresolved)
 
 log = logging.getLogger("cqtools")
@@ -90,10 +90,10 @@ def openai_generator(options: OpenAIOptions, config, model: str, kind: str = "au
                       f"LM (use --kind auto)")
     base = server_base(options)
     require_key(base, model)
-    key = (base, model, options)
+    key = (base, model, options, config.cache_root())
     with _LOCK:
         if key not in _GENERATORS:
-            _GENERATORS[key] = OpenAIGenerator(model, base, options)
+            _GENERATORS[key] = OpenAIGenerator(model, base, options, config=config)
         return _GENERATORS[key]
 
 
@@ -130,10 +130,11 @@ class OpenAIGenerator:
 
     kind = "api"
 
-    def __init__(self, model: str, base: str, options: OpenAIOptions | None = None, **changes):
-        """``options``: the backend's (default: as this run sets them, :func:`settings`); ``changes``
-        replace some of them (``concurrency=2``)."""
-        options = dataclasses.replace(options or settings(), **changes)
+    def __init__(self, model: str, base: str, options: OpenAIOptions | None = None, config=None, **changes):
+        """``options``: the backend's (default: as ``config`` sets them, :func:`settings`); ``changes``
+        replace some of them (``concurrency=2``); ``config``: the run configuration (default: the process's)."""
+        config = config if config is not None else current()  # an edge: Python callers may pass none
+        options = dataclasses.replace(options or settings(config), **changes)
         self.model = model
         self.base = base.rstrip("/")
         self.name = f"openai:{model}"
@@ -142,7 +143,7 @@ class OpenAIGenerator:
         self.retries = options.api_retries
         self.backoff = options.api_backoff  # seconds before the first retry; doubles each time
         self.top_logprobs = options.api_top_logprobs
-        self.cache = ResponseCache(enabled=options.api_cache)
+        self.cache = ResponseCache(response_cache_dir(config.cache_root()), enabled=options.api_cache)
         self.info = {"model": self.name, "backend": "openai", "api_base": public_url(self.base), "kind": "api",
                      "temperature": 0, "seed": SEED}
         self._client = None

@@ -85,17 +85,18 @@ def offline_path(copy: OfflineCopy) -> str | None:
     return path if os.path.exists(path) else None
 
 
-def resolve(name: str, announce: bool = True, revision: str | None = None) -> ResolvedModel:
-    """Resolve ``name`` (at hub ``revision``, default: ``--revision``, else the default branch);
-    raises ResourceError with what to install or pass when nothing fits."""
-
-    revision = revision or current().revision
+def resolve(name: str, announce: bool = True, revision: str | None = None, config=None) -> ResolvedModel:
+    """Resolve ``name`` (at hub ``revision``, default: ``config``'s ``--revision``, else the default branch)
+    under the run configuration ``config`` (default: the process's); raises ResourceError with what to
+    install or pass when nothing fits."""
+    config = config if config is not None else current()  # an edge: Python callers may pass none
+    revision = revision or config.revision
     name = ALIASES.get(name, name)
     expanded = os.path.expanduser(name)
     if os.path.exists(expanded):
         resolved = ResolvedModel(name, os.path.abspath(expanded), "local", _local_fmt(expanded))
     else:
-        resolved = _from_hub(name, revision) or (None if revision else _from_wheel(name))
+        resolved = _from_hub(name, revision, config) or (None if revision else _from_wheel(name))
     if resolved is None:
         if revision:
             raise ResourceError(f"model {name} at revision {revision!r} is neither in the Hugging Face cache nor "
@@ -120,7 +121,7 @@ def _local_fmt(path: str) -> str:
     return "hf"
 
 
-def _from_hub(name: str, revision: str | None = None) -> ResolvedModel | None:
+def _from_hub(name: str, revision: str | None, config) -> ResolvedModel | None:
     if "/" not in name or name.startswith(("/", ".", "~")):
         return None
     try:
@@ -132,7 +133,7 @@ def _from_hub(name: str, revision: str | None = None) -> ResolvedModel | None:
         return _hub_model(name, path, "hf-cache", revision)
     except Exception:
         pass
-    if not hub_reachable():
+    if not hub_reachable(config):
         return None
 
     try:
@@ -140,7 +141,7 @@ def _from_hub(name: str, revision: str | None = None) -> ResolvedModel | None:
 
         info = HfApi().model_info(name, revision=revision)  # one request, no retries when offline
         files = [f.rfilename for f in info.siblings or ()]
-        patterns = allow_patterns(files, trust_remote_code=current().trust_remote_code)
+        patterns = allow_patterns(files, trust_remote_code=config.trust_remote_code)
         log.info("downloading %s%s: %s", name, f"@{revision}" if revision else "", ", ".join(patterns))
         path = snapshot_download(name, revision=revision, allow_patterns=patterns)
     except Exception as err:  # no network, unknown repo, gated model ...
@@ -149,17 +150,20 @@ def _from_hub(name: str, revision: str | None = None) -> ResolvedModel | None:
     return _hub_model(name, path, "hub", revision)
 
 
-def hub_reachable() -> bool:
-    """Whether asking the hub can help: not offline (HF_HUB_OFFLINE, --offline) and its host resolves."""
-    return env("HF_HUB_OFFLINE") != "1" and not current().offline and _hub_resolves()
+def hub_reachable(config) -> bool:
+    """Whether asking the hub can help: not offline (HF_HUB_OFFLINE, ``config``'s --offline) and its host
+    resolves."""
+    return env("HF_HUB_OFFLINE") != "1" and not config.offline and _hub_resolves()
 
 
-def hub_file(name: str, filename: str, revision: str | None = None) -> str | None:
-    """One file of hub repo ``name`` (the local cache first, then the hub where it is reachable), or None."""
+def hub_file(name: str, filename: str, config) -> str | None:
+    """One file of hub repo ``name`` at ``config``'s revision (the local cache first, then the hub where it is
+    reachable), or None."""
     from huggingface_hub import hf_hub_download
 
+    revision = config.revision
     for local_only in (True, False):
-        if not local_only and not hub_reachable():
+        if not local_only and not hub_reachable(config):
             return None
         try:
             return hf_hub_download(name, filename, revision=revision, local_files_only=local_only)

@@ -20,13 +20,6 @@ ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
 MODELS_ENV = "CQ_MODELS"  # the directory of models trained here (`make models` points it at work/models)
 
 
-def models_dir() -> str:
-    """Where trained models are installed: $CQ_MODELS, else ~/.cache/cqtools/models."""
-    from ..config import current
-
-    return current().models_root()
-
-
 def architectures(path: str) -> list[str]:
     """The ``architectures`` of the model in the local directory ``path`` ([] without a readable config.json)."""
     import json
@@ -61,11 +54,12 @@ def is_span_model(path: str) -> bool:
 SHIPPED_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "shipped")
 
 
-def trained(name: str, valid: Callable[[str], bool]) -> str | None:
-    """The trained model ``name`` (``reader``, ``detect``): the one in :func:`models_dir` when it is
-    ``valid``, else the compact copy cq ships, else None. Something in :func:`models_dir` that is not a
-    valid model (no config.json, another architecture) is an error, never silently passed over."""
-    own = os.path.join(models_dir(), name)
+def trained(name: str, valid: Callable[[str], bool], config) -> str | None:
+    """The trained model ``name`` (``reader``, ``detect``): the one in ``config``'s models folder
+    (``$CQ_MODELS``) when it is ``valid``, else the compact copy cq ships, else None. Something in the models
+    folder that is not a valid model (no config.json, another architecture) is an error, never silently passed
+    over."""
+    own = os.path.join(config.models_root(), name)
     if os.path.exists(own) and not valid(own):
         raise ResourceError(f"{own} is not a `cq train {name}` model (no config.json naming the architecture it "
                             f"needs); train it again (`cq train {name} --out {own} --overwrite`), or move it away to "
@@ -76,10 +70,10 @@ def trained(name: str, valid: Callable[[str], bool]) -> str | None:
     return None
 
 
-def installed_reader() -> str | None:
-    """The extractive reader: ``reader/`` in :func:`models_dir` (a `cq train reader` directory), else
+def installed_reader(config) -> str | None:
+    """The extractive reader: ``reader/`` in ``config``'s models folder (a `cq train reader` directory), else
     the shipped one; with either, ``cq answer``'s default reader is extractive."""
-    return trained("reader", is_span_model)
+    return trained("reader", is_span_model, config)
 
 
 def is_classifier(path: str) -> bool:
@@ -87,10 +81,10 @@ def is_classifier(path: str) -> bool:
     return any(a.endswith("ForSequenceClassification") for a in architectures(path))
 
 
-def installed_classifier() -> str | None:
-    """The ambiguity classifier: ``detect/`` in :func:`models_dir`, else the shipped one (``cq detect``'s
+def installed_classifier(config) -> str | None:
+    """The ambiguity classifier: ``detect/`` in ``config``'s models folder, else the shipped one (``cq detect``'s
     default method, classifier, reads it)."""
-    return trained("detect", is_classifier)
+    return trained("detect", is_classifier, config)
 
 
 @dataclass(frozen=True)
@@ -99,14 +93,14 @@ class Role:
     default: str | None  # None: the role is off unless its variable (or option) names a model
     used_by: str
     env: str  # the environment variable the commands read for this role's model
-    installed: Callable[[], str | None] | None = None  # a model trained here that replaces the default when installed
+    installed: Callable[..., str | None] | None = None  # (config) -> a trained model replacing the default
 
-    def model(self) -> str | None:
-        """The model the commands would use now: the variable's value, else an installed trained
+    def model(self, config) -> str | None:
+        """The model the commands would use under ``config``: the variable's value, else an installed trained
         model (:func:`installed_reader`), else the default."""
         from ..config import env
 
-        return env(self.env) or (self.installed and self.installed()) or self.default
+        return env(self.env) or (self.installed and self.installed(config)) or self.default
 
 
 # One row per CQ_MODEL_* variable a stage reads (tests/test_docs_run.py checks both ways).
@@ -149,11 +143,12 @@ def loader_of(role: str, fmt: str | None) -> str:
     return "generator"
 
 
-def status(name: str | None, role: str = "-", device: str | None = None, dtype: str = "auto") -> dict:
+def status(name: str | None, config, role: str = "-", device: str | None = None, dtype: str = "auto") -> dict:
     """Where ``name`` resolves from, whether its loader's packages are installed, and (with
     ``device``, e.g. ``auto``) which backend, device and dtype loading it would use; nothing is loaded
     and no request is sent. None (an optional role left unset) is usable: nothing needs loading.
-    ``openai:NAME`` (or any name under ``--api-base``) is an API model: its server, no device or dtype."""
+    ``openai:NAME`` (or any name under ``config``'s ``--api-base``) is an API model: its server, no device or
+    dtype."""
     empty = {"backend": None, "device": None, "dtype": None}
     if name is None:
         return {"model": None, "usable": True, "source": "not set", "path": None, "format": None, "problem": None,
@@ -161,14 +156,14 @@ def status(name: str | None, role: str = "-", device: str | None = None, dtype: 
     from ..registry import BACKENDS
     from .api import route
 
-    api = route(name)
+    api = route(name, config=config)
     if api is not None:  # the backend says where its model lives (a server, a service ...)
         own = getattr(BACKENDS.get(api[0]).factory, "status", None)
         row = own(api[1]) if own else {"source": f"backend {api[0]}", "format": "api"}
         return {"model": name, "usable": True, "path": None, "problem": None, "backend": api[0], "device": None,
                 "dtype": None, **row}
     try:
-        model = resolve(name, announce=False)
+        model = resolve(name, announce=False, config=config)
     except ResourceError as err:
         return {"model": name, "usable": False, "source": None, "path": None, "format": None, "problem": str(err),
                 **empty}
@@ -189,15 +184,16 @@ def status(name: str | None, role: str = "-", device: str | None = None, dtype: 
     if device is not None:
         try:
             loader = "reader" if os.path.isdir(model.path) and is_span_model(model.path) else loader_of(role, model.fmt)
-            row.update(placement(model.path, model.fmt, model.source, loader, device, dtype))
+            row.update(placement(model.path, model.fmt, model.source, loader, config.quantize, device, dtype))
         except ResourceError as err:  # --device cuda without a GPU, --quantize without bitsandbytes ...
             row.update(usable=False, problem=str(err))
     return row
 
 
-def placement(path: str, fmt: str, source: str, loader: str, device: str = "auto", dtype: str = "auto") -> dict:
-    """The backend, device and dtype that loading the model at ``path`` through ``loader`` would use."""
-    from ..config import current
+def placement(path: str, fmt: str, source: str, loader: str, quantize: str | None = None, device: str = "auto",
+              dtype: str = "auto") -> dict:
+    """The backend, device and dtype that loading the model at ``path`` through ``loader`` would use (with
+    ``--quantize``'s ``quantize``)."""
     from .runtime import gpu_bytes, pick_device, pick_dtype, quantization_config, wants_device_map, weights_bytes
 
     dev = pick_device(device)
@@ -214,7 +210,6 @@ def placement(path: str, fmt: str, source: str, loader: str, device: str = "auto
     if loader == "reader":
         return {"backend": "transformers", "device": dev, "dtype": "float32"}
     backend = "transformers (GGUF, dequantised)" if fmt == "gguf" else "transformers"
-    quantize = current().quantize
     if quantize:
         quantization_config(quantize, dev)  # raises the one-line error now, not at load time
         return {"backend": f"{backend} + bitsandbytes", "device": dev, "dtype": quantize}

@@ -1,5 +1,10 @@
 """What every local backend shares: the device and dtype, the process-wide model cache, the
-batching mode and the input limits (cqtools/models/backends.py has the why), and seeding."""
+batching mode and the input limits (cqtools/models/backends.py has the why), and seeding.
+
+Every function here that depends on the run configuration takes it as an argument: a model is built
+under the :class:`~cqtools.config.RunConfig` its loader was given and keeps it (``model.config``), so
+nothing below reads the process's ambient configuration. The ``set_*`` helpers are for Python callers
+who pass none: they change what :func:`cqtools.config.current` gives the loaders' default."""
 from __future__ import annotations
 
 import hashlib
@@ -8,7 +13,7 @@ import os
 
 from typing import Sequence
 
-from ..config import activate, current
+from ..config import RunConfig, activate, current
 from ..errors import ResourceError
 
 log = logging.getLogger("cqtools")
@@ -36,19 +41,10 @@ def prompt_seeds(seed, prompts: Sequence[str]) -> list[int]:
 # batch invariance and input limits
 
 
-def padded_batches() -> bool:
-    """True when the run configuration asks for padded (faster, batch-dependent) model batches
-    (``--padded-batches`` / ``CQ_PADDED_BATCHES``)."""
-    return current().padded_batches
-
-
 def set_max_input_tokens(limit: int | None) -> None:
-    """Activate the current run configuration with another input cap (``--max-input-tokens``)."""
+    """Activate the current run configuration with another input cap (``--max-input-tokens``): what a
+    loader called without a configuration builds under (a Python caller's shortcut)."""
     activate(current().replace(max_input_tokens=limit))
-
-
-def max_input_tokens() -> int | None:
-    return current().max_input_tokens
 
 
 def _groups(order: list[int], size: int):
@@ -202,14 +198,13 @@ def quantization_config(quantize: str | None, device: str):
                               bnb_4bit_compute_dtype=pick_dtype("auto", device))
 
 
-def load_kwargs(path: str, device: str, torch_dtype=None) -> tuple[dict, bool]:
-    """``from_pretrained`` keyword arguments for the weights at ``path`` on ``device``, and whether
-    the caller still has to move the model there (False when accelerate places it: a device map or
-    quantized weights)."""
+def load_kwargs(path: str, device: str, torch_dtype, config: RunConfig) -> tuple[dict, bool]:
+    """``from_pretrained`` keyword arguments for the weights at ``path`` on ``device`` under ``config``,
+    and whether the caller still has to move the model there (False when accelerate places it: a
+    device map or quantized weights)."""
     kwargs: dict = {}
     if torch_dtype is not None:
         kwargs["dtype"] = torch_dtype
-    config = current()
     if config.trust_remote_code:
         kwargs["trust_remote_code"] = True
     quant = quantization_config(config.quantize, device)
@@ -237,23 +232,23 @@ def _mps_available() -> bool:
     return bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
 
 
-def cache_dir() -> str:
-    """Where converted weights live: ``$CQ_CACHE`` or ~/.cache/cqtools (the run configuration's)."""
-    return current().cache_root()
+def remote_code(config: RunConfig) -> dict:
+    """``from_pretrained``'s keyword for a hub model's own code, when ``config`` allows it."""
+    return {"trust_remote_code": True} if config.trust_remote_code else {}
 
 
-def _cached(key: tuple, build):
-    """``build()`` once per process for ``key`` and the run configuration's loading fields."""
-    _quiet_transformers()
-    key = key + current().load_key()
+def _cached(key: tuple, build, config: RunConfig):
+    """``build()`` once per process for ``key`` and ``config``'s loading fields."""
+    _quiet_transformers(config)
+    key = key + config.load_key()
     if key not in _LOADED:
         _LOADED[key] = build()
     return _LOADED[key]
 
 
-def _quiet_transformers() -> None:
+def _quiet_transformers(config: RunConfig) -> None:
     """No weight-loading bars on stderr unless CQ_DEBUG is set (one-off conversions still say so)."""
-    if current().debug:
+    if config.debug:
         return
     try:
         from transformers.utils import logging as hf_logging

@@ -14,48 +14,47 @@ from ..errors import ResourceError
 from .base import ALPHA, B, DENSE_DIR, FUSION, K1, LUCENE_DIR, SWAPPED, read_manifest
 
 
-def open_searcher(index_dir: str, method: str = "bm25", **options):
-    """The searcher for ``method`` over an index directory (options: see each method's factory)."""
+def open_searcher(index_dir: str, method: str = "bm25", config=None, **options):
+    """The searcher for ``method`` over an index directory (options: see each method's factory), its query
+    encoder loaded under ``config`` (None: the process's run configuration)."""
     from ..registry import SEARCHERS
 
-    return SEARCHERS.build(method, None, index_dir=index_dir, **options)
+    return SEARCHERS.build(method, config, index_dir=index_dir, **options)
 
 
-def bm25_searcher(options, config=None, *, index_dir: str, **context):
+def bm25_searcher(options, config, *, index_dir: str, **context):
     """:class:`.options.Bm25Options`."""
-    return _open(index_dir, "bm25", None, _device(config), FUSION, ALPHA, options.k1, options.b)
+    return _open(index_dir, "bm25", None, config, FUSION, ALPHA, options.k1, options.b)
 
 
-def dense_searcher(options, config=None, *, index_dir: str, **context):
+def dense_searcher(options, config, *, index_dir: str, **context):
     """``options.encoder``: the query encoder (default: the one recorded in the index, or for a prebuilt
     DPR index the question encoder Pyserini's DPR runs use)."""
-    return _open(index_dir, "dense", options.encoder, _device(config), FUSION, ALPHA, K1, B)
+    return _open(index_dir, "dense", options.encoder, config, FUSION, ALPHA, K1, B)
 
 
-def hybrid_searcher(options, config=None, *, index_dir: str, **context):
-    return _open(index_dir, "hybrid", options.encoder, _device(config), options.fusion, options.alpha, options.k1,
-                 options.b)
+def hybrid_searcher(options, config, *, index_dir: str, **context):
+    return _open(index_dir, "hybrid", options.encoder, config, options.fusion, options.alpha, options.k1, options.b)
 
 
-def _device(config) -> str:
+def encoder_device(config) -> str:
     """The query encoder's device: the run configuration's (``auto``: cpu, as before)."""
-    device = config.device if config is not None else "auto"
-    return "cpu" if device == "auto" else device
+    return "cpu" if config.device == "auto" else config.device
 
 
-def _open(index_dir: str, method: str, encoder: str | None, device: str, fusion: str, alpha: float, k1: float,
+def _open(index_dir: str, method: str, encoder: str | None, config, fusion: str, alpha: float, k1: float,
           b: float):
     """The searcher for ``method`` over a ``cq index`` directory, a plain Pyserini Lucene index or a
     prebuilt index name."""
     from . import prebuilt
 
     if prebuilt.looks_like_name(index_dir):
-        return _open_prebuilt(index_dir, method, encoder, device, fusion, alpha, k1, b)
+        return _open_prebuilt(index_dir, method, encoder, config, fusion, alpha, k1, b)
     # A `cq index --overwrite` may swap the directory while its parts are opened one after another:
     # the parts, once open, are checked to be one generation (else opened again, then an error).
     for attempt in range(3):
         try:
-            searcher = _open_parts(index_dir, method, encoder, device, fusion, alpha, k1, b)
+            searcher = _open_parts(index_dir, method, encoder, config, fusion, alpha, k1, b)
         except (OSError, sqlite3.Error) as err:
             reason = str(err)
         else:
@@ -76,7 +75,7 @@ def _mixed(searcher) -> str | None:
     return None
 
 
-def _open_parts(index_dir: str, method: str, encoder: str | None, device: str, fusion: str, alpha: float,
+def _open_parts(index_dir: str, method: str, encoder: str | None, config, fusion: str, alpha: float,
                 k1: float, b: float):
     from .lucene import LuceneBM25
 
@@ -97,8 +96,8 @@ def _open_parts(index_dir: str, method: str, encoder: str | None, device: str, f
 
     info = manifest["dense"]
     dense = DenseSearcher(os.path.join(root, info.get("dir") or DENSE_DIR),
-                          encoder or info.get("query_encoder") or info["encoder"], docstore=sparse, device=device,
-                          normalize=info.get("normalized", True))
+                          encoder or info.get("query_encoder") or info["encoder"], docstore=sparse,
+                          device=encoder_device(config), normalize=info.get("normalized", True), config=config)
     return _combine(method, sparse, dense, fusion, alpha)
 
 
@@ -110,7 +109,7 @@ def _combine(method: str, sparse, dense, fusion: str, alpha: float):
     return HybridSearcher(sparse, dense, fusion=fusion, alpha=alpha)
 
 
-def _open_prebuilt(name: str, method: str, encoder: str | None, device: str, fusion: str, alpha: float,
+def _open_prebuilt(name: str, method: str, encoder: str | None, config, fusion: str, alpha: float,
                    k1: float, b: float):
     """A prebuilt sparse index answers bm25; a prebuilt dense one answers dense (and hybrid, and
     bm25, with the sparse index that holds its passages). Passages come from stored raw documents."""
@@ -118,14 +117,14 @@ def _open_prebuilt(name: str, method: str, encoder: str | None, device: str, fus
     from .dense import DenseSearcher
     from .lucene import LuceneBM25
 
-    index = prebuilt.locate(name)
+    index = prebuilt.locate(name, config)
     if index.kind == "sparse" and method != "bm25":
         raise ResourceError(f"{name} is a sparse (BM25) prebuilt index; --method {method} needs a dense one, such "
                             f"as {name}.dpr-multi if Pyserini has it")
     if index.kind == "dense" and not index.texts:
         raise ResourceError(f"Pyserini's registry names no index holding the passages of {name}; use one of its "
                             f"dense indexes that has one (as wikipedia-dpr-100w.dpr-multi has wikipedia-dpr-100w)")
-    texts = index if index.kind == "sparse" else prebuilt.locate(index.texts)
+    texts = index if index.kind == "sparse" else prebuilt.locate(index.texts, config)
     sparse = LuceneBM25(texts.path, k1=k1, b=b)
     sparse.params = {**sparse.params, "prebuilt": texts.name, "index_path": texts.path}
     if method == "bm25":
@@ -138,12 +137,13 @@ def _open_prebuilt(name: str, method: str, encoder: str | None, device: str, fus
         from ..models import resolve
 
         try:
-            resolve(query_encoder, announce=False)
+            resolve(query_encoder, announce=False, config=config)
         except ResourceError as err:
             raise ResourceError(f"{name} is searched with the query encoder {query_encoder}, which is not available "
                                 f"here ({err}); or pass another with --encoder") from None
     # Pyserini encodes queries as the model gives them: DPR vectors raw, a sentence-transformers model
     # with its own normalisation (if any)
-    dense = DenseSearcher(index.path, query_encoder, docstore=sparse, device=device, normalize=False)
+    dense = DenseSearcher(index.path, query_encoder, docstore=sparse, device=encoder_device(config), normalize=False,
+                          config=config)
     dense.params = {**dense.params, "prebuilt": name, "index_path": index.path}
     return _combine(method, sparse, dense, fusion, alpha)

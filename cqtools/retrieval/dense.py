@@ -27,21 +27,22 @@ log = logging.getLogger("cqtools")
 DEFAULT_ENCODER = role("encoder").default
 
 
-def load_encoder(name: str, device: str = "cpu", role: str | None = None):
-    """(resolved model, encoder) for dense retrieval from the model layer: a DPR encoder when the
-    checkpoint is one (``role``: "question" or "context" checks which), else the cached
-    sentence-transformers bi-encoder (the index manifest records which model built the vectors)."""
+def load_encoder(name: str, device: str = "cpu", role: str | None = None, config=None):
+    """(resolved model, encoder) for dense retrieval from the model layer, loaded under the run configuration
+    ``config`` (None: the process's): a DPR encoder when the checkpoint is one (``role``: "question" or "context"
+    checks which), else the cached sentence-transformers bi-encoder (the index manifest records which model built
+    the vectors)."""
     from ..models import dpr
     from ..models.backends import load_encoder as load_bi_encoder
 
-    model = resolve(name, announce=False)
+    model = resolve(name, announce=False, config=config)
     if dpr.dpr_kind(model):
         expect = {"question": dpr.QUESTION, "context": dpr.CONTEXT}.get(role or "")
-        return model, dpr.load_dpr(name, device, expect)
+        return model, dpr.load_dpr(name, device, expect, config)
     if model.fmt not in ("sentence-transformers", "hf"):
         raise ResourceError(f"dense encoder {name} resolved to a {model.fmt} copy; pass a sentence-transformers "
                             f"model or a DPR encoder (a hub id or a local directory)")
-    return model, load_bi_encoder(name, device)
+    return model, load_bi_encoder(name, device, config)
 
 
 def build_dense(passages: Iterable[dict], out_dir: str, encoder: str, batch_size: int = 256,
@@ -103,7 +104,8 @@ class DenseSearcher:
     normalised (sentence-transformers ones), and left as the encoder gives them for DPR ones."""
 
     def __init__(self, dense_dir: str, encoder: str, docstore, device: str = "cpu", batch_size: int = 64,
-                 normalize: bool = True):
+                 normalize: bool = True, config=None):
+        """``config``: the run configuration the query encoder loads under (None: the process's)."""
         path = os.path.join(dense_dir, "index")
         if not os.path.exists(path):
             raise ResourceError(f"no dense index in {dense_dir}; rebuild with `cq index --dense`")
@@ -114,7 +116,7 @@ class DenseSearcher:
             self.generation = (files.text(generation.FILE) or "").strip() or None
         finally:
             files.close()
-        self.model, self.encoder = load_encoder(encoder, device, role="question")
+        self.model, self.encoder = load_encoder(encoder, device, role="question", config=config)
         if _dimension(self.encoder) != self.index.d:
             raise ResourceError(f"query encoder {encoder} gives {_dimension(self.encoder)}-"
                                 f"dimensional vectors but the index in {dense_dir} holds {self.index.d}-dimensional "

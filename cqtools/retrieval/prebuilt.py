@@ -74,16 +74,9 @@ def cache_dir_name(info: dict) -> str:
     return f"{re.sub(r'.tar.gz.*$', '', archive)}.{info['md5']}"
 
 
-def offline() -> bool:
-    """CQ_OFFLINE=1: never download (HF_HUB_OFFLINE is about the Hugging Face hub, not Pyserini's servers)."""
-    from ..config import current
-
-    return current().offline
-
-
-def locate(name: str) -> Prebuilt:
+def locate(name: str, config) -> Prebuilt:
     """The prebuilt index ``name`` in Pyserini's cache (downloading it with Pyserini's own code when
-    absent and online); ResourceError with the fix otherwise."""
+    absent and the run configuration ``config`` is not offline); ResourceError with the fix otherwise."""
     found = entry(name)
     if found is None:
         raise ResourceError(f"index {name} not found: not a directory, and not one of Pyserini's prebuilt index "
@@ -95,16 +88,18 @@ def locate(name: str) -> Prebuilt:
                             f"faiss prebuilt indexes: search this one with `cq pyserini search.lucene --index {name} ...`")
     path = os.path.join(cache_home(), cache_dir_name(info))
     if not os.path.isdir(path):
-        path = _download(name, info, path)
+        path = _download(name, info, path, config.offline)
     log.info("prebuilt index %s from %s", name, path)
     return Prebuilt(name, kind, path, info.get("texts") if kind == "dense" else None)
 
 
-def _download(name: str, info: dict, path: str) -> str:
+def _download(name: str, info: dict, path: str, offline: bool) -> str:
+    """``offline``: CQ_OFFLINE=1, never download (HF_HUB_OFFLINE is about the Hugging Face hub, not Pyserini's
+    servers)."""
     home = os.path.dirname(path)
     fix = (f"download {info['urls'][0]}, unpack it into {home} and rename the unpacked directory to "
            f"{os.path.basename(path)} (or set PYSERINI_CACHE to the directory whose indexes/ holds that copy)")
-    if offline():
+    if offline:
         raise ResourceError(f"prebuilt index {name} is not in Pyserini's cache {home} and CQ_OFFLINE=1; {fix}")
     from pyserini.util import download_prebuilt_index
 

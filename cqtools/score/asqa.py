@@ -42,7 +42,8 @@ class ASQATask(Task):
         self.split_sentences, note = sentence_splitter()
         if note:
             self.notes.append(note)
-        self.reader = DisambigF1Reader(self.options.reader, self.opts.device, self.opts.batch_size) if self.options.reader else None
+        self.reader = (DisambigF1Reader(self.options.reader, self.opts.device, self.opts.batch_size, self.config)
+                       if self.options.reader else None)
 
     def skip_reason(self, record):
         return None if gold_of(record).get("long_answers") else "no gold.long_answers (convert ASQA data)"
@@ -139,7 +140,7 @@ class ASQATask(Task):
 
 
 def asqa_task(options: ASQAScoring, config, opts: ScoreOptions) -> Task:
-    return ASQATask(opts, options)
+    return ASQATask(opts, options, config)
 
 
 TASK = ("asqa", asqa_task, ASQAScoring)  # registered by cqtools/score/builtin_methods.py

@@ -123,6 +123,7 @@ class Task:
 
     opts: ScoreOptions
     options: object = None  # the task's own options dataclass (None: it declares none)
+    config: object = None  # the run configuration its models load under (None: the process's)
     n: int = 0
     missing: int = 0
     skipped: Counter = field(default_factory=Counter)

@@ -17,8 +17,10 @@ class BertScore:
     (``required``), otherwise ``error`` says why and the metric is reported as null.
     """
 
-    def __init__(self, name: str, device: str, batch_size: int, required: bool = False):
+    def __init__(self, name: str, device: str, batch_size: int, required: bool = False, config=None):
+        """``config``: the run configuration the model resolves under (None: the process's)."""
         self.name, self.device, self.batch_size, self.required = name, device, batch_size, required
+        self.config = config
         self.scorer = None
         self.layers: int | None = None
         self.error: str | None = None
@@ -36,7 +38,7 @@ class BertScore:
         except ImportError as err:
             raise ResourceError("BERTScore needs the bert-score package (pip install bert-score==0.3.13), "
                                 "or pass --no-bertscore") from err
-        resolved = resolve(self.name)
+        resolved = resolve(self.name, config=self.config)
         layers = model2layers.get(self.name)
         if layers is None:
             from transformers import AutoConfig

@@ -52,7 +52,7 @@ class CQTask(Task):
         if not self.options.no_bertscore:  # a model the user named (not the default) must load
             model = self.options.bertscore_model
             self.bertscore = BertScore(model, self.opts.device, self.opts.batch_size,
-                                       required=model != DEFAULT_BERTSCORE_MODEL)
+                                       required=model != DEFAULT_BERTSCORE_MODEL, config=self.config)
 
     def skip_reason(self, record):
         return None if gold_of(record).get("cq") else "no gold CQ (gold.cq)"
@@ -144,7 +144,7 @@ class CQTask(Task):
 
 
 def cq_task(options: CQScoring, config, opts: ScoreOptions) -> Task:
-    return CQTask(opts, options)
+    return CQTask(opts, options, config)
 
 
 TASK = ("cq", cq_task, CQScoring)  # registered by cqtools/score/builtin_methods.py

@@ -29,7 +29,7 @@ class ExtractiveReader:
     ``stride`` overlap, as that pipeline did by default (no "no answer" option)."""
 
     def __init__(self, path: str, device: str, batch_size: int, max_length: int = 384, stride: int = 128,
-                 max_answer_tokens: int = 30):
+                 max_answer_tokens: int = 30, config=None):
         import torch
 
         from ..models.backends import load_transformers, pick_device
@@ -37,7 +37,7 @@ class ExtractiveReader:
         self.torch = torch
         self.device = pick_device(device)
         self.tokenizer, self.model = load_transformers(path, "AutoModelForQuestionAnswering", self.device,
-                                                       "an extractive QA reader")
+                                                       "an extractive QA reader", config=config)
         if not self.tokenizer.is_fast:
             raise ResourceError(f"reader {path}: needs a fast tokenizer (character offsets of the spans)")
         self.batch_size, self.max_length, self.stride = batch_size, max_length, stride
@@ -91,8 +91,9 @@ class DisambigF1Reader:
     loaded leaves ``error`` set and Disambig-F1/DR null (never a silent 0).
     """
 
-    def __init__(self, name: str, device: str, batch_size: int):
-        self.name, self.device, self.batch_size = name, device, batch_size
+    def __init__(self, name: str, device: str, batch_size: int, config=None):
+        """``config``: the run configuration the reader loads under (None: the process's)."""
+        self.name, self.device, self.batch_size, self.config = name, device, batch_size, config
         self.pipe = None
         self.generative = None
         self.kind: str | None = None
@@ -102,7 +103,7 @@ class DisambigF1Reader:
         from ..models import resolve
 
         try:
-            resolved = resolve(self.name)
+            resolved = resolve(self.name, config=self.config)
         except ResourceError as err:
             self.error = f"reader {self.name} unavailable: {err.message}"
             return
@@ -122,12 +123,12 @@ class DisambigF1Reader:
             from ..stages.answer import GenerativeReader, ReaderOptions
 
             options = ReaderOptions(n_passages=1, passage_chars=4000)
-            self.generative = GenerativeReader(load_generator(self.name, self.device), options)
+            self.generative = GenerativeReader(load_generator(self.name, self.device, config=self.config), options)
             self.kind = "generative (cq answer reader, span-grounded)"
             return
         self.kind = "extractive"
         try:
-            self.pipe = ExtractiveReader(resolved.path, self.device, self.batch_size)
+            self.pipe = ExtractiveReader(resolved.path, self.device, self.batch_size, config=self.config)
         except ResourceError as err:
             self.error = err.message
             return

@@ -51,7 +51,7 @@ def _info(generator, tpl: templates.Template, **extra) -> dict:
 def _generator(model: str, config):
     from ..models.backends import load_generator
 
-    return load_generator(model, config.device, config.dtype)
+    return load_generator(model, config.device, config.dtype, config=config)
 
 
 # --- detection (§3) ---------------------------------------------------------------------------------

@@ -17,10 +17,7 @@ def stage_fn(batch: Callable, command: str, method: str, registry, config, optio
     context = {k: v for k, v in options.items() if k in chosen.context}
     params = {"method": method, **chosen.values({k: v for k, v in options.items() if k not in chosen.context}),
               **context, **{k: v for k, v in extra.items() if _plain(v)}}
-    from ..config import using
-
-    with using(config):  # the loaders the factory calls read this configuration
-        built = chosen.build(config, **options)
+    built = chosen.build(config, **options)  # the factory passes config to the loaders it calls
     fn = functools.partial(batch, **{kwarg: built}, **extra) if batch is not None else built
     return described(fn, command, params)
 

@@ -88,14 +88,15 @@ class SequenceClassifier:
     """A model dir written by ``cq train detect`` (any AutoModelForSequenceClassification, 2 labels);
     inputs are cut to the length it was trained with."""
 
-    def __init__(self, path: str, device: str = "cpu"):
+    def __init__(self, path: str, config, device: str = "cpu"):
         import torch
 
         from ..models.backends import load_transformers
 
         self.tokenizer, self.model = load_transformers(
             path, "AutoModelForSequenceClassification", device, "a sequence classifier",
-            "train one with `cq train detect --out DIR` and pass --model DIR")
+            "train one with `cq train detect --out DIR` and pass --model DIR", config)
+        self.padded = config.padded_batches
         if self.model.config.num_labels != 2:
             raise ResourceError(f"{path} has {self.model.config.num_labels} labels; --method classifier needs 2 "
                                 "(not ambiguous, ambiguous)")
@@ -106,10 +107,8 @@ class SequenceClassifier:
     def predict(self, pairs: list[tuple[str, str | None]], batch_size: int = 32) -> list[float]:
         """P(ambiguous) per pair; one pair per forward pass (no padding, so a score does not depend
         on its batch mates) unless ``CQ_PADDED_BATCHES=1``."""
-        from ..models.backends import padded_batches
-
         torch = self._torch
-        step = batch_size if padded_batches() else 1
+        step = batch_size if self.padded else 1
         out: list[float] = []
         for start in range(0, len(pairs), step):
             enc = encode_pairs(self.tokenizer, pairs[start:start + step], self.max_length).to(self.device)
@@ -134,25 +133,25 @@ class ClassifierOptions:
     threshold: float = threshold_option(0.5)
 
 
-def classifier_detector(options: ClassifierOptions, config=None) -> ScoredDetector:
+def classifier_detector(options: ClassifierOptions, config) -> ScoredDetector:
     """``model`` None: the classifier trained here ($CQ_MODELS/detect), else the one cq ships; ``n_passages``
     None: as many passages as the model was trained with (its cq_train.json; 3 when it does not say)."""
     model, n_passages, threshold = options.model, options.n_passages, options.threshold
-    model = model or role("classifier").model()
+    model = model or role("classifier").model(config)
     if not model:
         raise ResourceError("--method classifier needs --model DIR, a model saved by `cq train detect --out DIR` "
                             "(none is installed in $CQ_MODELS/detect and this install ships none)")
     from ..models.backends import pick_device
     from ..models.resolve import resolve
 
-    resolved = resolve(model)
+    resolved = resolve(model, config=config)
     trained = trained_config(resolved.path).get("passages")
     if n_passages is None:
         n_passages = 3 if trained is None else int(trained)
     elif trained is not None and int(trained) == 0 and n_passages > 0:  # (the reverse, passages off, is an ablation)
         raise InputError(_layout_mismatch(model, n_passages))
-    dev = pick_device(config.device if config is not None else "auto")
-    clf = SequenceClassifier(resolved.path, dev)
+    dev = pick_device(config.device)
+    clf = SequenceClassifier(resolved.path, config, dev)
 
     def score(records):
         return clf.predict([classifier_text(r, n_passages) for r in records])
@@ -184,7 +183,7 @@ class LlmDetectorOptions:
 def load_llm_detector(options: LlmDetectorOptions, config) -> ScoredDetector:
     from ..models.backends import load_generator
 
-    return llm_detector(load_generator(options.model, config.device, config.dtype), options.threshold,
+    return llm_detector(load_generator(options.model, config.device, config.dtype, config=config), options.threshold,
                         prompts.detect_template(options.prompt))
 
 

@@ -206,17 +206,15 @@ def check_retrieval(records: list[dict], expected: str | None) -> None:
                              record_id=record.get("id"))
 
 
-def signal_scorer(combiner: Combiner, device: str = "auto"):
-    """records -> feature matrix (runs the classifier when the combiner uses it)."""
+def signal_scorer(combiner: Combiner, config):
+    """records -> feature matrix (runs the classifier, loaded under the run configuration ``config``, when the
+    combiner uses it)."""
     clf = None
     if "classifier" in combiner.features:
         if not combiner.classifier or not os.path.isdir(combiner.classifier):
             raise ResourceError(f"the combiner uses the classifier at {combiner.classifier}, which is not there; "
                                 "retrain with `cq train combiner --classifier DIR`")
-        from ..config import current
-
-        clf = classifier_detector(ClassifierOptions(combiner.classifier, combiner.classifier_passages),
-                                  current().replace(device=device))
+        clf = classifier_detector(ClassifierOptions(combiner.classifier, combiner.classifier_passages), config)
     uses_retrieval = bool(set(combiner.features) & set(RETRIEVAL_FEATURES))
 
     def matrix(records):
@@ -235,15 +233,15 @@ class CombinedOptions:
     threshold: float | None = threshold_option(None)  # None: the combiner's own
 
 
-def combined_detector(options: CombinedOptions, config=None) -> ScoredDetector:
+def combined_detector(options: CombinedOptions, config) -> ScoredDetector:
     model, threshold = options.model, options.threshold
     if not model:
         raise ResourceError("--method combined needs --model DIR, written by `cq train combiner --out DIR`")
     from ..models.resolve import resolve
 
-    model = resolve(model).path  # resolved models are fingerprinted in --resume's run record
+    model = resolve(model, config=config).path  # resolved models are fingerprinted in --resume's run record
     combiner = load(model)
-    matrix, clf_info = signal_scorer(combiner, config.device if config is not None else "auto")
+    matrix, clf_info = signal_scorer(combiner, config)
     cut = combiner.threshold if threshold is None else threshold
 
     def score(records):

@@ -212,7 +212,7 @@ class Seq2SeqOptions:
 def load_llm_method(options: LlmOptions, config) -> CQWriter:
     from ..models.backends import load_generator
 
-    return llm_method(load_generator(options.model, config.device, config.dtype), options,
+    return llm_method(load_generator(options.model, config.device, config.dtype, config=config), options,
                       prompts.gencq_template(options.prompt))
 
 
@@ -222,7 +222,7 @@ def load_seq2seq_method(options: Seq2SeqOptions, config) -> CQWriter:
         raise InputError("--method seq2seq needs --model DIR from `cq train gen-cq`")
     from ..models.backends import load_generator
 
-    generator = load_generator(options.model, config.device, config.dtype)
+    generator = load_generator(options.model, config.device, config.dtype, config=config)
     if options.input_layout is None:
         from ..models.roles import trained_config
 

@@ -183,7 +183,7 @@ def overlap_oracle(options: OverlapOptions = OverlapOptions(), config=None) -> S
 def llm_oracle(options: LlmOracleOptions, config) -> SimulatedUser:
     from ..models import load_generator
 
-    generator = load_generator(options.model, config.device, config.dtype)
+    generator = load_generator(options.model, config.device, config.dtype, config=config)
     tpl = templates.load("oracle_llm", options.prompt)
     max_new_tokens = options.max_new_tokens
     return SimulatedUser("llm", functools.partial(llm_replies, generator=generator, max_new_tokens=max_new_tokens,

@@ -49,11 +49,12 @@ def rerank_batch(records: list[dict], cross_encoder, top: int | None, query_fiel
 
 
 def build(model: str = DEFAULT_RERANKER, top: int | None = 10, query_field: str = "question", batch_size: int = 32,
-          device: str = "auto", **_) -> Callable[[list[dict]], list[dict]]:
-    """The rerank stage as a batch function (records -> records); ``batch_size`` counts pairs."""
+          device: str = "auto", config=None, **_) -> Callable[[list[dict]], list[dict]]:
+    """The rerank stage as a batch function (records -> records); ``batch_size`` counts pairs; the model loads
+    under the run configuration ``config`` (None: the process's)."""
     from ..models import load_cross_encoder
 
-    encoder = load_cross_encoder(model, device)
+    encoder = load_cross_encoder(model, device, config)
     info = {**encoder.info, "top": top, "query_field": query_field}
     return functools.partial(rerank_batch, cross_encoder=encoder, top=top, query_field=query_field,
                              batch_size=batch_size, info=info)

@@ -19,10 +19,7 @@ def build(method: str = "bm25", config=None, *, index_dir: str, hits: int = HITS
     from .common import described, split_config
 
     config, options = split_config(config, options, SEARCHERS.get(method))
-    from ..config import using
-
-    with using(config):
-        searcher = SEARCHERS.build(method, config, index_dir=index_dir, **options)
+    searcher = SEARCHERS.build(method, config, index_dir=index_dir, **options)
     index = os.path.abspath(index_dir) if os.path.exists(index_dir) else index_dir  # a path, or a prebuilt name
     info = {"method": method, "index": index, "hits": hits, **getattr(searcher, "params", {})}
     params = {"method": method, "index_dir": index, "hits": hits, "query_field": query_field,

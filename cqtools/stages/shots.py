@@ -86,7 +86,8 @@ class ShotSelector:
     With no more shots than ``k`` every shot is used as is and no encoder is loaded."""
 
     def __init__(self, shots: Sequence[Shot], encoder=None, encoder_name: str = DEFAULT_ENCODER,
-                 device: str = "auto", batch_size: int = 64, metric: str = "cosine"):
+                 device: str = "auto", batch_size: int = 64, metric: str = "cosine", config=None):
+        """``config``: the run configuration the encoder loads under (None: the process's)."""
         if metric not in ("cosine", "l2"):
             raise ValueError(f"metric must be cosine or l2, not {metric!r}")
         self.metric = metric  # l2: Euclidean distance of raw (unnormalised) vectors, as dsp's Faiss index
@@ -94,6 +95,7 @@ class ShotSelector:
         self._encoder = encoder
         self.encoder_name = encoder_name
         self.device = device
+        self.config = config
         self.batch_size = batch_size
         self._matrix = None
 
@@ -102,7 +104,7 @@ class ShotSelector:
         if self._encoder is None:
             from ..models import load_encoder
 
-            self._encoder = load_encoder(self.encoder_name, self.device)
+            self._encoder = load_encoder(self.encoder_name, self.device, self.config)
         return self._encoder
 
     def _embed(self, texts: list[str]):

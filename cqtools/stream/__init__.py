@@ -242,9 +242,7 @@ def _call_size(spec: StreamSpec, bar) -> int:
     one at a time so that the bar moves per record. The records are the same either way (every backend
     computes each input alone: docs/benchmarks/determinism.md); API stages keep --concurrency records per
     call (their requests stay in flight together), and padded batches (CQ_PADDED_BATCHES=1) keep the batch."""
-    from ..models.runtime import padded_batches
-
-    if bar.disable or padded_batches():
+    if bar.disable or spec.config.padded_batches:
         return spec.batch_size
     from ..models.openai_backend import settings
 

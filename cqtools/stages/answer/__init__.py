@@ -123,7 +123,7 @@ class AnswerStage:
         return info
 
 
-def choose_reader(reader: str, model: str | None, *, generator_only: bool = False) -> tuple[str, str | None]:
+def choose_reader(reader: str, model: str | None, config, *, generator_only: bool = False) -> tuple[str, str | None]:
     """(reader, model) for ``--reader``/``--model`` as given. ``auto`` (the default): the extractive
     reader when the model is a span (question-answering) model, the one named or else the one
     installed in $CQ_MODELS/reader (`make models`), and the generative reader otherwise (its
@@ -133,20 +133,20 @@ def choose_reader(reader: str, model: str | None, *, generator_only: bool = Fals
     from ...models.roles import installed_reader
 
     if reader == "extractive" and model is None:
-        model = installed_reader()
+        model = installed_reader(config)
         if model is None:
             raise ResourceError("--reader extractive needs --model DIR (a `cq train reader` directory) or a reader "
                                 "installed in $CQ_MODELS/reader (`make models` puts one in work/models/reader)")
     if reader != "auto":
         return reader, model
     if model is None:
-        model = None if generator_only else installed_reader()
+        model = None if generator_only else installed_reader(config)
         return ("extractive", model) if model else ("generative", None)
-    return ("extractive" if _span_model(model) else "generative"), model
+    return ("extractive" if _span_model(model, config) else "generative"), model
 
 
 @functools.lru_cache(maxsize=None)
-def _span_model(model: str) -> bool:
+def _span_model(model: str, config) -> bool:
     """Whether ``model`` (a directory or hub id) is a question-answering model, read from its
     config.json alone (a hub model's is one small download, cached); API models, the default LM
     and anything whose config cannot be read count as generators (their loader says what is wrong)."""
@@ -155,14 +155,13 @@ def _span_model(model: str) -> bool:
     from ...models import openai_backend
     from ...models.resolve import hub_file
     from ...models.roles import is_span_model
-    from ...config import current
 
     path = os.path.expanduser(model)
     if os.path.isdir(path):
         return is_span_model(path)
-    if model == DEFAULT_READER or openai_backend.route(model) is not None or "/" not in model:
+    if model == DEFAULT_READER or openai_backend.route(model, config=config) is not None or "/" not in model:
         return False
-    found = hub_file(model, "config.json", current().revision)  # None: offline and not cached, no such repo
+    found = hub_file(model, "config.json", config)  # None: offline and not cached, no such repo
     return found is not None and is_span_model(os.path.dirname(found))
 
 
@@ -182,7 +181,7 @@ def build(mode: str = "single", reader: str = "auto", *, seed: int | None = None
     chosen_mode = ANSWER_MODES.get(mode)
     params = {"mode": mode, "reader": reader, "seed": seed, **options}
     batch_size = options.pop("batch_size", None) or 32
-    reader, model = choose_reader(reader, options.pop("model", None),
+    reader, model = choose_reader(reader, options.pop("model", None), run_config,
                                   generator_only=mode in GENERATOR_MODES or bool(options.get("verify")))
     chosen_reader = READERS.get(reader)
     given = {k: v for k, v in options.items() if v is not None}
@@ -194,11 +193,8 @@ def build(mode: str = "single", reader: str = "auto", *, seed: int | None = None
     reader_options = {k: v for k, v in given.items() if k not in mode_options}
     checked = chosen_reader.values(reader_options)  # checked and typed here ("2" from a shared flag is 2)
     reader_options = {k: checked[k] for k in reader_options}
-    from ...config import using
-
-    with using(run_config):  # the loaders the mode calls read this configuration
-        fn = chosen_mode.build(run_config, reader=reader, model=model, reader_options=reader_options, seed=seed,
-                               batch_size=batch_size, **mode_options)
+    fn = chosen_mode.build(run_config, reader=reader, model=model, reader_options=reader_options, seed=seed,
+                           batch_size=batch_size, **mode_options)
     return described(fn, "answer", params)
 
 
@@ -234,7 +230,7 @@ def qa_mode(mode: str):
         if mode in ("cq", "dqs"):
             from ...models import load_cross_encoder
 
-            cross_encoder = load_cross_encoder(reranker, config.device)
+            cross_encoder = load_cross_encoder(reranker, config.device, config)
         if mode == "dqs":
             searcher = dqs_searcher(answer_config, config)
         if answer_config.refuel_round_trip:
@@ -264,7 +260,7 @@ def qd_writer_for(reader, qd_model: str | None, config):
 
     if qd_model is None and getattr(reader, "generator", None) is not None:
         return QDWriter(reader.generator)
-    return QDWriter(load_generator(qd_model or DEFAULT_MODEL, config.device, config.dtype))
+    return QDWriter(load_generator(qd_model or DEFAULT_MODEL, config.device, config.dtype, config=config))
 
 
 def long_mode(options: O.LongOptions, config, *, reader: str, model: str | None, reader_options: dict, seed,
@@ -278,7 +274,7 @@ def long_mode(options: O.LongOptions, config, *, reader: str, model: str | None,
     if reader != "generative":
         raise InputError("--mode long writes with a generator: it takes --reader generative")
     generator = load_generator(model or DEFAULT_READER, config.device, config.dtype,
-                               reader_options.get("kind") or "auto")
+                               reader_options.get("kind") or "auto", config=config)
     return functools.partial(long_answer_batch, generator=generator, n_passages=n_passages,
                              max_new_tokens=max_new_tokens, info={**generator.info, "seed": seed},
                              batch_size=batch_size, tpl=templates.load("long", prompt))

@@ -82,16 +82,19 @@ class ExtractiveReader:
     name = "extractive"
 
     def __init__(self, tokenizer, model, info: dict, options: ExtractiveOptions | None = None,
-                 batch_size: int | None = None):
-        from ...models.runtime import max_input_tokens, padded_batches
+                 batch_size: int | None = None, config=None):
+        """``config``: the run configuration it was built under (its batching and input cap; None: cq's
+        defaults, each input alone and no cap)."""
+        from ...config import RunConfig
 
+        config = config if config is not None else RunConfig()
         if not tokenizer.is_fast:
             raise ResourceError(f"extractive reader {info.get('model')}: needs a fast tokenizer (span offsets)")
         self.tokenizer, self.model = tokenizer, model
         self.options = options if options is not None else ExtractiveOptions()
         self.batch_size = batch_size or 32
-        self.padded = padded_batches()
-        self.input_cap = max_input_tokens()  # --max-input-tokens of the configuration that built it
+        self.padded = config.padded_batches
+        self.input_cap = config.max_input_tokens  # --max-input-tokens of the configuration that built it
         self._info = {**info, "batching": "padded" if self.padded else "per-item"}
 
     @property
@@ -213,14 +216,14 @@ def passage_order(spans: list[dict]) -> list[dict]:
     return [firsts[rank] for rank in sorted(firsts)] + [span for span in spans if id(span) not in chosen]
 
 
-def load_extractive(model: str, device: str = "auto", batch_size: int | None = None, **options) -> ExtractiveReader:
+def load_extractive(model: str, config, batch_size: int | None = None, **options) -> ExtractiveReader:
     """The extractive reader of ``model`` (a ``cq train reader`` directory, or any hub id / local
-    directory of an ``AutoModelForQuestionAnswering``), loaded once per process."""
+    directory of an ``AutoModelForQuestionAnswering``) on ``config``'s device, loaded once per process."""
     from ...models.backends import load_transformers, pick_device
     from ...models.roles import architectures, is_span_model
     from ...models.resolve import resolve
 
-    resolved = resolve(model)
+    resolved = resolve(model, config=config)
     hint = "train one with `cq train reader` and pass --model DIR"
     if resolved.fmt in ("gguf", "onnx"):
         raise ResourceError(f"--reader extractive needs a span (question-answering) model, and {model} is "
@@ -228,19 +231,19 @@ def load_extractive(model: str, device: str = "auto", batch_size: int | None = N
     if not is_span_model(resolved.path):
         raise ResourceError(f"--reader extractive needs a span (question-answering) model; {model} is "
                             f"{', '.join(architectures(resolved.path)) or 'not one'}; {hint}")
-    dev = pick_device(device)
+    dev = pick_device(config.device)
     tokenizer, qa_model = load_transformers(resolved.path, "AutoModelForQuestionAnswering", dev,
-                                            "an extractive reader", hint)
+                                            "an extractive reader", hint, config)
     names = {f for f in ExtractiveOptions.__dataclass_fields__}
     settings = {**trained_settings(resolved.path), **{k: v for k, v in options.items() if k in names and v is not None}}
     if settings.get("max_passage_tokens") is not None and options.get("n_passages") is None:
         settings["n_passages"] = None  # an evidence budget and no --passages: every passage that fits
     info = {"model": resolved.name, "source": resolved.source, "device": dev, "dtype": "float32"}
-    return ExtractiveReader(tokenizer, qa_model, info, ExtractiveOptions(**settings), batch_size)
+    return ExtractiveReader(tokenizer, qa_model, info, ExtractiveOptions(**settings), batch_size, config)
 
 
 def extractive_reader(options, config, batch_size: int | None = None) -> ExtractiveReader:
     """The extractive reader of ``options.model`` (:class:`.options.ExtractiveReaderOptions`)."""
-    return load_extractive(options.model, config.device, batch_size, n_passages=options.n_passages,
+    return load_extractive(options.model, config, batch_size, n_passages=options.n_passages,
                            max_passage_tokens=options.max_passage_tokens, order=options.span_order,
                            skip_question_spans=options.question_spans == "skip")

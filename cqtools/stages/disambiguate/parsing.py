@@ -126,4 +126,4 @@ def loaded(model: str, run, seed: int, method: str, prompt: str | None):
     from .. import templates
 
     set_seed(seed)
-    return load_generator(model, run.device, run.dtype), templates.load(method.replace("-", "_"), prompt)
+    return load_generator(model, run.device, run.dtype, config=run), templates.load(method.replace("-", "_"), prompt)

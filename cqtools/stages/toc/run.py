@@ -189,11 +189,12 @@ def toc_disambiguator(options: TocConfig, run, *, seed: int = 0, batch_size: int
     shots_file = options.shots_file
     template = templates.load("toc", options.prompt)
     set_seed(seed)
-    generator = load_generator(options.model, run.device, run.dtype)
+    generator = load_generator(options.model, run.device, run.dtype, config=run)
     shots = load_shots(shots_file, max_pairs=None, min_pairs=1, need_long=True) if shots_file \
         else TP.builtin_demos()
-    selector = ShotSelector(shots, encoder_name=options.encoder or DEFAULT_ENCODER, device=run.device, metric="l2")
-    cross_encoder = load_cross_encoder(options.reranker or DEFAULT_RERANKER, run.device)
+    selector = ShotSelector(shots, encoder_name=options.encoder or DEFAULT_ENCODER, device=run.device, metric="l2",
+                           config=run)
+    cross_encoder = load_cross_encoder(options.reranker or DEFAULT_RERANKER, run.device, run)
     runner = TocRunner(generator, cross_encoder, selector, template, options, seed, batch_size)
     info = {**generator.info, "method": "toc", **options.params(), "seed": seed, "shots": len(shots),
             "shots_file": shots_file, "shot_encoder": selector.encoder_name,

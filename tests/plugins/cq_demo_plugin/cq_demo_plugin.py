@@ -65,7 +65,7 @@ class EchoGenerator:
         return [-1.0 for _ in prompts]
 
 
-def reply_file(resolved, role, device, dtype="auto", kind="auto"):
+def reply_file(resolved, role, device, dtype, kind, config):
     """A weight format: a directory holding ``reply.txt`` is a "model" that always says that file's text."""
     if role != "generator":
         raise ValueError(f"a reply file is a generator, not a {role}")
