@@ -34,6 +34,7 @@ def test_train_detect_writes_a_model_and_report(detect_model):
     with open(os.path.join(out, "cq_train.json")) as fh:
         report = json.load(fh)
     assert len(report["history"]) == 2 and report["config"]["seed"] == 1
+    assert "max_length" in report["config"] and not {"two_options", "input_layout", "targets"} & set(report["config"])
 
 
 def test_trained_model_loads_in_detect(runner, detect_model, questions):
@@ -102,6 +103,11 @@ def test_train_gen_cq_tiny_seq2seq(runner, tmp_path, tiny_seq2seq):
                            input=(FIXTURES / "questions.jsonl").read_text().splitlines()[0] + "\n")
     assert result.exit_code == 0, result.stderr
     assert parse_jsonl(result.stdout)[0]["cq"]["method"] == "seq2seq"
+    with open(os.path.join(out, "cq_train.json")) as fh:
+        config = json.load(fh)["config"]
+    # each trainer's report holds its own settings only (one TrainConfig held both trainers' before, issue 34)
+    assert {"two_options", "input_layout", "targets"} <= set(config)
+    assert not {"holdout", "select", "max_length"} & set(config)
 
 
 def test_train_missing_file(runner, tmp_path):

@@ -88,7 +88,7 @@ def cli():
 
 def _run(task: str, quiet: bool, **kwargs) -> None:
     from ..train.detector import train_detect
-    from ..train.loop import TrainConfig
+    from ..train.loop import DetectTrainConfig, GenCQTrainConfig
     from ..train.cq_generator import train_gen_cq
 
     if quiet:
@@ -96,7 +96,8 @@ def _run(task: str, quiet: bool, **kwargs) -> None:
     kwargs.pop("dtype", None)
     out, overwrite = kwargs.pop("out"), kwargs.pop("overwrite")
     with model_directory(out, overwrite) as staging:
-        cfg = TrainConfig(train=kwargs.pop("train_path"), dev=kwargs.pop("dev_path"), out=staging, **kwargs)
+        settings = DetectTrainConfig if task == "detect" else GenCQTrainConfig
+        cfg = settings(train=kwargs.pop("train_path"), dev=kwargs.pop("dev_path"), out=staging, **kwargs)
         report = (train_detect if task == "detect" else train_gen_cq)(cfg)
     _echo({k: v for k, v in report.items() if k not in ("history", "config", "holdout_ids")}, staging, out)
 

@@ -6,5 +6,5 @@ budget give the same weights). One loop (:mod:`.loop`) serves the ambiguity clas
 from .combiner import CombinerConfig, train_combiner  # noqa: F401
 from .cq_generator import train_gen_cq  # noqa: F401
 from .detector import train_detect  # noqa: F401
-from .loop import TrainConfig, keep_model_inputs  # noqa: F401
+from .loop import DetectTrainConfig, GenCQTrainConfig, TrainConfig, keep_model_inputs  # noqa: F401
 from .span_reader import ReaderTrainConfig, train_reader  # noqa: F401

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 from ..errors import InputError, ResourceError
 from ..records import GOLD
 from ..stages import gen_cq as gen_stage
-from .loop import (TrainConfig, keep_model_inputs, load_records, log, peak_rss_mb, set_seed, total_steps, train_loop,
+from .loop import (GenCQTrainConfig, keep_model_inputs, load_records, log, peak_rss_mb, set_seed, total_steps, train_loop,
                    write_report)
 
 
@@ -122,7 +122,7 @@ def _load_model(name: str, path: str, tokenizer, device: str):
     return model, seq2seq, eos
 
 
-def train_gen_cq(cfg: TrainConfig) -> dict:
+def train_gen_cq(cfg: GenCQTrainConfig) -> dict:
     """Fine-tune a generator on gold CQs where the records have them, silver CQs otherwise; returns the report written to ``out``."""
     from transformers import AutoTokenizer
 
@@ -178,7 +178,7 @@ def train_gen_cq(cfg: TrainConfig) -> dict:
     return report
 
 
-def dev_cq_scores(cfg: TrainConfig, dev: list, device: str) -> dict:
+def dev_cq_scores(cfg: GenCQTrainConfig, dev: list, device: str) -> dict:
     """Generate with the saved model exactly as `cq gen-cq --method seq2seq` would, and score the CQs
     against gold.cq where a record has one, else its silver CQ."""
     from ..models.backends import load_generator

@@ -10,11 +10,11 @@ from dataclasses import asdict
 
 from ..errors import InputError, ResourceError
 from ..stages import detect as detect_stage
-from .loop import (LoopState, TrainConfig, gold_label, load_records, log, peak_rss_mb, set_seed, split_holdout,
+from .loop import (DetectTrainConfig, LoopState, gold_label, load_records, log, peak_rss_mb, set_seed, split_holdout,
                    total_steps, train_loop, write_report)
 
 
-def _data(cfg: TrainConfig) -> tuple[list[dict], list[dict]]:
+def _data(cfg: DetectTrainConfig) -> tuple[list[dict], list[dict]]:
     """(train, dev) records: dev from its file, or held out of train."""
     if (cfg.dev is None) == (cfg.holdout is None):
         raise InputError("train detect needs either --dev FILE or --holdout N (records held out of --train) "
@@ -29,7 +29,7 @@ def _data(cfg: TrainConfig) -> tuple[list[dict], list[dict]]:
     return train, dev[:cfg.dev_limit] if cfg.dev_limit else dev
 
 
-def _load(cfg: TrainConfig, device: str):
+def _load(cfg: DetectTrainConfig, device: str):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     from ..models.resolve import resolve
@@ -48,7 +48,7 @@ def _load(cfg: TrainConfig, device: str):
 class Checkpoints:
     """Dev evaluations during training: the history, the best scores and weights so far, patience."""
 
-    def __init__(self, cfg: TrainConfig, model, evaluate, eval_every: int):
+    def __init__(self, cfg: DetectTrainConfig, model, evaluate, eval_every: int):
         self.cfg, self.model, self.evaluate, self.eval_every = cfg, model, evaluate, eval_every
         self.history: list[dict] = []
         self.best: dict | None = None
@@ -80,7 +80,7 @@ class Checkpoints:
         return False
 
 
-def _with_passages(cfg: TrainConfig, train: list[dict]) -> int:
+def _with_passages(cfg: DetectTrainConfig, train: list[dict]) -> int:
     """How many training records have passages (a warning when --passages asks for them and none has)."""
     with_passages = sum(bool(r.get("passages")) for r in train)
     if cfg.passages and not with_passages:
@@ -112,7 +112,7 @@ def _evaluator(model, tokenizer, x_dev: list, y_dev: list[bool], max_length: int
     return evaluate
 
 
-def train_detect(cfg: TrainConfig) -> dict:
+def train_detect(cfg: DetectTrainConfig) -> dict:
     """Fine-tune an encoder as the ambiguity classifier; returns the report written to ``out``."""
     import torch
 

@@ -34,6 +34,9 @@ REPORT = "cq_train.json"
 
 @dataclass
 class TrainConfig:
+    """What every fine-tuning trainer shares (data, budget, loop, device); each trainer's own settings are
+    fields of its subclass (:class:`DetectTrainConfig`, :class:`GenCQTrainConfig`)."""
+
     train: str
     dev: str | None
     model: str
@@ -49,14 +52,26 @@ class TrainConfig:
     passages: int = 3
     eval_every: int | None = None   # steps between dev evaluations (default: once per epoch)
     patience: int = 3               # evaluations without improvement before stopping
-    holdout: int | None = None      # detect only: early-stop on N train records held out (instead of dev)
-    select: str = "f1"              # detect only: checkpoint metric, "f1" (ties: accuracy) or "auroc"
-    max_length: int = detect_stage.MAX_INPUT_TOKENS  # detect only: tokens per input
     device: str = "auto"
-    with_answers: str | None = None  # gen-cq only: None | "gold"
-    targets: str = "auto"            # gen-cq only: "auto" (gold.cq where present, else silver) | "silver"
-    input_layout: str = "cq"         # gen-cq only: "cq" | "askcq" (AskCQ's CQDataset input, cq gen-cq --input-layout)
-    two_options: str = FromDqsOptions.two_options  # gen-cq only: silver CQs' two options "A or B" | "A, or B"
+
+
+@dataclass
+class DetectTrainConfig(TrainConfig):
+    """`cq train detect`'s settings: the shared ones and the classifier's own."""
+
+    holdout: int | None = None      # early-stop on N train records held out (instead of dev)
+    select: str = "f1"              # checkpoint metric, "f1" (ties: accuracy) or "auroc"
+    max_length: int = detect_stage.MAX_INPUT_TOKENS  # tokens per input
+
+
+@dataclass
+class GenCQTrainConfig(TrainConfig):
+    """`cq train gen-cq`'s settings: the shared ones and the CQ generator's own."""
+
+    with_answers: str | None = None  # None | "gold"
+    targets: str = "auto"            # "auto" (gold.cq where present, else silver) | "silver"
+    input_layout: str = "cq"         # "cq" | "askcq" (AskCQ's CQDataset input, cq gen-cq --input-layout)
+    two_options: str = FromDqsOptions.two_options  # silver CQs' two options "A or B" | "A, or B"
 
 
 # --- data ------------------------------------------------------------------------------------
