@@ -51,6 +51,7 @@ class Option:
     max: float | None = None
     flag: str | None = None
     env: str | None = None  # the CLI flag's environment variable (e.g. CQ_MODEL_RERANKER)
+    metavar: str | None = None  # what --help shows for the value (URL, FILE) instead of its type
     check: Any = None  # (value, where) -> value: a further check run with the others, before any model loads
 
     @property
@@ -103,7 +104,8 @@ OPTION_META = "cqtools.option"
 
 
 def option(default: Any = None, help: str = "", *, choices: Iterable = (), min: float | None = None,
-           max: float | None = None, flag: str | None = None, env: str | None = None, check: Any = None):
+           max: float | None = None, flag: str | None = None, env: str | None = None, check: Any = None,
+           metavar: str | None = None):
     """One field of a method's options dataclass: its default (written here and nowhere else), help and
     limits; the field's annotation gives its type (``int | None``: an int, None meaning "not set")::
 
@@ -113,7 +115,8 @@ def option(default: Any = None, help: str = "", *, choices: Iterable = (), min: 
 
         register("length", length_detector, options=LengthOptions)  # length_detector(options, config)
     """
-    meta = {"help": help, "choices": tuple(choices), "min": min, "max": max, "flag": flag, "env": env, "check": check}
+    meta = {"help": help, "choices": tuple(choices), "min": min, "max": max, "flag": flag, "env": env, "check": check,
+            "metavar": metavar}
     return dataclasses.field(default=default, metadata={OPTION_META: meta})
 
 

@@ -49,3 +49,14 @@ def test_no_help_text_shows_a_doubled_percent_sign(runner):
     assert len(helps) > 15 and "bootstrap 95% interval" in helps["score"]
     assert not [path for path, text in helps.items() if "%%" in text]
     assert "%%" not in (ROOT / "docs" / "cli.md").read_text()
+
+
+def test_a_declared_option_names_what_its_value_is(runner):
+    """An option declared with ``metavar`` shows it in --help (the generated --api-base said TEXT where the
+    hand-written flag said URL): a server address, a template file, a shots file."""
+    from cqtools.cli import cli
+
+    shown = runner.invoke(cli, ["disambiguate", "--help"]).output
+    for flag in ("--api-base URL", "--prompt FILE", "--shots FILE"):
+        assert flag in shown, flag
+    assert "--api-base URL" in runner.invoke(cli, ["answer", "--help"]).output

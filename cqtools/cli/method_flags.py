@@ -68,7 +68,7 @@ def method_options(*registries, skip: tuple[str, ...] = ("model",)):
             decorators.append(click.option(opts[0].cli_flag, name, is_flag=True, default=None, help=help_text))
         else:
             decorators.append(click.option(opts[0].cli_flag, name, type=_click_type(opts), default=None,
-                                           envvar=env, help=help_text))
+                                           envvar=env, help=help_text, metavar=opts[0].metavar))
     decorators.append(click.option("-O", "--opt", "method_opts", multiple=True, callback=_opt_pairs,
                                    metavar="KEY=VALUE",
                                    help=f"An option of the chosen {' or '.join(r.kind for r in registries)} by its "
@@ -187,7 +187,7 @@ def backend_flags() -> list:
                 shown = _shown_default(opt)
                 default = f" [default: {shown}]" if shown else ""
                 flags.append(click.option(opt.flag, f"backend_{opt.name}", type=_click_type([opt]), default=None,
-                                          expose_value=False, callback=_backend_setting(opt.name),
+                                          metavar=opt.metavar, expose_value=False, callback=_backend_setting(opt.name),
                                           help=f"{opt.help}{default}" + (f" Env: {opt.env}." if opt.env else "")))
     return flags
 

@@ -58,7 +58,7 @@ class OpenAIOptions:
               "llama.cpp, a hosted API), e.g. http://node1:8000/v1; --model names the server's model. `--model "
               "openai:NAME` does this for one model without --api-base (server: OPENAI_BASE_URL, else "
               "api.openai.com). Key: CQ_API_KEY or OPENAI_API_KEY (environment only).",
-        flag="--api-base", env="CQ_API_BASE")
+        flag="--api-base", env="CQ_API_BASE", metavar="URL")
     concurrency: int = option(4, "API models: requests in flight at once (429/5xx answers are retried with "
                                  "backoff).", min=1, flag="--concurrency", env="CQ_CONCURRENCY")
     api_timeout: float = option(120.0, "API models: seconds to wait for one answer before retrying it.",

@@ -15,7 +15,7 @@ def _template_file(path, where):
 
 def prompt_option():
     return option(None, "a prompt template file replacing cq's wording (its [[parts]]; see docs/methods.md)",
-                  flag="--prompt", check=_template_file)
+                  flag="--prompt", check=_template_file, metavar="FILE")
 
 
 def llm_option(help: str = "a causal LM", env: str | None = None):

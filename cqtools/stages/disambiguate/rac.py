@@ -35,7 +35,7 @@ class RacOptions:
     max_new_tokens: int | None = tokens_option()
     prompt: str | None = template_option()
     shots_file: str | None = option(None, "JSONL records with gold.dqs to pick k-shot examples from by question "
-                                          "similarity [default: built-in examples]", flag="--shots")
+                                          "similarity [default: built-in examples]", flag="--shots", metavar="FILE")
     k_shots: int = option(3, "examples per prompt", min=0)
     encoder: str | None = encoder_option("--shots: bi-encoder that embeds questions to pick the nearest shots "
                                          "[default: sentence-transformers/all-MiniLM-L6-v2]")

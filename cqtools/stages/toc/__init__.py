@@ -42,7 +42,8 @@ class TocOptions:
     n_passages: int = option(5, "passages shown per expansion: the question's pool reranked for the node, top N",
                              min=1, flag="--passages")  # --top_k_reranked
     shots_file: str | None = option(None, "JSONL records with gold.dqs and gold.long_answers (`cq convert asqa` "
-                                          "train) to pick demos from by kNN [default: built-in demos]", flag="--shots")
+                                          "train) to pick demos from by kNN [default: built-in demos]", flag="--shots",
+                                    metavar="FILE")
     k_shots: int = option(5, "demos per prompt (nearest last)", min=0)  # --n_shot
     encoder: str | None = encoder_option("bi-encoder for the demos' kNN, L2 on raw vectors [default: "
                                          "sentence-transformers/all-MiniLM-L6-v2]")
