@@ -18,6 +18,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from .processes import stop
+
 DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "srun", "scontrol", "squeue", "scancel")
 
 
@@ -143,12 +145,7 @@ class LocalSlurm:
                 time.sleep(0.5)
         killed = []
         for proc in reversed(self.procs):
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            if stop(proc, 20):
                 killed.append(f"{proc.args[0]} ({proc.pid})")
         self.procs.clear()
         return killed

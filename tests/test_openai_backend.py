@@ -26,6 +26,7 @@ from cqtools.models.openai_backend import OpenAIGenerator, continuation_logprob
 
 from .conftest import FIXTURES, ROOT, jsonl, parse_jsonl
 from .openai_server import VOCAB, token_logprob, tokenize
+from .processes import stop
 
 SECRET = "sk-test-DO-NOT-LEAK-1234567890"
 
@@ -60,13 +61,7 @@ class Server:
         return self.log()["requests"]
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop(self.proc, 10)
 
 
 @pytest.fixture(autouse=True)
@@ -419,12 +414,7 @@ def llama_server():
                 raise RuntimeError(f"llama_cpp.server did not start: {proc.stderr.read()[-2000:]}")
             time.sleep(0.5)
     yield url
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    stop(proc, 20)
 
 
 @pytest.mark.slow
