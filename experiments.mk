@@ -307,6 +307,10 @@ $(EXP)/ambignq.cq.llm.pred.jsonl: $(EXP)/ambignq.multi.preset.jsonl
 	$(call stage,$(CQ) gen-cq --method llm --with-answers pred $(ASKCQ_LLM) --all $(LLM))
 $(EXP)/ambignq.cq.llm.gold.jsonl: $(RR_DEEP)
 	$(call stage,$(CQ) gen-cq --method llm --with-answers gold $(ASKCQ_LLM) --all $(LLM))
+# cq's clarification path without a language model (the CPU default of cq gen-cq and cq chat): the CQ's options are
+# the extractive reader's distinct supported answers or their passages' titles, by a template (pred-answers).
+$(EXP)/ambignq.cq.grounded.jsonl: $(EXP)/ambignq.multi.extractive.jsonl
+	$(call stage,$(CQ) gen-cq --method pred-answers --all)
 $(EXP)/ambignq.cq.fromdqs.jsonl: $(EXP)/ambignq.ret.bm25.jsonl
 	$(call stage,$(CQ) gen-cq --method from-dqs --all)
 $(EXP)/ambignq.m.cq.fromdqs.jsonl: $(RR)
@@ -317,7 +321,7 @@ $(S)/ambignq.cq.%.json: $(EXP)/ambignq.cq.%.jsonl
 # Clarification-based QA: one answer per option of each CQ setting (model tier), by the extractive
 # reader; cqa.fromdqs.llm is the LLM reader on the same CQs (the reader comparison).
 CQA := $(CQ) answer --mode cq $(READER) --reranker $(MODEL_RERANK)
-$(EXP)/ambignq.cqa.llm.jsonl $(EXP)/ambignq.cqa.zeroshot.jsonl: $(EXP)/ambignq.cqa.%.jsonl: $(EXP)/ambignq.cq.%.jsonl | $(MODEL_READER)
+$(EXP)/ambignq.cqa.llm.jsonl $(EXP)/ambignq.cqa.zeroshot.jsonl $(EXP)/ambignq.cqa.grounded.jsonl: $(EXP)/ambignq.cqa.%.jsonl: $(EXP)/ambignq.cq.%.jsonl | $(MODEL_READER)
 	$(call stage,$(CQA))
 $(EXP)/ambignq.cqa.fromdqs.jsonl: $(EXP)/ambignq.m.cq.fromdqs.jsonl | $(MODEL_READER)
 	$(call stage,$(CQA))
@@ -341,7 +345,7 @@ $(S)/ambignq.e2e.json: $(EXP)/ambignq.e2e.jsonl
 
 ASKCQ := $(foreach m,llm classifier answers always never,$(S)/ambignq.det.$(m).json) \
          $(if $(WITH_GENCQ),$(S)/ambignq.cq.finetuned.json) \
-         $(foreach m,llm zeroshot fromdqs,$(S)/ambignq.cq.$(m).json $(S)/ambignq.cqa.$(m).json) \
+         $(foreach m,llm zeroshot fromdqs grounded,$(S)/ambignq.cq.$(m).json $(S)/ambignq.cqa.$(m).json) \
          $(S)/ambignq.cq.llm.pred.json $(S)/ambignq.cq.llm.gold.json $(S)/ambignq.cqa.fromdqs.llm.json \
          $(S)/ambignq.cqa.preset.json \
          $(S)/ambignq.e2e.json $(foreach m,$(RETRIEVERS),$(S)/ambignq.ret.$(m).retrieval.json)
@@ -538,6 +542,8 @@ PAIRS :=
 $(eval $(call pair,detect,ambignq.det.always,ambignq.det.classifier))
 $(eval $(call pair,detect,ambignq.det.llm,ambignq.det.classifier))
 $(eval $(call pair,cq,ambignq.cq.zeroshot,ambignq.cq.llm))
+$(eval $(call pair,cq,ambignq.cq.llm,ambignq.cq.grounded))
+$(eval $(call pair,cbqa,ambignq.cqa.llm,ambignq.cqa.grounded))
 $(if $(WITH_GENCQ),$(eval $(call pair,cq,ambignq.cq.llm,ambignq.cq.finetuned)))
 $(eval $(call pair,cbqa,ambignq.cqa.zeroshot,ambignq.cqa.llm))
 $(eval $(call pair,cbqa,ambignq.cqa.fromdqs,ambignq.cqa.llm))
