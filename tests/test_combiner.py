@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from cqtools.cli import cli
-from cqtools.stages import detect_combined as dc
+from cqtools.stages.detect import combined as dc
 from cqtools.train.combiner import best_threshold
 
 from .conftest import jsonl, parse_jsonl

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from cqtools.cli import cli
-from cqtools.stages.cq_form import canonical_cq, in_form, repair
+from cqtools.stages.gen_cq.form import canonical_cq, in_form, repair
 
 from .conftest import FIXTURES, jsonl, parse_jsonl
 from .fakes import FakeGenerator

@@ -6,7 +6,7 @@ import pytest
 
 from cqtools.cli import cli
 from cqtools.metrics.cq import parse_cq, score_record
-from cqtools.stages.cq_form import canonical_cq, distinct, drop_options, repair
+from cqtools.stages.gen_cq.form import canonical_cq, distinct, drop_options, repair
 from cqtools.stages.gen_cq import free_form, ground, grounded, shown_words
 
 from .conftest import jsonl, parse_jsonl
@@ -210,7 +210,7 @@ def test_silver_cq_is_the_cq_from_dqs_writes():
     would read an option twice ("song, released in 1964" ... "song, released in 2016"), so from-dqs
     stays the exact upper bound."""
     from cqtools.stages.gen_cq import from_dqs_method
-    from cqtools.stages.silver_cq import add_silver_cq
+    from cqtools.stages.gen_cq.silver import add_silver_cq
 
     question = "Who sang Hello?"
     dqs = ["Who sang Hello as a song, released in 1964?", "Who sang Hello on the album?",

@@ -8,7 +8,7 @@ import orjson
 
 from ..formats import QUESTION_FORMATS, convert
 from ..jsonl import AtomicFile, JsonlWriter, open_input
-from ..stages.silver_cq import add_silver_cq
+from ..stages.gen_cq.silver import add_silver_cq
 from ..registry import FORMATS
 from .options import output_option
 

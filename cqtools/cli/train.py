@@ -265,7 +265,7 @@ def combiner_cmd(quiet, train_path, features, dtype, out, overwrite, **kwargs):
       cq retrieve --index idx --method bm25 --hits 10 < questions.jsonl \\
         | cq detect --method combined --model models/combined
     """
-    from ..stages.detect_combined import parse_features
+    from ..stages.detect.combined import parse_features
     from ..train.combiner import CombinerConfig, train_combiner
 
     if quiet:

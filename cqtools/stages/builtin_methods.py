@@ -8,7 +8,8 @@ from ..plugins import hookimpl
 
 @hookimpl
 def register_detectors(register):
-    from . import clam, detect, detect_combined, detect_diverse
+    from . import clam, detect
+    from .detect import combined as detect_combined, diverse as detect_diverse
 
     register("classifier", detect.classifier_detector, options=detect.ClassifierOptions)
     register("llm", detect.load_llm_detector, options=detect.LlmDetectorOptions)
@@ -23,7 +24,8 @@ def register_detectors(register):
 
 @hookimpl
 def register_cq_methods(register):
-    from . import clam, gen_cq, gen_cq_answers
+    from . import clam, gen_cq
+    from .gen_cq import answers as gen_cq_answers
 
     register("from-dqs", gen_cq.from_dqs_method, options=gen_cq.FromDqsOptions)
     register("llm", gen_cq.load_llm_method, options=gen_cq.LlmOptions)

@@ -99,7 +99,7 @@ def cq_turn(record: dict) -> Turn | None:
 
 def dq_edit(question: str, dq: str) -> str:
     """What the DQ adds to or changes in the AQ (the same token diff that builds silver CQs)."""
-    from .silver_cq import dq_option
+    from .gen_cq.silver import dq_option
 
     return dq_option(question, dq)
 

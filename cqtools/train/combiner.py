@@ -1,4 +1,4 @@
-"""``cq train combiner``: fit the combined detector (:mod:`cqtools.stages.detect_combined`).
+"""``cq train combiner``: fit the combined detector (:mod:`cqtools.stages.detect.combined`).
 
 Records with gold labels (``cq convert ambignq``), retrieved (and answered, for the ``answers``
 signal) the way inference will see them, are split by a hash of their id into a training part
@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import InputError
 from ..metrics import bootstrap as m_boot
 from ..metrics.detect import auroc
-from ..stages import detect_combined as dc
+from ..stages.detect import combined as dc
 from .loop import REPORT, gold_label, load_records
 
 log = logging.getLogger("cqtools")

@@ -44,8 +44,8 @@ def released_revision(question: str, category: str | None, option: str) -> str:
 
 
 def _named_head(category: str) -> bool:
-    """A wh-phrase or lead-in head (cq_form's rules: "What year", "In terms of what", "Do you mean")."""
-    from ..cq_form import _LEAD_HEAD, _WH_HEAD
+    """A wh-phrase or lead-in head (gen_cq/form.py's rules: "What year", "In terms of what", "Do you mean")."""
+    from ..gen_cq.form import _LEAD_HEAD, _WH_HEAD
 
     text = " ".join(category.split())
     return bool(_WH_HEAD.fullmatch(text) or _LEAD_HEAD.fullmatch(text))

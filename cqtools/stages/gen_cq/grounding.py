@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 import string
 
-from ..errors import InputError
-from ..metrics.normalize import normalize_answer
-from .cq_form import INVALID, drop_options
+from ...errors import InputError
+from ...metrics.normalize import normalize_answer
+from .form import INVALID, drop_options
 
 OPTIONS = ("all", "grounded")  # which options of a model's CQ are kept (--options)
 
@@ -38,7 +38,7 @@ def grounded(option: str, words: set[str]) -> bool:
 
 def ground(cq: dict, shown: list[str], options: str) -> dict:
     """``cq`` with ``grounded`` (one flag per option) against the texts the model read; with
-    ``options="grounded"`` the ungrounded options are dropped first (:func:`cq_form.drop_options`;
+    ``options="grounded"`` the ungrounded options are dropped first (:func:`form.drop_options`;
     an "invalid form" CQ has none to drop)."""
     words = shown_words(shown)
     flags = [grounded(o, words) for o in cq["options"]]

@@ -16,13 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..errors import InputError, ResourceError
-from ..models.roles import role, trained_config
-from ..records import ANSWERS, answer_texts, distinct_texts, passage_snippets, set_meta
-from ..registry import option
-from . import prompts, templates
-from .common import stage_fn
-from .options import llm_option, prompt_option
+from ...errors import InputError, ResourceError
+from ...models.roles import role, trained_config
+from ...records import ANSWERS, answer_texts, distinct_texts, passage_snippets, set_meta
+from ...registry import option
+from .. import prompts, templates
+from ..common import stage_fn
+from ..options import llm_option, prompt_option
 
 DEFAULT_LLM = role("detector").default
 MAX_INPUT_TOKENS = 256  # the classifier's input length in tokens (question + passages), unless trained longer
@@ -47,7 +47,7 @@ def build(method: str = "classifier", config=None, **options) -> Callable[[list[
 
     ``options`` are the method's (its schema: ``DETECTORS.get(method).options``; a misspelled one is
     an error); ``config`` the run configuration (cqtools/config.py; default: the current one)."""
-    from ..registry import DETECTORS
+    from ...registry import DETECTORS
 
     return stage_fn(detect_batch, "detect", method, DETECTORS, config, options, "detector")
 
@@ -91,7 +91,7 @@ class SequenceClassifier:
     def __init__(self, path: str, config, device: str = "cpu"):
         import torch
 
-        from ..models.backends import load_transformers
+        from ...models.backends import load_transformers
 
         self.tokenizer, self.model = load_transformers(
             path, "AutoModelForSequenceClassification", device, "a sequence classifier",
@@ -141,8 +141,8 @@ def classifier_detector(options: ClassifierOptions, config) -> ScoredDetector:
     if not model:
         raise ResourceError("--method classifier needs --model DIR, a model saved by `cq train detect --out DIR` "
                             "(none is installed in $CQ_MODELS/detect and this install ships none)")
-    from ..models.backends import pick_device
-    from ..models.resolve import resolve
+    from ...models.backends import pick_device
+    from ...models.resolve import resolve
 
     resolved = resolve(model, config=config)
     trained = trained_config(resolved.path).get("passages")
@@ -181,7 +181,7 @@ class LlmDetectorOptions:
 
 
 def load_llm_detector(options: LlmDetectorOptions, config) -> ScoredDetector:
-    from ..models.backends import load_generator
+    from ...models.backends import load_generator
 
     return llm_detector(load_generator(options.model, config.device, config.dtype, config=config), options.threshold,
                         prompts.detect_template(options.prompt))

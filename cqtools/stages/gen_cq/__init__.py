@@ -5,7 +5,7 @@ options: "A or B"), parsed with the scorer's own parser (:func:`cqtools.metrics.
 except ``llm --zero-shot`` whose free-form text is kept as the model wrote it (unless an option is
 dropped: then it is re-written in the canonical form from the options kept).
 
-Options are distinct (:mod:`cqtools.stages.cq_form`: a repeat is dropped, listed under
+Options are distinct (:mod:`cqtools.stages.gen_cq.form`: a repeat is dropped, listed under
 ``cq.dropped.repeated``). The model methods (llm, seq2seq) also mark each option ``grounded`` in
 what the model read: :func:`grounded`. ``options="grounded"`` (``cq gen-cq --options grounded``)
 drops the others (listed under ``cq.dropped.ungrounded``); the default ``all`` keeps them.
@@ -30,21 +30,21 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..errors import InputError
-from ..models.roles import role
-from ..metrics.cq import parse_cq
-from ..records import GOLD, answer_texts as predicted_answer_texts, set_meta
-from ..records import passage_snippets as record_snippets
-from ..registry import CQ_METHODS, non_default, option
-from . import evidence, prompts, templates
-from .common import stage_fn
-from .cq_grounding import OPTIONS, check_options, ground, grounded, shown_words  # noqa: F401
-from .options import (beams_option, cq_options_option, cq_passage_budget_option, llm_option, passages_option,
+from ...errors import InputError
+from ...models.roles import role
+from ...metrics.cq import parse_cq
+from ...records import GOLD, answer_texts as predicted_answer_texts, set_meta
+from ...records import passage_snippets as record_snippets
+from ...registry import CQ_METHODS, non_default, option
+from .. import evidence, prompts, templates
+from ..common import stage_fn
+from .grounding import OPTIONS, check_options, ground, grounded, shown_words  # noqa: F401
+from ..options import (beams_option, cq_options_option, cq_passage_budget_option, llm_option, passages_option,
                       prompt_option, tokens_option, two_options_option, with_answers_option)
-from .cq_form import (INVALID, canonical_cq, canonical_head, distinct, extract_options, first_question,
+from .form import (INVALID, canonical_cq, canonical_head, distinct, extract_options, first_question,
                       in_form, make_cq, repair, which)
-from .cq_form import format_cq  # noqa: F401  (re-exported, as before the split)
-from .silver_cq import cq_from_dqs, gold_dq_questions
+from .form import format_cq  # noqa: F401  (re-exported, as before the split)
+from .silver import cq_from_dqs, gold_dq_questions
 
 SEP = " [SEP] "
 DEFAULT_LLM = role("generator").default
@@ -210,7 +210,7 @@ class Seq2SeqOptions:
 
 
 def load_llm_method(options: LlmOptions, config) -> CQWriter:
-    from ..models.backends import load_generator
+    from ...models.backends import load_generator
 
     return llm_method(load_generator(options.model, config.device, config.dtype, config=config), options,
                       prompts.gencq_template(options.prompt))
@@ -220,11 +220,11 @@ def load_seq2seq_method(options: Seq2SeqOptions, config) -> CQWriter:
     """``input_layout`` None: the layout the model was trained on (its cq_train.json), else cq's."""
     if not options.model:
         raise InputError("--method seq2seq needs --model DIR from `cq train gen-cq`")
-    from ..models.backends import load_generator
+    from ...models.backends import load_generator
 
     generator = load_generator(options.model, config.device, config.dtype, config=config)
     if options.input_layout is None:
-        from ..models.roles import trained_config
+        from ...models.roles import trained_config
 
         layout = trained_config(os.path.expanduser(options.model)).get("input_layout") or "cq"
         options = dataclasses.replace(options, input_layout=layout)
@@ -289,7 +289,7 @@ def primed(generated: str, primer: str = prompts.GENCQ_PRIME) -> str:
 
 def free_form(raw: str, method: str) -> dict:
     """Zero-shot CQs stay as written; category/options filled where they can be read. One with a
-    repeated option is re-written in the canonical form without it (:func:`cq_form.canonical_cq`)."""
+    repeated option is re-written in the canonical form without it (:func:`form.canonical_cq`)."""
     text = first_question(raw)
     category, options = parse_cq(text) if text else (INVALID, [INVALID])
     head = canonical_head(category)

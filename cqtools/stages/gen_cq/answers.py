@@ -35,11 +35,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import InputError
-from ..records import ANSWERS
-from ..registry import option
-from .cq_form import canonical_cq, distinct, in_form, which
-from .options import two_options_option
+from ...errors import InputError
+from ...records import ANSWERS
+from ...registry import option
+from .form import canonical_cq, distinct, in_form, which
+from ..options import two_options_option
 
 OPTION_TEXTS = ("auto", "title", "answer")
 READ_HERE = "_answers_read_here"  # marks a copy whose answers this stage read (never written out)
@@ -132,7 +132,7 @@ class PredAnswersOptions:
 
 def pred_answers_method(options: PredAnswersOptions, config=None):
     """The ``pred-answers`` CQ method (registered in builtin_methods)."""
-    from .gen_cq import CQWriter
+    from . import CQWriter
 
     max_options, option_text, min_score = options.max_options, options.option_text, options.min_score
     min_rerank_score, fallback, two_options = options.min_rerank_score, options.fallback, options.two_options
@@ -166,7 +166,7 @@ class ReadAnswers:
         if not missing:
             return records
         if self.stage is None:
-            from .answer import build
+            from ..answer import build
 
             self.stage = build(mode="multi", config=self.config)
         copies = self.stage([{k: v for k, v in records[n].items() if k != "meta"} for n in missing])

@@ -6,9 +6,9 @@ from __future__ import annotations
 import difflib
 import re
 
-from ..errors import InputError
-from ..records import GOLD
-from .cq_form import canonical_cq, which
+from ...errors import InputError
+from ...records import GOLD
+from .form import canonical_cq, which
 
 
 _EDGE_WORDS = {"in", "on", "at", "of", "for", "as", "during", "from", "by", "to", "with", "about",

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
-from ..metrics.cq import parse_cq
-from ..metrics.normalize import normalize_answer
+from ...metrics.cq import parse_cq
+from ...metrics.normalize import normalize_answer
 
 INVALID = "invalid form"
 _REPARSE = 8  # rounds of write / read back / de-duplicate: two suffice unless quotes split options anew

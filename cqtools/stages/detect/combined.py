@@ -29,10 +29,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputError, ResourceError
-from ..records import META, PASSAGES
-from ..registry import option
-from .detect import ClassifierOptions, ScoredDetector, classifier_detector, distinct_answers, threshold_option
+from ...errors import InputError, ResourceError
+from ...records import META, PASSAGES
+from ...registry import option
+from . import ClassifierOptions, ScoredDetector, classifier_detector, distinct_answers, threshold_option
 
 COMBINER_FILE = "combiner.json"
 FEATURES = ("classifier", "titles", "namesakes", "parens", "scores", "answers")
@@ -237,7 +237,7 @@ def combined_detector(options: CombinedOptions, config) -> ScoredDetector:
     model, threshold = options.model, options.threshold
     if not model:
         raise ResourceError("--method combined needs --model DIR, written by `cq train combiner --out DIR`")
-    from ..models.resolve import resolve
+    from ...models.resolve import resolve
 
     model = resolve(model, config=config).path  # resolved models are fingerprinted in --resume's run record
     combiner = load(model)

@@ -4,7 +4,7 @@ AskCQ compares two detectors: a classifier over the question and its passages (N
 "ambiguous iff the QA model predicts more than one answer" (Predicted Answers). ``diverse`` asks both:
 the score is the classifier's P(ambiguous) when the reader's answers give at least two supported
 interpretations, and 0 otherwise. Supported answers are those ``cq gen-cq --method pred-answers``
-would offer as options (:func:`cqtools.stages.gen_cq_answers.supported_answers`: one per passage, from
+would offer as options (:func:`cqtools.stages.gen_cq.answers.supported_answers`: one per passage, from
 passages the reranker scored at least ``min_rerank_score``), so a question is called ambiguous only
 when there is something to ask. Records without ``answers`` get them read by the installed
 extractive reader (multi mode), as in pred-answers; the records keep no ``answers`` key.
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..registry import option
-from .detect import ClassifierOptions, ScoredDetector, classifier_detector, threshold_option
-from .gen_cq_answers import ReadAnswers, supported_answers
+from ...registry import option
+from . import ClassifierOptions, ScoredDetector, classifier_detector, threshold_option
+from ..gen_cq.answers import ReadAnswers, supported_answers
 
 
 @dataclass(frozen=True)
