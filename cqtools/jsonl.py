@@ -88,6 +88,9 @@ def _parse(raw: bytes, required: tuple[str, ...]) -> dict:
     try:
         record = exactjson.loads(raw)  # orjson's, with integers past 64 bits kept digit for digit
     except orjson.JSONDecodeError as err:
+        if "depth" in str(err) and raw.count(b"[") + raw.count(b"{") > exactjson.MAX_DEPTH:
+            raise InputError(f"nested deeper than {exactjson.MAX_DEPTH:,} levels, more than cq reads (docs/schema.md); "
+                             f"flatten the record") from None  # valid JSON, maybe: never call it invalid
         raise InputError(JSON_DOCUMENT if document else f"not valid JSON ({err}); each line must be one JSON object") \
             from None
     if not isinstance(record, dict):

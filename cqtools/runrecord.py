@@ -191,7 +191,8 @@ def lock(out: str) -> int:
     one-line error instead of appending the same records again, unless the holder is ending: then it
     waits (up to :data:`ENDING_WAIT`) for the lock. Why: a scheduler that requeues a job (SLURM's
     ``scontrol requeue``, pre-emption) starts it again while the killed run may still be cleaning up
-    (tests/test_cluster.py saw the restart 2 s after the kill, the old process still alive)."""
+    (tests/test_cluster.py saw the restart 2 s after the kill, the old process still alive). OUT
+    itself, when it exists, is locked too, so a hard link to it is the same OUT (:func:`_lock_itself`)."""
     import fcntl
     import time
 
@@ -224,15 +225,58 @@ def lock(out: str) -> int:
                                  f"file") from None
             raise InputError(f"--resume {out} is being written by another cq process (pid {holder[0]}); wait "
                              f"for it to end (or stop it), or write to another file") from None
+    try:
+        itself = _lock_itself(out)
+    except BaseException:
+        os.close(fd)
+        raise
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     _HELD[fd] = path
+    if itself is not None:
+        _ITSELF[fd] = itself
     return fd
 
 
+_ITSELF: dict[int, int] = {}  # lock fd -> an fd of OUT itself, flocked too (see _lock_itself)
+
+
+def _lock_itself(out: str) -> int | None:
+    """OUT itself locked too (flock on its own open file), when it is already a regular file: the lock
+    file is found by OUT's name (a symlink resolved), and another name of the same file, a hard link,
+    would find another one. None when OUT does not exist yet (no other name can reach it)."""
+    import fcntl
+    import stat
+    import time
+
+    try:
+        fd = os.open(out, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None  # not written yet, or not readable: the lock file alone stands
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    start = time.monotonic()
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() - start < STARTING_GRACE:  # a holder that is exiting frees both locks
+                time.sleep(0.1)
+                continue
+            os.close(fd)
+            raise InputError(f"--resume {out} is being written by another cq process under another name (a hard "
+                             f"link to the same file); wait for it to end (or stop it), or write to another "
+                             f"file") from None
+
+
 def unlock(fd: int) -> None:
-    """Release a lock from :func:`lock` (closing its file)."""
+    """Release a lock from :func:`lock` (closing its files)."""
     _HELD.pop(fd, None)
+    itself = _ITSELF.pop(fd, None)
+    if itself is not None:
+        os.close(itself)
     os.close(fd)
 
 

@@ -88,3 +88,47 @@ def test_a_run_whose_every_record_was_refused_exits_non_zero(runner, server):
     assert result.exit_code == 1, result.stderr
     assert len(parse_jsonl(result.stdout)) == 3  # written through, with the reason, and kept
     assert "every one of the 3 records" in result.stderr.strip().splitlines()[-1]
+
+
+def test_asking_a_server_its_context_has_a_total_deadline_too(caplog):
+    """The other request cq sends a server, GET /v1/models for its context length (cq answer
+    --max-passage-tokens 0, --preset refuel): a listing that drips past --api-timeout is read as
+    saying nothing (cq's default budget, said on stderr) instead of holding the run forever."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from types import SimpleNamespace
+
+    from cqtools.models import served_context
+
+    class Drip(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Length", "100000")
+            self.end_headers()
+            try:
+                for _ in range(100_000):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(0.05)
+            except OSError:  # the client gave up, as it should
+                pass
+
+    drip = ThreadingHTTPServer(("127.0.0.1", 0), Drip)
+    threading.Thread(target=drip.serve_forever, daemon=True).start()
+    model = SimpleNamespace(base=f"http://127.0.0.1:{drip.server_port}/v1", model="dripping", timeout=1.0)
+    got = []
+    asking = threading.Thread(target=lambda: got.append(served_context.context_of(model)), daemon=True)
+    start = time.monotonic()
+    try:
+        asking.start()
+        asking.join(15)
+        assert not asking.is_alive(), "still reading the dripping listing after 15 s"
+    finally:
+        drip.shutdown()
+        served_context._KNOWN.pop((model.base, model.model), None)
+        served_context._NOTED.discard((model.base, model.model))
+    assert got == [served_context.DEFAULT_CONTEXT] and time.monotonic() - start < 10
+    assert "no whole answer within 1 s" in caplog.text

@@ -335,6 +335,27 @@ def test_cq_without_options_answers_directly():
     assert '  from "The Dark Knight (film)" [p1]: [Heath Ledger] played the Joker.' in term.lines
 
 
+def test_the_from_line_shows_terminal_escapes_of_a_passage_instead_of_running_them(capsys, monkeypatch):
+    """The "from ..." line under an answer prints a passage's title, id and sentence from the corpus (untrusted):
+    through cq chat's console their OSC 52 (clipboard), OSC 8 (link), CSI 2J and CR are shown, not run; the
+    bold cq adds to the answer span stays."""
+    import click
+
+    from cqtools.cli.chat import Console
+
+    monkeypatch.setattr(click.utils, "should_strip_ansi", lambda *a, **k: False)  # as a terminal gets it
+    passage = {"id": "p1\x1b[2J", "title": "The Dark Knight\x1b]52;c;aGk=\x07\r",
+               "text": "\x1b]8;;http://evil.example/\x1b\\Heath Ledger played the Joker.\x1b]8;;\x1b\\"}
+    record = {"id": "q", "question": "Who played the Joker?", "passages": [passage],
+              "cq": {"text": "Huh?", "category": INVALID, "options": [INVALID]}}
+    chat.clarify_and_answer(FakeSession(), Console(color=True), record)
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if line.startswith("  from "))
+    assert line == ('  from "The Dark Knight\\x1b]52;c;aGk=\\x07\\r" [p1\\x1b[2J]: \\x1b]8;;http://evil.example/'
+                    '\\x1b\\\x1b[1m\x1b[7mHeath Ledger\x1b[0m played the Joker.\\x1b]8;;\\x1b\\'), line
+    assert "\x07" not in out and "\r" not in out and "\x1b]" not in out and "\x1b[2J" not in out
+
+
 def test_spinner_writes_log_lines_above_itself(tmp_path):
     """Anything written to stderr while the spinner runs (a logger, C code on fd 2) clears the
     spinner's line first and is written whole; the spinner then redraws below it."""

@@ -31,3 +31,34 @@ def test_a_record_nested_5000_deep_is_processed_or_set_aside_never_dropped(runne
     assert len(out) == 2 and "skipped" not in result.stderr
     assert out[0].startswith('{"id":"ok","question":"Who?","deep":' + deep + ',"ambiguity":')
     assert out[1].startswith('{"id":"bad","question":5,"deep":' + deep + ',"errors":')
+
+
+def test_a_record_nested_past_what_cq_reads_is_said_so_not_called_invalid_json(runner):
+    """Past 10,000 levels a line is not read (docs/schema.md: a line error): the error says why, and
+    does not call a valid line invalid JSON."""
+    deep = "[" * 20_000 + "1" + "]" * 20_000
+    lines = ['{"id": "deep", "question": "Who?", "deep": %s}' % deep, '{"id": "ok", "question": "Who?"}']
+    skipped = runner.invoke(cli, ["detect", "--method", "always", "--on-error", "skip"], input="\n".join(lines) + "\n")
+    assert skipped.exit_code == 0 and [r[:11] for r in skipped.stdout.splitlines()] == ['{"id":"ok",']
+    assert "line 1: nested deeper than 10,000 levels, more than cq reads" in skipped.stderr, skipped.stderr
+    assert "not valid JSON" not in skipped.stderr
+    failed = runner.invoke(cli, ["detect", "--method", "always"], input="\n".join(lines) + "\n")
+    assert failed.exit_code == 1 and "nested deeper than 10,000 levels" in failed.stderr
+
+
+def test_a_set_aside_record_with_a_30_digit_id_keeps_its_digits_as_docs_schema_says(runner):
+    """The --on-error skip warning says a record is "written through unchanged": so it must be, a 30-digit
+    integer id included (once a float, 1.2345678901234568e+29), its digits only made a string, which
+    docs/schema.md states for every integer id (7 becomes "7")."""
+    from .conftest import ROOT
+
+    rid = "123456789012345678901234567890"
+    lines = ['{"id": %s, "question": 5, "n": 98765432109876543210987654321}' % rid, '{"id": 7, "question": "Who?"}']
+    result = runner.invoke(cli, ["detect", "--method", "always", "--on-error", "skip"], input="\n".join(lines) + "\n")
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout.splitlines()
+    assert out[0].startswith('{"id":"%s","question":5,"n":98765432109876543210987654321,"errors":' % rid)
+    assert out[1].startswith('{"id":"7","question":"Who?",')
+    assert f"(record {rid}): written through unchanged" in result.stderr and "e+" not in result.output
+    schema = " ".join((ROOT / "docs" / "schema.md").read_text().split())
+    assert "An `id` is always a string on the way out: an integer id is written as its digits in a string" in schema

@@ -68,9 +68,22 @@ def test_a_cq_models_detect_that_is_not_a_model_is_not_passed_over(runner, tmp_p
 def test_compacting_a_model_over_itself_is_refused(runner, tiny_classifier, tmp_path):
     target = tmp_path / "clf"
     shutil.copytree(tiny_classifier, target)
+    (target / "cq_train.json").write_text("{}")  # a `cq train` model, as `cq train detect` writes it
     result = runner.invoke(cli, ["train", "compact", str(target), "--out", str(target), "--overwrite"])
     _one_line(result, "is SRC itself")
     assert (target / "model.safetensors").exists()
+
+
+def test_compacting_a_model_into_the_folder_that_holds_it_is_refused(runner, tiny_classifier, tmp_path):
+    """--out a model folder that holds SRC: the swap would delete SRC with the old model it replaces."""
+    outer = tmp_path / "models"
+    shutil.copytree(tiny_classifier, outer)
+    (outer / "cq_train.json").write_text("{}")  # a `cq train` model, so --overwrite would replace it
+    inner = outer / "detect-full"
+    shutil.copytree(tiny_classifier, inner)
+    result = runner.invoke(cli, ["train", "compact", str(inner), "--out", str(outer), "--overwrite"])
+    _one_line(result, "holds SRC")
+    assert (inner / "model.safetensors").exists()
 
 
 def test_compacting_cut_weights_or_into_an_unwritable_place_is_a_one_line_error(runner, tiny_classifier, tmp_path):

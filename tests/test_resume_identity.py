@@ -7,6 +7,7 @@ from cqtools import runrecord
 from cqtools.cli import cli
 
 from .conftest import jsonl, parse_jsonl
+from .test_resume_lock import hold
 
 QUESTIONS = [{"id": f"q{n}", "question": f"Who played the Joker, number {n}?"} for n in range(4)]
 
@@ -42,13 +43,32 @@ def test_the_run_lock_is_the_files_not_the_names(runner, tmp_path):
     out.write_text("")
     link = tmp_path / "link.jsonl"
     link.symlink_to(out)
-    held = runrecord.lock(str(out))  # another cq process writing OUT
+    holder = hold(out, "live", 60)  # another cq process writing OUT
     try:
         result = runner.invoke(cli, ["detect", "--method", "always", "--resume", str(link)], input=jsonl(QUESTIONS))
     finally:
-        os.close(held)
+        holder.kill()
+        holder.wait()
     assert result.exit_code == 1 and "is being written by another cq process" in result.stderr
     assert out.read_text() == ""
     done = runner.invoke(cli, ["detect", "--method", "always", "--resume", str(link)], input=jsonl(QUESTIONS))
     assert done.exit_code == 0 and len(parse_jsonl(out.read_text())) == 4
     assert os.path.exists(str(out) + runrecord.SUFFIX) and not os.path.exists(str(link) + runrecord.SUFFIX)
+
+
+def test_the_run_lock_holds_for_a_hard_link_to_out(runner, tmp_path):
+    """A hard link is another name of the same file that realpath cannot see through: OUT itself is
+    locked too, so `--resume o.jsonl` and `--resume h.jsonl` (ln o.jsonl h.jsonl) never both append."""
+    out, hard = tmp_path / "out.jsonl", tmp_path / "hard.jsonl"
+    out.write_text("")
+    os.link(out, hard)
+    holder = hold(out, "live", 60)  # another cq process writing OUT by its first name
+    try:
+        result = runner.invoke(cli, ["detect", "--method", "always", "--resume", str(hard)], input=jsonl(QUESTIONS))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.exit_code == 1 and "under another name (a hard link" in result.stderr, result.stderr
+    assert result.stderr.count("\n") == 1 and out.read_text() == ""
+    done = runner.invoke(cli, ["detect", "--method", "always", "--resume", str(out)], input=jsonl(QUESTIONS))
+    assert done.exit_code == 0 and len(parse_jsonl(out.read_text())) == 4

@@ -295,6 +295,9 @@ def compact_cmd(src, out, overwrite):
     if os.path.realpath(src) == os.path.realpath(out):
         raise ResourceError(f"--out {out} is SRC itself: compacting in place would delete the full-precision weights "
                             f"it is made from; pass another --out")
+    if os.path.commonpath([os.path.realpath(src), os.path.realpath(out)]) == os.path.realpath(out):
+        raise ResourceError(f"--out {out} holds SRC {src}: replacing it would delete the full-precision weights "
+                            f"the compact ones are made from; pass another --out")
     with model_directory(out, overwrite) as staging:
         summary = compact(src, staging)
     click.echo(json.dumps({"out": out, **summary}))

@@ -16,14 +16,30 @@ _KNOWN: dict[tuple[str, str], int | None] = {}  # (server, model) -> what the se
 _NOTED: set[tuple[str, str]] = set()  # the models the default was said for
 
 
+MAX_BYTES = 1 << 20  # a listing of the server's models: far above any real one
+
+
 def _get(url: str, timeout: float) -> dict | None:
+    """The JSON at ``url``, read within ``timeout`` seconds in all (urlopen's own timeout only bounds
+    each wait between bytes: a server that drips its body would hold the run forever) and
+    :data:`MAX_BYTES`; None when it is not that."""
+    import time
+
     from ..config import env
 
     key = env("CQ_API_KEY") or env("OPENAI_API_KEY") or "EMPTY"
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"})
+    deadline = time.monotonic() + timeout
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - the user's server
-            return json.loads(response.read(1_000_000))
+            body = b""
+            while chunk := response.read1(65536):
+                body += chunk
+                if len(body) > MAX_BYTES or time.monotonic() > deadline:
+                    log.warning(f"{url}: no whole answer within {timeout:g} s and {MAX_BYTES >> 20} MiB; read as "
+                                f"saying nothing")
+                    return None
+            return json.loads(body)
     except (OSError, ValueError):
         return None
 
@@ -53,7 +69,8 @@ def context_of(model) -> int | None:
     base, name = getattr(model, "base", None), getattr(model, "model", None)
     if not (isinstance(base, str) and isinstance(name, str)):
         return None
-    found = advertised(base, name)
+    timeout = getattr(model, "timeout", None)  # --api-timeout
+    found = advertised(base, name, timeout if isinstance(timeout, (int, float)) and timeout > 0 else 10.0)
     if found is not None:
         return found
     if (base, name) not in _NOTED:
