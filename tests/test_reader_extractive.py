@@ -327,3 +327,23 @@ def test_cq_answer_defaults_to_the_installed_reader(runner, trained, tmp_path, m
     assert [r["answers"] for r in mine] == [r["answers"] for r in theirs]
     assert {(r["meta"]["answer"]["reader"], r["meta"]["answer"]["model"]) for r in mine} == \
         {("extractive", str(tmp_path / "reader"))}
+
+
+def test_a_span_never_runs_from_the_title_into_the_text():
+    """The reader reads "title: text"; a span crossing the joint ("Tbilisi: Tbilisi is the capital", the demo's
+    answer for Georgia) is no answer: the best span lies in the title or in the text."""
+    import torch
+
+    reader = object.__new__(ExtractiveReader)
+    reader.options = ExtractiveOptions(n_passages=1, top_k=3, skip_question_spans=False)
+    passage = {"id": "p1", "title": "Tbilisi", "text": "Tbilisi is the capital"}
+    assert context_of(passage) == "Tbilisi: Tbilisi is the capital"
+    # tokens: [CLS] | Tbilisi (title) | : | Tbilisi | is | the | capital
+    offsets = [(0, 0), (0, 7), (7, 8), (9, 16), (17, 19), (20, 23), (24, 31)]
+    starts = torch.tensor([0.0, 9.0, 0.0, 5.0, 0.0, 0.0, 0.0])  # the title's token starts best
+    ends = torch.tensor([0.0, 1.0, 0.0, 4.0, 0.0, 0.0, 8.0])  # "capital" ends best
+    reader._logits = lambda question, contexts: [(starts, ends, offsets, list(range(1, 7)))]
+    spans = reader.spans("What is the capital of Georgia?", [passage])
+    assert spans[0]["text"] == "Tbilisi is the capital"  # 5 + 8, not the crossing 9 + 8
+    assert all(s["end"] <= len("Tbilisi") or s["start"] >= len("Tbilisi: ") for s in spans)
+    assert {"Tbilisi", "Tbilisi is the capital"} <= {s["text"] for s in spans}

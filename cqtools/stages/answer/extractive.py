@@ -62,9 +62,12 @@ class ExtractiveOptions:
         return out
 
 
+TITLE_JOINT = ": "  # between a passage's title and its text in what the reader reads
+
+
 def context_of(passage: dict) -> str:
     """What the reader reads of a passage, and what span offsets index: "title: text"."""
-    return passage_text({"title": passage.get("title"), "text": passage.get("text") or ""})
+    return passage_text({"title": passage.get("title"), "text": passage.get("text") or ""}, sep=TITLE_JOINT)
 
 
 def trained_settings(path: str) -> dict:
@@ -163,6 +166,8 @@ class ExtractiveReader:
             if not idx:
                 continue
             null = float(s[0] + e[0])
+            # "title: text": a span lies in the title or in the text, never across the joint between them
+            title_end = len(passage["title"]) if passage.get("title") else -1
             first, last = idx[0], idx[-1]
             k = min(o.top_k, last - first + 1)
             top_s = (s[first:last + 1].topk(k).indices + first).tolist()
@@ -172,6 +177,8 @@ class ExtractiveReader:
                     if j < i or j - i + 1 > o.max_answer_tokens:
                         continue
                     begin, end = offsets[i][0], offsets[j][1]
+                    if begin < title_end + len(TITLE_JOINT) and end > title_end >= 0:
+                        continue
                     text = context[begin:end]
                     stripped = text.strip()
                     if not stripped or (asked is not None and set(normalize_answer(stripped).split()) <= asked):
