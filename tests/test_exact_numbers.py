@@ -31,3 +31,16 @@ def test_a_record_nested_5000_deep_is_processed_or_set_aside_never_dropped(runne
     assert len(out) == 2 and "skipped" not in result.stderr
     assert out[0].startswith('{"id":"ok","question":"Who?","deep":' + deep + ',"ambiguity":')
     assert out[1].startswith('{"id":"bad","question":5,"deep":' + deep + ',"errors":')
+
+
+def test_only_digits_where_a_number_can_start_take_the_slow_parse():
+    """A 19-digit run inside a string right after its quote (AmbigNQ's ids) is no number: orjson's parse
+    stands. A run where a number token can start (after ':', '[', ',' or at the start, spaces allowed)
+    is read again by the exact parser, even inside a string (slower, still exact)."""
+    from cqtools import exactjson
+
+    assert exactjson._LONG.search(b'{"id":"-4469503464110108318","q":"1234567890123456789012"}') is None  # noqa: SLF001
+    for line in (b'{"n":18446744073709551617}', b'{"n": \n -18446744073709551617}', b'[1,18446744073709551617]',
+                 b'[18446744073709551617]', b'18446744073709551617', b'{"t":"a: 12345678901234567890"}'):
+        assert exactjson._LONG.search(line), line  # noqa: SLF001
+    assert exactjson.dumps(exactjson.loads(b'{"n": [1, -18446744073709551617]}')) == b'{"n":[1,-18446744073709551617]}'
