@@ -87,9 +87,16 @@ def anserini_order(nums: list[int], scores: list[float] | None, docs: dict[int, 
     order = list(range(len(nums)))
     if equal is None:
         equal = [j for j, (a, b) in enumerate(zip(scores, scores[1:])) if a == b]
-    while equal and equal[0] < k:  # each run of equal scores that starts inside the top k, by passage id
-        start = end = equal.pop(0)
-        while equal and equal[0] == end + 1:
-            end = equal.pop(0)
-        order[start:end + 2] = sorted(order[start:end + 2], key=lambda n: docs[nums[n]]["id"])
+    at, n_equal = 0, len(equal)
+    while at < n_equal and equal[at] < k:  # each run of equal scores that starts inside the top k, by passage id
+        start = end = equal[at]
+        at += 1
+        while at < n_equal and equal[at] == end + 1:
+            end = equal[at]
+            at += 1
+        if end == start:  # two hits (the usual run): swap them or not
+            if docs[nums[start + 1]]["id"] < docs[nums[start]]["id"]:
+                order[start], order[start + 1] = start + 1, start
+        else:
+            order[start:end + 2] = sorted(order[start:end + 2], key=lambda n: docs[nums[n]]["id"])
     return order[:k]
