@@ -237,9 +237,10 @@ def test_tie_shortcuts_agree_with_the_full_rule():
 
     import numpy as np
 
-    from cqtools.retrieval.lucene import anserini_order, tie_scores
+    from cqtools.retrieval.lucene import anserini_order, tie_scores, tie_scores_rows
 
     rng = random.Random(7)
+    batch = []
     for case in range(600):
         n = rng.randint(1, 40) if case < 300 else rng.randint(60, 130)  # then long runs of near-ties
         grid = rng.choice([0.5, 1e-4, 3e-5, 1e-2])
@@ -252,6 +253,8 @@ def test_tie_shortcuts_agree_with_the_full_rule():
         want = sorted(range(n), key=lambda j: (-scores[j], docs[nums[j]]["id"]))[:k]
         assert anserini_order(nums, scores, docs, k) == want
         assert tie_scores(scores) == _ties_by_the_rule(scores)
+        batch.append(scores)
+    assert tie_scores_rows(batch + [[]]) == [_ties_by_the_rule(s) for s in batch] + [[]]  # one pass, rows padded
 
 
 def test_jvm_heap_option(monkeypatch):

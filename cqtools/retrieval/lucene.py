@@ -19,7 +19,8 @@ import orjson
 from ..errors import ResourceError
 from . import generation, jvm
 from .base import B, K1, SWAPPED, rank, spread
-from .ranking import _parse, anserini_order, anserini_ties, parse_hits, ranked_passages, tie_scores  # noqa: F401
+from .ranking import (_parse, anserini_order, anserini_ties, parse_hits, ranked_passages, tie_scores,  # noqa: F401
+                      tie_scores_rows)
 
 log = logging.getLogger("cqtools")
 
@@ -245,6 +246,7 @@ class LuceneBM25:
             self._pools = {}  # threads -> Java ForkJoinPool
             self._starts = {}  # (fetch depth, threads) -> async_map's (start, join)
             self._ahead = []  # (queries, fetch depth, threads, Java future) from prefetch, the last two
+            self._as_list = jvm.autoclass("java.util.Arrays").asList  # a Python list of str -> a Java List
             self._lock = threading.Lock()
             return
         searcher_class = jvm.autoclass("io.anserini.search.SimpleSearcher")
@@ -280,10 +282,9 @@ class LuceneBM25:
             return self._anserini_batch(queries, ids, k, threads)
         scored = self._lucene_arrays(queries, k, threads)
         docs = self.docstore.by_docnums(sorted({num for nums, _ in scored for num in nums}))
-        out = {}
-        for i, (nums, scores) in zip(ids, scored):  # dicts made for the top k only
-            out[i] = ranked_passages(nums, scores, docs, k)
-        return out
+        ties = tie_scores_rows([scores[:k] for _, scores in scored])  # in Anserini's order too (see ranked_passages)
+        return {i: ranked_passages(nums, scores, docs, k, row)  # dicts made for the top k only
+                for i, (nums, scores), row in zip(ids, scored, ties)}
 
     def prefetch(self, queries: list[str], k: int, threads: int = 1) -> None:
         """Start searching ``queries`` in the JVM now and return at once; the next :meth:`batch_search`
@@ -330,7 +331,7 @@ class LuceneBM25:
 
     def _submit(self, queries: list[str], fetch: int, threads: int):
         start = self._async(fetch, threads)[0]
-        return start.apply(jvm.autoclass("java.util.Arrays").asList(*queries))
+        return start.apply(self._as_list(*queries))
 
     def _async(self, fetch: int, threads: int):
         """:func:`async_map`'s (start, join) for this depth and pool size."""

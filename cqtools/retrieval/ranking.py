@@ -15,37 +15,46 @@ def anserini_ties(hits: list[dict]) -> list[dict]:
 
 
 def tie_scores(scores) -> list[float]:
-    """:func:`anserini_ties` on the scores alone (in Anserini's order), in numpy.
+    """:func:`anserini_ties` on the scores alone (in Anserini's order): :func:`tie_scores_rows` of one row."""
+    return tie_scores_rows([scores])[0]
+
+
+def tie_scores_rows(rows: list) -> list[list[float]]:
+    """:func:`tie_scores` of many hit lists at once, in numpy (one pass over a whole batch).
 
     Anserini's rule runs hit by hit: a hit ties when the previous hit's *adjusted* score is within
     1e-4 of its rounded score, and the adjustment (1e-6 per hit into a run of ties) can itself make
     or break the next tie. Here every decision is first taken on the rounded scores, the adjustments
     follow from those decisions, and the decisions are taken again on the adjusted scores until none
     changes: each round settles at least the first wrong decision (a decision depends only on those
-    before it), and the fixed point is the rule's unique outcome, with the same float32 arithmetic."""
+    before it), and the fixed point is the rule's unique outcome, with the same float32 arithmetic.
+    Shorter rows are padded at their end with NaN, which ties with nothing and changes nothing before it."""
     import numpy as np
 
-    if len(scores) == 0:
-        return []
+    width = max((len(row) for row in rows), default=0)
+    if width == 0:
+        return [[] for _ in rows]
     f32, f64 = np.float32, np.float64
-    raw = np.asarray(scores, dtype=f32).astype(f64)
-    rounded = (np.floor(raw * 10000.0 + 0.5) / 10000.0).astype(f32)
-    below = rounded[1:].astype(f64)
+    raw = np.full((len(rows), width), np.nan, dtype=f32)
+    for j, row in enumerate(rows):
+        raw[j, :len(row)] = row
+    rounded = (np.floor(raw.astype(f64) * 10000.0 + 0.5) / 10000.0).astype(f32)
+    below = rounded[:, 1:].astype(f64)
     eps = float(f32(1e-4))
-    tie = np.zeros(len(rounded), dtype=bool)
-    tie[1:] = (rounded[:-1].astype(f64) - below).astype(f32).astype(f64) <= eps
-    if not tie.any():
-        return rounded.tolist()  # no two scores within 1e-4: nothing is lowered
+    tie = np.zeros(rounded.shape, dtype=bool)
+    tie[:, 1:] = (rounded[:, :-1].astype(f64) - below).astype(f32).astype(f64) <= eps
+    adjusted = rounded  # no two scores within 1e-4 anywhere: nothing is lowered
     step = f32(1e-6)
-    while True:
-        runs = np.cumsum(tie)
-        dup = runs - np.maximum.accumulate(np.where(tie, 0, runs))  # position in its run of ties (0: none)
+    while tie.any():
+        runs = np.cumsum(tie, axis=1)
+        dup = runs - np.maximum.accumulate(np.where(tie, 0, runs), axis=1)  # position in its run of ties (0: none)
         adjusted = np.where(dup > 0, rounded - step * dup.astype(f32), rounded)
         again = np.zeros_like(tie)
-        again[1:] = (adjusted[:-1].astype(f64) - below).astype(f32).astype(f64) <= eps
+        again[:, 1:] = (adjusted[:, :-1].astype(f64) - below).astype(f32).astype(f64) <= eps
         if (again == tie).all():
-            return adjusted.tolist()
+            break
         tie = again
+    return [adjusted[j, :len(row)].tolist() for j, row in enumerate(rows)]
 
 
 def parse_hits(text: str) -> tuple[list[int], list[float]]:
@@ -65,9 +74,11 @@ def _parse(text: str):
     return values[0::2].astype(np.int64).tolist(), values[1::2].astype(np.float32)
 
 
-def ranked_passages(nums: list[int], scores, docs: dict[int, dict], k: int) -> list[dict]:
+def ranked_passages(nums: list[int], scores, docs: dict[int, dict], k: int,
+                    ties: list[float] | None = None) -> list[dict]:
     """The top ``k`` of one query's Lucene hits (doc numbers, float32 scores, Lucene's order) as
-    ``{id, title, text, score, rank}`` in Anserini's order with its tie-adjusted scores."""
+    ``{id, title, text, score, rank}`` in Anserini's order with its tie-adjusted scores (``ties``:
+    ``tie_scores(scores[:k])`` when already known)."""
     import numpy as np
 
     equal = np.flatnonzero(scores[:-1] == scores[1:])
@@ -76,7 +87,8 @@ def ranked_passages(nums: list[int], scores, docs: dict[int, dict], k: int) -> l
     else:
         passages = [docs[num] for num in nums[:k]]
     # reordering stays inside runs of equal scores, so the scores in Anserini's order are Lucene's
-    return [dict(p, score=score, rank=rank) for rank, (p, score) in enumerate(zip(passages, tie_scores(scores[:k])), 1)]
+    ties = tie_scores(scores[:k]) if ties is None else ties
+    return [dict(p, score=score, rank=rank) for rank, (p, score) in enumerate(zip(passages, ties), 1)]
 
 
 def anserini_order(nums: list[int], scores: list[float] | None, docs: dict[int, dict], k: int,
