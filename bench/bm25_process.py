@@ -56,7 +56,7 @@ def phases(index: Path, questions: Path, k: int, batch: int = 32) -> None:
 
     from cqtools.jsonl import dumps
     from cqtools.retrieval import open_searcher
-    from cqtools.retrieval.lucene import anserini_order, tie_scores
+    from cqtools.retrieval.ranking import ranked_passages, tie_scores_rows
 
     searcher = open_searcher(str(index), "bm25")
     spent = {"start (imports, JVM, open index)": time.process_time() - start}
@@ -71,17 +71,16 @@ def phases(index: Path, questions: Path, k: int, batch: int = 32) -> None:
                 now = time.process_time()
                 spent[name] = spent.get(name, 0.0) + now - clock
                 clock = now
-            scored = searcher._lucene_hits([r["question"] for r in part], k, threads)  # noqa: SLF001 (its steps)
-            step("Lucene search (JVM, all threads)")
+            # not searched ahead here (cq retrieve's prefetch), so that the search has its own line
+            scored = searcher._lucene_arrays([r["question"] for r in part], k, threads)  # noqa: SLF001 (its steps)
+            step("Lucene search (JVM, all threads; hits text parsed)")
             docs = searcher.docstore.by_docnums(sorted({num for nums, _ in scored for num in nums}))
             step("passage store reads")
-            ranked = [(nums, anserini_order(nums, scores, docs, k), scores) for nums, scores in scored]
-            ties = [tie_scores([scores[i] for i in order]) for _, order, scores in ranked]
-            step("Anserini's order and tie scores")
-            for record, (nums, order, _), scores in zip(part, ranked, ties):
-                record["passages"] = [dict(docs[nums[i]], score=s, rank=r)
-                                      for r, (i, s) in enumerate(zip(order, scores), 1)]
-            step("one dict per passage")
+            ties = tie_scores_rows([scores[:k] for _, scores in scored])
+            step("Anserini's tie scores (the batch at once)")
+            for record, (nums, scores), row in zip(part, scored, ties):
+                record["passages"] = ranked_passages(nums, scores, docs, k, row)
+            step("Anserini's order, one dict per passage")
             out.write(b"".join(dumps(record) for record in part))
             step("JSON lines (orjson)")
     print(f"| step | CPU s ({len(records):,} questions, k={k}) |\n|---|---|")

@@ -4,9 +4,11 @@ orjson reads an integer past 64 bits as a float (``18446744073709551617`` → ``
 and cannot write one; it refuses objects nested past 1024 levels, reading and writing. A pass-through
 key must come out as it went in, so such a line is read again by the standard library's parser:
 
-- a line holding a run of 19 or more digits (the only lines that can hold such an integer; a string's
-  digits only cost the slower parse) keeps each integer outside orjson's range as a :class:`BigInt`
-  that remembers its digits, and :func:`dumps` writes it back as those digits;
+- a line holding a run of 19 or more digits where a JSON number can start (after ``:``, ``[``, ``,`` or
+  at the start, spaces allowed: the only lines that can hold such an integer; a string's digits there
+  only cost the slower parse, while digits right after a quote, as in AmbigNQ's ids ``"-4469503464110108318"``,
+  cost nothing) keeps each integer outside orjson's range as a :class:`BigInt` that remembers its digits,
+  and :func:`dumps` writes it back as those digits;
 - a line nested deeper than orjson reads, up to :data:`MAX_DEPTH` levels, is parsed (and written)
   with the interpreter's recursion limit raised for the call.
 
@@ -21,7 +23,7 @@ import sys
 
 import orjson
 
-_LONG = re.compile(rb"\d{19}")
+_LONG = re.compile(rb"(?:^|[:\[,])[ \t\r\n]*-?\d{19}")  # where a number token of 19+ digits can be
 _MIN, _MAX = -(1 << 63), (1 << 64) - 1  # what orjson reads and writes as integers
 _CHUNK = 4000  # digits per int() call: Python refuses to parse more than 4300 at once
 MAX_DEPTH = 10_000  # nesting read past orjson's 1024 levels (deeper stays an error: the C stack is finite)

@@ -62,3 +62,16 @@ def test_a_set_aside_record_with_a_30_digit_id_keeps_its_digits_as_docs_schema_s
     assert f"(record {rid}): written through unchanged" in result.stderr and "e+" not in result.output
     schema = " ".join((ROOT / "docs" / "schema.md").read_text().split())
     assert "An `id` is always a string on the way out: an integer id is written as its digits in a string" in schema
+
+
+def test_only_digits_where_a_number_can_start_take_the_slow_parse():
+    """A 19-digit run inside a string right after its quote (AmbigNQ's ids) is no number: orjson's parse
+    stands. A run where a number token can start (after ':', '[', ',' or at the start, spaces allowed)
+    is read again by the exact parser, even inside a string (slower, still exact)."""
+    from cqtools import exactjson
+
+    assert exactjson._LONG.search(b'{"id":"-4469503464110108318","q":"1234567890123456789012"}') is None  # noqa: SLF001
+    for line in (b'{"n":18446744073709551617}', b'{"n": \n -18446744073709551617}', b'[1,18446744073709551617]',
+                 b'[18446744073709551617]', b'18446744073709551617', b'{"t":"a: 12345678901234567890"}'):
+        assert exactjson._LONG.search(line), line  # noqa: SLF001
+    assert exactjson.dumps(exactjson.loads(b'{"n": [1, -18446744073709551617]}')) == b'{"n":[1,-18446744073709551617]}'

@@ -178,8 +178,29 @@ def test_fast_bm25_equals_anserini_searcher(fixture_index, questions):
     b = anserini.batch_search(queries, ids, 30, 1)
     for i in ids:
         assert [(h["id"], h["score"], h["rank"]) for h in a[i]] == [(h["id"], h["score"], h["rank"]) for h in b[i]]
-    one_thread = ours.batch_search([" "] + queries, ["blank"] + ids, 30, 1)  # sequential stream, and a blank query
+    one_thread = ours.batch_search([" "] + queries, ["blank"] + ids, 30, 1)  # a pool of one, and a blank query
     assert one_thread.pop("blank") == [] and one_thread == a
+
+
+def test_prefetched_batches_equal_fresh_searches(fixture_index, questions):
+    """cq retrieve hands the searcher each next batch early (LuceneBM25.prefetch): a batch searched ahead, or
+    a prefetch that no later call asks for, changes no id, score or rank."""
+    from cqtools.retrieval import open_searcher
+
+    searcher = open_searcher(fixture_index, "bm25")
+    queries = [q["question"] for q in questions] + [d["question"] for q in questions for d in q["gold"]["dqs"]]
+    first, second = queries[: len(queries) // 2], queries[len(queries) // 2:]
+    fresh = [searcher.batch_search(part, [str(n) for n in range(len(part))], 30, 2) for part in (first, second)]
+    searcher.prefetch(["an unused batch"], 30, 2)
+    searcher.prefetch(first + [" "], 30, 2)
+    searcher.prefetch(second, 30, 2)
+    assert len(searcher._ahead) == 2  # noqa: SLF001 (the oldest was dropped)
+    ahead = searcher.batch_search(first + [" "], [str(n) for n in range(len(first) + 1)], 30, 2)
+    assert ahead.pop(str(len(first))) == [] and ahead == fresh[0]
+    assert searcher.batch_search(second, [str(n) for n in range(len(second))], 30, 2) == fresh[1]
+    assert searcher._ahead == []  # noqa: SLF001 (both taken)
+    assert searcher.batch_search(second, [str(n) for n in range(len(second))], 10, 1) == \
+        {i: hits[:10] for i, hits in fresh[1].items()}
 
 
 def test_anserini_tie_adjustment_by_hand():
@@ -216,11 +237,12 @@ def test_tie_shortcuts_agree_with_the_full_rule():
 
     import numpy as np
 
-    from cqtools.retrieval.lucene import anserini_order, tie_scores
+    from cqtools.retrieval.lucene import anserini_order, tie_scores, tie_scores_rows
 
     rng = random.Random(7)
-    for _ in range(300):
-        n = rng.randint(1, 40)
+    batch = []
+    for case in range(600):
+        n = rng.randint(1, 40) if case < 300 else rng.randint(60, 130)  # then long runs of near-ties
         grid = rng.choice([0.5, 1e-4, 3e-5, 1e-2])
         scores = sorted((float(np.float32(10 - rng.randint(0, 30) * grid)) for _ in range(n)), reverse=True)
         nums = rng.sample(range(1000), n)  # Lucene's order: score desc, document number asc
@@ -231,6 +253,8 @@ def test_tie_shortcuts_agree_with_the_full_rule():
         want = sorted(range(n), key=lambda j: (-scores[j], docs[nums[j]]["id"]))[:k]
         assert anserini_order(nums, scores, docs, k) == want
         assert tie_scores(scores) == _ties_by_the_rule(scores)
+        batch.append(scores)
+    assert tie_scores_rows(batch + [[]]) == [_ties_by_the_rule(s) for s in batch] + [[]]  # one pass, rows padded
 
 
 def test_jvm_heap_option(monkeypatch):

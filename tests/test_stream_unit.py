@@ -62,6 +62,32 @@ def test_fail_names_the_line_and_keeps_what_came_before():
     assert [r["id"] for r in parse_jsonl(out.getvalue().decode())] == ["0", "1"]
 
 
+def test_a_stage_with_a_prefetch_hint_sees_the_next_batch_before_this_one_is_processed():
+    calls = []
+
+    def stage(records):
+        calls.append(("process", [r["id"] for r in records]))
+        return records
+
+    stage.prefetch = lambda records: calls.append(("prefetch", [r["id"] for r in records]))
+    out = run(stage, RECORDS[:5], batch_size=2)
+    assert [r["id"] for r in out] == ["0", "1", "2", "3", "4"]
+    assert calls == [("prefetch", ["2", "3"]), ("process", ["0", "1"]), ("prefetch", ["4"]), ("process", ["2", "3"]),
+                     ("process", ["4"])]
+
+
+def test_reading_ahead_keeps_a_batch_before_a_bad_line_written():
+    """The next batch is read early for the hint, but a bad line in it still stops the run only after the
+    batch before it was processed and written."""
+    stage = lambda records: records  # noqa: E731
+    stage.prefetch = lambda records: None
+    text = jsonl(RECORDS[:3]) + "{nope\n" + jsonl(RECORDS[4:6])
+    out = io.BytesIO()
+    with pytest.raises(InputError, match="line 4"):
+        run_stream(stage, StreamSpec(batch_size=2), stdin=io.BytesIO(text.encode()), stdout=out)
+    assert [r["id"] for r in parse_jsonl(out.getvalue().decode())] == ["0", "1", "2"]
+
+
 def test_earlier_errors_are_kept():
     records = [{"id": "x", "question": None, "errors": {"retrieve": "earlier"}}]
     out = run(upper, records, on_error="skip", desc="up")

@@ -19,6 +19,8 @@ import orjson
 from ..errors import ResourceError
 from . import generation, jvm
 from .base import B, K1, SWAPPED, rank, spread
+from .ranking import (_parse, anserini_order, anserini_ties, parse_hits, ranked_passages, tie_scores,  # noqa: F401
+                      tie_scores_rows)
 
 log = logging.getLogger("cqtools")
 
@@ -93,44 +95,6 @@ def build_lucene(passages: Iterable[dict], out_dir: str, threads: int, chunk: in
         return count
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def anserini_ties(hits: list[dict]) -> list[dict]:
-    """Anserini's ScoreTiesAdjusterReranker, so scores equal Pyserini's. ``hits`` come in Anserini's
-    order (score desc, docid asc). Each score is rounded to 4 decimals (Math.round in double,
-    stored as float32); a hit within 1e-4 (float32) of the previous adjusted score counts as a tie
-    and is lowered by 1e-6 times its position in the run of ties. Order is kept."""
-    for hit, score in zip(hits, tie_scores([h["score"] for h in hits])):
-        hit["score"] = score
-    return hits
-
-
-def tie_scores(scores: list[float]) -> list[float]:
-    """:func:`anserini_ties` on the scores alone (in Anserini's order)."""
-    import numpy as np
-
-    if not scores:
-        return []
-    raw = np.asarray(scores, dtype=np.float32).astype(np.float64)
-    rounded32 = (np.floor(raw * 10000.0 + 0.5) / 10000.0).astype(np.float32)
-    f32 = np.float32
-    eps = float(f32(1e-4))
-    rounded = rounded32.tolist()
-    close = ((rounded32[:-1] - rounded32[1:]).astype(np.float64) <= eps).nonzero()[0]
-    if not len(close):
-        return rounded  # no two scores within 1e-4: no ties, nothing lowered (the loop below agrees)
-    first = int(close[0])  # up to here no score is lowered: the loop starts at the first tie
-    step = f32(1e-6)
-    dup, previous, out = 0, rounded[first], rounded[:first + 1]
-    for score in rounded[first + 1:]:
-        if float(f32(previous - score)) > eps:
-            dup = 0
-        else:
-            dup += 1
-            score = float(f32(score) - step * f32(dup))
-        out.append(score)
-        previous = score
-    return out
 
 
 def _open_reader(index_dir: str):
@@ -231,36 +195,30 @@ def map_all(function):
     return handles.filterReturnValue(handles.filterReturnValue(parallel, mapped), to_array)
 
 
-def parse_hits(text: str) -> tuple[list[int], list[float]]:
-    """``"doc score doc score ..."`` back to (doc numbers, scores). Java prints a float's shortest
-    decimal, so rounding it to float32 gives back the exact score Lucene computed."""
-    import numpy as np
-
-    values = np.array(text.split(), dtype=np.float64)  # doc numbers < 2**31 are exact in a double
-    if len(values) % 2:
-        raise RuntimeError(f"unexpected hits text from Lucene: {text[:200]!r}")
-    return values[0::2].astype(np.int64).tolist(), values[1::2].astype(np.float32).tolist()
-
-
-def anserini_order(nums: list[int], scores: list[float], docs: dict[int, dict], k: int) -> list[int]:
-    """Positions of the top ``k`` of Lucene's hits (score desc, document number asc) in Anserini's order
-    (score desc, passage id asc): the same unless two scores are equal."""
-    order = list(range(len(nums)))
-    equal = [j for j, (a, b) in enumerate(zip(scores, scores[1:])) if a == b]  # scores[j] == scores[j + 1]
-    while equal and equal[0] < k:  # each run of equal scores that starts inside the top k, by passage id
-        start = end = equal.pop(0)
-        while equal and equal[0] == end + 1:
-            end = equal.pop(0)
-        order[start:end + 2] = sorted(order[start:end + 2], key=lambda n: docs[nums[n]]["id"])
-    return order[:k]
+def async_map(function, pool):
+    """Java ``Function``s ``(start, join)``: ``start.apply(queries)`` returns at once a
+    ``CompletableFuture`` of ``queries.parallelStream().map(function).toArray()`` computed in ``pool``
+    (a parallel stream runs in the pool that calls it); ``join.apply(future)`` waits for it and
+    returns the ``Object[]``."""
+    cls, handles, mtype, lookup = _invoke()
+    future, obj = cls("java.util.concurrent.CompletableFuture"), cls("java.lang.Object")
+    batch = _proxy("java.util.function.Function", map_all(function))
+    done = lookup.findStatic(future, "completedFuture", mtype(future, obj))  # (Object) CF
+    then = lookup.findVirtual(future, "thenApplyAsync", mtype(future, cls("java.util.function.Function"),
+                                                              cls("java.util.concurrent.Executor")))
+    then = handles.insertArguments(then, 1, batch, pool)  # (CF) CF
+    join = lookup.findVirtual(future, "join", mtype(obj))  # (CF) Object
+    return _proxy("java.util.function.Function", handles.filterReturnValue(done, then)), \
+        _proxy("java.util.function.Function", join)
 
 
 class LuceneBM25:
     """BM25 over a Lucene index, scored exactly as Anserini's searcher scores it.
 
     With a docstore (every ``cq index``) queries go straight to Lucene's IndexSearcher with
-    Anserini's analyzer, bag-of-words query and BM25 similarity, in ``threads`` Python threads
-    (jnius releases the GIL), and hits are read from SQLite. Without one (a Pyserini index built
+    Anserini's analyzer, bag-of-words query and BM25 similarity, a batch at a time in a Java pool of
+    ``threads`` workers (the next batch searched while Python handles this one: :meth:`prefetch`),
+    and hits are read from SQLite. Without one (a Pyserini index built
     elsewhere, Pyserini's prebuilt ones) Anserini's SimpleSearcher is used and passages come from
     the stored raw documents.
     """
@@ -285,8 +243,10 @@ class LuceneBM25:
                 float(k1), float(b)))
             self._analyzer = jvm.autoclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance()
             self._generator = jvm.autoclass("io.anserini.search.query.BagOfWordsQueryGenerator")()
-            self._top = {}  # fetch depth -> (Java Function: query -> hits as one string, map_all of it)
             self._pools = {}  # threads -> Java ForkJoinPool
+            self._starts = {}  # (fetch depth, threads) -> async_map's (start, join)
+            self._ahead = []  # (queries, fetch depth, threads, Java future) from prefetch, the last two
+            self._as_list = jvm.autoclass("java.util.Arrays").asList  # a Python list of str -> a Java List
             self._lock = threading.Lock()
             return
         searcher_class = jvm.autoclass("io.anserini.search.SimpleSearcher")
@@ -320,46 +280,69 @@ class LuceneBM25:
     def batch_search(self, queries: list[str], ids: list[str], k: int, threads: int = 1) -> dict[str, list[dict]]:
         if self.docstore is None:
             return self._anserini_batch(queries, ids, k, threads)
-        scored = self._lucene_hits(queries, k, threads)
+        scored = self._lucene_arrays(queries, k, threads)
         docs = self.docstore.by_docnums(sorted({num for nums, _ in scored for num in nums}))
-        out = {}
-        for i, (nums, scores) in zip(ids, scored):  # dicts made for the top k only
-            order = anserini_order(nums, scores, docs, k)
-            passages = [docs[nums[n]] for n in order]
-            out[i] = [dict(p, score=score, rank=rank)  # {id, title, text, score, rank}
-                      for rank, (p, score) in enumerate(zip(passages, tie_scores([scores[n] for n in order])), 1)]
-        return out
+        ties = tie_scores_rows([scores[:k] for _, scores in scored])  # in Anserini's order too (see ranked_passages)
+        return {i: ranked_passages(nums, scores, docs, k, row)  # dicts made for the top k only
+                for i, (nums, scores), row in zip(ids, scored, ties)}
+
+    def prefetch(self, queries: list[str], k: int, threads: int = 1) -> None:
+        """Start searching ``queries`` in the JVM now and return at once; the next :meth:`batch_search`
+        of the same queries, ``k`` and ``threads`` takes their hits from it. The stream engine calls this
+        with the next batch while the current one becomes passages and JSON (Python), so Lucene and
+        Python run on two cores at once. Any other next call just searches afresh."""
+        if self.docstore is None:
+            return
+        todo, fetch = [q for q in queries if q.strip()], k + 16
+        if todo:
+            future = self._submit(todo, fetch, threads)
+            with self._lock:  # the batch being handled now may still be waiting for its own: keep two
+                self._ahead = self._ahead[-1:] + [(todo, fetch, threads, future)]
 
     def _lucene_hits(self, queries: list[str], k: int, threads: int = 1) -> list[tuple[list[int], list[float]]]:
-        """Each query's Lucene (doc numbers, scores), fetched past ``k`` until no exact score tie
-        crosses the cut (Anserini breaks such ties by passage id, Lucene by doc number). The
-        whole batch runs inside the JVM, in a Java stream (parallel on ``threads`` workers)."""
+        """Each query's Lucene (doc numbers, scores) (see :meth:`_lucene_arrays`)."""
+        return [(nums, scores.tolist()) for nums, scores in self._lucene_arrays(queries, k, threads)]
+
+    def _lucene_arrays(self, queries: list[str], k: int, threads: int = 1) -> list:
+        """Each query's Lucene (doc numbers, float32 scores), fetched past ``k`` until no exact score tie
+        crosses the cut (Anserini breaks such ties by passage id, Lucene by doc number). The whole
+        batch runs inside the JVM, in a Java parallel stream on a pool of ``threads`` workers."""
         fetch = k + 16
-        out: list = [([], [])] * len(queries)
+        out: list = [_parse("")] * len(queries)
         todo = [n for n, q in enumerate(queries) if q.strip()]
         while todo:
-            texts = self._run_batch([queries[n] for n in todo], fetch, threads)
+            texts = self._search([queries[n] for n in todo], fetch, threads)
             again = []
             for n, text in zip(todo, texts):
-                nums, scores = out[n] = parse_hits(text)
+                nums, scores = out[n] = _parse(text)
                 if len(nums) == fetch and scores[min(k, fetch) - 1] <= scores[-1]:
                     again.append(n)
             todo, fetch = again, fetch * 2
         return out
 
-    def _run_batch(self, queries: list[str], fetch: int, threads: int) -> list[str]:
+    def _search(self, queries: list[str], fetch: int, threads: int) -> list[str]:
+        """The hits texts of ``queries``: from :meth:`prefetch` when it started these, else searched now."""
+        with self._lock:
+            future = next((ahead[3] for ahead in self._ahead if ahead[:3] == (queries, fetch, threads)), None)
+            self._ahead = [ahead for ahead in self._ahead if ahead[3] is not future]
+        if future is None:
+            future = self._submit(queries, fetch, threads)
+        return self._async(fetch, threads)[1].apply(future)
+
+    def _submit(self, queries: list[str], fetch: int, threads: int):
+        start = self._async(fetch, threads)[0]
+        return start.apply(self._as_list(*queries))
+
+    def _async(self, fetch: int, threads: int):
+        """:func:`async_map`'s (start, join) for this depth and pool size."""
         with self._lock:  # Java objects built once per depth / pool size, never by two threads at once (jnius crashes)
-            if fetch not in self._top:
+            key = fetch, threads
+            if key not in self._starts:
+                if threads not in self._pools:
+                    self._pools[threads] = jvm.autoclass("java.util.concurrent.ForkJoinPool")(int(threads))
                 function = top_docs_function(self._searcher, self._generator, self._analyzer, fetch)
-                self._top[fetch] = function, map_all(function)
-            if threads > 1 and threads not in self._pools:
-                self._pools[threads] = jvm.autoclass("java.util.concurrent.ForkJoinPool")(int(threads))
-        batch = jvm.autoclass("java.util.Arrays").asList(*queries)
-        if threads <= 1 or len(queries) == 1:
-            return jvm.cast("java.util.stream.Stream", batch.stream()).map(self._top[fetch][0]).toArray()
-        task = _proxy("java.util.concurrent.Callable",  # parallel streams run in the pool that calls them
-                      jvm.autoclass("java.lang.invoke.MethodHandles").insertArguments(self._top[fetch][1], 0, batch))
-        return jvm.cast("java.util.concurrent.Future", self._pools[threads].submit(task)).get()
+                self._starts[key] = async_map(function, self._pools[threads])
+            return self._starts[key]
 
     def _anserini_batch(self, queries, ids, k, threads):
         jq, jid = self._jlist(), self._jlist()

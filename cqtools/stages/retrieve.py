@@ -24,12 +24,27 @@ def build(method: str = "bm25", config=None, *, index_dir: str, hits: int = HITS
     info = {"method": method, "index": index, "hits": hits, **getattr(searcher, "params", {})}
     params = {"method": method, "index_dir": index, "hits": hits, "query_field": query_field,
               **SEARCHERS.get(method).values(options)}
-    return described(functools.partial(retrieve_batch, searcher=searcher, k=hits, threads=threads,
-                                       query_field=query_field, info=info), "retrieve", params)
+    process = functools.partial(retrieve_batch, searcher=searcher, k=hits, threads=threads, query_field=query_field,
+                                info=info)
+    if hasattr(searcher, "prefetch"):  # the stream engine shows it the next batch early (cqtools/stream)
+        process.prefetch = functools.partial(prefetch_batch, searcher=searcher, k=hits, threads=threads,
+                                             query_field=query_field)
+    return described(process, "retrieve", params)
+
+
+def _queries(records: list[dict], query_field: str) -> list[str]:
+    return [str(require(r, query_field, "pass --query-field with a key the records have")) for r in records]
+
+
+def prefetch_batch(records: list[dict], searcher, k: int, threads: int, query_field: str) -> None:
+    """Let the searcher start on the next batch's queries (a record without the query field: not now;
+    retrieve_batch reports it when its turn comes)."""
+    if all(query_field in r for r in records):
+        searcher.prefetch(_queries(records, query_field), k, threads)
 
 
 def retrieve_batch(records: list[dict], searcher, k: int, threads: int, query_field: str, info: dict) -> list[dict]:
-    queries = [str(require(r, query_field, "pass --query-field with a key the records have")) for r in records]
+    queries = _queries(records, query_field)
     ids = [f"{n}" for n in range(len(records))]  # positions: record ids need not be unique
     results = searcher.batch_search(queries, ids, k, threads)
     for n, record in enumerate(records):

@@ -224,8 +224,9 @@ def run_stream(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> i
     run = _Run(spec, stdin, stdout)
     step = _call_size(spec, run.bar)
     processed = 0
+    ahead = getattr(process, "prefetch", None) if step == spec.batch_size else None
     try:
-        for batch in batched(run.items, spec.batch_size):
+        for batch in _looking_ahead(batched(run.items, spec.batch_size), ahead):
             for start in range(0, len(batch), step):
                 part = batch[start:start + step]
                 run.write(apply(process, part, spec), len(part))
@@ -235,6 +236,27 @@ def run_stream(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> i
     finally:
         run.close()
     return run.writer.written
+
+
+def _looking_ahead(batches, prefetch):
+    """``batches``, each read one batch early when the stage has a ``prefetch`` hint: the next batch's
+    records are shown to it before the current batch is processed, so it can start on them meanwhile
+    (cq retrieve searches them in the JVM while Python turns this batch's hits into passages). A
+    reading error after a batch still comes after that batch is processed and written."""
+    if prefetch is None:
+        yield from batches
+        return
+    current = next(batches, None)
+    while current is not None:
+        try:
+            following = next(batches, None)
+        except Exception:
+            yield current
+            raise
+        if following is not None:
+            prefetch([item.record for item in following if not item.problem])
+        yield current
+        current = following
 
 
 def _call_size(spec: StreamSpec, bar) -> int:
@@ -262,7 +284,7 @@ def _noting_preset(process: BatchFn, command: str, preset: str, fanout: bool) ->
         out = process(records)
         return [[note(r) for r in group] if fanout else note(group) for group in out]
 
-    for attr in ("cq_command", "cq_params"):
+    for attr in ("cq_command", "cq_params", "prefetch"):
         if hasattr(process, attr):
             setattr(run, attr, getattr(process, attr))
     return run
