@@ -170,9 +170,15 @@ def test_missing_index_is_one_line(runner, tmp_path):
 
 
 def test_streams_before_input_ends(fixture_index):
-    """Output for the first record appears while stdin is still open: nothing buffers the input."""
+    """Output for the first record appears while stdin is still open: nothing buffers the input (cq retrieve
+    reads a batch ahead for its search only when the input is all there; from a pipe that held record 1's
+    output until record 2 came, and this test waited forever: now the process is killed after 60 s)."""
+    import threading
+
     proc = subprocess.Popen(CQ + ["retrieve", "--index", fixture_index, "--batch-size", "1", "--hits", "1"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT)
+    timer = threading.Timer(60, proc.kill)
+    timer.start()
     try:
         proc.stdin.write(b'{"id": "a", "question": "Who wrote The Hobbit?"}\n')
         proc.stdin.flush()
@@ -181,6 +187,7 @@ def test_streams_before_input_ends(fixture_index):
         proc.stdin.close()
         assert proc.wait(timeout=60) == 0
     finally:
+        timer.cancel()
         proc.kill()
 
 

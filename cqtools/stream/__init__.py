@@ -37,7 +37,7 @@ from ..jsonl import AtomicFile, JsonlWriter, Skipped, batched, open_append, open
 from . import refusals
 from .batches import ERRORS, apply, record_problem
 from .batches import _items
-from .inputs import _Counted, _take_shard, count_records, count_stdin, read_files
+from .inputs import _Counted, _take_shard, already_there, count_records, count_stdin, read_files
 
 log = logging.getLogger("cqtools")
 
@@ -224,7 +224,10 @@ def run_stream(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> i
     run = _Run(spec, stdin, stdout)
     step = _call_size(spec, run.bar)
     processed = 0
-    ahead = getattr(process, "prefetch", None) if step == spec.batch_size else None
+    # read a batch ahead only where the input is all there: from a pipe it would hold this batch's output
+    # until the next batch arrives (a person typing, a slow stage upstream)
+    whole = already_there(spec.inputs if stdin is None else None, stdin if stdin is not None else sys.stdin.buffer)
+    ahead = getattr(process, "prefetch", None) if step == spec.batch_size and whole else None
     try:
         for batch in _looking_ahead(batched(run.items, spec.batch_size), ahead):
             for start in range(0, len(batch), step):

@@ -2,6 +2,7 @@
 progress total, keeping one shard's share."""
 from __future__ import annotations
 
+import io
 import os
 import stat
 from typing import Iterator
@@ -68,6 +69,24 @@ def _take_shard(records, index: int, total: int):
         if position % total == index:
             yield item
 
+
+
+def already_there(inputs, stream) -> bool:
+    """Whether the whole input already exists: file arguments that are regular files, or standard input that is
+    one (``cq STAGE < file``). Reading ahead of the records being processed then waits for nothing; from a pipe
+    or a terminal it could hold the output of records already read until more arrive."""
+    if inputs:
+        return all(os.path.isfile(path) for path in inputs)
+    try:
+        fd = stream.fileno()
+    except (AttributeError, io.UnsupportedOperation):
+        return True  # in memory (io.BytesIO: Python callers, tests)
+    except (OSError, ValueError):
+        return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        return False
 
 
 def count_stdin(stream) -> int | None:
