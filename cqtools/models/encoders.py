@@ -48,15 +48,30 @@ def load_cross_encoder(name: str, device: str = "auto"):
     backend = _backend(name, "cross-encoder")
     if backend is not None:
         return backend
-    dev = pick_device(device)
 
     def build():
-        from ..registry import WEIGHT_FORMATS
+        return _by_format(resolve(name), "cross-encoder", device)  # cqtools/models/formats.py
 
-        resolved = resolve(name)  # loaded by its weight format (cqtools/models/formats.py)
-        return WEIGHT_FORMATS.get(resolved.fmt).factory(resolved, "cross-encoder", dev)
+    return _cached(("cross", name, device), build)
 
-    return _cached(("cross", name, dev), build)
+
+def _by_format(resolved, role: str, device: str):
+    """``resolved`` loaded by its weight format as ``role``, placed where the format's ``place`` (or
+    :func:`pick_device`) puts ``device``."""
+    from ..registry import WEIGHT_FORMATS
+
+    factory = WEIGHT_FORMATS.get(resolved.fmt).factory
+    return factory(resolved, role, getattr(factory, "place", pick_device)(device))
+
+
+def onnx_device(device: str = "auto") -> str:
+    """Where an onnxruntime model runs: ``auto`` is cuda when this onnxruntime has the CUDA provider, else the
+    CPU, asked of onnxruntime itself (torch is not imported for it: 1-2 s of a rerank process)."""
+    if device != "auto":
+        return pick_device(device)
+    import onnxruntime as ort
+
+    return "cuda" if "CUDAExecutionProvider" in ort.get_available_providers() else "cpu"
 
 
 def onnx_providers(device: str, available: list[str]) -> list[str]:
@@ -199,15 +214,11 @@ def load_encoder(name: str, device: str = "auto"):
     backend = _backend(name, "encoder")
     if backend is not None:
         return backend
-    dev = pick_device(device)
 
     def build():
-        from ..registry import WEIGHT_FORMATS
+        return _by_format(resolve(name), "encoder", device)  # cqtools/models/formats.py
 
-        resolved = resolve(name)  # loaded by its weight format (cqtools/models/formats.py)
-        return WEIGHT_FORMATS.get(resolved.fmt).factory(resolved, "encoder", dev)
-
-    return _cached(("encoder", name, dev), build)
+    return _cached(("encoder", name, device), build)
 
 
 class SentenceEncoder:
