@@ -70,6 +70,7 @@ class Server:
         finally:
             if _inode(self.path) == self.inode:  # still ours (not a newer server's)
                 os.unlink(self.path)
+            _drop_pid_file(f"{self.path}.pid")
             listener.close()
             self.say("stopped" + (f": {self.stale}" if self.stale else ""))
 
@@ -250,6 +251,16 @@ def _changed(sources: dict[str, int]) -> str:
         except OSError:
             return path
     return ""
+
+
+def _drop_pid_file(path: str) -> None:
+    """The pid file its starter wrote (cqtools/forkserver/start.py), when it names this process."""
+    try:
+        with open(path) as fh:
+            if fh.read().strip() == str(os.getpid()):
+                os.unlink(path)
+    except OSError:
+        pass
 
 
 def _inode(path: str) -> int | None:
