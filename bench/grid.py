@@ -18,7 +18,7 @@ fork server (cqtools/forkserver): the first cell starts one for this environment
 CQ_GRID_LOG), the cells' commands get CQ_SERVER naming it, and each runs in a forked child of a process that
 imported torch, transformers and cqtools once, with the records a process of its own would write. Until the
 server listens (its imports take seconds), and for anything it refuses, cq runs in its own process.
-`grid.py stop` (the end of make compare) stops it; otherwise it stops after 5 minutes without a run.
+`grid.py stop` (the end of make compare) stops it; otherwise it stops after 2 minutes without a run.
 """
 from __future__ import annotations
 

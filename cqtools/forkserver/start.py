@@ -29,7 +29,7 @@ def socket_for(environ: dict, root: str | None = None) -> str:
     return os.path.join(folder, f"{digest}.sock")
 
 
-def ensure(path: str, log: str, idle: float = 300.0, environ: dict | None = None) -> bool:
+def ensure(path: str, log: str, idle: float = 120.0, environ: dict | None = None) -> bool:
     """Start a server at ``path`` unless one is running or starting there (its pid file names a live process);
     True when this call started it. It does not wait: runs go to their own processes until it listens."""
     with open(f"{path}.lock", "w") as lock:
