@@ -40,6 +40,10 @@
 # starting and loading its models, which is one thread's work; results do not depend on it (stages are
 # batch- and order-invariant, the generation cache is safe to share), only the cells' seconds are marked as
 # shared. SMOKE_JOBS=1 runs them one by one.
+# A smoke run also serves its cells' cq commands from one process (SERVE=1, bench/grid.py, cqtools/forkserver):
+# it imports torch, transformers and cqtools once and runs each command in a forked child, with the records
+# and stderr a process of its own writes; a 5-question cell otherwise spends most of its time importing them
+# (docs/benchmarks/smoke.md). SERVE= runs every command in its own process.
 ifdef N
 # A smoke run's report goes beside its cells (under WORK, untracked), not over the tracked docs/results.md.
 RESULTS      ?= $(EXP)/results.md
@@ -50,6 +54,7 @@ N_TOC        := 1
 N_DEEP       := 1
 DENSE        ?=
 SMOKE_JOBS   ?= 2
+SERVE        ?= $(if $(SLURM),,1)
 ifneq ($(SMOKE_JOBS),1)
 MAKEFLAGS    += -j$(SMOKE_JOBS)
 export OMP_NUM_THREADS ?= 1
@@ -57,6 +62,10 @@ export CQ_ORT_THREADS ?= 1
 endif
 endif
 DENSE        ?= 1
+SERVE        ?=
+ifneq ($(SERVE),)
+export CQ_GRID_SERVE := 1
+endif
 N_ALL        ?=
 N_MODEL      ?= 150
 N_ASQA       ?= 100
@@ -584,6 +593,7 @@ endef
 
 compare: exp-askcq exp-ambigqa exp-refuel exp-clam exp-toc pairs
 	$(report)
+	@$(BIN)/python bench/grid.py stop
 
 report:
 	$(report)

@@ -12,6 +12,13 @@ dry run (`make -n`) when the goal is `compare`, `exp-*` or `pairs` and passes CQ
 (when the run began) and CQ_GRID_LOG (the file each started cell is appended to, with the run's start). The
 time left is the elapsed time per cell started so far times the cells still to start (an estimate: cells
 differ by minutes). Without CQ_GRID_TOTAL the line says "cell k" alone.
+
+With CQ_GRID_SERVE set (experiments.mk's SERVE, the default of a smoke run), each cell's cq commands go to a
+fork server (cqtools/forkserver): the first cell starts one for this environment (its log: cq-server.log beside
+CQ_GRID_LOG), the cells' commands get CQ_SERVER naming it, and each runs in a forked child of a process that
+imported torch, transformers and cqtools once, with the records a process of its own would write. Until the
+server listens (its imports take seconds), and for anything it refuses, cq runs in its own process.
+`grid.py stop` (the end of make compare) stops it; otherwise it stops after 2 minutes without a run.
 """
 from __future__ import annotations
 
@@ -76,9 +83,23 @@ def short(name: str, line: str) -> str:
     return text if len(text) <= WIDTH else text[:WIDTH - 3] + "..."
 
 
+def served(env) -> dict:
+    """The cell's environment: with CQ_GRID_SERVE, CQ_SERVER names this environment's fork server (started
+    here when none runs)."""
+    if not env.get("CQ_GRID_SERVE"):
+        return env
+    from cqtools.forkserver import start
+
+    path = start.socket_for(env)
+    log = Path(env["CQ_GRID_LOG"]).parent if env.get("CQ_GRID_LOG") else Path(".")
+    log.mkdir(parents=True, exist_ok=True)
+    start.ensure(path, str(log / "cq-server.log"), environ=env)
+    return {**env, "CQ_SERVER": path}
+
+
 def run(out: str, command: str, env=None, now=time.time) -> int:
     """Run one cell (module docstring); returns its exit status."""
-    env = os.environ if env is None else env
+    env = served(os.environ if env is None else env)
     total = int(env["CQ_GRID_TOTAL"]) if env.get("CQ_GRID_TOTAL", "").isdigit() else None
     started = float(env["CQ_GRID_START"]) if env.get("CQ_GRID_START") else None
     k = next_cell(env.get("CQ_GRID_LOG"), env.get("CQ_GRID_START", ""), out)
@@ -112,7 +133,14 @@ def main(argv=None) -> None:
     one = sub.add_parser("run", help="run one cell: grid.py run F -- COMMAND")
     one.add_argument("out", help="the file the cell makes (F.log gets its command and stderr)")
     one.add_argument("command", nargs=argparse.REMAINDER, help="-- then the bash command line")
+    sub.add_parser("stop", help="stop this environment's fork server (CQ_GRID_SERVE), if one runs")
     args = ap.parse_args(argv)
+    if args.what == "stop":
+        if os.environ.get("CQ_GRID_SERVE"):
+            from cqtools.forkserver import start
+
+            start.stop(start.socket_for(os.environ))
+        return
     words = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not words:
         ap.error("run F -- COMMAND: no command")

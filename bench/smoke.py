@@ -49,7 +49,9 @@ def main() -> None:
              f"`make bench-smoke` (bench/smoke.py) on {machine()}, {time.strftime('%Y-%m-%d')}: `{' '.join(cmd[2:4])}` "
              "with an empty WORK and an empty CQ_MODELS (the shipped classifier and reader; nothing trained), "
              "install not counted; as every smoke run, two cells at a time on one thread each (SMOKE_JOBS=2, "
-             "experiments.mk), so a cell's seconds below were spent beside another cell.", "",
+             "experiments.mk), so a cell's seconds below were spent beside another cell, and their cq commands "
+             "served from one process that imported torch and transformers once (SERVE=1: "
+             "docs/benchmarks/speed.md).", "",
              f"**{seconds:.0f} s** in all ({verdict} the {args.budget:.0f} s target); the BM25-only corpus index "
              f"{index:.0f} s; {len(walls)} stages and scores.", "",
              "| slowest stages | seconds |", "|---|---|"]

@@ -67,6 +67,8 @@ ENV: tuple[EnvVar, ...] = (
     EnvVar("CQ_JVM_XMX", "jvm_xmx", _opt_str, "the JVM's heap limit for Lucene (e.g. 4g)"),
     EnvVar("CQ_JVM_OPTS", None, str, "the search JVM's other options, replacing cq's (C1 only, the serial collector)"),
     EnvVar("CQ_DEBUG", "debug", _bool, "tracebacks instead of one-line errors; library logs on"),
+    EnvVar("CQ_SERVER", None, str, "a cq fork server's socket: a run goes to it when it can take it exactly "
+           "(cqtools/forkserver; make compare's SERVE)"),
     EnvVar("CQ_BATCH_SIZE", None, int, "--batch-size: records per stream batch"),
     EnvVar("CQ_API_KEY", None, str, "the API key (else OPENAI_API_KEY); read when a request is sent, never stored"),
     EnvVar("CQ_INDEX", None, str, "--index: the index cq retrieve, cq chat and cq answer --mode dqs read"),

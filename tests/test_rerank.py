@@ -77,3 +77,22 @@ def test_rerank_cli_on_fixtures(runner, retrieved):
         assert record["meta"]["rerank"]["model"] == "cross-encoder/ms-marco-MiniLM-L-12-v2"
     by_id = {r["id"]: r for r in out}
     assert by_id["fx05"]["passages"][0]["title"] == "Canberra"
+
+
+@pytest.mark.heavy(reason="loads the offline INT8 reranker in a subprocess")
+def test_the_onnx_reranker_runs_without_importing_torch_or_transformers():
+    """Issue 37 item 2: importing torch and transformers was 1-3 s of a rerank process that never used them
+    (its --device auto asked torch for a GPU); onnxruntime is asked instead."""
+    import json
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    script = ("import sys, json\nfrom click.testing import CliRunner\nfrom cqtools.cli import cli\n"
+              "out = CliRunner().invoke(cli, ['rerank', '--top', '2', '--model', "
+              "'cross-encoder/ms-marco-MiniLM-L-12-v2', '--device', 'auto'], input=sys.stdin.read())\n"
+              "print(json.dumps([out.exit_code, 'torch' in sys.modules, 'transformers' in sys.modules]))\n")
+    proc = subprocess.run([sys.executable, "-c", script], input=jsonl(_records()), capture_output=True, text=True,
+                          cwd=ROOT, timeout=300)
+    assert json.loads(proc.stdout.splitlines()[-1]) == [0, False, False], proc.stderr

@@ -168,8 +168,16 @@ def _full_message(err: OSError) -> str:
 
 
 def main() -> None:
-    """Console entry point: quiet on a closed pipe (``cq ... | head -1``); SIGTERM and SIGHUP clean up."""
+    """Console entry point: quiet on a closed pipe (``cq ... | head -1``); SIGTERM and SIGHUP clean up. With
+    CQ_SERVER set, the run goes to that fork server when it takes it (cqtools/forkserver)."""
     import signal
+
+    if env("CQ_SERVER"):
+        from ..forkserver.client import delegate, exit_with
+
+        status = delegate(sys.argv)
+        if status is not None:
+            exit_with(status)
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _terminated)

@@ -54,15 +54,30 @@ def _load(name: str, role: str, device: str, config: RunConfig | None, dtype: st
     backend = _backend(name, role, config) if role != "generator" else None
     if backend is not None:
         return backend
-    dev = pick_device(device)
 
     def build():
-        from ..registry import WEIGHT_FORMATS
+        return _by_format(resolve(name, config=config), role, device, dtype, kind, config)
 
-        resolved = resolve(name, config=config)
-        return WEIGHT_FORMATS.get(resolved.fmt).factory(resolved, role, dev, dtype, kind, config)
+    return _cached((role, name, device, dtype, kind), build, config)
 
-    return _cached((role, name, dev, dtype, kind), build, config)
+
+def _by_format(resolved, role: str, device: str, dtype: str, kind: str, config: RunConfig):
+    """``resolved`` loaded by its weight format as ``role`` under ``config``, placed where the format's ``place``
+    (or :func:`pick_device`) puts ``device``."""
+    from ..registry import WEIGHT_FORMATS
+
+    factory = WEIGHT_FORMATS.get(resolved.fmt).factory
+    return factory(resolved, role, getattr(factory, "place", pick_device)(device), dtype, kind, config)
+
+
+def onnx_device(device: str = "auto") -> str:
+    """Where an onnxruntime model runs: ``auto`` is cuda when this onnxruntime has the CUDA provider, else the
+    CPU, asked of onnxruntime itself (torch is not imported for it: 1-2 s of a rerank process)."""
+    if device != "auto":
+        return pick_device(device)
+    import onnxruntime as ort
+
+    return "cuda" if "CUDAExecutionProvider" in ort.get_available_providers() else "cpu"
 
 
 def onnx_providers(device: str, available: list[str]) -> list[str]:

@@ -39,6 +39,17 @@ onnx.detect = lambda path: "model.onnx" in _files(path)
 onnx.needs = ("onnxruntime", "tokenizers")
 
 
+def _onnx_place(device: str) -> str:
+    """``factory.place``: where a format's models run for ``device`` (default: cqtools.models.runtime.pick_device,
+    which asks torch); onnxruntime's models ask onnxruntime."""
+    from .encoders import onnx_device
+
+    return onnx_device(device)
+
+
+onnx.place = _onnx_place
+
+
 def gguf(resolved, role: str, device: str, dtype: str, kind: str, config):
     """GGUF language models (llama.cpp's files), dequantised into transformers."""
     from .generator import LocalGenerator

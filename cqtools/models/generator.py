@@ -13,7 +13,7 @@ from .resolve import ResolvedModel, resolve
 from ..config import RunConfig, current
 from .api import route
 from .runtime import (_cached, _cut, _first_stop, _context_length, _groups, _limit, _warn_cut, cut_middle, input_device,
-                      load_kwargs, pick_device, pick_dtype, prompt_seeds, remote_code)
+                      load_kwargs, pick_dtype, prompt_seeds, remote_code)
 
 log = logging.getLogger("cqtools")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import sys
 
 from typing import Sequence
 
@@ -250,10 +251,15 @@ def _quiet_transformers(config: RunConfig) -> None:
     """No weight-loading bars on stderr unless CQ_DEBUG is set (one-off conversions still say so)."""
     if config.debug:
         return
-    try:
-        from transformers.utils import logging as hf_logging
-    except ImportError:  # pragma: no cover
+    if "transformers" not in sys.modules:  # it reads the hub's setting when it loads: no need to import it here
+        try:
+            from huggingface_hub.utils import disable_progress_bars
+        except ImportError:  # pragma: no cover
+            return
+        disable_progress_bars()
         return
+    from transformers.utils import logging as hf_logging
+
     hf_logging.disable_progress_bar()
 
 

@@ -1,0 +1,289 @@
+"""The fork server (the package's docstring): import once, then fork a child per ``cq`` run a client offers.
+
+One thread, one ``select`` loop: accept a request, check it, fork; reap children and send each client its
+child's status; a client that went away gets its child ended (SIGTERM, as ``kill`` would)."""
+from __future__ import annotations
+
+import importlib
+import io
+import os
+import select
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+
+from ..config import child_environment
+from . import PRELOAD, client, free, identity, recv, send
+
+_REPLACED: list = []
+MAX_RUNS = 32  # more runs at once than any make -jN of the grid: a safety valve, not a queue
+
+
+class Server:
+    def __init__(self, path: str, idle: float = 600.0, preload=PRELOAD, log=None):
+        self.path, self.idle, self.log = path, idle, log or sys.stderr
+        self.environ = child_environment()  # before cq's own defaults: what a client's environment must equal
+        self.identity = identity()
+        self.runs: dict[int, socket.socket] = {}  # child pid -> its client's connection (None: client gone)
+        self.clients: dict[socket.socket, int] = {}
+        self.stale = ""
+        _as_cq_starts()
+        from ..cli import COMMANDS
+
+        for name in [*preload, *(f"cqtools.cli.{module}" for module in COMMANDS.values())]:
+            try:
+                importlib.import_module(name)
+            except Exception as err:  # an optional package missing or broken: the child imports it (or not)
+                self.say(f"not preloaded: {name} ({type(err).__name__})")
+        self.sources = _sources()
+
+    def say(self, text: str) -> None:
+        print(f"cq server {os.getpid()}: {text}", file=self.log, flush=True)
+
+    def serve(self) -> None:
+        """Listen at ``path`` (bound aside and renamed: a client never finds a socket not yet listening)
+        until idle for ``idle`` seconds with nothing running, or told to stop (SIGTERM, SIGHUP, SIGINT: the
+        runs in flight end first); remove it then."""
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        aside = f"{self.path}.{os.getpid()}"
+        listener.bind(aside)
+        listener.listen(16)
+        os.rename(aside, self.path)
+        self.inode = os.stat(self.path).st_ino
+        self.say(f"serving at {self.path}")
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):  # stop taking runs; end when they have
+            signal.signal(sig, lambda signum, frame: setattr(self, "stale", f"signal {signum}"))
+        last = time.monotonic()
+        try:
+            while self.runs or (time.monotonic() - last < self.idle and not self.stale):
+                ready, _, _ = select.select([listener, *self.clients], [], [], 0.2)
+                for sock in ready:
+                    if sock is listener:
+                        last = time.monotonic()
+                        self.accept(listener)
+                    else:
+                        self.client_gone(sock)
+                self.reap()
+        finally:
+            if _inode(self.path) == self.inode:  # still ours (not a newer server's)
+                os.unlink(self.path)
+            _drop_pid_file(f"{self.path}.pid")
+            listener.close()
+            self.say("stopped" + (f": {self.stale}" if self.stale else ""))
+
+    def accept(self, listener: socket.socket) -> None:
+        conn, _ = listener.accept()
+        conn.settimeout(10)  # a client that connects and says nothing must not hold the loop
+        try:
+            request, fds = recv(conn, with_fds=True)
+            conn.settimeout(None)
+        except (OSError, ValueError):
+            conn.close()
+            return
+        reason = self.refusal(conn, request, fds)
+        if reason:
+            self.say(f"refused: {reason}")
+            for fd in fds:
+                os.close(fd)
+            _try_send(conn, {"refused": reason})
+            conn.close()
+            return
+        pid = os.fork()
+        if pid == 0:
+            self.child(listener, conn, request, fds)  # never returns
+        for fd in fds:
+            os.close(fd)  # the child has them: holding a pipe's end here would keep its reader waiting
+        self.runs[pid], self.clients[conn] = conn, pid
+        _try_send(conn, {"pid": pid})
+        self.say(f"run {pid}: cq {' '.join(request['argv'][1:3])}")
+
+    def refusal(self, conn: socket.socket, request, fds) -> str:
+        """Why this request cannot run here exactly as in a process of its own ('' when it can)."""
+        if request is None or len(fds) != 3:
+            return "an incomplete request"
+        if len(self.runs) >= MAX_RUNS:
+            return f"{len(self.runs)} runs in flight already"
+        uid = os.getuid()
+        peer = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+        if int.from_bytes(peer[4:8], sys.byteorder) != uid:
+            return "another user"
+        if any(request.get(key) != value for key, value in self.identity.items()):
+            return f"another Python or cqtools ({request.get('python')}, {request.get('cqtools')})"
+        differ = sorted(name for name in set(self.environ) | set(request.get("env", {}))
+                        if not free(name)
+                        and self.environ.get(name) != request["env"].get(name))
+        if differ:
+            return f"its environment differs in {', '.join(differ[:5])}"
+        if threading.active_count() > 1:  # a fork keeps only this thread: what another held stays held
+            return f"the server runs {threading.active_count()} Python threads (an import started one)"
+        changed = _changed(self.sources)
+        if changed:
+            self.stale = f"{changed} changed since the server imported it"
+            return self.stale
+        return ""
+
+    def child(self, listener, conn, request: dict, fds: list[int]) -> None:
+        """In the forked child: become the client's cq process, run it, exit with its status."""
+        code = 1
+        try:
+            listener.close()
+            for other in [conn, *self.clients]:
+                other.close()
+            _become(request, fds)
+            client.SERVED = True
+            code = _run_cq(request["argv"])
+        except BaseException:  # noqa: BLE001 - a child must never return into the server's loop
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+
+    def reap(self) -> None:
+        while self.runs:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            conn = self.runs.pop(pid, None)
+            if conn is not None:
+                self.clients.pop(conn, None)
+                _try_send(conn, {"status": os.waitstatus_to_exitcode(status)})
+                conn.close()
+
+    def client_gone(self, conn: socket.socket) -> None:
+        """A client's connection became readable: it ended (killed) before its child; end the child too."""
+        pid = self.clients.pop(conn)
+        self.runs[pid] = None
+        conn.close()
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+
+
+def _as_cq_starts() -> None:
+    """The environment defaults cq sets before torch loads (libgomp reads them once), set here too."""
+    from ..cli import _quiet_libraries, _share_cores
+
+    _share_cores()
+    _quiet_libraries()
+
+
+def _become(request: dict, fds: list[int]) -> None:
+    """This process takes the client's streams, directory, environment, umask and argv, and the signal
+    dispositions of a new Python process."""
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.chdir(request["cwd"])
+    os.umask(int(request["umask"]))
+    os.environ.clear()
+    os.environ.update(request["env"])
+    sys.argv = list(request["argv"])
+    sys.path[:] = request["path"]  # the same directories in the client's spelling (its script's, its venv's)
+    sys.executable = request["executable"]
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGCHLD):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    _REPLACED.extend([sys.stdin, sys.stdout, sys.stderr])  # kept: freeing one would close the fd it held
+    (enc_in, err_in, _), (enc_out, err_out, line_out), (enc_err, err_err, _) = request["streams"]
+    sys.stdin = sys.__stdin__ = _stream(0, "r", enc_in, err_in, False)
+    sys.stdout = sys.__stdout__ = _stream(1, "w", enc_out, err_out, line_out)
+    sys.stderr = sys.__stderr__ = _stream(2, "w", enc_err, err_err, True)
+
+
+def _stream(fd: int, mode: str, encoding, errors, line_buffering: bool):
+    raw = io.FileIO(fd, mode, closefd=False)
+    buffered = io.BufferedReader(raw) if mode == "r" else io.BufferedWriter(raw)
+    return io.TextIOWrapper(buffered, encoding=encoding or "utf-8", errors=errors or "strict",
+                            line_buffering=line_buffering)
+
+
+def _run_cq(argv: list[str]) -> int:
+    """``cq`` as its console script runs it; the exit code a new process would end with."""
+    import atexit
+
+    from ..cli import main
+
+    try:
+        main()
+        code = 0
+    except SystemExit as end:
+        code = _exit_code(end.code)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            code = code or 120  # what Python does when the final flush of stdout fails
+    return code
+
+
+def _exit_code(code) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _sources() -> dict[str, int]:
+    """cqtools' imported source files and their modification times (a changed one makes the server stale)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = {}
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None) or ""
+        if path.startswith(root) and os.path.exists(path):
+            out[path] = os.stat(path).st_mtime_ns
+    return out
+
+
+def _changed(sources: dict[str, int]) -> str:
+    for path, mtime in sources.items():
+        try:
+            if os.stat(path).st_mtime_ns != mtime:
+                return path
+        except OSError:
+            return path
+    return ""
+
+
+def _drop_pid_file(path: str) -> None:
+    """The pid file its starter wrote (cqtools/forkserver/start.py), when it names this process."""
+    try:
+        with open(path) as fh:
+            if fh.read().strip() == str(os.getpid()):
+                os.unlink(path)
+    except OSError:
+        pass
+
+
+def _inode(path: str) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
+def _try_send(conn: socket.socket, message: dict) -> None:
+    try:
+        send(conn, message)
+    except OSError:
+        pass
+
+
+def main(argv=None) -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m cqtools.forkserver", description=__doc__.splitlines()[0])
+    ap.add_argument("path", help="the Unix socket to listen at (clients: CQ_SERVER=PATH)")
+    ap.add_argument("--idle", type=float, default=600.0, help="stop after this many seconds with nothing to do")
+    ap.add_argument("--preload", default=",".join(PRELOAD),
+                    help="modules to import before serving, comma-separated (default: torch, transformers ...)")
+    args = ap.parse_args(argv)
+    Server(args.path, args.idle, [name for name in args.preload.split(",") if name]).serve()
