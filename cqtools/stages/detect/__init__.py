@@ -222,10 +222,14 @@ class AnswersOptions:
     threshold: float = threshold_option(1.0)
 
 
+def counting_detector(name: str, count, threshold: float) -> ScoredDetector:
+    """A detector whose score is a count per record (``count(record)``): distinct answers, surviving nodes."""
+    return ScoredDetector(name, lambda recs: [float(count(r)) for r in recs], threshold,
+                          {"method": name, "threshold": threshold})
+
+
 def answers_detector(options: AnswersOptions, config=None) -> ScoredDetector:
-    threshold = options.threshold
-    return ScoredDetector("answers", lambda recs: [float(distinct_answers(r)) for r in recs], threshold,
-                    {"method": "answers", "threshold": threshold})
+    return counting_detector("answers", distinct_answers, options.threshold)
 
 
 # --- tree (ToC) ------------------------------------------------------------------------------
@@ -256,9 +260,7 @@ class TreeOptions:
 
 
 def tree_detector(options: TreeOptions, config=None) -> ScoredDetector:
-    threshold = options.threshold
-    return ScoredDetector("tree", lambda recs: [float(surviving_nodes(r)) for r in recs], threshold,
-                    {"method": "tree", "threshold": threshold})
+    return counting_detector("tree", surviving_nodes, options.threshold)
 
 
 # --- baselines -----------------------------------------------------------------------------------
