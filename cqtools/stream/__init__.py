@@ -94,10 +94,15 @@ class _Run:
     def __init__(self, spec: StreamSpec, stdin, stdout):
         self.spec = spec
         self.skipped = Skipped()
+        # whole: the input is all there already (reading a batch ahead then waits for nothing; from a pipe it
+        # would hold this batch's output until the next batch arrives: a person typing, a slow stage upstream)
         if spec.inputs and stdin is None:
             source = read_files(spec.inputs, spec.on_error, self.skipped)
+            self.whole = all(os.path.isfile(path) for path in spec.inputs)
         else:
-            source = read_records(stdin if stdin is not None else sys.stdin.buffer, (), spec.on_error, self.skipped)
+            stream = stdin if stdin is not None else sys.stdin.buffer
+            source = read_records(stream, (), spec.on_error, self.skipped)
+            self.whole = already_there(stream)
         self.counted = _Counted(source)
         records = iter(self.counted)
         if spec.shard is not None:
@@ -224,10 +229,7 @@ def run_stream(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> i
     run = _Run(spec, stdin, stdout)
     step = _call_size(spec, run.bar)
     processed = 0
-    # read a batch ahead only where the input is all there: from a pipe it would hold this batch's output
-    # until the next batch arrives (a person typing, a slow stage upstream)
-    whole = already_there(spec.inputs if stdin is None else None, stdin if stdin is not None else sys.stdin.buffer)
-    ahead = getattr(process, "prefetch", None) if step == spec.batch_size and whole else None
+    ahead = getattr(process, "prefetch", None) if step == spec.batch_size and run.whole else None
     try:
         for batch in _looking_ahead(batched(run.items, spec.batch_size), ahead):
             for start in range(0, len(batch), step):

@@ -71,12 +71,9 @@ def _take_shard(records, index: int, total: int):
 
 
 
-def already_there(inputs, stream) -> bool:
-    """Whether the whole input already exists: file arguments that are regular files, or standard input that is
-    one (``cq STAGE < file``). Reading ahead of the records being processed then waits for nothing; from a pipe
-    or a terminal it could hold the output of records already read until more arrive."""
-    if inputs:
-        return all(os.path.isfile(path) for path in inputs)
+def already_there(stream) -> bool:
+    """Whether all of ``stream`` already exists: a regular file (``cq STAGE < file``) or bytes in memory, not a
+    pipe or a terminal."""
     try:
         fd = stream.fileno()
     except (AttributeError, io.UnsupportedOperation):
