@@ -165,11 +165,12 @@ def test_pyserini_faiss_searcher_reads_our_dense_index(fixture_index):
 
 
 def test_fast_bm25_equals_anserini_searcher(fixture_index, questions):
-    """Our Lucene path (docstore, direct IndexSearcher) returns exactly Anserini's ids, scores and order."""
+    """Our Lucene path (docstore, direct IndexSearcher) returns exactly Anserini's ids, scores and order
+    (the BM25 matrix's path: tests/test_bm25_matrix.py)."""
     from cqtools.retrieval import open_searcher
     from cqtools.retrieval.lucene import LuceneBM25
 
-    ours = open_searcher(fixture_index, "bm25")
+    ours = open_searcher(fixture_index, "bm25", bm25_scorer="lucene")
     assert ours.docstore is not None
     anserini = LuceneBM25(os.path.join(fixture_index, "lucene"))  # no docstore: SimpleSearcher
     queries = [q["question"] for q in questions] + [d["question"] for q in questions for d in q["gold"]["dqs"]]
@@ -184,10 +185,11 @@ def test_fast_bm25_equals_anserini_searcher(fixture_index, questions):
 
 def test_prefetched_batches_equal_fresh_searches(fixture_index, questions):
     """cq retrieve hands the searcher each next batch early (LuceneBM25.prefetch): a batch searched ahead, or
-    a prefetch that no later call asks for, changes no id, score or rank."""
+    a prefetch that no later call asks for, changes no id, score or rank (Lucene's path: with a BM25 matrix
+    there is nothing to search ahead)."""
     from cqtools.retrieval import open_searcher
 
-    searcher = open_searcher(fixture_index, "bm25")
+    searcher = open_searcher(fixture_index, "bm25", bm25_scorer="lucene")
     queries = [q["question"] for q in questions] + [d["question"] for q in questions for d in q["gold"]["dqs"]]
     first, second = queries[: len(queries) // 2], queries[len(queries) // 2:]
     fresh = [searcher.batch_search(part, [str(n) for n in range(len(part))], 30, 2) for part in (first, second)]

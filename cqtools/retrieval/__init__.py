@@ -24,17 +24,18 @@ def open_searcher(index_dir: str, method: str = "bm25", config=None, **options):
 
 def bm25_searcher(options, config, *, index_dir: str, **context):
     """:class:`.options.Bm25Options`."""
-    return _open(index_dir, "bm25", None, config, FUSION, ALPHA, options.k1, options.b)
+    return _open(index_dir, "bm25", None, config, FUSION, ALPHA, options.k1, options.b, options.bm25_scorer)
 
 
 def dense_searcher(options, config, *, index_dir: str, **context):
     """``options.encoder``: the query encoder (default: the one recorded in the index, or for a prebuilt
     DPR index the question encoder Pyserini's DPR runs use)."""
-    return _open(index_dir, "dense", options.encoder, config, FUSION, ALPHA, K1, B)
+    return _open(index_dir, "dense", options.encoder, config, FUSION, ALPHA, K1, B, "auto")
 
 
 def hybrid_searcher(options, config, *, index_dir: str, **context):
-    return _open(index_dir, "hybrid", options.encoder, config, options.fusion, options.alpha, options.k1, options.b)
+    return _open(index_dir, "hybrid", options.encoder, config, options.fusion, options.alpha, options.k1, options.b,
+                 options.bm25_scorer)
 
 
 def encoder_device(config) -> str:
@@ -43,18 +44,20 @@ def encoder_device(config) -> str:
 
 
 def _open(index_dir: str, method: str, encoder: str | None, config, fusion: str, alpha: float, k1: float,
-          b: float):
+          b: float, scorer: str):
     """The searcher for ``method`` over a ``cq index`` directory, a plain Pyserini Lucene index or a
-    prebuilt index name."""
+    prebuilt index name; ``scorer``: the BM25 side's (auto: the index's BM25 matrix when it has one)."""
     from . import prebuilt
 
     if prebuilt.looks_like_name(index_dir):
+        if scorer == "matrix":
+            raise ResourceError(f"{index_dir} is a prebuilt index: it has no BM25 matrix (--bm25-scorer matrix)")
         return _open_prebuilt(index_dir, method, encoder, config, fusion, alpha, k1, b)
     # A `cq index --overwrite` may swap the directory while its parts are opened one after another:
     # the parts, once open, are checked to be one generation (else opened again, then an error).
     for attempt in range(3):
         try:
-            searcher = _open_parts(index_dir, method, encoder, config, fusion, alpha, k1, b)
+            searcher = _open_parts(index_dir, method, encoder, config, fusion, alpha, k1, b, scorer)
         except (OSError, sqlite3.Error) as err:
             reason = str(err)
         else:
@@ -76,7 +79,7 @@ def _mixed(searcher) -> str | None:
 
 
 def _open_parts(index_dir: str, method: str, encoder: str | None, config, fusion: str, alpha: float,
-                k1: float, b: float):
+                k1: float, b: float, scorer: str):
     from .lucene import LuceneBM25
 
     manifest = read_manifest(index_dir)
@@ -86,7 +89,12 @@ def _open_parts(index_dir: str, method: str, encoder: str | None, config, fusion
         from .docstore import DocStore
 
         docstore = DocStore(os.path.join(root, manifest["docstore"]))
-    sparse = LuceneBM25(os.path.join(root, manifest.get("lucene") or LUCENE_DIR), k1=k1, b=b, docstore=docstore)
+    matrix = manifest.get("bm25_matrix") if docstore is not None and scorer != "lucene" and method != "dense" else None
+    if scorer == "matrix" and not matrix:
+        raise ResourceError(f"index {name} has no BM25 matrix (--bm25-scorer matrix); rebuild it with "
+                            f"`cq index --corpus FILE --out {name} --overwrite --bm25-matrix yes`")
+    sparse = LuceneBM25(os.path.join(root, manifest.get("lucene") or LUCENE_DIR), k1=k1, b=b, docstore=docstore,
+                        matrix=os.path.join(root, matrix) if matrix else None)
     if method == "bm25":
         return sparse
     if not manifest.get("dense"):

@@ -11,6 +11,7 @@ MANIFEST = "cq_index.json"
 LUCENE_DIR = "lucene"
 DENSE_DIR = "dense"
 K1, B = 0.9, 0.4  # Anserini's BM25 parameters (cq retrieve --k1/--b declare them from these)
+MATRIX_MAX_PASSAGES = 250_000  # `cq index --bm25-matrix auto` writes a BM25 matrix up to this size (.matrix)
 FUSION, ALPHA = "rrf", 0.1  # cq retrieve --method hybrid's fusion, and --fusion linear's sparse weight
 
 
@@ -20,6 +21,11 @@ def rank(hits: list[dict], k: int) -> list[dict]:
     for i, hit in enumerate(hits, start=1):
         hit["rank"] = i
     return hits
+
+
+def contents(passage: dict) -> str:
+    """Pyserini's convention for Wikipedia passages (as in its wikipedia-dpr index): title, newline, text."""
+    return f"{passage['title']}\n{passage['text']}" if passage.get("title") else passage["text"]
 
 
 SWAPPED = ("index {name} changed while cq was opening it (a `cq index --overwrite` replaced it?); run again "

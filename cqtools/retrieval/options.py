@@ -16,6 +16,12 @@ def _b():
     return option(B, "BM25 b")
 
 
+def _scorer():
+    return option("auto", "how BM25 scores are computed, the same ids, scores and order either way: auto (the "
+                          "index's BM25 matrix when it has one: `cq index` writes one for a small corpus, scored in "
+                          "numpy; else Lucene), lucene, or matrix", choices=("auto", "lucene", "matrix"))
+
+
 def _encoder():
     return option(None, "dense query encoder [default: the one recorded in the index; for a prebuilt DPR index, its "
                         "DPR question encoder]")
@@ -27,6 +33,7 @@ class Bm25Options:
 
     k1: float = _k1()
     b: float = _b()
+    bm25_scorer: str = _scorer()
 
 
 @dataclass(frozen=True)
@@ -47,3 +54,4 @@ class HybridOptions:
     alpha: float = option(ALPHA, "sparse weight for --fusion linear")
     k1: float = _k1()
     b: float = _b()
+    bm25_scorer: str = _scorer()

@@ -1,6 +1,6 @@
 """Anserini's ranking of Lucene's hits, reproduced in Python and numpy: the order (score desc, passage
 id asc) and the tie-adjusted scores of its ScoreTiesAdjusterReranker, from the hits text that
-:func:`cqtools.retrieval.lucene.top_docs_function` returns."""
+:func:`cqtools.retrieval.handles.top_docs_function` returns."""
 from __future__ import annotations
 
 
