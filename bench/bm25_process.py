@@ -48,9 +48,10 @@ def peer(corpus: str, k: int, chunk: int = 1000) -> None:
             out.write(orjson.dumps(record) + b"\n")
 
 
-def phases(index: Path, questions: Path, k: int, batch: int = 32) -> None:
+def phases(index: Path, questions: Path, k: int, scorer: str = "auto", batch: int = 32) -> None:
     """Where cq's time goes, in one process: CPU seconds of each step of `cq retrieve`'s BM25 path over
-    the questions (the steps of LuceneBM25.batch_search, then the JSONL line), printed as a table."""
+    the questions (the steps of LuceneBM25.batch_search, then the JSONL line), printed as a table.
+    ``scorer``: cq retrieve's --bm25-scorer (auto: the index's BM25 matrix when it has one)."""
     start = time.process_time()
     import orjson
 
@@ -58,7 +59,7 @@ def phases(index: Path, questions: Path, k: int, batch: int = 32) -> None:
     from cqtools.retrieval import open_searcher
     from cqtools.retrieval.ranking import ranked_passages, tie_scores_rows
 
-    searcher = open_searcher(str(index), "bm25")
+    searcher = open_searcher(str(index), "bm25", bm25_scorer=scorer)
     spent = {"start (imports, JVM, open index)": time.process_time() - start}
     records = [orjson.loads(line) for line in open(questions, "rb")]
     threads = os.cpu_count()
@@ -73,7 +74,8 @@ def phases(index: Path, questions: Path, k: int, batch: int = 32) -> None:
                 clock = now
             # not searched ahead here (cq retrieve's prefetch), so that the search has its own line
             scored = searcher._lucene_arrays([r["question"] for r in part], k, threads)  # noqa: SLF001 (its steps)
-            step("Lucene search (JVM, all threads; hits text parsed)")
+            step("BM25 matrix (analysis in the JVM, scores in numpy)" if searcher._matrix is not None  # noqa: SLF001
+                 else "Lucene search (JVM, all threads; hits text parsed)")
             docs = searcher.docstore.by_docnums(sorted({num for nums, _ in scored for num in nums}))
             step("passage store reads")
             ties = tie_scores_rows([scores[:k] for _, scores in scored])
@@ -97,6 +99,7 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--out", type=Path)
     ap.add_argument("--phases", action="store_true", help="print where cq's CPU time goes, step by step, and stop")
+    ap.add_argument("--scorer", default="auto", choices=("auto", "lucene", "matrix"), help="--phases: cq's --bm25-scorer")
     ap.add_argument("--peer", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.peer:
@@ -109,7 +112,7 @@ def main() -> None:
     if not (index / "cq_index.json").exists():
         timed(CQ + ["index", "--corpus", str(corpus), "--out", str(index), "--overwrite", "-q"])
     if args.phases:
-        return phases(index, questions, args.k)
+        return phases(index, questions, args.k, args.scorer)
     commands = {"cq retrieve": CQ + ["retrieve", "--index", str(index), "--method", "bm25", "--hits", str(args.k), "-q"],
                 "bm25s": [sys.executable, __file__, "--data", str(args.data), "--work", str(args.work),
                           "--k", str(args.k), "--peer", str(corpus)]}

@@ -39,7 +39,7 @@ log = logging.getLogger("cqtools")
 @click.option("--bm25-matrix", "bm25_matrix", type=click.Choice(["auto", "yes", "no"]), default="auto",
               show_default=True,
               help="Also write the BM25 term-document matrix, with which `cq retrieve` scores BM25 in numpy "
-                   "(Lucene's exact scores, 3-4x less CPU on a small corpus; ~12 bytes a posting in memory): auto "
+                   "(Lucene's exact scores, 3-4x less CPU on a small corpus; ~16 bytes a posting in memory): auto "
                    f"writes it up to {MATRIX_MAX_PASSAGES:,} passages.")
 @click.option("--overwrite", is_flag=True,
               help="Replace an existing cq or Pyserini index. The new one is built beside it and swapped in only "
@@ -126,7 +126,7 @@ def _bm25_matrix(build_dir: str) -> dict:
     from ..retrieval.base import LUCENE_DIR
 
     start = time.perf_counter()
-    store = ds.DocStore(os.path.join(build_dir, ds.NAME))
+    store = ds.DocStore(os.path.join(build_dir, ds.NAME), cache=0)  # each passage is read once
     try:
         why = matrix.build(os.path.join(build_dir, LUCENE_DIR), store, os.path.join(build_dir, matrix.FILE))
     finally:

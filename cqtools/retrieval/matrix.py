@@ -57,10 +57,10 @@ class Analysis:
         return [text.split(" ") if text else [] for text in self._map.apply(self._as_list(*texts))]
 
 
-def build(lucene_dir: str, store, path: str, chunk: int = 20_000) -> str | None:
+def build(lucene_dir: str, store, path: str, chunk: int = 5_000) -> str | None:
     """Write the matrix of the Lucene index at ``lucene_dir`` (passages from the read-only passage
-    ``store``) to ``path``; returns None, or why none was written (the analysis did not reproduce the
-    index)."""
+    ``store``, best opened without a cache) to ``path``; returns None, or why none was written (the
+    analysis did not reproduce the index). ``chunk`` passages are analysed at a time."""
     import numpy as np
     import scipy.sparse as sp
 
@@ -80,10 +80,10 @@ def build(lucene_dir: str, store, path: str, chunk: int = 20_000) -> str | None:
             ids = np.fromiter((vocab.setdefault(t, len(vocab)) for toks in tokens for t in toks), dtype=np.int64)
             doc = np.repeat(np.arange(start, start + len(nums), dtype=np.int64), lengths[start:start + len(nums)])
             keys, count = np.unique(doc << 32 | ids, return_counts=True)
-            terms.append(keys & 0xFFFFFFFF)
-            docs.append(keys >> 32)
-            counts.append(count)
-        matrix = sp.csr_matrix((np.concatenate(counts).astype(np.float32),
+            terms.append((keys & 0xFFFFFFFF).astype(np.int32))
+            docs.append((keys >> 32).astype(np.int32))
+            counts.append(count.astype(np.float32))
+        matrix = sp.csr_matrix((np.concatenate(counts),
                                 (np.concatenate(terms), np.concatenate(docs))), shape=(len(vocab), n))
         words = list(vocab)
         small_float = jvm.autoclass("org.apache.lucene.util.SmallFloat")
