@@ -27,8 +27,9 @@ SUFFIX = ".cq.json"
 # Options that never change a record (see docs/benchmarks/determinism.md), and where the output goes
 # (-o, cq retrieve --run: a TREC run written beside the records, from them).
 NOT_SHAPING = frozenset({"batch_size", "on_error", "quiet", "resume", "force_resume", "device", "threads",
-                         "concurrency", "api_base", "api_timeout", "output", "run_file",
-                         "run_tag"})  # api_base: a requeued job may find its server on another node
+                         "concurrency", "api_base", "api_timeout", "output", "run_file", "run_tag",
+                         "bm25_scorer"})  # api_base: a requeued job may find its server on another node;
+# bm25_scorer: Lucene or the BM25 matrix, the same bytes (tests/test_bm25_matrix.py)
 PROMPT_MODULES = ("stages/prompts.py", "stages/prompts_disamb.py", "stages/shots.py")
 _HEAD = 1 << 20  # bytes hashed at each end of a large file
 

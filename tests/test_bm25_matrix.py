@@ -65,6 +65,19 @@ def test_retrieve_writes_the_same_bytes_with_either_scorer(runner, fixture_index
 
 
 @pytest.mark.heavy(reason="builds a BM25 index (JVM)")
+def test_a_run_resumed_with_the_other_scorer_continues(runner, tmp_path, fixture_index, questions_text):
+    """--bm25-scorer changes how, not what: a --resume under the other scorer is not refused, and the
+    resumed output equals one uninterrupted run."""
+    lines = questions_text.splitlines(keepends=True)
+    out = tmp_path / "out.jsonl"
+    base = ["retrieve", "--index", fixture_index, "--hits", "10", "-q", "--resume", str(out)]
+    assert runner.invoke(cli, base + ["--bm25-scorer", "lucene"], input="".join(lines[:3])).exit_code == 0
+    result = runner.invoke(cli, base + ["--bm25-scorer", "matrix"], input=questions_text)
+    assert result.exit_code == 0, result.output
+    whole = runner.invoke(cli, ["retrieve", "--index", fixture_index, "--hits", "10", "-q"], input=questions_text)
+    assert out.read_text() == whole.stdout and len(lines) > 3
+
+
 def test_an_index_without_a_matrix_is_searched_by_lucene_and_matrix_is_refused(runner, tmp_path, questions_text):
     out = tmp_path / "idx"
     result = runner.invoke(cli, ["index", "--corpus", str(FIXTURES / "corpus.jsonl"), "--out", str(out), "-q",
