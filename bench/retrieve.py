@@ -76,14 +76,15 @@ KEPT = "## Where we stand"  # hand-written from the tables: this heading and eve
 
 
 def our_bm25_search_only(index: Path, questions: Path) -> dict[str, list[float]]:
-    """Seconds for every question in one batch, as bench/scale.py times them: ``hits`` = Lucene ids
-    and scores only (what bm25s' retrieve returns), ``passages`` = the whole batch_search (docstore
-    reads, tie adjustment, ranked dicts); passes as bench/scale.py's (the JVM's JIT warms up)."""
+    """Seconds for every question in one batch, as bench/scale.py times them: ``hits`` = ids and
+    scores only (what bm25s' retrieve returns; from the index's BM25 matrix when it has one, else
+    Lucene), ``passages`` = the whole batch_search (docstore reads, tie adjustment, ranked dicts);
+    passes as bench/scale.py's (the JVM's JIT warms up)."""
     from cqtools.retrieval import open_searcher
 
     searcher = open_searcher(str(index), "bm25")
     qs = [q["question"] for q in read_jsonl(questions)]
-    times = {"hits": [], "passages": []}
+    times = {"hits": [], "passages": [], "scorer": "lucene" if searcher._matrix is None else "matrix"}  # noqa: SLF001
     while more(times["hits"]):
         start = time.perf_counter()
         searcher._lucene_hits(qs, 100, os.cpu_count())
@@ -161,7 +162,7 @@ def main() -> None:
 
     lines += ["", "Search alone (index open, JVM or model loaded), one batch of all questions, k=100, passes as in",
               "bench/scale.py, in one process (query tokenisation included; the first passes warm the JVM's JIT):", "",
-              f"- cq BM25 hits (Lucene ids and scores, {os.cpu_count()} threads): {rates(search_only['hits'])}",
+              f"- cq BM25 hits (ids and scores; {'the index BM25 matrix, one thread' if search_only['scorer'] == 'matrix' else f'Lucene, {os.cpu_count()} threads'}): {rates(search_only['hits'])}",
               f"- cq BM25 passages (the whole batch_search): {rates(search_only['passages'])}",
               f"- bm25s ({os.cpu_count()} threads): {rates(peer['search_seconds'])};"
               f" its in-memory index build took {peer['index_seconds']} s",

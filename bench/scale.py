@@ -62,13 +62,14 @@ def more(times: list[float]) -> bool:
 
 
 def cq_search(index: str, qs: list[str], k: int) -> dict:
-    """Child: cq's BM25 searcher. `hits` = Lucene ids and scores only (what bm25s returns);
+    """Child: cq's BM25 searcher. `hits` = ids and scores only (what bm25s returns), from the index's BM25
+    matrix when it has one (`cq index` writes one up to 250k passages), else Lucene (``scorer``);
     `passages` = batch_search, i.e. also docstore reads, tie adjustment, ranked dicts."""
     from cqtools.retrieval import open_searcher
 
     searcher = open_searcher(index, "bm25")
     threads = os.cpu_count()
-    out = {"hits": [], "passages": []}
+    out = {"hits": [], "passages": [], "scorer": "lucene" if searcher._matrix is None else "matrix"}  # noqa: SLF001
     while more(out["hits"]):
         start = time.perf_counter()
         searcher._lucene_hits(qs, k, threads)
@@ -162,17 +163,19 @@ def write_report(out: Path, rows: list[dict], n: int, args) -> None:
              f"k={args.k}, {os.cpu_count()} threads for both systems; q/s from the best of up to {PASSES} passes in one process (none after a pass over {PASS_BUDGET:.0f} s).",
              "Corpora above 9,532 passages are **synthetic** (the real passages plus sentence-shuffled ones): right for",
              "time and memory, meaningless for quality.", "",
-             "| passages | load | cq index s | index peak RSS MiB | index on disk MiB | cq BM25 hits q/s | cq BM25 passages q/s"
-             " | cq search peak RSS MiB | bm25s q/s | bm25s index s | bm25s peak RSS MiB | cq hits / bm25s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| passages | load | cq index s | index peak RSS MiB | index on disk MiB | cq scorer | cq BM25 hits q/s | "
+             "cq BM25 passages q/s | cq search peak RSS MiB | bm25s q/s | bm25s index s | bm25s peak RSS MiB | "
+             "cq hits / bm25s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         ratio = min(r["bm25s"]["search"]) / min(r["cq"]["hits"])
         lines.append(f"| {r['size']:,} | {r.get('load', '–')} | {r['build']['seconds']} | {r['build']['peak_mib']} | {r['disk_mib']} | "
-                     f"{qps(r['cq']['hits'])} | {qps(r['cq']['passages'])} | {r['cq']['peak_mib']} | "
+                     f"{r['cq'].get('scorer', 'lucene')} | {qps(r['cq']['hits'])} | {qps(r['cq']['passages'])} | {r['cq']['peak_mib']} | "
                      f"{qps(r['bm25s']['search'])} | {r['bm25s']['index_seconds']} | {r['bm25s']['peak_mib']} | "
                      f"{ratio:.2f} |")
-    lines += ["", "`hits` = Lucene ids and scores only (what bm25s' `retrieve` returns); `passages` = cq's whole",
-              "`batch_search` (docstore reads, Anserini's tie adjustment, ranked passage dicts).", ""]
+    lines += ["", "`hits` = ids and scores only (what bm25s' `retrieve` returns), scored by `cq scorer`: the index's BM25",
+              "matrix (numpy, Lucene's exact scores; `cq index` writes one up to 250,000 passages) or Lucene;",
+              "`passages` = cq's whole `batch_search` (docstore reads, Anserini's tie adjustment, ranked passage dicts).", ""]
     text = out.read_text() if out.exists() else "# Retrieval benchmark\n"
     head, _, rest = text.partition(MARK)
     tail = rest.split("\n## ", 1)
