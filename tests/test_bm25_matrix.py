@@ -12,7 +12,8 @@ from cqtools.cli import cli
 from .conftest import FIXTURES
 
 HAND_MADE = ["film film film Joker actor", "Joker Joker", "joker joker joker joker joker", "the of and a",
-             "zzqx unknownword", "Who, played... the JOKER?!", "Batman Batman Batman Batman Batman Batman Batman"]
+             "zzqx unknownword", "Who, played... the JOKER?!", "Batman Batman Batman Batman Batman Batman Batman",
+             "joker film " + " ".join(f"w{i}x" for i in range(1100))]  # over Lucene's default 1,024 clauses
 
 
 def _queries(questions) -> list[str]:
@@ -50,7 +51,8 @@ def test_matrix_hits_equal_lucenes_and_anserinis(fixture_index, questions, k1, b
     ours, theirs = matrix.batch_search(queries, ids, 30), anserini.batch_search(queries, ids, 30, 1)
     assert {i: [(h["id"], h["score"], h["rank"]) for h in hits] for i, hits in ours.items()} == \
         {i: [(h["id"], h["score"], h["rank"]) for h in hits] for i, hits in theirs.items()}
-    assert ours[str(len(queries) - 4)] == [] and ours[str(len(queries) - 3)] == []  # stopwords only; unknown words
+    assert ours[str(len(queries) - 5)] == [] and ours[str(len(queries) - 4)] == []  # stopwords only; unknown words
+    assert ours[str(len(queries) - 1)]  # the 1,102-term question is scored on both paths
 
 
 def test_retrieve_writes_the_same_bytes_with_either_scorer(runner, fixture_index, questions_text):
@@ -64,7 +66,6 @@ def test_retrieve_writes_the_same_bytes_with_either_scorer(runner, fixture_index
     assert "bm25_scorer" not in outputs["auto"]  # how it was computed is not part of the record
 
 
-@pytest.mark.heavy(reason="builds a BM25 index (JVM)")
 def test_a_run_resumed_with_the_other_scorer_continues(runner, tmp_path, fixture_index, questions_text):
     """--bm25-scorer changes how, not what: a --resume under the other scorer is not refused, and the
     resumed output equals one uninterrupted run."""
@@ -78,6 +79,7 @@ def test_a_run_resumed_with_the_other_scorer_continues(runner, tmp_path, fixture
     assert out.read_text() == whole.stdout and len(lines) > 3
 
 
+@pytest.mark.heavy(reason="builds a BM25 index (JVM)")
 def test_an_index_without_a_matrix_is_searched_by_lucene_and_matrix_is_refused(runner, tmp_path, questions_text):
     out = tmp_path / "idx"
     result = runner.invoke(cli, ["index", "--corpus", str(FIXTURES / "corpus.jsonl"), "--out", str(out), "-q",
@@ -190,3 +192,78 @@ def test_matrix_scores_follow_lucenes_formula_and_order(tmp_path):
     assert nums == [3, 2] and scores.tolist() == [both, score(f32(3) * f32(1.25), 1)]
     assert m.search([["b", "b"], [], ["nothing"]], 5)[0][1].tolist() == [2 * score(1.25, 1)] * 2
     assert [hits[0] for hits in m.search([["b", "b"], [], ["nothing"]], 5)] == [[2, 3], [], []]
+
+
+def _corpus(tmp_path, passages) -> str:
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "title": "", "text": t}) + "\n" for i, t in passages))
+    return str(path)
+
+
+@pytest.mark.heavy(reason="builds BM25 indexes (JVM)")
+def test_a_corpus_without_terms_is_indexed_without_a_matrix_unless_one_is_required(runner, tmp_path):
+    corpus = _corpus(tmp_path, [("a", "the of and"), ("b", "?!")])
+    result = runner.invoke(cli, ["index", "--corpus", corpus, "--out", str(tmp_path / "auto")])
+    assert result.exit_code == 0, result.output
+    assert "no passage has a term" in result.stderr and not (tmp_path / "auto" / "bm25_matrix.npz").exists()
+    result = runner.invoke(cli, ["index", "--corpus", corpus, "--out", str(tmp_path / "yes"), "--bm25-matrix", "yes"])
+    assert result.exit_code == 1 and "--bm25-matrix yes" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "yes").exists()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "shapes", "pickled"])
+def test_a_damaged_matrix_is_a_one_line_error(runner, tmp_path, damage):
+    """Without the JVM's index: the file alone is read and refused before anything is searched."""
+    from cqtools.errors import ResourceError
+    from cqtools.retrieval.matrix import Bm25Matrix
+
+    path = tmp_path / "m.npz"
+    _hand_made_matrix(path)
+    if damage == "truncated":
+        path.write_bytes(path.read_bytes()[:-30])
+    elif damage == "shapes":
+        with np.load(path) as z:
+            arrays = {k: z[k] for k in z.files}
+        np.savez(path, **(arrays | {"docs": arrays["docs"][:-1]}))
+    else:
+        np.save(tmp_path / "x.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+        os.replace(tmp_path / "x.npy", path)
+    with pytest.raises(ResourceError, match="rebuild the index") as err:
+        Bm25Matrix(str(path), 0.9, 0.4)
+    assert "\n" not in str(err.value)
+
+
+def test_a_matrix_whose_scores_round_to_zero_is_not_exact(tmp_path):
+    """k1 in the tens of millions: term scores of 0.0, matches Lucene keeps and a sparse product drops."""
+    from cqtools.retrieval.matrix import Bm25Matrix
+
+    _hand_made_matrix(tmp_path / "m.npz")
+    assert Bm25Matrix(str(tmp_path / "m.npz"), 0.9, 0.4).exact
+    assert not Bm25Matrix(str(tmp_path / "m.npz"), 1e9, 0.4).exact
+
+
+def test_huge_k1_falls_back_to_lucene_and_invalid_k1_b_are_one_line_errors(runner, fixture_index):
+    args = ["retrieve", "--index", fixture_index, "--hits", "3", "-q"]
+    question = '{"id": "q", "question": "joker"}\n'
+    lucene = runner.invoke(cli, args + ["--k1", "1e9", "--bm25-scorer", "lucene"], input=question)
+    auto = runner.invoke(cli, args + ["--k1", "1e9"], input=question)
+    assert lucene.exit_code == auto.exit_code == 0 and auto.stdout == lucene.stdout
+    assert '"score":0.0' in auto.stdout and "scoring with Lucene" in auto.stderr
+    for flag, value in (("--k1", "-1"), ("--k1", "inf"), ("--k1", "nan"), ("--b", "1.5")):
+        result = runner.invoke(cli, args + [flag, value], input=question)
+        assert result.exit_code != 0 and "Traceback" not in result.stderr and "Exception" not in result.stderr
+        last = result.stderr.strip().splitlines()[-1]  # click's usage error, or cq's one line
+        assert flag.lstrip("-") in last and value in last, result.stderr
+
+
+def test_a_matrix_file_gone_while_opening_reads_as_a_swap(tmp_path, fixture_index):
+    """The file missing is what a `cq index --overwrite` swap looks like mid-open: retried, then the swap's
+    message (not "rebuild")."""
+    from cqtools.errors import ResourceError
+    from cqtools.retrieval import open_searcher
+
+    index = tmp_path / "idx"
+    shutil.copytree(fixture_index, index)
+    os.remove(index / "bm25_matrix.npz")
+    with pytest.raises(ResourceError, match="changed while cq was opening it"):
+        open_searcher(str(index), "bm25")

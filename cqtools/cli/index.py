@@ -116,11 +116,11 @@ def _bm25(corpus: str, build_dir: str, threads: int, bm25_matrix: str) -> dict:
                 "cqtools": __version__}
     log.info("bm25: indexed %d passages in %.1f s", count, manifest["bm25_seconds"])
     if bm25_matrix == "yes" or (bm25_matrix == "auto" and count <= MATRIX_MAX_PASSAGES):
-        manifest.update(_bm25_matrix(build_dir))
+        manifest.update(_bm25_matrix(build_dir, required=bm25_matrix == "yes"))
     return manifest
 
 
-def _bm25_matrix(build_dir: str) -> dict:
+def _bm25_matrix(build_dir: str, required: bool) -> dict:
     """Write the index's BM25 matrix (:mod:`cqtools.retrieval.matrix`): its manifest entries."""
     from ..retrieval import docstore as ds, matrix
     from ..retrieval.base import LUCENE_DIR
@@ -131,8 +131,11 @@ def _bm25_matrix(build_dir: str) -> dict:
         why = matrix.build(os.path.join(build_dir, LUCENE_DIR), store, os.path.join(build_dir, matrix.FILE))
     finally:
         store.db.close()
+    if why and required:
+        raise ResourceError(f"--bm25-matrix yes: no BM25 matrix can be written for this corpus ({why}); pass "
+                            f"--bm25-matrix auto or no to index it without one (searches then use Lucene)")
     if why:
-        log.warning("no BM25 matrix written (searches use Lucene): the analysis did not reproduce the index: %s", why)
+        log.warning("no BM25 matrix written (searches use Lucene): %s", why)
         return {"bm25_matrix": None}
     seconds = round(time.perf_counter() - start, 2)
     log.info("bm25: matrix written in %.1f s", seconds)

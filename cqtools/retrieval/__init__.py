@@ -91,8 +91,9 @@ def _open_parts(index_dir: str, method: str, encoder: str | None, config, fusion
         docstore = DocStore(os.path.join(root, manifest["docstore"]))
     matrix = manifest.get("bm25_matrix") if docstore is not None and scorer != "lucene" and method != "dense" else None
     if scorer == "matrix" and not matrix:
-        raise ResourceError(f"index {name} has no BM25 matrix (--bm25-scorer matrix); rebuild it with "
-                            f"`cq index --corpus FILE --out {name} --overwrite --bm25-matrix yes`")
+        raise ResourceError(f"index {name} has no BM25 matrix (--bm25-scorer matrix); " + (
+            f"rebuild it with `cq index --corpus FILE --out {name} --overwrite --bm25-matrix yes`" if docstore else
+            "it is a plain Lucene index: only `cq index` builds carry one"))
     sparse = LuceneBM25(os.path.join(root, manifest.get("lucene") or LUCENE_DIR), k1=k1, b=b, docstore=docstore,
                         matrix=os.path.join(root, matrix) if matrix else None)
     if method == "bm25":

@@ -23,6 +23,7 @@ from .ranking import (_parse, anserini_order, anserini_ties, parse_hits, ranked_
                       tie_scores_rows)
 
 log = logging.getLogger("cqtools")
+MAX_CLAUSES = 1 << 16  # distinct terms a BM25 query may have (the input's longest question is far below)
 
 
 def split_contents(docid: str, raw: str) -> dict:
@@ -131,6 +132,9 @@ class LuceneBM25:
         self.params = {"k1": k1, "b": b}
         self.docstore = docstore
         jvm.setup(heap=jvm.SEARCH_XMX, opts=jvm.SEARCH_OPTS)  # a small heap (CQ_JVM_XMX overrides), cheap JIT
+        # a question of over 1,024 distinct terms is scored (Lucene's default refuses the query with an
+        # exception; the BM25 matrix has no such limit, and both paths must agree)
+        jvm.autoclass("org.apache.lucene.search.IndexSearcher").setMaxClauseCount(MAX_CLAUSES)
         if docstore is not None:
             try:
                 reader = jvm.open_reader(index_dir)
@@ -151,15 +155,23 @@ class LuceneBM25:
             self._lock = threading.Lock()
             self._matrix = self._analysis = None  # with a BM25 matrix (small indexes): scored in numpy, exactly
             if matrix is not None:
-                from .matrix import Analysis, Bm25Matrix
-
-                self._matrix, self._analysis = Bm25Matrix(matrix, k1, b), Analysis(self._analyzer)
+                self._open_matrix(matrix, k1, b)
             return
         searcher_class = jvm.autoclass("io.anserini.search.SimpleSearcher")
         with java_stdout_to_stderr():
             self._anserini = searcher_class(index_dir)
         self._anserini.set_bm25(float(k1), float(b))
         self._jlist = jvm.autoclass("java.util.ArrayList")
+
+    def _open_matrix(self, path: str, k1: float, b: float) -> None:
+        from .matrix import Analysis, Bm25Matrix
+
+        matrix = Bm25Matrix(path, k1, b)
+        if not matrix.exact:
+            log.warning("BM25: with k1=%s and b=%s some term scores round to 0, which the BM25 matrix cannot hold; "
+                        "scoring with Lucene", k1, b)
+            return
+        self._matrix, self._analysis = matrix, Analysis(self._analyzer)
 
     def mixed(self) -> str | None:
         """Why the open Lucene index and passage store are not one build (documents spread over the

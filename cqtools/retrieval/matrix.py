@@ -59,8 +59,9 @@ class Analysis:
 
 def build(lucene_dir: str, store, path: str, chunk: int = 5_000) -> str | None:
     """Write the matrix of the Lucene index at ``lucene_dir`` (passages from the read-only passage
-    ``store``, best opened without a cache) to ``path``; returns None, or why none was written (the
-    analysis did not reproduce the index). ``chunk`` passages are analysed at a time."""
+    ``store``, best opened without a cache) to ``path``; returns None, or why none was written (no
+    passage has a term, or the analysis did not reproduce the index). ``chunk`` passages are analysed
+    at a time."""
     import numpy as np
     import scipy.sparse as sp
 
@@ -89,10 +90,12 @@ def build(lucene_dir: str, store, path: str, chunk: int = 5_000) -> str | None:
         small_float = jvm.autoclass("org.apache.lucene.util.SmallFloat")
         norm_of = {int(length): small_float.intToByte4(int(length)) & 0xFF for length in np.unique(lengths)}
         norms = np.array([norm_of[int(length)] for length in lengths], dtype=np.uint8)
-        why = _differs(reader, matrix, words, lengths, norms)
-        if why:
-            return why
         stats = _searcher(reader).collectionStatistics(FIELD)
+        if stats is None:  # Lucene's answer when no document has a term
+            return "no passage has a term once analysed (nothing to score)"
+        why = _differs(reader, stats, matrix, words, lengths, norms)
+        if why:
+            return f"the analysis did not reproduce the index: {why}"
         doc_freq = np.diff(matrix.indptr)
         math = jvm.autoclass("java.lang.Math")
         idf_of = {int(df): math.log(1 + (stats.docCount() - int(df) + 0.5) / (int(df) + 0.5))
@@ -117,12 +120,11 @@ def _searcher(reader):
                                                                              reader))
 
 
-def _differs(reader, matrix, words: list[str], lengths, norms) -> str | None:
-    """Why the counted matrix is not the Lucene index's (collection statistics, every term's document
+def _differs(reader, stats, matrix, words: list[str], lengths, norms) -> str | None:
+    """Why the counted matrix is not the Lucene index's (collection ``stats``, every term's document
     and term frequencies, every document's norm), or None."""
     import numpy as np
 
-    stats = _searcher(reader).collectionStatistics(FIELD)
     ours = (int((lengths > 0).sum()), int(lengths.sum()), int(matrix.nnz))
     theirs = (stats.docCount(), stats.sumTotalTermFreq(), stats.sumDocFreq())
     if ours != theirs:
@@ -141,6 +143,31 @@ def _differs(reader, matrix, words: list[str], lengths, norms) -> str | None:
     return None
 
 
+MEMBERS = ("words", "indptr", "docs", "freqs", "norms", "idf", "length_table", "stats", "commit")
+
+
+def _load(path: str) -> dict:
+    """The arrays of a matrix file, checked for shape; a damaged file is a one-line error."""
+    import zipfile
+    import zlib
+
+    import numpy as np
+
+    try:
+        with np.load(path) as z:
+            data = {name: z[name] for name in MEMBERS}
+    except (ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as err:
+        raise ResourceError(f"BM25 matrix {path} cannot be read ({type(err).__name__}: {err}); rebuild the index "
+                            f"with `cq index --overwrite`, or search with --bm25-scorer lucene") from None
+    terms = int(data["words"].size > 0) + int(bytes(data["words"]).count(b"\n"))
+    shapes = (len(data["indptr"]) - 1 == terms == len(data["idf"]), int(data["indptr"][-1]) == len(data["docs"])
+              == len(data["freqs"]), len(data["length_table"]) == 256, len(data["stats"]) == 2)
+    if not all(shapes) or (len(data["docs"]) and int(data["docs"].max()) >= len(data["norms"])):
+        raise ResourceError(f"BM25 matrix {path} is damaged (its arrays do not fit together); rebuild the index "
+                            f"with `cq index --overwrite`, or search with --bm25-scorer lucene")
+    return data
+
+
 class Bm25Matrix:
     """The matrix of one index, scored with ``k1`` and ``b``: :meth:`search` gives what Lucene's
     IndexSearcher gives for the same queries (see the module's docstring)."""
@@ -149,11 +176,7 @@ class Bm25Matrix:
         import numpy as np
         import scipy.sparse as sp
 
-        try:
-            with np.load(path) as z:
-                data = {name: z[name] for name in z.files}
-        except (OSError, ValueError, KeyError) as err:
-            raise ResourceError(f"BM25 matrix {path} cannot be read ({err}); rebuild the index with `cq index`") from None
+        data = _load(path)  # an OSError (the file gone: a swap) is the caller's to retry
         f32 = np.float32
         self.commit = str(data["commit"]) or None
         self.vocab = {word: i for i, word in enumerate(bytes(data["words"]).decode().split("\n"))} \
@@ -163,10 +186,14 @@ class Bm25Matrix:
         self.n = len(data["norms"])
         k1, b = f32(k1), f32(b)
         avgdl = f32(sum_ttf / float(doc_count)) if doc_count else f32(1)
-        cache = (f32(1) / (k1 * ((f32(1) - b) + b * data["length_table"] / avgdl))).astype(f32)
+        with np.errstate(divide="ignore"):  # k1 = 0 or b = 1 with a zero length: an infinite inverse, as in Java
+            cache = (f32(1) / (k1 * ((f32(1) - b) + b * data["length_table"] / avgdl))).astype(f32)
         self.norm_inverse = cache[data["norms"]]
         scores = self._term_scores(np.repeat(self.idf, np.diff(self.indptr)), slice(None))
         self.scores = sp.csr_matrix((scores.astype(np.float64), self.docs, self.indptr), shape=(len(self.vocab), self.n))
+        # a term score that rounds to 0 (k1 in the tens of millions) is a match Lucene keeps and a sparse
+        # product drops: such a matrix is not used (LuceneBM25 scores with Lucene instead)
+        self.exact = bool(scores.all())
 
     def _term_scores(self, weight, span):
         """Lucene's ``weight - weight / (1f + freq * normInverse)`` for the postings in ``span``, in float32."""

@@ -4,16 +4,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import InputError
 from ..registry import option
 from .base import ALPHA, B, FUSION, K1
 
 
+def _finite(value: float, where: str) -> float:
+    import math
+
+    if not math.isfinite(value):
+        raise InputError(f"{where}: BM25 k1 must be a finite number, not {value!r}")
+    return value
+
+
 def _k1():
-    return option(K1, "BM25 k1")
+    return option(K1, "BM25 k1", min=0.0, check=_finite)  # Lucene's BM25Similarity refuses others
 
 
 def _b():
-    return option(B, "BM25 b")
+    return option(B, "BM25 b", min=0.0, max=1.0)
 
 
 def _scorer():
