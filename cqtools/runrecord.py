@@ -190,9 +190,11 @@ def lock(out: str) -> int:
     releases it when the process ends, however it ends). It holds the holder's pid, and ``ending``
     once the holder was told to stop (:func:`mark_ending`). A second process on the same OUT gets a
     one-line error instead of appending the same records again, unless the holder is ending: then it
-    waits (up to :data:`ENDING_WAIT`) for the lock. Why: a scheduler that requeues a job (SLURM's
-    ``scontrol requeue``, pre-emption) starts it again while the killed run may still be cleaning up
-    (tests/test_cluster.py saw the restart 2 s after the kill, the old process still alive). OUT
+    waits (up to :data:`ENDING_WAIT`) for the lock. Why: a job restarted at once after a kill (a
+    scheduler's requeue told to start now, a person) may start while the killed run is still cleaning
+    up; a stand-in job under SLURM was relaunched 1.9 s after the kill, alive 2 s longer. (The requeue
+    test's one FAILED, once blamed on this, was SLURM refusing a launch in the kill's second: see
+    tests/test_cluster.py; in 40 runs cq never met a held lock there.) OUT
     itself, when it exists, is locked too, so a hard link to it is the same OUT (:func:`_lock_itself`)."""
     import fcntl
     import time
