@@ -183,13 +183,14 @@ def test_fast_bm25_equals_anserini_searcher(fixture_index, questions):
     assert one_thread.pop("blank") == [] and one_thread == a
 
 
-def test_prefetched_batches_equal_fresh_searches(fixture_index, questions):
-    """cq retrieve hands the searcher each next batch early (LuceneBM25.prefetch): a batch searched ahead, or
-    a prefetch that no later call asks for, changes no id, score or rank (Lucene's path: with a BM25 matrix
-    there is nothing to search ahead)."""
+@pytest.mark.parametrize("scorer", ["lucene", "matrix"])
+def test_prefetched_batches_equal_fresh_searches(fixture_index, questions, scorer):
+    """cq retrieve hands the searcher each next batch early (LuceneBM25.prefetch): a batch searched ahead (by
+    Lucene's Java pool, or scored from the BM25 matrix by a Python worker), or a prefetch that no later call
+    asks for, changes no id, score or rank."""
     from cqtools.retrieval import open_searcher
 
-    searcher = open_searcher(fixture_index, "bm25", bm25_scorer="lucene")
+    searcher = open_searcher(fixture_index, "bm25", bm25_scorer=scorer)
     queries = [q["question"] for q in questions] + [d["question"] for q in questions for d in q["gold"]["dqs"]]
     first, second = queries[: len(queries) // 2], queries[len(queries) // 2:]
     fresh = [searcher.batch_search(part, [str(n) for n in range(len(part))], 30, 2) for part in (first, second)]

@@ -149,6 +149,7 @@ class LuceneBM25:
             self._analyzer = jvm.autoclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance()
             self._generator = jvm.autoclass("io.anserini.search.query.BagOfWordsQueryGenerator")()
             self._pools = {}  # threads -> Java ForkJoinPool
+            self._workers = {}  # threads -> Python threads scoring the BM25 matrix (0: the one scoring ahead)
             self._starts = {}  # (fetch depth, threads) -> async_map's (start, join)
             self._ahead = []  # (queries, fetch depth, threads, Java future) from prefetch, the last two
             self._as_list = jvm.autoclass("java.util.Arrays").asList  # a Python list of str -> a Java List
@@ -211,11 +212,15 @@ class LuceneBM25:
         of the same queries, ``k`` and ``threads`` takes their hits from it. The stream engine calls this
         with the next batch while the current one becomes passages and JSON (Python), so Lucene and
         Python run on two cores at once. Any other next call just searches afresh."""
-        if self.docstore is None or self._matrix is not None:
+        if self.docstore is None:
             return
         todo, fetch = [q for q in queries if q.strip()], k + 16
         if todo:
-            future = self._submit(todo, fetch, threads)
+            if self._matrix is not None:  # analysed here (the JVM, this thread), scored by Python workers in
+                # threads - 1 parts: one core stays with this thread, which turns the batch before into JSON
+                future = self._worker(0).submit(self._score, self._analysis(todo), fetch, max(1, threads - 1))
+            else:
+                future = self._submit(todo, fetch, threads)
             with self._lock:  # the batch being handled now may still be waiting for its own: keep two
                 self._ahead = self._ahead[-1:] + [(todo, fetch, threads, future)]
 
@@ -244,14 +249,40 @@ class LuceneBM25:
     def _hits(self, queries: list[str], fetch: int, threads: int) -> list:
         """Each query's top ``fetch`` (doc numbers, float32 scores) in Lucene's order."""
         if self._matrix is not None:
-            return self._matrix.search(self._analysis(queries), fetch)
+            future = self._taken(queries, fetch, threads)
+            return future.result() if future else self._score(self._analysis(queries), fetch, threads)
         return [_parse(text) for text in self._search(queries, fetch, threads)]
 
-    def _search(self, queries: list[str], fetch: int, threads: int) -> list[str]:
-        """The hits texts of ``queries``: from :meth:`prefetch` when it started these, else searched now."""
+    def _score(self, tokens: list[list[str]], fetch: int, threads: int) -> list:
+        """The BM25 matrix's hits for analysed queries, in up to ``threads`` parts scored at once (scipy's
+        product, numpy's partition and sort release the GIL: two threads take half the time)."""
+        size = -(-len(tokens) // max(1, min(threads, len(tokens))))
+        parts = [tokens[at:at + size] for at in range(0, len(tokens), size)]
+        if len(parts) <= 1:
+            return self._matrix.search(tokens, fetch)
+        return [hit for part in self._worker(threads).map(lambda part: self._matrix.search(part, fetch), parts)
+                for hit in part]
+
+    def _worker(self, threads: int):
+        """Python threads for the matrix: ``threads`` of them, or (0) the one that scores a batch ahead
+        (apart, so that it never waits for a pool it occupies)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with self._lock:
+            if threads not in self._workers:
+                self._workers[threads] = ThreadPoolExecutor(max(1, threads), thread_name_prefix="cq-bm25")
+            return self._workers[threads]
+
+    def _taken(self, queries: list[str], fetch: int, threads: int):
+        """The future :meth:`prefetch` started for these queries (taken off the list), or None."""
         with self._lock:
             future = next((ahead[3] for ahead in self._ahead if ahead[:3] == (queries, fetch, threads)), None)
             self._ahead = [ahead for ahead in self._ahead if ahead[3] is not future]
+        return future
+
+    def _search(self, queries: list[str], fetch: int, threads: int) -> list[str]:
+        """The hits texts of ``queries``: from :meth:`prefetch` when it started these, else searched now."""
+        future = self._taken(queries, fetch, threads)
         if future is None:
             future = self._submit(queries, fetch, threads)
         return self._async(fetch, threads)[1].apply(future)
