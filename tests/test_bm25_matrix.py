@@ -46,6 +46,7 @@ def test_matrix_hits_equal_lucenes_and_anserinis(fixture_index, questions, k1, b
     queries = _queries(questions)
     for fetch in (1, 5, 30, 116, 5000):
         _same_hits(matrix._hits(queries, fetch, 2), lucene._hits(queries, fetch, 2))  # noqa: SLF001
+    matrix._matrix.threaded = True  # noqa: SLF001 (as from 50k passages: batches in parts, on threads)
     for threads in (1, 3):  # the batch scored whole, or in three uneven parts at once
         _same_hits(matrix._hits(queries, 116, threads), lucene._hits(queries, 116, 2))  # noqa: SLF001
     anserini = LuceneBM25(os.path.join(fixture_index, "lucene"), k1=k1, b=b)  # no docstore: SimpleSearcher

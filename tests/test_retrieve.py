@@ -191,6 +191,8 @@ def test_prefetched_batches_equal_fresh_searches(fixture_index, questions, score
     from cqtools.retrieval import open_searcher
 
     searcher = open_searcher(fixture_index, "bm25", bm25_scorer=scorer)
+    if searcher._matrix is not None:  # noqa: SLF001 (threads only from 50k passages: the fixtures' are few)
+        searcher._matrix.threaded = True  # noqa: SLF001
     queries = [q["question"] for q in questions] + [d["question"] for q in questions for d in q["gold"]["dqs"]]
     first, second = queries[: len(queries) // 2], queries[len(queries) // 2:]
     fresh = [searcher.batch_search(part, [str(n) for n in range(len(part))], 30, 2) for part in (first, second)]

@@ -23,7 +23,8 @@ METHOD_OPTIONS, OPTION_NAMES = method_options(SEARCHERS, skip=())
 @hits_option
 @click.option("--threads", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="number of CPUs",
               help="Search threads per batch: Lucene's Java pool, or the Python threads scoring an index's BM25 "
-                   "matrix (with input read ahead, threads - 1 of them score the next batch).")
+                   "matrix of 50,000 passages or more (with input read ahead, threads - 1 of them score the next "
+                   "batch).")
 @click.option("--query-field", default="question", show_default=True, help="Record key holding the query.")
 @METHOD_OPTIONS
 @click.option("--run", "run_file", type=click.Path(dir_okay=False), metavar="FILE",

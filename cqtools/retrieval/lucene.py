@@ -212,7 +212,7 @@ class LuceneBM25:
         of the same queries, ``k`` and ``threads`` takes their hits from it. The stream engine calls this
         with the next batch while the current one becomes passages and JSON (Python), so Lucene and
         Python run on two cores at once. Any other next call just searches afresh."""
-        if self.docstore is None:
+        if self.docstore is None or (self._matrix is not None and not self._matrix.threaded):
             return
         todo, fetch = [q for q in queries if q.strip()], k + 16
         if todo:
@@ -254,11 +254,11 @@ class LuceneBM25:
         return [_parse(text) for text in self._search(queries, fetch, threads)]
 
     def _score(self, tokens: list[list[str]], fetch: int, threads: int) -> list:
-        """The BM25 matrix's hits for analysed queries, in up to ``threads`` parts scored at once (scipy's
-        product, numpy's partition and sort release the GIL: two threads take half the time)."""
+        """The BM25 matrix's hits for analysed queries, in up to ``threads`` parts scored at once when the
+        matrix is large enough (scipy's product, numpy's partition and sort release the GIL)."""
         size = -(-len(tokens) // max(1, min(threads, len(tokens))))
         parts = [tokens[at:at + size] for at in range(0, len(tokens), size)]
-        if len(parts) <= 1:
+        if len(parts) <= 1 or not self._matrix.threaded:
             return self._matrix.search(tokens, fetch)
         return [hit for part in self._worker(threads).map(lambda part: self._matrix.search(part, fetch), parts)
                 for hit in part]

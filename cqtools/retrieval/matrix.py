@@ -40,6 +40,11 @@ log = logging.getLogger("cqtools")
 
 FILE = "bm25_matrix.npz"
 FIELD = "contents"
+# Documents from which a batch is scored by Python threads (the next batch while this one is written, or a
+# batch in parts): scipy's product and numpy's sorts release the GIL, but on a small corpus a batch's scoring
+# is mostly Python calls that hold it (measured, --threads 2, file input: 9.5k passages 3.5 -> 3.8 s with
+# threads, 100k 10.0 -> 8.2 s, 250k 19.5 -> 13.1 s; docs/benchmarks/retrieve.md)
+THREADED_FROM = 50_000
 
 
 class Analysis:
@@ -194,6 +199,7 @@ class Bm25Matrix:
         # a term score that rounds to 0 (k1 in the tens of millions) is a match Lucene keeps and a sparse
         # product drops: such a matrix is not used (LuceneBM25 scores with Lucene instead)
         self.exact = bool(scores.all())
+        self.threaded = self.n >= THREADED_FROM
 
     def _term_scores(self, weight, span):
         """Lucene's ``weight - weight / (1f + freq * normInverse)`` for the postings in ``span``, in float32."""
