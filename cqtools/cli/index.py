@@ -130,7 +130,7 @@ def _bm25_matrix(build_dir: str, required: bool) -> dict:
     try:
         why = matrix.build(os.path.join(build_dir, LUCENE_DIR), store, os.path.join(build_dir, matrix.FILE))
     finally:
-        store.db.close()
+        store.close()
     if why and required:
         raise ResourceError(f"--bm25-matrix yes: no BM25 matrix can be written for this corpus ({why}); pass "
                             f"--bm25-matrix auto or no to index it without one (searches then use Lucene)")

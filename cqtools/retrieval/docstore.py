@@ -76,6 +76,9 @@ class DocStore:
         self._cache_size = cache
         self._evicting = False  # until the cache first fills, nothing is evicted and no order is kept
 
+    def close(self) -> None:
+        self.db.close()
+
     def meta(self) -> dict[str, str]:
         """The build's ids (see :mod:`.generation`); empty for a store built before they existed."""
         try:

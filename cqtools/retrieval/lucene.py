@@ -208,10 +208,12 @@ class LuceneBM25:
                 for i, (nums, scores), row in zip(ids, scored, ties)}
 
     def prefetch(self, queries: list[str], k: int, threads: int = 1) -> None:
-        """Start searching ``queries`` in the JVM now and return at once; the next :meth:`batch_search`
-        of the same queries, ``k`` and ``threads`` takes their hits from it. The stream engine calls this
-        with the next batch while the current one becomes passages and JSON (Python), so Lucene and
-        Python run on two cores at once. Any other next call just searches afresh."""
+        """Start searching ``queries`` now and return at once: in the JVM, or from a BM25 matrix of
+        :data:`~.matrix.THREADED_FROM` documents or more in Python workers (a smaller one: nothing ahead);
+        the next :meth:`batch_search` of the same queries, ``k`` and ``threads`` takes their hits from it.
+        The stream engine calls this with the next batch while the current one becomes passages and JSON
+        (Python), so the search and Python run on two cores at once. Any other next call just searches
+        afresh."""
         if self.docstore is None or (self._matrix is not None and not self._matrix.threaded):
             return
         todo, fetch = [q for q in queries if q.strip()], k + 16
@@ -256,10 +258,10 @@ class LuceneBM25:
     def _score(self, tokens: list[list[str]], fetch: int, threads: int) -> list:
         """The BM25 matrix's hits for analysed queries, in up to ``threads`` parts scored at once when the
         matrix is large enough (scipy's product, numpy's partition and sort release the GIL)."""
-        size = -(-len(tokens) // max(1, min(threads, len(tokens))))
-        parts = [tokens[at:at + size] for at in range(0, len(tokens), size)]
-        if len(parts) <= 1 or not self._matrix.threaded:
+        if not self._matrix.threaded or min(threads, len(tokens)) <= 1:
             return self._matrix.search(tokens, fetch)
+        size = -(-len(tokens) // min(threads, len(tokens)))
+        parts = [tokens[at:at + size] for at in range(0, len(tokens), size)]
         return [hit for part in self._worker(threads).map(lambda part: self._matrix.search(part, fetch), parts)
                 for hit in part]
 
