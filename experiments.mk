@@ -309,13 +309,14 @@ $(MODEL_GENCQ):
 endif
 $(EXP)/ambignq.cq.finetuned.jsonl: $(RR) | $(MODEL_GENCQ)
 	$(call stage,$(CQ) gen-cq --method seq2seq --model $(MODEL_GENCQ) --passages 0 --all --device $(DEVICE))
-# AskCQ's inputs for the prompted generator: Predicted Answers (the LLM's distinct answers) and the
-# Ground-Truth-Answers upper bound, passages up to 1,024 tokens, no "Which" primer, "A, or B".
-ASKCQ_LLM := --max-passage-tokens 1024 --passages 100 --no-primer --two-options comma
+# AskCQ's inputs for the prompted generator: --preset askcq's input-layout rows (cqtools/presets/askcq.py), which
+# any CQ method declaring them takes: Predicted Answers (the LLM's distinct answers; the Ground-Truth-Answers upper
+# bound with --with-answers gold), passages up to 1,024 tokens, no "Which" primer, "A, or B". Its seq2seq decoding
+# rows (beam 4, 32 tokens) are the fine-tuned BART's and stay with it.
 $(EXP)/ambignq.cq.llm.pred.jsonl: $(EXP)/ambignq.multi.preset.jsonl
-	$(call stage,$(CQ) gen-cq --method llm --with-answers pred $(ASKCQ_LLM) --all $(LLM))
+	$(call stage,$(CQ) gen-cq --preset askcq --method llm --all $(LLM))
 $(EXP)/ambignq.cq.llm.gold.jsonl: $(RR_DEEP)
-	$(call stage,$(CQ) gen-cq --method llm --with-answers gold $(ASKCQ_LLM) --all $(LLM))
+	$(call stage,$(CQ) gen-cq --preset askcq --method llm --with-answers gold --all $(LLM))
 # cq's clarification path without a language model (the CPU default of cq gen-cq and cq chat): the CQ's options are
 # the extractive reader's distinct supported answers or their passages' titles, by a template (pred-answers).
 $(EXP)/ambignq.cq.grounded.jsonl: $(EXP)/ambignq.multi.extractive.jsonl

@@ -144,6 +144,14 @@ def _cell(value) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
+APPLIES_NOTE = ("A row's *applies to* says which runs take it (cqtools/presets/base.py): **method**, the paper's setting "
+                "of its own method, taken only while that method runs (`cq detect --preset clam --method never` gets "
+                "none of CLAM's); **layout**, the paper's input layout (passages, evidence budget, answers shown, the "
+                "CQ's form), taken by any method that declares the option (`cq gen-cq --preset askcq --method llm` "
+                "reads AskCQ's inputs); **command**, the command's own setting (`cq retrieve --hits`), taken whatever "
+                "method runs. The row that picks the method is the command's; a flag you give wins over any row.")
+
+
 def methods_block() -> str:
     """Per preset: setting | paper or released code | ``--preset`` value | what still differs, from
     cqtools/presets/ (the same rows ``cq presets --sources`` prints)."""
@@ -151,15 +159,15 @@ def methods_block() -> str:
 
     from . import presets
 
-    lines = [BEGIN, ""]
+    lines = [BEGIN, "", APPLIES_NOTE, ""]
     for name in presets.names():
         preset = presets.get(name)
         lines += [f"### `--preset {name}`: {preset.help}", "", f"Paper: {preset.paper}. Released code: {preset.code}.",
-                  "", "| stage | setting | paper or released code | `--preset` value | what still differs, and why |",
-                  "|---|---|---|---|---|"]
+                  "", "| stage | setting | applies to | paper or released code | `--preset` value | what still differs, "
+                      "and why |", "|---|---|---|---|---|---|"]
         for s in preset.settings:
             value = orjson.dumps(s.value).decode()
-            lines.append(f"| `cq {s.command}` | {_cell(s.setting or s.option)} | {_cell(s.source)} | "
+            lines.append(f"| `cq {s.command}` | {_cell(s.setting or s.option)} | {s.applies} | {_cell(s.source)} | "
                          f"`{s.option} = {_cell(value)}` | {_cell(s.differs) or 'nothing known'} |")
         if preset.departures:
             lines += ["", "Beyond single option values:", ""] + [f"- {_cell(d)}" for d in preset.departures]

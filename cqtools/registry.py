@@ -53,6 +53,7 @@ class Option:
     env: str | None = None  # the CLI flag's environment variable (e.g. CQ_MODEL_RERANKER)
     metavar: str | None = None  # what --help shows for the value (URL, FILE) instead of its type
     check: Any = None  # (value, where) -> value: a further check run with the others, before any model loads
+    shown: str | None = None  # what --help shows as the default when it is not the value (e.g. "number of CPUs")
 
     @property
     def cli_flag(self) -> str:
@@ -105,7 +106,7 @@ OPTION_META = "cqtools.option"
 
 def option(default: Any = None, help: str = "", *, choices: Iterable = (), min: float | None = None,
            max: float | None = None, flag: str | None = None, env: str | None = None, check: Any = None,
-           metavar: str | None = None):
+           metavar: str | None = None, shown: str | None = None):
     """One field of a method's options dataclass: its default (written here and nowhere else), help and
     limits; the field's annotation gives its type (``int | None``: an int, None meaning "not set")::
 
@@ -116,8 +117,15 @@ def option(default: Any = None, help: str = "", *, choices: Iterable = (), min: 
         register("length", length_detector, options=LengthOptions)  # length_detector(options, config)
     """
     meta = {"help": help, "choices": tuple(choices), "min": min, "max": max, "flag": flag, "env": env, "check": check,
-            "metavar": metavar}
+            "metavar": metavar, "shown": shown}
     return dataclasses.field(default=default, metadata={OPTION_META: meta})
+
+
+def declared_as(options_class: type, name: str):
+    """The declaration of field ``name`` of ``options_class`` (default, help, limits), for another dataclass
+    that takes the same setting: one declaration, not a copy of its default."""
+    found = options_class.__dataclass_fields__[name]
+    return dataclasses.field(default=found.default, metadata=found.metadata)
 
 
 def _plain_type(hint) -> type:
@@ -344,5 +352,5 @@ WEIGHT_FORMATS = Registry("weight format", "register_weight_formats", option="a 
 ALL = (DETECTORS, CQ_METHODS, ANSWER_MODES, READERS, SEARCHERS, ORACLES, DISAMBIGUATORS, BACKENDS, SCORE_TASKS,
        FORMATS, WEIGHT_FORMATS, TRAINERS)
 
-__all__ = ["Option", "option", "schema_of", "Method", "Registry", "ALL", "DETECTORS", "CQ_METHODS", "READERS", "SEARCHERS", "ORACLES", "ANSWER_MODES",
+__all__ = ["Option", "option", "declared_as", "schema_of", "Method", "Registry", "ALL", "DETECTORS", "CQ_METHODS", "READERS", "SEARCHERS", "ORACLES", "ANSWER_MODES",
            "DISAMBIGUATORS", "BACKENDS", "SCORE_TASKS", "FORMATS", "WEIGHT_FORMATS", "TRAINERS"]

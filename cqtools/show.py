@@ -3,15 +3,24 @@ disambiguations, answers, gold, errors."""
 from __future__ import annotations
 
 import textwrap
+from dataclasses import dataclass
 
+from .registry import option
 from .show_tree import tree_lines
+
+
+@dataclass(frozen=True)
+class ShowSettings:
+    """cq show's settings (its flags are generated from here)."""
+
+    passages: int = option(3, "Passages to print per record.", min=0)
 
 
 def _score(value) -> str:
     return f"{value:.3f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
 
 
-def render(record: dict, passages: int, gold: bool = False, as_tree: bool = False) -> str:
+def render(record: dict, passages: int = ShowSettings.passages, gold: bool = False, as_tree: bool = False) -> str:
     """``record`` for people: ``passages`` of its passages, its gold only with ``gold``, its ToC tree drawn
     (instead of its disambiguations' list) with ``as_tree``."""
     lines = [f"[{record['id']}] {record.get('question', '')}"]

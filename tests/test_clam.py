@@ -288,5 +288,10 @@ def test_every_preset_value_is_valid_for_the_method_it_configures():
                     from cqtools.registry import READERS
 
                     option = next((r.option(key) for r in READERS.methods() if r.option(key)), None)
+                row = next(s for s in preset.settings if s.command == command and s.option == key)
+                if option is None and row.applies == "layout":  # the paper's input layout: any method declaring it
+                    option = next((m.option(key) for m in registry.methods() if m.option(key)), None)
+                if option is None and row.applies == "command":  # the command's own (cq retrieve --hits)
+                    option = presets.command_settings(command).get(key)
                 assert option is not None, (name, command, key)
                 assert option.convert(value, "preset") == value

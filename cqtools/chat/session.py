@@ -15,8 +15,11 @@ from typing import IO, Callable, Iterable, Iterator
 from .. import exactjson
 from ..errors import InputError
 from ..metrics.cq import INVALID
+from ..config import RunConfig
 from ..records import ANSWERS, PASSAGES, read_cq, set_meta
+from ..registry import option
 from ..stages.answer.options import READER_PASSAGES
+from ..stages.options import CommandSettings
 
 log = logging.getLogger("cqtools")
 OTHER = "other: type your own"
@@ -31,21 +34,27 @@ class ChatOptions:
     """The stages' options; the defaults are `make demo`'s."""
 
     index_dir: str
-    retrieve: str = "hybrid"
-    hits: int = 10
-    rerank_top: int = 3              # 0: no rerank
-    reranker: str | None = None      # None: the reranker role's default
-    detect: str = "classifier"       # the classifier trained here, else the shipped one
-    detect_model: str | None = None  # None: the method's default
-    threshold: float | None = None
-    gen_cq: str | None = None        # None: cq gen-cq's (pred-answers; llm when gen_cq_model names an LM)
-    gen_cq_model: str | None = None
-    reader: str = "auto"             # cq answer's: the extractive reader when installed, else generative
-    reader_model: str | None = None
-    n_passages: int = READER_PASSAGES  # cq answer's
-    device: str = "auto"
-    dtype: str = "auto"
-    seed: int | None = 0
+    retrieve: str = option("hybrid", "Retrieval method (cq retrieve --method).")
+    hits: int = option(10, "Passages retrieved.", min=1)
+    rerank_top: int = option(3, "Passages kept after reranking (cq rerank --top); 0: no reranking.", min=0)
+    reranker: str | None = option(None, "Cross-encoder of cq rerank and cq answer --mode cq [default: the reranker "
+                                        "role's].", env="CQ_MODEL_RERANKER")
+    detect: str = option("classifier", "Ambiguity detector (cq detect --method; classifier: the one trained here, "
+                                       "else the shipped one); answers and tree need keys a chat turn lacks.")
+    detect_model: str | None = option(None, "cq detect --model (classifier: a `cq train detect` directory).",
+                                      env="CQ_MODEL_DETECT")
+    threshold: float | None = option(None, "cq detect --threshold [default: the method's].")
+    gen_cq: str | None = option(None, "Clarifying-question writer (cq gen-cq --method); from-dqs reads gold, which "
+                                      "typed questions lack. [default: pred-answers; llm when --model or "
+                                      "--gen-cq-model names an LM]")
+    gen_cq_model: str | None = option(None, "cq gen-cq --model.", env="CQ_MODEL_GEN_CQ")
+    reader: str = option("auto", "Reader (cq answer --reader).")  # the extractive reader when installed, else generative
+    reader_model: str | None = option(None, "cq answer --model.", env="CQ_MODEL_READER")
+    n_passages: int = option(READER_PASSAGES, "Passages shown to the reader (cq answer --passages).", min=1,
+                             flag="--passages")
+    device: str = RunConfig.device
+    dtype: str = RunConfig.dtype
+    seed: int | None = CommandSettings.seed
     all_records: bool = False        # a CQ for every question, not only those detected ambiguous (study)
     extra: dict = field(default_factory=dict)  # more options for the stages' build()
 

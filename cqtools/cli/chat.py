@@ -9,7 +9,9 @@ import threading
 
 import click
 
+from .declared import declared_flags
 from .options import compose, device_options, load_options, seed_option
+from ..chat.session import ChatOptions
 from ..config import env
 from ..registry import CQ_METHODS, DETECTORS, READERS, SEARCHERS
 from ..terminal import safe
@@ -141,30 +143,15 @@ def _models(model, detect_method, detect_model, gen_cq_method, gen_cq_model, rea
 @click.command(name="chat")
 @click.option("--index", "index_dir", required=True, type=click.Path(readable=False), envvar="CQ_INDEX",
               help="A `cq index` directory (or a Pyserini prebuilt index name), opened once per session.")
-@click.option("--retrieve", "retrieve_method", type=click.Choice(SEARCHERS.names()), default="hybrid",
-              show_default=True, help="Retrieval method (cq retrieve --method).")
-@click.option("--hits", type=click.IntRange(min=1), default=10, show_default=True, help="Passages retrieved.")
-@click.option("--rerank-top", type=click.IntRange(min=0), default=3, show_default=True,
-              help="Passages kept after reranking (cq rerank --top); 0: no reranking.")
-@click.option("--reranker", default=None, envvar="CQ_MODEL_RERANKER",
-              help="Cross-encoder of cq rerank and cq answer --mode cq [default: the reranker role's].")
-@click.option("--detect", "detect_method", type=click.Choice(DETECTORS.names()), default="classifier", show_default=True,
-              help="Ambiguity detector (cq detect --method; classifier: the one trained here, else the shipped one); "
-                   "answers and tree need keys a chat turn lacks.")
-@click.option("--detect-model", default=None, envvar="CQ_MODEL_DETECT",
-              help="cq detect --model (classifier: a `cq train detect` directory).")
-@click.option("--threshold", type=float, default=None, help="cq detect --threshold [default: the method's].")
-@click.option("--gen-cq", "gen_cq_method", type=click.Choice(CQ_METHODS.names()), default=None,
-              help="Clarifying-question writer (cq gen-cq --method); from-dqs reads gold, which typed questions lack. "
-                   "[default: pred-answers; llm when --model or --gen-cq-model names an LM]")
-@click.option("--gen-cq-model", default=None, envvar="CQ_MODEL_GEN_CQ", help="cq gen-cq --model.")
-@click.option("--reader", "reader_name", type=click.Choice(["auto", *READERS.names()]), default="auto", show_default=True,
-              help="Reader (cq answer --reader).")
-@click.option("--reader-model", default=None, envvar="CQ_MODEL_READER", help="cq answer --model.")
+@declared_flags(ChatOptions, "retrieve", "hits", "rerank_top", "reranker", "detect", "detect_model", "threshold",
+                "gen_cq", "gen_cq_model", "reader", "reader_model",
+                params={"retrieve": "retrieve_method", "detect": "detect_method", "gen_cq": "gen_cq_method",
+                        "reader": "reader_name"},
+                types={"retrieve": click.Choice(SEARCHERS.names()), "detect": click.Choice(DETECTORS.names()),
+                       "gen_cq": click.Choice(CQ_METHODS.names()), "reader": click.Choice(["auto", *READERS.names()])})
 @click.option("--model", default=None, help="One causal LM for the llm detector, the llm CQ writer and the reader "
                                             "(a stage's own --*-model wins) [default: each role's, SmolLM2].")
-@click.option("--passages", "n_passages", type=click.IntRange(min=1), default=3, show_default=True,
-              help="Passages shown to the reader (cq answer --passages).")
+@declared_flags(ChatOptions, "n_passages")
 @click.option("--log", "log_path", type=click.Path(dir_okay=False), metavar="FILE",
               help="Append each finished turn to FILE as one record (JSONL, flushed per turn).")
 @click.option("--script", "script_path", type=click.Path(exists=True, dir_okay=False), metavar="FILE",

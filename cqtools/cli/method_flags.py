@@ -5,40 +5,13 @@ from __future__ import annotations
 
 import click
 
+from .declared import click_type, shown_default
 from .options import _opt_pairs, compose
-
-
-def _click_type(decls):
-    """One click type for an option several methods declare: its type with the widest bounds (or every choice)
-    any of them allows, each method then checking the value against its own schema; text only where they
-    declare different types."""
-    types = {o.type for o in decls}
-    if len(types) != 1:
-        return click.STRING
-    kind = types.pop()
-    if any(o.choices for o in decls):
-        if not all(o.choices for o in decls):
-            return click.STRING
-        return click.Choice(list(dict.fromkeys(str(c) for o in decls for c in o.choices)))
-    lows, highs = [o.min for o in decls], [o.max for o in decls]
-    low = None if None in lows else min(lows)
-    high = None if None in highs else max(highs)
-    if kind is int:
-        return click.IntRange(min=low, max=high) if low is not None or high is not None else click.INT
-    if kind is float:
-        return click.FloatRange(min=low, max=high) if low is not None or high is not None else click.FLOAT
-    return click.STRING
-
-
-def _shown_default(o) -> str:
-    """An option's default as --help shows it ("" for none or False)."""
-    return "" if o.default is None or o.default is False else f"{o.default:g}" if isinstance(o.default, float) \
-        else str(o.default)
 
 
 def _method_help(pairs) -> str:
     """``method: help [default]`` per method; one help text with each method's default when they share it."""
-    default = _shown_default
+    default = shown_default
     helps = [o.help for _, o in pairs if o.help]
     if len(set(helps)) <= 1:  # one meaning (a method that declares no help shares it)
         defaults = ", ".join(f"{m} {default(o)}" for m, o in pairs if default(o))
@@ -67,7 +40,7 @@ def method_options(*registries, skip: tuple[str, ...] = ("model",)):
         if all(o.type is bool for o in opts):
             decorators.append(click.option(opts[0].cli_flag, name, is_flag=True, default=None, help=help_text))
         else:
-            decorators.append(click.option(opts[0].cli_flag, name, type=_click_type(opts), default=None,
+            decorators.append(click.option(opts[0].cli_flag, name, type=click_type(opts), default=None,
                                            envvar=env, help=help_text, metavar=opts[0].metavar))
     decorators.append(click.option("-O", "--opt", "method_opts", multiple=True, callback=_opt_pairs,
                                    metavar="KEY=VALUE",
@@ -184,9 +157,9 @@ def backend_flags() -> list:
     for method in BACKENDS.methods():
         for opt in method.options:
             if opt.flag:
-                shown = _shown_default(opt)
+                shown = shown_default(opt)
                 default = f" [default: {shown}]" if shown else ""
-                flags.append(click.option(opt.flag, f"backend_{opt.name}", type=_click_type([opt]), default=None,
+                flags.append(click.option(opt.flag, f"backend_{opt.name}", type=click_type([opt]), default=None,
                                           metavar=opt.metavar, expose_value=False, callback=_backend_setting(opt.name),
                                           help=f"{opt.help}{default}" + (f" Env: {opt.env}." if opt.env else "")))
     return flags

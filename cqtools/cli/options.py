@@ -98,11 +98,14 @@ scale_options = compose(
     ),
 )
 
-hits_option = click.option(
-    "--hits", type=click.IntRange(min=1), default=100, show_default=True, help="Passages to keep per question."
-)
+def _seed_option():
+    from ..stages.options import CommandSettings
+    from .declared import declared_flags
 
-seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+    return declared_flags(CommandSettings, "seed")
+
+
+seed_option = _seed_option()
 
 def _remember(ctx, param, value) -> None:
     """Options applied through a callback (not passed to the command) still shape the output:
@@ -223,7 +226,6 @@ __all__ = [
     "batch_option",
     "scale_options",
     "output_option",
-    "hits_option",
     "seed_option",
     "device_options",
     "max_input_option",

@@ -7,6 +7,8 @@ from .options import (batch_option, compose, device_options, load_options, max_i
                       scale_options, stream_options)
 from .method_flags import preset_option
 from ..models.roles import RERANKER
+from ..stages.rerank import RerankSettings
+from .declared import declared_flags
 from .stream import run_stream, spec_from
 
 DEFAULT_RERANKER = RERANKER
@@ -14,10 +16,7 @@ DEFAULT_RERANKER = RERANKER
 
 @click.command(name="rerank")
 @preset_option("rerank")
-@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
-              help="Passages kept per record after reranking.")
-@click.option("--query-field", default="question", show_default=True,
-              help="Record key holding the query (e.g. a revised question).")
+@declared_flags(RerankSettings)
 @model_option("reranker", DEFAULT_RERANKER, help="Cross-encoder: Hugging Face id, local directory, or offline copy.")
 @compose(batch_option, device_options, load_options, max_input_option, stream_options, scale_options)
 def cli(top, query_field, model, device, dtype, **kwargs):

@@ -1,13 +1,13 @@
 """`cq retrieve`: add ranked passages to each record (BM25, dense or hybrid)."""
 from __future__ import annotations
 
-import os
-
 import click
 
-from .options import (batch_option, compose, device_options, hits_option, load_options, scale_options, stream_options)
+from .declared import declared_flags
+from .options import batch_option, compose, device_options, load_options, scale_options, stream_options
 from .method_flags import method_options, method_values, preset_option
 from ..registry import SEARCHERS
+from ..stages.retrieve import RetrieveSettings
 from .stream import run_stream, spec_from
 
 METHOD_OPTIONS, OPTION_NAMES = method_options(SEARCHERS, skip=())
@@ -20,12 +20,7 @@ METHOD_OPTIONS, OPTION_NAMES = method_options(SEARCHERS, skip=())
                    "(e.g. wikipedia-dpr-100w, wikipedia-dpr-100w.dpr-multi) in Pyserini's cache.")
 @click.option("--method", type=click.Choice(SEARCHERS.names()), default="bm25", show_default=True,
               help=SEARCHERS.help() + ".")
-@hits_option
-@click.option("--threads", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="number of CPUs",
-              help="Search threads per batch: Lucene's Java pool, or the Python threads scoring an index's BM25 "
-                   "matrix of 50,000 passages or more (with input read ahead, threads - 1 of them score the next "
-                   "batch).")
-@click.option("--query-field", default="question", show_default=True, help="Record key holding the query.")
+@declared_flags(RetrieveSettings)
 @METHOD_OPTIONS
 @click.option("--run", "run_file", type=click.Path(dir_okay=False), metavar="FILE",
               help="Also write a TREC run (qid Q0 docid rank score tag) to FILE, all or nothing, with the "

@@ -9,13 +9,14 @@ from .options import stream_options
 from .stream import batched, click_stdin, record_problem
 from ..errors import InputError
 from ..jsonl import open_input, read_records
-from ..show import render
+from ..show import ShowSettings, render
+from .declared import declared_flags
 from ..terminal import safe
 
 
 @click.command(name="show")
 @click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
-@click.option("--passages", type=click.IntRange(min=0), default=3, show_default=True, help="Passages to print per record.")
+@declared_flags(ShowSettings)
 @click.option("--gold", is_flag=True, help="Also print each record's gold (what `cq score` compares with).")
 @click.option("--tree", "tree", is_flag=True, help="Draw each record's Tree of Clarifications (its \"tree\" from "
               "cq disambiguate --tree or --preset toc) instead of listing its disambiguations.")

@@ -12,25 +12,20 @@ from ..errors import ResourceError
 from ..outputs import model_directory
 from .options import compose, device_options, model_option, seed_option
 from ..models.roles import ENCODER, LLM
-from ..stages.gen_cq import FromDqsOptions
+from ..train.combiner import CombinerConfig
+from ..train.loop import DetectTrainConfig, GenCQTrainConfig
+from ..train.span_reader import ReaderTrainConfig
+from .declared import declared_flags
 
 
-def _loop(default_lr: float, default_epochs: int, default_batch: int):
-    """The training loop's options, shared by every ``cq train`` subcommand."""
-    return compose(
-        click.option("--epochs", type=click.IntRange(min=1), default=default_epochs, show_default=True),
-        click.option("--batch-size", type=click.IntRange(min=1), default=default_batch, show_default=True),
-        click.option("--lr", type=float, default=default_lr, show_default=True, help="AdamW learning rate."),
-        click.option("--max-steps", type=click.IntRange(min=0), default=None, help="Stop after N optimiser steps."),
-        click.option("--max-seconds", type=click.FloatRange(min=0), default=None,
-                     help="Stop after this much training time."),
-        click.option("--limit", type=click.IntRange(min=1), default=None,
-                     help="Use only the first N records of each train file."),
-        click.option("--dev-limit", type=click.IntRange(min=1), default=None, help="Use only the first N dev records."),
-    )
+def _loop(settings: type):
+    """The training loop's flags, generated from the trainer's configuration class (its defaults)."""
+    from ..train.loop import LOOP_SETTINGS
+
+    return declared_flags(settings, *LOOP_SETTINGS)
 
 
-def _common(default_lr: float, default_epochs: int, default_batch: int):
+def _common(settings: type):
     return compose(
         click.option("--train", "train_path", required=True, type=click.Path(dir_okay=False),
                      help="Training records (JSONL from `cq convert ambignq train_light.json`)."),
@@ -38,9 +33,8 @@ def _common(default_lr: float, default_epochs: int, default_batch: int):
                      help="Dev records for early stopping / the report (detect: or use --holdout)."),
         click.option("--out", required=True, type=click.Path(file_okay=False), help="Directory to write the model to."),
         overwrite_option,
-        _loop(default_lr, default_epochs, default_batch),
-        click.option("--passages", type=click.IntRange(min=0), default=3, show_default=True,
-                     help="Top passages in the input when the records have them (0: question only)."),
+        _loop(settings),
+        declared_flags(settings, "passages"),
         seed_option,
         device_options,
         click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr."),
@@ -88,7 +82,6 @@ def cli():
 
 def _run(task: str, quiet: bool, **kwargs) -> None:
     from ..train.detector import train_detect
-    from ..train.loop import DetectTrainConfig, GenCQTrainConfig
     from ..train.cq_generator import train_gen_cq
 
     if quiet:
@@ -104,19 +97,8 @@ def _run(task: str, quiet: bool, **kwargs) -> None:
 
 @click.command(name="detect")
 @model_option("train-detect", ENCODER, help="Encoder to fine-tune.")
-@_common(default_lr=5e-5, default_epochs=3, default_batch=16)
-@click.option("--eval-every", type=click.IntRange(min=1), default=None,
-              help="Steps between dev evaluations (default: once per epoch).")
-@click.option("--patience", type=click.IntRange(min=1), default=3, show_default=True,
-              help="Dev evaluations without improvement (of --select) before stopping early.")
-@click.option("--holdout", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Early-stop on N --train records held out by a seeded draw (instead of --dev); "
-                   "their ids go into cq_train.json.")
-@click.option("--select", type=click.Choice(["f1", "auroc"]), default="f1", show_default=True,
-              help="Checkpoint metric on the early-stopping records: F1 at 0.5 (ties: accuracy) or AUROC "
-                   "(ties: F1).")
-@click.option("--max-length", type=click.IntRange(min=8), default=256, show_default=True,
-              help="Tokens per input (question [+ passages]); cq detect reuses the value saved with the model.")
+@_common(DetectTrainConfig)
+@declared_flags(DetectTrainConfig, "eval_every", "patience", "holdout", "select", "max_length")
 def detect_cmd(quiet, **kwargs):
     """Fine-tune an encoder as the ambiguity classifier (label: gold.ambiguous).
 
@@ -138,19 +120,8 @@ def detect_cmd(quiet, **kwargs):
 @click.command(name="gen-cq")
 @model_option("train-gen-cq", LLM,
               help="Generator to fine-tune: seq2seq (encoder-decoder) if it is one, else a causal LM.")
-@_common(default_lr=5e-5, default_epochs=1, default_batch=8)
-@click.option("--with-answers", type=click.Choice(["gold"]), default=None,
-              help="Train on \"AQ [SEP] answers [SEP] passages\" with gold answers (the AskCQ setting).")
-@click.option("--targets", type=click.Choice(["auto", "silver"]), default="auto", show_default=True,
-              help="auto: a record's gold CQ (gold.cq, CAmbigNQ's) where it has one, else the silver CQ built from "
-                   "its gold DQs; silver: silver CQs only. cq_train.json counts each (targets).")
-@click.option("--input-layout", type=click.Choice(["cq", "askcq"]), default="cq", show_default=True,
-              help="The input as `cq gen-cq --method seq2seq --input-layout` writes it: cq's, or AskCQ's CQDataset "
-                   "layout (needs a tokenizer with sep/bos/eos tokens, e.g. BART's). cq gen-cq reads it from the "
-                   "model's cq_train.json.")
-@click.option("--two-options", type=click.Choice(["or", "comma"]), default=FromDqsOptions.two_options,
-              show_default=True,
-              help="Silver CQs with two options as \"A or B\" or \"A, or B\" (AskCQ's form).")
+@_common(GenCQTrainConfig)
+@declared_flags(GenCQTrainConfig, "with_answers", "targets", "input_layout", "two_options")
 def gen_cq_cmd(quiet, **kwargs):
     """Fine-tune a generator on gold CQs (gold.cq, e.g. from `cq convert cambignq` or `--join cambignq:`)
     and, for records without one, silver CQs built from gold DQs (cq gen-cq --method from-dqs).
@@ -175,28 +146,12 @@ def gen_cq_cmd(quiet, **kwargs):
                    "held-out ids / questions are dropped from them. Repeatable.")
 @click.option("--dev", "dev_path", type=click.Path(dir_okay=False), default=None,
               help="Validation records with passages (or use --holdout).")
-@click.option("--holdout", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Validate on N --train records held out by a seeded draw (by question id; ids in cq_train.json).")
+@declared_flags(ReaderTrainConfig, "holdout")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Directory to write the model to.")
 @overwrite_option
-@_loop(default_lr=5e-5, default_epochs=1, default_batch=16)
-@click.option("--passages", type=click.IntRange(min=1), default=10, show_default=True,
-              help="Top passages searched for a gold answer per training question.")
-@click.option("--positives", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Passages holding an answer trained per question (their first match is the target span).")
-@click.option("--negatives", type=click.IntRange(min=0), default=1, show_default=True,
-              help="Top passages holding no answer trained per question (target: [CLS], \"no answer\").")
-@click.option("--dq-questions/--no-dq-questions", default=False, show_default=True,
-              help="Also train each disambiguated question of a record's multipleQAs annotations as its own "
-                   "question, over the same passages, with only its own answers.")
-@click.option("--max-length", type=click.IntRange(min=16), default=256, show_default=True,
-              help="Tokens per (question, passage) input; cq answer reuses the value saved with the model.")
-@click.option("--max-answer-tokens", type=click.IntRange(min=1), default=10, show_default=True,
-              help="Longest answer span the reader returns (saved with the model).")
-@click.option("--eval-passages", type=click.IntRange(min=1), default=3, show_default=True,
-              help="Passages read per validation question (cq answer --passages).")
-@click.option("--eval-every", type=click.IntRange(min=1), default=None,
-              help="Also score validation every N steps (history only; the last model is kept).")
+@_loop(ReaderTrainConfig)
+@declared_flags(ReaderTrainConfig, "passages", "positives", "negatives", "dq_questions", "max_length",
+                "max_answer_tokens", "eval_passages", "eval_every")
 @compose(seed_option, device_options)
 @click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
 def reader_cmd(quiet, train_path, dev_path, more_train, dtype, out, overwrite, **kwargs):
@@ -215,7 +170,7 @@ def reader_cmd(quiet, train_path, dev_path, more_train, dtype, out, overwrite, *
       cq retrieve --index idx --hits 10 < questions.jsonl \\
         | cq answer --reader extractive --model models/reader --mode multi
     """
-    from ..train.span_reader import ReaderTrainConfig, train_reader
+    from ..train.span_reader import train_reader
 
     if quiet:
         logging.getLogger("cqtools").setLevel(logging.WARNING)
@@ -237,17 +192,8 @@ def reader_cmd(quiet, train_path, dev_path, more_train, dtype, out, overwrite, *
                    "learns how the corpus was built (docs/benchmarks/detect_combined.md).")
 @click.option("--classifier", type=click.Path(file_okay=False), default=None,
               help="A `cq train detect` model directory (for the classifier signal).")
-@click.option("--classifier-passages", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Passages the classifier reads (0: question only, as `make train-detect` trains it).")
-@click.option("--validation", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.4,
-              show_default=True, help="Share of question ids held out (a hash of seed and id) for the report.")
-@click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True,
-              help="Cross-validation folds on the training part that choose the threshold.")
-@click.option("--top-k", "k", type=click.IntRange(min=1), default=10, show_default=True,
-              help="Top passages the retrieval signals read.")
-@click.option("--l2", type=click.FloatRange(min=0), default=1.0, show_default=True, help="L2 penalty on the weights.")
-@click.option("--n-boot", type=click.IntRange(min=1), default=1000, show_default=True,
-              help="Bootstrap resamples for the validation intervals.")
+@declared_flags(CombinerConfig, "classifier_passages", "validation", "folds", "k", "l2", "n_boot",
+                types={"validation": click.FloatRange(0, 1, min_open=True, max_open=True)})
 @compose(seed_option, device_options)
 @click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
 def combiner_cmd(quiet, train_path, features, dtype, out, overwrite, **kwargs):
@@ -266,7 +212,7 @@ def combiner_cmd(quiet, train_path, features, dtype, out, overwrite, **kwargs):
         | cq detect --method combined --model models/combined
     """
     from ..stages.detect.combined import parse_features
-    from ..train.combiner import CombinerConfig, train_combiner
+    from ..train.combiner import train_combiner
 
     if quiet:
         logging.getLogger("cqtools").setLevel(logging.WARNING)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import difflib
 
 from ..errors import InputError
-from .base import Preset, Setting
+from .base import APPLIES, COMMAND, LAYOUT, METHOD, Preset, Setting  # noqa: F401 (METHOD: the rows' default)
 
 
 PRESETS: dict[str, Preset] = {}
@@ -88,52 +88,121 @@ def stage(name: str, command: str, config=None, **options):
 
 def for_method(name: str, command: str, rows: dict, chosen: dict) -> dict:
     """``rows`` of preset ``name`` for ``command``, unless ``chosen`` (what the user set) picks another method (or
-    answer mode) than the preset's: then its rows are options of a method that is not running, and none is
-    applied, with one warning (``cq detect --preset clam --method never`` must not label with CLAM's threshold)."""
+    answer mode) than the preset's: then the preset's method settings are options of a method that is not running
+    and are not applied, with one warning (``cq detect --preset clam --method never`` must not label with CLAM's
+    threshold), while its command rows and the input-layout rows the chosen method declares still are
+    (``cq gen-cq --preset askcq --method llm`` reads AskCQ's passages, budget and answers)."""
     import logging
 
-    key = next((k for k in ("method", "mode") if k in rows and chosen.get(k) is not None), None)
-    if key is None or chosen[key] == rows[key]:
+    key = next((k for k in ("method", "mode") if k in rows), None)
+    if key is None:
         return rows
-    skipped = sorted(k for k in rows if k != key)
-    logging.getLogger("cqtools").warning(
-        f"preset {get(name).name} runs cq {command} --{key} {rows[key]}; --{key} {chosen[key]} was chosen, so the "
-        f"preset's {'options' if skipped else 'rows'} for {rows[key]} ({', '.join(skipped) or 'none'}) are not applied")
-    return {}
+    running = chosen.get(key) if chosen.get(key) is not None else rows[key]
+    declared = _declared_by(command, running)
+    layout = {r.option for r in get(name).rows(command) if r.applies == LAYOUT}
+    if running == rows[key]:  # the preset's own method: every row but layout rows it does not declare
+        return {k: v for k, v in rows.items() if k not in layout or k in declared}
+    kept, skipped = {}, []
+    for row in get(name).rows(command):
+        if row.option == key or row.option not in rows:
+            continue
+        if row.applies == COMMAND or (row.applies == LAYOUT and row.option in declared):
+            kept[row.option] = rows[row.option]
+        elif row.applies == METHOD:
+            skipped.append(row.option)
+    message = (f"preset {get(name).name} runs cq {command} --{key} {rows[key]}; --{key} {chosen[key]} was chosen, so the "
+               f"preset's {'options' if skipped else 'rows'} for {rows[key]} ({', '.join(sorted(skipped)) or 'none'}) "
+               f"are not applied")
+    if kept:
+        message += f"; its rows for any method still apply ({', '.join(sorted(kept))})"
+    logging.getLogger("cqtools").warning(message)
+    return kept
+
+
+def _declared_by(command: str, method: str) -> set[str]:
+    """The option names ``method`` of ``command`` declares (cq answer: its mode's and every reader's); none for a
+    method that is not registered (its build says so)."""
+    from .. import registry
+
+    reg = getattr(registry, CHOOSERS[command][1])
+    if method not in reg.names():
+        return set()
+    names = {o.name for o in reg.get(method).options}
+    if command == "answer":
+        names |= {o.name for r in registry.READERS.methods() for o in r.options}
+    return names
 
 
 # The commands whose rows choose a registered method, the parameter that chooses it, and its registry.
 CHOOSERS = {"detect": ("method", "DETECTORS"), "gen-cq": ("method", "CQ_METHODS"), "oracle": ("method", "ORACLES"),
             "answer": ("mode", "ANSWER_MODES"), "disambiguate": ("method", "DISAMBIGUATORS"),
-            "score": ("task", "SCORE_TASKS")}
+            "score": ("task", "SCORE_TASKS"), "retrieve": ("method", "SEARCHERS")}
+
+
+def command_settings(command: str) -> dict:
+    """``{name: Option}`` of the settings of ``command`` itself that a preset may set (COMMAND rows): the fields
+    its flags are generated from (cq answer's --reader is its build()'s ``reader``: a registered reader)."""
+    from ..registry import READERS, Option, schema_of
+
+    if command == "retrieve":
+        from ..stages.retrieve import RetrieveSettings
+
+        return {o.name: o for o in schema_of(RetrieveSettings)}
+    if command == "rerank":
+        from ..stages.rerank import RerankSettings
+
+        return {o.name: o for o in schema_of(RerankSettings)}
+    if command == "answer":
+        return {"reader_name": Option("reader_name", str, "auto", choices=("auto", *READERS.names()))}
+    return {}
 
 
 def check(preset: Preset) -> None:
-    """Each row of ``preset`` that configures a registered method names that method's option with a value its
-    schema takes (cq answer's rows may be its readers' options; ``reader_name`` a registered reader)."""
+    """Each row of ``preset`` names what its command takes with a value its declaration takes: a command row one of
+    the command's own settings, a method row an option of the preset's method (cq answer's: of its readers too), a
+    layout row an option some method of the command declares; a row naming a command setting is a command row."""
+    for command in preset.commands():
+        own = command_settings(command)
+        key = CHOOSERS.get(command, (None,))[0]
+        chosen = preset.values(command).get(key)
+        for row in preset.rows(command):
+            where = f"preset {preset.name}: cq {command} {row.option}"
+            if row.applies not in APPLIES:
+                raise ValueError(f"{where} applies to {row.applies!r}, not one of {', '.join(APPLIES)}")
+            if row.option == key:
+                _method_named(command, row.value, where)
+                continue
+            if (row.option in own) != (row.applies == COMMAND):
+                raise ValueError(f"{where}: " + ("a setting of the command itself is a command row" if row.option in own
+                                                 else "is not a setting of the command itself"))
+            declared = own.get(row.option) if row.applies == COMMAND else _declaration(command, row, chosen)
+            if declared is None:
+                raise ValueError(f"preset {preset.name}: no method of cq {command} has option {row.option!r}"
+                                 if row.applies == LAYOUT else
+                                 f"preset {preset.name}: cq {command} {key} {chosen} has no option {row.option!r}")
+            if declared.convert(row.value, f"preset {preset.name}") != row.value:
+                raise ValueError(f"{where}={row.value!r} is not what its schema gives back")
+
+
+def _method_named(command: str, name, where: str) -> None:
     from .. import registry
 
-    for command in preset.commands():
-        if command not in CHOOSERS:
-            continue
-        key, name = CHOOSERS[command]
-        rows = preset.values(command)
-        reg = getattr(registry, name)
-        method = reg.get(rows[key]) if key in rows else None
-        for option, value in rows.items():
-            if option == key or method is None:
-                continue
-            if command == "answer" and option == "reader_name":
-                if value not in registry.READERS.names():
-                    raise ValueError(f"preset {preset.name}: cq answer --reader {value!r} is not a registered reader")
-                continue
-            declared = method.option(option)
-            if declared is None and command == "answer":
-                declared = next((r.option(option) for r in registry.READERS.methods() if r.option(option)), None)
-            if declared is None:
-                raise ValueError(f"preset {preset.name}: cq {command} {key} {rows[key]} has no option {option!r}")
-            if declared.convert(value, f"preset {preset.name}") != value:
-                raise ValueError(f"preset {preset.name}: {option}={value!r} is not what its schema gives back")
+    if command in CHOOSERS and name not in getattr(registry, CHOOSERS[command][1]).names():
+        raise ValueError(f"{where} {name!r} is not registered")
+
+
+def _declaration(command: str, row: Setting, chosen):
+    """The declaration a method or layout row of ``command`` sets: the preset's method's option (a layout row: any
+    method's of the command), for cq answer a reader's too."""
+    from .. import registry
+
+    if command not in CHOOSERS:
+        return None
+    reg = getattr(registry, CHOOSERS[command][1])
+    methods = reg.methods() if row.applies == LAYOUT or chosen is None else [reg.get(chosen)]
+    if command == "answer":
+        methods = [*methods, *registry.READERS.methods()]
+    return next((m.option(row.option) for m in methods if m.option(row.option)), None)
 
 
 def _load() -> None:
@@ -147,4 +216,4 @@ def _load() -> None:
     fill_presets(register, lambda name: PRESETS.pop(name, None))
 
 
-__all__ = ["Setting", "Preset", "PRESETS", "register", "get", "names", "values", "check", "stage"]
+__all__ = ["Setting", "Preset", "METHOD", "LAYOUT", "COMMAND", "PRESETS", "register", "get", "names", "values", "check", "stage"]

@@ -2,7 +2,7 @@
 and the DISAMBIG-FIRST baseline, as the paper and the released code (shmsw25/AmbigQA @5c8cdb1) run them."""
 from __future__ import annotations
 
-from .base import Preset, Setting  # noqa: F401
+from .base import COMMAND, LAYOUT, Preset, Setting  # noqa: F401
 
 CODE = "shmsw25/AmbigQA @5c8cdb1"
 PAPER = "../shared/papers/ambigqa.txt (Min, Michael, Hajishirzi, Zettlemoyer, EMNLP 2020)"
@@ -20,7 +20,7 @@ AMBIGQA = Preset(
         # --- answer ---
         Setting("answer", "reader_name", "generative", "§5: SpanSeqGen generates the answers (BART)",
                 "an LM reads instead of the fine-tuned BART; set even where `make models` installed an extractive "
-                "reader (whose options differ)", setting="reader"),
+                "reader (whose options differ)", setting="reader", applies=COMMAND),
         Setting("answer", "mode", "multi", "§5 (SpanSeqGen): the distinct answers, separated by [SEP]",
                 "an LM prompted for a list instead of BART fine-tuned on NQ-open, then AmbigNQ",
                 setting="answer mode"),
@@ -28,12 +28,12 @@ AMBIGQA = Preset(
                 "tokens; codes/QAData.py:212-227 @5c8cdb1",
                 "counted with the reader's tokenizer, not BART's; the release cuts the last passage at token 1,024, cq "
                 "stops before the first passage that does not fit (cqtools/stages/evidence.py)",
-                setting="evidence budget (tokens)"),
+                setting="evidence budget (tokens)", applies=LAYOUT),
         Setting("answer", "passage_chars", 0, "codes/QAData.py:218-224 @5c8cdb1: passages are concatenated whole",
-                setting="passage text shown"),
+                setting="passage text shown", applies=LAYOUT),
         Setting("answer", "grounding", "none", "§5: SpanSeqGen, a BART seq2seq model, generates the answers "
                 "(no span is extracted)", "cq's default snaps a generated answer to a passage span; here "
-                "answers stay as generated", setting="answer grounding"),
+                "answers stay as generated", setting="answer grounding", applies=LAYOUT),
 
         # --- disambiguate ---
         Setting("disambiguate", "method", "qd", "§5 Question Disambiguation; codes/QGData.py:244-401 @5c8cdb1",
@@ -103,7 +103,7 @@ DISAMBIG_FIRST = Preset(
         Setting("answer", "max_passage_tokens", 0, "§5, §6.1: DPR's reader reads the DQ's retrieved set (its 100 "
                 "passages), not a top 3", "one reader input holds as many of the reranked 100 as fit the reader's "
                 "context (0: its input length; meta.passages_read.answer counts them per DQ); DPR reads each "
-                "passage apart and picks the best span over all of them", setting="passages read per DQ"),
+                "passage apart and picks the best span over all of them", setting="passages read per DQ", applies=LAYOUT),
 
         # --- disambiguate ---
         Setting("disambiguate", "method", "disambig-first", "§5 DISAMBIG-FIRST step (2): an ambiguous question "

@@ -3,7 +3,7 @@ question, the answers (Pred-Answers / Gold-Answers) and the passages, and clarif
 paper and the released code (DongryeolLee96/AskCQ @d8be017) run them."""
 from __future__ import annotations
 
-from .base import Preset, Setting  # noqa: F401
+from .base import COMMAND, LAYOUT, Preset, Setting  # noqa: F401
 
 CODE = "DongryeolLee96/AskCQ @d8be017"
 PAPER = "../shared/papers/askcq-cambignq.txt (Lee, Kim, Kwiatkowski, Hwang, EMNLP 2023)"
@@ -37,7 +37,7 @@ ASKCQ = Preset(
         # --- answer ---
         Setting("answer", "reader_name", "generative", "§6.3: a BART reader answers each revised question",
                 "an LM reads instead of the fine-tuned BART; set even where `make models` installed an extractive "
-                "reader (whose options differ)", setting="reader"),
+                "reader (whose options differ)", setting="reader", applies=COMMAND),
         Setting("answer", "mode", "cq", "§5.3 (CBQA): one answer per option of the CQ, for the AQ revised by the CQ",
                 "cq revises as \"AQ, Which category: option\"; the release writes \"AQ category option?\" "
                 "(CQDataset.py:251 @d8be017)", setting="answer mode"),
@@ -52,13 +52,13 @@ ASKCQ = Preset(
                 "(max_token_nums=1024) @d8be017: the revised question, then passages in reranked order, cut at "
                 "1,024 BART tokens",
                 "counted with the reader's tokenizer; cq stops before the first passage that does not fit (the release "
-                "cuts it); the reader is cq's, not BART fine-tuned on CAmbigNQ", setting="evidence budget (tokens)"),
+                "cuts it); the reader is cq's, not BART fine-tuned on CAmbigNQ", setting="evidence budget (tokens)", applies=LAYOUT),
         Setting("answer", "passage_chars", 0, "CQDataset.py:266-268 @d8be017: passages are concatenated whole",
-                setting="passage text shown"),
+                setting="passage text shown", applies=LAYOUT),
         Setting("answer", "grounding", "none", "§6.3: an NQ-pretrained BART-large reader generates the "
                 "answer for each option's revised question (its target label is the option's answer)", "cq's default snaps a generated answer "
                 "to a passage span (under this preset it replaced every option's answer); here answers stay as "
-                "generated", setting="answer grounding"),
+                "generated", setting="answer grounding", applies=LAYOUT),
 
         # --- disambiguate ---
 
@@ -69,20 +69,24 @@ ASKCQ = Preset(
         Setting("gen-cq", "with_answers", "pred", "§6.2, Table 4 'Predicted Answers for AQ': the answers "
                 "SpanSeqGen predicted; CQDataset.py:108-110 @d8be017 (MA_type with_predicted_answers)",
                 "gold: the Ground-Truth-Answers upper bound (MA_type with_groundtruth_answers); drop it for "
-                "'No Answers'", setting="answers in the input"),
+                "'No Answers'", setting="answers in the input", applies=LAYOUT),
         Setting("gen-cq", "input_layout", "askcq", "CQDataset.py:97-121 @d8be017: the question, each answer "
                 "closed by the tokenizer's separator, then each passage encoded alone (<s>P</s>)",
                 "how a passage's title joins its text is in the unreleased .pkl files; cq writes 'title: text'. "
                 "Train a generator on this layout with `cq train gen-cq --input-layout askcq --two-options comma` "
                 "(a tokenizer with sep, bos and eos tokens, e.g. BART's); cq gen-cq then reads the layout from it",
-                setting="input layout"),
+                setting="input layout", applies=LAYOUT),
         Setting("gen-cq", "max_passage_tokens", 1024, "CQDataset.py:126 @d8be017 and cli.py:47 "
                 "(max_token_nums 1024): passages until BART's 1,024 input tokens are full",
                 "whole passages while they fit (the first always); AskCQ cuts the last one mid-passage",
-                setting="passage budget (tokens)"),
+                setting="passage budget (tokens)", applies=LAYOUT),
         Setting("gen-cq", "n_passages", 100, "CQDataset.py:119-121 @d8be017 reads every relevant passage of "
                 "the record (the budget stops it first)", "a cap only: the budget decides how many are read",
-                setting="passages at most"),
+                setting="passages at most", applies=LAYOUT),
+        Setting("gen-cq", "primer", False, "CQDataset.py:97-121 @d8be017: the generator's input is the question, the "
+                "answers and the passages; no word of the CQ is given to continue",
+                "seq2seq has no primer; an LM's few-shot prompt otherwise ends with the CQ's first word ('Which')",
+                setting="CQ's first word given", applies=LAYOUT),
         Setting("gen-cq", "num_beams", 4, "run.py:262-266 @d8be017: model.generate(num_beams=4, "
                 "early_stopping=True)", "cq stops a beam at a newline as well", setting="beam search"),
         Setting("gen-cq", "max_new_tokens", 32, "cli.py:74 @d8be017: --max_question_length 32 is generate's "
@@ -91,7 +95,7 @@ ASKCQ = Preset(
         Setting("gen-cq", "two_options", "comma", "§3.2 and Table 9: 'Which [category]: [option_1], ..., or "
                 "[option_n]?' ('In terms of what: time, or the number of games?'); CQDataset.py:"
                 "parse_clarification_question splits at ', or' and ',' only, so 'A or B' reads as one option",
-                "CAmbigNQ's editors also wrote 'A or B' (Appendix C)", setting="two options written"),
+                "CAmbigNQ's editors also wrote 'A or B' (Appendix C)", setting="two options written", applies=LAYOUT),
 
         # --- score ---
 

@@ -4,10 +4,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+# What a row of a preset is (Setting.applies), and so which runs take it when the user picks another method than
+# the preset's (``cq gen-cq --preset askcq --method llm``):
+METHOD = "method"    # the paper's setting of its own method: applied only while that method runs
+LAYOUT = "layout"    # the paper's input layout (passages, budget, answers shown, form): any method declaring it takes it
+COMMAND = "command"  # the command's own setting (cq retrieve --hits, cq answer --reader): whatever method runs
+APPLIES = (METHOD, LAYOUT, COMMAND)
+
+
 @dataclass(frozen=True)
 class Setting:
     """One value of a preset: ``cq <command> --<option> <value>``, where it comes from, and what
-    still differs from the paper or released code (empty: nothing known)."""
+    still differs from the paper or released code (empty: nothing known); ``applies``: :data:`METHOD`,
+    :data:`LAYOUT` or :data:`COMMAND` (the row that chooses the method is the command's)."""
 
     command: str
     option: str        # the command's parameter name (``method``, ``mode``) or a method option's schema name
@@ -15,6 +24,7 @@ class Setting:
     source: str        # "§3 / Algorithm 1" or "run_toc.py:221 @75a3ddd"
     differs: str = ""
     setting: str = ""  # what this value sets, in words (for the docs' first column)
+    applies: str = METHOD
 
 
 @dataclass(frozen=True)
@@ -32,6 +42,9 @@ class Preset:
     def values(self, command: str) -> dict:
         """``{option: value}`` this preset sets on ``command`` (empty when it sets none)."""
         return {s.option: s.value for s in self.settings if s.command == command}
+
+    def rows(self, command: str) -> list[Setting]:
+        return [s for s in self.settings if s.command == command]
 
     def describe(self) -> dict:
         return {"name": self.name, "help": self.help, "paper": self.paper, "code": self.code,

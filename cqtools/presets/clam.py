@@ -8,7 +8,7 @@ Every value cites the paper (../shared/papers/clam.txt): Algorithm 1, §3 (promp
 """
 from __future__ import annotations
 
-from .base import Preset, Setting
+from .base import LAYOUT, Preset, Setting
 
 OWN_WORDS = "cq's own wording in the paper's structure (templates/clam.txt); --prompt FILE brings the paper's text"
 
@@ -36,7 +36,7 @@ PRESET = Preset(
                 "dialogue under the conversation preamble; unclarified questions get its direct answer",
                 "preamble and turn labels in " + OWN_WORDS + "; greedy, one line", setting="final answer"),
         Setting("answer", "n_passages", 0, "§2, §5.1: closed-book (no retrieval)",
-                "--passages N makes it open-book (a cq extension)", setting="passages shown"),
+                "--passages N makes it open-book (a cq extension)", setting="passages shown", applies=LAYOUT),
         Setting("score", "task", "clam", "§5.1: accuracy = a reference answer occurs in the model's answer",
                 setting="metric"),
         Setting("score", "lam", 0.8, "§5.1: adjusted accuracy multiplies by 0.8 when an unambiguous question "

@@ -3,7 +3,7 @@ round trip over every DQ until no new answer appears, and LM verification of (DQ
 paper and the released code (amzn/refuel-open-domain-qa @159090e) run them."""
 from __future__ import annotations
 
-from .base import Preset, Setting  # noqa: F401
+from .base import LAYOUT, Preset, Setting  # noqa: F401
 
 CODE = "amzn/refuel-open-domain-qa @159090e"
 PAPER = "../shared/papers/refuel.txt (Gao, Zhang, Chang, Wang, ACL 2021)"
@@ -25,12 +25,12 @@ REFUEL = Preset(
                 "README.md:62, scripts/round_trip/round_trip_generation.sh (TOP_K_PASSAGES=100) @159090e",
                 "cq cannot fuse: one prompt reads as many reranked passages as fit the reader's input (0 = its "
                 "context length); FiD's 100 passages (about 16,000 subwords) fit no single context. "
-                "meta.passages_read.answer says how many were read", setting="evidence budget (tokens)"),
+                "meta.passages_read.answer says how many were read", setting="evidence budget (tokens)", applies=LAYOUT),
         Setting("answer", "passage_chars", 0, "QAInferenceData.py:229-236 @159090e: each 100-word passage is read "
-                "whole (question + passage in 32 + 128 tokens)", setting="passage text shown"),
+                "whole (question + passage in 32 + 128 tokens)", setting="passage text shown", applies=LAYOUT),
         Setting("answer", "grounding", "none", "§2.2: answer prediction generates the answers with a "
                 "Fusion-in-Decoder seq2seq model, never snapped to a span", "cq's default snaps a generated answer to a passage span; here "
-                "answers stay as generated", setting="answer grounding"),
+                "answers stay as generated", setting="answer grounding", applies=LAYOUT),
         Setting("answer", "round_trip", True, "§2.3: round-trip prediction", setting="round trip"),
         Setting("answer", "round_trip_method", "refuel", "§2.3; run.py:1093-1122, QAInferenceData.py:114-117, "
                 "scripts/round_trip/round_trip_generation.sh (IS_REPLACE=0) @159090e: each pass writes a DQ for every "

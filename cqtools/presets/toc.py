@@ -6,7 +6,7 @@ the loop call by call. docs/methods-toc.md lists what still differs, and why.
 """
 from __future__ import annotations
 
-from .base import Preset, Setting
+from .base import COMMAND, Preset, Setting
 
 CODE = "gankim/tree-of-clarifications @75a3ddd"
 AT = " @75a3ddd"
@@ -28,7 +28,7 @@ SETTINGS = (
     Setting("retrieve", "hits", 100, "--top_k_docs, run_toc.py:141 and toc/rac.py:5-8" + AT + " (ColBERTv2, plus Bing)",
             "cq's searcher over the user's index instead of ColBERTv2 on Wikipedia; no Bing passages offline. "
             "Keep the pool on the record (no `cq rerank --top`): the method reranks it for each node",
-            "passages in the pool"),
+            "passages in the pool", applies=COMMAND),
     _d("method", "toc", "§3.2; run_toc.py:190-261" + AT,
        "the loop is the released one; cq's prompt wording is its own (same slots, order, separators, labels)",
        "disambiguation method"),

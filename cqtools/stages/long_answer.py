@@ -20,8 +20,6 @@ from .tree import answer_passage
 LONG_ANSWER = "long_answer"
 NEED_DQS = "run `cq disambiguate` first (cq disambiguate --method rac [--tree] | cq answer --mode long)"
 log = logging.getLogger("cqtools")
-DEFAULT_NEW_TOKENS = 160
-DEFAULT_PASSAGES = 5
 PASSAGE_WORDS = 80  # each passage cut to its first this-many words
 
 
@@ -74,15 +72,12 @@ def _say_kept(records: list[dict]) -> None:
                     "(jq -c 'del(.long_answer)') to write cq's long answer instead")
 
 
-def long_answer_batch(records: list[dict], generator, max_dqs: int = 10, min_dqs: int = 2,
-                      n_passages: int | None = None, passage_words: int = PASSAGE_WORDS,
-                      max_new_tokens: int | None = None,
-                      info: dict | None = None, batch_size: int | None = None,
-                      tpl: Template | None = None) -> list[dict]:
+def long_answer_batch(records: list[dict], generator, *, n_passages: int, max_new_tokens: int, max_dqs: int = 10,
+                      min_dqs: int = 2, passage_words: int = PASSAGE_WORDS, info: dict | None = None,
+                      batch_size: int | None = None, tpl: Template | None = None) -> list[dict]:
     """Add ``long_answer`` to each record (one prompt per record, one generate call per batch, in
-    batches of ``batch_size`` when given). ``n_passages`` / ``max_new_tokens`` None:
-    :data:`DEFAULT_PASSAGES` / :data:`DEFAULT_NEW_TOKENS`."""
-    n_passages = n_passages or DEFAULT_PASSAGES
+    batches of ``batch_size`` when given); ``n_passages`` and ``max_new_tokens`` are ``cq answer --mode long``'s
+    (their defaults: :class:`cqtools.stages.answer.options.LongOptions`)."""
     prompts, used = [], []
     kept = [r for r in records if written_by_another_stage(r)]
     if kept:
@@ -95,7 +90,7 @@ def long_answer_batch(records: list[dict], generator, max_dqs: int = 10, min_dqs
         prompts.append(P.long_prompt(str(record["question"]), pairs, snippets(shown, n_passages, passage_words), tpl))
         used.append({"dqs_used": len(pairs), "restored_pruned": restored,
                      "passage_ids": [str(p.get("id")) for p in shown], "answer_passages": holding})
-    tokens = max_new_tokens or DEFAULT_NEW_TOKENS
+    tokens = max_new_tokens
     per_call = {} if batch_size is None else {"batch_size": batch_size}
     raw = generator.generate(prompts, max_new_tokens=tokens, stop=["\nQuestion:", "Disambiguations:"],
                              **per_call) if prompts else []

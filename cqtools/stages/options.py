@@ -2,8 +2,18 @@
 a field default in the methods' options dataclasses (cqtools/registry.py ``option``)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..models.roles import LLM
 from ..registry import option
+
+
+@dataclass(frozen=True)
+class CommandSettings:
+    """Settings several commands share that are not a method's option: ``--seed`` is generated from here
+    (cli/options.py) and the stages' ``build`` functions default to the same value."""
+
+    seed: int = option(0, "Random seed.")
 
 
 def _template_file(path, where):

@@ -6,14 +6,25 @@ leave the model's batches half empty.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Callable
 
 from .. import records as schema
+from ..config import RunConfig
 from ..models.roles import role
 from ..records import PASSAGES, require, set_meta
+from ..registry import option
 
 RUN_RETRIEVE = "run `cq retrieve` first (cq retrieve --index IDX | cq rerank)"
 DEFAULT_RERANKER = role("reranker").default
+
+
+@dataclass(frozen=True)
+class RerankSettings:
+    """cq rerank's own settings: its flags and :func:`build`'s defaults both come from here."""
+
+    top: int = option(10, "Passages kept per record after reranking.", min=1)
+    query_field: str = option("question", "Record key holding the query (e.g. a revised question).")
 
 
 def passage_text(passage: dict) -> str:
@@ -22,7 +33,7 @@ def passage_text(passage: dict) -> str:
 
 
 def rerank_lists(cross_encoder, queries: list[str], lists: list[list[dict]], top: int | None,
-                 batch_size: int = 32) -> list[list[dict]]:
+                 batch_size: int = RunConfig.model_batch_size) -> list[list[dict]]:
     """Each passage list reranked for its query: copies with ``rerank_score`` added, ordered by
     (-score, id), cut to ``top`` and ranked from 1. One model call for all lists."""
     pairs = [(q, passage_text(p)) for q, passages in zip(queries, lists) for p in passages]
@@ -48,8 +59,9 @@ def rerank_batch(records: list[dict], cross_encoder, top: int | None, query_fiel
     return records
 
 
-def build(model: str = DEFAULT_RERANKER, top: int | None = 10, query_field: str = "question", batch_size: int = 32,
-          device: str = "auto", config=None, **_) -> Callable[[list[dict]], list[dict]]:
+def build(model: str = DEFAULT_RERANKER, top: int | None = RerankSettings.top,
+          query_field: str = RerankSettings.query_field, batch_size: int = RunConfig.model_batch_size,
+          device: str = RunConfig.device, config=None, **_) -> Callable[[list[dict]], list[dict]]:
     """The rerank stage as a batch function (records -> records); ``batch_size`` counts pairs; the model loads
     under the run configuration ``config`` (None: the process's)."""
     from ..models import load_cross_encoder

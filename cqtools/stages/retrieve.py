@@ -3,18 +3,31 @@ from __future__ import annotations
 
 import functools
 import os
+from dataclasses import dataclass
 from typing import Callable
 
 from ..records import PASSAGES, require, set_meta
+from ..registry import option
 
 
-HITS = 100  # passages kept per question (cq retrieve --hits)
+@dataclass(frozen=True)
+class RetrieveSettings:
+    """cq retrieve's own settings (a searcher's options are its method's): the flags and :func:`build`'s
+    defaults both come from here."""
+
+    hits: int = option(100, "Passages to keep per question.", min=1)
+    threads: int = option(os.cpu_count() or 1, "Search threads per batch: Lucene's Java pool, or the Python threads "
+                          "scoring an index's BM25 matrix of 50,000 passages or more (with input read ahead, threads "
+                          "- 1 of them score the next batch).", min=1, shown="number of CPUs")
+    query_field: str = option("question", "Record key holding the query.")
 
 
-def build(method: str = "bm25", config=None, *, index_dir: str, hits: int = HITS, threads: int = 1,
-          query_field: str = "question", **options) -> Callable[[list[dict]], list[dict]]:
+def build(method: str = "bm25", config=None, *, index_dir: str, hits: int = RetrieveSettings.hits,
+          threads: int = RetrieveSettings.threads, query_field: str = RetrieveSettings.query_field,
+          **options) -> Callable[[list[dict]], list[dict]]:
     """The retrieve stage as a batch function (records -> records) over ``index_dir``; ``options`` are
-    the searcher's (its schema in the SEARCHERS registry; a misspelled one is an error)."""
+    the searcher's (its schema in the SEARCHERS registry; a misspelled one is an error); ``hits``, ``threads``
+    and ``query_field`` default as `cq retrieve`'s flags do (:class:`RetrieveSettings`)."""
     from ..registry import SEARCHERS
     from .common import described, split_config
 

@@ -16,7 +16,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ..config import RunConfig
 from ..errors import InputError
+from ..registry import option
+from ..stages.options import CommandSettings
 from ..metrics import bootstrap as m_boot
 from ..metrics.detect import auroc
 from ..stages.detect import combined as dc
@@ -31,14 +34,16 @@ class CombinerConfig:
     out: str
     features: tuple[str, ...]
     classifier: str | None = None
-    classifier_passages: int = 0
-    validation: float = 0.4
-    folds: int = 5
-    k: int = dc.TOP_K
-    l2: float = 1.0
-    seed: int = 0
-    n_boot: int = 1000
-    device: str = "auto"
+    classifier_passages: int = option(0, "Passages the classifier reads (0: question only, as `make train-detect` "
+                                         "trains it).", min=0)
+    validation: float = option(0.4, "Share of question ids held out (a hash of seed and id) for the report.", min=0,
+                               max=1)
+    folds: int = option(5, "Cross-validation folds on the training part that choose the threshold.", min=2)
+    k: int = option(dc.TOP_K, "Top passages the retrieval signals read.", min=1, flag="--top-k")
+    l2: float = option(1.0, "L2 penalty on the weights.", min=0)
+    seed: int = CommandSettings.seed
+    n_boot: int = option(1000, "Bootstrap resamples for the validation intervals.", min=1)
+    device: str = RunConfig.device
 
 
 def best_threshold(probs: np.ndarray, y: np.ndarray) -> float:

@@ -21,6 +21,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from .. import progress
+from ..config import RunConfig
+from ..registry import option
+from ..stages.options import CommandSettings
 from ..stages.gen_cq import FromDqsOptions
 from ..errors import InputError, ResourceError
 from ..jsonl import read_records
@@ -32,6 +35,11 @@ log = logging.getLogger("cqtools")
 REPORT = "cq_train.json"
 
 
+# The loop's settings every trainer shares: `cq train NAME`'s flags are generated from these fields
+# (cli/declared.py), so the command line and Python build a trainer's configuration with one set of defaults.
+LOOP_SETTINGS = ("epochs", "batch_size", "lr", "max_steps", "max_seconds", "limit", "dev_limit")
+
+
 @dataclass
 class TrainConfig:
     """What every fine-tuning trainer shares (data, budget, loop, device); each trainer's own settings are
@@ -41,37 +49,49 @@ class TrainConfig:
     dev: str | None
     model: str
     out: str
-    epochs: int = 3
-    batch_size: int = 16
-    lr: float = 5e-5
-    max_steps: int | None = None
-    max_seconds: float | None = None
-    limit: int | None = None
-    dev_limit: int | None = None
-    seed: int = 0
-    passages: int = 3
-    eval_every: int | None = None   # steps between dev evaluations (default: once per epoch)
-    patience: int = 3               # evaluations without improvement before stopping
-    device: str = "auto"
+    epochs: int = option(3, min=1)
+    batch_size: int = option(16, min=1)
+    lr: float = option(5e-5, "AdamW learning rate.")
+    max_steps: int | None = option(None, "Stop after N optimiser steps.", min=0)
+    max_seconds: float | None = option(None, "Stop after this much training time.", min=0)
+    limit: int | None = option(None, "Use only the first N records of each train file.", min=1)
+    dev_limit: int | None = option(None, "Use only the first N dev records.", min=1)
+    seed: int = CommandSettings.seed
+    passages: int = option(3, "Top passages in the input when the records have them (0: question only).", min=0)
+    eval_every: int | None = option(None, "Steps between dev evaluations (default: once per epoch).", min=1)
+    patience: int = option(3, "Dev evaluations without improvement (of --select) before stopping early.", min=1)
+    device: str = RunConfig.device
 
 
 @dataclass
 class DetectTrainConfig(TrainConfig):
     """`cq train detect`'s settings: the shared ones and the classifier's own."""
 
-    holdout: int | None = None      # early-stop on N train records held out (instead of dev)
-    select: str = "f1"              # checkpoint metric, "f1" (ties: accuracy) or "auroc"
-    max_length: int = detect_stage.MAX_INPUT_TOKENS  # tokens per input
+    holdout: int | None = option(None, "Early-stop on N --train records held out by a seeded draw (instead of "
+                                       "--dev); their ids go into cq_train.json.", min=1, metavar="N")
+    select: str = option("f1", "Checkpoint metric on the early-stopping records: F1 at 0.5 (ties: accuracy) or "
+                               "AUROC (ties: F1).", choices=("f1", "auroc"))
+    max_length: int = option(detect_stage.MAX_INPUT_TOKENS, "Tokens per input (question [+ passages]); cq detect "
+                                                            "reuses the value saved with the model.", min=8)
 
 
 @dataclass
 class GenCQTrainConfig(TrainConfig):
     """`cq train gen-cq`'s settings: the shared ones and the CQ generator's own."""
 
-    with_answers: str | None = None  # None | "gold"
-    targets: str = "auto"            # "auto" (gold.cq where present, else silver) | "silver"
-    input_layout: str = "cq"         # "cq" | "askcq" (AskCQ's CQDataset input, cq gen-cq --input-layout)
-    two_options: str = FromDqsOptions.two_options  # silver CQs' two options "A or B" | "A, or B"
+    epochs: int = option(1, min=1)
+    batch_size: int = option(8, min=1)
+    with_answers: str | None = option(None, "Train on \"AQ [SEP] answers [SEP] passages\" with gold answers (the "
+                                            "AskCQ setting).", choices=("gold",))
+    targets: str = option("auto", "auto: a record's gold CQ (gold.cq, CAmbigNQ's) where it has one, else the silver "
+                                  "CQ built from its gold DQs; silver: silver CQs only. cq_train.json counts each "
+                                  "(targets).", choices=("auto", "silver"))
+    input_layout: str = option("cq", "The input as `cq gen-cq --method seq2seq --input-layout` writes it: cq's, or "
+                                     "AskCQ's CQDataset layout (needs a tokenizer with sep/bos/eos tokens, e.g. "
+                                     "BART's). cq gen-cq reads it from the model's cq_train.json.",
+                               choices=("cq", "askcq"))
+    two_options: str = option(FromDqsOptions.two_options, "Silver CQs with two options as \"A or B\" or \"A, or B\" "
+                                                          "(AskCQ's form).", choices=("or", "comma"))
 
 
 # --- data ------------------------------------------------------------------------------------

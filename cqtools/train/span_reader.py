@@ -34,7 +34,8 @@ from ..errors import InputError, ResourceError
 from ..models.backends import set_seed
 from ..records import GOLD, PASSAGES
 from ..stages.answer.extractive import ExtractiveOptions, ExtractiveReader, context_of
-from .loop import load_records, peak_rss_mb, split_holdout, total_steps, train_loop, write_report
+from ..registry import declared_as, option
+from .loop import TrainConfig, load_records, peak_rss_mb, split_holdout, total_steps, train_loop, write_report
 
 log = logging.getLogger("cqtools")
 
@@ -45,25 +46,32 @@ class ReaderTrainConfig:
     model: str
     out: str
     dev: str | None = None
-    holdout: int | None = None       # validation: N records held out of ``train`` (instead of ``dev``)
+    holdout: int | None = option(None, "Validate on N --train records held out by a seeded draw (by question id; "
+                                       "ids in cq_train.json).", min=1, metavar="N")
     more_train: tuple = field(default_factory=tuple)  # further training files (never held out)
-    epochs: int = 1
-    batch_size: int = 16
-    lr: float = 5e-5
-    max_steps: int | None = None
-    max_seconds: float | None = None
-    limit: int | None = None         # first N records of each training file
-    dev_limit: int | None = None
-    seed: int = 0
-    passages: int = 10               # top passages searched for gold answers per question
-    positives: int = 1               # passages with an answer trained per question
-    negatives: int = 1               # passages without one trained per question (to [CLS])
-    max_length: int = 256            # tokens per (question, passage); saved for the reader
-    max_answer_tokens: int = 10      # saved for the reader
-    eval_passages: int = 3           # passages the reader reads per validation question
-    eval_every: int | None = None    # steps between validation scores in the history (default: end only)
-    dq_questions: bool = False       # also train each multipleQAs DQ as its own question (same passages)
-    device: str = "auto"
+    epochs: int = option(1, min=1)
+    batch_size: int = option(16, min=1)
+    lr: float = declared_as(TrainConfig, "lr")
+    max_steps: int | None = declared_as(TrainConfig, "max_steps")
+    max_seconds: float | None = declared_as(TrainConfig, "max_seconds")
+    limit: int | None = declared_as(TrainConfig, "limit")
+    dev_limit: int | None = declared_as(TrainConfig, "dev_limit")
+    seed: int = TrainConfig.seed
+    passages: int = option(10, "Top passages searched for a gold answer per training question.", min=1)
+    positives: int = option(1, "Passages holding an answer trained per question (their first match is the target "
+                               "span).", min=1)
+    negatives: int = option(1, "Top passages holding no answer trained per question (target: [CLS], \"no "
+                               "answer\").", min=0)
+    max_length: int = option(256, "Tokens per (question, passage) input; cq answer reuses the value saved with the "
+                                  "model.", min=16)
+    max_answer_tokens: int = option(10, "Longest answer span the reader returns (saved with the model).", min=1)
+    eval_passages: int = option(3, "Passages read per validation question (cq answer --passages).", min=1)
+    eval_every: int | None = option(None, "Also score validation every N steps (history only; the last model is "
+                                          "kept).", min=1)
+    dq_questions: bool = option(False, "Also train each disambiguated question of a record's multipleQAs "
+                                       "annotations as its own question, over the same passages, with only its own "
+                                       "answers.", flag="--dq-questions/--no-dq-questions")
+    device: str = declared_as(TrainConfig, "device")
 
 
 # --- distant supervision ---------------------------------------------------------------------------

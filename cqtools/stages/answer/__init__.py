@@ -33,6 +33,7 @@ from ...protocols import AnswerVerifier
 from ...metrics.normalize import normalize_answer
 from ...records import ANSWERS, set_meta
 from ..evidence import note_read
+from ..options import CommandSettings
 from ...registry import READERS, non_default
 from . import options as O
 from .grounding import MAX_SPAN_WORDS, Span, candidate_spans, ground, snap_spans
@@ -165,7 +166,7 @@ def _span_model(model: str, config) -> bool:
     return found is not None and is_span_model(os.path.dirname(found))
 
 
-def build(mode: str = "single", reader: str = "auto", *, seed: int | None = None, config=None,
+def build(mode: str = "single", reader: str = "auto", *, seed: int = CommandSettings.seed, config=None,
           **options) -> Callable[[list[dict]], list[dict]]:
     """The answer stage as a batch function (records -> records). ``mode``: an ANSWER_MODES name
     (single, cq, multi, long); ``reader``: a READERS name or ``auto`` (:func:`choose_reader`).
@@ -180,7 +181,7 @@ def build(mode: str = "single", reader: str = "auto", *, seed: int | None = None
     run_config, options = split_config(config, options)
     chosen_mode = ANSWER_MODES.get(mode)
     params = {"mode": mode, "reader": reader, "seed": seed, **options}
-    batch_size = options.pop("batch_size", None) or 32
+    batch_size = options.pop("batch_size", None) or run_config.model_batch_size
     reader, model = choose_reader(reader, options.pop("model", None), run_config,
                                   generator_only=mode in GENERATOR_MODES or bool(options.get("verify")))
     chosen_reader = READERS.get(reader)
@@ -265,7 +266,7 @@ def qd_writer_for(reader, qd_model: str | None, config):
 
 def long_mode(options: O.LongOptions, config, *, reader: str, model: str | None, reader_options: dict, seed,
               batch_size: int | None):
-    """``mode="long"``: ``n_passages`` / ``max_new_tokens`` None take the long answer's defaults."""
+    """``mode="long"``: Tree of Clarifications' long answer from the record's DQs (:mod:`..long_answer`)."""
     n_passages, max_new_tokens, prompt = options.n_passages, options.max_new_tokens, options.prompt
     from ...models import load_generator
     from .. import templates

@@ -75,9 +75,9 @@ def retriever():
 
 
 def hits():
-    from ..retrieve import HITS
+    from ..retrieve import RetrieveSettings
 
-    return option(HITS, "passages retrieved per DQ", min=1)
+    return option(RetrieveSettings.hits, "passages retrieved per DQ", min=1)
 
 
 def passage_budget():
@@ -160,8 +160,8 @@ class DqsOptions:
 class LongOptions:
     """a long answer from the record's "dqs" (cq disambiguate; ToC)"""
 
-    n_passages: int | None = option(None, "top passages in the prompt [default: 5]", min=1, flag="--passages")
-    max_new_tokens: int | None = option(None, "tokens of the long answer [default: 160]", min=1)
+    n_passages: int = option(5, "top passages in the prompt", min=1, flag="--passages")
+    max_new_tokens: int = option(160, "tokens of the long answer", min=1)
     prompt: str | None = prompt_option()
 
 

@@ -10,22 +10,19 @@ from ...metrics.normalize import normalize_answer
 from ...registry import option
 from .. import prompts_disamb as P, templates
 from ..templates import Template
-from .parsing import _NUMBER, clean_question, dq_writer, model_option, template_option
-
-NEW_TOKENS = 128  # generation length when --max-new-tokens is not given
-
+from .parsing import _NUMBER, clean_question, dq_writer, model_option, template_option, tokens_option
 
 @dataclass(frozen=True)
 class DisambigFirstOptions:
     """AmbigQA's DISAMBIG-FIRST: closed-book DQs (no answers) for the questions cq detect labelled ambiguous; the others keep their question (then cq answer --mode dqs)"""
 
     model: str = model_option()
-    max_new_tokens: int | None = option(None, f"generation length [default: {NEW_TOKENS}]", min=1)
+    max_new_tokens: int = tokens_option(128)
     prompt: str | None = template_option()
 
     @property
     def new_tokens(self) -> int:
-        return self.max_new_tokens or NEW_TOKENS
+        return self.max_new_tokens
 
     def params(self) -> dict:
         return {"method": "disambig-first", "max_new_tokens": self.new_tokens}

@@ -27,8 +27,8 @@ def passage_words_option():
     return option(80, "each passage cut to its first this-many words", min=10)
 
 
-def tokens_option():
-    return option(None, "generation length [default: 40 for qd, 128 for rac]", min=1)
+def tokens_option(default: int):
+    return option(default, "generation length", min=1)
 
 
 def template_option():

@@ -22,7 +22,6 @@ from .parsing import (NEED_PASSAGES, clean_question, dq_writer, model_option, pa
                       template_option, tokens_option)
 
 NEED_ANSWERS = "run `cq answer --mode multi` first: --method qd writes one DQ per predicted answer"
-NEW_TOKENS = 40  # generation length when --max-new-tokens is not given
 
 
 @dataclass(frozen=True)
@@ -32,7 +31,7 @@ class QdOptions:
     model: str = model_option()
     n_passages: int = passages_option()
     passage_words: int = passage_words_option()
-    max_new_tokens: int | None = tokens_option()
+    max_new_tokens: int = tokens_option(40)
     prompt: str | None = template_option()
     layout: str = option("cq", "prompt order: cq (passages, question, answer, others) or ambigqa (the released "
                                "input's: target answer, question, other answers, passages)", choices=("cq", "ambigqa"))
@@ -49,7 +48,7 @@ class QdOptions:
 
     @property
     def new_tokens(self) -> int:
-        return self.max_new_tokens or NEW_TOKENS
+        return self.max_new_tokens
 
     def params(self) -> dict:
         """``meta.disambiguate``'s settings; of AmbigQA's input settings only those not at cq's default, so

@@ -22,9 +22,6 @@ from ..tree import MAX_DEPTH, MAX_FAILURES, MAX_NODES, Tree, TreeLimits, answer_
 from .parsing import (DQS, NEED_PASSAGES, TREE, loaded, method_info, model_option, parse_pairs, passage_words_option,
                       passages_option, require_questions, template_option, tokens_option)
 
-NEW_TOKENS = 128  # generation length when --max-new-tokens is not given
-
-
 @dataclass(frozen=True)
 class RacOptions:
     """few-shot DQ/answer pairs from the passages (Tree of Clarifications)"""
@@ -32,7 +29,7 @@ class RacOptions:
     model: str = model_option()
     n_passages: int = passages_option()
     passage_words: int = passage_words_option()
-    max_new_tokens: int | None = tokens_option()
+    max_new_tokens: int = tokens_option(128)
     prompt: str | None = template_option()
     shots_file: str | None = option(None, "JSONL records with gold.dqs to pick k-shot examples from by question "
                                           "similarity [default: built-in examples]", flag="--shots", metavar="FILE")
@@ -51,7 +48,7 @@ class RacOptions:
 
     @property
     def new_tokens(self) -> int:
-        return self.max_new_tokens or NEW_TOKENS
+        return self.max_new_tokens
 
     @property
     def limits(self) -> TreeLimits:

@@ -370,10 +370,13 @@ def default_method(model: str | None) -> str:
     return "llm" if model else "pred-answers"
 
 
-def build(method: str = "llm", all_records: bool = False, config=None, **settings) -> Callable[[list[dict]], list[dict]]:
+def build(method: str | None = None, all_records: bool = False, config=None,
+          **settings) -> Callable[[list[dict]], list[dict]]:
     """The gen-cq stage as a batch function (records -> records), e.g. ``build("from-dqs", all_records=True)``
     or ``build("llm", model=..., options="grounded")``; ``settings`` are the method's options (its
-    schema; a misspelled one is an error)."""
+    schema; a misspelled one is an error). No ``method``: `cq gen-cq`'s rule (:func:`default_method`: llm when
+    ``model`` names one, else pred-answers)."""
+    method = method or default_method(settings.get("model"))
     return stage_fn(gen_cq_batch, "gen-cq", method, CQ_METHODS, config, settings, "method", all_records=all_records)
 
 
