@@ -7,7 +7,7 @@
 #              is not counted); make's -jN, OMP_NUM_THREADS, and whether any of those stages ran under -jN>1
 #   F.cq.json  the run record of `cq --resume` (configuration, models, records read and written)
 #   F.log      the full command of each attempt and everything it wrote on stderr (the terminal shows one short
-#              line per cell and those lines shortened: bench/grid.py)
+#              line per cell and those lines shortened: bench/grid/cell.py)
 # A stage writes F.part through `--resume F.part`, then renames it: a killed `make compare`
 # continues each stage after the last record it wrote. A resumed stage's stage_s sums its attempts,
 # each counted up to the last record it wrote (the batch in flight at the kill is lost, not counted).
@@ -40,7 +40,7 @@
 # starting and loading its models, which is one thread's work; results do not depend on it (stages are
 # batch- and order-invariant, the generation cache is safe to share), only the cells' seconds are marked as
 # shared. SMOKE_JOBS=1 runs them one by one.
-# A smoke run also serves its cells' cq commands from one process (SERVE=1, bench/grid.py, cqtools/forkserver):
+# A smoke run also serves its cells' cq commands from one process (SERVE=1, bench/grid/cell.py, cqtools/forkserver):
 # it imports torch, transformers and cqtools once and runs each command in a forked child, with the records
 # and stderr a process of its own writes; a 5-question cell otherwise spends most of its time importing them
 # (docs/benchmarks/smoke.md). SERVE= runs every command in its own process.
@@ -108,7 +108,6 @@ S            := $(EXP)/scores
 P            := $(EXP)/pairs
 LLM          := --model $(MODEL_LLM) --device $(DEVICE)
 READER       := --model $(MODEL_READER) --device $(DEVICE)
-WALL         := $(BIN)/python bench/report.py wall
 RETRIEVERS   := bm25 $(if $(DENSE),dense hybrid)
 # The model tier's questions (first N_MODEL), retrieved and reranked: the input of every model cell.
 RR           := $(EXP)/ambignq.m.rr.jsonl
@@ -140,17 +139,17 @@ slurm = $(if $(SLURM),srun --job-name=cq-$(notdir $@) --ntasks=1 $(SLURM_OPTS) $
 # What a run shows: each cell (every file made through $(call cell,COMMAND): stages, scores, paired comparisons,
 # the index) prints one line, "cell k/N  3m10s elapsed, ~25m00s left  ambignq.det.llm.jsonl (cq detect)", and the
 # lines its command writes on stderr, shortened, under its name; the full command and its whole stderr go to the
-# cell's log file, F.log ($(INDEX).log for the index). bench/grid.py runs it. N is counted by a dry run (make -n)
+# cell's log file, F.log ($(INDEX).log for the index). bench/grid/cell.py runs it. N is counted by a dry run (make -n)
 # of the goal when it is compare, exp-* or pairs (and not under make -n itself); other goals print "cell k" alone.
-GRID := $(BIN)/python bench/grid.py run
-cell = $(GRID) $(or $(2),$@) -- '$(subst ','\'',$(strip $(1)))'
+GRID := $(BIN)/python bench/grid/cell.py run
+cell = $(GRID) $(if $(3),--input $(3) )$(or $(2),$@) -- '$(subst ','\'',$(strip $(1)))'
 GRID_GOALS ?= $(filter compare exp-% pairs,$(MAKECMDGOALS))
 ifeq ($(CQ_GRID_COUNTING)$(findstring n,$(firstword -$(MAKEFLAGS))),)
 export CQ_GRID_START := $(shell date +%s.%N)
 export CQ_GRID_LOG   := $(abspath $(EXP))/cells.log
 ifneq ($(GRID_GOALS),)
 export CQ_GRID_TOTAL := $(shell CQ_GRID_COUNTING=1 MAKEFLAGS='-- $(subst ','\'',$(MAKEOVERRIDES))' \
-  $(MAKE) -n --no-print-directory $(GRID_GOALS) 2>/dev/null | grep -c 'bench/grid.py run ')
+  $(MAKE) -n --no-print-directory $(GRID_GOALS) 2>/dev/null | grep -c 'bench/grid/cell.py run ')
 endif
 endif
 
@@ -160,17 +159,13 @@ endif
 define stage
 	@mkdir -p $(dir $@)
 	@if [ $@.part -ot $< ] || [ ! -e $@.part.cq.json ]; then rm -f $@.part $@.part.cq.json; fi
-	@$(WALL) start $@
-	@$(call cell,$(GEN_ENV) $(call slurm,$(1))$(1) --resume $@.part < $<)
-	@$(WALL) stop $@ $< && mv $@.part $@ && mv $@.part.cq.json $@.cq.json && rm -f $@.part.attempts $@.part.cq.lock
+	@$(call cell,$(GEN_ENV) $(call slurm,$(1))$(1) --resume $@.part < $<,,$<) && mv $@.part $@ && mv $@.part.cq.json $@.cq.json && rm -f $@.part.attempts $@.part.cq.lock
 	@{ cat $<.cmd 2>/dev/null || echo '# input: $<'; echo '  | $(subst $(CQ),cq,$(strip $(1)))'; } > $@.cmd
 endef
 
 # $(call first,N): the first N records of the first prerequisite (a tier of questions), with its .cmd and .wall.
 define first
-	@$(WALL) start $@
-	@$(call cell,head -n $(1) $< > $@.part)
-	@$(WALL) stop $@ $< && mv $@.part $@ && rm -f $@.part.attempts
+	@$(call cell,head -n $(1) $< > $@.part,,$<) && mv $@.part $@ && rm -f $@.part.attempts
 	@{ cat $<.cmd; echo '  | head -n $(1)'; } > $@.cmd
 endef
 
@@ -188,9 +183,7 @@ CI              := --ci --n-boot $(N_BOOT) --seed 0
 # target.cmd and target.wall (scoring counted in the cell's wall time).
 define score
 	@mkdir -p $(dir $@)
-	@$(WALL) start $@
-	@$(call cell,$(GEN_ENV) $(call slurm,$(SCORE_$(1)))$(CQ) score --task $(1) $(CI) $(SCORE_$(1)) < $< > $@.part)
-	@$(WALL) stop $@ $< && mv $@.part $@ && rm -f $@.part.attempts
+	@$(call cell,$(GEN_ENV) $(call slurm,$(SCORE_$(1)))$(CQ) score --task $(1) $(CI) $(SCORE_$(1)) < $< > $@.part,,$<) && mv $@.part $@ && rm -f $@.part.attempts
 	@{ cat $<.cmd 2>/dev/null; echo '  | cq score --task $(1) $(strip $(CI) $(SCORE_$(1)))'; } > $@.cmd
 endef
 
@@ -198,9 +191,7 @@ endef
 # Its timing files sit beside the index directory ($(INDEX).wall): `cq index --overwrite` replaces
 # only an index, never a directory holding other files.
 $(INDEX)/cq_index.json: | $(STAMP)
-	@$(WALL) start $(INDEX)
-	@$(call cell,$(call slurm,$(if $(DENSE),--device))$(CQ) index --corpus $(DATA)/corpus/passages.jsonl --out $(INDEX) $(if $(DENSE),--dense) --overwrite,$(INDEX))
-	@$(WALL) stop $(INDEX) $(DATA)/corpus/passages.jsonl && rm -f $(INDEX).part.attempts
+	@$(call cell,$(call slurm,$(if $(DENSE),--device))$(CQ) index --corpus $(DATA)/corpus/passages.jsonl --out $(INDEX) $(if $(DENSE),--dense) --overwrite,$(INDEX),$(DATA)/corpus/passages.jsonl) && rm -f $(INDEX).part.attempts
 
 # Questions the shared corpus was built for (its source_qid): selection of the evaluation set only.
 COVERED_IDS = $(BIN)/python -c "import json,sys; [print(i) for i in sorted({json.loads(l)['source_qid'] for l in open(sys.argv[1])})]" \
@@ -211,9 +202,7 @@ $(EXP)/covered.ids: | $(STAMP)
 
 CONVERT_AMBIGNQ := cq convert ambignq $(DATA)/ambignq/dev_light.json --ids $(EXP)/covered.ids $(if $(N_ALL),--limit $(N_ALL)) --silver-cq
 $(EXP)/ambignq.jsonl: $(EXP)/covered.ids
-	@$(WALL) start $@
-	@$(call cell,$(BIN)/$(CONVERT_AMBIGNQ) -o $@.part)
-	@$(WALL) stop $@ $< && mv $@.part $@ && rm -f $@.part.attempts
+	@$(call cell,$(BIN)/$(CONVERT_AMBIGNQ) -o $@.part,,$<) && mv $@.part $@ && rm -f $@.part.attempts
 	@echo '$(CONVERT_AMBIGNQ)' > $@.cmd
 
 # The model tier: the first N_MODEL of the same questions.
@@ -222,9 +211,7 @@ $(EXP)/ambignq.m.jsonl: $(EXP)/ambignq.jsonl
 
 CONVERT_ASQA := cq convert asqa $(DATA)/asqa/dev.json --ids $(EXP)/covered.ids --limit $(N_ASQA)
 $(EXP)/asqa.jsonl: $(EXP)/covered.ids
-	@$(WALL) start $@
-	@$(call cell,$(BIN)/$(CONVERT_ASQA) -o $@.part)
-	@$(WALL) stop $@ $< && mv $@.part $@ && rm -f $@.part.attempts
+	@$(call cell,$(BIN)/$(CONVERT_ASQA) -o $@.part,,$<) && mv $@.part $@ && rm -f $@.part.attempts
 	@echo '$(CONVERT_ASQA)' > $@.cmd
 
 RETRIEVED := $(foreach q,ambignq asqa,$(foreach m,$(RETRIEVERS),$(EXP)/$(q).ret.$(m).jsonl)) $(EXP)/ambignq.m.ret.bm25.jsonl
@@ -455,9 +442,7 @@ tune-refuel-threshold: $(TUNE)/ambignq.refuel.jsonl
 CLAM_ORACLE := $(CQ) oracle --preset clam $(LLM)
 CLAM_ANSWER := $(CQ) answer --preset clam $(LLM)
 $(EXP)/clam.jsonl: $(RR)
-	@$(WALL) start $@
-	@$(call cell,$(CQ) oracle --expand -o $@.part < $<)
-	@$(WALL) stop $@ $< && mv $@.part $@ && rm -f $@.part.attempts
+	@$(call cell,$(CQ) oracle --expand -o $@.part < $<,,$<) && mv $@.part $@ && rm -f $@.part.attempts
 	@{ cat $<.cmd; echo '  | cq oracle --expand'; } > $@.cmd
 $(EXP)/clam.never.jsonl: $(EXP)/clam.jsonl
 	$(call stage,$(CLAM_ANSWER))
@@ -540,7 +525,7 @@ exp-toc: $(foreach c,$(TOC) asqa.toc.preset.bm25,$(S)/$(c).json) $(foreach m,$(R
 
 # ---- paired comparisons: cq score --paired B < A on the ids both score --------------------------
 # $(call pair,TASK,A,B): $(P)/A--B.json, the paired bootstrap of B - A for every metric of TASK
-# (pairs across tiers compare on the model tier's questions). bench/report.py writes one sentence each.
+# (pairs across tiers compare on the model tier's questions). bench/grid/report.py writes one sentence each.
 define pair
 $(P)/$(2)--$(3).json: $(EXP)/$(2).jsonl $(EXP)/$(3).jsonl
 	@mkdir -p $$(dir $$@)
@@ -584,17 +569,17 @@ pairs: $(PAIRS)
 # PARTIAL='why'` writes it from the cells finished so far and says so (make compare resumes the rest).
 define report
 	@echo 'report  $(RESULTS)'
-	@$(BIN)/python bench/report.py results --scores $(S) --pairs $(P) --out $(RESULTS) \
+	@$(BIN)/python bench/grid/report.py results --scores $(S) --pairs $(P) --out $(RESULTS) \
 	  --command 'make compare $(if $(N_ALL),N_ALL=$(N_ALL) )N_MODEL=$(N_MODEL) N_ASQA=$(N_ASQA) N_TOC=$(N_TOC)$(if $(N_DEEP), N_DEEP=$(N_DEEP))' \
 	  --tiers "$$(wc -l < $(EXP)/ambignq.jsonl),$$(cat $(EXP)/ambignq.m.jsonl 2>/dev/null | wc -l),$$(cat $(EXP)/asqa.jsonl 2>/dev/null | wc -l),$$(cat $(EXP)/asqa.t.jsonl 2>/dev/null | wc -l),$$(cat $(RR_DEEP) 2>/dev/null | wc -l)" \
 	  --models 'LLM $(MODEL_LLM); extractive reader $(MODEL_READER); reranker $(MODEL_RERANK); detector $(MODEL_DETECT) (--passages $(DETECT_PASSAGES))' \
 	  --device $(DEVICE) --index-wall $(INDEX).wall $(if $(PARTIAL),--partial '$(PARTIAL)')
-	@$(BIN)/python bench/figures.py --scores $(S) --pairs $(P) --out $(dir $(RESULTS))figures
+	@$(BIN)/python bench/grid/figures.py --scores $(S) --pairs $(P) --out $(dir $(RESULTS))figures
 endef
 
 compare: exp-askcq exp-ambigqa exp-refuel exp-clam exp-toc pairs
 	$(report)
-	@$(BIN)/python bench/grid.py stop
+	@$(BIN)/python bench/grid/cell.py stop
 
 report:
 	$(report)

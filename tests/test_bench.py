@@ -1,5 +1,5 @@
 """The benchmark scripts (bench/): each starts, every cqtools name it imports exists, and the
-cheapest path of each runnable one works on tiny data. bench/report.py reads real `cq score`
+cheapest path of each runnable one works on tiny data. bench/grid/report.py reads real `cq score`
 summaries of the fixtures; determinism.py and retrieve.py (slow) run at their smallest sizes."""
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ import pytest
 from .conftest import FIXTURES, ROOT
 
 BENCH = ROOT / "bench"
-SCRIPTS = sorted(p.name for p in BENCH.glob("*.py") if p.name not in {"__init__.py", "common.py", "floor.py"})
+SCRIPTS = sorted(p.name for p in BENCH.glob("*.py") if p.name not in {"__init__.py", "common.py"}) + sorted(
+    f"grid/{p.name}" for p in (BENCH / "grid").glob("*.py") if p.name not in {"__init__.py", "floor.py", "wall.py"})
 
 
 def bench(script: str, *args: str, timeout: int = 600, makeflags: str = "") -> subprocess.CompletedProcess:
@@ -37,7 +38,7 @@ def test_every_script_starts(script):
     assert result.stdout.startswith("usage:")
 
 
-@pytest.mark.parametrize("script", SCRIPTS + ["common.py"])
+@pytest.mark.parametrize("script", SCRIPTS + ["common.py", "grid/floor.py", "grid/wall.py"])
 def test_every_imported_cqtools_name_exists(script):
     """Names imported inside functions too (the scripts import late): a refactor that moves one breaks
     the benchmark only when it runs, hours in; this finds it now."""
@@ -97,39 +98,39 @@ def test_report_on_real_score_summaries(tmp_path):
         if name == "ambignq.det.never":
             Path(out + ".part.cq.json").write_text("{}")
             Path(out + ".part").write_text("")
-            assert bench("report.py", "wall", "start", out).returncode == 0
+            assert bench("grid/report.py", "wall", "start", out).returncode == 0
             started = orjson.loads(Path(out + ".part.attempts").read_bytes())[0][0]
             os.utime(out + ".part", (started + 5, started + 5))
         for args in (("start", out), ("stop", out, str(upstream))):
-            result = bench("report.py", "wall", *args)
+            result = bench("grid/report.py", "wall", *args)
             assert result.returncode == 0, result.stderr
     never_wall = orjson.loads(Path(scores / "ambignq.det.never.json.wall").read_bytes())
     assert never_wall["attempts"] == 2 and never_wall["resumed"] and 105 <= never_wall["total_s"] < 110
     assert never_wall["jobs"] == 1 and not never_wall["shared"]
     # a stage run under make -j2 is marked, and so is every stage that reads it
     side = str(tmp_path / "side.jsonl")
-    assert bench("report.py", "wall", "start", side).returncode == 0
-    assert bench("report.py", "wall", "stop", side, str(upstream), makeflags=" -j2 --jobserver-auth=3,4").returncode == 0
-    assert bench("report.py", "wall", "start", side + ".next").returncode == 0
-    assert bench("report.py", "wall", "stop", side + ".next", side).returncode == 0
-    from bench.report import fmt_wall, read_wall
+    assert bench("grid/report.py", "wall", "start", side).returncode == 0
+    assert bench("grid/report.py", "wall", "stop", side, str(upstream), makeflags=" -j2 --jobserver-auth=3,4").returncode == 0
+    assert bench("grid/report.py", "wall", "start", side + ".next").returncode == 0
+    assert bench("grid/report.py", "wall", "stop", side + ".next", side).returncode == 0
+    from bench.grid.report import fmt_wall, read_wall
     assert read_wall(side + ".wall")["jobs"] == 2 and fmt_wall(read_wall(side + ".next.wall")).endswith("‡")
     assert not read_wall(side + ".wall")["gen_cache"]
     # a stage that read generations from the grid's cache (cq wrote F.gencache) is marked, and so is
     # every stage that reads it; one that only added to the cache is not; a fresh start forgets old counts
     cached, filled = str(tmp_path / "cached.jsonl"), str(tmp_path / "filled.jsonl")
     for out, counts in ((cached, '{"hits": 3, "added": 1}'), (filled, '{"hits": 0, "added": 9}')):
-        assert bench("report.py", "wall", "start", out).returncode == 0
+        assert bench("grid/report.py", "wall", "start", out).returncode == 0
         Path(out + ".gencache").write_text(counts)
-        assert bench("report.py", "wall", "stop", out, str(upstream)).returncode == 0
-    assert bench("report.py", "wall", "start", cached + ".next").returncode == 0
-    assert bench("report.py", "wall", "stop", cached + ".next", cached).returncode == 0
+        assert bench("grid/report.py", "wall", "stop", out, str(upstream)).returncode == 0
+    assert bench("grid/report.py", "wall", "start", cached + ".next").returncode == 0
+    assert bench("grid/report.py", "wall", "stop", cached + ".next", cached).returncode == 0
     assert read_wall(cached + ".wall")["gen_cache_hits"] == 3 and fmt_wall(read_wall(cached + ".next.wall")).endswith("§")
     assert not read_wall(filled + ".wall")["gen_cache"] and not fmt_wall(read_wall(filled + ".wall")).endswith("§")
-    assert bench("report.py", "wall", "start", cached).returncode == 0 and not Path(cached + ".gencache").exists()
+    assert bench("grid/report.py", "wall", "start", cached).returncode == 0 and not Path(cached + ".gencache").exists()
 
     out = tmp_path / "results.md"
-    result = bench("report.py", "results", "--scores", str(scores), "--pairs", str(pairs), "--out", str(out),
+    result = bench("grid/report.py", "results", "--scores", str(scores), "--pairs", str(pairs), "--out", str(out),
                    "--tiers", "30,20,10", "--command", "make compare N=30", timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"wrote {out} (4 cells)"
@@ -137,7 +138,7 @@ def test_report_on_real_score_summaries(tmp_path):
     assert "on 30 covered AmbigNQ dev questions" in text and "on the first 20 of them" in text
     assert "first 10 covered ASQA" in text and "bootstrap 95% interval" in text and "deep reranked pool" not in text
     deep = tmp_path / "results-deep.md"  # a smoke run's deep-pool cells on fewer questions (N_DEEP) say so
-    assert bench("report.py", "results", "--scores", str(scores), "--out", str(deep), "--tiers", "30,20,10,1,2",
+    assert bench("grid/report.py", "results", "--scores", str(scores), "--out", str(deep), "--tiers", "30,20,10,1,2",
                  "--command", "make compare N=30 N_DEEP=2", timeout=120).returncode == 0
     assert "on the first 20 of them; the cells that read the deep reranked pool (the AmbigQA, AskCQ and REFUEL " \
            "presets) on the first 2 of those" in deep.read_text()
@@ -174,7 +175,7 @@ def test_report_on_real_score_summaries(tmp_path):
     assert "Partial run" not in text
 
     partial = tmp_path / "partial.md"
-    result = bench("report.py", "results", "--scores", str(scores), "--out", str(partial), "--tiers", "30,0,0",
+    result = bench("grid/report.py", "results", "--scores", str(scores), "--out", str(partial), "--tiers", "30,0,0",
                    "--partial", "stopped after the cheap tier", timeout=120)
     assert result.returncode == 0, result.stderr
     assert "**Partial run** (stopped after the cheap tier)" in partial.read_text()
@@ -271,7 +272,7 @@ def test_gpu_comparison_and_render(tmp_path):
 
 
 def test_a_cells_preset_is_read_from_its_pipeline(tmp_path):
-    from bench.report import preset_of
+    from bench.grid.report import preset_of
 
     cmd = tmp_path / "c.json.cmd"
     cmd.write_text("# input\n  | cq detect --preset clam --model m\n  | cq gen-cq --preset clam\n  | cq oracle\n")
@@ -302,10 +303,10 @@ def test_a_cell_at_the_floor_says_why_from_its_records(tmp_path):
         cell.write_text("".join(orjson.dumps(r).decode() + "\n" for r in recs))
         out = str(scores / f"{name}.json")
         Path(out).write_text(cq("score", "--task", task, "--ci", "--n-boot", "50", stdin=cell.read_text()))
-        assert bench("report.py", "wall", "start", out).returncode == 0
-        assert bench("report.py", "wall", "stop", out, str(cell)).returncode == 0
+        assert bench("grid/report.py", "wall", "start", out).returncode == 0
+        assert bench("grid/report.py", "wall", "stop", out, str(cell)).returncode == 0
     page = tmp_path / "results.md"
-    result = bench("report.py", "results", "--scores", str(scores), "--out", str(page), timeout=120)
+    result = bench("grid/report.py", "results", "--scores", str(scores), "--out", str(page), timeout=120)
     assert result.returncode == 0, result.stderr
     rows = {line.split("]")[0].lstrip("| ["): line for line in page.read_text().splitlines() if line.startswith("| [")}
     n_clam = len(clam_gold[:5])

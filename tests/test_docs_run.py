@@ -397,11 +397,15 @@ def test_make_compare_n5_is_a_smoke_run_that_trains_nothing_and_builds_no_dense_
     assert len(indexes) == 1 and "--dense" not in indexes[0] and f"{tmp_path}/w/exp-index-bm25" in indexes[0]
     assert "--method dense" not in plan and "--method hybrid" not in plan
     assert "--preset disambig-first --retriever bm25" in plan  # its preset's dense searcher has no index here
-    assert "bench/report.py results" in plan and "N_MODEL=5" in plan
+    assert "bench/grid/report.py results" in plan and "N_MODEL=5" in plan
     # the cells that read the deep pool (the presets' 1,024-token prompts, REFUEL's loop) and ToC's loop on one
     # question: on five they took most of the smoke run
-    # (each cell's command runs through bench/grid.py: `grid.py run OUT -- 'CQ_GEN_CACHE=... cq ... < INPUT'`)
-    commands = [line.split(" -- ", 1)[-1].strip("'") for line in plan.splitlines() if "bench/grid.py run " in line]
+    # (each cell's command runs through bench/grid/cell.py: `cell.py run OUT -- 'CQ_GEN_CACHE=... cq ... < INPUT'`,
+    # then make's renames after `&&`: the command is the first shell word after `--`)
+    import shlex
+
+    commands = [shlex.split(line.split(" -- ", 1)[-1])[0] for line in plan.splitlines()
+                if "bench/grid/cell.py run " in line]
     deep = [c for c in commands if c.startswith("CQ_GEN_CACHE=") and "< " in c and "/ambignq.m.rr.deep" in c.split("< ")[-1]]
     assert len(deep) == 3 and all(c.endswith("ambignq.m.rr.deep.first1.jsonl") for c in deep), deep
     assert any("answer --preset refuel" in line for line in deep) and "toc_1-deep_1/" in plan

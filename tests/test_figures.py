@@ -1,5 +1,5 @@
 """Issue 37, item 9: `make compare` writes figures next to results.md: a forest plot of each task's intervals
-and one of the paired differences (bench/figures.py)."""
+and one of the paired differences (bench/grid/figures.py)."""
 import json
 import subprocess
 import sys
@@ -21,7 +21,7 @@ def test_figures_are_forest_plots_of_the_intervals_and_paired_differences(tmp_pa
                                                                             auroc=[78.2, 66.7, 87.5])))
     (pairs / "a--b.json").write_text(json.dumps({"task": "cbqa", "metrics": {"f1": {"diff": 3.7, "low": 1.1,
                                                                                      "high": 6.3}}}))
-    run = subprocess.run([sys.executable, str(ROOT / "bench" / "figures.py"), "--scores", str(scores), "--pairs",
+    run = subprocess.run([sys.executable, str(ROOT / "bench" / "grid" / "figures.py"), "--scores", str(scores), "--pairs",
                           str(pairs), "--out", str(tmp_path / "figures")], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     for name in ("forest-cbqa.png", "forest-detect.png", "forest-pairs.png"):
@@ -32,7 +32,7 @@ def test_make_compare_writes_the_figures_next_to_results_md():
     run = subprocess.run(["make", "-n", "report", "N=5", "CHECK_CHECKOUT=0"], cwd=ROOT, capture_output=True, text=True,
                          timeout=120)
     out = report_path("N=5")
-    assert f"bench/figures.py --scores" in run.stdout and f"--out {out.rsplit('/', 1)[0]}/figures" in run.stdout
+    assert f"bench/grid/figures.py --scores" in run.stdout and f"--out {out.rsplit('/', 1)[0]}/figures" in run.stdout
 
 
 def test_score_plot_adds_a_calibration_diagram(runner, tmp_path):

@@ -132,10 +132,10 @@ def test_one_socket_per_environment_in_a_private_folder(tmp_path):
 
 
 def test_the_grid_starts_a_server_and_its_cells_run_there(tmp_path, capsys):
-    """bench/grid.py with CQ_GRID_SERVE: the first cell starts this environment's server (cq-server.log beside
+    """bench/grid/cell.py with CQ_GRID_SERVE: the first cell starts this environment's server (cq-server.log beside
     the run's log); a cell started once it listens runs in it; `grid.py stop` stops it."""
     sys.path.insert(0, str(ROOT))
-    from bench import grid
+    from bench.grid import cell as grid
 
     log = tmp_path / "exp" / "cells.log"
     env = _env(CQ_GRID_SERVE="1", CQ_GRID_LOG=str(log), CQ_GRID_START="1")

@@ -1,5 +1,5 @@
 """Issue 37, item 2: `make compare` prints "cell k/N" with the time elapsed and left, and short lines; the full
-command and the stage's whole stderr go to the cell's log file (bench/grid.py, experiments.mk)."""
+command and the stage's whole stderr go to the cell's log file (bench/grid/cell.py, experiments.mk)."""
 import re
 import subprocess
 import sys
@@ -8,7 +8,7 @@ from .conftest import ROOT
 
 sys.path.insert(0, str(ROOT))
 
-from bench import grid  # noqa: E402
+from bench.grid import cell as grid  # noqa: E402
 
 
 def test_the_cell_line_counts_cells_and_says_the_time_left_from_a_fake_clock():
@@ -55,13 +55,13 @@ def make(*args, timeout=120):
 def test_make_compare_counts_its_cells_and_echoes_no_full_command(tmp_path):
     where = (f"WORK={tmp_path}/w", f"CQ_MODELS={tmp_path}/models", "N=5")
     plan = make("-n", "compare", *where)
-    # every cq command of the grid runs through grid.py: make itself echoes none of them
+    # every cq command of the grid runs through bench/grid/cell.py: make itself echoes none of them
     commands = [line for line in plan.splitlines() if re.search(r"bin/cq (retrieve|rerank|detect|gen-cq|answer|"
                                                                r"disambiguate|oracle|score|index|convert)\b", line)]
     assert len(commands) > 100
-    assert all(line.startswith(".venv/bin/python bench/grid.py run ") for line in commands), \
-        [line for line in commands if "grid.py run" not in line][:3]
-    cells = plan.count("bench/grid.py run ")
+    assert all(line.startswith(".venv/bin/python bench/grid/cell.py run ") for line in commands), \
+        [line for line in commands if "cell.py run" not in line][:3]
+    cells = plan.count("bench/grid/cell.py run ")
     # the total a real run of the goal gets (passed to every cell as CQ_GRID_TOTAL): the same cells, under the
     # same command-line variables (N=5 makes fewer cells than the full grid)
     show = "grid-total: ; @echo total=$$CQ_GRID_TOTAL log=$$CQ_GRID_LOG"
@@ -82,3 +82,27 @@ def test_the_first_cells_of_the_grid_print_short_lines_and_log_the_command(tmp_p
     logged = (exp / "ambignq.jsonl.log").read_text()
     assert logged.startswith(f"$ .venv/bin/cq convert ambignq {shared_data}/ambignq/dev_light.json --ids {exp}/covered.ids")
     assert len((exp / "ambignq.jsonl").read_text().splitlines()) == 2
+
+
+def test_a_cell_is_one_process_with_its_wall_time(tmp_path):
+    """A cell's timing, run and log are one Python process (issue 43 item 6: it was three: report.py wall start,
+    grid.py run, report.py wall stop): `cell.py run F --input IN` writes F.wall, its total adding IN.wall's; a failed
+    command writes none."""
+    import json
+    import os
+
+    upstream = tmp_path / "in.jsonl"
+    (tmp_path / "in.jsonl.wall").write_text('{"stage_s": 10.0, "total_s": 10.0, "attempts": 1}')
+    out = tmp_path / "out.jsonl"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CQ_GRID")}
+    cell = [sys.executable, str(ROOT / "bench" / "grid" / "cell.py"), "run"]
+    done = subprocess.run([*cell, "--input", str(upstream), str(out), "--", f"echo x > {out}.part"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    wall = json.loads((tmp_path / "out.jsonl.wall").read_text())
+    assert wall["attempts"] == 1 and wall["input"] == str(upstream) and 10.0 <= wall["total_s"] < 15.0
+    failed = subprocess.run([*cell, "--input", str(upstream), str(tmp_path / "bad.jsonl"), "--", "exit 4"], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert failed.returncode == 4 and not (tmp_path / "bad.jsonl.wall").exists()
+    plan = (ROOT / "experiments.mk").read_text()
+    assert "report.py wall" not in plan and "$(WALL)" not in plan

@@ -66,7 +66,7 @@ def test_the_smoke_grid_sends_every_llm_call_to_the_served_model(tmp_path, share
                           f"API_BASE={url}", "API_CONCURRENCY=2", "CHECK_CHECKOUT=0",
                           f"RESULTS={tmp_path}/results.md"], capture_output=True, text=True, timeout=3600, env=env)
     assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
-    log = "".join(p.read_text() for p in work.glob("exp-*/*.log"))  # each cell's whole stderr (bench/grid.py)
+    log = "".join(p.read_text() for p in work.glob("exp-*/*.log"))  # each cell's whole stderr (bench/grid/cell.py)
     loads = re.findall(r"cq: model (\S+) (.*)$", log, flags=re.MULTILINE)
     assert {m for m, _ in loads} - {"openai:fake"} <= set(LOCAL_NON_LLM), loads  # no local LLM loaded
     assert all(f"via the OpenAI-compatible API at {url}" in how for m, how in loads if m == "openai:fake")

@@ -16,7 +16,7 @@ terminal on stdin, or a cqtools source file changed since the server imported it
     python -m cqtools.forkserver PATH [--idle SECONDS]
 
 serves until it has had no run in flight and no request for SECONDS (default 600), then removes PATH; its
-log (what it refused and why) goes to its stderr. bench/grid.py starts one per ``make compare`` run
+log (what it refused and why) goes to its stderr. bench/grid/cell.py starts one per ``make compare`` run
 (experiments.mk's SERVE). client.py is cq's side, server.py the server's."""
 from __future__ import annotations
 

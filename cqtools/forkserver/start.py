@@ -1,4 +1,4 @@
-"""Starting and stopping a fork server for a run of many ``cq`` commands (bench/grid.py: make compare's cells).
+"""Starting and stopping a fork server for a run of many ``cq`` commands (bench/grid/cell.py: make compare's cells).
 
 One server per interpreter, cqtools and environment: its socket's name is a digest of them (the ``CQ_*``
 variables and the shell's own left out, as the server's check leaves them out), so a run with another

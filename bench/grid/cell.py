@@ -1,12 +1,15 @@
-"""`make compare`'s terminal: one short line per cell, the full command in the cell's log file.
+"""One cell of `make compare`, in one process: its wall time, its terminal line, its log file.
 
-    grid.py run F -- COMMAND    run COMMAND (a bash command line: the cell's pipeline stage, score or pair that
+    cell.py run [--input IN] F -- COMMAND
+                                run COMMAND (a bash command line: the cell's pipeline stage, score or pair that
                                 writes F) with its standard error going to F.log, after the full command; print
                                 "cell k/N  <elapsed> elapsed, ~<left> left  F (cq STAGE)" first, and each line the
                                 command writes on stderr shortened, under the cell's name. A failed command
-                                prints the end of F.log and where the rest is, and exits with its status.
+                                prints the end of F.log and where the rest is, and exits with its status. With
+                                --input, the cell's attempt is timed around the command (wall.py: F.wall, its
+                                total counting IN's), which took two more Python processes a cell before.
 
-k counts the cells this make run has started (every file it makes through `grid.py run`: stages, scores,
+k counts the cells this make run has started (every file it makes through `cell.py run`: stages, scores,
 paired comparisons, the index), N the cells it had to make when it began: experiments.mk counts them with a
 dry run (`make -n`) when the goal is `compare`, `exp-*` or `pairs` and passes CQ_GRID_TOTAL, CQ_GRID_START
 (when the run began) and CQ_GRID_LOG (the file each started cell is appended to, with the run's start). The
@@ -18,7 +21,7 @@ fork server (cqtools/forkserver): the first cell starts one for this environment
 CQ_GRID_LOG), the cells' commands get CQ_SERVER naming it, and each runs in a forked child of a process that
 imported torch, transformers and cqtools once, with the records a process of its own would write. Until the
 server listens (its imports take seconds), and for anything it refuses, cq runs in its own process.
-`grid.py stop` (the end of make compare) stops it; otherwise it stops after 2 minutes without a run.
+`cell.py stop` (the end of make compare) stops it; otherwise it stops after 2 minutes without a run.
 """
 from __future__ import annotations
 
@@ -30,6 +33,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from bench.grid.wall import wall_start, wall_stop  # noqa: E402
 
 WIDTH = 110  # a relayed stderr line is cut to this many characters on the terminal (F.log has it whole)
 TAIL = 15    # lines of F.log shown when a cell fails
@@ -130,8 +137,9 @@ def run(out: str, command: str, env=None, now=time.time) -> int:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="what", required=True)
-    one = sub.add_parser("run", help="run one cell: grid.py run F -- COMMAND")
+    one = sub.add_parser("run", help="run one cell: cell.py run [--input IN] F -- COMMAND")
     one.add_argument("out", help="the file the cell makes (F.log gets its command and stderr)")
+    one.add_argument("--input", metavar="IN", help="time the cell: F.wall, its total adding IN.wall's (wall.py)")
     one.add_argument("command", nargs=argparse.REMAINDER, help="-- then the bash command line")
     sub.add_parser("stop", help="stop this environment's fork server (CQ_GRID_SERVE), if one runs")
     args = ap.parse_args(argv)
@@ -144,7 +152,12 @@ def main(argv=None) -> None:
     words = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not words:
         ap.error("run F -- COMMAND: no command")
-    sys.exit(run(args.out, " ".join(words)))
+    if args.input:
+        wall_start(args.out)
+    code = run(args.out, " ".join(words))
+    if args.input and not code:
+        wall_stop(args.out, args.input)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ SCORE_NAMES = {"clam": "log p(True)", "llm": "log p(True) - log p(False)", "clas
 
 
 def records_of(scores_dir: Path, name: str) -> Path | None:
-    """The records a score summary was computed from: its F.wall's input (report.py wall stop), else the
+    """The records a score summary was computed from: its F.wall's input (wall.py wall_stop), else the
     grid's naming (EXP/NAME.jsonl beside EXP/scores, or NAME less its task suffix)."""
     wall = scores_dir / f"{name}.json.wall"
     if wall.exists():

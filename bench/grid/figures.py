@@ -3,7 +3,7 @@ main metrics with their bootstrap intervals (`cq score --ci` summaries), and one
 (`cq score --paired` outputs, B - A with its interval; the line at 0 is "no difference"). Detection's ROC
 and PR curves are `cq score --task detect --plot`'s.
 
-    python bench/figures.py --scores DIR --pairs DIR --out DIR
+    python bench/grid/figures.py --scores DIR --pairs DIR --out DIR
 """
 from __future__ import annotations
 
