@@ -94,8 +94,11 @@ def _open_parts(index_dir: str, method: str, encoder: str | None, config, fusion
         raise ResourceError(f"index {name} has no BM25 matrix (--bm25-scorer matrix); " + (
             f"rebuild it with `cq index --corpus FILE --out {name} --overwrite --bm25-matrix yes`" if docstore else
             "it is a plain Lucene index: only `cq index` builds carry one"))
+    from .matrix import open_scorer
+
+    scorer = open_scorer(os.path.join(root, matrix), k1, b) if matrix else None
     sparse = LuceneBM25(os.path.join(root, manifest.get("lucene") or LUCENE_DIR), k1=k1, b=b, docstore=docstore,
-                        matrix=os.path.join(root, matrix) if matrix else None)
+                        matrix=scorer)
     if method == "bm25":
         return sparse
     if not manifest.get("dense"):
