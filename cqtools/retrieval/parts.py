@@ -8,8 +8,9 @@ A part is registered in :data:`cqtools.registry.INDEX_PARTS` through the ``regis
   (cq's first), each seeing the entries of those before it in ``ctx.manifest``;
 * ``open(index: Index)``: the open part, read from ``index.path(...)`` and ``index.manifest``, with the
   search's options in ``index.options``: a Searcher when the class says ``searchable = True`` (then
-  ``cq retrieve --method NAME`` searches it alone and ``--method hybrid --parts A,B`` fuses it with any
-  other), else a helper another part opens (the BM25 matrix, a scorer of ``bm25``);
+  ``cq retrieve --method NAME`` searches it alone, so a plugin registers no searcher of that name, and
+  ``--method hybrid --parts A,B`` fuses it with any other), else a helper another part opens (the BM25
+  matrix, a scorer of ``bm25``);
 * optionally ``flag``: the ``cq index`` flag that builds it (named when an index lacks the part), and an
   options dataclass given to ``register(..., options=...)``: its fields are ``cq index`` flags.
 
