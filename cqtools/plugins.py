@@ -73,6 +73,11 @@ class Hooks:
         """Add retrieval methods (``cq retrieve --method``): factories returning a Searcher."""
 
     @hookspec
+    def register_index_parts(self, register):
+        """Add index parts (``cq index``, ``cq retrieve --method NAME`` / ``--parts``): classes with ``build`` and
+        ``open`` (cqtools/retrieval/parts.py)."""
+
+    @hookspec
     def register_oracles(self, register):
         """Add simulated users (``cq oracle --method``): factories returning an Oracle."""
 

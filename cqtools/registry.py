@@ -346,11 +346,13 @@ BACKENDS = Registry("model backend", "register_backends", option="--model PREFIX
 SCORE_TASKS = Registry("score task", "register_score_tasks", option="--task", context=("opts",))
 FORMATS = Registry("data format", "register_formats", option="FORMAT", context=("path",))
 TRAINERS = Registry("trainer", "register_trainers", option="cq train NAME")
+INDEX_PARTS = Registry("index part", "register_index_parts", option="--parts")
 WEIGHT_FORMATS = Registry("weight format", "register_weight_formats", option="a model's files",
                           context=("resolved", "role", "device", "dtype", "kind"))
 
-ALL = (DETECTORS, CQ_METHODS, ANSWER_MODES, READERS, SEARCHERS, ORACLES, DISAMBIGUATORS, BACKENDS, SCORE_TASKS,
-       FORMATS, WEIGHT_FORMATS, TRAINERS)
+ALL = (DETECTORS, CQ_METHODS, ANSWER_MODES, READERS, SEARCHERS, INDEX_PARTS, ORACLES, DISAMBIGUATORS, BACKENDS,
+       SCORE_TASKS, FORMATS, WEIGHT_FORMATS, TRAINERS)
 
-__all__ = ["Option", "option", "declared_as", "schema_of", "Method", "Registry", "ALL", "DETECTORS", "CQ_METHODS", "READERS", "SEARCHERS", "ORACLES", "ANSWER_MODES",
+__all__ = ["Option", "option", "declared_as", "schema_of", "Method", "Registry", "ALL", "DETECTORS", "CQ_METHODS",
+           "READERS", "SEARCHERS", "INDEX_PARTS", "ORACLES", "ANSWER_MODES",
            "DISAMBIGUATORS", "BACKENDS", "SCORE_TASKS", "FORMATS", "WEIGHT_FORMATS", "TRAINERS"]

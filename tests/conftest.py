@@ -64,6 +64,16 @@ def on_a_terminal(cmd: list[str], env: dict | None = None, timeout: int = 300) -
     return proc.wait(timeout=timeout), shown
 
 
+def install_plugin(name: str, target: Path) -> str:
+    """pip-install the plugin package tests/plugins/NAME into ``target`` (no index, no dependencies): put it on
+    PYTHONPATH and cq finds it through its entry points."""
+    import subprocess
+
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
+                    "--target", str(target), str(ROOT / "tests" / "plugins" / name)], check=True, capture_output=True)
+    return str(target)
+
+
 def jsonl(records) -> str:
     return "".join(orjson.dumps(r).decode() + "\n" for r in records)
 

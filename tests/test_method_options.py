@@ -14,9 +14,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from .conftest import ROOT, jsonl
+from .conftest import ROOT, install_plugin, jsonl
 
-PLUGINS = ROOT / "tests" / "plugins"
 QUESTIONS = [{"id": "a", "question": "Which city hosted the 2008 Summer Olympics?"},
              {"id": "b", "question": "Who played the Joker in the film that came out in 2019?"}]
 
@@ -93,10 +92,7 @@ def test_help_lists_each_method_option_with_its_default():
 
 @pytest.fixture(scope="module")
 def plugin_path(tmp_path_factory):
-    target = tmp_path_factory.mktemp("site")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-                    "--target", str(target), str(PLUGINS / "cq_demo_plugin")], check=True, capture_output=True)
-    return str(target)
+    return install_plugin("cq_demo_plugin", tmp_path_factory.mktemp("site"))
 
 
 def with_plugin(plugin_path, *args, input_text=""):

@@ -7,17 +7,12 @@ import sys
 import orjson
 import pytest
 
-from .conftest import ROOT, jsonl
-
-PLUGIN = ROOT / "tests" / "plugins" / "cq_demo_plugin"
+from .conftest import ROOT, install_plugin, jsonl
 
 
 @pytest.fixture(scope="module")
 def plugin_path(tmp_path_factory):
-    target = tmp_path_factory.mktemp("site")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                    "--no-index", "--target", str(target), str(PLUGIN)], check=True, capture_output=True)
-    return str(target)
+    return install_plugin("cq_demo_plugin", tmp_path_factory.mktemp("site"))
 
 
 def cq(args, plugin_path, input_text=""):

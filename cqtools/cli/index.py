@@ -1,4 +1,5 @@
-"""`cq index`: build a Pyserini Lucene (BM25) index and, with --dense, a faiss index."""
+"""`cq index`: build an index's parts (cqtools/retrieval/parts.py): a Pyserini Lucene (BM25) index, its
+BM25 matrix, with --dense a faiss index, and any part a plugin adds (its own flags)."""
 from __future__ import annotations
 
 import errno
@@ -7,18 +8,19 @@ import os
 import re
 import shutil
 import tempfile
-import time
 
 import click
 
-from .. import __version__
 from ..errors import ResourceError
 from ..jsonl import remove_stale
+from .method_flags import method_options
 from .options import compose, device_options, load_options
 from ..models.roles import ENCODER
+from ..registry import INDEX_PARTS
 from ..retrieval.base import MATRIX_MAX_PASSAGES
 
 log = logging.getLogger("cqtools")
+PART_OPTIONS, _ = method_options(INDEX_PARTS, skip=(), opt_flag=False)  # a plugin part's own flags
 
 
 @click.command(name="index")
@@ -45,9 +47,9 @@ log = logging.getLogger("cqtools")
               help="Replace an existing cq or Pyserini index. The new one is built beside it and swapped in only "
                    "when complete; any other non-empty directory is never touched.")
 @click.option("-q", "--quiet", is_flag=True, help="No info messages on stderr.")
-@compose(device_options, load_options)
+@compose(device_options, load_options, PART_OPTIONS)
 def cli(corpus, out_dir, dense, encoder, query_encoder, threads, batch_size, bm25_matrix, overwrite, quiet, device,
-        dtype):
+        dtype, **part_options):
     """Index a corpus for `cq retrieve`.
 
     The index is built in a temporary directory beside --out and moved into place only when
@@ -63,9 +65,8 @@ def cli(corpus, out_dir, dense, encoder, query_encoder, threads, batch_size, bm2
       cq index --corpus passages.jsonl --out idx-dpr --dense \\
         --encoder facebook/dpr-ctx_encoder-multiset-base
     """
-    from ..formats import iter_corpus
-    from ..retrieval import generation
-    from ..retrieval.base import DENSE_DIR, write_manifest
+    from ..config import current
+    from ..retrieval.parts import build_index
 
     if quiet:
         log.setLevel(logging.WARNING)
@@ -80,66 +81,14 @@ def cli(corpus, out_dir, dense, encoder, query_encoder, threads, batch_size, bm2
     name = os.path.basename(out_dir)
     remove_stale(parent, rf"^\.{re.escape(name)}\.(?:building|old)-(\d+)-")  # a killed build's leftovers
     build_dir = tempfile.mkdtemp(prefix=f".{name}.building-{os.getpid()}-", dir=parent)
+    settings = {"threads": threads, "device": device, "dense": dense, "encoder": encoder,
+                "query_encoder": query_encoder, "batch_size": batch_size, "bm25_matrix": bm25_matrix}
     try:
-        manifest = _bm25(corpus, build_dir, threads, bm25_matrix)
-        if dense:
-            from ..retrieval.dense import build_dense
-
-            start = time.perf_counter()
-            info = build_dense(iter_corpus(corpus), os.path.join(build_dir, DENSE_DIR), encoder, batch_size,
-                               device, query_encoder=query_encoder)
-            generation.write_dense(os.path.join(build_dir, DENSE_DIR), manifest["generation"])
-            info["seconds"] = round(time.perf_counter() - start, 2)
-            manifest["dense"] = info | {"dir": DENSE_DIR}
-            log.info("dense: encoded %d passages in %.1f s", info["passages"], info["seconds"])
-        write_manifest(build_dir, manifest)
+        build_index(corpus, build_dir, settings, part_options, current())
         _swap_in(build_dir, out_dir, replace)
     finally:
         if os.path.exists(build_dir):
             shutil.rmtree(build_dir, ignore_errors=True)
-
-
-def _bm25(corpus: str, build_dir: str, threads: int, bm25_matrix: str) -> dict:
-    """Build the Lucene index, its passage store and (``bm25_matrix``) its BM25 matrix: the manifest."""
-    from ..formats import iter_corpus
-    from ..retrieval import docstore as ds, generation
-    from ..retrieval.base import LUCENE_DIR
-    from ..retrieval.lucene import build_lucene
-
-    start = time.perf_counter()
-    build_id = generation.new()  # written into every half; searches compare them (retrieval/generation.py)
-    store = ds.DocStoreWriter(os.path.join(build_dir, ds.NAME), generation=build_id)
-    count = build_lucene(store.tee(iter_corpus(corpus)), os.path.join(build_dir, LUCENE_DIR), threads, docstore=store)
-    store.close()
-    manifest = {"corpus": os.path.abspath(corpus), "passages": count, "lucene": LUCENE_DIR, "docstore": ds.NAME,
-                "dense": None, "generation": build_id, "bm25_seconds": round(time.perf_counter() - start, 2),
-                "cqtools": __version__}
-    log.info("bm25: indexed %d passages in %.1f s", count, manifest["bm25_seconds"])
-    if bm25_matrix == "yes" or (bm25_matrix == "auto" and count <= MATRIX_MAX_PASSAGES):
-        manifest.update(_bm25_matrix(build_dir, required=bm25_matrix == "yes"))
-    return manifest
-
-
-def _bm25_matrix(build_dir: str, required: bool) -> dict:
-    """Write the index's BM25 matrix (:mod:`cqtools.retrieval.matrix`): its manifest entries."""
-    from ..retrieval import docstore as ds, matrix
-    from ..retrieval.base import LUCENE_DIR
-
-    start = time.perf_counter()
-    store = ds.DocStore(os.path.join(build_dir, ds.NAME), cache=0)  # each passage is read once
-    try:
-        why = matrix.build(os.path.join(build_dir, LUCENE_DIR), store, os.path.join(build_dir, matrix.FILE))
-    finally:
-        store.close()
-    if why and required:
-        raise ResourceError(f"--bm25-matrix yes: no BM25 matrix can be written for this corpus ({why}); pass "
-                            f"--bm25-matrix auto or no to index it without one (searches then use Lucene)")
-    if why:
-        log.warning("no BM25 matrix written (searches use Lucene): %s", why)
-        return {"bm25_matrix": None}
-    seconds = round(time.perf_counter() - start, 2)
-    log.info("bm25: matrix written in %.1f s", seconds)
-    return {"bm25_matrix": matrix.FILE, "bm25_matrix_seconds": seconds}
 
 
 def _is_index(path: str) -> bool:

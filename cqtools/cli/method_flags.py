@@ -20,10 +20,10 @@ def _method_help(pairs) -> str:
     return "; ".join(f"{m}: {o.help}" + (f" [default: {default(o)}]" if default(o) else "") for m, o in pairs)
 
 
-def method_options(*registries, skip: tuple[str, ...] = ("model",)):
+def method_options(*registries, skip: tuple[str, ...] = ("model",), opt_flag: bool = True):
     """The flags of every option the registries' methods declare (generated from their schemas: a
-    plugin's new option is a flag too), each unset unless given, plus ``-O KEY=VALUE`` for any
-    option; :func:`method_values` turns them into the chosen method's options."""
+    plugin's new option is a flag too), each unset unless given, plus (``opt_flag``) ``-O KEY=VALUE`` for
+    any option; :func:`method_values` turns them into the chosen method's options."""
     decls: dict[str, list] = {}
     for registry in registries:
         for method in registry.methods():
@@ -42,6 +42,8 @@ def method_options(*registries, skip: tuple[str, ...] = ("model",)):
         else:
             decorators.append(click.option(opts[0].cli_flag, name, type=click_type(opts), default=None,
                                            envvar=env, help=help_text, metavar=opts[0].metavar))
+    if not opt_flag:
+        return compose(*decorators), list(decls)
     decorators.append(click.option("-O", "--opt", "method_opts", multiple=True, callback=_opt_pairs,
                                    metavar="KEY=VALUE",
                                    help=f"An option of the chosen {' or '.join(r.kind for r in registries)} by its "

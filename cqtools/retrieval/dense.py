@@ -27,6 +27,11 @@ log = logging.getLogger("cqtools")
 DEFAULT_ENCODER = role("encoder").default
 
 
+def encoder_device(config) -> str:
+    """The query encoder's device: the run configuration's (``auto``: cpu, as before)."""
+    return "cpu" if config.device == "auto" else config.device
+
+
 def load_encoder(name: str, device: str = "cpu", role: str | None = None, config=None):
     """(resolved model, encoder) for dense retrieval from the model layer, loaded under the run configuration
     ``config`` (None: the process's): a DPR encoder when the checkpoint is one (``role``: "question" or "context"

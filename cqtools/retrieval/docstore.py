@@ -62,6 +62,16 @@ class DocStoreWriter:
         self.db.close()
 
 
+class StoredPassages:
+    """Passages by id from a passage store: what hits that carry ids only (dense ones) are filled from."""
+
+    def __init__(self, store):
+        self.docstore = store
+
+    def docs(self, ids: list[str]) -> dict[str, dict]:
+        return self.docstore.by_ids(ids)
+
+
 class DocStore:
     """``cache`` passages (by Lucene document number) stay in memory after their first read, the
     most recently used kept: at k=100 a batch of 32 questions asks for ~3,000 passages, and on a

@@ -1,4 +1,4 @@
-"""Hybrid retrieval: fuse a sparse and a dense ranking of the same query.
+"""Hybrid retrieval: fuse two rankings of the same query (a sparse and a dense one by default).
 
 ``rrf`` (default): reciprocal-rank fusion, score = sum over runs of 1 / (rrf_k + rank), rrf_k=60
 (Cormack et al. 2009; what ``pyserini.fusion`` computes).
@@ -43,25 +43,40 @@ def linear(sparse: list[dict], dense: list[dict], k: int, alpha: float = ALPHA) 
     return rank(fused, k)
 
 
+DEFAULT_PAIR = ("bm25", "dense")  # the index parts `cq retrieve --method hybrid` fuses without --parts
+
+
+def fuse(sides: list, parts: tuple[str, str], options: dict) -> HybridSearcher:
+    """Two searchers' hits fused by ``options["fusion"]`` (``alpha``: the first's weight)."""
+    return HybridSearcher(*sides, fusion=options["fusion"], alpha=options["alpha"],
+                          parts=None if parts == DEFAULT_PAIR else parts)
+
+
 class HybridSearcher:
-    def __init__(self, sparse, dense, fusion: str = FUSION, alpha: float = ALPHA, depth: int | None = None,
-                 rrf_k: int = 60):
-        self.sparse, self.dense = sparse, dense
+    """Two searchers' rankings of each query fused (by default an index's bm25 and dense parts; any two
+    searchable index parts with ``--parts``): ``linear`` weights the first by ``alpha``. ``parts``: their
+    names, recorded in the hits' meta when they are not the default pair."""
+
+    def __init__(self, first, second, fusion: str = FUSION, alpha: float = ALPHA, depth: int | None = None,
+                 rrf_k: int = 60, parts: tuple[str, str] | None = None):
+        self.first, self.second = first, second
         self.fusion, self.alpha, self.depth, self.rrf_k = fusion, alpha, depth, rrf_k
         self.params = {"fusion": fusion, "alpha": alpha if fusion == "linear" else None,
                        "rrf_k": rrf_k if fusion in ("rrf", "pool") else None,
-                       "depth": "k" if fusion == "pool" else depth or "max(2k, 100)"} \
-            | {"encoder": dense.params["encoder"]}
+                       "depth": "k" if fusion == "pool" else depth or "max(2k, 100)"}
+        encoders = [side.params["encoder"] for side in (first, second) if "encoder" in getattr(side, "params", {})]
+        self.params |= {"encoder": encoders[0]} if encoders else {}
+        self.params |= {"parts": list(parts)} if parts else {}
 
     def search(self, query: str, k: int) -> list[dict]:
         return self.batch_search([query], ["q"], k)["q"]
 
     def batch_search(self, queries, ids, k, threads=1):
         depth = k if self.fusion == "pool" else max(k, self.depth or max(2 * k, 100))  # candidates per side
-        sparse = self.sparse.batch_search(queries, ids, depth, threads)
-        dense = self.dense.batch_search(queries, ids, depth, threads)
+        first = self.first.batch_search(queries, ids, depth, threads)
+        second = self.second.batch_search(queries, ids, depth, threads)
         if self.fusion == "pool":  # every candidate of either side, none cut
-            return {i: rrf([sparse[i], dense[i]], 2 * k, self.rrf_k) for i in ids}
+            return {i: rrf([first[i], second[i]], 2 * k, self.rrf_k) for i in ids}
         if self.fusion == "rrf":
-            return {i: rrf([sparse[i], dense[i]], k, self.rrf_k) for i in ids}
-        return {i: linear(sparse[i], dense[i], k, self.alpha) for i in ids}
+            return {i: rrf([first[i], second[i]], k, self.rrf_k) for i in ids}
+        return {i: linear(first[i], second[i], k, self.alpha) for i in ids}

@@ -6,7 +6,6 @@ and transformers (10-13 s) in a command that only needs Lucene (~2 s with the JV
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import shutil
 import tempfile
@@ -22,7 +21,6 @@ from .base import B, K1, SWAPPED, contents, rank, spread  # noqa: F401 (contents
 from .ranking import (_parse, anserini_order, anserini_ties, parse_hits, ranked_passages, tie_scores,  # noqa: F401
                       tie_scores_rows)
 
-log = logging.getLogger("cqtools")
 MAX_CLAUSES = 1 << 16  # distinct terms a BM25 query may have (the input's longest question is far below)
 
 
@@ -112,20 +110,57 @@ def _commit_id(index_dir: str) -> str | None:
         reader.close()
 
 
+class LuceneScorer:
+    """Lucene's own BM25 hits for a batch of queries: Lucene's IndexSearcher with Anserini's analyzer,
+    bag-of-words query and BM25 similarity, the batch mapped in a Java pool of ``threads`` workers
+    (:func:`~.handles.async_map`), each query's hits read back as one string."""
+
+    def __init__(self, reader, k1: float, b: float):
+        self._searcher = jvm.autoclass("org.apache.lucene.search.IndexSearcher")(
+            jvm.cast("org.apache.lucene.index.IndexReader", reader))
+        self._searcher.setSimilarity(jvm.autoclass("org.apache.lucene.search.similarities.BM25Similarity")(
+            float(k1), float(b)))
+        self._analyzer = jvm.autoclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance()
+        self._generator = jvm.autoclass("io.anserini.search.query.BagOfWordsQueryGenerator")()
+        self._pools = {}  # threads -> Java ForkJoinPool
+        self._starts = {}  # (fetch depth, threads) -> async_map's (start, join)
+        self._as_list = jvm.autoclass("java.util.Arrays").asList  # a Python list of str -> a Java List
+        self._lock = threading.Lock()
+
+    def start(self, queries: list[str], fetch: int, threads: int):
+        """The Java future of the queries' hits, searched from now on in the pool."""
+        return self._async(fetch, threads)[0].apply(self._as_list(*queries))
+
+    def hits(self, queries: list[str], fetch: int, threads: int, started=None) -> list:
+        """Each query's top ``fetch`` (doc numbers, float32 scores) in Lucene's order (``started``: the
+        future :meth:`start` gave for these queries)."""
+        future = started if started is not None else self.start(queries, fetch, threads)
+        return [_parse(text) for text in self._async(fetch, threads)[1].apply(future)]
+
+    def _async(self, fetch: int, threads: int):
+        """:func:`async_map`'s (start, join) for this depth and pool size."""
+        with self._lock:  # Java objects built once per depth / pool size, never by two threads at once (jnius crashes)
+            key = fetch, threads
+            if key not in self._starts:
+                if threads not in self._pools:
+                    self._pools[threads] = jvm.autoclass("java.util.concurrent.ForkJoinPool")(int(threads))
+                function = top_docs_function(self._searcher, self._generator, self._analyzer, fetch)
+                self._starts[key] = async_map(function, self._pools[threads])
+            return self._starts[key]
+
+
 class LuceneBM25:
     """BM25 over a Lucene index, scored exactly as Anserini's searcher scores it.
 
-    With a docstore (every ``cq index``) queries go straight to Lucene's IndexSearcher with
-    Anserini's analyzer, bag-of-words query and BM25 similarity, a batch at a time in a Java pool of
-    ``threads`` workers (the next batch searched while Python handles this one: :meth:`prefetch`),
-    and hits are read from SQLite; with a BM25 matrix (``matrix``: its file, written by ``cq index``
-    for a small corpus) only the queries' analysis runs in the JVM and the scores, Lucene's to the
-    bit, come from :mod:`.matrix`. Without one (a Pyserini index built
-    elsewhere, Pyserini's prebuilt ones) Anserini's SimpleSearcher is used and passages come from
-    the stored raw documents.
+    With a docstore (every ``cq index``) a batch of queries is scored at once by a scorer, either
+    Lucene itself (:class:`LuceneScorer`) or, with ``matrix`` (a :class:`~.matrix.MatrixScorer` of the
+    index's BM25 matrix, written by ``cq index`` for a small corpus), numpy with Lucene's scores to the
+    bit; the next batch is scored while Python handles this one (:meth:`prefetch`), and hits are read
+    from SQLite. Without one (a Pyserini index built elsewhere, Pyserini's prebuilt ones) Anserini's
+    SimpleSearcher is used and passages come from the stored raw documents.
     """
 
-    def __init__(self, index_dir: str, k1: float = K1, b: float = B, docstore=None, matrix: str | None = None):
+    def __init__(self, index_dir: str, k1: float = K1, b: float = B, docstore=None, matrix=None):
         self.index_dir = index_dir
         if not os.path.isdir(index_dir):
             raise ResourceError(f"Lucene index {index_dir} not found; build it with `cq index`")
@@ -142,37 +177,16 @@ class LuceneBM25:
                 raise ResourceError(SWAPPED.format(name=index_dir) + f" ({jvm.java_message(err)})") from None
             self._reader = reader
             self.commit = generation.lucene_commit_id(reader)
-            self._searcher = jvm.autoclass("org.apache.lucene.search.IndexSearcher")(
-                jvm.cast("org.apache.lucene.index.IndexReader", reader))
-            self._searcher.setSimilarity(jvm.autoclass("org.apache.lucene.search.similarities.BM25Similarity")(
-                float(k1), float(b)))
-            self._analyzer = jvm.autoclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance()
-            self._generator = jvm.autoclass("io.anserini.search.query.BagOfWordsQueryGenerator")()
-            self._pools = {}  # threads -> Java ForkJoinPool
-            self._workers = {}  # threads -> Python threads scoring the BM25 matrix (0: the one scoring ahead)
-            self._starts = {}  # (fetch depth, threads) -> async_map's (start, join)
-            self._ahead = []  # (queries, fetch depth, threads, Java future) from prefetch, the last two
-            self._as_list = jvm.autoclass("java.util.Arrays").asList  # a Python list of str -> a Java List
+            self._matrix = matrix  # with a BM25 matrix (small indexes): scored in numpy, exactly
+            self._scorer = matrix or LuceneScorer(reader, k1, b)
+            self._ahead = []  # (queries, fetch depth, threads, future) from prefetch, the last two
             self._lock = threading.Lock()
-            self._matrix = self._analysis = None  # with a BM25 matrix (small indexes): scored in numpy, exactly
-            if matrix is not None:
-                self._open_matrix(matrix, k1, b)
             return
         searcher_class = jvm.autoclass("io.anserini.search.SimpleSearcher")
         with java_stdout_to_stderr():
             self._anserini = searcher_class(index_dir)
         self._anserini.set_bm25(float(k1), float(b))
         self._jlist = jvm.autoclass("java.util.ArrayList")
-
-    def _open_matrix(self, path: str, k1: float, b: float) -> None:
-        from .matrix import Analysis, Bm25Matrix
-
-        matrix = Bm25Matrix(path, k1, b)
-        if not matrix.exact:
-            log.warning("BM25: with k1=%s and b=%s some term scores round to 0, which the BM25 matrix cannot hold; "
-                        "scoring with Lucene", k1, b)
-            return
-        self._matrix, self._analysis = matrix, Analysis(self._analyzer)
 
     def mixed(self) -> str | None:
         """Why the open Lucene index and passage store are not one build (documents spread over the
@@ -214,15 +228,11 @@ class LuceneBM25:
         The stream engine calls this with the next batch while the current one becomes passages and JSON
         (Python), so the search and Python run on two cores at once. Any other next call just searches
         afresh."""
-        if self.docstore is None or (self._matrix is not None and not self._matrix.threaded):
+        if self.docstore is None:
             return
         todo, fetch = [q for q in queries if q.strip()], k + 16
-        if todo:
-            if self._matrix is not None:  # analysed here (the JVM, this thread), scored by Python workers in
-                # threads - 1 parts: one core stays with this thread, which turns the batch before into JSON
-                future = self._worker(0).submit(self._score, self._analysis(todo), fetch, max(1, threads - 1))
-            else:
-                future = self._submit(todo, fetch, threads)
+        future = self._scorer.start(todo, fetch, threads) if todo else None
+        if future is not None:
             with self._lock:  # the batch being handled now may still be waiting for its own: keep two
                 self._ahead = self._ahead[-1:] + [(todo, fetch, threads, future)]
 
@@ -249,60 +259,12 @@ class LuceneBM25:
         return out
 
     def _hits(self, queries: list[str], fetch: int, threads: int) -> list:
-        """Each query's top ``fetch`` (doc numbers, float32 scores) in Lucene's order."""
-        if self._matrix is not None:
-            future = self._taken(queries, fetch, threads)
-            return future.result() if future else self._score(self._analysis(queries), fetch, threads)
-        return [_parse(text) for text in self._search(queries, fetch, threads)]
-
-    def _score(self, tokens: list[list[str]], fetch: int, threads: int) -> list:
-        """The BM25 matrix's hits for analysed queries, in up to ``threads`` parts scored at once when the
-        matrix is large enough (scipy's product, numpy's partition and sort release the GIL)."""
-        if not self._matrix.threaded or min(threads, len(tokens)) <= 1:
-            return self._matrix.search(tokens, fetch)
-        size = -(-len(tokens) // min(threads, len(tokens)))
-        parts = [tokens[at:at + size] for at in range(0, len(tokens), size)]
-        return [hit for part in self._worker(threads).map(lambda part: self._matrix.search(part, fetch), parts)
-                for hit in part]
-
-    def _worker(self, threads: int):
-        """Python threads for the matrix: ``threads`` of them, or (0) the one that scores a batch ahead
-        (apart, so that it never waits for a pool it occupies)."""
-        from concurrent.futures import ThreadPoolExecutor
-
-        with self._lock:
-            if threads not in self._workers:
-                self._workers[threads] = ThreadPoolExecutor(max(1, threads), thread_name_prefix="cq-bm25")
-            return self._workers[threads]
-
-    def _taken(self, queries: list[str], fetch: int, threads: int):
-        """The future :meth:`prefetch` started for these queries (taken off the list), or None."""
+        """Each query's top ``fetch`` (doc numbers, float32 scores) in Lucene's order, from :meth:`prefetch`
+        when it started these."""
         with self._lock:
             future = next((ahead[3] for ahead in self._ahead if ahead[:3] == (queries, fetch, threads)), None)
             self._ahead = [ahead for ahead in self._ahead if ahead[3] is not future]
-        return future
-
-    def _search(self, queries: list[str], fetch: int, threads: int) -> list[str]:
-        """The hits texts of ``queries``: from :meth:`prefetch` when it started these, else searched now."""
-        future = self._taken(queries, fetch, threads)
-        if future is None:
-            future = self._submit(queries, fetch, threads)
-        return self._async(fetch, threads)[1].apply(future)
-
-    def _submit(self, queries: list[str], fetch: int, threads: int):
-        start = self._async(fetch, threads)[0]
-        return start.apply(self._as_list(*queries))
-
-    def _async(self, fetch: int, threads: int):
-        """:func:`async_map`'s (start, join) for this depth and pool size."""
-        with self._lock:  # Java objects built once per depth / pool size, never by two threads at once (jnius crashes)
-            key = fetch, threads
-            if key not in self._starts:
-                if threads not in self._pools:
-                    self._pools[threads] = jvm.autoclass("java.util.concurrent.ForkJoinPool")(int(threads))
-                function = top_docs_function(self._searcher, self._generator, self._analyzer, fetch)
-                self._starts[key] = async_map(function, self._pools[threads])
-            return self._starts[key]
+        return self._scorer.hits(queries, fetch, threads, future)
 
     def _anserini_batch(self, queries, ids, k, threads):
         jq, jid = self._jlist(), self._jlist()

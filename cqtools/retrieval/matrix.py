@@ -262,3 +262,62 @@ class Bm25Matrix:
             order = np.lexsort((nums, -values))[:fetch]
             out.append((nums[order].tolist(), values[order]))
         return out
+
+
+class MatrixScorer:
+    """Lucene's BM25 hits for a batch of queries from an index's :class:`Bm25Matrix`: the queries are
+    analysed in the JVM (one call), scored in numpy; from :data:`THREADED_FROM` documents a batch is
+    scored in parts by Python threads, and the next batch by a worker of its own (:meth:`start`)."""
+
+    def __init__(self, matrix: Bm25Matrix, analyzer):
+        import threading
+
+        self.matrix, self.commit, self.threaded = matrix, matrix.commit, matrix.threaded
+        self._analysis = Analysis(analyzer)
+        self._workers = {}  # threads -> Python threads scoring the matrix (0: the one scoring ahead)
+        self._lock = threading.Lock()
+
+    def start(self, queries: list[str], fetch: int, threads: int):
+        """A future of the queries' hits, or None when this matrix is too small to gain from scoring ahead.
+        They are analysed here (the JVM, this thread) and scored by a worker in threads - 1 parts: one core
+        stays with this thread, which turns the batch before into JSON."""
+        if not self.threaded:
+            return None
+        return self._worker(0).submit(self._score, self._analysis(queries), fetch, max(1, threads - 1))
+
+    def hits(self, queries: list[str], fetch: int, threads: int, started=None) -> list:
+        """Each query's top ``fetch`` (doc numbers, float32 scores) in Lucene's order (``started``: the
+        future :meth:`start` gave for these queries)."""
+        return started.result() if started is not None else self._score(self._analysis(queries), fetch, threads)
+
+    def _score(self, tokens: list[list[str]], fetch: int, threads: int) -> list:
+        """The hits of analysed queries, in up to ``threads`` parts scored at once when the matrix is large
+        enough (scipy's product, numpy's partition and sort release the GIL)."""
+        if not self.threaded or min(threads, len(tokens)) <= 1:
+            return self.matrix.search(tokens, fetch)
+        size = -(-len(tokens) // min(threads, len(tokens)))
+        parts = [tokens[at:at + size] for at in range(0, len(tokens), size)]
+        return [hit for part in self._worker(threads).map(lambda part: self.matrix.search(part, fetch), parts)
+                for hit in part]
+
+    def _worker(self, threads: int):
+        """Python threads: ``threads`` of them, or (0) the one that scores a batch ahead (apart, so that it
+        never waits for a pool it occupies)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with self._lock:
+            if threads not in self._workers:
+                self._workers[threads] = ThreadPoolExecutor(max(1, threads), thread_name_prefix="cq-bm25")
+            return self._workers[threads]
+
+
+def open_scorer(path: str, k1: float, b: float) -> MatrixScorer | None:
+    """The scorer of the matrix file at ``path`` with ``k1`` and ``b``, or None (with a warning) when some of
+    its term scores round to 0, which a sparse product would drop (such an index is scored by Lucene)."""
+    matrix = Bm25Matrix(path, k1, b)
+    if not matrix.exact:
+        log.warning("BM25: with k1=%s and b=%s some term scores round to 0, which the BM25 matrix cannot hold; "
+                    "scoring with Lucene", k1, b)
+        return None
+    jvm.setup(heap=jvm.SEARCH_XMX, opts=jvm.SEARCH_OPTS)  # as LuceneBM25's (the first call decides)
+    return MatrixScorer(matrix, jvm.autoclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance())

@@ -31,6 +31,13 @@ def _scorer():
                           "numpy; else Lucene), lucene, or matrix", choices=("auto", "lucene", "matrix"))
 
 
+def _two_parts(value: str, where: str) -> str:
+    names = [name.strip() for name in value.split(",")]
+    if len(names) != 2 or not all(names) or names[0] == names[1]:
+        raise InputError(f"{where}: --parts takes two different index parts, A,B (e.g. bm25,dense), not {value!r}")
+    return ",".join(names)
+
+
 def _encoder():
     return option(None, "dense query encoder [default: the one recorded in the index; for a prebuilt DPR index, its "
                         "DPR question encoder]")
@@ -64,3 +71,11 @@ class HybridOptions:
     k1: float = _k1()
     b: float = _b()
     bm25_scorer: str = _scorer()
+    parts: str | None = option(None, "the two index parts fused, A,B: bm25, dense, or a plugin's searchable part "
+                                     "(`cq plugins --all` lists the index parts); the first takes --alpha "
+                                     "[default: bm25,dense]", check=_two_parts)
+
+
+@dataclass(frozen=True)
+class PartOptions:
+    """(an index part searched alone)"""

@@ -114,3 +114,56 @@ def _download(name: str, info: dict, path: str, offline: bool) -> str:
         raise ResourceError(f"prebuilt index {name} is not in Pyserini's cache {home} and downloading it failed "
                             f"({reason}); {fix}") from None
     return got
+
+
+METHODS = {("bm25",): "bm25", ("dense",): "dense", ("bm25", "dense"): "hybrid"}  # the parts a prebuilt index has
+
+
+def open_searcher(name: str, parts: tuple[str, ...], options: dict, config):
+    """A prebuilt sparse index answers bm25; a prebuilt dense one answers dense (and hybrid, and
+    bm25, with the sparse index that holds its passages). Passages come from stored raw documents."""
+    from .hybrid import fuse
+    from .dense import DenseSearcher, encoder_device
+    from .lucene import LuceneBM25
+
+    method = METHODS.get(parts)
+    if method is None:
+        raise ResourceError(f"{name} is a prebuilt index: its parts are bm25 and dense, not {', '.join(parts)}")
+    if options.get("bm25_scorer") == "matrix":
+        raise ResourceError(f"{name} is a prebuilt index: it has no BM25 matrix (--bm25-scorer matrix)")
+    index = locate(name, config)
+    if index.kind == "sparse" and method != "bm25":
+        raise ResourceError(f"{name} is a sparse (BM25) prebuilt index; --method {method} needs a dense one, such "
+                            f"as {name}.dpr-multi if Pyserini has it")
+    if index.kind == "dense" and not index.texts:
+        raise ResourceError(f"Pyserini's registry names no index holding the passages of {name}; use one of its "
+                            f"dense indexes that has one (as wikipedia-dpr-100w.dpr-multi has wikipedia-dpr-100w)")
+    texts = index if index.kind == "sparse" else locate(index.texts, config)
+    sparse = LuceneBM25(texts.path, **{k: options[k] for k in ("k1", "b") if k in options})
+    sparse.params = {**sparse.params, "prebuilt": texts.name, "index_path": texts.path}
+    if method == "bm25":
+        return sparse
+    query_encoder = _query_encoder(name, options.get("encoder"), config)
+    # Pyserini encodes queries as the model gives them: DPR vectors raw, a sentence-transformers model
+    # with its own normalisation (if any)
+    dense = DenseSearcher(index.path, query_encoder, docstore=sparse, device=encoder_device(config), normalize=False,
+                          config=config)
+    dense.params = {**dense.params, "prebuilt": name, "index_path": index.path}
+    return dense if method == "dense" else fuse([sparse, dense], parts, options)
+
+
+def _query_encoder(name: str, encoder: str | None, config) -> str:
+    """``encoder``, or the one Pyserini's DPR runs use for the prebuilt index ``name`` (checked to be here)."""
+    query_encoder = encoder or QUERY_ENCODERS.get(name)
+    if query_encoder is None:
+        raise ResourceError(f"Pyserini's prebuilt index {name} does not say which query encoder made its vectors; "
+                            f"pass it with --encoder")
+    if not encoder:
+        from ..models import resolve
+
+        try:
+            resolve(query_encoder, announce=False, config=config)
+        except ResourceError as err:
+            raise ResourceError(f"{name} is searched with the query encoder {query_encoder}, which is not available "
+                                f"here ({err}); or pass another with --encoder") from None
+    return query_encoder

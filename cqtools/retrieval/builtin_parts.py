@@ -1,0 +1,138 @@
+"""cq's own index parts (:mod:`.parts`): ``bm25`` (a Lucene index and the passage store), ``bm25_matrix``
+(the BM25 term-document matrix, a scorer of ``bm25``) and ``dense`` (a faiss index). Their ``cq index``
+flags are the command's own (``--bm25-matrix``, ``--dense``, ``--encoder`` ...), read from the build's
+settings."""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+
+from ..errors import ResourceError
+from .base import B, DENSE_DIR, K1, LUCENE_DIR, MATRIX_MAX_PASSAGES
+
+log = logging.getLogger("cqtools")
+
+
+@dataclass(frozen=True)
+class Builtin:
+    """(built from `cq index`'s own flags)"""
+
+
+class Part:
+    """What cq's parts share: made with their (empty) options and the run configuration."""
+
+    searchable = False
+    flag: str | None = None  # the `cq index` flag that builds the part
+
+    def __init__(self, options, config):
+        self.options, self.config = options, config
+
+
+class Bm25Part(Part):
+    """BM25 over a Lucene index (Anserini's), with the passage store every part's hits are read from"""
+
+    searchable = True
+
+    def build(self, ctx) -> dict:
+        """The Lucene index and its passage store (with Lucene's document numbers)."""
+        from . import docstore as ds
+        from .lucene import build_lucene
+
+        start = time.perf_counter()
+        store = ds.DocStoreWriter(ctx.path(ds.NAME), generation=ctx.generation)
+        count = build_lucene(store.tee(ctx.passages()), ctx.path(LUCENE_DIR), ctx.settings["threads"], docstore=store)
+        store.close()
+        seconds = round(time.perf_counter() - start, 2)
+        log.info("bm25: indexed %d passages in %.1f s", count, seconds)
+        return {"passages": count, "lucene": LUCENE_DIR, "docstore": ds.NAME, "bm25_seconds": seconds}
+
+    def open(self, index):
+        """LuceneBM25 with ``k1``, ``b``, scored by the index's BM25 matrix unless ``bm25_scorer`` is lucene."""
+        from .lucene import LuceneBM25
+
+        scorer, k1, b = index.options.get("bm25_scorer", "auto"), index.options.get("k1", K1), \
+            index.options.get("b", B)
+        matrix = index.store is not None and scorer != "lucene" and index.has("bm25_matrix")
+        if scorer == "matrix" and not matrix:
+            raise ResourceError(f"index {index.name} has no BM25 matrix (--bm25-scorer matrix); " + (
+                f"rebuild it with `cq index --corpus FILE --out {index.name} --overwrite --bm25-matrix yes`"
+                if index.store is not None else "it is a plain Lucene index: only `cq index` builds carry one"))
+        return LuceneBM25(index.path(index.manifest.get("lucene") or LUCENE_DIR), k1=k1, b=b, docstore=index.store,
+                          matrix=index.part("bm25_matrix") if matrix else None)
+
+
+class MatrixPart(Part):
+    """the BM25 term-document matrix: Lucene's exact BM25 scores from numpy (a scorer of bm25)"""
+
+    flag = "--overwrite --bm25-matrix yes"
+
+    def build(self, ctx) -> dict | None:
+        """The matrix (:mod:`.matrix`) with ``--bm25-matrix yes``, or ``auto`` up to MATRIX_MAX_PASSAGES."""
+        from . import docstore as ds, matrix
+
+        wanted = ctx.settings.get("bm25_matrix", "auto")
+        if wanted == "no" or (wanted == "auto" and ctx.manifest["passages"] > MATRIX_MAX_PASSAGES):
+            return None
+        start = time.perf_counter()
+        store = ds.DocStore(ctx.path(ctx.manifest["docstore"]), cache=0)  # each passage is read once
+        try:
+            why = matrix.build(ctx.path(ctx.manifest["lucene"]), store, ctx.path(matrix.FILE))
+        finally:
+            store.close()
+        if why and wanted == "yes":
+            raise ResourceError(f"--bm25-matrix yes: no BM25 matrix can be written for this corpus ({why}); pass "
+                                f"--bm25-matrix auto or no to index it without one (searches then use Lucene)")
+        if why:
+            log.warning("no BM25 matrix written (searches use Lucene): %s", why)
+            return None
+        seconds = round(time.perf_counter() - start, 2)
+        log.info("bm25: matrix written in %.1f s", seconds)
+        return {"bm25_matrix": matrix.FILE, "bm25_matrix_seconds": seconds}
+
+    def open(self, index):
+        """A :class:`~.matrix.MatrixScorer` with the search's ``k1`` and ``b`` (None: its scores would not be exact)."""
+        from .matrix import open_scorer
+
+        return open_scorer(index.path(index.manifest["bm25_matrix"]), index.options.get("k1", K1),
+                           index.options.get("b", B))
+
+
+class DensePart(Part):
+    """faiss inner product over passage vectors (sentence-transformers or DPR)"""
+
+    searchable = True
+    flag = "--dense"
+
+    def build(self, ctx) -> dict | None:
+        """With ``--dense``: the passages encoded by ``--encoder`` into a flat faiss index (Pyserini's layout)."""
+        from . import generation
+        from .dense import build_dense
+
+        if not ctx.settings.get("dense"):
+            return None
+        start = time.perf_counter()
+        settings = ctx.settings
+        info = build_dense(ctx.passages(), ctx.path(DENSE_DIR), settings["encoder"], settings["batch_size"],
+                           settings["device"], query_encoder=settings.get("query_encoder"))
+        generation.write_dense(ctx.path(DENSE_DIR), ctx.generation)
+        info["seconds"] = round(time.perf_counter() - start, 2)
+        log.info("dense: encoded %d passages in %.1f s", info["passages"], info["seconds"])
+        return {"dense": info | {"dir": DENSE_DIR}}
+
+    def open(self, index):
+        """The faiss index searched with the query encoder ``encoder`` (default: the one the manifest records)."""
+        from .dense import DenseSearcher, encoder_device
+
+        info = index.manifest["dense"]
+        return DenseSearcher(index.path(info.get("dir") or DENSE_DIR),
+                             index.options.get("encoder") or info.get("query_encoder") or info["encoder"],
+                             docstore=index.passages(), device=encoder_device(index.config),
+                             normalize=info.get("normalized", True), config=index.config)
+
+
+def register_parts(register) -> None:
+    register("bm25", Bm25Part, options=Builtin, help=Bm25Part.__doc__)
+    register("bm25_matrix", MatrixPart, options=Builtin, help=MatrixPart.__doc__)
+    register("dense", DensePart, options=Builtin, help=DensePart.__doc__)
