@@ -46,7 +46,7 @@ def padded(on: bool) -> None:
         os.environ["CQ_PADDED_BATCHES"] = "1"
     else:
         os.environ.pop("CQ_PADDED_BATCHES", None)
-    backends._LOADED.clear()
+    backends.LOADED.clear()
 
 
 # --- 1. invariance ------------------------------------------------------------------------------

@@ -16,10 +16,8 @@ EDGES = {
     ("stages/common.py", "split_config"): "a stage's build() called from Python without a configuration",
     ("stream/__init__.py", "run_stream"): "run_stream() called from Python without a configuration",
     ("runrecord.py", "build"): "a run record written for a Python caller's run",
-    ("models/encoders.py", "_load"): "the loaders' default for a Python caller who passes none",
-    ("models/encoders.py", "load_transformers"): "the same, for task heads",
-    ("models/generator.py", "load_generator"): "the same, for generators",
-    ("models/dpr.py", "load_dpr"): "the same, for DPR encoders",
+    ("models/load.py", "run_config"): "the loaders' default for a Python caller who passes none (every loader: "
+                                      "generators, cross-encoders, encoders, task heads, DPR encoders)",
     ("models/resolve.py", "resolve"): "the same, for resolving a name",
     ("models/openai_backend.py", "__init__"): "OpenAIGenerator built directly from Python",
     ("models/backend_options.py", "backend_values"): "a backend's options asked for without a configuration",

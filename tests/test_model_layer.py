@@ -131,7 +131,7 @@ def test_stop_strings_end_generation_early_with_the_same_text(arch, padded_mode,
 
 
 def _cut_text(text: str, stop: list[str]) -> str:
-    from cqtools.models.generator import _cut
+    from cqtools.models.cutting import cut_at_stop as _cut
 
     return _cut(text, stop)
 
@@ -477,7 +477,8 @@ def test_thread_count_does_not_change_smollm2_outputs():
 def test_generation_stops_only_where_the_cut_is_settled():
     """With overlapping stop strings the row runs on until no stop string starting earlier can still
     complete: stopping at "ab xy" (for "y") would cut "ab x", while the full text is cut at "xyz"."""
-    from cqtools.models.generator import _cut, _stop_criteria
+    from cqtools.models.cutting import cut_at_stop as _cut
+    from cqtools.models.generator import _stop_criteria
 
     class CharTokenizer:
         def batch_decode(self, rows, skip_special_tokens=True):

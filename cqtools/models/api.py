@@ -11,7 +11,6 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..config import env
 from ..errors import CQError, ServiceError
-from ..registry import BACKENDS
 
 
 OPENAI_BASE = "https://api.openai.com/v1"
@@ -29,20 +28,6 @@ class ApiError(ServiceError):
 class RequestError(CQError):
     """The server refused this one request (a 4xx other than a refused key): the record's problem,
     set aside under ``--on-error skip``."""
-
-
-def route(name: str, api_base: bool = True, config=None) -> tuple[str, str] | None:
-    """(backend, model) when ``name`` goes to an API server (``openai:NAME``, or any name while
-    ``--api-base`` is set in ``config``, default the process's), else None (a local model)."""
-    prefix, sep, rest = name.partition(":")
-    if sep and prefix in BACKENDS.names() and rest:
-        return prefix, rest
-    if api_base:
-        from .backend_options import resolved
-
-        if resolved("openai", config).api_base:
-            return "openai", name
-    return None
 
 
 def api_key() -> str | None:
@@ -144,11 +129,11 @@ class ResponseCache:
             raise
 
 
-class _NoLogprobs(Exception):
+class NoLogprobs(Exception):
     """The server answered without the logprobs a scoring method needs."""
 
 
-class _Bound(float):
+class Bound(float):
     """A log p that is only an upper bound (the continuation left the listed top tokens)."""
 
 
@@ -184,7 +169,7 @@ def next_token_logprobs(choice: dict) -> dict[str, float]:
     return {}
 
 
-def _server_message(err) -> str:
+def server_message(err) -> str:
     """The server's error message, on one line."""
     body = getattr(err, "body", None)
     message = None

@@ -17,7 +17,7 @@ import logging
 import random
 import time
 
-from .api import RETRY_STATUS, ApiError, RequestError, _server_message, cache_key
+from .api import RETRY_STATUS, ApiError, RequestError, cache_key, server_message
 
 log = logging.getLogger("cqtools")
 
@@ -59,10 +59,10 @@ def _attempt(gen, endpoint: str, body: dict, refusals: bool, attempt: int):
     """The answer (a dict), or the seconds to wait before retrying; raises when there is no retry."""
     import openai
 
-    where = gen._where(endpoint)
+    where = gen.where(endpoint)
     try:
-        data = fetch(gen._get_client(), endpoint, body, gen.timeout, where)
-        gen._reached = True
+        data = fetch(gen.client(), endpoint, body, gen.timeout, where)
+        gen.reached = True
     except openai.APIStatusError as err:
         return _status_error(gen, where, err, refusals, attempt)
     except (openai.APIConnectionError, TooSlow) as err:  # a timeout is a connection error too
@@ -104,7 +104,7 @@ def _chunks(response):
 
 
 def _status_error(gen, where: str, err, refusals: bool, attempt: int) -> float:
-    status, message = err.status_code, _server_message(err)
+    status, message = err.status_code, server_message(err)
     if status in RETRY_STATUS and attempt < gen.retries:
         wait = _wait(gen.backoff, attempt, err.response.headers.get("retry-after"))
         log.warning("%s: HTTP %d, retry %d/%d in %.2f s", where, status, attempt + 1, gen.retries, wait)
@@ -134,7 +134,7 @@ def _connection_error(gen, where: str, err, attempt: int) -> float:
 
     if not isinstance(err, TooSlow) and unresolved(err):  # no such host (or offline): no retry can help
         raise ApiError(f"{where}: cannot resolve the server's host name; check --api-base and the network") from None
-    if not gen._reached and refused_connection(err):  # nothing listens there: a wrong --api-base, not a blip
+    if not gen.reached and refused_connection(err):  # nothing listens there: a wrong --api-base, not a blip
         raise ApiError(f"{where}: {what}; nothing answers at that address: check that the server is up and "
                        f"--api-base is right") from None
     if attempt < gen.retries:

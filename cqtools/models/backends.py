@@ -1,6 +1,7 @@
 """Model backends with one call shape each: generators (causal LM, seq2seq), cross-encoders and
-bi-encoders. Every ``load_*`` resolves the name (:func:`resolve`), loads once per process and
-returns the same object for the same arguments.
+bi-encoders. Every ``load_*`` goes through the front door, cqtools/models/load.py: it routes the name (a
+backend's ``BACKEND:NAME``, else the weights :func:`resolve` finds, loaded by their format), loads once per
+process and returns the same object for the same arguments.
 
 torch, transformers, onnxruntime and sentence-transformers are imported inside the loaders, so
 importing this module is cheap.
@@ -12,9 +13,9 @@ one scale for a call's whole tensor, so a padded batch changes every member's sc
 0.9 logits); torch models' padded batches differ by ~1e-6. ``CQ_PADDED_BATCHES=1`` brings padded
 batches back (faster on a GPU, batch dependent). docs/benchmarks/determinism.md has the costs.
 
-Loading (cqtools/models/runtime.py): ``--device auto`` is the process's accelerate device (its GPU
-under ``accelerate launch``) for generators and encoders alike (ONNX copies use onnxruntime's CUDA
-provider when onnxruntime-gpu is installed); ``--dtype auto`` is bfloat16 on GPUs that support it;
+Placing and loading weights (cqtools/models/runtime.py): ``--device auto`` is the process's accelerate
+device (its GPU under ``accelerate launch``) for generators and encoders alike (ONNX copies use onnxruntime's
+CUDA provider when onnxruntime-gpu is installed); ``--dtype auto`` is bfloat16 on GPUs that support it;
 a model whose weights exceed one GPU is spread over all visible GPUs (``device_map="auto"``);
 ``--quantize 8bit|4bit`` loads through bitsandbytes; ``--revision`` picks a hub revision and a hub
 download fetches only the files the model needs (:func:`allow_patterns`); ``--trust-remote-code``
@@ -24,15 +25,16 @@ Configuration: every loader takes the run configuration (``config=``, a :class:`
 builds the model under, and the model keeps it; a Python caller who passes none gets the process's
 (:func:`cqtools.config.current`). Nothing below a loader reads the ambient configuration.
 
-Input limits: prompts longer than the model's context (or ``--max-input-tokens``) are cut in the
-middle, keeping their start (instructions, shots) and end (the question's cue), with a warning.
+Input limits (cqtools/models/cutting.py): prompts longer than the model's context (or ``--max-input-tokens``)
+are cut in the middle, keeping their start (instructions, shots) and end (the question's cue), with a warning.
 """
 from __future__ import annotations
 
-from .encoders import (HFCrossEncoder, OnnxCrossEncoder, OnnxEncoder, SentenceEncoder,  # noqa: F401
-                       load_cross_encoder, load_encoder, load_transformers, onnx_providers)
-from .generator import LocalGenerator, load_generator  # noqa: F401
+from .cache import LOADED  # noqa: F401
+from .cutting import DEFAULT_CONTEXT, cut_middle  # noqa: F401
+from .encoders import HFCrossEncoder, OnnxCrossEncoder, OnnxEncoder, SentenceEncoder, onnx_providers  # noqa: F401
+from .generator import LocalGenerator  # noqa: F401
+from .load import load, load_cross_encoder, load_encoder, load_generator, load_transformers  # noqa: F401
 from .resolve import allow_patterns  # noqa: F401
-from .runtime import (_LOADED, DEFAULT_CONTEXT, _cached, cut_middle,  # noqa: F401
-                      load_kwargs, pick_device, pick_dtype, quantization_config, remote_code,
+from .runtime import (load_kwargs, pick_device, pick_dtype, quantization_config, remote_code,  # noqa: F401
                       set_load_options, set_max_input_tokens, set_seed, wants_device_map)

@@ -14,7 +14,10 @@ import json
 import os
 
 from ..errors import ResourceError
+from .cache import cached
+from .load import run_config
 from .resolve import ResolvedModel, resolve
+from .runtime import pick_device
 
 QUESTION, CONTEXT = "DPRQuestionEncoder", "DPRContextEncoder"
 PASSAGE_MAX_LENGTH = 256
@@ -50,12 +53,10 @@ def question_encoder_for(ctx_name: str) -> str:
 
 
 def load_dpr(name: str, device: str = "cpu", expect: str | None = None, config=None) -> "DPREncoder":
-    """A DPR encoder built under ``config`` (default: the process's; cached per process like the model layer's
-    other encoders)."""
-    from ..config import current
-    from .backends import _cached, pick_device
-
-    config = config if config is not None else current()  # the loaders' edge
+    """A DPR encoder built under ``config`` (default: the process's: :func:`cqtools.models.load.run_config`), loaded
+    once per process through the model layer's cache (cqtools/models/cache.py); with ``expect``
+    (``DPRQuestionEncoder`` or ``DPRContextEncoder``), an error when it is the other kind."""
+    config = run_config(config)
     dev = pick_device(device)
 
     def build():
@@ -65,7 +66,7 @@ def load_dpr(name: str, device: str = "cpu", expect: str | None = None, config=N
             raise ResourceError(f"{name} is not a DPR encoder (its config.json has no model_type 'dpr')")
         return DPREncoder(resolved, config, dev, kind)
 
-    encoder = _cached(("dpr", name, dev), build, config)
+    encoder = cached(("dpr", name, dev), build, config)
     if expect and encoder.kind != expect:
         raise ResourceError(f"{name} is a {encoder.kind}, but a {expect} is needed here")
     return encoder

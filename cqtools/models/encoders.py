@@ -1,73 +1,22 @@
 """Local cross-encoders (INT8 ONNX or transformers) and bi-encoders (sentence-transformers or INT8
-ONNX), each input alone at its own length (cqtools/models/backends.py)."""
+ONNX), each input alone at its own length (cqtools/models/backends.py); cqtools/models/load.py loads them."""
 from __future__ import annotations
 
 import logging
 import os
 
+from ..config import RunConfig
 from ..errors import ResourceError
-from .resolve import ResolvedModel, resolve
-from ..config import RunConfig, current
-from .runtime import _cached, _context_length, _groups, _limit, _warn_cut, pick_device, remote_code
+from .batching import groups
+from .cutting import context_length, input_limit, warn_cut
+from .resolve import ResolvedModel
+from .runtime import pick_device, remote_code
 
 log = logging.getLogger("cqtools")
 
 
 # ---------------------------------------------------------------------------------------------
 # cross-encoders
-
-
-def _backend(name: str, role: str, config: RunConfig):
-    """The model a registered backend gives for ``BACKEND:NAME`` (None for a local model)."""
-    from .api import route
-
-    api = route(name, api_base=False, config=config)  # --api-base routes language models only
-    if api is None:
-        return None
-    return build_backend(api[0], api[1], "auto", role, config)
-
-
-def build_backend(prefix: str, model: str, kind: str, role: str, config: RunConfig):
-    """``prefix``'s backend for ``model`` as ``role``, with its options as ``config`` sets them
-    (cqtools/models/backend_options.py; checked against the backend's schema)."""
-    from ..registry import BACKENDS
-
-    from .backend_options import backend_values
-
-    method = BACKENDS.get(prefix)
-    return method.build(config, model=model, kind=kind, role=role, **backend_values(method, config))
-
-
-
-
-def load_cross_encoder(name: str, device: str = "auto", config: RunConfig | None = None):
-    """A cross-encoder with ``predict(pairs, batch_size=32) -> list[float]`` (raw logits), built under
-    ``config`` (default: the process's, :func:`cqtools.config.current`); a ``BACKEND:NAME`` name goes to
-    that registered backend."""
-    return _load(name, "cross-encoder", device, config)
-
-
-def _load(name: str, role: str, device: str, config: RunConfig | None, dtype: str = "auto", kind: str = "auto"):
-    """``name`` as ``role`` under ``config``: a registered backend's model, else the local weights by their
-    format (cqtools/models/formats.py), loaded once per process."""
-    config = config if config is not None else current()  # the loaders' edge: a Python caller may pass none
-    backend = _backend(name, role, config) if role != "generator" else None
-    if backend is not None:
-        return backend
-
-    def build():
-        return _by_format(resolve(name, config=config), role, device, dtype, kind, config)
-
-    return _cached((role, name, device, dtype, kind), build, config)
-
-
-def _by_format(resolved, role: str, device: str, dtype: str, kind: str, config: RunConfig):
-    """``resolved`` loaded by its weight format as ``role`` under ``config``, placed where the format's ``place``
-    (or :func:`pick_device`) puts ``device``."""
-    from ..registry import WEIGHT_FORMATS
-
-    factory = WEIGHT_FORMATS.get(resolved.fmt).factory
-    return factory(resolved, role, getattr(factory, "place", pick_device)(device), dtype, kind, config)
 
 
 def onnx_device(device: str = "auto") -> str:
@@ -142,17 +91,17 @@ class OnnxCrossEncoder:
     def predict(self, pairs: list[tuple[str, str]], batch_size: int = 32) -> list[float]:
         import numpy as np
 
-        limit = _limit(self.max_length, cap=self.input_cap)
+        limit = input_limit(self.max_length, cap=self.input_cap)
         if limit != self._truncation:
             self.tokenizer.enable_truncation(limit)
             self._truncation = limit
         encodings = self.tokenizer.encode_batch([(q, p) for q, p in pairs])
         cuts = [(len(self._full.encode(*pairs[i]).ids), limit) for i, e in enumerate(encodings)
                 if len(e.ids) >= limit and e.overflowing]
-        _warn_cut(self.name, cuts, limit, self._warned)
+        warn_cut(self.name, cuts, limit, self._warned)
         order = sorted(range(len(encodings)), key=lambda i: -len(encodings[i].ids))
         scores = [0.0] * len(encodings)
-        for idx in _groups(order, batch_size if self.padded else 1):
+        for idx in groups(order, batch_size if self.padded else 1):
             width = max(len(encodings[i].ids) for i in idx)
             arrays = {k: np.zeros((len(idx), width), dtype=np.int64)
                       for k in ("input_ids", "attention_mask", "token_type_ids")}
@@ -181,7 +130,7 @@ class HFCrossEncoder:
         except (OSError, ValueError) as err:
             raise ResourceError(f"cannot load {resolved.name} as a cross-encoder: {str(err).splitlines()[0]}") from None
         self._identity = torch.nn.Identity()
-        self._context = self.model.max_seq_length or _context_length(self.model.config, self.model.tokenizer)
+        self._context = self.model.max_seq_length or context_length(self.model.config, self.model.tokenizer)
         self._warned: dict = {}
         self.name = resolved.name
         self.padded = config.padded_batches
@@ -192,14 +141,14 @@ class HFCrossEncoder:
     def predict(self, pairs: list[tuple[str, str]], batch_size: int = 32) -> list[float]:
         if not pairs:
             return []
-        limit = _limit(self._context, cap=self.input_cap)
+        limit = input_limit(self._context, cap=self.input_cap)
         self.model.max_seq_length = limit
         # a pair can only be over the limit if it has more characters than the limit has tokens
         long = [p for p in pairs if len(p[0]) + len(p[1]) + 3 > limit]
         if long:
             tok = self.model.tokenizer
             lengths = [len(tok(q, p, verbose=False).input_ids) for q, p in long]
-            _warn_cut(self.name, [(n, limit) for n in lengths if n > limit], limit, self._warned)
+            warn_cut(self.name, [(n, limit) for n in lengths if n > limit], limit, self._warned)
         scores = self.model.predict([list(p) for p in pairs], batch_size=batch_size if self.padded else 1,
                                     activation_fn=self._identity, show_progress_bar=False, convert_to_numpy=True)
         return [float(s if getattr(s, "ndim", 0) == 0 else s[0]) for s in scores]
@@ -207,12 +156,6 @@ class HFCrossEncoder:
 
 # ---------------------------------------------------------------------------------------------
 # bi-encoders
-
-
-def load_encoder(name: str, device: str = "auto", config: RunConfig | None = None):
-    """A bi-encoder with ``encode(texts, batch_size=.., normalize_embeddings=True) -> ndarray``, built under
-    ``config`` (default: the process's); a ``BACKEND:NAME`` name goes to that registered backend."""
-    return _load(name, "encoder", device, config)
 
 
 class SentenceEncoder:
@@ -279,36 +222,3 @@ class OnnxEncoder:
 
     def get_sentence_embedding_dimension(self) -> int:
         return int(self.encode(["x"]).shape[1])
-
-
-# ---------------------------------------------------------------------------------------------
-# task heads (the detect classifier, the scorer's extractive QA reader)
-
-
-def load_transformers(path: str, auto_class: str, device: str = "auto", what: str = "a model", hint: str = "",
-                      config: RunConfig | None = None):
-    """``(tokenizer, model)`` of a transformers model directory for ``auto_class`` (e.g.
-    ``AutoModelForSequenceClassification``), in eval mode on ``device``, loaded once per process under
-    ``config`` (default: the process's; a directory of cq's compact int8 weights, cqtools/models/compact.py,
-    loads as float32); a one-line error naming ``what`` (and ``hint``) when it cannot be loaded."""
-    config = config if config is not None else current()  # the loaders' edge
-    dev = pick_device(device)
-    remote = remote_code(config)
-
-    def build():
-        import transformers
-
-        from . import checks, compact
-
-        checks.check_transformers_dir(path, what)  # a missing tokenizer or cut weights: one line, before loading
-        try:
-            tokenizer = transformers.AutoTokenizer.from_pretrained(path, **remote)
-            cls = getattr(transformers, auto_class)
-            model = (compact.load_model(path, cls, config.cache_root()) if compact.is_compact(path)
-                     else cls.from_pretrained(path, **remote)).to(dev).eval()
-        except (OSError, ValueError) as err:
-            raise ResourceError(f"cannot load {what} from {path}: {str(err).splitlines()[0]}"
-                                + (f"; {hint}" if hint else "")) from None
-        return tokenizer, model
-
-    return _cached(("transformers", path, auto_class, dev), build, config)

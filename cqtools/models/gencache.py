@@ -11,8 +11,8 @@ their output depends on the batch) is cached, under a key of everything that dec
 model (name, resolved path, and each weight, config, tokenizer and code file's size and
 modification time, so a retrained model in the same directory misses), its kind, device type, dtype
 and quantization, the torch, transformers and tokenizers versions, a hash of the code that turns a
-prompt into text (generator.py, runtime.py), the prompt's token ids (after the chat template and any
-input cut), ``max_new_tokens`` and the stop strings.
+prompt into text (generator.py, runtime.py, cutting.py, batching.py), the prompt's token ids (after the
+chat template and any input cut), ``max_new_tokens`` and the stop strings.
 Records are byte-identical with and without the cache. The cache assumes one machine's kernels: a
 file shared by machines whose CPUs or GPUs compute differently could serve one's text to the other;
 give each kind of machine its own file. Deleting the file is always safe.
@@ -33,8 +33,8 @@ log = logging.getLogger("cqtools")
 ENV = "CQ_GEN_CACHE"
 # weights, and the config, tokenizer and remote-code files beside them
 _WEIGHTS = WEIGHT_SUFFIXES + (".json", ".model", ".txt", ".tiktoken", ".py")
-# the code that turns a prompt into text: a change to either file is another key
-_CODE = ("generator.py", "runtime.py")
+# the code that turns a prompt into text: a change to any of these files is another key
+_CODE = ("generator.py", "runtime.py", "cutting.py", "batching.py")
 _STATS: dict[str, list[int]] = {}
 _REPORTS: set[str] = set()  # CQ_GEN_CACHE_REPORT files of the configurations that opened a cache
 

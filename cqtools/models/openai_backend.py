@@ -20,11 +20,9 @@ The ``openai`` client is imported when the first request is sent, so importing t
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -33,8 +31,13 @@ from ..errors import CQError, InputError, ResourceError
 from ..registry import option
 from . import api_http
 from .api import (ECHO_TOLERANCE, MAX_STOP, OPENAI_BASE, RETRY_STATUS, SEED, ApiError, RequestError,  # noqa: F401
-                  ResponseCache, _Bound, response_cache_dir, _NoLogprobs, _server_message, api_key, cache_key,
-                  continuation_logprob, next_token_logprobs, public_url, require_key, route, unresolved)
+                  ResponseCache, api_key, cache_key, continuation_logprob, next_token_logprobs, public_url,
+                  require_key, response_cache_dir, unresolved)
+from .api_scoring import LogprobScoring
+from .batching import RequestPool
+from .cutting import cut_at_stop
+from .load import route  # noqa: F401  (where a name goes: the stages ask it here)
+from .runtime import prompt_seeds
 
 log = logging.getLogger("cqtools")
 
@@ -115,18 +118,10 @@ def server_base(options: OpenAIOptions | None = None) -> str:
 # the generator
 
 
-class _RefusedScoring(_NoLogprobs):
-    """A 4xx answer to a scoring request: the server lacks a feature (echo), or refuses this request
-    (a prompt over its context), which is then the record's problem, not the run's."""
-
-    def __init__(self, status: int, message: str):
-        super().__init__(f"HTTP {status}: {message}")
-        self.status = status
-        self.message = message
-
-
-class OpenAIGenerator:
-    """Greedy generation and continuation scoring over the OpenAI API (see the module's doc)."""
+class OpenAIGenerator(LogprobScoring):
+    """Greedy generation and continuation scoring over the OpenAI API (see the module's doc): the requests here
+    (sent by :mod:`.api_http`, ``--concurrency`` at a time by a :class:`~cqtools.models.batching.RequestPool`),
+    scoring in :class:`~cqtools.models.api_scoring.LogprobScoring`."""
 
     kind = "api"
 
@@ -146,18 +141,19 @@ class OpenAIGenerator:
         self.cache = ResponseCache(response_cache_dir(config.cache_root()), enabled=options.api_cache)
         self.info = {"model": self.name, "backend": "openai", "api_base": public_url(self.base), "kind": "api",
                      "temperature": 0, "seed": SEED}
+        self.pool = RequestPool(self.concurrency)
+        self.reached = False  # a server that never answered and refuses connections: no retries
         self._client = None
-        self._pool: ThreadPoolExecutor | None = None
         self._score_mode: str | None = None  # "echo" | "top", found on the first scoring call
         self._bounded_warned = False
-        self._reached = False  # a server that never answered and refuses connections: no retries
         self._lock = threading.Lock()
         log.info("model %s via the OpenAI-compatible API at %s (%d requests at once)", self.name,
                  public_url(self.base), self.concurrency)
 
     # -- HTTP --------------------------------------------------------------------------------
 
-    def _get_client(self):
+    def client(self):
+        """The ``openai`` client (made on the first request)."""
         with self._lock:
             if self._client is None:
                 try:
@@ -168,16 +164,8 @@ class OpenAIGenerator:
                                              timeout=self.timeout)
             return self._client
 
-    def _map(self, func, items: list):
-        """``func`` over ``items`` with at most ``concurrency`` calls in flight, results in order."""
-        if len(items) <= 1 or self.concurrency == 1:
-            return [func(x) for x in items]
-        with self._lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="cq-api")
-        return list(self._pool.map(func, items))
-
-    def _where(self, endpoint: str) -> str:
+    def where(self, endpoint: str) -> str:
+        """``endpoint`` of this model's server, as error messages name it."""
         return f"{self.name} at {public_url(self.base)}/{endpoint}"
 
     def request(self, endpoint: str, body: dict, refusals: bool = False) -> dict:
@@ -185,28 +173,10 @@ class OpenAIGenerator:
         in time and size, retried, refusals never cached (:mod:`.api_http`)."""
         return api_http.request(self, endpoint, body, refusals)
 
-    @contextlib.contextmanager
-    def _shaped(self):
-        """An answer whose log-probabilities have another shape than OpenAI's: a one-line error."""
-        try:
-            yield
-        except (TypeError, KeyError, IndexError, AttributeError) as err:
-            raise ApiError(f"{self._where('completions')}: the answer's logprobs have an unexpected shape "
-                           f"({type(err).__name__}: {err}); is --api-base an OpenAI-compatible server?") from err
-
     # -- generation ----------------------------------------------------------------------------
 
     def chat_prompt(self, text: str) -> str:
         raise CQError(f"{self.name}: the server applies its own chat template; call generate(..., chat=True)")
-
-    def _params(self, max_new_tokens: int, stop: Sequence[str] | None, temperature: float = 0.0,
-                top_p: float = 1.0) -> dict:
-        params = {"max_tokens": max_new_tokens, "temperature": 0, "seed": SEED}
-        if temperature > 0:
-            params.update(temperature=temperature, top_p=top_p)
-        if stop:
-            params["stop"] = list(stop)[:MAX_STOP]
-        return params
 
     def generate(self, prompts: list[str], max_new_tokens: int = 32, chat: bool | None = None,
                  stop: Sequence[str] | None = None, batch_size: int | None = None, temperature: float = 0.0,
@@ -217,11 +187,9 @@ class OpenAIGenerator:
         ``top_p`` and the prompt's seed (:func:`~cqtools.models.runtime.prompt_seed` of ``seed`` and
         the prompt), so a repeated prompt is answered from the response cache with the same text.
         ``batch_size`` is accepted for the Protocol and ignored: ``--concurrency`` sets the pace."""
-        from .runtime import _cut, prompt_seeds
-
         use_chat = chat is not False
         endpoint = "chat/completions" if use_chat else "completions"
-        params = self._params(max_new_tokens, stop, temperature, top_p)
+        params = request_params(max_new_tokens, stop, temperature, top_p)
         items = list(prompts)
         if temperature > 0:
             items = list(zip(items, prompt_seeds(seed, items)))
@@ -229,9 +197,9 @@ class OpenAIGenerator:
         def one(item) -> str:
             prompt, body_seed = item if temperature > 0 else (item, SEED)
             text = self._complete(endpoint, prompt, {**params, "seed": body_seed}, use_chat)
-            return _cut(text, stop)
+            return cut_at_stop(text, stop)
 
-        return self._unique_map(one, items)
+        return self.pool.distinct_map(one, items)
 
     def _complete(self, endpoint: str, prompt: str, params: dict, use_chat: bool) -> str:
         if use_chat:
@@ -243,146 +211,19 @@ class OpenAIGenerator:
             body = {"model": self.model, "prompt": prompt, **params}
             text = self.request(endpoint, body)["choices"][0].get("text") or ""
         if not isinstance(text, str):
-            raise ApiError(f"{self._where(endpoint)}: the answer's text is a {type(text).__name__}, not a string; "
+            raise ApiError(f"{self.where(endpoint)}: the answer's text is a {type(text).__name__}, not a string; "
                            f"is --api-base an OpenAI-compatible server?")
         return text
 
-    def _unique_map(self, func, items: list) -> list:
-        """``func`` over the distinct items only (the same request is never in flight twice)."""
-        distinct = list(dict.fromkeys(items))
-        results = dict(zip(distinct, self._map(func, distinct)))
-        return [results[x] for x in items]
 
-    # -- scoring -------------------------------------------------------------------------------
-
-    def score(self, prompts: list[str], continuations: list[str], prefix: str = "",
-              batch_size: int | None = None) -> list[float]:
-        """Summed log p(continuation | prefix + prompt) for each pair (see the module's doc)."""
-        if len(prompts) != len(continuations):
-            raise ValueError("prompts and continuations must have the same length")
-        pairs = [(prefix + p, c) for p, c in zip(prompts, continuations)]
-        if any(c and not ctx for ctx, c in pairs):
-            raise ValueError("cannot score a continuation with no context; pass a prompt or prefix")
-        todo = [pair for pair in dict.fromkeys(pairs) if pair[1]]
-        scores: dict[tuple[str, str], float] = {}
-        if todo and self._score_mode is None:
-            first = todo.pop(0)
-            with self._shaped():
-                scores[first] = self._probe(*first)
-        method = self._score_echo if self._score_mode == "echo" else self._score_top
-
-        def one(pair: tuple[str, str]) -> float:
-            try:
-                with self._shaped():
-                    return method(*pair)
-            except _RefusedScoring as err:  # the server scored this way before: it refuses this one request
-                raise RequestError(f"{self._where('completions')}: {err}") from None
-            except _NoLogprobs as err:  # answered without logprobs this time: the server's fault
-                raise ApiError(f"{self._where('completions')}: {err}") from None
-
-        for pair, value in zip(todo, self._map(one, todo)):
-            scores[pair] = value
-        bounded = [pair for pair, value in scores.items() if isinstance(value, _Bound)]
-        if bounded and not self._bounded_warned:
-            self._bounded_warned = True
-            log.warning("%s: %d continuation(s) left the server's top %d tokens; each such log p is the bound "
-                        "given by the lowest listed token (an upper bound)", self.name, len(bounded), self.top_logprobs)
-        return [float(scores[(ctx, c)]) if c else 0.0 for ctx, c in pairs]
-
-    def _probe(self, context: str, continuation: str) -> float:
-        """Score the first pair, finding which way this server gives log-probabilities: prompt
-        logprobs (echo) when it has them and they agree with its next-token logprobs, else the
-        next-token logprobs token by token, else a one-line error."""
-        try:
-            value, first = self._echo(context, continuation)
-        except _NoLogprobs as echo_err:
-            why = str(echo_err)
-        else:
-            why = self._echo_disagrees(context, first)
-            if why is None:
-                self._score_mode = "echo"
-                log.info("%s: scoring with prompt logprobs (completions echo)", self.name)
-                return value
-        try:
-            value = self._score_top(context, continuation)
-        except _RefusedScoring as top_err:  # refused both ways: this request (e.g. too long), not the server
-            raise RequestError(f"{self._where('completions')}: {top_err}") from None
-        except _NoLogprobs as top_err:
-            raise ApiError(f"{self._where('completions')} gives no log-probabilities (echo+logprobs: "
-                           f"{why}; next-token top_logprobs: {top_err}); scoring (detect --method llm, "
-                           f"oracle --method llm, answer --verify, disambiguate --prune) needs a server that "
-                           f"does, e.g. vLLM or llama-cpp-python's server") from None
-        self._score_mode = "top"
-        log.warning("%s: no usable prompt logprobs (%s); scoring token by token from the top-%d next-token "
-                    "logprobs", self.name, why, self.top_logprobs)
-        return value
-
-    def _echo_disagrees(self, context: str, first: tuple[str, float] | None) -> str | None:
-        """Why the server's prompt logprobs cannot be trusted, or None. The continuation's first token
-        is looked up in the server's next-token logprobs after ``context``: the two must agree (they
-        do not on llama-cpp-python 0.3, whose echoed logprobs are one position off, its issue #1983).
-        Unchecked (None) when that token straddles the context or is not listed."""
-        if first is None:
-            return None
-        body = {"model": self.model, "prompt": context, "max_tokens": 1, "temperature": 0, "seed": SEED,
-                "logprobs": self.top_logprobs}
-        try:
-            top = next_token_logprobs(self._completions(body)["choices"][0])
-        except _NoLogprobs:
-            return None
-        token, echoed = first
-        if token in top and abs(top[token] - echoed) > ECHO_TOLERANCE:
-            return (f"its prompt logprob of {token!r} is {echoed:.3f} but its next-token logprob "
-                    f"{top[token]:.3f}")
-        return None
-
-    def _completions(self, body: dict) -> dict:
-        try:
-            return self.request("completions", body, refusals=True)
-        except api_http.Refused as err:
-            if err.status in (401, 403):
-                raise ApiError(f"{self._where('completions')}: HTTP {err.status} ({err.message}); set the key in "
-                               f"CQ_API_KEY or OPENAI_API_KEY") from None
-            raise _RefusedScoring(err.status, err.message) from None
-
-    def _echo(self, context: str, continuation: str) -> tuple[float, tuple[str, float] | None]:
-        """(log p from the prompt's own logprobs, (the continuation's first token, its logprob) when
-        that token starts where the continuation does)."""
-        full = context + continuation
-        body = {"model": self.model, "prompt": full, "max_tokens": 1, "temperature": 0, "seed": SEED,
-                "echo": True, "logprobs": 1}
-        choice = self._completions(body)["choices"][0]
-        lp = choice.get("logprobs") or {}
-        tokens, values, offsets = lp.get("tokens"), lp.get("token_logprobs"), lp.get("text_offset")
-        if not (tokens and values and offsets) or not (len(tokens) == len(values) == len(offsets)):
-            raise _NoLogprobs("no tokens, token_logprobs and text_offset in the answer")
-        if not (choice.get("text") or "").startswith(full) or offsets[0] != 0:
-            raise _NoLogprobs("the prompt is not echoed")
-        total = continuation_logprob(tokens, values, offsets, len(context), len(full))
-        first = next(((t, v) for t, v, o in zip(tokens, values, offsets) if o == len(context) and t and v is not None),
-                     None)
-        return total, first
-
-    def _score_echo(self, context: str, continuation: str) -> float:
-        """log p from the prompt's own logprobs: the tokens overlapping the continuation's characters."""
-        return self._echo(context, continuation)[0]
-
-    def _score_top(self, context: str, continuation: str) -> float:
-        """log p token by token: each step asks for the next token's top logprobs and takes the
-        longest listed token that the rest of the continuation starts with. A continuation whose
-        next piece is not listed gets the lowest listed logprob (an upper bound) for all the rest."""
-        total, pos = 0.0, 0
-        while pos < len(continuation):
-            body = {"model": self.model, "prompt": context + continuation[:pos], "max_tokens": 1, "temperature": 0,
-                    "seed": SEED, "logprobs": self.top_logprobs}
-            top = next_token_logprobs(self._completions(body)["choices"][0])
-            if not top:
-                raise _NoLogprobs("no top_logprobs in the answer")
-            rest = continuation[pos:]
-            match = max((t for t in top if t and rest.startswith(t)), key=len, default=None)
-            if match is None:
-                return _Bound(total + min(top.values()))
-            total += top[match]
-            pos += len(match)
-        return total
-
+def request_params(max_new_tokens: int, stop: Sequence[str] | None, temperature: float = 0.0,
+                   top_p: float = 1.0) -> dict:
+    """A generation request's parameters: greedy with a fixed seed unless ``temperature`` > 0; at most
+    :data:`~cqtools.models.api.MAX_STOP` stop strings (the API's limit: the rest are cut here, and
+    :func:`~cqtools.models.cutting.cut_at_stop` cuts at every one of them)."""
+    params = {"max_tokens": max_new_tokens, "temperature": 0, "seed": SEED}
+    if temperature > 0:
+        params.update(temperature=temperature, top_p=top_p)
+    if stop:
+        params["stop"] = list(stop)[:MAX_STOP]
+    return params

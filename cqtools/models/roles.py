@@ -154,7 +154,7 @@ def status(name: str | None, config, role: str = "-", device: str | None = None,
         return {"model": None, "usable": True, "source": "not set", "path": None, "format": None, "problem": None,
                 **empty}
     from ..registry import BACKENDS
-    from .api import route
+    from .load import route
 
     api = route(name, config=config)
     if api is not None:  # the backend says where its model lives (a server, a service ...)

@@ -1,5 +1,6 @@
-"""What every local backend shares: the device and dtype, the process-wide model cache, the
-batching mode and the input limits (cqtools/models/backends.py has the why), and seeding.
+"""What every local backend shares: the device and dtype, how weights are placed and loaded, and seeding
+(the loaded-model cache is cqtools/models/cache.py; input limits and stop strings cqtools/models/cutting.py;
+batching cqtools/models/batching.py).
 
 Every function here that depends on the run configuration takes it as an argument: a model is built
 under the :class:`~cqtools.config.RunConfig` its loader was given and keeps it (``model.config``), so
@@ -10,8 +11,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import sys
-
 from typing import Sequence
 
 from ..config import RunConfig, activate, current
@@ -19,8 +18,6 @@ from ..errors import ResourceError
 
 log = logging.getLogger("cqtools")
 
-_LOADED: dict[tuple, object] = {}
-DEFAULT_CONTEXT = 4096  # for a model whose config and tokenizer name no context length
 
 
 def prompt_seed(seed: int | None, prompt: str) -> int:
@@ -39,58 +36,13 @@ def prompt_seeds(seed, prompts: Sequence[str]) -> list[int]:
 
 
 # ---------------------------------------------------------------------------------------------
-# batch invariance and input limits
+# input limits
 
 
 def set_max_input_tokens(limit: int | None) -> None:
     """Activate the current run configuration with another input cap (``--max-input-tokens``): what a
     loader called without a configuration builds under (a Python caller's shortcut)."""
     activate(current().replace(max_input_tokens=limit))
-
-
-def _groups(order: list[int], size: int):
-    for start in range(0, len(order), size):
-        yield order[start:start + size]
-
-
-def cut_middle(ids: list, budget: int) -> list:
-    """``ids`` cut to ``budget`` items by dropping the middle: the start and the end are kept."""
-    if len(ids) <= budget:
-        return ids
-    head = budget // 2
-    tail = budget - head
-    return ids[:head] + (ids[len(ids) - tail:] if tail else [])
-
-
-def _warn_cut(name: str, cuts: list[tuple[int, int]], limit: int, once: dict | None = None) -> None:
-    """One stderr line per call naming how much was cut (``cuts``: tokens before and after each
-    cut); with ``once`` (a backend's flag dict), only the first call warns, later ones log at info."""
-    if not cuts:
-        return
-    level = logging.WARNING
-    if once is not None:
-        level = logging.INFO if once.get("warned") else logging.WARNING
-        once["warned"] = True
-    removed = sum(before - after for before, after in cuts)
-    longest = max(before for before, _ in cuts)
-    log.log(level, "%s: %d input(s) over the %d-token limit cut in the middle (longest %d tokens; %d tokens "
-            "removed in all); --max-input-tokens sets the limit", name, len(cuts), limit, longest, removed)
-
-
-def _context_length(config, tokenizer=None) -> int:
-    """The longest input a model takes: the smallest of its position table and its tokenizer's limit."""
-    sizes = [getattr(config, k, None) for k in ("max_position_embeddings", "n_positions", "max_sequence_length")]
-    tok = getattr(tokenizer, "model_max_length", None)
-    sizes.append(tok if isinstance(tok, int) and tok < 1_000_000 else None)
-    known = [s for s in sizes if isinstance(s, int) and s > 0]
-    return min(known) if known else DEFAULT_CONTEXT
-
-
-def _limit(context: int, reserve: int = 0, cap: int | None = None) -> int:
-    """Tokens an input may have: the context less ``reserve`` (tokens still to generate), or ``cap``
-    (``--max-input-tokens`` of the configuration the model was built under) when that is smaller."""
-    limit = max(1, context - reserve)
-    return limit if cap is None else max(1, min(limit, cap))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -238,31 +190,6 @@ def remote_code(config: RunConfig) -> dict:
     return {"trust_remote_code": True} if config.trust_remote_code else {}
 
 
-def _cached(key: tuple, build, config: RunConfig):
-    """``build()`` once per process for ``key`` and ``config``'s loading fields."""
-    _quiet_transformers(config)
-    key = key + config.load_key()
-    if key not in _LOADED:
-        _LOADED[key] = build()
-    return _LOADED[key]
-
-
-def _quiet_transformers(config: RunConfig) -> None:
-    """No weight-loading bars on stderr unless CQ_DEBUG is set (one-off conversions still say so)."""
-    if config.debug:
-        return
-    if "transformers" not in sys.modules:  # it reads the hub's setting when it loads: no need to import it here
-        try:
-            from huggingface_hub.utils import disable_progress_bars
-        except ImportError:  # pragma: no cover
-            return
-        disable_progress_bars()
-        return
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-
-
 def set_seed(seed: int) -> None:
     """Seed Python, NumPy and torch (generation is greedy; this covers anything sampled)."""
     import random
@@ -273,19 +200,3 @@ def set_seed(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-
-
-# ---------------------------------------------------------------------------------------------
-# stop strings (local and API generators alike)
-
-
-def _first_stop(text: str, stop: Sequence[str] | None) -> int | None:
-    """Where the first stop string in ``text`` starts (the earliest of all), or None."""
-    found = [pos for pos in (text.find(s) for s in stop or () if s) if pos >= 0]
-    return min(found) if found else None
-
-
-def _cut(text: str, stop: Sequence[str] | None) -> str:
-    """``text`` up to its first stop string, stripped."""
-    pos = _first_stop(text, stop)
-    return (text if pos is None else text[:pos]).strip()

@@ -120,9 +120,9 @@ class ExtractiveReader:
         count = token_counter(self)
         budget = o.max_passage_tokens
         if budget == 0:
-            from ...models.runtime import _context_length
+            from ...models.cutting import context_length
 
-            budget = _context_length(self.model.config, self.tokenizer)
+            budget = context_length(self.model.config, self.tokenizer)
         return fit(passages, budget, count, count(question), render=context_of, limit=o.n_passages)
 
     # -- scoring -------------------------------------------------------------------------------
@@ -131,9 +131,9 @@ class ExtractiveReader:
         """(start logits, end logits, offsets, context token range) per context."""
         import torch
 
-        from ...models.runtime import _limit
+        from ...models.cutting import input_limit
 
-        limit = _limit(self.options.max_length, cap=self.input_cap)
+        limit = input_limit(self.options.max_length, cap=self.input_cap)
         device = next(self.model.parameters()).device
         step = self.batch_size if self.padded else 1
         out = []
