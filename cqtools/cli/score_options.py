@@ -32,10 +32,11 @@ def bundle(name: str, cls, *options):
 
 @dataclass(frozen=True)
 class OutputFlags:
-    """Where and how the summary goes (--format, --per-record, --plot)."""
+    """Where and how the summary goes (--format, --per-record, --plot, --by)."""
     fmt: str
     per_record: str | None
     plot: str | None
+    by: str | None
 
 
 output_options = bundle(
@@ -46,6 +47,11 @@ output_options = bundle(
                  help="Write one JSONL line of scores per record ({id, ...}) to FILE."),
     click.option("--plot", type=click.Path(dir_okay=False, writable=True), metavar="FILE.png",
                  help="detect: ROC and precision-recall curves; cq: options per CQ, predicted vs gold."),
+    click.option("--by", metavar="FIELD",
+                 help="Also score each group of records with the same FIELD, a dotted key path into the record "
+                      "(gold.type, dataset): \"groups\" has every metric per group, with --ci its interval, with "
+                      "--paired its difference. A record without FIELD (or null there) is in the group \"(none)\", "
+                      "counted, never dropped."),
 )
 
 

@@ -104,7 +104,7 @@ def paired(task_a: Task, task_b: Task, boot: BootstrapOptions, name_a: str, name
            intersect: bool = False) -> dict:
     """A, B and B - A with its paired-bootstrap interval for every metric both define, on the
     question ids both score (all of them must be shared unless ``intersect``); with ``--by``, the
-    same per group of A's questions (``"groups"``)."""
+    same per group of A's records, each with B's records of the same ids (``"groups"``)."""
     whole = _compare(((task_a, task_a.rows()), (task_b, task_b.rows())), boot, (name_a, name_b), intersect)
     if not whole["n"]:
         raise InputError(f"--paired: {name_a} and {name_b} share no scored question id")
@@ -119,19 +119,17 @@ def paired(task_a: Task, task_b: Task, boot: BootstrapOptions, name_a: str, name
 
 
 def _paired_group(task_a: Task, task_b: Task, group: str, boot: BootstrapOptions, names: tuple[str, str]) -> dict:
-    """The paired report of A's ``group``: its questions, and B's records of the same questions."""
+    """The paired report of A's ``group``: its records, and B's records with the same ids."""
     rows_a, whole_b = task_a.rows(group), task_b.rows()
-    ids = set(rows_a.unit_ids)
-    rows_b = whole_b.select(whole_b.positions_of(ids), group)
+    rows_b = whole_b.select(whole_b.positions_of(set(rows_a.record_ids)), group)
     report = _compare(((task_a, rows_a), (task_b, rows_b)), boot, names, intersect=True)
-    elsewhere = len(ids & set(rows_b.unit_ids) - set(task_b.rows(group).unit_ids))
+    elsewhere = len(set(rows_b.record_ids) - set(task_b.rows(group).record_ids))
     if elsewhere:
-        report["notes"].append(f"{elsewhere} of its question(s) are in another --by group in {names[1]}; "
+        report["notes"].append(f"{elsewhere} of its record(s) are in another --by group in {names[1]}; "
                                f"the groups are {names[0]}'s")
     if not report["n"]:
         report["notes"].append(f"no question of this group is scored in both {names[0]} and {names[1]}")
     return report
-
 
 def _missing_notes(missing: dict, counts: dict, names: dict) -> list[str]:
     """What the paired report says about records without the prediction (they score 0 on each side)."""

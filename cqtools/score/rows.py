@@ -179,13 +179,16 @@ class Population(Rows):
             self._build_units()
         return self._unit_matrix
 
-    def positions_of(self, questions: set) -> list[int]:
-        """Positions of the records of ``questions`` (ids of :attr:`unit_ids`)."""
+    @property
+    def record_ids(self) -> list:
+        """The ids of the records, in order (with ``keep_ids``)."""
         if self._ids is None:
-            raise InputError("pairing needs the scored question ids: score with ScoreOptions(keep_questions=True)")
-        units = self._units or [None] * len(self._ids)
-        return [i for i, (record_id, unit) in enumerate(zip(self._ids, units))
-                if (record_id if unit is None else unit) in questions]
+            raise InputError("pairing needs the scored record ids: score with ScoreOptions(keep_questions=True)")
+        return self._ids
+
+    def positions_of(self, record_ids: set) -> list[int]:
+        """Positions of the records whose id is in ``record_ids``."""
+        return [i for i, record_id in enumerate(self.record_ids) if record_id in record_ids]
 
     def select(self, positions, group: str | None = None) -> "Population":
         """The population of the records at ``positions`` (no pooled set columns)."""
