@@ -201,7 +201,7 @@ class Task:
     skipped: Counter = field(default_factory=Counter)
     notes: list[str] = field(default_factory=list)
     malformed_count: int = 0  # records whose prediction was malformed, scored as missing (--on-error skip)
-    groups: dict = field(default_factory=dict)  # --by: group -> its Tally
+    group_tallies: dict = field(default_factory=dict)  # --by: group -> its Tally (what its rows do not count)
     _table: RowTable | None = field(default=None, repr=False)
 
     @property
@@ -228,7 +228,7 @@ class Task:
         groups = [group_of(r, self.opts.by) if self.opts.by else None for r in records]
         rows, todo = [], []
         for record, group in zip(records, groups):
-            tally = self.groups.setdefault(group, Tally()) if group is not None else None
+            tally = self.group_tallies.setdefault(group, Tally()) if group is not None else None
             clean = self.readable(record)
             if tally is not None and clean is not record:
                 tally.malformed += 1
@@ -322,13 +322,13 @@ class Task:
         out.update(self.summarise(self.rows(), Tally(self.skipped, self.malformed_count), self.notes))
         if self.opts.by:
             out["by"] = self.opts.by
-            out["groups"] = {group: self.group_summary(group) for group in sorted(self.groups)}
+            out["groups"] = {group: self.group_summary(group) for group in sorted(self.group_tallies)}
         out["notes"] = self.notes
         return out
 
     def group_summary(self, group: str) -> dict:
         rows, notes = self.rows(group), []
-        return {"n": rows.n, "missing": rows.missing, **self.summarise(rows, self.groups[group], notes),
+        return {"n": rows.n, "missing": rows.missing, **self.summarise(rows, self.group_tallies[group], notes),
                 "notes": notes}
 
     def plot(self, path: str) -> None:

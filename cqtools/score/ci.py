@@ -113,7 +113,7 @@ def paired(task_a: Task, task_b: Task, boot: BootstrapOptions, name_a: str, name
     if task_a.opts.by:
         report["by"] = task_a.opts.by
         report["groups"] = {group: _paired_group(task_a, task_b, group, boot, (name_a, name_b))
-                            for group in sorted(task_a.groups)}
+                            for group in sorted(task_a.group_tallies)}
     report["notes"] = whole["notes"]
     return report
 

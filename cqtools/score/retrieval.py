@@ -102,7 +102,8 @@ class RetrievalTask(Task):
                 row.update(measures)
             weight = len(gold_of(record)["answers"]) if self.options.ac_average == "cluster" else 1
             values = {**{f"ac@{k}": row[f"ac@{k}"] * weight for k in self.ks}, "weight": weight,
-                      "judged": measures is not None, **{name: (measures or {}).get(name, 0.0) for name in self.ir_names}}
+                      "judged": measures is not None,
+                      **{name: (measures or {}).get(name, 0.0) for name in self.ir_names}}
             scored.append(Scored(row, values, missing=record.get("passages") is None))
         return scored
 

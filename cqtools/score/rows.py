@@ -8,7 +8,7 @@ aggregations the same way from per-query rows):
 
 * a population (:class:`Population`): every scored record of the input, of one ``--by`` group,
   or of a selection (the B side of a paired group); its sums run record by record, in input
-  order, so they are exactly the running sums a task used to keep;
+  order, so they equal sums kept while the records streamed by;
 * a resample (:class:`Resample`) of a population's questions, drawn with replacement by
   :mod:`cqtools.metrics.bootstrap`; its sums weigh each question by how often it was drawn.
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # numpy is imported where rows are computed: loading the task
     import numpy as np
 
 NAN = float("nan")
+FLUSH_ROWS = 1024  # rows kept as Python lists before they become a numpy chunk
 
 
 @dataclass(frozen=True)
@@ -120,22 +121,20 @@ class Population(Rows):
         self._pools, self._units, self._ids = pools, units, ids
         self._unit_matrix = self._unit_ids = self._sums = self.unit_sizes = None
 
-    def _at(self, column: str) -> int:
+    def column_index(self, column: str) -> int:
         try:
             return self.index[column]
         except KeyError:
             raise InputError(f"no column {column!r} in the task's rows ({', '.join(self.columns)})") from None
 
     def sum(self, column):
-        """The running sum over the records, in input order (numpy's accumulate adds one at a time)."""
-        import numpy as np
-
+        """The running sum over the records, in input order (as a task adding row by row gets it)."""
         if self._sums is None:
-            self._sums = np.add.accumulate(self.matrix, axis=0)[-1] if self.n else np.zeros(len(self.columns))
-        return float(self._sums[self._at(column)])
+            self._sums = running_sums(self.matrix)
+        return float(self._sums[self.column_index(column)])
 
     def column(self, column):
-        return self.matrix[:, self._at(column)]
+        return self.matrix[:, self.column_index(column)]
 
     def distinct(self, column):
         if self._pools is None or column not in self._pools:
@@ -165,7 +164,7 @@ class Population(Rows):
         matrix = np.zeros((len(ids), len(self.columns)))
         np.add.at(matrix, of_record, self.matrix)  # a question's records added in input order
         self._unit_ids, self._unit_matrix = ids, matrix
-        self.unit_sizes = np.bincount(of_record, minlength=len(ids)).astype(float)
+        self.unit_sizes = np.bincount(of_record, minlength=len(ids))
 
     @property
     def unit_ids(self) -> list:
@@ -190,15 +189,26 @@ class Population(Rows):
         """Positions of the records whose id is in ``record_ids``."""
         return [i for i, record_id in enumerate(self.record_ids) if record_id in record_ids]
 
-    def select(self, positions, group: str | None = None) -> "Population":
-        """The population of the records at ``positions`` (no pooled set columns)."""
+    def select(self, positions, group: str | None = None, pools: dict | None = None) -> "Population":
+        """The population of the records at ``positions`` (``pools``: its pooled set columns, if any)."""
         import numpy as np
 
         positions = np.asarray(positions, dtype=int)
         pick = positions.tolist()
-        return Population(self.columns, self.matrix[positions], self.missing_flags[positions], group, None,
+        return Population(self.columns, self.matrix[positions], self.missing_flags[positions], group, pools,
                           None if self._units is None else [self._units[i] for i in pick],
                           None if self._ids is None else [self._ids[i] for i in pick])
+
+
+def running_sums(matrix: np.ndarray, block: int = 4096) -> np.ndarray:
+    """Each column's sum added one row after another, in order (numpy's ``sum`` adds pairwise, which
+    rounds differently), ``block`` rows at a time so the partial sums never take another matrix."""
+    import numpy as np
+
+    sums = np.zeros(matrix.shape[1])
+    for start in range(0, len(matrix), block):
+        sums = np.add.accumulate(np.vstack([sums, matrix[start:start + block]]), axis=0)[-1]
+    return sums
 
 
 class Resample(Rows):
@@ -212,15 +222,15 @@ class Resample(Rows):
         self._counts = np.bincount(idx, minlength=len(matrix)).astype(float)
         self._sums = None
         sizes = population.unit_sizes  # None: one record per question
-        self.n = len(idx) if sizes is None else int(round(float(self._counts @ sizes)))
+        self.n = len(idx) if sizes is None else int(sizes[idx].sum())
 
     def sum(self, column):
         if self._sums is None:
             self._sums = self._counts @ self.population.unit_matrix
-        return float(self._sums[self.population._at(column)])
+        return float(self._sums[self.population.column_index(column)])
 
     def column(self, column):
-        return self.population.unit_matrix[self.idx, self.population._at(column)]
+        return self.population.unit_matrix[self.idx, self.population.column_index(column)]
 
 
 class RowTable:
@@ -249,6 +259,8 @@ class RowTable:
             number = values[column]
             row.append(NAN if number is None else float(number))
         self._pending.append(row)
+        if len(self._pending) == FLUSH_ROWS:
+            self._flush()
         self._missing.append(bool(missing))
         self._groups.append(self._group_index(group))
         if self._ids is not None:
@@ -268,12 +280,18 @@ class RowTable:
             self._pools[group] = {c: set() for c in self.set_columns}
         return self._group_at[group]
 
-    def matrix(self) -> np.ndarray:
+    def _flush(self) -> None:
+        """The pending rows (Python lists) into one numpy chunk: 8 bytes a number."""
         import numpy as np
 
         if self._pending:
             self._chunks.append(np.asarray(self._pending, dtype=float).reshape(len(self._pending), len(self.columns)))
             self._pending = []
+
+    def matrix(self) -> np.ndarray:
+        import numpy as np
+
+        self._flush()
         if len(self._chunks) != 1:
             self._chunks = [np.concatenate(self._chunks) if self._chunks else np.zeros((0, len(self.columns)))]
         return self._chunks[0]
@@ -283,11 +301,12 @@ class RowTable:
         import numpy as np
 
         if group not in self._populations:
-            index = self._group_index(group)
-            whole = Population(self.columns, self.matrix(), np.frombuffer(bytes(self._missing), dtype=np.uint8).astype(bool),
-                               None, self._pools[None], self._units, self._ids)
-            if group is not None:
-                whole = whole.select(np.flatnonzero(np.frombuffer(self._groups.tobytes(), dtype=np.intc) == index), group)
-                whole._pools = self._pools[group]
-            self._populations[group] = whole
+            if group is None:
+                missing = np.frombuffer(bytes(self._missing), dtype=np.uint8).astype(bool)
+                self._populations[None] = Population(self.columns, self.matrix(), missing, None, self._pools[None],
+                                                     self._units, self._ids)
+            else:
+                index = self._group_index(group)
+                members = np.flatnonzero(np.frombuffer(self._groups.tobytes(), dtype=np.intc) == index)
+                self._populations[group] = self.population().select(members, group, self._pools[group])
         return self._populations[group]
