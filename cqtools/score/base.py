@@ -97,9 +97,9 @@ from itertools import islice
 from typing import Callable, ClassVar, Iterable, Iterator
 
 from ..errors import InputError
+from ..records import answer_texts  # noqa: F401 (the tasks' accessor: None when a record has no answers)
 from ..registry import option
 from .rows import Metric, Population, Resample, Rows, RowTable, evaluate
-from ..records import answer_texts  # noqa: F401 (the tasks' accessor: None when a record has no answers)
 
 DEFAULT_BERTSCORE_MODEL = "roberta-large"
 log = logging.getLogger("cqtools")
