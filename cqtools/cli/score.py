@@ -55,7 +55,7 @@ def cli(runs, task, output: OutputFlags, boot: BootstrapFlags, batch_size, devic
         logging.getLogger("cqtools").setLevel(logging.WARNING)
     from ..score import ScoreOptions
 
-    opts = ScoreOptions(task, device=device, batch_size=batch_size, on_error=on_error,
+    opts = ScoreOptions(task, device=device, batch_size=batch_size, on_error=on_error, by=output.by,
                         keep_questions=boot.ci or boot.paired is not None or len(runs) > 1)
     task_opts = method_values(SCORE_TASKS, task, flags, TASK_FLAGS)  # a flag --task does not take: an error
     SCORE_TASKS.get(task).values(task_opts)  # checked before any record is read
@@ -159,14 +159,14 @@ def _several_runs(runs, opts, task, task_opts, on_error, boot: BootstrapFlags, s
     for path, diff in zip(runs[1:], diffs):
         cells = []
         for m in metrics:
-            d = diff["metrics"].get(m)
+            d = _paired_metrics(diff).get(m)
             cells.append("" if d is None else f"{d['diff']:+.2f} {_interval(d['low'], d['high'])}"
                          + ("*" if d["excludes_zero"] else ""))
         rows.append([f"{path} - {runs[0]}", *cells])
     notes = [f"{len(runs) - 1} paired difference(s) against {runs[0]}: B - A on the same question ids, "
              f"{options.level:.0%} {options.method} paired bootstrap, {options.n_boot} resamples, seed {options.seed}; "
              f"* = the interval excludes 0"]
-    notes += [f"{path}: {note}" for path, s in zip(runs, summaries) for note in s.get("notes", [])]
+    notes += [f"{path}: {note}" for path, s in zip(runs, summaries) for note in _notes(s)]
     return _grid(header, rows, notes, fmt=fmt)
 
 
@@ -182,10 +182,38 @@ def _number(value) -> str:
     return "-" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
-def _summary_rows(summary: dict):
+def _intervals(summary: dict) -> dict:
+    """Every interval of a summary by its metric's flat name (a --by group's as groups.GROUP.metric)."""
     from ..metrics.bootstrap import flatten
 
-    intervals = flatten(summary["ci"]["intervals"]) if "ci" in summary else {}
+    out = flatten(summary["ci"]["intervals"]) if "ci" in summary else {}
+    for group, body in summary.get("groups", {}).items():
+        if "ci" in body:
+            out.update(flatten(body["ci"]["intervals"], f"groups.{group}."))
+    return out
+
+
+def _notes(summary: dict) -> list[str]:
+    """A summary's notes, then each --by group's ("FIELD=GROUP: note")."""
+    return summary.get("notes", []) + [f"{summary['by']}={group}: {note}" for group, body in
+                                       summary.get("groups", {}).items() for note in body.get("notes", [])]
+
+
+def _paired_metrics(report: dict) -> dict:
+    """A paired report's metrics by flat name, a --by group's as groups.GROUP.metric."""
+    return {**report["metrics"], **{f"groups.{group}.{name}": m for group, body in report.get("groups", {}).items()
+                                    for name, m in body["metrics"].items()}}
+
+
+def _paired_notes(report: dict) -> list[str]:
+    """A paired report's notes, then each --by group's size and notes."""
+    return report.get("notes", []) + [note for group, body in report.get("groups", {}).items() for note in
+                                      [f"{report['by']}={group}: {body['n']} paired questions"]
+                                      + [f"{report['by']}={group}: {n}" for n in body["notes"]]]
+
+
+def _summary_rows(summary: dict):
+    intervals = _intervals(summary)
     header = ["metric", "value"] + (["low", "high"] if intervals else [])
     rows = []
     for name, value in _flat(summary).items():
@@ -194,15 +222,15 @@ def _summary_rows(summary: dict):
             low, high = intervals.get(name, (None, None))
             row += [_number(low), _number(high)]
         rows.append(row)
-    return header, rows, summary.get("notes", [])
+    return header, rows, _notes(summary)
 
 
 def _paired_rows(report: dict):
     header = ["metric", "A", "B", "B-A", "low", "high", "excludes 0"]
     rows = [[name, f"{m['a']:.2f}", f"{m['b']:.2f}", f"{m['diff']:+.2f}", _number(m["low"]), _number(m["high"]),
-             "yes" if m["excludes_zero"] else "no"] for name, m in report["metrics"].items()]
+             "yes" if m["excludes_zero"] else "no"] for name, m in _paired_metrics(report).items()]
     return header, rows, [f"A = {report['a']}, B = {report['b']}, {report['n']} paired questions"] + \
-        report.get("notes", [])
+        _paired_notes(report)
 
 
 def _grid(header: list, rows: list, notes=(), *, fmt: str) -> str:
@@ -270,15 +298,13 @@ def format_table(summary: dict) -> str:
     if "ci" not in summary:
         lines = [f"{name:<{width}}  {value:>10}" for name, value in rows]
     else:
-        from ..metrics.bootstrap import flatten
-
-        intervals = flatten(summary["ci"]["intervals"])
+        intervals = _intervals(summary)
         lines = [f"{name:<{width}}  {value:>10}  {_interval(*intervals[name]) if name in intervals else ''}".rstrip()
                  for name, value in rows]
         ci = summary["ci"]
         lines.append(f"note: intervals: {ci['level']:.0%} {ci['method']} bootstrap over questions, "
                      f"{ci['n_boot']} resamples, seed {ci['seed']}")
-    lines += [f"note: {note}" for note in summary.get("notes", [])]
+    lines += [f"note: {note}" for note in _notes(summary)]
     return "\n".join(lines)
 
 
@@ -289,7 +315,7 @@ def _interval(low, high) -> str:
 def format_paired_table(report: dict) -> str:
     """One line per metric: A, B, B-A and its interval; '*' where the interval excludes 0."""
     rows = [("metric", "A", "B", "B-A", "interval", "")]
-    for name, m in report["metrics"].items():
+    for name, m in _paired_metrics(report).items():
         rows.append((name, f"{m['a']:.2f}", f"{m['b']:.2f}", f"{m['diff']:+.2f}", _interval(m["low"], m["high"]),
                      "*" if m["excludes_zero"] else ""))
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
@@ -300,5 +326,5 @@ def format_paired_table(report: dict) -> str:
     lines.append(f"note: A = {report['a']}, B = {report['b']}, {report['n']} paired questions; "
                  f"{ci['level']:.0%} {ci['method']} paired bootstrap, {ci['n_boot']} resamples, seed {ci['seed']}; "
                  f"* = the interval of B-A excludes 0")
-    lines += [f"note: {note}" for note in report.get("notes", [])]
+    lines += [f"note: {note}" for note in _paired_notes(report)]
     return "\n".join(lines)

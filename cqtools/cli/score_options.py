@@ -9,6 +9,9 @@ from dataclasses import dataclass
 
 import click
 
+from ..score.settings import BootstrapOptions
+from .declared import declared_flags
+
 FORMATS = ["json", "table", "md", "csv"]
 
 
@@ -32,10 +35,11 @@ def bundle(name: str, cls, *options):
 
 @dataclass(frozen=True)
 class OutputFlags:
-    """Where and how the summary goes (--format, --per-record, --plot)."""
+    """Where and how the summary goes (--format, --per-record, --plot, --by)."""
     fmt: str
     per_record: str | None
     plot: str | None
+    by: str | None
 
 
 output_options = bundle(
@@ -46,6 +50,11 @@ output_options = bundle(
                  help="Write one JSONL line of scores per record ({id, ...}) to FILE."),
     click.option("--plot", type=click.Path(dir_okay=False, writable=True), metavar="FILE.png",
                  help="detect: ROC and precision-recall curves; cq: options per CQ, predicted vs gold."),
+    click.option("--by", metavar="FIELD",
+                 help="Also score each group of records with the same FIELD, a dotted key path into the record "
+                      "(gold.type, dataset): \"groups\" has every metric per group, with --ci its interval, with "
+                      "--paired its difference. A record without FIELD (or null there) is in the group \"(none)\", "
+                      "counted, never dropped."),
 )
 
 
@@ -59,8 +68,6 @@ class BootstrapFlags:
     ci_method: str
 
     def options(self, seed: int):
-        from ..score.ci import BootstrapOptions
-
         return BootstrapOptions(n_boot=self.n_boot, seed=seed, method=self.ci_method)
 
 
@@ -73,8 +80,5 @@ bootstrap_options = bundle(
                  help="Compare with OTHER.jsonl (B) on the same question ids: A (stdin), B and B-A with its "
                       "paired-bootstrap interval, instead of the summary."),
     click.option("--intersect", is_flag=True, help="--paired: compare on the ids both score instead of refusing."),
-    click.option("--n-boot", type=click.IntRange(min=1), default=1000, show_default=True,
-                 help="--ci, --paired: bootstrap resamples."),
-    click.option("--ci-method", type=click.Choice(["percentile", "basic"]), default="percentile", show_default=True,
-                 help="--ci, --paired: percentile interval, or basic (reflected around the estimate)."),
+    declared_flags(BootstrapOptions, "n_boot", "method", params={"method": "ci_method"}),
 )

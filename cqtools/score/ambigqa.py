@@ -2,14 +2,13 @@
 F1_BLEU and F1_EDIT-F1 of predicted question-answer pairs ``dqs``, after PTB or simple tokenization)."""
 from __future__ import annotations
 
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 from ..metrics import ambigqa as m_ambigqa
-from ..metrics.normalize import safe_div
 from ..registry import option
-from .base import ScoreOptions, Task, answer_texts, gold_of, pct
+from .base import Scored, ScoreOptions, Task, answer_texts, gold_of
+from .rows import Metric, count, mean, ratio, value
 from .tokenizers import make_tokenizer
 
 
@@ -24,7 +23,7 @@ class AmbigQAScoring:
 @dataclass
 class AmbigQATask(Task):
     reads = ("answers", "dqs")
-    sums: Counter = field(default_factory=Counter)
+    columns = ("f1_ans", "n_multi", "f1_ans_multi", "f1_bleu", "f1_edit_f1", "with_dqs")
     tokenize: Callable[[list[str]], list[str]] | None = None
 
     def __post_init__(self):
@@ -55,73 +54,61 @@ class AmbigQATask(Task):
                 plan["gen"] = [slot(str(d.get("question") or "")) for d in dqs if isinstance(d, dict)]
             plans.append((record, annotations, dqs, plan))
         tokens = self.tokenize(texts) if any(p["gen"] for *_, p in plans) else texts
-        rows = []
+        scored = []
         for record, annotations, dqs, plan in plans:
             answers = answer_texts(record)
             if not answers and dqs is not None:
                 answers = [d.get("answer") or "" for d in dqs if isinstance(d, dict)]
-            self.n += 1
-            if answers is None and dqs is None:
-                self.missing += 1
             multi = m_ambigqa.is_multi(annotations)
             f1_ans = m_ambigqa.f1_answer(annotations, answers or [])
             row = {"id": record["id"], "multi": multi, "f1_ans": f1_ans}
-            self.sums["f1_ans"] += f1_ans
             if multi:
-                self.sums["n_multi"] += 1
-                self.sums["f1_ans_multi"] += f1_ans
-                if dqs is not None:
-                    self.sums["with_dqs"] += 1
-                    tokenized = []
-                    for a, ann in enumerate(annotations):
-                        if ann["type"] == "multipleQAs":
-                            pairs = [{"question": [tokens[i] for i in plan["refs"][(a, k)]], "answer": p["answer"]}
-                                     for k, p in enumerate(ann["qaPairs"])]
-                            tokenized.append({"type": "multipleQAs", "qaPairs": pairs})
-                    pred_pairs = [(tokens[i], d.get("answer") or "")
-                                  for i, d in zip(plan["gen"], [d for d in dqs if isinstance(d, dict)])]
-                    qg = m_ambigqa.qg_scores(tokens[plan["prompt"]], tokenized, pred_pairs)
-                else:
-                    qg = {"f1_bleu": 0.0, "f1_edit_f1": 0.0}
-                row.update(qg)
-                self.sums["f1_bleu"] += qg["f1_bleu"]
-                self.sums["f1_edit_f1"] += qg["f1_edit_f1"]
-            self.keep(record["id"], (f1_ans, float(multi), f1_ans * multi, row.get("f1_bleu", 0.0),
-                                     row.get("f1_edit_f1", 0.0)))
-            rows.append(row)
-        return rows
+                row.update(self._qg(annotations, dqs, plan, tokens))
+            values = {"f1_ans": f1_ans, "n_multi": multi, "f1_ans_multi": f1_ans * multi,
+                      "f1_bleu": row.get("f1_bleu", 0.0), "f1_edit_f1": row.get("f1_edit_f1", 0.0),
+                      "with_dqs": multi and dqs is not None}
+            scored.append(Scored(row, values, missing=answers is None and dqs is None))
+        return scored
 
-    def _rates(self, s, n: int) -> dict:
-        """F1_ans (all, multi) and, when some record has predicted pairs, F1_BLEU, F1_EDIT-F1 and
-        their comb from the sums ``s`` over ``n`` questions."""
-        n_multi = s["n_multi"]
-        out = {"f1_ans": pct(safe_div(s["f1_ans"], n)) if n else None,
-               "f1_ans_multi": pct(safe_div(s["f1_ans_multi"], n_multi)) if n_multi else None}
-        if self.sums["with_dqs"]:
-            out["f1_bleu"] = pct(safe_div(s["f1_bleu"], n_multi))
-            out["f1_edit_f1"] = pct(safe_div(s["f1_edit_f1"], n_multi))
-            out["comb"] = out["f1_ans"] + out["f1_edit_f1"]
-        return out
+    @staticmethod
+    def _qg(annotations, dqs, plan, tokens) -> dict:
+        """F1_BLEU and F1_EDIT-F1 of a multi-answer record's predicted pairs (0 without them)."""
+        if dqs is None:
+            return {"f1_bleu": 0.0, "f1_edit_f1": 0.0}
+        tokenized = []
+        for a, ann in enumerate(annotations):
+            if ann["type"] == "multipleQAs":
+                pairs = [{"question": [tokens[i] for i in plan["refs"][(a, k)]], "answer": p["answer"]}
+                         for k, p in enumerate(ann["qaPairs"])]
+                tokenized.append({"type": "multipleQAs", "qaPairs": pairs})
+        pred_pairs = [(tokens[i], d.get("answer") or "")
+                      for i, d in zip(plan["gen"], [d for d in dqs if isinstance(d, dict)])]
+        return m_ambigqa.qg_scores(tokens[plan["prompt"]], tokenized, pred_pairs)
 
-    def metrics(self):
-        s = self.sums
-        n_multi = s["n_multi"]
-        rates = self._rates(s, self.n)
-        out = {"f1_ans": rates["f1_ans"], "f1_ans_multi": rates["f1_ans_multi"], "n_multi": n_multi}
-        if s["with_dqs"]:
-            out.update({k: rates[k] for k in ("f1_bleu", "f1_edit_f1", "comb")})
-            out["tokenizer"] = self.options.tokenizer
-            if s["with_dqs"] < n_multi:
-                self.notes.append(f"f1_bleu/f1_edit_f1: {n_multi - s['with_dqs']} multi record(s) without "
-                                  f"predicted dqs score 0")
-        else:
-            out.update({"f1_bleu": None, "f1_edit_f1": None, "comb": None, "tokenizer": None})
-            self.notes.append("f1_bleu/f1_edit_f1: no record has predicted question-answer pairs ('dqs')")
-        return out
+    def aggregation(self, rows):
+        metrics = [mean("f1_ans", "f1_ans"), ratio("f1_ans_multi", "f1_ans_multi", "n_multi"),
+                   count("n_multi", "n_multi")]
+        if not rows.population.sum("with_dqs"):
+            return metrics + [value(name, None) for name in ("f1_bleu", "f1_edit_f1", "comb", "tokenizer")]
+        return metrics + [ratio("f1_bleu", "f1_bleu", "n_multi", empty=0.0),
+                          ratio("f1_edit_f1", "f1_edit_f1", "n_multi", empty=0.0),
+                          Metric("comb", _comb), value("tokenizer", self.options.tokenizer)]
 
-    def resample(self, idx):
-        return self._rates(self.kept_sums(idx, ("f1_ans", "n_multi", "f1_ans_multi", "f1_bleu", "f1_edit_f1")),
-                           len(idx))
+    def notes_for(self, rows, values):
+        with_dqs, n_multi = rows.sum("with_dqs"), values["n_multi"]
+        if not with_dqs:
+            return ["f1_bleu/f1_edit_f1: no record has predicted question-answer pairs ('dqs')"]
+        if with_dqs < n_multi:
+            return [f"f1_bleu/f1_edit_f1: {n_multi - int(with_dqs)} multi record(s) without predicted dqs score 0"]
+        return []
+
+
+def _comb(rows) -> float | None:
+    """F1_ans + F1_EDIT-F1 (AmbigQA's combined score)."""
+    f1_ans = 100.0 * (rows.sum("f1_ans") / rows.n) if rows.n else None
+    n_multi = rows.sum("n_multi")
+    edit = 100.0 * (rows.sum("f1_edit_f1") / n_multi) if n_multi else 0.0
+    return None if f1_ans is None else f1_ans + edit
 
 
 def ambigqa_task(options: AmbigQAScoring, config, opts: ScoreOptions) -> Task:

@@ -2,15 +2,15 @@
 (ROUGE-L, STR-EM, and with ``--reader`` Disambig-F1 and DR; answer F1 of predicted ``dqs``)."""
 from __future__ import annotations
 
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 from ..metrics import asqa as m_asqa
 from ..metrics.ambigqa import set_f1
 from ..metrics.normalize import safe_div
 from ..registry import option
-from .base import ScoreOptions, Task, gold_of, pct
+from .base import Scored, ScoreOptions, Task, gold_of, pct
+from .rows import Metric, mean, ratio, value
 from .reader import DisambigF1Reader
 from .tokenizers import sentence_splitter
 
@@ -29,8 +29,8 @@ class ASQAScoring:
 @dataclass
 class ASQATask(Task):
     variant_keys = ("str_em",)
+    columns = ("rouge_l", "str_em", "n_str_em", "answer_f1", "disambig_f1", "n_disambig", "length", "with_dqs")
 
-    sums: Counter = field(default_factory=Counter)
     reader: DisambigF1Reader | None = None
     rouge: object = None
     split_sentences: Callable[[str], list[str]] | None = None
@@ -52,24 +52,14 @@ class ASQATask(Task):
         rows, questions, contexts, owners = [], [], [], []
         for record in records:
             gold = gold_of(record)
-            long_answer = record.get("long_answer")
-            self.n += 1
-            self.missing += long_answer is None
-            text = str(long_answer or "")
+            text = str(record.get("long_answer") or "")
             sets = gold.get("answers") or []
             row = {"id": record["id"],
                    "rouge_l": m_asqa.rouge_lsum(text, gold["long_answers"], self.rouge, self.split_sentences),
                    "str_em": m_asqa.str_em(text, sets, count_empty=self.options.str_em == "asqa")}
-            self.sums["rouge_l"] += row["rouge_l"]
-            self.sums["length"] += len(text.split())
-            if row["str_em"] is not None:
-                self.sums["str_em"] += row["str_em"]
-                self.sums["n_str_em"] += 1
             dqs = record.get("dqs")
             if isinstance(dqs, list):
-                self.sums["with_dqs"] += 1
                 row["answer_f1"] = set_f1(sets, [d.get("answer") or "" for d in dqs if isinstance(d, dict)])
-                self.sums["answer_f1"] += row["answer_f1"]
             if self.reader is not None and sets:
                 for dq in gold.get("dqs") or []:
                     questions.append(str(dq["question"]))
@@ -77,66 +67,62 @@ class ASQATask(Task):
                     owners.append(len(rows))
             rows.append(row)
         if self.reader is not None:
-            answers = self.reader.answer(questions, contexts)
-            if answers is not None:
-                per_row: dict[int, list[str]] = {}
-                for owner, answer in zip(owners, answers):
-                    per_row.setdefault(owner, []).append(answer)
-                for i, (record, row) in enumerate(zip(records, rows)):
-                    sets = gold_of(record).get("answers") or []
-                    value = m_asqa.disambig_f1(per_row.get(i, []), sets) if sets else None
-                    if value is not None:
-                        row["disambig_f1"] = value
-                        self.sums["disambig_f1"] += value
-                        self.sums["n_disambig"] += 1
-        for record, row in zip(records, rows):
-            self.keep(record["id"], (row["rouge_l"], row["str_em"] or 0.0, float(row["str_em"] is not None),
-                                     row.get("answer_f1", 0.0), row.get("disambig_f1", 0.0),
-                                     float("disambig_f1" in row), len(str(record.get("long_answer") or "").split())))
-        return rows
+            self._read(records, rows, questions, contexts, owners)
+        return [Scored(row, {"rouge_l": row["rouge_l"], "str_em": row["str_em"] or 0.0,
+                             "n_str_em": row["str_em"] is not None, "answer_f1": row.get("answer_f1", 0.0),
+                             "disambig_f1": row.get("disambig_f1", 0.0), "n_disambig": "disambig_f1" in row,
+                             "length": len(str(record.get("long_answer") or "").split()),
+                             "with_dqs": isinstance(record.get("dqs"), list)},
+                       missing=record.get("long_answer") is None) for record, row in zip(records, rows)]
 
-    def _rates(self, s, n: int) -> dict:
-        """ROUGE-L, STR-EM, Disambig-F1 and DR (when the reader answered), answer F1 (when some
-        record has predicted pairs) and length from the sums ``s`` over ``n`` questions."""
-        out = {"rouge_l": pct(safe_div(s["rouge_l"], n)) if n else None,
-               "str_em": pct(safe_div(s["str_em"], s["n_str_em"])) if s["n_str_em"] else None}
-        if self.reader is not None and not self.reader.error:
-            out["disambig_f1"] = pct(safe_div(s["disambig_f1"], s["n_disambig"])) if s["n_disambig"] else None
-            out["dr"] = m_asqa.dr_score(out["disambig_f1"], out["rouge_l"])
-        if self.sums["with_dqs"]:
-            out["answer_f1"] = pct(safe_div(s["answer_f1"], n))
-        out["length"] = safe_div(s["length"], n)
-        return out
+    def _read(self, records, rows, questions, contexts, owners) -> None:
+        """Disambig-F1 of each row whose record has gold answers: the reader answers the gold
+        disambiguated questions from the long answer."""
+        answers = self.reader.answer(questions, contexts)
+        if answers is None:
+            return
+        per_row: dict[int, list[str]] = {}
+        for owner, answer in zip(owners, answers):
+            per_row.setdefault(owner, []).append(answer)
+        for i, (record, row) in enumerate(zip(records, rows)):
+            sets = gold_of(record).get("answers") or []
+            value = m_asqa.disambig_f1(per_row.get(i, []), sets) if sets else None
+            if value is not None:
+                row["disambig_f1"] = value
 
-    def resample(self, idx):
-        return self._rates(self.kept_sums(idx, ("rouge_l", "str_em", "n_str_em", "answer_f1", "disambig_f1",
-                                                "n_disambig", "length")), len(idx))
+    def aggregation(self, rows):
+        metrics = [mean("rouge_l", "rouge_l"), ratio("str_em", "str_em", "n_str_em")]
+        reader_ok = self.reader is not None and not self.reader.error
+        if reader_ok:
+            metrics += [ratio("disambig_f1", "disambig_f1", "n_disambig"), Metric("dr", _dr)]
+        else:
+            metrics += [value("disambig_f1", None), value("dr", None)]
+        metrics.append(value("reader", None if self.reader is None else self.reader.name))
+        has_dqs = rows.population.sum("with_dqs")
+        metrics.append(Metric("answer_f1", lambda r: pct(safe_div(r.sum("answer_f1"), r.n))) if has_dqs
+                       else value("answer_f1", None))
+        return metrics + [Metric("length", lambda r: safe_div(r.sum("length"), r.n))]
 
-    def metrics(self):
-        s = self.sums
-        rates = self._rates(s, self.n)
-        out = {"rouge_l": rates["rouge_l"], "str_em": rates["str_em"]}
+    def notes_for(self, rows, values):
+        notes = []
         if self.reader is None:
-            out["disambig_f1"] = out["dr"] = out["reader"] = None
-            self.notes.append("disambig_f1/dr: need a reading-comprehension model; pass --reader MODEL "
-                              "(ASQA used a RoBERTa-large SQuAD 2.0 reader)")
+            notes.append("disambig_f1/dr: need a reading-comprehension model; pass --reader MODEL "
+                         "(ASQA used a RoBERTa-large SQuAD 2.0 reader)")
         elif self.reader.error:
-            out["disambig_f1"] = out["dr"] = None
-            out["reader"] = self.reader.name
-            self.notes.append(f"disambig_f1/dr: {self.reader.error}")
-        else:
-            out["disambig_f1"], out["dr"] = rates["disambig_f1"], rates["dr"]
-            out["reader"] = self.reader.name
-            if self.reader.generative is not None:
-                self.notes.append(f"disambig_f1/dr: read by {self.reader.name}, {self.reader.kind}: not the "
-                                  f"papers' RoBERTa-large SQuAD 2.0 reader, so not comparable with their D-F1/DR")
-        if s["with_dqs"]:
-            out["answer_f1"] = rates["answer_f1"]
-        else:
-            out["answer_f1"] = None
-            self.notes.append("answer_f1: no record has predicted question-answer pairs ('dqs')")
-        out["length"] = rates["length"]
-        return out
+            notes.append(f"disambig_f1/dr: {self.reader.error}")
+        elif self.reader.generative is not None:
+            notes.append(f"disambig_f1/dr: read by {self.reader.name}, {self.reader.kind}: not the "
+                         f"papers' RoBERTa-large SQuAD 2.0 reader, so not comparable with their D-F1/DR")
+        if not rows.population.sum("with_dqs"):
+            notes.append("answer_f1: no record has predicted question-answer pairs ('dqs')")
+        return notes
+
+
+def _dr(rows) -> float | None:
+    """DR: the geometric mean of Disambig-F1 and ROUGE-L."""
+    n_disambig = rows.sum("n_disambig")
+    disambig = pct(rows.sum("disambig_f1") / n_disambig) if n_disambig else None
+    return m_asqa.dr_score(disambig, pct(rows.sum("rouge_l") / rows.n) if rows.n else None)
 
 
 def asqa_task(options: ASQAScoring, config, opts: ScoreOptions) -> Task:

@@ -9,7 +9,8 @@ returns a fresh :class:`Task`::
     from dataclasses import dataclass
     from cqtools.plugins import hookimpl
     from cqtools.registry import option
-    from cqtools.score.base import Task
+    from cqtools.score.base import Scored, Task
+    from cqtools.score.rows import mean, value
 
     @dataclass(frozen=True)
     class LengthOptions:  # its docstring is the task's help
@@ -19,42 +20,73 @@ returns a fresh :class:`Task`::
     def register_score_tasks(register):
         register("length", lambda options, config, opts: LengthTask(opts, options), options=LengthOptions)
 
-What a task implements (subclass :class:`Task`, a dataclass; add your own fields with defaults):
+What a task implements (subclass :class:`Task`, a dataclass; add your own fields with defaults).
+A task only turns records into rows and declares metrics over rows; every count (``n``,
+``missing``, ``skipped``), the summary, ``--ci`` intervals, ``--paired`` differences and ``--by``
+groups derive from them here and in :mod:`.ci`, the same for every task::
 
-``skip_reason(record) -> str | None``
+    @dataclass
+    class LengthTask(Task):
+        columns = ("long", "words")  # the numbers of one question's row
+
+        def score_record(self, record):
+            words = len(str(record.get("long_answer") or "").split())
+            return Scored({"id": record["id"], "long": int(words > self.options.words), "words": words},
+                          missing=record.get("long_answer") is None)
+
+        def aggregation(self, rows):
+            return [mean("long", "long"), mean("avg_words", "words", percent=False),
+                    value("words", self.options.words)]
+
+gives ``{"task": "length", "n", "missing", "long", "avg_words", "words", "notes"}``, and with
+``--ci``, ``--paired`` and ``--by`` intervals, differences and groups of ``long`` and
+``avg_words``. A new metric is one more entry in ``aggregation`` (and, if it reads a new number,
+one more column).
+
+``columns``  (class attribute, or a property when the task's options decide them)
+    The names of the numbers in one question's row, what the metrics are computed from.
+``score_record(record) -> Scored`` or ``score_scorable(records) -> list[Scored]``  (one of them)
+    Score one non-skipped record (or a batch of them, in order: a model reads a batch at once):
+    ``Scored(row, values=None, missing=False)``. ``row`` is what ``--per-record`` writes
+    (``{"id": record["id"], ...}``); ``values`` is ``{column: number}`` (None: read from ``row``;
+    a None number is kept as NaN); ``missing`` says the record lacks the prediction (it scores 0
+    and is counted, never dropped). Keep no sums yourself: the rows are kept (numbers only,
+    never the records). Raise :class:`cqtools.errors.InputError` for a malformed record (the loop
+    adds the line numbers).
+``aggregation(rows) -> list[Metric]``  (required)
+    The summary's entries, in order (:mod:`cqtools.score.rows`): ``mean(name, column)``,
+    ``ratio(name, numerator, denominator)`` (a micro average), ``count(name, column)``,
+    ``value(name, constant)``, or ``Metric(name, function of rows, resampled=...)`` for
+    anything else (AUROC from ``rows.column``, corpus BLEU from summed n-gram counts). Scores are
+    percentages, counts raw; a dotted name nests (``"all.accuracy"``). ``rows`` is what the
+    summary is of (the input, or one ``--by`` group), so the declaration may depend on it;
+    ``resampled=False`` entries (counts, options echoed back, set-level values) get no interval
+    and no paired difference. With no records scored every float of the summary is null
+    (counts named ``n`` stay).
+``notes_for(rows, values) -> list[str]``  (optional)
+    Notes on the metrics ``values`` of ``rows`` (``rows.group`` is None for the whole input).
+``skip_reason(record) -> str | None``  (optional)
     Why a record cannot be scored at all (its *gold* lacks what the task compares against),
     or None. Skipped records get the row ``{"id", "skipped": reason}``, are counted per reason
     in ``skipped`` and named in the notes; they never reach ``score_scorable``.
-``score_scorable(records) -> list[dict]``  (required)
-    Score a batch of non-skipped records: return one row per record, in order, each
-    ``{"id": record["id"], ...plain numbers}`` (what ``--per-record`` writes). Add 1 to
-    ``self.n`` per record and 1 to ``self.missing`` per record that lacks the prediction (it
-    scores 0, it is never dropped). Keep running sums, not records: batches are dropped once
-    scored. Raise :class:`cqtools.errors.InputError` for a malformed record (the loop adds
-    the line numbers).
-``metrics() -> dict``  (required)
-    The task's metrics from its running sums, called once after the last batch; scores are
-    percentages (:func:`pct`), counts raw. It may append to ``self.notes``. With no records
-    scored, :meth:`Task.summary` turns every float into null (counts named ``n`` stay).
+``unit_of(record)``  (optional)
+    The question a record belongs to when several records are one question (`cq oracle
+    --expand`): their rows are summed and resampled together. None (the default): its own.
+``set_columns``  (optional, class attribute or property)
+    Columns whose values are sets (distinct answers): pooled per input and ``--by`` group,
+    read with ``rows.distinct(column)``, never resampled.
 ``plot(path)``  (optional)
-    Write a figure for ``--plot``; the default says the task has none.
+    Write a figure for ``--plot`` (from ``self.rows()``); the default says the task has none.
 ``reads``         (optional, class attribute) the predictions it reads (keys of :data:`PREDICTIONS`):
                   each is checked for its shape first (an error; under ``--on-error skip`` a warning,
                   and the record counts as missing that prediction)
 ``variant_keys``  (optional, class attribute)
     Names of the task's options that choose between scorer variants; the summary reports them
     under ``"variant"``.
-``resample(idx) -> dict``  (optional; needed by ``--ci`` and ``--paired``)
-    The task's metrics recomputed on the scored questions at positions ``idx`` (a numpy array,
-    repeats allowed), as flat ``{name: number or None}`` (a group's metric is ``"group.name"``),
-    with the same aggregation as :meth:`metrics` (``resample(arange(n))`` gives its numbers).
-    What it needs per question is kept by :meth:`Task.keep`, called by ``score_scorable`` for
-    every scored record, only while ``opts.keep_questions`` is set (the stream is not held
-    otherwise). :meth:`Task.kept_sums` adds up kept rows of numbers for sum-based aggregations.
 
-The summary is ``{"task", "n", "missing", ["variant"], ["skipped"], **metrics(), "notes"}``.
-A task reads its own options from ``self.options`` and what all tasks share from ``self.opts``; it
-loads models only on first use, never at import time.
+The summary is ``{"task", "n", "missing", ["variant"], ["skipped"], **metrics, ["by", "groups"],
+"notes"}``. A task reads its own options from ``self.options`` and what all tasks share from
+``self.opts``; it loads models only on first use, never at import time.
 """
 from __future__ import annotations
 
@@ -65,8 +97,9 @@ from itertools import islice
 from typing import Callable, ClassVar, Iterable, Iterator
 
 from ..errors import InputError
-from ..registry import option
 from ..records import answer_texts  # noqa: F401 (the tasks' accessor: None when a record has no answers)
+from ..registry import option
+from .rows import Metric, Population, Resample, Rows, RowTable, evaluate
 
 DEFAULT_BERTSCORE_MODEL = "roberta-large"
 log = logging.getLogger("cqtools")
@@ -80,8 +113,27 @@ class ScoreOptions:
     task: str
     device: str = "auto"
     batch_size: int = 64
-    keep_questions: bool = False  # keep per-question numbers for Task.resample (--ci, --paired)
+    keep_questions: bool = False  # keep the scored question ids, to resample and pair them (--ci, --paired)
     on_error: str = "fail"  # skip: a record whose prediction is malformed scores as missing, with a warning
+    by: str | None = None  # --by: a dotted key path into the record; the summary has a group per value
+
+
+NO_VALUE = "(none)"  # the --by group of a record without the field (or with null there)
+
+
+def group_of(record: dict, path: str) -> str:
+    """The ``--by`` group of ``record``: the value at the dotted key ``path`` (a string as it is,
+    anything else as JSON), or :data:`NO_VALUE` where the record lacks it."""
+    value = record
+    for key in path.split("."):
+        if not isinstance(value, dict) or value.get(key) is None:
+            return NO_VALUE
+        value = value[key]
+    if isinstance(value, str):
+        return value
+    import orjson
+
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
 def matcher_option():
@@ -114,12 +166,32 @@ def malformed_prediction(record: dict, key: str) -> str | None:
 
 
 @dataclass
+class Scored:
+    """One scored record: ``row`` is what ``--per-record`` writes, ``values`` its numbers per
+    column (None: read from ``row``), ``missing`` whether it lacks the prediction."""
+
+    row: dict
+    values: dict | None = None
+    missing: bool = False
+
+
+@dataclass
+class Tally:
+    """What a --by group counts besides its rows: skipped records per reason, malformed predictions."""
+
+    skipped: Counter = field(default_factory=Counter)
+    malformed: int = 0
+
+
+@dataclass
 class Task:
-    """Base of every task: the counters all share, the batch hook and the summary (see the module
-    docstring for what a subclass implements)."""
+    """Base of every task: rows kept, the batch hook, the summary and resampling derived from the
+    task's columns and aggregation (see the module docstring for what a subclass implements)."""
 
     variant_keys: ClassVar[tuple[str, ...]] = ()
     reads: ClassVar[tuple[str, ...]] = ()  # the predictions (PREDICTIONS keys) it reads, checked by readable()
+    columns: ClassVar[tuple[str, ...]] = ()  # the numbers of one question's row
+    set_columns: ClassVar[tuple[str, ...]] = ()  # set-valued columns, pooled per group (rows.distinct)
 
     opts: ScoreOptions
     options: object = None  # the task's own options dataclass (None: it declares none)
@@ -128,10 +200,15 @@ class Task:
     missing: int = 0
     skipped: Counter = field(default_factory=Counter)
     notes: list[str] = field(default_factory=list)
-    question_ids: list = field(default_factory=list)  # with opts.keep_questions: ids of scored records
-    question_stats: list = field(default_factory=list)  # ... and what each adds to the aggregation
     malformed_count: int = 0  # records whose prediction was malformed, scored as missing (--on-error skip)
-    _matrix: object = field(default=None, repr=False)
+    group_tallies: dict = field(default_factory=dict)  # --by: group -> its Tally (what its rows do not count)
+    _table: RowTable | None = field(default=None, repr=False)
+
+    @property
+    def table(self) -> RowTable:
+        if self._table is None:
+            self._table = RowTable(self.columns, self.set_columns, keep_ids=self.opts.keep_questions)
+        return self._table
 
     def readable(self, record: dict) -> dict:
         """``record``, or under ``--on-error skip`` a copy without the predictions it cannot read
@@ -147,72 +224,115 @@ class Task:
         return {k: v for k, v in record.items() if k not in bad}
 
     def score_batch(self, records: list[dict]) -> list[dict]:
-        rows = []
-        records = [self.readable(r) for r in records]
-        for record in records:
-            reason = self.skip_reason(record)
+        """The per-record rows of ``records``; the scored ones are kept in :attr:`table`."""
+        groups = [group_of(r, self.opts.by) if self.opts.by else None for r in records]
+        rows, todo = [], []
+        for record, group in zip(records, groups):
+            tally = self.group_tallies.setdefault(group, Tally()) if group is not None else None
+            clean = self.readable(record)
+            if tally is not None and clean is not record:
+                tally.malformed += 1
+            reason = self.skip_reason(clean)
             if reason:
                 self.skipped[reason] += 1
-                rows.append({"id": record["id"], "skipped": reason})
+                if tally is not None:
+                    tally.skipped[reason] += 1
+                rows.append({"id": clean["id"], "skipped": reason})
             else:
                 rows.append(None)
-        todo = [r for r, row in zip(records, rows) if row is None]
-        scored = iter(self.score_scorable(todo) if todo else [])
-        return [row if row is not None else next(scored) for row in rows]
+                todo.append((clean, group))
+        scored = self.score_scorable([r for r, _ in todo]) if todo else []
+        if len(scored) != len(todo) or not all(isinstance(item, Scored) for item in scored):
+            raise TypeError(f"score task {self.opts.task}: score_scorable must return one Scored per record "
+                            f"(cqtools.score.base documents the protocol)")
+        for (record, group), item in zip(todo, scored):
+            self.n += 1
+            self.missing += bool(item.missing)
+            unit = self.unit_of(record) if self.opts.keep_questions else None
+            self.table.add(record["id"], item.row if item.values is None else item.values, item.missing, group, unit)
+        scored_rows = iter(item.row for item in scored)
+        return [row if row is not None else next(scored_rows) for row in rows]
 
     def skip_reason(self, record: dict) -> str | None:
         return None
 
-    def score_scorable(self, records: list[dict]) -> list[dict]:
-        raise NotImplementedError
+    def score_scorable(self, records: list[dict]) -> list[Scored]:
+        return [self.score_record(record) for record in records]
 
-    def metrics(self) -> dict:
-        raise NotImplementedError
+    def score_record(self, record: dict) -> Scored:
+        raise NotImplementedError(f"score task {self.opts.task}: implement score_record or score_scorable")
+
+    def unit_of(self, record: dict):
+        return None
+
+    def aggregation(self, rows: Rows) -> list[Metric]:
+        raise NotImplementedError(f"score task {self.opts.task}: implement aggregation")
+
+    def notes_for(self, rows: Rows, values: dict) -> list[str]:
+        return []
+
+    def rows(self, group: str | None = None) -> Population:
+        """The scored rows of the input, or of one ``--by`` group."""
+        return self.table.population(group)
+
+    def declared(self, rows: Rows) -> list[Metric]:
+        """The task's metrics for the population ``rows`` (declared once per population)."""
+        return rows.population.memo("declared", self.aggregation)
+
+    def statistic(self, rows: Population) -> Callable:
+        """idx -> {metric: value} of the resampled metrics on the questions ``idx`` of ``rows``."""
+        metrics = self.declared(rows)
+        return lambda idx: evaluate(metrics, Resample(rows, idx), resampled_only=True)
+
+    def resample(self, idx) -> dict:
+        """The resampled metrics on the input's questions at positions ``idx`` (repeats allowed)."""
+        return self.statistic(self.rows())(idx)
+
+    @property
+    def question_ids(self) -> list:
+        """The scored questions, in order (with ``opts.keep_questions``; else empty)."""
+        return self.rows().unit_ids if self.opts.keep_questions else []
+
+    def summarise(self, rows: Population, tally: Tally, notes: list[str]) -> dict:
+        """``{["skipped"], **metrics}`` of ``rows``, its notes appended to ``notes``."""
+        from ..metrics.bootstrap import unflatten
+
+        out = {}
+        if not rows.n:
+            notes.append("no records to score: every metric is null")
+        if tally.skipped:
+            out["skipped"] = sum(tally.skipped.values())
+            for reason, count in sorted(tally.skipped.items()):
+                notes.append(f"{count} record(s) skipped: {reason}")
+        if rows.missing:
+            notes.append(f"{rows.missing} record(s) lack the prediction and score 0")
+        if tally.malformed:
+            notes.append(f"{tally.malformed} of them had a malformed prediction (--on-error skip)")
+        values = evaluate(self.declared(rows), rows)
+        notes.extend(self.notes_for(rows, values))
+        if not rows.n:
+            values = {k: _nulled(v) for k, v in values.items()}
+        out.update(unflatten(values))
+        return out
 
     def summary(self) -> dict:
         out = {"task": self.opts.task, "n": self.n, "missing": self.missing}
         if self.variant_keys:
             out["variant"] = {key: getattr(self.options, key) for key in self.variant_keys}
-        if not self.n:
-            self.notes.append("no records to score: every metric is null")
-        if self.skipped:
-            out["skipped"] = sum(self.skipped.values())
-            for reason, count in sorted(self.skipped.items()):
-                self.notes.append(f"{count} record(s) skipped: {reason}")
-        if self.missing:
-            self.notes.append(f"{self.missing} record(s) lack the prediction and score 0")
-        if self.malformed_count:
-            self.notes.append(f"{self.malformed_count} of them had a malformed prediction (--on-error skip)")
-        metrics = self.metrics()
-        if not self.n:
-            metrics = {k: _nulled(v) for k, v in metrics.items()}
-        out.update(metrics)
+        out.update(self.summarise(self.rows(), Tally(self.skipped, self.malformed_count), self.notes))
+        if self.opts.by:
+            out["by"] = self.opts.by
+            out["groups"] = {group: self.group_summary(group) for group in sorted(self.group_tallies)}
         out["notes"] = self.notes
         return out
 
+    def group_summary(self, group: str) -> dict:
+        rows, notes = self.rows(group), []
+        return {"n": rows.n, "missing": rows.missing, **self.summarise(rows, self.group_tallies[group], notes),
+                "notes": notes}
+
     def plot(self, path: str) -> None:
         raise InputError(f"--plot is available for --task detect and --task cq, not {self.opts.task}")
-
-    def keep(self, record_id, stats=None) -> None:
-        """Remember a scored question for :meth:`resample` (only with ``opts.keep_questions``)."""
-        if self.opts.keep_questions:
-            self.question_ids.append(record_id)
-            self.question_stats.append(stats)
-            self._matrix = None
-
-    def kept_sums(self, idx, columns: tuple[str, ...]) -> dict[str, float]:
-        """{column: sum over the questions ``idx``} of kept stats that are tuples in ``columns`` order."""
-        import numpy as np
-
-        if self._matrix is None:
-            self._matrix = np.asarray(self.question_stats, dtype=float).reshape(len(self.question_stats),
-                                                                                 len(columns))
-        counts = np.bincount(idx, minlength=len(self.question_stats)).astype(float)
-        return dict(zip(columns, (float(v) for v in counts @ self._matrix)))
-
-    def resample(self, idx) -> dict:
-        raise InputError(f"--task {self.opts.task} cannot recompute its metrics on resampled questions, "
-                         f"so it has no --ci or --paired (its Task implements no resample)")
 
 
 def _nulled(value):

@@ -1,29 +1,21 @@
 """``cq score --ci`` and ``--paired``: bootstrap intervals of a scored task's metrics, by
-resampling its questions and recomputing the task's own aggregation (:meth:`Task.resample`);
+resampling its questions and recomputing the task's own aggregation (:meth:`Task.statistic`),
+for the whole input and for each ``--by`` group;
 the resampling and the intervals are :mod:`cqtools.metrics.bootstrap`.
 
 The tasks must have been scored with ``ScoreOptions(keep_questions=True)``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..errors import InputError
 from ..metrics import bootstrap as m_boot
 from .base import Task
+from .rows import Population
+from .settings import BootstrapOptions  # noqa: F401 (its home is settings.py: no numpy for cq score --help)
 
 
-@dataclass(frozen=True)
-class BootstrapOptions:
-    n_boot: int = 1000
-    seed: int = 0
-    level: float = 0.95
-    method: str = "percentile"
-
-    def describe(self) -> dict:
-        return {"method": self.method, "level": self.level, "n_boot": self.n_boot, "seed": self.seed}
 
 
 def _left_out_notes(intervals: dict, n_boot: int) -> list[str]:
@@ -31,36 +23,49 @@ def _left_out_notes(intervals: dict, n_boot: int) -> list[str]:
             for name, iv in intervals.items() if iv.low is not None and iv.used < n_boot]
 
 
-def with_intervals(summary: dict, task: Task, boot: BootstrapOptions) -> dict:
-    """``summary`` with ``"ci"`` ({method, level, n_boot, seed, intervals: {metric: [low, high]}},
-    intervals nested like the summary's groups) inserted before its notes."""
-    n = len(task.question_ids)
-    point = task.resample(np.arange(n))
-    intervals = m_boot.bootstrap(task.resample, n, point, boot.n_boot, boot.seed, boot.level, boot.method)
-    notes = summary.pop("notes")
-    summary["ci"] = {**boot.describe(),
-                     "intervals": m_boot.unflatten({name: [iv.low, iv.high] for name, iv in intervals.items()})}
-    notes.extend(_left_out_notes(intervals, boot.n_boot))
+def _intervals(task: Task, rows: Population, boot: BootstrapOptions) -> tuple[dict, list[str]]:
+    """({metric: [low, high]} nested like the summary, notes) of ``rows``' resampled questions."""
+    n = len(rows.unit_ids)
+    statistic = task.statistic(rows)
+    intervals = m_boot.bootstrap(statistic, n, statistic(np.arange(n)), boot.n_boot, boot.seed, boot.level,
+                                 boot.method)
+    notes = _left_out_notes(intervals, boot.n_boot)
     if not n:
         notes.append("ci: no scored questions to resample")
-    summary["notes"] = notes
+    return m_boot.unflatten({name: [iv.low, iv.high] for name, iv in intervals.items()}), notes
+
+
+def with_intervals(summary: dict, task: Task, boot: BootstrapOptions) -> dict:
+    """``summary`` with ``"ci"`` ({method, level, n_boot, seed, intervals: {metric: [low, high]}},
+    intervals nested like the summary's groups) inserted before its notes; each ``--by`` group
+    gets ``"ci": {"intervals"}`` of its own questions resampled."""
+    notes = summary.pop("notes")
+    intervals, more = _intervals(task, task.rows(), boot)
+    summary["ci"] = {**boot.describe(), "intervals": intervals}
+    for group, body in summary.get("groups", {}).items():
+        group_notes = body.pop("notes")
+        group_intervals, group_more = _intervals(task, task.rows(group), boot)
+        body["ci"] = {"intervals": group_intervals}
+        body["notes"] = group_notes + group_more
+    summary["notes"] = notes + more
     return summary
 
 
-def _positions(task: Task, name: str) -> dict:
+def _positions(ids: list, name: str) -> dict:
     positions = {}
-    for i, qid in enumerate(task.question_ids):
+    for i, qid in enumerate(ids):
         if qid in positions:
             raise InputError(f"--paired: question id {qid!r} is scored twice in {name}; pairing needs unique ids")
         positions[qid] = i
     return positions
 
 
-def paired(task_a: Task, task_b: Task, boot: BootstrapOptions, name_a: str, name_b: str,
-           intersect: bool = False) -> dict:
-    """A, B and B - A with its paired-bootstrap interval for every metric both define, on the
-    question ids both score (all of them must be shared unless ``intersect``)."""
-    pos_a, pos_b = _positions(task_a, name_a), _positions(task_b, name_b)
+def _compare(sides: tuple, boot: BootstrapOptions, names: tuple[str, str], intersect: bool) -> dict:
+    """{n, missing, metrics, notes} of B - A on the question ids both sides' rows score; ``sides``
+    is ((task_a, rows_a), (task_b, rows_b))."""
+    (task_a, rows_a), (task_b, rows_b) = sides
+    name_a, name_b = names
+    pos_a, pos_b = _positions(rows_a.unit_ids, name_a), _positions(rows_b.unit_ids, name_b)
     only_a = [q for q in pos_a if q not in pos_b]
     only_b = [q for q in pos_b if q not in pos_a]
     shared = [q for q in pos_a if q in pos_b]  # A's order
@@ -72,20 +77,49 @@ def paired(task_a: Task, task_b: Task, boot: BootstrapOptions, name_a: str, name
             raise InputError(f"--paired: {name_a} and {name_b} score different question ids ({what}); "
                              f"pass --intersect to compare the {len(shared)} ids both score")
         notes.append(f"--intersect: compared on the {len(shared)} ids both score; left out {what}")
-    if not shared:
-        raise InputError(f"--paired: {name_a} and {name_b} share no scored question id")
     idx_a = np.array([pos_a[q] for q in shared], dtype=int)
     idx_b = np.array([pos_b[q] for q in shared], dtype=int)
-    diffs = m_boot.paired_bootstrap(lambda idx: task_a.resample(idx_a[idx]), lambda idx: task_b.resample(idx_b[idx]),
-                                    len(shared), boot.n_boot, boot.seed, boot.level, boot.method)
+    stat_a, stat_b = task_a.statistic(rows_a), task_b.statistic(rows_b)
+    diffs = m_boot.paired_bootstrap(lambda idx: stat_a(idx_a[idx]), lambda idx: stat_b(idx_b[idx]),
+                                    len(shared), boot.n_boot, boot.seed, boot.level, boot.method) if shared else {}
     metrics = {name: {"a": d.a, "b": d.b, "diff": d.diff, "low": d.interval.low, "high": d.interval.high,
                       "excludes_zero": d.interval.excludes(0.0)} for name, d in diffs.items()}
     notes.extend(_left_out_notes({name: d.interval for name, d in diffs.items()}, boot.n_boot))
-    missing = {"a": task_a.missing, "b": task_b.missing}
-    notes.extend(_missing_notes(missing, {"a": task_a.n, "b": task_b.n}, {"a": name_a, "b": name_b}))
-    return {"task": task_a.opts.task, "n": len(shared), "a": name_a, "b": name_b, "missing": missing,
-            "ci": boot.describe(), "metrics": metrics, "notes": notes}
+    missing = {"a": rows_a.missing, "b": rows_b.missing}
+    notes.extend(_missing_notes(missing, {"a": rows_a.n, "b": rows_b.n}, {"a": name_a, "b": name_b}))
+    return {"n": len(shared), "missing": missing, "metrics": metrics, "notes": notes}
 
+
+def paired(task_a: Task, task_b: Task, boot: BootstrapOptions, name_a: str, name_b: str,
+           intersect: bool = False) -> dict:
+    """A, B and B - A with its paired-bootstrap interval for every metric both define, on the
+    question ids both score (all of them must be shared unless ``intersect``); with ``--by``, the
+    same per group of A's records, each with B's records of the same ids (``"groups"``)."""
+    whole = _compare(((task_a, task_a.rows()), (task_b, task_b.rows())), boot, (name_a, name_b), intersect)
+    if not whole["n"]:
+        raise InputError(f"--paired: {name_a} and {name_b} share no scored question id")
+    report = {"task": task_a.opts.task, "n": whole["n"], "a": name_a, "b": name_b, "missing": whole["missing"],
+              "ci": boot.describe(), "metrics": whole["metrics"]}
+    if task_a.opts.by:
+        report["by"] = task_a.opts.by
+        report["groups"] = {group: _paired_group(task_a, task_b, group, boot, (name_a, name_b))
+                            for group in sorted(task_a.group_tallies)}
+    report["notes"] = whole["notes"]
+    return report
+
+
+def _paired_group(task_a: Task, task_b: Task, group: str, boot: BootstrapOptions, names: tuple[str, str]) -> dict:
+    """The paired report of A's ``group``: its records, and B's records with the same ids."""
+    rows_a, whole_b = task_a.rows(group), task_b.rows()
+    rows_b = whole_b.select(whole_b.positions_of(set(rows_a.record_ids)), group)
+    report = _compare(((task_a, rows_a), (task_b, rows_b)), boot, names, intersect=True)
+    elsewhere = len(set(rows_b.record_ids) - set(task_b.rows(group).record_ids))
+    if elsewhere:
+        report["notes"].append(f"{elsewhere} of its record(s) are in another --by group in {names[1]}; "
+                               f"the groups are {names[0]}'s")
+    if not report["n"]:
+        report["notes"].append(f"no question of this group is scored in both {names[0]} and {names[1]}")
+    return report
 
 def _missing_notes(missing: dict, counts: dict, names: dict) -> list[str]:
     """What the paired report says about records without the prediction (they score 0 on each side)."""

@@ -2,15 +2,14 @@
 for needless clarifying questions (``--lambda``), per ambiguous/unambiguous/all records."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..errors import InputError
 from ..metrics import clam as m_clam
 from ..registry import option
-from .base import ScoreOptions, Task, answer_texts, gold_of, pct
+from .base import Scored, ScoreOptions, Task, answer_texts, gold_of
+from .rows import count, ratio, value
 
-GROUPS = ("ambiguous", "unambiguous", "all")
-RATES = ("accuracy", "adjusted_accuracy", "clarification_rate")
 
 
 @dataclass(frozen=True)
@@ -21,11 +20,17 @@ class ClamScoring:
                         flag="--lambda")
 
 
+# Each group's columns in the row: its records (1 or 0), and their correct, adjusted and asked.
+GROUP_COLUMNS = {"ambiguous": ("amb", "amb_correct", "amb_adjusted", "amb_asked"),
+                 "unambiguous": ("unamb", "unamb_correct", "unamb_adjusted", "unamb_asked"),
+                 "all": ("n", "correct", "adjusted", "asked")}
+
+
 @dataclass
 class ClamTask(Task):
     reads = ("answers",)
-    groups: dict = field(default_factory=lambda: {g: m_clam.ClamTotals() for g in GROUPS})
-    _clusters: dict = field(default_factory=dict, repr=False)  # question id -> its row in question_stats
+    columns = ("n", "amb", "amb_correct", "amb_adjusted", "amb_asked", "correct", "adjusted", "asked",
+               "unamb", "unamb_correct", "unamb_adjusted", "unamb_asked")
 
     def skip_reason(self, record):
         gold = gold_of(record)
@@ -35,61 +40,33 @@ class ClamTask(Task):
             return "no gold.answers"
         return None
 
-    def score_scorable(self, records):
-        rows = []
-        for record in records:
-            gold = gold_of(record)
-            intended = gold.get("intended", 0)
-            if not isinstance(intended, int) or not 0 <= intended < len(gold["answers"]):
-                raise InputError(f"record {record['id']}: gold.intended must index gold.answers")
-            texts = answer_texts(record)
-            self.n += 1
-            self.missing += not texts
-            row = m_clam.score_record(gold["answers"][intended], texts[0] if texts else None,
-                                      asked=bool(record.get("cq")), ambiguous=bool(gold["ambiguous"]),
-                                      lam=self.options.lam)
-            for group in ("ambiguous" if row["ambiguous"] else "unambiguous", "all"):
-                self.groups[group].add(row)
-            rows.append({"id": record["id"], **row})
-            amb = float(row["ambiguous"])
-            self.keep_in_cluster(question_of(record), (1.0, amb, amb * row["correct"], amb * row["adjusted"],
-                                                       amb * row["asked"], row["correct"], row["adjusted"],
-                                                       float(row["asked"])))
-        return rows
+    def score_record(self, record):
+        gold = gold_of(record)
+        intended = gold.get("intended", 0)
+        if not isinstance(intended, int) or not 0 <= intended < len(gold["answers"]):
+            raise InputError(f"record {record['id']}: gold.intended must index gold.answers")
+        texts = answer_texts(record)
+        row = m_clam.score_record(gold["answers"][intended], texts[0] if texts else None,
+                                  asked=bool(record.get("cq")), ambiguous=bool(gold["ambiguous"]),
+                                  lam=self.options.lam)
+        values = {"n": 1.0, "correct": row["correct"], "adjusted": row["adjusted"], "asked": float(row["asked"])}
+        for group, own in (("ambiguous", row["ambiguous"]), ("unambiguous", not row["ambiguous"])):
+            for column, total in zip(GROUP_COLUMNS[group], GROUP_COLUMNS["all"]):
+                values[column] = float(own) * values[total]
+        return Scored({"id": record["id"], **row}, values, missing=not texts)
 
-    def keep_in_cluster(self, question, stats: tuple) -> None:
+    def unit_of(self, record):
         """One resampling unit per question: the records `cq oracle --expand` made from one question
-        (one per intended DQ) are not independent draws, so their stats are summed and resampled
-        together (a cluster bootstrap); intervals per record would be too narrow."""
-        if not self.opts.keep_questions:
-            return
-        at = self._clusters.get(question)
-        if at is None:
-            self._clusters[question] = len(self.question_ids)
-            self.keep(question, stats)
-        else:
-            self.question_stats[at] = tuple(a + b for a, b in zip(self.question_stats[at], stats))
-            self._matrix = None
+        (one per intended DQ) are not independent draws, so they are summed and resampled together
+        (a cluster bootstrap); intervals per record would be too narrow."""
+        return question_of(record)
 
-    @staticmethod
-    def _rates(totals: m_clam.ClamTotals) -> dict:
-        rates = totals.rates()
-        return {**{k: pct(rates[k]) if totals.n else None for k in RATES}, "n": totals.n}
-
-    def metrics(self):
-        out = {group: self._rates(totals) for group, totals in self.groups.items()}
-        out["lambda"] = self.options.lam
-        return out
-
-    def resample(self, idx):
-        s = self.kept_sums(idx, ("n", "amb", "amb_correct", "amb_adjusted", "amb_asked", "correct", "adjusted",
-                                 "asked"))
-        amb = m_clam.ClamTotals(round(s["amb"]), s["amb_correct"], s["amb_adjusted"], round(s["amb_asked"]))
-        every = m_clam.ClamTotals(round(s["n"]), s["correct"], s["adjusted"], round(s["asked"]))
-        unamb = m_clam.ClamTotals(every.n - amb.n, every.correct - amb.correct, every.adjusted - amb.adjusted,
-                                  every.asked - amb.asked)
-        return {f"{group}.{k}": v for group, totals in zip(GROUPS, (amb, unamb, every))
-                for k, v in self._rates(totals).items() if k != "n"}
+    def aggregation(self, rows):
+        metrics = []
+        for group, (n, correct, adjusted, asked) in GROUP_COLUMNS.items():
+            metrics += [ratio(f"{group}.accuracy", correct, n), ratio(f"{group}.adjusted_accuracy", adjusted, n),
+                        ratio(f"{group}.clarification_rate", asked, n), count(f"{group}.n", n)]
+        return metrics + [value("lambda", self.options.lam)]
 
 
 def question_of(record: dict):

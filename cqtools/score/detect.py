@@ -2,13 +2,15 @@
 *ambiguous* positive, AUROC, TPR/TNR; ``--sweep``: the best thresholds; ``--plot``: ROC and PR)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass
 
 from ..errors import InputError
 from ..metrics import detect as m_detect
 from . import plots
 from ..registry import option
-from .base import ScoreOptions, Task, gold_of, pct
+from .base import Scored, ScoreOptions, Task, gold_of, pct
+from .rows import Metric, count, value
 
 
 @dataclass(frozen=True)
@@ -20,103 +22,108 @@ class DetectScoring:
     sweep: bool = option(False, "also report the thresholds that maximise F1 and accuracy.")
 
 
+RATES = ("accuracy", "precision", "recall", "f1", "auroc", "tpr", "tnr")
+
+
+def _labels(rows) -> tuple[list[bool], list[bool]]:
+    return rows.column("gold").astype(bool).tolist(), rows.column("label").astype(bool).tolist()
+
+
+def _filled(rows) -> list[float] | None:
+    """The rows' scores, a missing one set to the worst value for its record over the population
+    (:func:`cqtools.metrics.detect.fill_missing`); None when no record has a score."""
+    def fill(population):
+        scores = [None if math.isnan(s) else s for s in population.column("score").tolist()]
+        return m_detect.fill_missing(_labels(population)[0], scores)
+
+    filled = rows.population.memo("filled", fill)
+    if filled is None or rows is rows.population:
+        return filled
+    return [filled[i] for i in rows.idx.tolist()]
+
+
+def _rates(rows) -> dict:
+    """Accuracy, P/R/F1, AUROC, TPR and TNR of the rows (ambiguous is the positive class)."""
+    gold, pred = _labels(rows)
+    scores = _filled(rows)
+    m = m_detect.confusion(gold, pred)
+    out = {k: pct(m[k]) for k in ("accuracy", "precision", "recall", "f1")}
+    out["auroc"] = pct(m_detect.auroc(gold, scores)) if scores else None
+    out["tpr"], out["tnr"] = pct(m["tpr"]), pct(m["tnr"])
+    return out
+
+
+def _swept(rows) -> dict:
+    swept = m_detect.sweep(_labels(rows)[0], _filled(rows))
+    return {"best_f1": pct(swept["best_f1"]), "best_f1_threshold": swept["best_f1_threshold"],
+            "best_accuracy": pct(swept["best_accuracy"]),
+            "best_accuracy_threshold": swept["best_accuracy_threshold"]}
+
+
 @dataclass
 class DetectTask(Task):
     reads = ("ambiguity",)
-    gold_labels: list[bool] = field(default_factory=list)
-    pred_labels: list[bool] = field(default_factory=list)
-    scores: list[float | None] = field(default_factory=list)
-    thresholds_seen: set = field(default_factory=set)
-    _filled: tuple | None = field(default=None, repr=False)  # resample: (scores, fill_missing(scores))
+    columns = ("gold", "label", "score", "threshold")
 
     def skip_reason(self, record):
         if gold_of(record).get("ambiguous") is None:
             return "gold.ambiguous is unknown"
         return None
 
-    def score_scorable(self, records):
-        rows = []
-        for record in records:
-            gold = bool(gold_of(record)["ambiguous"])
-            amb = record.get("ambiguity") if isinstance(record.get("ambiguity"), dict) else {}
-            score = amb.get("score")
-            score = float(score) if isinstance(score, (int, float)) else None
-            if self.options.threshold is not None and score is not None:
-                label = score > self.options.threshold  # cq detect's rule
-            else:
-                label = amb.get("label")
-                if amb.get("threshold") is not None:
-                    self.thresholds_seen.add(float(amb["threshold"]))
-            self.n += 1
-            if label is None:
-                self.missing += 1
-                label, score = (not gold), None  # a missing prediction is a wrong one
-            self.gold_labels.append(gold)
-            self.pred_labels.append(bool(label))
-            self.scores.append(score)
-            rows.append({"id": record["id"], "gold": gold, "label": bool(label), "score": score,
-                         "correct": int(bool(label) == gold)})
-            self.keep(record["id"])  # resample reads the lists above
-        return rows
-
-    def _rates(self, gold: list[bool], pred: list[bool], scores: list[float] | None) -> dict:
-        """The metrics of these labels and scores (``scores`` filled by fill_missing, or None)."""
-        m = m_detect.confusion(gold, pred)
-        out = {k: pct(m[k]) for k in ("accuracy", "precision", "recall", "f1")}
-        out["auroc"] = pct(m_detect.auroc(gold, scores)) if scores else None
-        out["tpr"], out["tnr"] = pct(m["tpr"]), pct(m["tnr"])
-        return out
-
-    def metrics(self):
-        scores = m_detect.fill_missing(self.gold_labels, self.scores)
-        out = self._rates(self.gold_labels, self.pred_labels, scores)
-        if scores is None:
-            self.notes.append("auroc: no record has ambiguity.score")
-        elif out["auroc"] is None:
-            self.notes.append("auroc: needs both ambiguous and unambiguous gold records")
-        if self.options.threshold is not None:
-            out["threshold"] = self.options.threshold
-        elif len(self.thresholds_seen) == 1:
-            out["threshold"] = next(iter(self.thresholds_seen))
+    def score_record(self, record):
+        gold = bool(gold_of(record)["ambiguous"])
+        amb = record.get("ambiguity") if isinstance(record.get("ambiguity"), dict) else {}
+        score = amb.get("score")
+        score = float(score) if isinstance(score, (int, float)) else None
+        threshold = None
+        if self.options.threshold is not None and score is not None:
+            label = score > self.options.threshold  # cq detect's rule
         else:
-            out["threshold"] = None
-            if len(self.thresholds_seen) > 1:
-                self.notes.append(f"records carry {len(self.thresholds_seen)} different thresholds")
-        out["positives"] = sum(self.gold_labels)
-        if self.options.sweep:
-            if scores is None:
-                self.notes.append("--sweep: no record has ambiguity.score")
-            else:
-                out.update(self._swept(self.gold_labels, scores))
-        return out
+            label = amb.get("label")
+            if amb.get("threshold") is not None:
+                threshold = float(amb["threshold"])
+        missing = label is None
+        if missing:
+            label, score = (not gold), None  # a missing prediction is a wrong one
+        row = {"id": record["id"], "gold": gold, "label": bool(label), "score": score,
+               "correct": int(bool(label) == gold)}
+        return Scored(row, {"gold": gold, "label": bool(label), "score": score, "threshold": threshold}, missing)
 
-    @staticmethod
-    def _swept(gold: list[bool], scores: list[float]) -> dict:
-        swept = m_detect.sweep(gold, scores)
-        return {"best_f1": pct(swept["best_f1"]), "best_f1_threshold": swept["best_f1_threshold"],
-                "best_accuracy": pct(swept["best_accuracy"]),
-                "best_accuracy_threshold": swept["best_accuracy_threshold"]}
+    def _threshold(self, rows):
+        """The threshold the labels used: --threshold, or the one the records carry (None if several)."""
+        if self.options.threshold is not None:
+            return self.options.threshold
+        seen = {t for t in rows.column("threshold").tolist() if not math.isnan(t)}
+        return next(iter(seen)) if len(seen) == 1 else None
 
-    def resample(self, idx):
-        """The rates (and with --sweep the best F1 and accuracy) of the questions ``idx``; the
-        thresholds themselves get no interval."""
-        gold = [self.gold_labels[i] for i in idx]
-        pred = [self.pred_labels[i] for i in idx]
-        if self._filled is None or len(self._filled[0]) != len(self.scores):
-            self._filled = (self.scores, m_detect.fill_missing(self.gold_labels, self.scores))
-        filled = self._filled[1]
-        scores = None if filled is None else [filled[i] for i in idx]
-        out = self._rates(gold, pred, scores)
-        if self.options.sweep and scores is not None:
-            swept = self._swept(gold, scores)
-            out.update(best_f1=swept["best_f1"], best_accuracy=swept["best_accuracy"])
-        return out
+    def aggregation(self, rows):
+        metrics = [Metric(name, lambda r, name=name: r.memo("rates", _rates)[name]) for name in RATES]
+        metrics += [value("threshold", self._threshold(rows)), count("positives", "gold")]
+        if self.options.sweep and _filled(rows) is not None:
+            metrics += [Metric(name, lambda r, name=name: r.memo("swept", _swept)[name],
+                               resampled=not name.endswith("_threshold"))
+                        for name in ("best_f1", "best_f1_threshold", "best_accuracy", "best_accuracy_threshold")]
+        return metrics
+
+    def notes_for(self, rows, values):
+        notes = []
+        if _filled(rows) is None:
+            notes.append("auroc: no record has ambiguity.score")
+        elif values["auroc"] is None:
+            notes.append("auroc: needs both ambiguous and unambiguous gold records")
+        seen = {t for t in rows.column("threshold").tolist() if not math.isnan(t)}
+        if self.options.threshold is None and len(seen) > 1:
+            notes.append(f"records carry {len(seen)} different thresholds")
+        if self.options.sweep and _filled(rows) is None:
+            notes.append("--sweep: no record has ambiguity.score")
+        return notes
 
     def plot(self, path):
-        scores = m_detect.fill_missing(self.gold_labels, self.scores)
+        rows = self.rows()
+        scores = _filled(rows)
         if scores is None:
             raise InputError("--plot needs ambiguity.score on the records (ROC and PR curves)")
-        plots.detection_curves(path, self.gold_labels, self.pred_labels, scores)
+        plots.detection_curves(path, *_labels(rows), scores)
 
 
 def detect_task(options: DetectScoring, config, opts: ScoreOptions) -> Task:

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 from ..errors import InputError
 from ..metrics import retrieval as m_retrieval
-from ..metrics.normalize import safe_div
 from ..registry import option
-from .base import ScoreOptions, Task, gold_of, pct
+from .base import Scored, ScoreOptions, Task, gold_of
+from .rows import count, ratio
 
 
 def cutoffs(text: str, where: str = "--k") -> tuple[int, ...]:
@@ -68,19 +68,23 @@ class RetrievalTask(Task):
     reads = ("passages",)
     variant_keys = ("ac_average",)
 
-    coverage: m_retrieval.CoverageMean | None = None
     qrels: dict | None = None
-    ir_sums: dict = field(default_factory=dict)
-    judged: int = 0
     qids_seen: set = field(default_factory=set)
     ks: tuple[int, ...] = ()
+    ir_names: tuple[str, ...] = ()
 
     def __post_init__(self):
         self.ks = cutoffs(self.options.ks)
-        self.coverage = m_retrieval.CoverageMean(self.ks, self.options.ac_average)
         if self.options.qrels is not None:
             self.qrels = read_qrels(self.options.qrels)
-            self.ir_names = m_retrieval.ir_measure_names(self.ks)
+            self.ir_names = tuple(m_retrieval.ir_measure_names(self.ks))
+
+    @property
+    def columns(self):
+        """AC@k times the record's weight (1, or its gold clusters with --ac-average cluster), the
+        weight, and with --qrels whether it is judged and its IR measures (0 when not judged)."""
+        ir = () if self.qrels is None else ("judged", *self.ir_names)
+        return (*(f"ac@{k}" for k in self.ks), "weight", *ir)
 
     def skip_reason(self, record):
         return None if gold_of(record).get("answers") else "no gold.answers"
@@ -88,24 +92,20 @@ class RetrievalTask(Task):
     def score_scorable(self, records):
         rows = []
         for record in records:
-            passages = record.get("passages")  # its shape checked by Task.readable
-            clusters = gold_of(record)["answers"]
-            self.n += 1
-            self.missing += passages is None
-            coverage = m_retrieval.answer_coverage(clusters, passages or [], self.ks)
-            self.coverage.add(coverage, len(clusters))
+            coverage = m_retrieval.answer_coverage(gold_of(record)["answers"], record.get("passages") or [], self.ks)
             rows.append({"id": record["id"], **{f"ac@{k}": v for k, v in coverage.items()}})
         ir = self._ir_measures(records) if self.qrels is not None else {}
+        scored = []
         for record, row in zip(records, rows):
-            values = ir.get(str(record["id"]))
-            if values is not None:
-                row.update(values)
+            measures = ir.get(str(record["id"]))
+            if measures is not None:
+                row.update(measures)
             weight = len(gold_of(record)["answers"]) if self.options.ac_average == "cluster" else 1
-            ir_stats = () if self.qrels is None else (
-                (1.0, *(values[name] for name in self.ir_names)) if values is not None
-                else (0.0,) * (1 + len(self.ir_names)))
-            self.keep(record["id"], (*(row[f"ac@{k}"] * weight for k in self.ks), weight, *ir_stats))
-        return rows
+            values = {**{f"ac@{k}": row[f"ac@{k}"] * weight for k in self.ks}, "weight": weight,
+                      "judged": measures is not None,
+                      **{name: (measures or {}).get(name, 0.0) for name in self.ir_names}}
+            scored.append(Scored(row, values, missing=record.get("passages") is None))
+        return scored
 
     def _ir_measures(self, records) -> dict[str, dict[str, float]]:
         """nDCG@10, MRR, R@k of the records judged in the qrels (their ids are the qids; a qid
@@ -118,41 +118,24 @@ class RetrievalTask(Task):
                 rankings[qid] = [str(p["id"]) if p.get("id") is not None else f"\0unjudged-{rank}"
                                  for rank, p in enumerate(record.get("passages") or [])]
             self.qids_seen.add(qid)
-        values = m_retrieval.ir_measures_of(judged, rankings, self.ks)
-        for per_query in values.values():
-            self.judged += 1
-            for name, value in per_query.items():
-                self.ir_sums[name] = self.ir_sums.get(name, 0.0) + value
-        return values
+        return m_retrieval.ir_measures_of(judged, rankings, self.ks)
 
-    def _ir_metrics(self, sums: dict, judged: float) -> dict:
-        return {name: pct(safe_div(sums.get(name, 0.0), judged)) if judged else None for name in self.ir_names}
-
-    def metrics(self):
-        out = {f"ac@{k}": pct(value) for k, value in self.coverage.mean().items()}
+    def aggregation(self, rows):
+        metrics = [ratio(f"ac@{k}", f"ac@{k}", "weight") for k in self.ks]
         if self.qrels is not None:
-            out.update(self._ir_metrics(self.ir_sums, self.judged))
-            out["judged"] = self.judged
-            if self.n > self.judged:
-                self.notes.append(f"ndcg@10/mrr/r@k: {self.n - self.judged} record(s) left out: --qrels has no "
-                                  f"relevant document for their id; they are averaged over the 'judged' ones")
+            metrics += [ratio(name, name, "judged") for name in self.ir_names] + [count("judged", "judged")]
+        return metrics
+
+    def notes_for(self, rows, values):
+        notes = []
+        if self.qrels is not None:
+            if rows.n > values["judged"]:
+                notes.append(f"ndcg@10/mrr/r@k: {rows.n - values['judged']} record(s) left out: --qrels has no "
+                             f"relevant document for their id; they are averaged over the 'judged' ones")
             unseen = len(set(self.qrels) - self.qids_seen)
-            if unseen:
-                self.notes.append(f"--qrels judges {unseen} query id(s) absent from the input (not scored)")
-        return out
-
-    def columns(self) -> tuple[str, ...]:
-        ir = () if self.qrels is None else ("judged", *self.ir_names)
-        return (*(f"ac@{k}" for k in self.ks), "weight", *ir)
-
-    def resample(self, idx):
-        s = self.kept_sums(idx, self.columns())
-        coverage = m_retrieval.CoverageMean(self.ks, self.options.ac_average,
-                                            {k: s[f"ac@{k}"] for k in self.ks}, s["weight"])
-        out = {f"ac@{k}": pct(value) for k, value in coverage.mean().items()}
-        if self.qrels is not None:
-            out.update(self._ir_metrics(s, s["judged"]))
-        return out
+            if unseen and rows.group is None:
+                notes.append(f"--qrels judges {unseen} query id(s) absent from the input (not scored)")
+        return notes
 
 
 def retrieval_task(options: RetrievalScoring, config, opts: ScoreOptions) -> Task:

@@ -7,7 +7,8 @@ import math
 from dataclasses import dataclass
 
 from ..errors import InputError
-from .base import ScoreOptions, Task, pct
+from .base import Scored, ScoreOptions, Task, pct
+from .rows import Metric, mean, value
 
 PREFERENCES = ("cq", "answers", "same")
 Z95 = 1.959963984540054
@@ -23,9 +24,14 @@ def wilson(k: int, n: int, z: float = Z95) -> list[float] | None:
     return [pct(max(0.0, centre - half)), pct(min(1.0, centre + half))]
 
 
+def _win_rate(rows):
+    decided = rows.sum("prefer_cq") + rows.sum("prefer_answers")
+    return pct(rows.sum("prefer_cq") / decided) if decided else None  # ties left out
+
+
 @dataclass
 class StudyTask(Task):
-    counts: dict | None = None
+    columns = tuple(f"prefer_{p}" for p in PREFERENCES)
 
     def skip_reason(self, record):
         study = record.get("study")
@@ -35,44 +41,26 @@ class StudyTask(Task):
             return f"study question skipped: {study['skipped']}"
         return None
 
-    def score_scorable(self, records):
-        self.counts = self.counts or {p: 0 for p in PREFERENCES}
-        rows = []
-        for record in records:
-            preferred = record["study"].get("preferred")
-            if preferred is not None and preferred not in PREFERENCES:
-                raise InputError(f"record {record.get('id')}: study.preferred must be one of "
-                                 f"{', '.join(PREFERENCES)} or null, got {preferred!r}", record_id=record.get("id"))
-            self.n += 1
-            if preferred is None:
-                self.missing += 1
-            else:
-                self.counts[preferred] += 1
-            row = {"id": record["id"], **{f"prefer_{p}": int(preferred == p) for p in PREFERENCES}}
-            rows.append(row)
-            self.keep(record["id"], tuple(row[f"prefer_{p}"] for p in PREFERENCES))
-        return rows
+    def score_record(self, record):
+        preferred = record["study"].get("preferred")
+        if preferred is not None and preferred not in PREFERENCES:
+            raise InputError(f"record {record.get('id')}: study.preferred must be one of "
+                             f"{', '.join(PREFERENCES)} or null, got {preferred!r}", record_id=record.get("id"))
+        return Scored({"id": record["id"], **{f"prefer_{p}": int(preferred == p) for p in PREFERENCES}},
+                      missing=preferred is None)
 
-    def _rates(self, counts: dict, n: float) -> dict:
-        out = {f"prefer_{p}": pct(counts[p] / n) if n else None for p in PREFERENCES}
+    def aggregation(self, rows):
+        counts = {p: int(rows.sum(f"prefer_{p}")) for p in PREFERENCES}
         decided = counts["cq"] + counts["answers"]
-        out["cq_win_rate"] = pct(counts["cq"] / decided) if decided else None  # ties left out
-        return out
+        wilson_95 = {**{f"prefer_{p}": wilson(counts[p], rows.n) for p in PREFERENCES},
+                     "cq_win_rate": wilson(counts["cq"], decided)}
+        return [*(mean(f"prefer_{p}", f"prefer_{p}") for p in PREFERENCES),
+                Metric("cq_win_rate", _win_rate), value("counts", counts), value("wilson_95", wilson_95)]
 
-    def metrics(self):
-        counts = self.counts or {p: 0 for p in PREFERENCES}
-        out = self._rates(counts, self.n)
-        out["counts"] = dict(counts)
-        decided = counts["cq"] + counts["answers"]
-        out["wilson_95"] = {**{f"prefer_{p}": wilson(counts[p], self.n) for p in PREFERENCES},
-                            "cq_win_rate": wilson(counts["cq"], decided)}
-        if self.n and not decided:
-            self.notes.append("cq_win_rate: no question with a preference")
-        return out
-
-    def resample(self, idx):
-        sums = self.kept_sums(idx, tuple(f"prefer_{p}" for p in PREFERENCES))
-        return self._rates({p: sums[f"prefer_{p}"] for p in PREFERENCES}, float(len(idx)))
+    def notes_for(self, rows, values):
+        if rows.n and values["cq_win_rate"] is None:
+            return ["cq_win_rate: no question with a preference"]
+        return []
 
 
 @dataclass(frozen=True)

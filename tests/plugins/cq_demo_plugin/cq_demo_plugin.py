@@ -119,22 +119,17 @@ class LongQuestionsOptions:
 def long_questions(options, config, opts):
     """A score task: the share of questions with more than ``options.words`` words (a toy metric). Its one
     option is declared once, above: `cq score` gets ``--words`` from it, as from cq's own tasks."""
-    from cqtools.score.base import Task
+    from cqtools.score.base import Scored, Task
+    from cqtools.score.rows import mean, value
 
     class _Task(Task):
-        long = 0
+        columns = ("long",)  # one number per question; the summary, --ci, --paired and --by derive from it
 
-        def score_scorable(self, records):
-            rows = []
-            for record in records:
-                self.n += 1
-                hit = len(record["question"].split()) > self.options.words
-                self.long += hit
-                rows.append({"id": record["id"], "long": float(hit)})
-            return rows
+        def score_record(self, record):
+            return Scored({"id": record["id"], "long": float(len(record["question"].split()) > self.options.words)})
 
-        def metrics(self):
-            return {"long": 100.0 * self.long / self.n if self.n else None, "words": self.options.words}
+        def aggregation(self, rows):
+            return [mean("long", "long"), value("words", self.options.words)]
 
     return _Task(opts, options)
 
