@@ -98,8 +98,8 @@ def cli():
 
     Set CQ_DEBUG=1 to see tracebacks instead of one-line errors.
     """
-    _share_cores()
-    _quiet_libraries()
+    share_cores()
+    quiet_libraries()
     logger = logging.getLogger("cqtools")
     if not logger.handlers:
         handler = _StderrHandler()
@@ -127,7 +127,7 @@ class _StderrHandler(logging.StreamHandler):
         pass
 
 
-def _share_cores() -> None:
+def share_cores() -> None:
     """OpenMP threads (torch, faiss) sleep when idle instead of spinning, unless OMP_WAIT_POLICY is
     set. The stages of a pipeline are processes on the same cores; spinning threads of one stage
     hold the cores another needs, and every parallel op then waits for descheduled threads
@@ -135,7 +135,7 @@ def _share_cores() -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
-def _quiet_libraries() -> None:
+def quiet_libraries() -> None:
     """Library chatter (weight-loading bars, advisory warnings) off unless CQ_DEBUG is set."""
     if env("CQ_DEBUG"):
         return

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from .declared import click_type, shown_default
-from .options import _opt_pairs, compose
+from .options import opt_pairs, compose
 
 
 def _method_help(pairs) -> str:
@@ -44,7 +44,7 @@ def method_options(*registries, skip: tuple[str, ...] = ("model",), opt_flag: bo
                                            envvar=env, help=help_text, metavar=opts[0].metavar))
     if not opt_flag:
         return compose(*decorators), list(decls)
-    decorators.append(click.option("-O", "--opt", "method_opts", multiple=True, callback=_opt_pairs,
+    decorators.append(click.option("-O", "--opt", "method_opts", multiple=True, callback=opt_pairs,
                                    metavar="KEY=VALUE",
                                    help=f"An option of the chosen {' or '.join(r.kind for r in registries)} by its "
                                         f"schema name (repeatable); `cq plugins --all --options` lists every "
@@ -109,12 +109,12 @@ def _model_value(registry, method: str, chosen, ctx, model) -> dict:
 # and the pace. The key is read from CQ_API_KEY or OPENAI_API_KEY only, never from an option.
 def _backend_opts(ctx, param, values):
     from ..config import activate, current
-    from .options import _remember
+    from .options import remember_param
 
-    pairs = tuple(sorted(_opt_pairs(ctx, param, values).items()))
+    pairs = tuple(sorted(opt_pairs(ctx, param, values).items()))
     activate(current().replace(backend_options=pairs))
     if pairs:
-        _remember(ctx, param, [list(p) for p in pairs])
+        remember_param(ctx, param, [list(p) for p in pairs])
     return pairs
 
 

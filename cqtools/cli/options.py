@@ -107,7 +107,7 @@ def _seed_option():
 
 seed_option = _seed_option()
 
-def _remember(ctx, param, value) -> None:
+def remember_param(ctx, param, value) -> None:
     """Options applied through a callback (not passed to the command) still shape the output:
     the run record of --resume reads them from here (cqtools/runrecord.py)."""
     ctx.meta.setdefault("cq.params", {})[param.name] = value
@@ -122,7 +122,7 @@ def _config_field(field: str, remember: bool = True, only_set: bool = False):
 
         activate(current().replace(**{field: value}))
         if remember and (value or not only_set):
-            _remember(ctx, param, value)
+            remember_param(ctx, param, value)
         return value
 
     return callback
@@ -210,7 +210,7 @@ def model_option(role: str, default: str | None, help: str = "Hugging Face id, l
     return click.option("--model", default=default, show_default=True, envvar=env, help=f"{help} Env: {env}.")
 
 
-def _opt_pairs(ctx, param, values):
+def opt_pairs(ctx, param, values):
     pairs = {}
     for value in values:
         key, sep, text = value.partition("=")

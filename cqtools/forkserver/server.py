@@ -167,10 +167,10 @@ class Server:
 
 def _as_cq_starts() -> None:
     """The environment defaults cq sets before torch loads (libgomp reads them once), set here too."""
-    from ..cli import _quiet_libraries, _share_cores
+    from ..cli import quiet_libraries, share_cores
 
-    _share_cores()
-    _quiet_libraries()
+    share_cores()
+    quiet_libraries()
 
 
 def _become(request: dict, fds: list[int]) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .cq import _assignment_sums, micro_prf, parse_cq
+from .cq import assignment_sums, micro_prf, parse_cq
 from .normalize import MATCHERS, RELEASED_MATCHER, normalize_answer, safe_div
 
 
@@ -52,7 +52,7 @@ def answers_overlap(gold_sets: Sequence[Sequence[str]], preds: Sequence[str],
             r_row.append(safe_div(length, len(aliases[i])) if aliases else 0.0)
         p_scores.append(p_row)
         r_scores.append(r_row)
-    return _assignment_sums(p_scores, r_scores)
+    return assignment_sums(p_scores, r_scores)
 
 
 def exact_matches(gold_cq: str, gold_sets: Sequence[Sequence[str]], preds: Sequence[dict],

@@ -87,7 +87,7 @@ def split_options(text: str) -> list[str]:
     return [o for o in options if o]
 
 
-def _assignment_sums(p_scores: list[list[float]], r_scores: list[list[float]]) -> tuple[float, float]:
+def assignment_sums(p_scores: list[list[float]], r_scores: list[list[float]]) -> tuple[float, float]:
     """Best one-to-one sums of precision scores and (separately) of recall scores (Hungarian)."""
     import numpy as np
     from scipy.optimize import linear_sum_assignment
@@ -118,7 +118,7 @@ def options_overlap(gold: Sequence[str], pred: Sequence[str], matcher: str = REL
         lengths = [match(g, p) for p in pred]
         p_scores.append([safe_div(length, len(p)) for length, p in zip(lengths, pred)])
         r_scores.append([safe_div(length, len(g)) for length in lengths])
-    return _assignment_sums(p_scores, r_scores)
+    return assignment_sums(p_scores, r_scores)
 
 
 def micro_prf(p_sum: float, r_sum: float, n_pred: int, n_gold: int) -> tuple[float, float, float]:

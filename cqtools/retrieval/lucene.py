@@ -18,7 +18,7 @@ from ..errors import ResourceError
 from . import generation, jvm
 from .handles import async_map, top_docs_function
 from .base import B, K1, SWAPPED, contents, rank, spread  # noqa: F401 (contents: its old home)
-from .ranking import (_parse, anserini_order, anserini_ties, parse_hits, ranked_passages, tie_scores,  # noqa: F401
+from .ranking import (parse_hits_array, anserini_order, anserini_ties, parse_hits, ranked_passages, tie_scores,  # noqa: F401
                       tie_scores_rows)
 
 MAX_CLAUSES = 1 << 16  # distinct terms a BM25 query may have (the input's longest question is far below)
@@ -135,7 +135,7 @@ class LuceneScorer:
         """Each query's top ``fetch`` (doc numbers, float32 scores) in Lucene's order (``started``: the
         future :meth:`start` gave for these queries)."""
         future = started if started is not None else self.start(queries, fetch, threads)
-        return [_parse(text) for text in self._async(fetch, threads)[1].apply(future)]
+        return [parse_hits_array(text) for text in self._async(fetch, threads)[1].apply(future)]
 
     def _async(self, fetch: int, threads: int):
         """:func:`async_map`'s (start, join) for this depth and pool size."""
@@ -246,7 +246,7 @@ class LuceneBM25:
         batch is scored at once: in the BM25 matrix when the index has one, else inside the JVM, in a
         Java parallel stream on a pool of ``threads`` workers."""
         fetch = k + 16
-        out: list = [_parse("")] * len(queries)
+        out: list = [parse_hits_array("")] * len(queries)
         todo = [n for n, q in enumerate(queries) if q.strip()]
         while todo:
             hits = self._hits([queries[n] for n in todo], fetch, threads)

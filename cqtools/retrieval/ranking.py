@@ -60,11 +60,11 @@ def tie_scores_rows(rows: list) -> list[list[float]]:
 def parse_hits(text: str) -> tuple[list[int], list[float]]:
     """``"doc score doc score ..."`` back to (doc numbers, scores). Java prints a float's shortest
     decimal, so rounding it to float32 gives back the exact score Lucene computed."""
-    nums, scores = _parse(text)
+    nums, scores = parse_hits_array(text)
     return nums, scores.tolist()
 
 
-def _parse(text: str):
+def parse_hits_array(text: str):
     """:func:`parse_hits` with the scores as a float32 array."""
     import numpy as np
 

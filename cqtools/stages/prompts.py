@@ -15,11 +15,11 @@ from .templates import Template
 BLOCK = "\n\n"
 
 
-def _tpl(tpl: Template | None, name: str) -> Template:
+def template_or_builtin(tpl: Template | None, name: str) -> Template:
     return tpl if tpl is not None else templates.builtin(name)
 
 
-def _lead(text: str) -> str:
+def lead_part(text: str) -> str:
     """An instruction part followed by the blank line, or nothing for an empty one."""
     return text + BLOCK if text else ""
 
@@ -36,24 +36,24 @@ def detect_template(path: str | None = None) -> Template:
 
 
 def detect_examples(tpl: Template | None = None) -> list[tuple[str, bool]]:
-    return templates.labelled(_tpl(tpl, "detect_llm"), "examples")
+    return templates.labelled(template_or_builtin(tpl, "detect_llm"), "examples")
 
 
 def detect_labels(tpl: Template | None = None) -> tuple[str, str]:
-    tpl = _tpl(tpl, "detect_llm")
+    tpl = template_or_builtin(tpl, "detect_llm")
     return tpl.text("label_true"), tpl.text("label_false")
 
 
 def detect_prefix(tpl: Template | None = None) -> str:
     """The few-shot text shared by every question (its KV cache is computed once)."""
-    tpl = _tpl(tpl, "detect_llm")
+    tpl = template_or_builtin(tpl, "detect_llm")
     yes, no = detect_labels(tpl)
     shots = "".join(tpl("query", question=q) + (yes if amb else no) + BLOCK for q, amb in detect_examples(tpl))
-    return _lead(tpl.text("instruction")) + shots
+    return lead_part(tpl.text("instruction")) + shots
 
 
 def detect_prompt(question: str, tpl: Template | None = None) -> str:
-    return _tpl(tpl, "detect_llm")("query", question=question.strip())
+    return template_or_builtin(tpl, "detect_llm")("query", question=question.strip())
 
 
 DETECT_EXAMPLES = tuple(detect_examples())
@@ -69,14 +69,14 @@ def gencq_template(path: str | None = None) -> Template:
 def gencq_prefix(tpl: Template | None = None, answers: bool = False) -> str:
     """Instruction and the few-shot examples (six, one per common kind of ambiguity); with
     ``answers``, the examples that show each question's answers (part ``shots_answers``)."""
-    tpl = _tpl(tpl, "gencq_llm")
+    tpl = template_or_builtin(tpl, "gencq_llm")
     shots = tpl.text("shots_answers" if answers else "shots")
-    return _lead(tpl.text("instruction")) + (shots + BLOCK if shots else "")
+    return lead_part(tpl.text("instruction")) + (shots + BLOCK if shots else "")
 
 
 def gencq_primer(tpl: Template | None = None) -> str:
     """The first word of the answer the few-shot prompt ends with, so the model continues the form."""
-    return _tpl(tpl, "gencq_llm").text("primer")
+    return template_or_builtin(tpl, "gencq_llm").text("primer")
 
 
 def answer_line(tpl: Template, answers: list[str] | None) -> str:
@@ -90,7 +90,7 @@ def gencq_prompt(question: str, snippets: list[str], tpl: Template | None, answe
                  primer: bool) -> str:
     """The few-shot query: question, answers (when given), passages, then the primer (unless ``primer``
     is False: the model then writes the whole CQ, any head)."""
-    tpl = _tpl(tpl, "gencq_llm")
+    tpl = template_or_builtin(tpl, "gencq_llm")
     return tpl("query", question=question.strip(), answers=answer_line(tpl, answers),
                passages=passage_lines(tpl, snippets)) + (gencq_primer(tpl) if primer else "")
 
@@ -98,7 +98,7 @@ def gencq_prompt(question: str, snippets: list[str], tpl: Template | None, answe
 def zero_shot_prompt(question: str, snippets: list[str], tpl: Template | None = None,
                      answers: list[str] | None = None) -> str:
     """CLAM's zero-shot prompt: the model is told the question is ambiguous and asked for a CQ."""
-    tpl = _tpl(tpl, "gencq_llm")
+    tpl = template_or_builtin(tpl, "gencq_llm")
     return tpl("zero_shot", question=question.strip(), answers=answer_line(tpl, answers),
                passages=passage_lines(tpl, snippets))
 

@@ -11,7 +11,7 @@ are well-known public ones. Each function takes the template (``--prompt FILE`` 
 from __future__ import annotations
 
 from . import templates
-from .prompts import BLOCK, _lead, _tpl, passage_lines
+from .prompts import BLOCK, lead_part, template_or_builtin, passage_lines
 from .templates import Template
 
 # --- built-in few-shot examples of rac (--shots replaces them): (ambiguous question, [(disambiguated question, answer), ...]) --
@@ -36,16 +36,16 @@ QD_LAYOUTS = {"cq": "", "ambigqa": "_ambigqa"}  # --layout: the suffix of its sh
 
 
 def qd_prefix(tpl: Template | None, layout: str) -> str:
-    tpl = _tpl(tpl, "qd")
+    tpl = template_or_builtin(tpl, "qd")
     shots = tpl.text("shots" + QD_LAYOUTS[layout])
-    return _lead(tpl.text("instruction")) + (shots + BLOCK if shots else "")
+    return lead_part(tpl.text("instruction")) + (shots + BLOCK if shots else "")
 
 
 def qd_prompt(question: str, answer: str, others: list[str], snippets: list[str], tpl: Template | None,
               layout: str) -> str:
     """``cq``: passages, question, answer, other answers; ``ambigqa``: the released QD input's order
     (target answer, question, other answers, passages; QGData.py @5c8cdb1)."""
-    tpl = _tpl(tpl, "qd")
+    tpl = template_or_builtin(tpl, "qd")
     return tpl("query" + QD_LAYOUTS[layout], passages=passage_lines(tpl, snippets), question=question.strip(),
                answer=answer.strip(), others="; ".join(others) or tpl.text("no_others"))
 
@@ -55,16 +55,16 @@ def qd_prompt(question: str, answer: str, others: list[str], snippets: list[str]
 def disambig_first_prompt(question: str, tpl: Template | None = None) -> str:
     """Instruction, shots, the question; closed-book (no passages, no answers). The model continues
     after the primer ("1.") with one reading per line."""
-    tpl = _tpl(tpl, "disambig_first")
+    tpl = template_or_builtin(tpl, "disambig_first")
     shots = tpl.text("shots")
-    return (_lead(tpl.text("instruction")) + (shots + BLOCK if shots else "")
+    return (lead_part(tpl.text("instruction")) + (shots + BLOCK if shots else "")
             + tpl("query", question=question.strip()) + "\n" + tpl.text("primer"))
 
 
 # --- Tree of Clarifications: retrieval-augmented clarification (--method rac) -----------------
 
 def rac_shot(question: str, pairs, tpl: Template | None = None) -> str:
-    tpl = _tpl(tpl, "rac")
+    tpl = template_or_builtin(tpl, "rac")
     lines = "".join(tpl("pair", n=n, dq=dq, answer=a) + "\n" for n, (dq, a) in enumerate(pairs, start=1))
     return tpl("query", passages="", question=question) + "\n" + lines + "\n"
 
@@ -72,8 +72,8 @@ def rac_shot(question: str, pairs, tpl: Template | None = None) -> str:
 def rac_prompt(question: str, snippets: list[str], shots, tpl: Template | None = None) -> str:
     """Instruction, the k shots (question, [(dq, answer)]), then the query; the model continues
     after the primer ("1.") so that it writes the first disambiguation in the shots' form."""
-    tpl = _tpl(tpl, "rac")
-    return (_lead(tpl.text("instruction")) + "".join(rac_shot(q, pairs, tpl) for q, pairs in shots)
+    tpl = template_or_builtin(tpl, "rac")
+    return (lead_part(tpl.text("instruction")) + "".join(rac_shot(q, pairs, tpl) for q, pairs in shots)
             + tpl("query", passages=passage_lines(tpl, snippets), question=question.strip()) + "\n"
             + tpl.text("primer"))
 
@@ -81,12 +81,12 @@ def rac_prompt(question: str, snippets: list[str], shots, tpl: Template | None =
 # --- self-verification (--prune) ----------------------------------------------------------------
 
 def verify_labels(tpl: Template | None = None) -> tuple[str, str]:
-    tpl = _tpl(tpl, "rac")
+    tpl = template_or_builtin(tpl, "rac")
     return tpl.text("label_true"), tpl.text("label_false")
 
 
 def verify_prompt(question: str, dq: str, answer: str, passage: str, tpl: Template | None = None) -> str:
-    return _tpl(tpl, "rac")("verify", passage=passage, question=question.strip(), answer=answer.strip(),
+    return template_or_builtin(tpl, "rac")("verify", passage=passage, question=question.strip(), answer=answer.strip(),
                             dq=dq.strip())
 
 
@@ -96,17 +96,17 @@ VERIFY_LABELS = verify_labels()
 # --- long answers (cq answer --mode long) -------------------------------------------------------
 
 def long_prompt(question: str, pairs: list[tuple[str, str]], snippets: list[str], tpl: Template | None = None) -> str:
-    tpl = _tpl(tpl, "long")
+    tpl = template_or_builtin(tpl, "long")
     dqs = "".join(tpl("pair", dq=q, answer=a) + "\n" for q, a in pairs) or tpl.text("no_pairs") + "\n"
-    return _lead(tpl.text("instruction")) + tpl("query", passages=passage_lines(tpl, snippets),
+    return lead_part(tpl.text("instruction")) + tpl("query", passages=passage_lines(tpl, snippets),
                                                 question=question.strip(), dqs=dqs)
 
 
 # --- the simulated user (cq oracle --method llm) ------------------------------------------------
 
 def oracle_options_prompt(dq: str, cq: str, options: list[str], tpl: Template | None = None) -> str:
-    return _tpl(tpl, "oracle_llm")("options", dq=dq.strip(), cq=cq.strip(), options="; ".join(options))
+    return template_or_builtin(tpl, "oracle_llm")("options", dq=dq.strip(), cq=cq.strip(), options="; ".join(options))
 
 
 def oracle_free_prompt(question: str, dq: str, cq: str, tpl: Template | None = None) -> str:
-    return _tpl(tpl, "oracle_llm")("free", question=question.strip(), dq=dq.strip(), cq=cq.strip())
+    return template_or_builtin(tpl, "oracle_llm")("free", question=question.strip(), dq=dq.strip(), cq=cq.strip())

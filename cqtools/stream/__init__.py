@@ -36,8 +36,8 @@ from ..config import RunConfig, env
 from ..jsonl import AtomicFile, JsonlWriter, Skipped, batched, open_append, open_input, read_records
 from . import refusals
 from .batches import ERRORS, apply, record_problem
-from .batches import _items
-from .inputs import _Counted, _take_shard, already_there, count_records, count_stdin, read_files
+from .batches import checked_items
+from .inputs import Counted, take_shard, already_there, count_records, count_stdin, read_files
 
 log = logging.getLogger("cqtools")
 
@@ -103,10 +103,10 @@ class _Run:
             stream = stdin if stdin is not None else sys.stdin.buffer
             source = read_records(stream, (), spec.on_error, self.skipped)
             self.whole = already_there(stream)
-        self.counted = _Counted(source)
+        self.counted = Counted(source)
         records = iter(self.counted)
         if spec.shard is not None:
-            records = _take_shard(records, *spec.shard)
+            records = take_shard(records, *spec.shard)
         self.out_fh = None
         self.record = None
         self.done = 0
@@ -122,7 +122,7 @@ class _Run:
                 raise
         elif spec.output:
             self.out_fh = AtomicFile(spec.output)
-        self.items = _items(records, spec)
+        self.items = checked_items(records, spec)
         self.writer = JsonlWriter(self.out_fh or (stdout if stdout is not None else sys.stdout.buffer))
         shown = not spec.quiet and sys.stderr.isatty()
         total = spec.total if spec.total is not None or spec.quiet else count_records(spec.inputs)

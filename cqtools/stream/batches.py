@@ -54,7 +54,7 @@ class Item:
     problem: str | None = None
 
 
-def _items(records, spec) -> Iterator[Item]:
+def checked_items(records, spec) -> Iterator[Item]:
     for lineno, record in records:
         problem = record_problem(record, spec.required, spec.config.max_question_chars if spec.config else None)
         if problem and spec.on_error != "skip":

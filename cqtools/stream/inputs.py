@@ -11,7 +11,7 @@ from ..errors import InputError
 from ..jsonl import open_input, read_records
 
 
-class _Counted:
+class Counted:
     """The records read (before sharding): a finished run writes their number into its run record."""
 
     def __init__(self, records):
@@ -64,7 +64,7 @@ def count_records(paths) -> int | None:
     return total
 
 
-def _take_shard(records, index: int, total: int):
+def take_shard(records, index: int, total: int):
     for position, item in enumerate(records):
         if position % total == index:
             yield item

@@ -45,10 +45,10 @@ def released_revision(question: str, category: str | None, option: str) -> str:
 
 def _named_head(category: str) -> bool:
     """A wh-phrase or lead-in head (gen_cq/form.py's rules: "What year", "In terms of what", "Do you mean")."""
-    from ..gen_cq.form import _LEAD_HEAD, _WH_HEAD
+    from ..gen_cq.form import LEAD_HEAD, WH_HEAD
 
     text = " ".join(category.split())
-    return bool(_WH_HEAD.fullmatch(text) or _LEAD_HEAD.fullmatch(text))
+    return bool(WH_HEAD.fullmatch(text) or LEAD_HEAD.fullmatch(text))
 
 
 def record_cq(record: dict) -> tuple[str | None, list[str]]:

@@ -10,7 +10,7 @@ from ...metrics.normalize import normalize_answer
 from ...registry import option
 from .. import prompts_disamb as P, templates
 from ..templates import Template
-from .parsing import _NUMBER, clean_question, dq_writer, model_option, template_option, tokens_option
+from .parsing import LIST_MARKER, clean_question, dq_writer, model_option, template_option, tokens_option
 
 @dataclass(frozen=True)
 class DisambigFirstOptions:
@@ -38,7 +38,7 @@ def parse_readings(raw: str, question: str) -> list[str]:
     seen = {normalize_answer(question)}
     out = []
     for line in raw.splitlines():
-        text = clean_question(_NUMBER.sub("", line.strip())) if line.strip() else ""
+        text = clean_question(LIST_MARKER.sub("", line.strip())) if line.strip() else ""
         key = normalize_answer(text)
         if len(text.split()) >= 3 and key and key not in seen:
             seen.add(key)

@@ -37,7 +37,7 @@ def template_option():
 
 # --- parsing generations -------------------------------------------------------------------------
 
-_NUMBER = re.compile(r"^\s*(?:\d+\s*[.)]|[-*•]|DQ\s*\d*\s*:|Q\s*\d*\s*:)\s*", re.I)
+LIST_MARKER = re.compile(r"^\s*(?:\d+\s*[.)]|[-*•]|DQ\s*\d*\s*:|Q\s*\d*\s*:)\s*", re.I)
 _PAIR = re.compile(r"^(?P<q>.+?\?)\s*(?:\(?\s*(?:answer|a)\s*[:=-]\s*)?(?P<a>.*)$", re.I)
 _ANSWER_TAG = re.compile(r"\s*\b(?:answer|a)\s*:\s*", re.I)
 
@@ -53,7 +53,7 @@ def parse_pairs(raw: str) -> list[tuple[str, str]]:
     """"1. DQ? Answer: A" lines -> [(DQ, A)]; lines without a question mark and an answer are dropped."""
     pairs = []
     for line in raw.splitlines():
-        line = _NUMBER.sub("", line.strip())
+        line = LIST_MARKER.sub("", line.strip())
         if not line:
             continue
         match = _PAIR.match(line)

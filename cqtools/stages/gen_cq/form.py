@@ -143,9 +143,9 @@ def repair(raw: str, method: str) -> dict:
 _PREPOSITION = ("in|for|at|of|on|by|during|from|to|as|about|under|with|within|after|before|between|among|"
                 "according|regarding")
 _AUXILIARY = "is|are|was|were|do|does|did|can|could|would|will|should|has|have|had"
-_WH_HEAD = re.compile(rf"(?:(?:{_PREPOSITION})(?:\s+[\w'-]+){{0,2}}\s+)?(?:which|what|whose|when|where|who)"
+WH_HEAD = re.compile(rf"(?:(?:{_PREPOSITION})(?:\s+[\w'-]+){{0,2}}\s+)?(?:which|what|whose|when|where|who)"
                       rf"(?!\s+(?:{_AUXILIARY})\b)(?:\s+[\w'-]+){{0,3}}", re.I)
-_LEAD_HEAD = re.compile(r"(?:are|do|did|were)\s+you\s+(?:mean(?:ing)?|referring\s+to|asking\s+about|talking\s+about)",
+LEAD_HEAD = re.compile(r"(?:are|do|did|were)\s+you\s+(?:mean(?:ing)?|referring\s+to|asking\s+about|talking\s+about)",
                         re.I)
 
 
@@ -157,7 +157,7 @@ def canonical_head(category: str) -> str | None:
     category = " ".join(category.split()).strip(" *\"'")
     if not category or category == INVALID:
         return None
-    if _WH_HEAD.fullmatch(category) or _LEAD_HEAD.fullmatch(category):
+    if WH_HEAD.fullmatch(category) or LEAD_HEAD.fullmatch(category):
         return category[0].upper() + category[1:]
     if re.fullmatch(r"[\w'-]+(?:\s+[\w'-]+){0,2}", category) and not re.match(
             r"(?i)(do|did|are|is|was|were|can|could|would|what|who|when|where|how|please)\b", category) \
