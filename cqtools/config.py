@@ -3,10 +3,12 @@
 Every setting that says *how* models are loaded and called (device, dtype, hub revision,
 quantization, remote code, input limits, padded batches, caches) lives in :class:`RunConfig`; a
 model backend's own settings (the openai backend's server and pace) are its options, declared on the
-backend, whose flags' values ride in ``backend_settings`` (cqtools/models/backend_options.py). The CLI builds it once per command (flags win over environment variables) and
-passes it to ``Registry.build``, which passes it to the method's factory, which passes it to the model loaders
-(a model keeps the configuration it was built under); Python callers pass their own or get :func:`current`
-(the last one activated, else one from the environment), read only at those edges (tests/test_explicit_config.py). This module is the only
+backend, whose flags' values ride in ``backend_settings`` (cqtools/models/backend_options.py). A command builds it
+once, as a value, where it starts (its flags' callbacks only record what they were given: cqtools/cli/options.py
+``run_config``), and passes it to ``Registry.build``, which passes it to the method's factory, which passes it to the
+model loaders (a model keeps the configuration it was built under). There is no process-wide configuration: a
+Python caller passes one, or a library edge called without one builds it from the environment with
+:meth:`RunConfig.from_env` (the edges are listed in tests/test_explicit_config.py). This module is the only
 one that reads cq's environment variables: :data:`ENV` lists them all (docs/config.md is generated
 from it), and the run record of ``--resume`` holds the whole configuration, so a resume under
 another ``CQ_PADDED_BATCHES`` (or any other field that can change a record) is refused.
@@ -207,27 +209,6 @@ def data_root() -> str:
 def _jsonable(value):
     """Tuples as lists: what a run record's JSON gives back, so that comparisons agree."""
     return [_jsonable(v) for v in value] if isinstance(value, (tuple, list)) else value
-
-
-_CURRENT: RunConfig | None = None
-
-
-def current() -> RunConfig:
-    """The configuration a command activated; else (Python API) one built from the environment."""
-    return _CURRENT if _CURRENT is not None else RunConfig.from_env()
-
-
-def activate(config: RunConfig) -> RunConfig:
-    """Make ``config`` the process's configuration (the CLI does this once per command)."""
-    global _CURRENT
-    _CURRENT = config
-    return config
-
-
-def reset() -> None:
-    """Forget the activated configuration (tests; a Python caller switching environments)."""
-    global _CURRENT
-    _CURRENT = None
 
 
 def env(name: str, default: str | None = None) -> str | None:

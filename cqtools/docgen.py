@@ -89,8 +89,9 @@ def config_markdown() -> str:
         "One frozen value (`cqtools.config.RunConfig`) holds how a run loads and calls models. A command builds "
         "it once from its flags over the environment variables below, and passes it to the methods and model "
         "loaders; Python callers pass their own (`detect.build(\"llm\", RunConfig(device=\"cpu\"))`) or get "
-        "`cqtools.config.current()`. The fields that can change a record are written into `--resume`'s run "
-        "record: a resume under any other value (a flag or an environment variable) is refused.", "",
+        "`RunConfig.from_env()` explicitly (there is no process-wide configuration). The fields that can change a "
+        "record are written into `--resume`'s run record: a resume under any other value (a flag or an environment "
+        "variable) is refused.", "",
         *rows, "", "## Environment variables", "", docs_table(backend_variables() + role_variables()), ""])
 
 

@@ -211,9 +211,9 @@ class Method:
         takes_all = any(p.kind is p.VAR_KEYWORD for p in params.values())
         context = {k: v for k, v in context.items() if takes_all or k in params}
         if config is None and (self.options_class is not None or "config" in params):
-            from .config import current
+            from .config import RunConfig
 
-            config = current()
+            config = RunConfig.from_env()
         if self.options_class is not None:
             return self.factory(self.options_class(**values), config, **context)
         kwargs = {**values, **context}
@@ -264,10 +264,23 @@ class Registry:
                 schema = tuple(_with_default(o, defaults) for o in schema)
                 cls = None if cls is None else _defaults_class(cls, defaults)
             text = help or (_doc_line(cls) if cls is not None else "")
+            self._check_flags(name, schema)
             self._methods[name] = Method(name, func, text, schema, plugin, self.kind, self.context, cls)
             return func
 
         return add(factory) if factory is not None else add
+
+    def _check_flags(self, name: str, schema) -> None:
+        """One flag, one option: a command's flags come from every method's options, so an option that takes a
+        flag another method's option of another name already has would give the command two of it (click only
+        warns, and the value would reach neither as meant)."""
+        taken = {o.cli_flag: (m.name, o.name) for m in self._methods.values() if m.name != name for o in m.options}
+        for opt in schema:
+            owner = taken.get(opt.cli_flag)
+            if owner is not None and owner[1] != opt.name:
+                raise ValueError(f"{self.kind} {name}: option {opt.name} takes the flag {opt.cli_flag}, which "
+                                 f"{self.kind} {owner[0]} gives its option {owner[1]}; give it another flag= or "
+                                 f"the same name")
 
     def _load(self) -> None:
         if not self._plugins_loaded:

@@ -82,10 +82,10 @@ def build(command: str, params: dict, config=None) -> dict:
     """The configuration part of a run record for ``command`` called with ``params`` under the run
     configuration ``config`` (cqtools/config.py; default: the current one): its fields that can
     change a record, environment variables included."""
-    from .config import current
+    from .config import RunConfig
     from .models.backend_options import environment_settings
 
-    config = config or current()  # the backends' settings from their variables too (flags win)
+    config = config or RunConfig.from_env()  # the backends' settings from their variables too (flags win)
     config = config.replace(backend_settings=tuple(sorted({**environment_settings(),
                                                            **dict(config.backend_settings)}.items())))
     ignore = NOT_SHAPING - {"batch_size"} if config.padded_batches else NOT_SHAPING  # padded: batch mates matter
@@ -294,13 +294,14 @@ def mark_ending() -> None:
 
 
 def open_resume(out: str, force: bool = False, shard: list | None = None, command: str | None = None,
-                params: dict | None = None) -> tuple[dict, int]:
-    """Check ``--resume OUT`` against this run's configuration; returns the run record to keep
+                params: dict | None = None, config=None) -> tuple[dict, int]:
+    """Check ``--resume OUT`` against this run's configuration (``config``: the run configuration the stage runs
+    under; None: one from the environment); returns the run record to keep
     writing and how many records OUT already holds (a torn last line is cut off; a torn gzip tail is
     cut back to its last whole member and the lines that still decompress are rewritten as a new one)."""
     parent = os.path.dirname(os.path.abspath(out))
     os.makedirs(parent, exist_ok=True)
-    new = build(command, params or {}) if command else build(*_command_and_params())
+    new = build(command, params or {}, config) if command else build(*_command_and_params(), config)
     new.update(shard=shard, complete=False)
     done, good_end, recovered = scan_output(out)
     old = read(out)

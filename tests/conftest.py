@@ -27,16 +27,6 @@ from .tiers import (pytest_collection_modifyitems, pytest_configure, pytest_runt
                     pytest_runtest_setup)
 
 
-@pytest.fixture(autouse=True)
-def _fresh_run_configuration():
-    """Every test starts from the environment's run configuration (cqtools/config.py) and leaves none
-    activated: a configuration a test activates never leaks into the next."""
-    from cqtools.config import reset
-
-    reset()
-    yield
-    reset()
-
 
 def on_a_terminal(cmd: list[str], env: dict | None = None, timeout: int = 300) -> tuple[int, bytes]:
     """Run ``cmd`` with stderr on a 120-column pseudo-terminal (stdout piped away); (exit code, what the

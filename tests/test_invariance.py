@@ -215,20 +215,15 @@ def test_a_huge_question_is_cut_with_a_warning(stage, models, inputs, caplog):
 
 
 def test_max_input_tokens_cuts_scored_prompts_to_the_limit(tiny_causal):
+    from cqtools.config import RunConfig
     from cqtools.models import load_generator
-    from cqtools.models.backends import set_max_input_tokens
 
     long = "the joker " * 400
-    try:
-        set_max_input_tokens(32)  # a model keeps the cap of the configuration it is loaded under
-        capped = load_generator(tiny_causal, "cpu")
-        cut = capped.score([long], [" yes"])
-        set_max_input_tokens(None)
-        gen = load_generator(tiny_causal, "cpu")
-        full = gen.score([long], [" yes"])
-        assert capped.score([long], [" yes"]) == cut  # still its own cap after the configuration changed
-    finally:
-        set_max_input_tokens(None)
+    capped = load_generator(tiny_causal, "cpu", config=RunConfig.from_env().replace(max_input_tokens=32))
+    cut = capped.score([long], [" yes"])
+    gen = load_generator(tiny_causal, "cpu", config=RunConfig.from_env())
+    full = gen.score([long], [" yes"])
+    assert capped.score([long], [" yes"]) == cut  # a model keeps the cap of the configuration it is loaded under
     assert capped is not gen and len(gen._ids(long)) > 32 and cut != full  # scored on the cut prompt
 
 

@@ -347,11 +347,10 @@ def test_a_configuration_given_to_build_is_passed_to_the_loaders_not_made_ambien
     seen = []
 
     def fake_load(name, device="auto", dtype="auto", kind="auto", config=None):
-        seen.append((device, config.trust_remote_code, config.max_input_tokens, cfg.current().max_input_tokens))
+        seen.append((device, config.trust_remote_code, config.max_input_tokens, cfg.RunConfig.from_env().max_input_tokens))
         return FakeGenerator("x")
 
     monkeypatch.setattr(backends, "load_generator", fake_load)
-    cfg.reset()
     detect.build("llm", cfg.RunConfig(device="cpu", trust_remote_code=True, max_input_tokens=64), model="m")
     assert seen == [("cpu", True, 64, None)]
 
@@ -362,12 +361,11 @@ def test_a_model_keeps_the_configuration_it_was_loaded_under(tiny_causal):
     from cqtools import config as cfg
     from cqtools.models import load_generator
 
-    cfg.reset()
     given = cfg.RunConfig(max_input_tokens=24, padded_batches=True, model_batch_size=3)
     gen = load_generator(tiny_causal, "cpu", config=given)
     assert (gen.input_cap, gen.padded, gen.batch_size, gen.run) == (24, True, 3, given)
     assert gen.info["max_input_tokens"] == 24 and gen.info["batching"] == "padded"
-    assert cfg.current().max_input_tokens is None
+    assert cfg.RunConfig.from_env().max_input_tokens is None
     plain = load_generator(tiny_causal, "cpu")
     assert plain is not gen and plain.input_cap is None and not plain.padded
 

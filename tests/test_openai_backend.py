@@ -77,9 +77,6 @@ def api_env(server, tmp_path, monkeypatch):
     openai_backend._GENERATORS.clear()
     yield
     openai_backend._GENERATORS.clear()
-    from cqtools.config import reset
-
-    reset()
 
 
 @pytest.fixture(scope="module")

@@ -249,3 +249,28 @@ def test_every_preset_row_says_what_it_applies_to_and_is_checked():
             Setting("gen-cq", "method", "seq2seq", "x")
         with pytest.raises((ValueError, Exception), match=message):
             check(Preset("bad", "h", "p", "c", (chooser, bad)))
+
+
+def test_one_flag_is_one_option_across_a_registrys_methods():
+    """cq score's flags come from every task's options: a new task option flagged --k beside retrieval's `ks` (also
+    --k) gave the command two --k and refused both (found by adding a metric, issue 43's count of files touched)."""
+    from cqtools.registry import Registry, option
+
+    @dataclasses.dataclass(frozen=True)
+    class First:
+        ks: str = option("5", flag="--k")
+
+    @dataclasses.dataclass(frozen=True)
+    class Second:
+        k: int = option(1)
+
+    @dataclasses.dataclass(frozen=True)
+    class Same:
+        ks: str = option("10", flag="--k")
+
+    registry = Registry("score task", "register_nothing")
+    registry._plugins_loaded = True
+    registry.register("first", lambda options, config: None, options=First)
+    registry.register("same", lambda options, config: None, options=Same)  # the same option name: one flag
+    with pytest.raises(ValueError, match="option k takes the flag --k, which score task (first|same) gives its option ks"):
+        registry.register("second", lambda options, config: None, options=Second)

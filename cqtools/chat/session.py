@@ -71,18 +71,17 @@ class Session:
     """The stages of a chat, built once: models loaded and the index opened when it starts.
 
     ``status(label)`` is a context manager the stages run in (a spinner); the default does nothing. ``config``:
-    the run configuration every stage's models load under (None: the process's), with ``opts``' device and dtype."""
+    the run configuration every stage's models load under (None: one from the environment), with ``opts``' device and dtype."""
 
     def __init__(self, opts: ChatOptions, status: Callable[[str], contextlib.AbstractContextManager] | None = None,
                  config=None):
-        from ..config import current
         from ..stages import answer, detect, gen_cq, rerank, retrieve
 
         if opts.gen_cq is None:
             opts = dataclasses.replace(opts, gen_cq=gen_cq.default_method(opts.gen_cq_model))
         self.opts = opts
         self.status = status or (lambda label: contextlib.nullcontext())
-        config = (config if config is not None else current()).replace(device=opts.device, dtype=opts.dtype)
+        config = (config if config is not None else RunConfig.from_env()).replace(device=opts.device, dtype=opts.dtype)
         with self.status("opening the index"):
             self.retrieve = retrieve.build(opts.retrieve, config, index_dir=opts.index_dir, hits=opts.hits,
                                            **opts.extra.get("retrieve", {}))

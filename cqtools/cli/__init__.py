@@ -54,13 +54,7 @@ class LazyGroup(click.Group):
 
     def invoke(self, ctx):
         try:
-            from ..config import RunConfig, activate, reset
-
-            activate(RunConfig.from_env())  # the command's flags update it as they are parsed
-            try:
-                return super().invoke(ctx)
-            finally:
-                reset()  # a later command (or Python caller) in this process starts from the environment
+            return super().invoke(ctx)  # the command builds its run configuration (options.run_config)
         except CQError as err:
             if env("CQ_DEBUG"):
                 raise

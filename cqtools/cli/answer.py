@@ -43,7 +43,7 @@ def cli(mode, reader_name, model, device, dtype, seed, **kwargs):
       ... | cq gen-cq | cq answer --mode cq            # one answer per CQ option
       ... | cq answer --mode multi --round-trip --verify
     """
-    from ..config import current
+    from .options import run_config
     from ..models.backends import set_seed
     from ..stages import answer
 
@@ -52,6 +52,6 @@ def cli(mode, reader_name, model, device, dtype, seed, **kwargs):
         options["model"] = model
     spec = spec_from(kwargs, required=("question",), desc="answer")
     set_seed(seed)
-    run_stream(answer.build(mode, reader_name, seed=seed, config=current(), batch_size=current().model_batch_size,
+    run_stream(answer.build(mode, reader_name, seed=seed, config=run_config(), batch_size=run_config().model_batch_size,
                             **options), spec)
 

@@ -82,9 +82,9 @@ def cli():
 @listing_options
 def info(as_json, as_table):
     """Each cache area: a table on a terminal, else one JSON object per line: {area, path, bytes, files, what}."""
-    from ..config import current
+    from .options import run_config
 
-    emit([entry for entry, _ in _entries(current().cache_root())], ["area", "bytes", "files", "path", "what"],
+    emit([entry for entry, _ in _entries(run_config().cache_root())], ["area", "bytes", "files", "path", "what"],
          as_json, as_table)
 
 
@@ -94,9 +94,9 @@ def info(as_json, as_table):
 def clear(area):
     """Remove what cq wrote in the cache areas (their next use converts or asks again); prints what
     was removed. Files of other shapes in those folders are left."""
-    from ..config import current
+    from .options import run_config
 
-    root = current().cache_root()
+    root = run_config().cache_root()
     for entry, owned in _entries(root):
         if area and entry["area"] not in area:
             continue

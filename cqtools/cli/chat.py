@@ -208,9 +208,9 @@ def cli(index_dir, retrieve_method, hits, rerank_top, reranker, detect_method, d
                             all_records=study, **models)
     log = chat.TurnLog(log_path)
     try:
-        from ..config import current
+        from .options import run_config
 
-        session = chat.Session(opts, status=spinner, config=current())  # the command's configuration
+        session = chat.Session(opts, status=spinner, config=run_config())  # the command's configuration
         if replay_path:
             chat.replay_loop(session, term, log, chat.replay_inputs(chat.read_log(replay_path)))
         elif study:

@@ -34,9 +34,9 @@ def cli(method, model, device, dtype, **kwargs):
         | cq gen-cq | cq score --task detect
       cq detect --method llm --model Qwen/Qwen2.5-7B-Instruct < questions.jsonl
     """
-    from ..config import current
+    from .options import run_config
     from ..stages import detect
 
     options = method_values(DETECTORS, method, kwargs, OPTION_NAMES, model)
     spec = spec_from(kwargs, desc="detect")
-    run_stream(detect.build(method, current(), **options), spec)
+    run_stream(detect.build(method, run_config(), **options), spec)

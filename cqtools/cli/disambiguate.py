@@ -37,13 +37,13 @@ def cli(method, model, device, dtype, seed, **kwargs):
       cq retrieve --index idx < q.jsonl | cq rerank --top 20 \\
         | cq disambiguate --method rac --tree --prune | cq answer --mode long   # cq's variant
     """
-    from ..config import current
+    from .options import run_config
     from ..stages import disambiguate
 
     options = method_values(DISAMBIGUATORS, method, kwargs, OPTION_NAMES, model)
     if options.get("reuse_tree") and not (options.get("tree") and options.get("prune")):
         raise click.BadParameter("--reuse-tree prunes an earlier run's tree: pass it with --tree --prune",
                                  param_hint="--reuse-tree")
-    batch_size = current().model_batch_size
+    batch_size = run_config().model_batch_size
     spec = spec_from(kwargs, required=("question",), desc="disambiguate")
-    run_stream(disambiguate.build(method, current(), seed=seed, batch_size=batch_size, **options), spec)
+    run_stream(disambiguate.build(method, run_config(), seed=seed, batch_size=batch_size, **options), spec)

@@ -46,11 +46,11 @@ def cli(method, model, all_records, device, dtype, **kwargs):
       cq gen-cq --method llm --options grounded < retrieved.jsonl   # only options found in the passages
       cq gen-cq --method from-dqs --all < questions.jsonl     # silver CQs from gold DQs
     """
-    from ..config import current
+    from .options import run_config
     from ..stages import gen_cq
     from .stream import run_stream, spec_from
 
     method = method or gen_cq.default_method(model)
     options = method_values(CQ_METHODS, method, kwargs, OPTION_NAMES, model)
     spec = spec_from(kwargs, desc="gen-cq")
-    run_stream(gen_cq.build(method, all_records, current(), **options), spec)
+    run_stream(gen_cq.build(method, all_records, run_config(), **options), spec)

@@ -65,7 +65,7 @@ def cli(corpus, out_dir, dense, encoder, query_encoder, threads, batch_size, bm2
       cq index --corpus passages.jsonl --out idx-dpr --dense \\
         --encoder facebook/dpr-ctx_encoder-multiset-base
     """
-    from ..config import current
+    from .options import run_config
     from ..retrieval.parts import build_index
 
     if quiet:
@@ -84,7 +84,7 @@ def cli(corpus, out_dir, dense, encoder, query_encoder, threads, batch_size, bm2
     settings = {"threads": threads, "device": device, "dense": dense, "encoder": encoder,
                 "query_encoder": query_encoder, "batch_size": batch_size, "bm25_matrix": bm25_matrix}
     try:
-        build_index(corpus, build_dir, settings, part_options, current())
+        build_index(corpus, build_dir, settings, part_options, run_config())
         _swap_in(build_dir, out_dir, replace)
     finally:
         if os.path.exists(build_dir):

@@ -108,11 +108,10 @@ def _model_value(registry, method: str, chosen, ctx, model) -> dict:
 # API models (an OpenAI-compatible server): the backends' options. Not shaping a record: the server's address
 # and the pace. The key is read from CQ_API_KEY or OPENAI_API_KEY only, never from an option.
 def _backend_opts(ctx, param, values):
-    from ..config import activate, current
-    from .options import remember_param
+    from .options import record_config, remember_param
 
     pairs = tuple(sorted(opt_pairs(ctx, param, values).items()))
-    activate(current().replace(backend_options=pairs))
+    record_config(ctx, "backend_options", pairs)
     if pairs:
         remember_param(ctx, param, [list(p) for p in pairs])
     return pairs
@@ -135,15 +134,13 @@ def api_options(func):
 
 
 def _backend_setting(name: str):
-    """A callback that puts a backend option's flag into the run configuration's backend settings."""
+    """A callback that records a backend option's flag for the run configuration's backend settings."""
 
     def callback(ctx, param, value):
-        from ..config import activate, current
+        from .options import record_backend_setting
 
         if value is not None:
-            settings = dict(current().backend_settings)
-            settings[name] = value
-            activate(current().replace(backend_settings=tuple(sorted(settings.items()))))
+            record_backend_setting(ctx, name, value)
         return value
 
     return callback

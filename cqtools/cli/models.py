@@ -37,10 +37,10 @@ def cli(ctx, names, load, as_json, as_table, device, dtype):
     """
     if ctx.invoked_subcommand:
         return
-    from ..config import current
+    from .options import run_config
     from ..models.roles import ROLES, status
 
-    config = current()  # the command's configuration, built from its flags
+    config = run_config()  # the command's configuration, built from its flags
     rows = [{"role": r.role, **status(r.model(config), config, r.role, device, dtype), "used_by": r.used_by,
              "override": r.env, "from_env": bool(env(r.env))} for r in ROLES] \
         if not names else [{"role": "-", **status(n, config, "-", device, dtype)} for n in names]

@@ -113,14 +113,43 @@ def remember_param(ctx, param, value) -> None:
     ctx.meta.setdefault("cq.params", {})[param.name] = value
 
 
+def record_config(ctx, field: str, value) -> None:
+    """Note a flag's value for a field of the run configuration (cqtools/config.py): :func:`run_config` builds
+    the configuration from these, once (a callback records; it never builds or sets anything else)."""
+    ctx.meta.setdefault("cq.config", {})[field] = value
+    ctx.meta.pop("cq.run_config", None)
+
+
+def record_backend_setting(ctx, name: str, value) -> None:
+    """Note a model backend option's flag (``--api-base``, ...) for the configuration's backend settings."""
+    ctx.meta.setdefault("cq.backend_settings", {})[name] = value
+    ctx.meta.pop("cq.run_config", None)
+
+
+def run_config(ctx=None):
+    """The command's run configuration, one value: the environment's (:meth:`RunConfig.from_env`) with the flags
+    the command was given on top, built where the command starts and the same for the rest of it. The command
+    passes it to the stage, the stage to its loaders; nothing keeps it for the process."""
+    from ..config import RunConfig
+
+    ctx = ctx or click.get_current_context()
+    config = ctx.meta.get("cq.run_config")
+    if config is None:
+        config = RunConfig.from_env().replace(**ctx.meta.get("cq.config", {}))
+        settings = ctx.meta.get("cq.backend_settings")
+        if settings:
+            config = config.replace(backend_settings=tuple(sorted({**dict(config.backend_settings),
+                                                                   **settings}.items())))
+        ctx.meta["cq.run_config"] = config
+    return config
+
+
 def _config_field(field: str, remember: bool = True, only_set: bool = False):
-    """A callback that puts an option's value into the run configuration (cqtools/config.py), the
-    one value every model loader and method reads; flags win over environment variables."""
+    """A callback that records an option's value for the run configuration (:func:`run_config`; flags win over
+    environment variables) and, for the run record, the option itself."""
 
     def callback(ctx, param, value):
-        from ..config import activate, current
-
-        activate(current().replace(**{field: value}))
+        record_config(ctx, field, value)
         if remember and (value or not only_set):
             remember_param(ctx, param, value)
         return value
@@ -231,4 +260,7 @@ __all__ = [
     "max_input_option",
     "load_options",
     "model_option",
+    "run_config",
+    "record_config",
+    "record_backend_setting",
 ]

@@ -35,7 +35,7 @@ def cli(expand, method, model, device, dtype, **kwargs):
       cq retrieve --index idx < eval.jsonl | cq rerank --top 5 | cq detect | cq gen-cq \\
         | cq oracle | cq answer --mode cq --selected | cq score --task clam
     """
-    from ..config import current
+    from .options import run_config
     from ..stages import oracle
 
     options = method_values(ORACLES, method, kwargs, OPTION_NAMES, model)
@@ -46,4 +46,4 @@ def cli(expand, method, model, device, dtype, **kwargs):
         run_stream(oracle.expand_batch, spec)
         return
     spec = spec_from(kwargs, desc="oracle")
-    run_stream(oracle.build(method, current(), **options), spec)
+    run_stream(oracle.build(method, run_config(), **options), spec)

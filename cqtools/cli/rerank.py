@@ -28,9 +28,9 @@ def cli(top, query_field, model, device, dtype, **kwargs):
       cq retrieve --index idx --hits 50 < questions.jsonl | cq rerank --top 10 \\
         | cq answer --mode single
     """
-    from ..config import current
+    from .options import run_config
     from ..stages import rerank
 
     spec = spec_from(kwargs, required=(query_field,), desc="rerank")
-    config = current()  # the command's configuration, built from its flags
+    config = run_config()  # the command's configuration, built from its flags
     run_stream(rerank.build(model, top, query_field, config.model_batch_size, device, config), spec)

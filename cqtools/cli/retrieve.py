@@ -40,10 +40,10 @@ def cli(index_dir, method, hits, threads, query_field, run_file, run_tag, device
     from ..formats import TrecRun
     from ..stages import retrieve
 
-    from ..config import current
+    from .options import run_config
 
     options = method_values(SEARCHERS, method, kwargs, OPTION_NAMES)
     sinks = [TrecRun(run_file, run_tag or f"cq-{method}")] if run_file else []
     spec = spec_from(kwargs, required=(query_field,), desc="retrieve", sinks=sinks)
-    run_stream(retrieve.build(method, current(), index_dir=index_dir, hits=hits, threads=threads,
+    run_stream(retrieve.build(method, run_config(), index_dir=index_dir, hits=hits, threads=threads,
                               query_field=query_field, **options), spec)

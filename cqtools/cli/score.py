@@ -9,7 +9,7 @@ import orjson
 from ..jsonl import dumps, read_records
 from ..registry import SCORE_TASKS
 from .method_flags import method_options, method_values, preset_option
-from .options import batch_option, compose, device_options, seed_option, stream_options
+from .options import batch_option, compose, device_options, run_config, seed_option, stream_options
 from .score_options import BootstrapFlags, OutputFlags, bootstrap_options, output_options
 
 # Every task's options as flags (generated from the tasks' options dataclasses, a plugin's too), and -O.
@@ -88,7 +88,7 @@ def _score_one(runs, opts, task, task_opts, on_error, output: OutputFlags):
     records = read_records(_input(runs), ("question",), on_error, skipped)
     out = _open_output(output.per_record) if output.per_record else None
     try:
-        scorer = SCORE_TASKS.build(task, opts=opts, **task_opts)  # the task's factory (cqtools.score or a plugin)
+        scorer = SCORE_TASKS.build(task, run_config(), opts=opts, **task_opts)  # the task's factory (cqtools.score or a plugin)
         result = score_records(records, opts, on_row=(lambda row: out.write(dumps(row))) if out else None,
                                task=scorer)
         if out:
@@ -116,7 +116,7 @@ def _with_bootstrap(summary, result, opts, task, task_opts, on_error, boot: Boot
         return with_intervals(summary, result, options)
     with open(boot.paired, "rb") as fh:
         other = score_records(read_records(fh, ("question",), on_error), opts,
-                              task=SCORE_TASKS.build(task, opts=opts, **task_opts))
+                              task=SCORE_TASKS.build(task, run_config(), opts=opts, **task_opts))
     other.summary()  # finishes the task (its notes) as for A
     summary = paired_report(result, other, options, runs[0] if runs else "stdin", boot.paired, boot.intersect)
     if boot.ci:
@@ -143,7 +143,7 @@ def _several_runs(runs, opts, task, task_opts, on_error, boot: BootstrapFlags, s
     for path in runs:
         with open_input(path) as stream:
             result = score_records(read_records(stream, ("question",), on_error), opts,
-                                   task=SCORE_TASKS.build(task, opts=opts, **task_opts))
+                                   task=SCORE_TASKS.build(task, run_config(), opts=opts, **task_opts))
         results.append(result)
         summaries.append(result.summary())
     options = boot.options(seed)

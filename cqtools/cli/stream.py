@@ -41,7 +41,7 @@ def spec_from(kwargs: dict, **overrides) -> StreamSpec:
 def run_stream(process, spec: StreamSpec, stdin=None, stdout=None) -> int:
     """The engine's :func:`cqtools.stream.run_stream` with what click knows: the command's name and flags for
     the run record, the preset it runs under, the run configuration, and standard input."""
-    from ..config import current
+    from .options import run_config
 
     ctx = click.get_current_context(silent=True)
     if ctx is not None:
@@ -50,7 +50,7 @@ def run_stream(process, spec: StreamSpec, stdin=None, stdout=None) -> int:
             spec.params = {**ctx.meta.get("cq.params", {}), **ctx.params, **process.cq_params}
         spec.preset = spec.preset or ctx.meta.get("cq.preset")
         spec.stage = spec.stage or ctx.command.name
-    spec.config = spec.config or current()
+    spec.config = spec.config or (run_config(ctx) if ctx is not None else None)  # None: the engine's from_env
     if stdin is None and not spec.inputs:
         stdin = click_stdin()
     return run_engine(process, spec, stdin, stdout)

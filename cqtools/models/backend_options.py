@@ -4,7 +4,7 @@ default, its environment variable, its flag (an option declared with ``flag=`` i
 command: ``RunConfig.backend_settings``), ``--backend-opt KEY=VALUE`` (``RunConfig.backend_options``)."""
 from __future__ import annotations
 
-from ..config import current, env
+from ..config import RunConfig, env
 
 
 def environment_settings(registry=None) -> dict:
@@ -24,7 +24,7 @@ def environment_settings(registry=None) -> dict:
 def backend_values(method, config=None, strict: bool = True) -> dict:
     """The options of backend ``method`` the run sets (see the module's doc); a --backend-opt name it does not
     declare is an error unless not ``strict``."""
-    config = config or current()
+    config = config or RunConfig.from_env()
     declared = {opt.name for opt in method.options}
     given = {k: v for k, v in environment_settings().items() if k in declared}
     given.update((k, v) for k, v in config.backend_settings if k in declared)

@@ -37,4 +37,4 @@ from .generator import LocalGenerator  # noqa: F401
 from .load import load, load_cross_encoder, load_encoder, load_generator, load_transformers  # noqa: F401
 from .resolve import allow_patterns  # noqa: F401
 from .runtime import (load_kwargs, pick_device, pick_dtype, quantization_config, remote_code,  # noqa: F401
-                      set_load_options, set_max_input_tokens, set_seed, wants_device_map)
+                      set_seed, wants_device_map)

@@ -53,7 +53,7 @@ def question_encoder_for(ctx_name: str) -> str:
 
 
 def load_dpr(name: str, device: str = "cpu", expect: str | None = None, config=None) -> "DPREncoder":
-    """A DPR encoder built under ``config`` (default: the process's: :func:`cqtools.models.load.run_config`), loaded
+    """A DPR encoder built under ``config`` (default: one from the environment: :func:`cqtools.models.load.run_config`), loaded
     once per process through the model layer's cache (cqtools/models/cache.py); with ``expect``
     (``DPRQuestionEncoder`` or ``DPRContextEncoder``), an error when it is the other kind."""
     config = run_config(config)

@@ -14,11 +14,11 @@
 :func:`load_generator`, :func:`load_cross_encoder` and :func:`load_encoder` are ``load`` for one role;
 :func:`load_transformers` (a task head: the detect classifier, the extractive reader) and
 :func:`cqtools.models.dpr.load_dpr` (DPR's encoders) load a local model of one class through the same cache.
-Every loader builds under the run configuration it is given (``config=``), else the process's:
+Every loader builds under the run configuration it is given (``config=``), else one from the environment:
 :func:`run_config`, the one place that reads it."""
 from __future__ import annotations
 
-from ..config import RunConfig, current
+from ..config import RunConfig
 from ..errors import ResourceError
 from ..registry import BACKENDS
 from .cache import cached
@@ -27,14 +27,14 @@ from .runtime import pick_device, remote_code
 
 
 def run_config(config: RunConfig | None) -> RunConfig:
-    """``config``, else the process's (:func:`cqtools.config.current`): the loaders' edge, where a Python
+    """``config``, else one from the environment (:meth:`RunConfig.from_env`): the loaders' edge, where a Python
     caller may pass none."""
-    return config if config is not None else current()
+    return config if config is not None else RunConfig.from_env()
 
 
 def route(name: str, api_base: bool = True, config=None) -> tuple[str, str] | None:
     """(backend, model) when ``name`` goes to an API server (``openai:NAME``, or any name while
-    ``--api-base`` is set in ``config``, default the process's), else None (a local model)."""
+    ``--api-base`` is set in ``config``, default one from the environment), else None (a local model)."""
     prefix, sep, rest = name.partition(":")
     if sep and prefix in BACKENDS.names() and rest:
         return prefix, rest
@@ -82,7 +82,7 @@ def _by_format(resolved, role: str, device: str, dtype: str, kind: str, config: 
 def load_generator(name: str, device: str = "auto", dtype: str = "auto", kind: str = "auto",
                    config: RunConfig | None = None):
     """A generator (:class:`~cqtools.protocols.Generator`) for ``name`` (hub id, local dir, GGUF file, offline
-    copy, or a backend's ``BACKEND:NAME``), built under ``config`` (default: the process's).
+    copy, or a backend's ``BACKEND:NAME``), built under ``config`` (default: one from the environment).
 
     ``kind`` is ``causal``, ``seq2seq`` or ``auto`` (read from the model config).
     """
@@ -93,14 +93,14 @@ def load_generator(name: str, device: str = "auto", dtype: str = "auto", kind: s
 
 def load_cross_encoder(name: str, device: str = "auto", config: RunConfig | None = None):
     """A cross-encoder with ``predict(pairs, batch_size=32) -> list[float]`` (raw logits), built under
-    ``config`` (default: the process's, :func:`cqtools.config.current`); a ``BACKEND:NAME`` name goes to
+    ``config`` (default: one from the environment); a ``BACKEND:NAME`` name goes to
     that registered backend."""
     return load(name, "cross-encoder", device, config)
 
 
 def load_encoder(name: str, device: str = "auto", config: RunConfig | None = None):
     """A bi-encoder with ``encode(texts, batch_size=.., normalize_embeddings=True) -> ndarray``, built under
-    ``config`` (default: the process's); a ``BACKEND:NAME`` name goes to that registered backend."""
+    ``config`` (default: one from the environment); a ``BACKEND:NAME`` name goes to that registered backend."""
     return load(name, "encoder", device, config)
 
 

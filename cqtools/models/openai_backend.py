@@ -26,7 +26,7 @@ import threading
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..config import current, env
+from ..config import RunConfig, env
 from ..errors import CQError, InputError, ResourceError
 from ..registry import option
 from . import api_http
@@ -100,9 +100,9 @@ def openai_generator(options: OpenAIOptions, config, model: str, kind: str = "au
         return _GENERATORS[key]
 
 
-def _status(model: str) -> dict:
-    """``cq models``'s row for an API model: its server (no request is sent)."""
-    base = public_url(server_base())
+def _status(model: str, config=None) -> dict:
+    """``cq models``'s row for an API model: its server under ``config`` (no request is sent)."""
+    base = public_url(server_base(settings(config)))
     return {"source": f"server {base}", "format": "api", "api_base": base, "api_model": model}
 
 
@@ -127,8 +127,8 @@ class OpenAIGenerator(LogprobScoring):
 
     def __init__(self, model: str, base: str, options: OpenAIOptions | None = None, config=None, **changes):
         """``options``: the backend's (default: as ``config`` sets them, :func:`settings`); ``changes``
-        replace some of them (``concurrency=2``); ``config``: the run configuration (default: the process's)."""
-        config = config if config is not None else current()  # an edge: Python callers may pass none
+        replace some of them (``concurrency=2``); ``config``: the run configuration (default: one from the environment)."""
+        config = config if config is not None else RunConfig.from_env()  # an edge: Python callers may pass none
         options = dataclasses.replace(options or settings(config), **changes)
         self.model = model
         self.base = base.rstrip("/")

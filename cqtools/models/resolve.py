@@ -15,7 +15,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from ..config import current, env
+from ..config import RunConfig, env
 from ..errors import ResourceError
 
 log = logging.getLogger("cqtools")
@@ -87,9 +87,9 @@ def offline_path(copy: OfflineCopy) -> str | None:
 
 def resolve(name: str, announce: bool = True, revision: str | None = None, config=None) -> ResolvedModel:
     """Resolve ``name`` (at hub ``revision``, default: ``config``'s ``--revision``, else the default branch)
-    under the run configuration ``config`` (default: the process's); raises ResourceError with what to
+    under the run configuration ``config`` (default: one from the environment); raises ResourceError with what to
     install or pass when nothing fits."""
-    config = config if config is not None else current()  # an edge: Python callers may pass none
+    config = config if config is not None else RunConfig.from_env()  # an edge: Python callers may pass none
     revision = revision or config.revision
     name = ALIASES.get(name, name)
     expanded = os.path.expanduser(name)

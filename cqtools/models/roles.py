@@ -159,7 +159,7 @@ def status(name: str | None, config, role: str = "-", device: str | None = None,
     api = route(name, config=config)
     if api is not None:  # the backend says where its model lives (a server, a service ...)
         own = getattr(BACKENDS.get(api[0]).factory, "status", None)
-        row = own(api[1]) if own else {"source": f"backend {api[0]}", "format": "api"}
+        row = _backend_status(own, api[1], config) if own else {"source": f"backend {api[0]}", "format": "api"}
         return {"model": name, "usable": True, "path": None, "problem": None, "backend": api[0], "device": None,
                 "dtype": None, **row}
     try:
@@ -217,3 +217,11 @@ def placement(path: str, fmt: str, source: str, loader: str, quantize: str | Non
     if wants_device_map(weights_bytes(path), gpu_bytes(dev)):
         dev = "device_map=auto"
     return {"backend": backend, "device": dev, "dtype": torch_dtype}
+
+
+def _backend_status(own, model: str, config) -> dict:
+    """A backend's ``status(model[, config])`` row: the run configuration goes to a hook that takes one (the
+    openai backend's server is the command's --api-base)."""
+    import inspect
+
+    return own(model, config) if len(inspect.signature(own).parameters) > 1 else own(model)

@@ -3,9 +3,9 @@
 batching cqtools/models/batching.py).
 
 Every function here that depends on the run configuration takes it as an argument: a model is built
-under the :class:`~cqtools.config.RunConfig` its loader was given and keeps it (``model.config``), so
-nothing below reads the process's ambient configuration. The ``set_*`` helpers are for Python callers
-who pass none: they change what :func:`cqtools.config.current` gives the loaders' default."""
+under the :class:`~cqtools.config.RunConfig` its loader was given and keeps it (``model.config``); there is no
+process-wide configuration to read (a Python caller passes one, e.g. ``RunConfig.from_env().replace(
+max_input_tokens=512)``)."""
 from __future__ import annotations
 
 import hashlib
@@ -13,7 +13,7 @@ import logging
 import os
 from typing import Sequence
 
-from ..config import RunConfig, activate, current
+from ..config import RunConfig
 from ..errors import ResourceError
 
 log = logging.getLogger("cqtools")
@@ -33,16 +33,6 @@ def prompt_seeds(seed, prompts: Sequence[str]) -> list[int]:
     if len(seeds) != len(prompts):
         raise ValueError(f"{len(seeds)} seeds for {len(prompts)} prompts")
     return [prompt_seed(s, p) for s, p in zip(seeds, prompts)]
-
-
-# ---------------------------------------------------------------------------------------------
-# input limits
-
-
-def set_max_input_tokens(limit: int | None) -> None:
-    """Activate the current run configuration with another input cap (``--max-input-tokens``): what a
-    loader called without a configuration builds under (a Python caller's shortcut)."""
-    activate(current().replace(max_input_tokens=limit))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -80,15 +70,6 @@ def pick_dtype(dtype: str, device: str):
 
 # ---------------------------------------------------------------------------------------------
 # how local weights are fetched and loaded (--revision, --trust-remote-code, --quantize)
-
-
-def set_load_options(revision: str | None = None, trust_remote_code: bool = False,
-                     quantize: str | None = None) -> None:
-    """Activate the current run configuration with these loading options (``--revision``,
-    ``--trust-remote-code``, ``--quantize``; cqtools/config.py)."""
-    if quantize not in (None, "8bit", "4bit"):
-        raise ValueError(f"quantize must be 8bit or 4bit, not {quantize!r}")
-    activate(current().replace(revision=revision, trust_remote_code=trust_remote_code, quantize=quantize))
 
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")

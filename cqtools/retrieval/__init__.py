@@ -18,7 +18,7 @@ from ..errors import InputError
 
 def open_searcher(index_dir: str, method: str = "bm25", config=None, **options):
     """The searcher for ``method`` over an index directory (options: see each method's factory), its query
-    encoder loaded under ``config`` (None: the process's run configuration)."""
+    encoder loaded under ``config`` (None: one from the environment)."""
     from ..registry import SEARCHERS
 
     return SEARCHERS.build(method, config, index_dir=index_dir, **options)

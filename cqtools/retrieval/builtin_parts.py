@@ -115,7 +115,7 @@ class DensePart(Part):
         start = time.perf_counter()
         settings = ctx.settings
         info = build_dense(ctx.passages(), ctx.path(DENSE_DIR), settings["encoder"], settings["batch_size"],
-                           settings["device"], query_encoder=settings.get("query_encoder"))
+                           settings["device"], query_encoder=settings.get("query_encoder"), config=self.config)
         generation.write_dense(ctx.path(DENSE_DIR), ctx.generation)
         info["seconds"] = round(time.perf_counter() - start, 2)
         log.info("dense: encoded %d passages in %.1f s", info["passages"], info["seconds"])

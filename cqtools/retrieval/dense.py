@@ -34,7 +34,7 @@ def encoder_device(config) -> str:
 
 def load_encoder(name: str, device: str = "cpu", role: str | None = None, config=None):
     """(resolved model, encoder) for dense retrieval from the model layer, loaded under the run configuration
-    ``config`` (None: the process's): a DPR encoder when the checkpoint is one (``role``: "question" or "context"
+    ``config`` (None: one from the environment): a DPR encoder when the checkpoint is one (``role``: "question" or "context"
     checks which), else the cached sentence-transformers bi-encoder (the index manifest records which model built
     the vectors)."""
     from ..models import dpr
@@ -51,8 +51,9 @@ def load_encoder(name: str, device: str = "cpu", role: str | None = None, config
 
 
 def build_dense(passages: Iterable[dict], out_dir: str, encoder: str, batch_size: int = 256,
-                device: str = "cpu", chunk: int = 8192, query_encoder: str | None = None) -> dict:
-    """Encode passages in chunks into a faiss IndexFlatIP; returns manifest info.
+                device: str = "cpu", chunk: int = 8192, query_encoder: str | None = None, config=None) -> dict:
+    """Encode passages in chunks into a faiss IndexFlatIP; returns manifest info. The encoders load under the run
+    configuration ``config`` (`cq index`'s; None: one from the environment).
 
     A sentence-transformers ``encoder`` encodes title, newline, text, L2-normalised; a DPR context
     encoder encodes (title, text) pairs unnormalised, and ``query_encoder`` (default: its pair by
@@ -63,11 +64,11 @@ def build_dense(passages: Iterable[dict], out_dir: str, encoder: str, batch_size
     from ..jsonl import batched
     from ..models import dpr
 
-    model, st = load_encoder(encoder, device, role="context")
+    model, st = load_encoder(encoder, device, role="context", config=config)
     is_dpr = isinstance(st, dpr.DPREncoder)
     if is_dpr:
         query_encoder = query_encoder or dpr.question_encoder_for(encoder)
-        load_encoder(query_encoder, device, role="question")  # fail now, not after hours of encoding
+        load_encoder(query_encoder, device, role="question", config=config)  # fail now, not after hours of encoding
     elif query_encoder and query_encoder != encoder:
         raise ResourceError(f"--query-encoder is for DPR context encoders; {encoder} encodes questions itself")
     dim = _dimension(st)
@@ -94,7 +95,7 @@ def build_dense(passages: Iterable[dict], out_dir: str, encoder: str, batch_size
     info = {"encoder": model.name, "encoder_source": model.source, "dim": dim, "normalized": not is_dpr,
             "passages": count}
     if is_dpr:
-        qm = resolve(query_encoder, announce=False)
+        qm = resolve(query_encoder, announce=False, config=config)
         info |= {"kind": "dpr", "query_encoder": qm.path if qm.source == "local" else qm.name, "pooling": "cls",
                  "similarity": "inner product"}
     return info
@@ -110,7 +111,7 @@ class DenseSearcher:
 
     def __init__(self, dense_dir: str, encoder: str, docstore, device: str = "cpu", batch_size: int = 64,
                  normalize: bool = True, config=None):
-        """``config``: the run configuration the query encoder loads under (None: the process's)."""
+        """``config``: the run configuration the query encoder loads under (None: one from the environment)."""
         path = os.path.join(dense_dir, "index")
         if not os.path.exists(path):
             raise ResourceError(f"no dense index in {dense_dir}; rebuild with `cq index --dense`")

@@ -35,9 +35,9 @@ SEARCH_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"  # a short search proce
 
 def heap_option(default: str = DEFAULT_XMX) -> str | None:
     """``-Xmx<size>`` from ``CQ_JVM_XMX`` (else ``default``), or None for ``CQ_JVM_XMX=default``."""
-    from ..config import current
+    from ..config import RunConfig
 
-    value = (current().jvm_xmx or default).strip().lower()
+    value = (RunConfig.from_env().jvm_xmx or default).strip().lower()
     if value in ("", "default", "none"):
         return None
     if not (value[:-1].isdigit() and value[-1] in "kmg" or value.isdigit()):
@@ -81,11 +81,11 @@ def setup(heap: str = DEFAULT_XMX, opts: str = "") -> None:
             xmx = heap_option(heap)
             if xmx and not any(o.startswith("-Xmx") for o in jnius_config.get_options()):
                 original(xmx)
-            from ..config import current, env
+            from ..config import RunConfig, env
 
             original(*(env("CQ_JVM_OPTS") or opts).split())
 
-            if not current().debug:  # Anserini's INFO chatter off; warnings still shown
+            if not RunConfig.from_env().debug:  # Anserini's INFO chatter off; warnings still shown
                 here = os.path.dirname(os.path.abspath(__file__))
                 original(f"-Dlog4j2.configurationFile={os.path.join(here, 'log4j2.xml')}",
                          f"-Djava.util.logging.config.file={os.path.join(here, 'logging.properties')}")

@@ -296,6 +296,6 @@ class LuceneBM25:
 
 
 def _debug() -> bool:
-    from ..config import current
+    from ..config import RunConfig
 
-    return current().debug
+    return RunConfig.from_env().debug

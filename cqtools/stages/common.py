@@ -28,11 +28,11 @@ def split_config(config, options: dict, method=None):
     declares an option of that name."""
     from dataclasses import fields
 
-    from ..config import RunConfig, current
+    from ..config import RunConfig
 
     names = {f.name for f in fields(RunConfig)} - {"extra"}
     moved = {k: options[k] for k in options if k in names and (method is None or method.option(k) is None)}
-    config = config if config is not None else current()
+    config = config if config is not None else RunConfig.from_env()
     if moved:
         config = config.replace(**{k: v for k, v in moved.items() if v is not None})
     return config, {k: v for k, v in options.items() if k not in moved}

@@ -63,7 +63,7 @@ def build(model: str = DEFAULT_RERANKER, top: int | None = RerankSettings.top,
           query_field: str = RerankSettings.query_field, batch_size: int = RunConfig.model_batch_size,
           device: str = RunConfig.device, config=None, **_) -> Callable[[list[dict]], list[dict]]:
     """The rerank stage as a batch function (records -> records); ``batch_size`` counts pairs; the model loads
-    under the run configuration ``config`` (None: the process's)."""
+    under the run configuration ``config`` (None: one from the environment)."""
     from ..models import load_cross_encoder
 
     encoder = load_cross_encoder(model, device, config)

@@ -87,7 +87,7 @@ class ShotSelector:
 
     def __init__(self, shots: Sequence[Shot], encoder=None, encoder_name: str = DEFAULT_ENCODER,
                  device: str = "auto", batch_size: int = 64, metric: str = "cosine", config=None):
-        """``config``: the run configuration the encoder loads under (None: the process's)."""
+        """``config``: the run configuration the encoder loads under (None: one from the environment)."""
         if metric not in ("cosine", "l2"):
             raise ValueError(f"metric must be cosine or l2, not {metric!r}")
         self.metric = metric  # l2: Euclidean distance of raw (unnormalised) vectors, as dsp's Faiss index

@@ -136,7 +136,7 @@ class _Run:
         """Check OUT's run record, skip the records it holds, open it for appending."""
         self.record, self.done = runrecord.open_resume(spec.resume, spec.force_resume,
                                                        shard=list(spec.shard) if spec.shard else None,
-                                                       command=spec.command, params=spec.params)
+                                                       command=spec.command, params=spec.params, config=spec.config)
         if self.done:
             log.info("resume: %d records already in %s", self.done, spec.resume)
             records = runrecord.skip_done(records, spec.resume, self.done)
@@ -213,9 +213,7 @@ def run_stream(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> i
         spec.command = process.cq_command
         spec.params = {**(spec.params or {}), **process.cq_params}
     if spec.config is None:
-        from ..config import current
-
-        spec.config = current()
+        spec.config = RunConfig.from_env()
     preset = spec.preset or getattr(process, "cq_preset", None)
     if preset and spec.params is not None:
         spec.params = {**spec.params, "preset": preset}  # the run record names it, from the CLI or Python

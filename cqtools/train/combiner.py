@@ -109,9 +109,8 @@ def train_combiner(cfg: CombinerConfig) -> dict:
     classifier = os.path.abspath(cfg.classifier) if cfg.classifier else None
     skeleton = dc.Combiner(cfg.features, np.zeros(0), np.ones(0), np.zeros(0), 0.0, 0.5, cfg.k, classifier,
                            cfg.classifier_passages, retrieval)
-    from ..config import current
 
-    matrix, clf_info = dc.signal_scorer(skeleton, current().replace(device=cfg.device))  # cq train's configuration
+    matrix, clf_info = dc.signal_scorer(skeleton, RunConfig.from_env().replace(device=cfg.device))  # cq train's configuration
     log.info("train combiner: signals %s of %d records", ",".join(cfg.features), len(records))
     x = matrix(records)
 

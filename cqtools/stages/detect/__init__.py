@@ -46,7 +46,7 @@ def build(method: str = "classifier", config=None, **options) -> Callable[[list[
         records = detect(records)
 
     ``options`` are the method's (its schema: ``DETECTORS.get(method).options``; a misspelled one is
-    an error); ``config`` the run configuration (cqtools/config.py; default: the current one)."""
+    an error); ``config`` the run configuration (cqtools/config.py; default: one from the environment)."""
     from ...registry import DETECTORS
 
     return stage_fn(detect_batch, "detect", method, DETECTORS, config, options, "detector")
