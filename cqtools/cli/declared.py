@@ -59,10 +59,12 @@ def declared_flag(opt, param: str | None = None, kind=None):
                         metavar=opt.metavar, help=opt.help or None, **kind)
 
 
-def declared_flags(settings: type, *names: str, params: dict | None = None, types: dict | None = None):
-    """Decorators for the fields ``names`` of the dataclass ``settings`` (every field declared with ``option``
-    when none is named), in that order; ``params`` maps a field to the command's parameter name where they
-    differ, ``types`` to a click type of the command's (see :func:`declared_flag`)."""
+def declared_flags(settings: type, *names: str, params: dict | None = None, types: dict | None = None,
+                   exclude: tuple = ()):
+    """Decorators for the fields ``names`` of the dataclass ``settings`` (when none is named: every field declared
+    with ``option`` but those in ``exclude``, in field order, so a field declared later is a flag without another
+    edit), in that order; ``params`` maps a field to the command's parameter name where they differ, ``types`` to a
+    click type of the command's (see :func:`declared_flag`)."""
     from ..registry import OPTION_META
 
     params, types = params or {}, types or {}
@@ -72,7 +74,8 @@ def declared_flags(settings: type, *names: str, params: dict | None = None, type
         raise ValueError(f"{settings.__name__} declares no {', '.join(unknown)}")
     fields = settings.__dataclass_fields__
     chosen = [schema[n] for n in names] if names else [o for o in schema.values()
-                                                       if OPTION_META in fields[o.name].metadata]
+                                                       if OPTION_META in fields[o.name].metadata
+                                                       and o.name not in exclude]
 
     def apply(func):
         for opt in reversed(chosen):

@@ -13,15 +13,13 @@ from ..outputs import model_directory
 from .options import compose, device_options, model_option, seed_option
 from ..models.roles import ENCODER, LLM
 from ..train.combiner import CombinerConfig
-from ..train.loop import DetectTrainConfig, GenCQTrainConfig
+from ..train.loop import COMMON_SETTINGS, LOOP_SETTINGS, DetectTrainConfig, GenCQTrainConfig
 from ..train.span_reader import ReaderTrainConfig
 from .declared import declared_flags
 
 
 def _loop(settings: type):
     """The training loop's flags, generated from the trainer's configuration class (its defaults)."""
-    from ..train.loop import LOOP_SETTINGS
-
     return declared_flags(settings, *LOOP_SETTINGS)
 
 
@@ -98,7 +96,7 @@ def _run(task: str, quiet: bool, **kwargs) -> None:
 @click.command(name="detect")
 @model_option("train-detect", ENCODER, help="Encoder to fine-tune.")
 @_common(DetectTrainConfig)
-@declared_flags(DetectTrainConfig, "eval_every", "patience", "holdout", "select", "max_length")
+@declared_flags(DetectTrainConfig, exclude=COMMON_SETTINGS)
 def detect_cmd(quiet, **kwargs):
     """Fine-tune an encoder as the ambiguity classifier (label: gold.ambiguous).
 
@@ -121,7 +119,7 @@ def detect_cmd(quiet, **kwargs):
 @model_option("train-gen-cq", LLM,
               help="Generator to fine-tune: seq2seq (encoder-decoder) if it is one, else a causal LM.")
 @_common(GenCQTrainConfig)
-@declared_flags(GenCQTrainConfig, "with_answers", "targets", "input_layout", "two_options")
+@declared_flags(GenCQTrainConfig, exclude=COMMON_SETTINGS)
 def gen_cq_cmd(quiet, **kwargs):
     """Fine-tune a generator on gold CQs (gold.cq, e.g. from `cq convert cambignq` or `--join cambignq:`)
     and, for records without one, silver CQs built from gold DQs (cq gen-cq --method from-dqs).
@@ -150,8 +148,7 @@ def gen_cq_cmd(quiet, **kwargs):
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Directory to write the model to.")
 @overwrite_option
 @_loop(ReaderTrainConfig)
-@declared_flags(ReaderTrainConfig, "passages", "positives", "negatives", "dq_questions", "max_length",
-                "max_answer_tokens", "eval_passages", "eval_every")
+@declared_flags(ReaderTrainConfig, exclude=(*LOOP_SETTINGS, "holdout"))
 @compose(seed_option, device_options)
 @click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
 def reader_cmd(quiet, train_path, dev_path, more_train, dtype, out, overwrite, **kwargs):
@@ -192,8 +189,7 @@ def reader_cmd(quiet, train_path, dev_path, more_train, dtype, out, overwrite, *
                    "learns how the corpus was built (docs/benchmarks/detect_combined.md).")
 @click.option("--classifier", type=click.Path(file_okay=False), default=None,
               help="A `cq train detect` model directory (for the classifier signal).")
-@declared_flags(CombinerConfig, "classifier_passages", "validation", "folds", "k", "l2", "n_boot",
-                types={"validation": click.FloatRange(0, 1, min_open=True, max_open=True)})
+@declared_flags(CombinerConfig, types={"validation": click.FloatRange(0, 1, min_open=True, max_open=True)})
 @compose(seed_option, device_options)
 @click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
 def combiner_cmd(quiet, train_path, features, dtype, out, overwrite, **kwargs):

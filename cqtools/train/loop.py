@@ -38,6 +38,7 @@ REPORT = "cq_train.json"
 # The loop's settings every trainer shares: `cq train NAME`'s flags are generated from these fields
 # (cli/declared.py), so the command line and Python build a trainer's configuration with one set of defaults.
 LOOP_SETTINGS = ("epochs", "batch_size", "lr", "max_steps", "max_seconds", "limit", "dev_limit")
+COMMON_SETTINGS = (*LOOP_SETTINGS, "passages")  # flags every `cq train` subcommand places first
 
 
 @dataclass
@@ -58,8 +59,6 @@ class TrainConfig:
     dev_limit: int | None = option(None, "Use only the first N dev records.", min=1)
     seed: int = CommandSettings.seed
     passages: int = option(3, "Top passages in the input when the records have them (0: question only).", min=0)
-    eval_every: int | None = option(None, "Steps between dev evaluations (default: once per epoch).", min=1)
-    patience: int = option(3, "Dev evaluations without improvement (of --select) before stopping early.", min=1)
     device: str = RunConfig.device
 
 
@@ -67,6 +66,8 @@ class TrainConfig:
 class DetectTrainConfig(TrainConfig):
     """`cq train detect`'s settings: the shared ones and the classifier's own."""
 
+    eval_every: int | None = option(None, "Steps between dev evaluations (default: once per epoch).", min=1)
+    patience: int = option(3, "Dev evaluations without improvement (of --select) before stopping early.", min=1)
     holdout: int | None = option(None, "Early-stop on N --train records held out by a seeded draw (instead of "
                                        "--dev); their ids go into cq_train.json.", min=1, metavar="N")
     select: str = option("f1", "Checkpoint metric on the early-stopping records: F1 at 0.5 (ties: accuracy) or "

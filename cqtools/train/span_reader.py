@@ -62,15 +62,15 @@ class ReaderTrainConfig:
                                "span).", min=1)
     negatives: int = option(1, "Top passages holding no answer trained per question (target: [CLS], \"no "
                                "answer\").", min=0)
+    dq_questions: bool = option(False, "Also train each disambiguated question of a record's multipleQAs "
+                                       "annotations as its own question, over the same passages, with only its own "
+                                       "answers.", flag="--dq-questions/--no-dq-questions")
     max_length: int = option(256, "Tokens per (question, passage) input; cq answer reuses the value saved with the "
                                   "model.", min=16)
     max_answer_tokens: int = option(10, "Longest answer span the reader returns (saved with the model).", min=1)
     eval_passages: int = option(3, "Passages read per validation question (cq answer --passages).", min=1)
     eval_every: int | None = option(None, "Also score validation every N steps (history only; the last model is "
                                           "kept).", min=1)
-    dq_questions: bool = option(False, "Also train each disambiguated question of a record's multipleQAs "
-                                       "annotations as its own question, over the same passages, with only its own "
-                                       "answers.", flag="--dq-questions/--no-dq-questions")
     device: str = declared_as(TrainConfig, "device")
 
 
