@@ -86,41 +86,48 @@ BY_NAME = {v.name: v for v in ENV}
 FLAGS = {v.field: v.help.split(":")[0] for v in ENV if v.field and v.help.startswith("--")}
 
 
+# A field's mark: it never changes a record (the run record of --resume does not compare it).
+NO_RECORD = {"shaping": False}
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """How this run loads and calls models. ``shaping()`` is the part that can change a record."""
 
-    device: str = "auto"
+    device: str = field(default="auto", metadata=NO_RECORD)
     dtype: str = "auto"
     revision: str | None = None
     trust_remote_code: bool = False
     quantize: str | None = None
     max_input_tokens: int | None = None
-    max_question_chars: int = 4000
+    max_question_chars: int = field(default=4000, metadata=NO_RECORD)
     padded_batches: bool = False
-    model_batch_size: int = 32
-    cache_dir: str | None = None
+    model_batch_size: int = field(default=32, metadata=NO_RECORD)  # shapes a record only with padded batches
+    cache_dir: str | None = field(default=None, metadata=NO_RECORD)
     models_dir: str | None = None
-    gen_cache: str | None = None
-    gen_cache_report: str | None = None
-    offline: bool = False
-    ort_threads: int | None = None
-    ort_spin: bool = False
-    jvm_xmx: str | None = None
-    debug: bool = False
+    gen_cache: str | None = field(default=None, metadata=NO_RECORD)
+    gen_cache_report: str | None = field(default=None, metadata=NO_RECORD)
+    offline: bool = field(default=False, metadata=NO_RECORD)
+    ort_threads: int | None = field(default=None, metadata=NO_RECORD)
+    ort_spin: bool = field(default=False, metadata=NO_RECORD)
+    jvm_xmx: str | None = field(default=None, metadata=NO_RECORD)
+    debug: bool = field(default=False, metadata=NO_RECORD)
     backend_options: tuple = ()  # (key, value) pairs for a BACKEND:NAME model's backend (--backend-opt)
     # (key, value) pairs of model backends' options given by their flags (the openai backend's api_base,
     # concurrency, ...: cqtools/models/openai_backend.py declares them), for any backend that declares the name;
     # with the ones from their variables (cqtools/models/backend_options.py) the run record holds them as
     # fields of their own (api_base, concurrency, ...).
     backend_settings: tuple = ()
-    extra: dict = field(default_factory=dict, compare=False, hash=False)  # not a setting: for plugins' own
+    extra: dict = field(default_factory=dict, compare=False, hash=False,
+                        metadata=NO_RECORD)  # not a setting: for plugins' own
 
-    # Fields that never change a record (where the work runs, its pace, where caches live, logging):
-    # left out of the run record's comparison, like --batch-size (docs/benchmarks/determinism.md).
-    NOT_SHAPING = ("device", "api_base", "api_timeout", "concurrency", "api_retries", "api_backoff", "api_cache",
-                   "cache_dir", "gen_cache", "gen_cache_report", "ort_threads", "ort_spin", "jvm_xmx", "debug",
-                   "model_batch_size", "offline", "extra", "max_question_chars")
+    @classmethod
+    def not_shaping(cls, backends: frozenset = frozenset()) -> frozenset:
+        """The fields that never change a record (where the work runs, its pace, where caches live, logging), left
+        out of the run record's comparison like --batch-size (docs/benchmarks/determinism.md): each marked where it
+        is declared, this class's with :data:`NO_RECORD`; ``backends``: the model backends' settings marked
+        ``option(shaping=False)`` (the run record passes them: cqtools/runrecord.py ``config_not_shaping``)."""
+        return frozenset({f.name for f in fields(cls) if f.metadata.get("shaping") is False} | backends)
 
     @classmethod
     def from_env(cls, environ: dict | None = None, **flags) -> "RunConfig":
@@ -154,9 +161,10 @@ class RunConfig:
     def replace(self, **changes) -> "RunConfig":
         return dataclasses.replace(self, **changes).checked()
 
-    def shaping(self) -> dict:
-        """The fields that can change a record: written into the run record and compared on resume."""
-        out = {k: _jsonable(v) for k, v in self.as_dict().items() if k not in self.NOT_SHAPING}
+    def shaping(self, ignore: frozenset | None = None) -> dict:
+        """The fields that can change a record (all but ``ignore``, by default :meth:`not_shaping`)."""
+        ignore = self.not_shaping() if ignore is None else ignore
+        out = {k: _jsonable(v) for k, v in self.as_dict().items() if k not in ignore}
         if self.padded_batches:  # padded batches: who shares a forward pass changes the numbers
             out["model_batch_size"] = self.model_batch_size
         return out
@@ -181,9 +189,11 @@ class RunConfig:
         return out
 
     @classmethod
-    def shaping_keys(cls, recorded: dict) -> list[str]:
-        """The fields of a recorded configuration that can change a record (see :meth:`shaping`)."""
-        keys = [k for k in recorded if k not in cls.NOT_SHAPING]
+    def shaping_keys(cls, recorded: dict, ignore: frozenset | None = None) -> list[str]:
+        """The fields of a recorded configuration that can change a record (all but ``ignore``, by default
+        :meth:`not_shaping`)."""
+        ignore = cls.not_shaping() if ignore is None else ignore
+        keys = [k for k in recorded if k not in ignore]
         if recorded.get("padded_batches") and "model_batch_size" in recorded:
             keys.append("model_batch_size")
         return keys

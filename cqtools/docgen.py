@@ -66,7 +66,7 @@ def backend_variables() -> tuple:
     from .registry import BACKENDS
 
     def meaning(method, opt):
-        compared = "" if opt.name in RunConfig.NOT_SHAPING else " (compared on --resume: it can change a record)"
+        compared = "" if not opt.shaping else " (compared on --resume: it can change a record)"
         return f"{opt.cli_flag + ': ' if opt.flag else ''}the {method.name} backend's {opt.name}: {opt.help}{compared}"
 
     return tuple(EnvVar(o.env, "backend_settings", str, meaning(m, o)) for m in BACKENDS.methods() for o in m.options

@@ -54,6 +54,7 @@ class Option:
     metavar: str | None = None  # what --help shows for the value (URL, FILE) instead of its type
     check: Any = None  # (value, where) -> value: a further check run with the others, before any model loads
     shown: str | None = None  # what --help shows as the default when it is not the value (e.g. "number of CPUs")
+    shaping: bool = True  # False: never changes a record (where or how fast the work runs): --resume ignores it
 
     @property
     def cli_flag(self) -> str:
@@ -106,7 +107,7 @@ OPTION_META = "cqtools.option"
 
 def option(default: Any = None, help: str = "", *, choices: Iterable = (), min: float | None = None,
            max: float | None = None, flag: str | None = None, env: str | None = None, check: Any = None,
-           metavar: str | None = None, shown: str | None = None):
+           metavar: str | None = None, shown: str | None = None, shaping: bool = True):
     """One field of a method's options dataclass: its default (written here and nowhere else), help and
     limits; the field's annotation gives its type (``int | None``: an int, None meaning "not set")::
 
@@ -117,7 +118,7 @@ def option(default: Any = None, help: str = "", *, choices: Iterable = (), min: 
         register("length", length_detector, options=LengthOptions)  # length_detector(options, config)
     """
     meta = {"help": help, "choices": tuple(choices), "min": min, "max": max, "flag": flag, "env": env, "check": check,
-            "metavar": metavar, "shown": shown}
+            "metavar": metavar, "shown": shown, "shaping": shaping}
     return dataclasses.field(default=default, metadata={OPTION_META: meta})
 
 

@@ -24,12 +24,44 @@ from .jsonl import open_input, repair_output, scan_output
 log = logging.getLogger("cqtools")
 
 SUFFIX = ".cq.json"
-# Options that never change a record (see docs/benchmarks/determinism.md), and where the output goes
-# (-o, cq retrieve --run: a TREC run written beside the records, from them).
-NOT_SHAPING = frozenset({"batch_size", "on_error", "quiet", "resume", "force_resume", "device", "threads",
-                         "concurrency", "api_base", "api_timeout", "output", "run_file", "run_tag",
-                         "bm25_scorer"})  # api_base: a requeued job may find its server on another node;
-# bm25_scorer: Lucene or the BM25 matrix, the same bytes (tests/test_bm25_matrix.py)
+
+
+def config_not_shaping() -> frozenset:
+    """The run configuration's fields a resume does not compare: its own marked ``NO_RECORD`` and every model
+    backend's options marked ``option(shaping=False)`` (an API server's address: a requeued job may find it on
+    another node; the pace of its requests)."""
+    from .config import RunConfig
+    from .registry import BACKENDS
+
+    return RunConfig.not_shaping(frozenset(o.name for m in BACKENDS.methods() for o in m.options if not o.shaping))
+
+
+def not_shaping(command: str | None = None, params: dict | None = None) -> frozenset:
+    """The parameters of ``command`` run with ``params`` that a run record does not compare: those that never change
+    a record (where and how fast the work runs, where the output goes: docs/benchmarks/determinism.md), each marked
+    where it is declared: the stream engine's (:class:`cqtools.stream.spec.StreamSpec`, ``NO_RECORD``), the run
+    configuration's, the command's own (cq retrieve's threads and TREC run) and the options of the method
+    ``params`` chose (``option(shaping=False)``: Lucene or the BM25 matrix, the same bytes). Another method's
+    option of the same name is compared."""
+    from dataclasses import fields
+
+    from .presets import CHOOSERS
+    from .registry import schema_of
+    from .stages.retrieve import RetrieveSettings
+    from .stream.spec import StreamSpec
+    from . import registry
+
+    marked = {f.name for f in fields(StreamSpec) if f.metadata.get("shaping") is False}
+    if command == "retrieve":
+        marked |= {o.name for o in schema_of(RetrieveSettings) if not o.shaping}
+    key, registry_name = CHOOSERS.get(command, (None, None))
+    chosen = (params or {}).get(key)
+    methods = getattr(registry, registry_name) if registry_name else None
+    if methods is not None and isinstance(chosen, str) and chosen in methods.names():
+        marked |= {o.name for o in methods.get(chosen).options if not o.shaping}
+    return frozenset(marked | config_not_shaping())
+
+
 PROMPT_MODULES = ("stages/prompts.py", "stages/prompts_disamb.py", "stages/shots.py")
 _HEAD = 1 << 20  # bytes hashed at each end of a large file
 
@@ -80,7 +112,7 @@ def models_in_use() -> list[dict]:
 
 def build(command: str, params: dict, config=None) -> dict:
     """The configuration part of a run record for ``command`` called with ``params`` under the run
-    configuration ``config`` (cqtools/config.py; default: the current one): its fields that can
+    configuration ``config`` (cqtools/config.py; default: one from the environment): its fields that can
     change a record, environment variables included."""
     from .config import RunConfig
     from .models.backend_options import environment_settings
@@ -88,7 +120,8 @@ def build(command: str, params: dict, config=None) -> dict:
     config = config or RunConfig.from_env()  # the backends' settings from their variables too (flags win)
     config = config.replace(backend_settings=tuple(sorted({**environment_settings(),
                                                            **dict(config.backend_settings)}.items())))
-    ignore = NOT_SHAPING - {"batch_size"} if config.padded_batches else NOT_SHAPING  # padded: batch mates matter
+    ignore = not_shaping(command, params)
+    ignore = ignore - {"batch_size"} if config.padded_batches else ignore  # padded: batch mates matter
     shaping = {k: _plain(v) for k, v in sorted(params.items()) if k not in ignore}
     shaping.update({k: file_digest(v) for k, v in shaping.items() if k in CONTENT_PARAMS and v})
     return {"command": command, "params": shaping, "config": config.recorded(),
@@ -149,7 +182,8 @@ def difference(old: dict, new: dict, ignore: tuple[str, ...] = ()) -> str | None
     if isinstance(old_config, dict) and isinstance(new_config, dict):  # older run records hold none
         from .config import BY_NAME, FLAGS, RunConfig
 
-        keys = set(RunConfig.shaping_keys(old_config)) | set(RunConfig.shaping_keys(new_config))
+        quiet = config_not_shaping()  # the configuration's fields that never change a record
+        keys = set(RunConfig.shaping_keys(old_config, quiet)) | set(RunConfig.shaping_keys(new_config, quiet))
         # padded batches first: it is why model_batch_size counts at all
         for key in sorted(keys, key=lambda k: (k != "padded_batches", k)):
             if old_config.get(key) != new_config.get(key):

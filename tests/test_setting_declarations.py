@@ -293,3 +293,60 @@ def test_every_declared_trainer_setting_is_a_flag_of_its_command():
         missing += [f"cq train {name}: {f.name}" for f in dataclasses.fields(cls)
                     if OPTION_META in f.metadata and f.name not in flags]
     assert missing == []
+
+
+def test_what_a_run_record_ignores_is_marked_where_it_is_declared():
+    """No list of names kept apart from the settings (there were two NOT_SHAPING lists): the run configuration's
+    fields, the stream engine's, the backends', the methods' and cq retrieve's own each carry their mark, and the
+    run record and the configuration's comparison derive theirs from the marks."""
+    import dataclasses as dc
+
+    from cqtools import runrecord
+    from cqtools.config import RunConfig
+    from cqtools.registry import schema_of
+    from cqtools.stages.retrieve import RetrieveSettings
+    from cqtools.stream import StreamSpec
+
+    ignored = runrecord.not_shaping("retrieve", {"method": "hybrid"})
+    assert {"batch_size", "on_error", "quiet", "resume", "force_resume", "output", "device", "threads", "run_file",
+            "run_tag", "bm25_scorer", "api_base", "api_timeout", "concurrency"} <= ignored
+    assert not ({"hits", "query_field", "method", "model", "k1", "b", "shard", "max_input_tokens"} & ignored)
+    assert {o.name for o in schema_of(RetrieveSettings) if not o.shaping} == {"threads", "run_file", "run_tag"}
+    assert {f.name for f in dc.fields(StreamSpec) if f.metadata.get("shaping") is False} <= ignored
+    assert "threads" not in runrecord.not_shaping("detect", {"method": "classifier"})  # cq retrieve's own mark
+    assert {"api_base", "concurrency", "device"} <= runrecord.config_not_shaping()
+    config = RunConfig(device="cpu")
+    assert "device" not in config.shaping() and "max_input_tokens" in config.shaping()
+
+
+def test_a_methods_mark_does_not_hide_another_methods_option_of_that_name():
+    """The marks are read from the method the parameters chose: a plugin method marking its `threshold` shaping=False
+    must not let `cq detect --method clam --resume` continue under another --threshold (a review of the derived
+    set: by name across every registry, it did)."""
+    from cqtools import runrecord
+    from cqtools.registry import DETECTORS, option
+
+    @dataclasses.dataclass(frozen=True)
+    class Loose:
+        threshold: float = option(0.5, shaping=False)
+
+    DETECTORS.names()  # cq's own first
+    DETECTORS.register("loose", lambda options, config: None, options=Loose)
+    try:
+        assert "threshold" in runrecord.not_shaping("detect", {"method": "loose", "threshold": 0.1})
+        assert "threshold" not in runrecord.not_shaping("detect", {"method": "clam", "threshold": -0.3})
+        assert runrecord.build("detect", {"method": "clam", "threshold": -0.3})["params"]["threshold"] == -0.3
+    finally:
+        DETECTORS._methods.pop("loose", None)
+
+
+def test_a_layout_row_is_not_forced_on_a_method_whose_schema_refuses_its_value():
+    """CLAM's closed book (answer n_passages 0) under `cq answer --preset clam --mode single` made every reader fail
+    ("must be in 1..inf, not 0"; found by a review): a layout row is kept only where the chosen method takes its
+    value, and is named among the rows not applied otherwise."""
+    from cqtools import presets
+
+    rows = presets.values("clam", "answer")
+    for mode in ("single", "multi", "cq", "long"):
+        assert "n_passages" not in presets.for_method("clam", "answer", rows, {"mode": mode})
+    assert presets.for_method("clam", "answer", rows, {}) == rows

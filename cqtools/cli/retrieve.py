@@ -20,13 +20,9 @@ METHOD_OPTIONS, OPTION_NAMES = method_options(SEARCHERS, skip=())
                    "(e.g. wikipedia-dpr-100w, wikipedia-dpr-100w.dpr-multi) in Pyserini's cache.")
 @click.option("--method", type=click.Choice(SEARCHERS.names()), default="bm25", show_default=True,
               help=SEARCHERS.help() + ".")
-@declared_flags(RetrieveSettings)
+@declared_flags(RetrieveSettings, "hits", "threads", "query_field")
 @METHOD_OPTIONS
-@click.option("--run", "run_file", type=click.Path(dir_okay=False), metavar="FILE",
-              help="Also write a TREC run (qid Q0 docid rank score tag) to FILE, all or nothing, with the "
-                   "JSONL's ranks and scores (FILE.gz is gzipped). With --shard: that shard's run (shard runs "
-                   "`cat` into one); with --resume: the whole of OUT's run, rewritten at the end.")
-@click.option("--run-tag", default=None, metavar="TAG", help="The TREC run's tag column [default: cq-METHOD].")
+@declared_flags(RetrieveSettings, "run_file", "run_tag", types={"run_file": click.Path(dir_okay=False)})
 @compose(batch_option, device_options, load_options, stream_options, scale_options)
 def cli(index_dir, method, hits, threads, query_field, run_file, run_tag, device, dtype, **kwargs):
     """Add the top passages {id, title, text, score, rank} under "passages".

@@ -22,8 +22,8 @@ download fetches only the files the model needs (:func:`allow_patterns`); ``--tr
 is opt-in.
 
 Configuration: every loader takes the run configuration (``config=``, a :class:`~cqtools.config.RunConfig`) it
-builds the model under, and the model keeps it; a Python caller who passes none gets the process's
-(:func:`cqtools.config.current`). Nothing below a loader reads the ambient configuration.
+builds the model under, and the model keeps it; a Python caller who passes none gets one from the
+environment (:meth:`cqtools.config.RunConfig.from_env`). There is no process-wide configuration to read.
 
 Input limits (cqtools/models/cutting.py): prompts longer than the model's context (or ``--max-input-tokens``)
 are cut in the middle, keeping their start (instructions, shots) and end (the question's cue), with a warning.

@@ -108,7 +108,7 @@ def load_transformers(path: str, auto_class: str, device: str = "auto", what: st
                       config: RunConfig | None = None):
     """``(tokenizer, model)`` of a transformers model directory for ``auto_class`` (e.g.
     ``AutoModelForSequenceClassification``), in eval mode on ``device``, loaded once per process under
-    ``config`` (default: the process's; a directory of cq's compact int8 weights, cqtools/models/compact.py,
+    ``config`` (default: one from the environment; a directory of cq's compact int8 weights, cqtools/models/compact.py,
     loads as float32); a one-line error naming ``what`` (and ``hint``) when it cannot be loaded."""
     config = run_config(config)
     dev = pick_device(device)

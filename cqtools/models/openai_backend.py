@@ -61,18 +61,18 @@ class OpenAIOptions:
               "llama.cpp, a hosted API), e.g. http://node1:8000/v1; --model names the server's model. `--model "
               "openai:NAME` does this for one model without --api-base (server: OPENAI_BASE_URL, else "
               "api.openai.com). Key: CQ_API_KEY or OPENAI_API_KEY (environment only).",
-        flag="--api-base", env="CQ_API_BASE", metavar="URL")
+        flag="--api-base", env="CQ_API_BASE", metavar="URL", shaping=False)
     concurrency: int = option(4, "API models: requests in flight at once (429/5xx answers are retried with "
-                                 "backoff).", min=1, flag="--concurrency", env="CQ_CONCURRENCY")
+                                 "backoff).", min=1, flag="--concurrency", env="CQ_CONCURRENCY", shaping=False)
     api_timeout: float = option(120.0, "API models: seconds to wait for one answer before retrying it.",
-                                check=_positive, flag="--api-timeout", env="CQ_API_TIMEOUT")
+                                check=_positive, flag="--api-timeout", env="CQ_API_TIMEOUT", shaping=False)
     api_retries: int = option(6, "API requests retried this many times (429, 5xx, timeouts)", min=0,
-                              env="CQ_API_RETRIES")
+                              env="CQ_API_RETRIES", shaping=False)
     api_backoff: float = option(1.0, "first retry's wait in seconds (doubles each retry)", min=0,
-                                env="CQ_API_BACKOFF")
+                                env="CQ_API_BACKOFF", shaping=False)
     api_top_logprobs: int = option(20, "top log-probabilities asked of a chat server", min=0,
                                    env="CQ_API_TOP_LOGPROBS")
-    api_cache: bool = option(True, "keep API responses on disk (0: off)", env="CQ_API_CACHE")
+    api_cache: bool = option(True, "keep API responses on disk (0: off)", env="CQ_API_CACHE", shaping=False)
 
 
 def settings(config=None) -> OpenAIOptions:

@@ -106,9 +106,10 @@ def for_method(name: str, command: str, rows: dict, chosen: dict) -> dict:
     for row in get(name).rows(command):
         if row.option == key or row.option not in rows:
             continue
-        if row.applies == COMMAND or (row.applies == LAYOUT and row.option in declared):
+        if row.applies == COMMAND or (row.applies == LAYOUT and row.option in declared
+                                      and _takes(command, running, row.option, rows[row.option])):
             kept[row.option] = rows[row.option]
-        elif row.applies == METHOD:
+        else:
             skipped.append(row.option)
     message = (f"preset {get(name).name} runs cq {command} --{key} {rows[key]}; --{key} {chosen[key]} was chosen, so the "
                f"preset's {'options' if skipped else 'rows'} for {rows[key]} ({', '.join(sorted(skipped)) or 'none'}) "
@@ -117,6 +118,27 @@ def for_method(name: str, command: str, rows: dict, chosen: dict) -> dict:
         message += f"; its rows for any method still apply ({', '.join(sorted(kept))})"
     logging.getLogger("cqtools").warning(message)
     return kept
+
+
+def _takes(command: str, method: str, option: str, value) -> bool:
+    """Whether ``method`` of ``command`` (cq answer: its mode, else a reader) takes ``value`` for ``option``: a layout
+    row the chosen method declares with other limits (CLAM's closed book, 0 passages, for a reader that reads 1 or
+    more) is not applied to it."""
+    from .. import registry
+    from ..errors import InputError
+
+    methods = [getattr(registry, CHOOSERS[command][1]).get(method)]
+    if command == "answer":
+        methods += registry.READERS.methods()
+    for declared in (m.option(option) for m in methods):
+        if declared is None:
+            continue
+        try:
+            declared.convert(value, "preset")
+            return True
+        except InputError:
+            continue
+    return False
 
 
 def _declared_by(command: str, method: str) -> set[str]:

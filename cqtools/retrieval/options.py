@@ -28,7 +28,8 @@ def _b():
 def _scorer():
     return option("auto", "how BM25 scores are computed, the same ids, scores and order either way: auto (the "
                           "index's BM25 matrix when it has one: `cq index` writes one for a small corpus, scored in "
-                          "numpy; else Lucene), lucene, or matrix", choices=("auto", "lucene", "matrix"))
+                          "numpy; else Lucene), lucene, or matrix", choices=("auto", "lucene", "matrix"),
+                  shaping=False)  # the same bytes either way (tests/test_bm25_matrix.py): --resume may switch
 
 
 def _two_parts(value: str, where: str) -> str:

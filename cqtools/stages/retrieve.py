@@ -18,8 +18,14 @@ class RetrieveSettings:
     hits: int = option(100, "Passages to keep per question.", min=1)
     threads: int = option(os.cpu_count() or 1, "Search threads per batch: Lucene's Java pool, or the Python threads "
                           "scoring an index's BM25 matrix of 50,000 passages or more (with input read ahead, threads "
-                          "- 1 of them score the next batch).", min=1, shown="number of CPUs")
+                          "- 1 of them score the next batch).", min=1, shown="number of CPUs", shaping=False)
     query_field: str = option("question", "Record key holding the query.")
+    run_file: str | None = option(None, "Also write a TREC run (qid Q0 docid rank score tag) to FILE, all or nothing, "
+                                        "with the JSONL's ranks and scores (FILE.gz is gzipped). With --shard: that "
+                                        "shard's run (shard runs `cat` into one); with --resume: the whole of OUT's "
+                                        "run, rewritten at the end.", flag="--run", metavar="FILE", shaping=False)
+    run_tag: str | None = option(None, "The TREC run's tag column [default: cq-METHOD].", metavar="TAG",
+                                 shaping=False)  # a TREC run is written beside the records, from them
 
 
 def build(method: str = "bm25", config=None, *, index_dir: str, hits: int = RetrieveSettings.hits,

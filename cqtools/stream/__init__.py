@@ -27,7 +27,6 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from dataclasses import dataclass, field
 from itertools import islice
 from typing import Callable
 
@@ -38,6 +37,7 @@ from . import refusals
 from .batches import ERRORS, apply, record_problem
 from .batches import checked_items
 from .inputs import Counted, take_shard, already_there, count_records, count_stdin, read_files
+from .spec import StreamSpec
 
 log = logging.getLogger("cqtools")
 
@@ -60,31 +60,6 @@ EMPTY_HINTS = {
     "answer": ("answers", "the reader found no answer in the passages shown (are there passages? run cq retrieve "
                           "first, or raise --passages)"),
 }
-
-
-@dataclass
-class StreamSpec:
-    """What a command asked for on its command line (the stream/scale option bundles)."""
-
-    on_error: str = "fail"
-    quiet: bool = False
-    batch_size: int = 32
-    shard: tuple[int, int] | None = None
-    resume: str | None = None
-    force_resume: bool = False
-    required: tuple[str, ...] = ("question",)
-    desc: str = "records"
-    fanout: bool = False  # process returns a list of records per input (in order), not one record
-    output: str | None = None
-    sinks: list = field(default_factory=list)  # write(records), commit(), abort(): e.g. a TREC run
-    command: str | None = None  # the run record's command and parameters (default: the click command's,
-    params: dict | None = None  # or the batch function's cq_command / cq_params from a stage's build())
-    inputs: tuple[str, ...] = ()  # FILE arguments, read in order instead of standard input
-    total: int | None = None      # --total: records expected (the progress bar's total)
-    preset: str | None = None     # the preset the stage runs under (meta.presets.<stage>; default: the batch
-    stage: str | None = None      # function's cq_preset) and the command it is noted under (default: its
-    config: RunConfig | None = None  # cq_command); the run configuration (default: the current one)
-    refused: int = 0  # records set aside because a server refused their request (stream/refusals.py)
 
 
 class _Run:
