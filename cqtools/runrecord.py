@@ -45,15 +45,12 @@ def not_shaping(command: str | None = None, params: dict | None = None) -> froze
     option of the same name is compared."""
     from dataclasses import fields
 
-    from .presets import CHOOSERS
-    from .registry import schema_of
-    from .stages.retrieve import RetrieveSettings
+    from .presets import CHOOSERS, command_settings
     from .stream.spec import StreamSpec
     from . import registry
 
     marked = {f.name for f in fields(StreamSpec) if f.metadata.get("shaping") is False}
-    if command == "retrieve":
-        marked |= {o.name for o in schema_of(RetrieveSettings) if not o.shaping}
+    marked |= {name for name, option in command_settings(command).items() if not option.shaping}
     key, registry_name = CHOOSERS.get(command, (None, None))
     chosen = (params or {}).get(key)
     methods = getattr(registry, registry_name) if registry_name else None

@@ -93,9 +93,8 @@ PROTOCOL = ("cqtools/models/", "cqtools/protocols.py")
 PROTOCOL_NAMES = frozenset({"kind", "max_new_tokens", "top_p", "num_beams"})
 
 
-def test_no_option_default_is_written_twice():
-    """Every registered option's default lives in its declaration only: no parameter or field of the same name
-    repeats it as a literal anywhere in cqtools (an ast walk; the closing note of issue 34 quotes it)."""
+def method_option_defaults() -> dict[str, set]:
+    """{name: {repr(default)}} of every option cq's own registered methods declare with a default."""
     from cqtools import registry
 
     defaults: dict[str, set] = {}
@@ -104,6 +103,13 @@ def test_no_option_default_is_written_twice():
             for opt in method.options if method.plugin == "cqtools" else ():
                 if opt.default is not None:
                     defaults.setdefault(opt.name, set()).add(repr(opt.default))
+    return defaults
+
+
+def test_no_option_default_is_written_twice():
+    """Every registered option's default lives in its declaration only: no parameter or field of the same name
+    repeats it as a literal anywhere in cqtools (an ast walk; the closing note of issue 34 quotes it)."""
+    defaults = method_option_defaults()
     assert len(defaults) > 40  # the walk sees the declarations
     copies = []
     for path in sorted((ROOT / "cqtools").rglob("*.py")):

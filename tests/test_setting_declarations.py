@@ -99,26 +99,27 @@ def _declared_settings() -> dict[str, set]:
     """{name: {repr(default)}} of every declared setting: the registry's method options and the settings
     dataclasses the commands' flags are generated from."""
     from cqtools import registry, train
-    from cqtools.stages.options import CommandSettings
-    from cqtools.stages.retrieve import RetrieveSettings
-
-    declared: dict[str, set] = {}
-    for reg in registry.ALL:
-        for method in reg.methods():
-            for opt in method.options if method.plugin == "cqtools" else ():
-                if opt.default is not None:
-                    declared.setdefault(opt.name, set()).add(repr(opt.default))
     from cqtools.chat.session import ChatOptions
+    from cqtools.config import RunConfig
     from cqtools.score.settings import BootstrapOptions
     from cqtools.show import ShowSettings
+    from cqtools.stages.options import CommandSettings
     from cqtools.stages.rerank import RerankSettings
+    from cqtools.stages.retrieve import RetrieveSettings
+    from cqtools.stream.spec import StreamSpec
 
+    from .test_option_declarations import method_option_defaults
+
+    declared = method_option_defaults()
     for cls in (CommandSettings, RetrieveSettings, RerankSettings, ShowSettings, ChatOptions, BootstrapOptions,
-                train.DetectTrainConfig,
-                train.GenCQTrainConfig, train.ReaderTrainConfig, train.CombinerConfig):
+                train.DetectTrainConfig, train.GenCQTrainConfig, train.ReaderTrainConfig, train.CombinerConfig):
         for opt in registry.schema_of(cls):
             if opt.default is not None and registry.OPTION_META in cls.__dataclass_fields__[opt.name].metadata:
                 declared.setdefault(opt.name, set()).add(repr(opt.default))
+    for cls in (RunConfig, StreamSpec):  # plain fields: the run configuration's and the stream engine's defaults
+        for f in dataclasses.fields(cls):
+            if f.default is not dataclasses.MISSING and f.default is not None:
+                declared.setdefault(f.name, set()).add(repr(f.default))
     return declared
 
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import click
 
+from ..config import RunConfig
+from ..stream.spec import StreamSpec
+
 
 def compose(*decorators):
     def apply(func):
@@ -30,7 +33,7 @@ stream_options = compose(
     click.option(
         "--on-error",
         type=click.Choice(["fail", "skip"]),
-        default="fail",
+        default=StreamSpec.on_error,
         show_default=True,
         help="A bad input record stops the run (fail), or is written through unchanged with the reason under "
              "\"errors\" (skip; a line that is not a JSON object is dropped). Each is reported on stderr.",
@@ -42,7 +45,7 @@ batch_option = compose(
     click.option(
         "--batch-size",
         type=click.IntRange(min=1),
-        default=32,
+        default=StreamSpec.batch_size,
         show_default=True,
         envvar="CQ_BATCH_SIZE",
         help="Records per stream batch: read, processed and written together (outputs do not depend on it "
@@ -51,7 +54,7 @@ batch_option = compose(
     click.option(
         "--model-batch-size",
         type=click.IntRange(min=1),
-        default=32,
+        default=RunConfig.model_batch_size,
         show_default=True,
         envvar="CQ_BATCH_SIZE_MODEL",
         expose_value=False,
@@ -130,8 +133,6 @@ def run_config(ctx=None):
     """The command's run configuration, one value: the environment's (:meth:`RunConfig.from_env`) with the flags
     the command was given on top, built where the command starts and the same for the rest of it. The command
     passes it to the stage, the stage to its loaders; nothing keeps it for the process."""
-    from ..config import RunConfig
-
     ctx = ctx or click.get_current_context()
     config = ctx.meta.get("cq.run_config")
     if config is None:
@@ -161,7 +162,7 @@ device_options = compose(
     click.option(
         "--device",
         type=click.Choice(["auto", "cpu", "cuda", "mps"]),
-        default="auto",
+        default=RunConfig.device,
         show_default=True,
         envvar="CQ_DEVICE",
         callback=_config_field("device", remember=False),
@@ -171,7 +172,7 @@ device_options = compose(
     click.option(
         "--dtype",
         type=click.Choice(["auto", "float32", "bfloat16", "float16"]),
-        default="auto",
+        default=RunConfig.dtype,
         show_default=True,
         envvar="CQ_DTYPE",
         callback=_config_field("dtype", remember=False),
@@ -207,7 +208,7 @@ load_options = compose(
     click.option(
         "--trust-remote-code",
         is_flag=True,
-        default=False,
+        default=RunConfig.trust_remote_code,
         envvar="CQ_TRUST_REMOTE_CODE",
         expose_value=False,
         callback=_config_field("trust_remote_code", only_set=True),

@@ -98,16 +98,14 @@ def for_method(name: str, command: str, rows: dict, chosen: dict) -> dict:
     if key is None:
         return rows
     running = chosen.get(key) if chosen.get(key) is not None else rows[key]
-    declared = _declared_by(command, running)
     layout = {r.option for r in get(name).rows(command) if r.applies == LAYOUT}
     if running == rows[key]:  # the preset's own method: every row but layout rows it does not declare
-        return {k: v for k, v in rows.items() if k not in layout or k in declared}
+        return {k: v for k, v in rows.items() if k not in layout or _takes(command, running, k, v)}
     kept, skipped = {}, []
     for row in get(name).rows(command):
         if row.option == key or row.option not in rows:
             continue
-        if row.applies == COMMAND or (row.applies == LAYOUT and row.option in declared
-                                      and _takes(command, running, row.option, rows[row.option])):
+        if row.applies == COMMAND or (row.applies == LAYOUT and _takes(command, running, row.option, rows[row.option])):
             kept[row.option] = rows[row.option]
         else:
             skipped.append(row.option)
@@ -121,16 +119,12 @@ def for_method(name: str, command: str, rows: dict, chosen: dict) -> dict:
 
 
 def _takes(command: str, method: str, option: str, value) -> bool:
-    """Whether ``method`` of ``command`` (cq answer: its mode, else a reader) takes ``value`` for ``option``: a layout
-    row the chosen method declares with other limits (CLAM's closed book, 0 passages, for a reader that reads 1 or
-    more) is not applied to it."""
-    from .. import registry
+    """Whether ``method`` of ``command`` declares ``option`` and takes ``value`` for it (cq answer: its mode, or a
+    reader): a layout row the chosen method does not declare, or declares with other limits (CLAM's closed book, 0
+    passages, for a reader that reads 1 or more), is not applied to it."""
     from ..errors import InputError
 
-    methods = [getattr(registry, CHOOSERS[command][1]).get(method)]
-    if command == "answer":
-        methods += registry.READERS.methods()
-    for declared in (m.option(option) for m in methods):
+    for declared in (m.option(option) for m in _methods(command, method)):
         if declared is None:
             continue
         try:
@@ -141,18 +135,16 @@ def _takes(command: str, method: str, option: str, value) -> bool:
     return False
 
 
-def _declared_by(command: str, method: str) -> set[str]:
-    """The option names ``method`` of ``command`` declares (cq answer: its mode's and every reader's); none for a
-    method that is not registered (its build says so)."""
+def _methods(command: str, method: str | None = None) -> list:
+    """The registered methods a row of ``command`` may configure: ``method`` (every method of the command when
+    None; none when it is not registered: its build says so), and for cq answer every reader too."""
     from .. import registry
 
+    if command not in CHOOSERS:
+        return []
     reg = getattr(registry, CHOOSERS[command][1])
-    if method not in reg.names():
-        return set()
-    names = {o.name for o in reg.get(method).options}
-    if command == "answer":
-        names |= {o.name for r in registry.READERS.methods() for o in r.options}
-    return names
+    methods = reg.methods() if method is None else [reg.get(method)] if method in reg.names() else []
+    return [*methods, *registry.READERS.methods()] if command == "answer" else methods
 
 
 # The commands whose rows choose a registered method, the parameter that chooses it, and its registry.
@@ -162,8 +154,9 @@ CHOOSERS = {"detect": ("method", "DETECTORS"), "gen-cq": ("method", "CQ_METHODS"
 
 
 def command_settings(command: str) -> dict:
-    """``{name: Option}`` of the settings of ``command`` itself that a preset may set (COMMAND rows): the fields
-    its flags are generated from (cq answer's --reader is its build()'s ``reader``: a registered reader)."""
+    """``{name: Option}`` of the settings of ``command`` itself: what a preset may set as COMMAND rows, and whose
+    ``shaping`` marks a run record reads (cqtools/runrecord.py): the fields its flags are generated from (cq
+    answer's --reader is its build()'s ``reader``: a registered reader)."""
     from ..registry import READERS, Option, schema_of
 
     if command == "retrieve":
@@ -216,14 +209,7 @@ def _method_named(command: str, name, where: str) -> None:
 def _declaration(command: str, row: Setting, chosen):
     """The declaration a method or layout row of ``command`` sets: the preset's method's option (a layout row: any
     method's of the command), for cq answer a reader's too."""
-    from .. import registry
-
-    if command not in CHOOSERS:
-        return None
-    reg = getattr(registry, CHOOSERS[command][1])
-    methods = reg.methods() if row.applies == LAYOUT or chosen is None else [reg.get(chosen)]
-    if command == "answer":
-        methods = [*methods, *registry.READERS.methods()]
+    methods = _methods(command, None if row.applies == LAYOUT else chosen)
     return next((m.option(row.option) for m in methods if m.option(row.option)), None)
 
 
