@@ -115,6 +115,9 @@ def dpr_tsv(path: str) -> Iterator[dict]:
         if [h.strip().lower() for h in header[:3]] != ["id", "text", "title"]:
             raise InputError(f"{path}: expected a DPR header 'id<TAB>text<TAB>title', got {header[:3]}")
         for row in reader:
+            if not row:
+                raise InputError(f"{path} line {lines.lineno}: an empty line; DPR tsv has one passage a line: remove "
+                                 f"empty lines")
             if len(row) < 3:
                 raise InputError(f"{path} line {lines.lineno}: expected 3 tab-separated fields, got {len(row)}")
             yield {"id": row[0], "title": row[2], "text": row[1]}
@@ -167,11 +170,32 @@ class _TextLines:
 
 def passages_jsonl(path: str) -> Iterator[dict]:
     """JSONL (or JSON list) passages: {id, title, text} (``contents`` accepted for text)."""
-    for n, item in enumerate(load_json_or_jsonl(path), start=1):
+    for n, item in enumerate(load_json_or_jsonl(path, what="passage"), start=1):
         if "text" not in item and "contents" in item:
             item = {**item, "text": item["contents"]}
         _need(item, ("id", "text"), n, "passage")
         yield {"id": str(item["id"]), "title": item.get("title", ""), "text": item["text"]}
+
+
+def estimate_passages(path: str, sample: int = 1 << 20) -> int | None:
+    """About how many passages (lines) the corpus file at ``path`` holds, for a progress estimate: its size
+    over the bytes a line takes in its first MiB (for gzip, compressed bytes: the ratio there is assumed
+    throughout). Exact when the file is shorter than that; None when it cannot be told (a pipe)."""
+    from .jsonl import open_input
+
+    try:
+        size = os.path.getsize(path)
+        with open_input(path) as fh:
+            head = fh.read(sample)
+            raw = getattr(fh, "fileobj", None)  # gzip: the compressed file under it
+            used = raw.tell() if raw is not None else len(head)
+            rest = fh.read(1)
+    except (OSError, EOFError):
+        return None
+    lines = head.count(b"\n") + (1 if head and not head.endswith(b"\n") else 0)
+    if not rest:
+        return lines
+    return int(lines * size / used) if lines and used else None
 
 
 def iter_corpus(path: str) -> Iterator[dict]:

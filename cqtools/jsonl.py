@@ -156,8 +156,9 @@ class JsonlWriter:
         self.stream.flush()
 
 
-def load_json_or_jsonl(path: str) -> Iterator[dict]:
-    """Yield the objects of a JSON list file or a JSONL file, either gzipped (used by ``cq convert``)."""
+def load_json_or_jsonl(path: str, what: str | None = None) -> Iterator[dict]:
+    """Yield the objects of a JSON list file or a JSONL file, either gzipped (used by ``cq convert``). With
+    ``what`` (e.g. "passage"), a JSONL file has one ``what`` a line: an empty line is an error too."""
     with open_input(path) as fh:
         head = fh.read(1 << 16)
     head = head.lstrip()
@@ -175,11 +176,23 @@ def load_json_or_jsonl(path: str) -> Iterator[dict]:
                     try:
                         yield orjson.loads(raw)
                     except orjson.JSONDecodeError as err:
-                        raise InputError(f"not valid JSON ({err})", where=f"{path} line {lineno}") from None
+                        raise InputError(_not_json(raw, err, what), where=f"{path} line {lineno}") from None
+                elif what:
+                    raise InputError(f"an empty line: the file holds one {what} a line; remove empty lines (e.g. "
+                                     f"`sed -i '/^[[:space:]]*$/d' {path}`)", where=f"{path} line {lineno}")
         except InputError as err:
             if not (err.where or "").startswith(path):
                 err.where = f"{path} {err.where}" if err.where else path
             raise
+
+
+def _not_json(raw: bytes, err, what: str | None) -> str:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return (f"not UTF-8 text (a binary or damaged line); the file must be UTF-8 JSONL{f', one {what} a line' if what else ''}: "
+                f"fix or remove the line")
+    return f"not valid JSON ({err})"
 
 
 def _is_jsonl(head: bytes) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
+from typing import Callable, Iterable
 
 
 @contextlib.contextmanager
@@ -36,11 +37,11 @@ class Lines:
 
     disable = True
 
-    def __init__(self, desc: str, total: int | None, interval: float | None = None):
+    def __init__(self, desc: str, total: int | None, interval: float | None = None, unit: str = "records"):
         import threading
         import time
 
-        self.desc, self.total, self.n = desc, total, 0
+        self.desc, self.total, self.n, self.unit = desc, total, 0, unit
         self.interval = LINE_INTERVAL if interval is None else interval
         self._time = time.monotonic
         self.start = self.last = self._time()
@@ -53,8 +54,8 @@ class Lines:
         elapsed = self._time() - self.start
         rate = self.n / elapsed if elapsed > 0 else 0.0
         done = f"{self.n}/{self.total}" if self.total is not None else str(self.n)
-        left = f", ~{_clock((self.total - self.n) / rate)} left" if self.total is not None and rate > 0 else ""
-        return f"{self.desc}: {done} records in {_clock(elapsed)}, {rate:.2f}/s{left}"
+        left = f", ~{clock(max(0, self.total - self.n) / rate)} left" if self.total is not None and rate > 0 else ""
+        return f"{self.desc}: {done} {self.unit} in {clock(elapsed)}, {rate:.2f}/s{left}"
 
     def _say(self) -> None:
         with self._lock:
@@ -75,7 +76,8 @@ class Lines:
         self._stop.set()
 
 
-def _clock(seconds: float) -> str:
+def clock(seconds: float) -> str:
+    """``42s``, ``3m05s``, ``2h07m``."""
     seconds = int(seconds)
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else \
         f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
@@ -89,3 +91,51 @@ def record_bar(desc: str, total: int | None, shown: bool, quiet: bool):
         return tqdm(desc=desc, unit="rec", file=sys.stderr, total=total, initial=0, disable=not shown,
                     dynamic_ncols=True, smoothing=0.1)
     return Lines(desc, total)
+
+
+def counted(items: Iterable, desc: str, total: int | None = None, unit: str = "passages", every: int = 1000):
+    """``items`` passed through, counted on the bar of :func:`record_bar` (a line every LINE_INTERVAL seconds
+    off a terminal: count, rate, and with ``total``, an estimate, the time left); nothing under -q."""
+    logger = logging.getLogger("cqtools")
+    quiet = not logger.isEnabledFor(logging.INFO)
+    shown = sys.stderr.isatty() and not quiet
+    if quiet:
+        yield from items
+        return
+    if shown:
+        from tqdm import tqdm
+
+        drawn = tqdm(desc=desc, unit=unit.rstrip("s"), total=total, file=sys.stderr, dynamic_ncols=True)
+    else:
+        drawn = Lines(desc, total, unit=unit)
+    n = 0
+    try:
+        for item in items:
+            yield item
+            n += 1
+            if n == every:
+                drawn.update(n)
+                n = 0
+        drawn.update(n)
+    finally:
+        drawn.close()
+
+
+@contextlib.contextmanager
+def ticker(say: Callable[[], str], interval: float | None = None):
+    """While the block runs (a step that reports nothing itself: Lucene indexing), log ``say()`` every
+    LINE_INTERVAL seconds."""
+    import threading
+
+    stop = threading.Event()
+
+    def tick():
+        while not stop.wait(LINE_INTERVAL if interval is None else interval):
+            logging.getLogger("cqtools").info(say())
+
+    thread = threading.Thread(target=tick, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()

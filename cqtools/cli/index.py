@@ -18,6 +18,7 @@ from .options import compose, device_options, load_options
 from ..models.roles import ENCODER
 from ..registry import INDEX_PARTS
 from ..retrieval.base import MATRIX_MAX_PASSAGES
+from ..retrieval.jvm import DEFAULT_XMX
 
 log = logging.getLogger("cqtools")
 PART_OPTIONS, _ = method_options(INDEX_PARTS, skip=(), opt_flag=False)  # a plugin part's own flags
@@ -43,13 +44,17 @@ PART_OPTIONS, _ = method_options(INDEX_PARTS, skip=(), opt_flag=False)  # a plug
               help="Also write the BM25 term-document matrix, with which `cq retrieve` scores BM25 in numpy "
                    "(Lucene's exact scores, 3-4x less CPU on a small corpus; ~16 bytes a posting in memory): auto "
                    f"writes it up to {MATRIX_MAX_PASSAGES:,} passages.")
+@click.option("--jvm-heap", default=DEFAULT_XMX, envvar="CQ_JVM_XMX", show_default=True,
+              help="The JVM's heap while Lucene indexes (e.g. 1g, 8g; 'default': the JVM's own, a quarter of the "
+                   "memory). Lucene's indexing buffer is an eighth of it (64 MiB to 2 GiB): memory stays within it "
+                   "however large the corpus; a larger heap indexes a large corpus with fewer segment merges.")
 @click.option("--overwrite", is_flag=True,
               help="Replace an existing cq or Pyserini index. The new one is built beside it and swapped in only "
                    "when complete; any other non-empty directory is never touched.")
 @click.option("-q", "--quiet", is_flag=True, help="No info messages on stderr.")
 @compose(device_options, load_options, PART_OPTIONS)
-def cli(corpus, out_dir, dense, encoder, query_encoder, threads, batch_size, bm25_matrix, overwrite, quiet, device,
-        dtype, **part_options):
+def cli(corpus, out_dir, dense, encoder, query_encoder, threads, batch_size, bm25_matrix, jvm_heap, overwrite, quiet,
+        device, dtype, **part_options):
     """Index a corpus for `cq retrieve`.
 
     The index is built in a temporary directory beside --out and moved into place only when
@@ -74,6 +79,9 @@ def cli(corpus, out_dir, dense, encoder, query_encoder, threads, batch_size, bm2
     replace = _check_target(out_dir, corpus, overwrite)
     if query_encoder and not dense:
         raise ResourceError("--query-encoder goes with --dense (and a DPR --encoder)")
+    from ..retrieval import jvm
+
+    jvm.heap_option(jvm_heap, exact=True)  # a heap size the JVM takes, checked before anything is read
     if not os.path.isfile(corpus):
         raise ResourceError(f"corpus {corpus} not found; pass a JSONL or DPR .tsv file of passages")
     parent = os.path.dirname(out_dir)
@@ -82,7 +90,8 @@ def cli(corpus, out_dir, dense, encoder, query_encoder, threads, batch_size, bm2
     remove_stale(parent, rf"^\.{re.escape(name)}\.(?:building|old)-(\d+)-")  # a killed build's leftovers
     build_dir = tempfile.mkdtemp(prefix=f".{name}.building-{os.getpid()}-", dir=parent)
     settings = {"threads": threads, "device": device, "dense": dense, "encoder": encoder,
-                "query_encoder": query_encoder, "batch_size": batch_size, "bm25_matrix": bm25_matrix}
+                "query_encoder": query_encoder, "batch_size": batch_size, "bm25_matrix": bm25_matrix,
+                "jvm_heap": jvm_heap}
     try:
         build_index(corpus, build_dir, settings, part_options, run_config())
         _swap_in(build_dir, out_dir, replace)

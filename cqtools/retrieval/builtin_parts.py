@@ -37,12 +37,15 @@ class Bm25Part(Part):
 
     def build(self, ctx) -> dict:
         """The Lucene index and its passage store (with Lucene's document numbers)."""
-        from . import docstore as ds
+        from . import docstore as ds, jvm
         from .lucene import build_lucene
 
+        heap = ctx.settings.get("jvm_heap") or jvm.DEFAULT_XMX
+        jvm.setup(heap=heap, exact=True)  # the first JVM start of the process decides its heap
         start = time.perf_counter()
         store = ds.DocStoreWriter(ctx.path(ds.NAME), generation=ctx.generation)
-        count = build_lucene(store.tee(ctx.passages()), ctx.path(LUCENE_DIR), ctx.settings["threads"], docstore=store)
+        count = build_lucene(store.tee(ctx.passages(progress=True)), ctx.path(LUCENE_DIR), ctx.settings["threads"],
+                             docstore=store, buffer_mb=jvm.indexing_buffer_mb(heap))
         store.close()
         seconds = round(time.perf_counter() - start, 2)
         log.info("bm25: indexed %d passages in %.1f s", count, seconds)
@@ -73,7 +76,14 @@ class MatrixPart(Part):
         from . import docstore as ds, matrix
 
         wanted = ctx.settings.get("bm25_matrix", "auto")
-        if wanted == "no" or (wanted == "auto" and ctx.manifest["passages"] > MATRIX_MAX_PASSAGES):
+        if wanted == "no":
+            return None
+        if wanted == "auto" and ctx.manifest["passages"] > MATRIX_MAX_PASSAGES:
+            postings = matrix.postings(ctx.path(ctx.manifest["lucene"]))
+            log.info("bm25: no BM25 matrix above %s passages (--bm25-matrix auto; searches use Lucene): for these %s "
+                     "passages it would hold %.1f GiB in memory at search (%s postings, 8 bytes each) and score whole "
+                     "posting lists where Lucene skips; --bm25-matrix yes writes one anyway",
+                     f"{MATRIX_MAX_PASSAGES:,}", f"{ctx.manifest['passages']:,}", postings * 8 / 2**30, f"{postings:,}")
             return None
         start = time.perf_counter()
         store = ds.DocStore(ctx.path(ctx.manifest["docstore"]), cache=0)  # each passage is read once

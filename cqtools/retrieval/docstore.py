@@ -35,7 +35,7 @@ class DocStoreWriter:
 
     def tee(self, passages: Iterable[dict], chunk: int = 10_000) -> Iterator[dict]:
         """Yield the passages while storing them (one corpus pass feeds both indexes)."""
-        rows = []
+        rows, self.stored = [], 0
         for passage in passages:
             rows.append((passage["id"], passage.get("title", ""), passage["text"]))
             if len(rows) >= chunk:
@@ -47,12 +47,15 @@ class DocStoreWriter:
     def _insert(self, rows) -> None:
         from ..errors import InputError
 
+        before = self.db.total_changes
         try:
             self.db.executemany("INSERT INTO docs VALUES (?, ?, ?)", rows)
         except sqlite3.IntegrityError:
-            dup = next((r[0] for r in rows if self.db.execute("SELECT 1 FROM docs WHERE id=?", (r[0],)).fetchone()),
-                       None)
-            raise InputError(f"passage id {dup!r} appears twice in the corpus; ids must be unique") from None
+            at = self.db.total_changes - before  # the rows before the failing one went in
+            raise InputError(f"passage id {rows[at][0]!r} appears twice in the corpus (again at passage "
+                             f"{self.stored + at + 1:,}); ids must be unique: remove or rename one, then index "
+                             f"again") from None
+        self.stored += len(rows)
 
     def add_docnums(self, pairs: Iterable[tuple[int, str]]) -> None:
         self.db.executemany("INSERT INTO lucene VALUES (?, ?)", pairs)

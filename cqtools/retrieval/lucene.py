@@ -6,14 +6,17 @@ and transformers (10-13 s) in a command that only needs Lucene (~2 s with the JV
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import tempfile
 import threading
+import time
 from typing import Iterable
 
 import orjson
 
+from .. import progress
 from ..errors import ResourceError
 from . import generation, jvm
 from .handles import async_map, top_docs_function
@@ -21,7 +24,10 @@ from .base import B, K1, SWAPPED, contents, rank, spread  # noqa: F401 (contents
 from .ranking import (parse_hits_array, anserini_order, anserini_ties, parse_hits, ranked_passages, tie_scores,  # noqa: F401
                       tie_scores_rows)
 
+BUFFER_MB = 256  # Lucene's indexing buffer (MiB): within the heap `cq index` gives the JVM (jvm.DEFAULT_XMX)
+NO_MORE_DOCS = 2**31 - 1  # Lucene's DocIdSetIterator.NO_MORE_DOCS
 MAX_CLAUSES = 1 << 16  # distinct terms a BM25 query may have (the input's longest question is far below)
+log = logging.getLogger("cqtools")
 
 
 def split_contents(docid: str, raw: str) -> dict:
@@ -53,12 +59,16 @@ def java_stdout_to_stderr():
         os.close(saved)
 
 
-def build_lucene(passages: Iterable[dict], out_dir: str, threads: int, chunk: int = 200_000,
-                 docstore=None) -> int:
+def build_lucene(passages: Iterable[dict], out_dir: str, threads: int, chunk: int = 100_000,
+                 docstore=None, buffer_mb: int = BUFFER_MB) -> int:
     """Index passages with Anserini's IndexCollection (JsonCollection, raw stored). Returns the count.
 
-    With a :class:`~cqtools.retrieval.docstore.DocStoreWriter`, Lucene's document numbers are
-    recorded in it afterwards, so searches never load stored documents.
+    The passages are first written as Anserini's JSON collection (files of ``chunk`` passages beside
+    ``out_dir``, removed after), then indexed by ``threads`` threads, with Lucene's in-memory buffer
+    bounded at ``buffer_mb`` MiB (Anserini's default, 4096, is more than the heap `cq index` gives the JVM:
+    a large corpus would fill the heap before the buffer flushed). With a
+    :class:`~cqtools.retrieval.docstore.DocStoreWriter`, Lucene's document numbers are recorded in it
+    afterwards, so searches never load stored documents.
     """
     tmp = tempfile.mkdtemp(prefix="cq-jsoncollection-", dir=os.path.dirname(os.path.abspath(out_dir)) or None)
     count = 0
@@ -78,8 +88,13 @@ def build_lucene(passages: Iterable[dict], out_dir: str, threads: int, chunk: in
         indexer = jvm.autoclass("io.anserini.index.IndexCollection")
         args = ["-collection", "JsonCollection", "-input", tmp, "-index", out_dir,
                 "-generator", "DefaultLuceneDocumentGenerator", "-threads", str(threads),
-                "-storePositions", "-storeDocvectors", "-storeRaw"] + ([] if _debug() else ["-quiet"])
-        with java_stdout_to_stderr():
+                "-storePositions", "-storeDocvectors", "-storeRaw", "-memoryBuffer", str(buffer_mb)] + \
+            ([] if _debug() else ["-quiet"])
+        log.info("bm25: Lucene indexes %d passages on %d threads", count, threads)
+        started = time.monotonic()
+        with java_stdout_to_stderr(), progress.ticker(lambda: f"bm25: Lucene indexing for "
+                                                              f"{progress.clock(time.monotonic() - started)}, "
+                                                              f"{_mib(out_dir)} MiB written so far"):
             indexer.main(args)
         if not os.path.isdir(out_dir) or not any(n.startswith("segments_") for n in os.listdir(out_dir)):
             raise ResourceError(f"Anserini did not write an index to {out_dir} (see its messages above)")
@@ -91,13 +106,26 @@ def build_lucene(passages: Iterable[dict], out_dir: str, threads: int, chunk: in
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _mib(path: str) -> int:
+    total = 0
+    for entry in os.scandir(path) if os.path.isdir(path) else ():
+        with contextlib.suppress(OSError):
+            total += entry.stat().st_size
+    return total >> 20
+
+
 def _docnums(index_dir: str):
-    """(Lucene document number, passage id) for every document: one pass at index time."""
+    """(Lucene document number, passage id) for every document: one pass at index time, over the ids'
+    doc values (Anserini stores each id as a binary doc value too), not the stored documents: those hold
+    the raw passages, and reading them all would page the whole stored corpus in."""
     reader = jvm.open_reader(index_dir)
-    stored = reader.storedFields()
     try:
-        for num in range(reader.maxDoc()):
-            yield num, stored.document(num).get("id")
+        for leaf in reader.leaves().toArray():
+            base, values = leaf.docBase, leaf.reader().getBinaryDocValues("id")
+            doc = values.nextDoc()
+            while doc != NO_MORE_DOCS:
+                yield base + doc, values.binaryValue().utf8ToString()
+                doc = values.nextDoc()
     finally:
         reader.close()
 

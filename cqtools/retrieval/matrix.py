@@ -62,6 +62,19 @@ class Analysis:
         return [text.split(" ") if text else [] for text in self._map.apply(self._as_list(*texts))]
 
 
+def postings(lucene_dir: str) -> int:
+    """How many (term, passage) postings the Lucene index at ``lucene_dir`` has: the matrix's non-zeros."""
+    reader = jvm.open_reader(lucene_dir)
+    try:
+        total = 0
+        for leaf in reader.leaves().toArray():
+            terms = leaf.reader().terms(FIELD)
+            total += int(terms.getSumDocFreq()) if terms is not None else 0
+        return total
+    finally:
+        reader.close()
+
+
 def build(lucene_dir: str, store, path: str, chunk: int = 5_000) -> str | None:
     """Write the matrix of the Lucene index at ``lucene_dir`` (passages from the read-only passage
     ``store``, best opened without a cache) to ``path``; returns None, or why none was written (no

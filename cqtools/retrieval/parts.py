@@ -59,11 +59,16 @@ class BuildContext:
     settings: dict
     manifest: dict = field(default_factory=dict)
 
-    def passages(self) -> Iterator[dict]:
-        """The corpus' passages {id, title, text}, read afresh (a stream: memory does not grow with it)."""
-        from ..formats import iter_corpus
+    def passages(self, progress: bool = False) -> Iterator[dict]:
+        """The corpus' passages {id, title, text}, read afresh (a stream: memory does not grow with it); with
+        ``progress``, counted on stderr (rate and, from the corpus's size, the time left)."""
+        from .. import progress as bars
+        from ..formats import estimate_passages, iter_corpus
 
-        return iter_corpus(self.corpus)
+        stream = iter_corpus(self.corpus)
+        if not progress:
+            return stream
+        return bars.counted(stream, "index: reading the corpus", estimate_passages(self.corpus))
 
     def path(self, *names: str) -> str:
         return os.path.join(self.out, *names)
