@@ -52,6 +52,7 @@ SUBSTITUTE: dict[str, list[tuple[str, str]]] = {
         ("--num_processes 4", "--num_processes 2"),  # two cores in CI; no GPU: torchrun on CPU (gloo)
         ("accelerate launch", "accelerate launch --main_process_port 0"),  # a free port, not 29500: tests run beside
         ("--model meta-llama/Llama-3.1-8B-Instruct", "--model {tiny_llm}"),
+        ("BM25=wikipedia-dpr-100w DPR=wikipedia-dpr-100w.dpr-multi", "BM25={index} DPR={index}"),  # no downloads
     ],
 }
 

@@ -119,3 +119,16 @@ def test_wrong_names(runner, cache, fixture_index, index, method, says):
     place(cache, SPARSE, os.path.join(fixture_index, "lucene"))
     result = runner.invoke(cli, ["retrieve", "--index", index, "--method", method], input='{"question": "q"}\n')
     assert result.exit_code == 1 and says in result.stderr, result.stderr
+
+
+def test_cluster_doc_says_how_every_preset_runs_against_the_prebuilt_indexes():
+    """docs/cluster.md's table of the papers' corpus has a row for every preset (a new preset needs one)."""
+    from pathlib import Path
+
+    from cqtools import presets
+
+    text = Path(__file__).resolve().parent.parent.joinpath("docs/cluster.md").read_text()
+    section = text.split("## The papers' corpus: Pyserini's prebuilt indexes", 1)[1].split("\n## ", 1)[0]
+    rows = {line.split("|")[1].strip().strip("`") for line in section.splitlines() if line.startswith("| `")}
+    assert rows == set(presets.names())
+    assert "wikipedia-dpr-100w.dpr-multi" in section and "CQ_OFFLINE=1" in section
