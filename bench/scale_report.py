@@ -52,17 +52,18 @@ def write_bm25(out: Path, rows: list[dict], args, mark: str) -> None:
                   "0.2 s: the heap and arrays the process really needs.", "",
               f"### Whole-process retrieval of {n:,} questions, top {args.k}", "",
               "| passages | cq load | cq retrieve s | q/s | CPU s | peak RSS MiB | bm25s index s | its peak RSS MiB | "
-              "bm25s load | bm25s retrieve s | q/s | peak RSS MiB | cq speed / bm25s |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "bm25s load | bm25s retrieve s | q/s | CPU s | peak RSS MiB | cq speed / bm25s: wall, CPU |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         cq, bi, br = r["retrieve"], r.get("bm25s_index"), r.get("bm25s_retrieve")
         if bi and "killed_gib" in bi:
-            peer = f"killed at {bi['killed_gib']} GiB ({bi['seconds']} s in) | – | – | – | – | – | –"
+            peer = f"killed at {bi['killed_gib']} GiB ({bi['seconds']} s in) | – | – | – | – | – | – | – |"
         elif bi and br:
             peer = (f"{bi['seconds']} | {bi['peak_mib']} | {br['load']} | {br['seconds']} | {_qps(n, br)} | "
-                    f"{br['peak_mib']} | {br['seconds'] / cq['seconds']:.2f} |")
+                    f"{br['cpu_s']} | {br['peak_mib']} | {br['seconds'] / cq['seconds']:.2f}, "
+                    f"{br['cpu_s'] / cq['cpu_s']:.2f} |")
         else:
-            peer = "not run | – | – | – | – | – | –"
+            peer = "not run | – | – | – | – | – | – | – |"
         lines.append(f"| {r['size']:,} | {cq['load']} | {cq['seconds']} | {_qps(n, cq)} | {cq['cpu_s']} | "
                      f"{cq['peak_mib']} | {peer}")
     lines += ["", "bm25s: its index built and saved by one process (tokenising the whole corpus in memory), then "
@@ -98,9 +99,12 @@ def goals(rows: list[dict], n: int) -> list[str]:
                        f"with a peak RSS of {big['retrieve']['peak_mib']} MiB.")
         elif br:
             ratio = br["seconds"] / big["retrieve"]["seconds"]
-            out.append(f"- BM25 whole-process retrieval at 5M: cq {big['retrieve']['seconds']} s, bm25s {br['seconds']} s "
-                       f"(its index prebuilt): cq {ratio:.2f}x bm25s's speed (goal >= 2: "
-                       f"{'met' if ratio >= 2 else 'not met'}).")
+            cpu = br["cpu_s"] / big["retrieve"]["cpu_s"]
+            out.append(f"- BM25 whole-process retrieval at 5M: cq {big['retrieve']['seconds']} s wall / "
+                       f"{big['retrieve']['cpu_s']} CPU s, bm25s {br['seconds']} s / {br['cpu_s']} CPU s (its index "
+                       f"prebuilt): cq {ratio:.2f}x bm25s's speed by the wall clock, {cpu:.2f}x by CPU time (goal >= 2: "
+                       f"{'met' if min(ratio, cpu) >= 2 else 'met by one measure only' if max(ratio, cpu) >= 2 else 'not met'}"
+                       f"; the wall clock is the goal's measure, CPU time the one other work on the machine moves less).")
     return out + [""]
 
 

@@ -16,7 +16,8 @@ import pytest
 from .conftest import FIXTURES, ROOT
 
 BENCH = ROOT / "bench"
-SCRIPTS = sorted(p.name for p in BENCH.glob("*.py") if p.name not in {"__init__.py", "common.py"}) + sorted(
+LIBRARIES = {"__init__.py", "common.py", "scale_report.py", "synthetic.py"}  # imported by scripts, not run
+SCRIPTS = sorted(p.name for p in BENCH.glob("*.py") if p.name not in LIBRARIES) + sorted(
     f"grid/{p.name}" for p in (BENCH / "grid").glob("*.py") if p.name not in {"__init__.py", "floor.py", "wall.py"})
 
 
@@ -38,7 +39,7 @@ def test_every_script_starts(script):
     assert result.stdout.startswith("usage:")
 
 
-@pytest.mark.parametrize("script", SCRIPTS + ["common.py", "grid/floor.py", "grid/wall.py"])
+@pytest.mark.parametrize("script", SCRIPTS + sorted(LIBRARIES - {"__init__.py"}) + ["grid/floor.py", "grid/wall.py"])
 def test_every_imported_cqtools_name_exists(script):
     """Names imported inside functions too (the scripts import late): a refactor that moves one breaks
     the benchmark only when it runs, hours in; this finds it now."""
@@ -316,3 +317,22 @@ def test_a_cell_at_the_floor_says_why_from_its_records(tmp_path):
     assert rows["clam.always"].endswith("|  |")  # above the floor: the column is there, empty
     assert f"no answer on any of {len(records)} records" in rows["ambignq.refuel.preset.ambigqa"]
     assert "| wall s | why adjusted accuracy (all) is 0 |" in page.read_text()
+
+
+@pytest.mark.heavy
+def test_corpus_scale_at_two_tiny_sizes(tmp_path, shared_data):
+    """bench/corpus_scale.py end to end at 2,000 and 4,000 synthetic passages and 40 questions: the rows, the
+    goals and the 21M extrapolation are written into the page, whose other sections are kept."""
+    out = tmp_path / "scale.md"
+    out.write_text("# The papers' corpus at scale\n\n## Another section\n\nkept\n")
+    result = bench("corpus_scale.py", "--data", str(shared_data), "--work", str(tmp_path / "work"), "--out", str(out),
+                   "--sizes", "2000,4000", "--questions", "40")
+    assert result.returncode == 0, result.stderr
+    text = out.read_text()
+    assert "## Another section\n\nkept" in text
+    assert "\n| 2,000 | " in text and "\n| 4,000 | " in text and "(`--bm25-matrix no`)" in text
+    assert "21,015,324" in text and "µs × passages" in text
+    rows = orjson.loads((tmp_path / "work/rows.json").read_bytes())
+    assert [r["size"] for r in rows] == [2000, 4000] and all(r["bm25s_retrieve"]["seconds"] > 0 for r in rows)
+    first = (tmp_path / "work/corpus-2000.jsonl").read_text().splitlines()
+    assert len(first) == 2000 and orjson.loads(first[0])["id"] == "syn-0"
