@@ -34,6 +34,15 @@ def peer(corpus: str, k: int, chunk: int = 1000) -> None:
     retriever = bm25s.BM25(k1=0.9, b=0.4)
     retriever.index(bm25s.tokenize([f"{d['title']}\n{d['text']}" for d in docs], stopwords="en",
                                    show_progress=False), show_progress=False)
+    answer_stdin(retriever, docs, k, chunk)
+
+
+def answer_stdin(retriever, docs: list[dict], k: int, chunk: int = 1000) -> None:
+    """bm25s ``retriever`` answers the questions on stdin: records with their top ``k`` passages ``{id, title,
+    text, score, rank}`` (cq's shape) on stdout, ``chunk`` questions at a time."""
+    import bm25s
+    import orjson
+
     out = sys.stdout.buffer
     lines = iter(sys.stdin.buffer)
     while True:

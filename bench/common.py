@@ -42,6 +42,17 @@ def write_jsonl(path, records) -> None:
             fh.write(json.dumps(record) + "\n")
 
 
+def replace_section(out: Path, mark: str, lines: list[str], title: str) -> None:
+    """Write ``lines`` (starting with the heading ``mark``) into the page ``out`` in place of its section under
+    ``mark`` (up to the next ``## `` heading), keeping every other section; a new page starts with ``title``."""
+    text = out.read_text() if out.exists() else f"{title}\n"
+    head, _, rest = text.partition(mark)
+    tail = rest.split("\n## ", 1)
+    keep = ("\n## " + tail[1]) if len(tail) > 1 else ""
+    out.write_text(head.rstrip() + "\n\n" + "\n".join(lines) + keep.rstrip() + "\n")
+    print("\n".join(lines))
+
+
 def machine() -> str:
     return f"{os.cpu_count()} CPU cores, Python {sys.version.split()[0]}"
 

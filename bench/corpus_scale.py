@@ -106,27 +106,18 @@ def peer_index(corpus: str, saved: str) -> None:
     retriever.save(saved)
 
 
-def peer_search(corpus: str, saved: str, k: int, chunk: int = 1000) -> None:
+def peer_search(corpus: str, saved: str, k: int) -> None:
     """Child: bm25s loads its saved index memory-mapped, reads the passages, answers the questions on
     stdin with their top k passages (cq's JSONL shape) on stdout."""
     import bm25s
     import orjson
 
+    from bench.bm25_process import answer_stdin
+
     retriever = bm25s.BM25.load(saved, mmap=True)
     with open(corpus, "rb") as fh:
         docs = [orjson.loads(line) for line in fh]
-    out = sys.stdout.buffer
-    lines = iter(sys.stdin.buffer)
-    while True:
-        records = [orjson.loads(line) for _, line in zip(range(chunk), lines)]
-        if not records:
-            break
-        tokens = bm25s.tokenize([r["question"] for r in records], stopwords="en", show_progress=False)
-        ids, scores = retriever.retrieve(tokens, k=k, show_progress=False, n_threads=os.cpu_count())
-        for record, row, row_scores in zip(records, ids.tolist(), scores.tolist()):
-            record["passages"] = [{"id": docs[j]["id"], "title": docs[j]["title"], "text": docs[j]["text"],
-                                   "score": s, "rank": rank} for rank, (j, s) in enumerate(zip(row, row_scores), 1)]
-            out.write(orjson.dumps(record) + b"\n")
+    answer_stdin(retriever, docs, k)
 
 
 def questions(data: Path, work: Path, n: int) -> Path:

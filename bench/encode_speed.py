@@ -19,9 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import CQ, machine, timed  # noqa: E402
+from bench.common import CQ, machine, replace_section, timed  # noqa: E402
 
 MARK = "## Dense encoding on CPU"
+TITLE = "# The papers' corpus at scale"
 DPR_PASSAGES = 21_015_324
 
 
@@ -98,12 +99,7 @@ def write(out: Path, rows: list[dict], args) -> None:
     lines += ["", "Formula: hours = 21,015,324 passages / (passages/s) / 3600, divided by the number of array tasks "
                   "(`cq encode --shard I/N`, docs/cluster.md): encoding is embarrassingly parallel, the merge reads the "
                   "vector files once.", ""]
-    text = out.read_text() if out.exists() else "# The papers' corpus at scale\n"
-    head, _, rest = text.partition(MARK)
-    tail = rest.split("\n## ", 1)
-    keep = ("\n## " + tail[1]) if len(tail) > 1 else ""
-    out.write_text(head.rstrip() + "\n\n" + "\n".join(lines) + keep.rstrip() + "\n")
-    print("\n".join(lines))
+    replace_section(out, MARK, lines, TITLE)
 
 
 if __name__ == "__main__":

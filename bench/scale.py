@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import CQ, machine, timed  # noqa: E402
+from bench.common import CQ, machine, replace_section, timed  # noqa: E402
 
 MARK = "## Scale (synthetic corpora)"
 SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -176,12 +176,7 @@ def write_report(out: Path, rows: list[dict], n: int, args) -> None:
     lines += ["", "`hits` = ids and scores only (what bm25s' `retrieve` returns), scored by `cq scorer`: the index's BM25",
               "matrix (numpy, Lucene's exact scores; `cq index` writes one up to 250,000 passages) or Lucene;",
               "`passages` = cq's whole `batch_search` (docstore reads, Anserini's tie adjustment, ranked passage dicts).", ""]
-    text = out.read_text() if out.exists() else "# Retrieval benchmark\n"
-    head, _, rest = text.partition(MARK)
-    tail = rest.split("\n## ", 1)
-    keep = ("\n## " + tail[1]) if len(tail) > 1 else ""
-    out.write_text(head.rstrip() + "\n\n" + "\n".join(lines) + keep.rstrip() + "\n")
-    print("\n".join(lines))
+    replace_section(out, MARK, lines, "# Retrieval benchmark")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@ import os
 import time
 from pathlib import Path
 
-from bench.common import machine
+from bench.common import machine, replace_section
+
+TITLE = "# The papers' corpus at scale"
 
 DPR_PASSAGES, DPR_WORDS = 21_015_324, 100
 
@@ -70,12 +72,7 @@ def write_bm25(out: Path, rows: list[dict], args, mark: str) -> None:
                   "loaded memory-mapped", "by the retrieving process, which also reads the corpus for the passages' "
                   "text, as cq's output has it.", ""]
     lines += goals(rows, n) + extrapolation(rows, n, words)
-    text = out.read_text() if out.exists() else "# The papers' corpus at scale\n"
-    head, _, rest = text.partition(mark)
-    tail = rest.split("\n## ", 1)
-    keep = ("\n## " + tail[1]) if len(tail) > 1 else ""
-    out.write_text(head.rstrip() + "\n\n" + "\n".join(lines) + keep.rstrip() + "\n")
-    print("\n".join(lines))
+    replace_section(out, mark, lines, TITLE)
 
 
 def goals(rows: list[dict], n: int) -> list[str]:
