@@ -161,9 +161,13 @@ def encode_shard(corpus: str, vectors_dir: str, shard: tuple[int, int], encoder,
     name = manifest_name(index, total)
     mine = {"format": FORMAT, "version": VERSION, "corpus": fingerprint(corpus), "encoder": encoder.info,
             "chunk": chunk, "shards": total, "shard": index}
+    _refuse_others(vectors_dir, mine)
     lock = _lock(vectors_dir, name)
     try:
-        _prepare(vectors_dir, mine)
+        for stale in os.listdir(vectors_dir):  # a killed run's half-written files of this shard
+            m = TMP.match(stale)
+            if m and int(m.group(1)) % total == index:
+                os.remove(os.path.join(vectors_dir, stale))
         done, passages, chunks, encoded = [], 0, 0, 0
         manifest = {**mine, "chunks_done": done, "complete": False, "passages": None, "chunks": None,
                     "cqtools": __version__}
@@ -192,17 +196,13 @@ def encode_shard(corpus: str, vectors_dir: str, shard: tuple[int, int], encoder,
     return manifest
 
 
-def _prepare(vectors_dir: str, mine: dict) -> None:
-    """Refuse a directory whose manifests have other settings; remove this shard's half-written files."""
+def _refuse_others(vectors_dir: str, mine: dict) -> None:
+    """Refuse a directory whose manifests have other settings than ``mine``."""
     for (i, n), other in read_manifests(vectors_dir).items():
         why = difference(other, mine)
         if why:
             raise ResourceError(f"the vectors in {vectors_dir} (shard {i}/{n}) {why}; pass another --out, or the "
                                 f"same settings as they were made with")
-    for stale in os.listdir(vectors_dir):  # a killed run's half-written files of this shard
-        m = TMP.match(stale)
-        if m and int(m.group(1)) % mine["shards"] == mine["shard"]:
-            os.remove(os.path.join(vectors_dir, stale))
 
 
 def _finished(vectors_dir: str, c: int, group: list[dict], dim: int) -> bool:
@@ -264,9 +264,10 @@ class VectorSet:
                                 f"--corpus {corpus}` into another directory")
         absent = [i for i in range(self.shards) if (i, self.shards) not in manifests]
         if absent:
-            raise ResourceError(f"shard{'s' if len(absent) > 1 else ''} "
-                                f"{', '.join(f'{i}/{self.shards}' for i in absent)} of {vectors_dir} "
-                                f"{'have' if len(absent) > 1 else 'has'} not been encoded: run `{self.rerun(absent[0])}`")
+            many = len(absent) > 1
+            raise ResourceError(f"shard{'s' if many else ''} {', '.join(f'{i}/{self.shards}' for i in absent)} of "
+                                f"{vectors_dir} {'have' if many else 'has'} not been encoded: run "
+                                f"`{self.rerun(absent[0])}`")
         counts = {m["chunks"] for m in manifests.values() if m.get("complete")}
         if not counts:
             raise ResourceError(f"no shard of {vectors_dir} has finished: run each again, e.g. `{self.rerun(0)}`")
@@ -323,8 +324,8 @@ class VectorSet:
                 ids = [str(p["id"]) for p in group]
                 if c >= self.count or self._read(c)[0] != ids:
                     raise ResourceError(f"chunk {c} of the vectors in {self.dir} is not of the passages of "
-                                        f"{self.corpus} at {c * self.chunk}..: they were made from another version of it; encode "
-                                        f"it again, e.g. `{self.rerun(c % self.shards)}` into a new directory")
+                                        f"{self.corpus} at {c * self.chunk}..: made from another version of it? "
+                                        f"rerun `{self.rerun(c % self.shards)}` (it encodes such chunks again)")
                 fh.writelines(f"{i}\n" for i in ids)
                 count, chunks = count + len(ids), c + 1
         if chunks != self.count:
