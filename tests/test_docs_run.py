@@ -52,6 +52,8 @@ SUBSTITUTE: dict[str, list[tuple[str, str]]] = {
         ("--num_processes 4", "--num_processes 2"),  # two cores in CI; no GPU: torchrun on CPU (gloo)
         ("accelerate launch", "accelerate launch --main_process_port 0"),  # a free port, not 29500: tests run beside
         ("--model meta-llama/Llama-3.1-8B-Instruct", "--model {tiny_llm}"),
+        ("data/psgs_w100.tsv", "fixtures/corpus.jsonl"),  # 155 passages, in 8 chunks of 20
+        ("--shard $I/$N --device cuda", "--shard $I/$N --device cpu --chunk 20"),
     ],
 }
 
