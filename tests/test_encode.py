@@ -236,3 +236,14 @@ def test_a_damaged_chunk_is_refused_then_encoded_again(runner, tmp_path, two_sha
     assert encode(runner, vecs, "0/2", tiny_encoder).exit_code == 0  # and chunk 2
     assert index(runner, tmp_path / "idx", "--vectors", str(vecs)).exit_code == 0
     assert same_bits(vectors_of(tmp_path / "idx")[1], vectors_of(one_process)[1])
+
+
+def test_a_shard_being_written_is_not_written_twice(runner, tmp_path, two_shards, tiny_encoder):
+    import fcntl
+
+    vecs = copy_of(two_shards, tmp_path)
+    with open(vecs / "vectors.1-of-2.lock", "a+") as held:  # another `cq encode --shard 1/2` running
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        result = encode(runner, vecs, "1/2", tiny_encoder, "-q")
+    lines = result.stderr.strip().splitlines()
+    assert result.exit_code == 1 and len(lines) == 1 and "another `cq encode` is writing this shard" in lines[0]

@@ -14,7 +14,8 @@ Every shard has its manifest, ``vectors.I-of-N.json``: the corpus fingerprint (i
 and last MiB; not its path, which other machines may mount elsewhere), the encoder (name, source, dim, normalised
 or not, DPR's question encoder), the chunk size, I and N, the chunks done, whether the shard finished (then the
 corpus' passage and chunk counts), and the cqtools version. Many shards share one directory, the natural use on a
-cluster; a shard run with other settings than the manifests already there is refused.
+cluster; a shard run with other settings than the manifests already there is refused. ``vectors.I-of-N.lock`` is the
+shard's flock: one `cq encode` writes a shard at a time.
 """
 from __future__ import annotations
 
@@ -191,8 +192,8 @@ def encode_shard(corpus: str, vectors_dir: str, shard: tuple[int, int], encoder,
         _write_json(os.path.join(vectors_dir, name), manifest)
     finally:
         lock.close()
-    log.info("encode: shard %d/%d done: %d of its chunks (%d passages encoded now, the rest before)", index, total,
-             len(done), encoded)
+    log.info("encode: shard %d/%d done: its %d chunks are in %s (%d passages encoded by this run)", index, total,
+             len(done), vectors_dir, encoded)
     return manifest
 
 
@@ -224,6 +225,8 @@ def _write_chunk(vectors_dir: str, c: int, group: list[dict], vectors) -> None:
     tmp = {ext: os.path.join(vectors_dir, f".chunk-{c:06d}.{ext}.tmp-{os.getpid()}") for ext in ("ids", "npy")}
     with open(tmp["ids"], "w", encoding="utf-8") as fh:
         fh.writelines(f"{p['id']}\n" for p in group)
+        fh.flush()
+        os.fsync(fh.fileno())
     with open(tmp["npy"], "wb") as fh:
         np.save(fh, vectors, allow_pickle=False)
         fh.flush()
@@ -268,10 +271,14 @@ class VectorSet:
             raise ResourceError(f"shard{'s' if many else ''} {', '.join(f'{i}/{self.shards}' for i in absent)} of "
                                 f"{vectors_dir} {'have' if many else 'has'} not been encoded: run "
                                 f"`{self.rerun(absent[0])}`")
-        counts = {m["chunks"] for m in manifests.values() if m.get("complete")}
+        counts = {(m["chunks"], m["passages"]) for m in manifests.values() if m.get("complete")}
         if not counts:
             raise ResourceError(f"no shard of {vectors_dir} has finished: run each again, e.g. `{self.rerun(0)}`")
-        self.count = counts.pop()
+        if len(counts) > 1:
+            raise ResourceError(f"the shards in {vectors_dir} read corpora of different lengths ({sorted(counts)} "
+                                f"chunks, passages): the corpus changed while they ran; encode it again into a new "
+                                f"directory")
+        self.count = counts.pop()[0]
         self._check_files()
 
     def rerun(self, shard: int) -> str:
