@@ -18,8 +18,8 @@ import pytest
 
 from .conftest import ROOT, SHARED, jsonl, parse_jsonl
 from .conftest_models import bm25_index  # noqa: F401 (BM25 only: the dense half of bm25_index took 16 of its 20 s)
-from .slurm_cluster import LocalSlurm, missing_programs
-from .test_docs_run import BLOCKS, DocRun, doc_env
+from .slurm_cluster import LocalSlurm, missing_programs, sbatch_wait
+from .test_docs_run import BLOCKS, DocRun, doc_env, substitute
 
 VENV_BIN = str(Path(sys.executable).parent)
 cluster = pytest.mark.cluster
@@ -115,6 +115,45 @@ def test_docs_array_script_through_sbatch_then_merge(slurm, tmp_path, tiny_causa
              stdin=run.workdir / "work/with_cq.jsonl", cwd=run.workdir)  # the script's command, unsharded
     assert (run.workdir / "work/answered.jsonl").read_bytes() == one
     print(f"merge of job {job}'s 2 shards == unsharded run: {len(one)} bytes, {lines(one)} records")
+
+
+@cluster
+def test_docs_encoding_array_through_sbatch_then_index_equals_one_process(slurm, tmp_path, bm25_index):
+    """docs/cluster.md's `cq encode` array script (two tasks, MiniLM on CPU, the fixture corpus in chunks of 20)
+    through `sbatch --wait`, then its `cq index --vectors` block: the index equals one `cq index --dense` process
+    (same docid file, bit-equal vectors). Only these two blocks run (not the doc's earlier ones)."""
+    import faiss
+    import numpy as np
+
+    doc = "docs/cluster.md"
+    env = {**doc_env("unused", tmp_path / "scratch"), **env_of(slurm), "CQ_TEST_SLURM": "1"}
+    (tmp_path / "doc").mkdir()
+    run = DocRun(doc, tmp_path / "doc", env, {"index": bm25_index})
+    blocks = [b for b in BLOCKS if b.doc == doc]
+    array, merge = next((a, m) for a, m in zip(blocks, blocks[1:]) if "cq encode" in a.text)
+    assert "#SBATCH --array" in array.text and "--vectors" in merge.text
+    script = substitute(array, run.fills)
+    assert "--array=0-1" in script and "--chunk 20" in script and "fixtures/corpus.jsonl" in script
+    submitted = sbatch_wait(script, run.workdir, run.env)
+    assert submitted.returncode == 0, submitted.stderr
+    job = re.search(r"job (\d+)", submitted.stdout).group(1)
+    assert job_field(slurm, job, "JobState") == "COMPLETED", submitted.stderr
+    vectors = Path(run.env["SCRATCH"]) / "vectors"
+    assert sorted(p.name for p in vectors.glob("vectors.*.json")) == ["vectors.0-of-2.json", "vectors.1-of-2.json"]
+    merged = run._bash(substitute(merge, run.fills))
+    assert merged.returncode == 0, merged.stderr
+    one = subprocess.run([f"{VENV_BIN}/cq", "index", "--corpus", "fixtures/corpus.jsonl", "--out", "one", "--dense",
+                          "--device", "cpu", "--chunk", "20", "--threads", "1"], cwd=run.workdir, capture_output=True,
+                         text=True, env={**run.env, "OMP_NUM_THREADS": "1"}, timeout=600)
+    assert one.returncode == 0, one.stderr
+    out = run.workdir / re.search(r"--out (\S+)", merge.text).group(1)
+    dense = {name: (path / "dense/docid").read_text() for name, path in (("merged", out), ("one", run.workdir / "one"))}
+    assert dense["merged"] == dense["one"] and dense["one"].count("\n") == 155
+    got, want = (faiss.read_index(str(path / "dense/index")) for path in (out, run.workdir / "one"))
+    got, want = got.reconstruct_n(0, got.ntotal), want.reconstruct_n(0, want.ntotal)
+    assert got.shape == want.shape and np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    print(f"docs/cluster.md encoding array: job {job} (2 tasks), merged index == one-process index "
+          f"({got.shape[0]} vectors of {got.shape[1]}, bit for bit)")
 
 
 @pytest.fixture(scope="module")

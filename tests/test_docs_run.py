@@ -53,6 +53,8 @@ SUBSTITUTE: dict[str, list[tuple[str, str]]] = {
         ("accelerate launch", "accelerate launch --main_process_port 0"),  # a free port, not 29500: tests run beside
         ("--model meta-llama/Llama-3.1-8B-Instruct", "--model {tiny_llm}"),
         ("BM25=wikipedia-dpr-100w DPR=wikipedia-dpr-100w.dpr-multi", "BM25={index} DPR={index}"),  # no downloads
+        ("data/psgs_w100.tsv", "fixtures/corpus.jsonl"),  # 155 passages, in 8 chunks of 20
+        ("--shard $I/$N --device cuda", "--shard $I/$N --device cpu --chunk 20"),
     ],
 }
 

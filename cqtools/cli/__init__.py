@@ -20,6 +20,7 @@ from ..terminal import safe
 COMMANDS = {
     "convert": "convert",
     "index": "index",
+    "encode": "encode",
     "retrieve": "retrieve",
     "rerank": "rerank",
     "detect": "detect",

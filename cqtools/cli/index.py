@@ -13,12 +13,13 @@ import click
 
 from ..errors import ResourceError
 from ..jsonl import remove_stale
+from .declared import declared_flags
 from .method_flags import method_options
 from .options import compose, device_options, load_options
-from ..models.roles import ENCODER
 from ..registry import INDEX_PARTS
 from ..retrieval.base import MATRIX_MAX_PASSAGES
 from ..retrieval.jvm import DEFAULT_XMX
+from ..retrieval.vectors import EncodeSettings
 
 log = logging.getLogger("cqtools")
 PART_OPTIONS, _ = method_options(INDEX_PARTS, skip=(), opt_flag=False)  # a plugin part's own flags
@@ -29,16 +30,12 @@ PART_OPTIONS, _ = method_options(INDEX_PARTS, skip=(), opt_flag=False)  # a plug
               help="Passages: JSONL {id, title, text} or DPR psgs_w100.tsv (id, text, title).")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Index directory to create.")
 @click.option("--dense", is_flag=True, help="Also build a dense faiss index (Pyserini layout).")
-@click.option("--encoder", default=ENCODER, show_default=True,
-              envvar="CQ_MODEL_ENCODER",
-              help="Passage encoder for --dense: a sentence-transformers model (normalised vectors) or a DPR "
-                   "context encoder such as facebook/dpr-ctx_encoder-multiset-base (CLS vectors, raw inner "
-                   "product); hub id, local dir or offline copy.")
-@click.option("--query-encoder", default=None,
-              help="DPR only: the question encoder recorded for `cq retrieve` [default: the context encoder's "
-                   "pair by DPR's naming, e.g. facebook/dpr-question_encoder-multiset-base].")
+@click.option("--vectors", type=click.Path(file_okay=False), metavar="DIR",
+              help="With --dense: index the vectors `cq encode` wrote into DIR (its shards, each checked to be of this "
+                   "corpus, by one encoder, every chunk there) instead of encoding the corpus here.")
+@declared_flags(EncodeSettings, "encoder", "query_encoder")
 @click.option("--threads", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="number of CPUs")
-@click.option("--batch-size", type=click.IntRange(min=1), default=128, show_default=True, help="Encoding batch size.")
+@declared_flags(EncodeSettings, "batch_size", "chunk")
 @click.option("--bm25-matrix", "bm25_matrix", type=click.Choice(["auto", "yes", "no"]), default="auto",
               show_default=True,
               help="Also write the BM25 term-document matrix, with which `cq retrieve` scores BM25 in numpy "
@@ -53,8 +50,8 @@ PART_OPTIONS, _ = method_options(INDEX_PARTS, skip=(), opt_flag=False)  # a plug
                    "when complete; any other non-empty directory is never touched.")
 @click.option("-q", "--quiet", is_flag=True, help="No info messages on stderr.")
 @compose(device_options, load_options, PART_OPTIONS)
-def cli(corpus, out_dir, dense, encoder, query_encoder, threads, batch_size, bm25_matrix, jvm_heap, overwrite, quiet,
-        device, dtype, **part_options):
+def cli(corpus, out_dir, dense, vectors, encoder, query_encoder, threads, batch_size, chunk, bm25_matrix, jvm_heap,
+        overwrite, quiet, device, dtype, **part_options):
     """Index a corpus for `cq retrieve`.
 
     The index is built in a temporary directory beside --out and moved into place only when
@@ -64,6 +61,10 @@ def cli(corpus, out_dir, dense, encoder, query_encoder, threads, batch_size, bm2
     Example:
       cq index --corpus passages.jsonl --out idx --dense
       cq retrieve --index idx --method hybrid --hits 20 < questions.jsonl | cq rerank
+
+    \b
+    A corpus encoded by many jobs (`cq encode --shard I/N --out vecs`), then indexed:
+      cq index --corpus passages.jsonl --out idx --dense --vectors vecs
 
     \b
     DPR (separate question and context encoders):
@@ -82,16 +83,25 @@ def cli(corpus, out_dir, dense, encoder, query_encoder, threads, batch_size, bm2
     from ..retrieval import jvm
 
     jvm.heap_option(jvm_heap, exact=True)  # a heap size the JVM takes, checked before anything is read
+    if vectors and not dense:
+        raise ResourceError("--vectors goes with --dense: pass both to index the vectors `cq encode` wrote")
+    if vectors:  # vectors are checked against the encoder asked for, any when none is
+        source = click.get_current_context().get_parameter_source("encoder")
+        encoder = None if source == click.core.ParameterSource.DEFAULT else encoder
     if not os.path.isfile(corpus):
         raise ResourceError(f"corpus {corpus} not found; pass a JSONL or DPR .tsv file of passages")
+    if vectors:  # refused now, not after the BM25 index is built (the build checks again, chunk by chunk)
+        from ..retrieval.vectors import VectorSet
+
+        VectorSet(vectors, corpus).check(encoder, query_encoder)
     parent = os.path.dirname(out_dir)
     os.makedirs(parent, exist_ok=True)
     name = os.path.basename(out_dir)
     remove_stale(parent, rf"^\.{re.escape(name)}\.(?:building|old)-(\d+)-")  # a killed build's leftovers
     build_dir = tempfile.mkdtemp(prefix=f".{name}.building-{os.getpid()}-", dir=parent)
     settings = {"threads": threads, "device": device, "dense": dense, "encoder": encoder,
-                "query_encoder": query_encoder, "batch_size": batch_size, "bm25_matrix": bm25_matrix,
-                "jvm_heap": jvm_heap}
+                "query_encoder": query_encoder, "batch_size": batch_size, "chunk": chunk, "bm25_matrix": bm25_matrix,
+                "vectors": os.path.abspath(vectors) if vectors else None, "jvm_heap": jvm_heap}
     try:
         build_index(corpus, build_dir, settings, part_options, run_config())
         _swap_in(build_dir, out_dir, replace)

@@ -17,7 +17,8 @@ def compose(*decorators):
     return apply
 
 
-def _shard(ctx, param, value):
+def parse_shard(ctx, param, value):
+    """`--shard I/N`'s callback: (I, N), or None when not given."""
     if value is None:
         return None
     try:
@@ -82,7 +83,7 @@ scale_options = compose(
     output_option,
     click.option(
         "--shard",
-        callback=_shard,
+        callback=parse_shard,
         metavar="I/N",
         help="Process only records whose position p satisfies p % N == I (cluster array jobs).",
     ),
@@ -252,6 +253,7 @@ def opt_pairs(ctx, param, values):
 
 __all__ = [
     "compose",
+    "parse_shard",
     "stream_options",
     "batch_option",
     "scale_options",

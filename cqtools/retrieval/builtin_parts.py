@@ -116,19 +116,26 @@ class DensePart(Part):
     flag = "--dense"
 
     def build(self, ctx) -> dict | None:
-        """With ``--dense``: the passages encoded by ``--encoder`` into a flat faiss index (Pyserini's layout)."""
+        """With ``--dense``: the passages encoded by ``--encoder`` into a flat faiss index (Pyserini's layout), or with
+        ``--vectors DIR`` the index of the vector files `cq encode` wrote there (:mod:`.vectors`), checked to be
+        this corpus' by that encoder."""
         from . import generation
-        from .dense import build_dense
+        from .dense import build_dense, index_vectors
 
         if not ctx.settings.get("dense"):
             return None
         start = time.perf_counter()
         settings = ctx.settings
-        info = build_dense(ctx.passages(), ctx.path(DENSE_DIR), settings["encoder"], settings["batch_size"],
-                           settings["device"], query_encoder=settings.get("query_encoder"), config=self.config)
+        if settings.get("vectors"):
+            info = index_vectors(settings["vectors"], ctx.corpus, ctx.path(DENSE_DIR), settings["encoder"],
+                                 settings.get("query_encoder"))
+        else:
+            info = build_dense(ctx.corpus, ctx.path(DENSE_DIR), settings["encoder"], settings["batch_size"],
+                               settings["device"], settings.get("chunk"), settings.get("query_encoder"), self.config)
         generation.write_dense(ctx.path(DENSE_DIR), ctx.generation)
         info["seconds"] = round(time.perf_counter() - start, 2)
-        log.info("dense: encoded %d passages in %.1f s", info["passages"], info["seconds"])
+        log.info("dense: %s %d passages in %.1f s", "indexed the vectors of" if settings.get("vectors") else "encoded",
+                 info["passages"], info["seconds"])
         return {"dense": info | {"dir": DENSE_DIR}}
 
     def open(self, index):

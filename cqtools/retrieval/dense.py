@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Iterable
+from typing import Callable, Iterator
 
-from .. import progress
 from ..errors import ResourceError
 from ..models import resolve
 from ..models.roles import role
@@ -50,55 +49,93 @@ def load_encoder(name: str, device: str = "cpu", role: str | None = None, config
     return model, load_bi_encoder(name, device, config)
 
 
-def build_dense(passages: Iterable[dict], out_dir: str, encoder: str, batch_size: int = 256,
-                device: str = "cpu", chunk: int = 8192, query_encoder: str | None = None, config=None) -> dict:
-    """Encode passages in chunks into a faiss IndexFlatIP; returns manifest info. The encoders load under the run
-    configuration ``config`` (`cq index`'s; None: one from the environment).
+class PassageEncoder:
+    """The passage side of a dense index, loaded once: :meth:`encode_chunk` gives a chunk of passages' vectors and
+    ``info`` what the index manifest records of it (encoder, source, dim, normalised or not, DPR's question encoder).
 
-    A sentence-transformers ``encoder`` encodes title, newline, text, L2-normalised; a DPR context
-    encoder encodes (title, text) pairs unnormalised, and ``query_encoder`` (default: its pair by
-    DPR's naming) is recorded as the encoder of questions."""
-    import faiss
-    import numpy as np
+    A sentence-transformers ``encoder`` encodes title, newline, text, L2-normalised; a DPR context encoder encodes
+    (title, text) pairs unnormalised, and ``query_encoder`` (default: its pair by DPR's naming) is recorded as the
+    encoder of questions. The encoders load under the run configuration ``config`` (None: one from the
+    environment)."""
 
-    from ..jsonl import batched
-    from ..models import dpr
+    def __init__(self, encoder: str, device: str = "cpu", query_encoder: str | None = None, config=None):
+        from ..models import dpr
 
-    model, st = load_encoder(encoder, device, role="context", config=config)
-    is_dpr = isinstance(st, dpr.DPREncoder)
-    if is_dpr:
-        query_encoder = query_encoder or dpr.question_encoder_for(encoder)
-        load_encoder(query_encoder, device, role="question", config=config)  # fail now, not after hours of encoding
-    elif query_encoder and query_encoder != encoder:
-        raise ResourceError(f"--query-encoder is for DPR context encoders; {encoder} encodes questions itself")
-    dim = _dimension(st)
-    index = faiss.IndexFlatIP(dim)
+        model, self.st = load_encoder(encoder, device, role="context", config=config)
+        self.is_dpr = isinstance(self.st, dpr.DPREncoder)
+        if self.is_dpr:
+            query_encoder = query_encoder or dpr.question_encoder_for(encoder)
+            load_encoder(query_encoder, device, role="question", config=config)  # fail now, not after hours
+        elif query_encoder and query_encoder != encoder:
+            raise ResourceError(f"--query-encoder is for DPR context encoders; {encoder} encodes questions itself")
+        self.info = {"encoder": model.name, "encoder_source": model.source, "dim": _dimension(self.st),
+                     "normalized": not self.is_dpr}
+        if self.is_dpr:
+            qm = resolve(query_encoder, announce=False, config=config)
+            self.info |= {"kind": "dpr", "query_encoder": qm.path if qm.source == "local" else qm.name,
+                          "pooling": "cls", "similarity": "inner product"}
+
+    def encode_chunk(self, passages: list[dict], batch_size: int, show_progress: bool = False):
+        """The passages' vectors: a C-contiguous float32 array, one row a passage."""
+        import numpy as np
+
+        if self.is_dpr:
+            vectors = self.st.encode([p["text"] for p in passages], titles=[p.get("title") or "" for p in passages],
+                                     batch_size=batch_size)
+        else:
+            vectors = self.st.encode([contents(p) for p in passages], batch_size=batch_size,
+                                     normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=show_progress)
+        return np.ascontiguousarray(vectors, dtype="float32")
+
+
+def build_dense(corpus: str, out_dir: str, encoder: str, batch_size: int | None = None, device: str = "cpu",
+                chunk: int | None = None, query_encoder: str | None = None, config=None) -> dict:
+    """Encode the passages of the file ``corpus`` into a faiss index in ``out_dir``; returns manifest info. The same
+    code as `cq encode` then `cq index --vectors` (:mod:`.vectors`): the chunks' vectors are written to files in a
+    temporary directory inside ``out_dir`` (removed after), then added in corpus order, so a one-process index and
+    one merged from shards are the same bits. ``batch_size`` and ``chunk`` default as `cq encode`'s flags do."""
+    import shutil
+
+    from . import vectors
+
+    settings = vectors.EncodeSettings()
+    passage_encoder = PassageEncoder(encoder, device, query_encoder, config)
     os.makedirs(out_dir, exist_ok=True)
-    count = 0
-    # On a terminal: passages encoded so far (rate) and sentence-transformers' own bar over each chunk's batches;
-    # elsewhere a log line per chunk.
-    with progress.bar("dense: encoding", "passage") as bar, open(os.path.join(out_dir, "docid"), "w") as ids_fh:
-        for group in batched(passages, chunk):
-            if is_dpr:
-                vectors = st.encode([p["text"] for p in group], titles=[p.get("title") or "" for p in group],
-                                    batch_size=batch_size)
-            else:
-                vectors = st.encode([contents(p) for p in group], batch_size=batch_size,
-                                    normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=not bar.disable)
-            index.add(np.ascontiguousarray(vectors, dtype="float32"))
-            ids_fh.writelines(f"{p['id']}\n" for p in group)
-            count += len(group)
-            bar.update(len(group))
-            if bar.disable:
-                log.info("dense: encoded %d passages", count)
-    faiss.write_index(index, os.path.join(out_dir, "index"))
-    info = {"encoder": model.name, "encoder_source": model.source, "dim": dim, "normalized": not is_dpr,
-            "passages": count}
-    if is_dpr:
-        qm = resolve(query_encoder, announce=False, config=config)
-        info |= {"kind": "dpr", "query_encoder": qm.path if qm.source == "local" else qm.name, "pooling": "cls",
-                 "similarity": "inner product"}
-    return info
+    tmp = os.path.join(out_dir, ".vectors")
+    try:
+        vectors.encode_shard(corpus, tmp, (0, 1), passage_encoder, chunk or settings.chunk,
+                             batch_size or settings.batch_size)
+        return index_vectors(tmp, corpus, out_dir)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def index_vectors(vectors_dir: str, corpus: str, out_dir: str, encoder: str | None = None,
+                  query_encoder: str | None = None) -> dict:
+    """The faiss index (``index``) and its row ids (``docid``) in ``out_dir`` from the vector files of
+    ``vectors_dir``, once they are checked to be every chunk of ``corpus`` (its ids in order) by one encoder
+    (``encoder``/``query_encoder``: the ones asked for, None: any); returns manifest info."""
+    import faiss
+
+    from ..formats import iter_corpus
+    from .vectors import VectorSet
+
+    found = VectorSet(vectors_dir, corpus)
+    found.check(encoder, query_encoder)
+    os.makedirs(out_dir, exist_ok=True)
+    count = found.write_docid(iter_corpus(corpus), os.path.join(out_dir, "docid"))
+    faiss.write_index(flat_index(found.info["dim"], found.chunks), os.path.join(out_dir, "index"))
+    return {**found.info, "passages": count}
+
+
+def flat_index(dim: int, chunks: Callable[[], Iterator]):
+    """An exact inner-product faiss index of the vectors ``chunks()`` yields, in that order."""
+    import faiss
+
+    index = faiss.IndexFlatIP(dim)
+    for vectors in chunks():
+        index.add(vectors)
+    return index
 
 
 def _dimension(encoder) -> int:
