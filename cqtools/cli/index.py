@@ -18,6 +18,7 @@ from .options import compose, device_options, load_options
 from ..models.roles import ENCODER
 from ..registry import INDEX_PARTS
 from ..retrieval.base import MATRIX_MAX_PASSAGES
+from ..retrieval.faiss_index import DEFAULT_FACTORY, DEFAULT_TRAIN_SAMPLE
 
 log = logging.getLogger("cqtools")
 PART_OPTIONS, _ = method_options(INDEX_PARTS, skip=(), opt_flag=False)  # a plugin part's own flags
@@ -36,6 +37,14 @@ PART_OPTIONS, _ = method_options(INDEX_PARTS, skip=(), opt_flag=False)  # a plug
 @click.option("--query-encoder", default=None,
               help="DPR only: the question encoder recorded for `cq retrieve` [default: the context encoder's "
                    "pair by DPR's naming, e.g. facebook/dpr-question_encoder-multiset-base].")
+@click.option("--faiss-index", "faiss_index", default=DEFAULT_FACTORY, show_default=True, metavar="TYPE",
+              help="faiss index type for --dense, an index_factory string: Flat (exact; Pyserini's layout), HNSW32 "
+                   "(graph, --ef-search), IVF4096,Flat / IVF4096,PQ64 (inverted lists, --nprobe), SQ8 ... "
+                   "(docs/architecture.md, docs/benchmarks/scale.md).")
+@click.option("--faiss-train-sample", "faiss_train_sample", type=click.IntRange(min=1), default=DEFAULT_TRAIN_SAMPLE,
+              show_default=True, metavar="N",
+              help="Vectors a trained --faiss-index type (IVF, PQ, SQ) learns from, drawn uniformly (seeded) from "
+                   "the corpus, at most all of it: 64 a list for IVF4096; 384 MiB at 384 dimensions.")
 @click.option("--threads", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="number of CPUs")
 @click.option("--batch-size", type=click.IntRange(min=1), default=128, show_default=True, help="Encoding batch size.")
 @click.option("--bm25-matrix", "bm25_matrix", type=click.Choice(["auto", "yes", "no"]), default="auto",
@@ -48,8 +57,8 @@ PART_OPTIONS, _ = method_options(INDEX_PARTS, skip=(), opt_flag=False)  # a plug
                    "when complete; any other non-empty directory is never touched.")
 @click.option("-q", "--quiet", is_flag=True, help="No info messages on stderr.")
 @compose(device_options, load_options, PART_OPTIONS)
-def cli(corpus, out_dir, dense, encoder, query_encoder, threads, batch_size, bm25_matrix, overwrite, quiet, device,
-        dtype, **part_options):
+def cli(corpus, out_dir, dense, encoder, query_encoder, faiss_index, faiss_train_sample, threads, batch_size,
+        bm25_matrix, overwrite, quiet, device, dtype, **part_options):
     """Index a corpus for `cq retrieve`.
 
     The index is built in a temporary directory beside --out and moved into place only when
@@ -74,6 +83,8 @@ def cli(corpus, out_dir, dense, encoder, query_encoder, threads, batch_size, bm2
     replace = _check_target(out_dir, corpus, overwrite)
     if query_encoder and not dense:
         raise ResourceError("--query-encoder goes with --dense (and a DPR --encoder)")
+    if faiss_index != DEFAULT_FACTORY and not dense:
+        raise ResourceError("--faiss-index goes with --dense")
     if not os.path.isfile(corpus):
         raise ResourceError(f"corpus {corpus} not found; pass a JSONL or DPR .tsv file of passages")
     parent = os.path.dirname(out_dir)
@@ -82,7 +93,8 @@ def cli(corpus, out_dir, dense, encoder, query_encoder, threads, batch_size, bm2
     remove_stale(parent, rf"^\.{re.escape(name)}\.(?:building|old)-(\d+)-")  # a killed build's leftovers
     build_dir = tempfile.mkdtemp(prefix=f".{name}.building-{os.getpid()}-", dir=parent)
     settings = {"threads": threads, "device": device, "dense": dense, "encoder": encoder,
-                "query_encoder": query_encoder, "batch_size": batch_size, "bm25_matrix": bm25_matrix}
+                "query_encoder": query_encoder, "batch_size": batch_size, "bm25_matrix": bm25_matrix,
+                "faiss_index": faiss_index, "faiss_train_sample": faiss_train_sample}
     try:
         build_index(corpus, build_dir, settings, part_options, run_config())
         _swap_in(build_dir, out_dir, replace)

@@ -105,31 +105,51 @@ class DensePart(Part):
     searchable = True
     flag = "--dense"
 
+    def check(self, ctx) -> None:
+        """With ``--dense``: ``--faiss-index`` is a type faiss builds for the encoder's dimension (the encoder
+        loads now, once: the build reuses it)."""
+        from .dense import _dimension, load_encoder
+        from .faiss_index import DEFAULT_FACTORY, check_factory
+
+        factory = ctx.settings.get("faiss_index") or DEFAULT_FACTORY
+        if ctx.settings.get("dense") and factory != DEFAULT_FACTORY:
+            _, encoder = load_encoder(ctx.settings["encoder"], ctx.settings["device"], role="context",
+                                      config=self.config)
+            check_factory(factory, _dimension(encoder))
+
     def build(self, ctx) -> dict | None:
-        """With ``--dense``: the passages encoded by ``--encoder`` into a flat faiss index (Pyserini's layout)."""
+        """With ``--dense``: the passages encoded by ``--encoder`` into a faiss index of type ``--faiss-index``
+        (Pyserini's layout)."""
         from . import generation
         from .dense import build_dense
+        from .faiss_index import DEFAULT_FACTORY, DEFAULT_TRAIN_SAMPLE
 
         if not ctx.settings.get("dense"):
             return None
         start = time.perf_counter()
         settings = ctx.settings
         info = build_dense(ctx.passages(), ctx.path(DENSE_DIR), settings["encoder"], settings["batch_size"],
-                           settings["device"], query_encoder=settings.get("query_encoder"), config=self.config)
+                           settings["device"], query_encoder=settings.get("query_encoder"), config=self.config,
+                           faiss_index=settings.get("faiss_index") or DEFAULT_FACTORY,
+                           train_sample=settings.get("faiss_train_sample") or DEFAULT_TRAIN_SAMPLE,
+                           expected=ctx.manifest.get("passages"))
         generation.write_dense(ctx.path(DENSE_DIR), ctx.generation)
         info["seconds"] = round(time.perf_counter() - start, 2)
         log.info("dense: encoded %d passages in %.1f s", info["passages"], info["seconds"])
         return {"dense": info | {"dir": DENSE_DIR}}
 
     def open(self, index):
-        """The faiss index searched with the query encoder ``encoder`` (default: the one the manifest records)."""
+        """The faiss index searched with the query encoder ``encoder`` (default: the one the manifest records) and
+        the knobs ``ef_search`` / ``nprobe`` (None: the type's default)."""
         from .dense import DenseSearcher, encoder_device
 
         info = index.manifest["dense"]
         return DenseSearcher(index.path(info.get("dir") or DENSE_DIR),
                              index.options.get("encoder") or info.get("query_encoder") or info["encoder"],
                              docstore=index.passages(), device=encoder_device(index.config),
-                             normalize=info.get("normalized", True), config=index.config)
+                             normalize=info.get("normalized", True), config=index.config,
+                             ef_search=index.options.get("ef_search"), nprobe=index.options.get("nprobe"),
+                             factory=info.get("faiss_index"))
 
 
 def register_parts(register) -> None:

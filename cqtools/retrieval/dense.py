@@ -10,6 +10,7 @@ for a flat inner-product index.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from typing import Iterable
@@ -21,6 +22,8 @@ from ..models.roles import role
 from . import generation
 from .base import rank, spread
 from .base import contents
+from .faiss_index import DEFAULT_FACTORY, DEFAULT_TRAIN_SAMPLE, build_faiss, built_info, check_factory, \
+    set_knobs
 
 log = logging.getLogger("cqtools")
 
@@ -51,8 +54,12 @@ def load_encoder(name: str, device: str = "cpu", role: str | None = None, config
 
 
 def build_dense(passages: Iterable[dict], out_dir: str, encoder: str, batch_size: int = 256,
-                device: str = "cpu", chunk: int = 8192, query_encoder: str | None = None, config=None) -> dict:
-    """Encode passages in chunks into a faiss IndexFlatIP; returns manifest info. The encoders load under the run
+                device: str = "cpu", chunk: int = 8192, query_encoder: str | None = None, config=None,
+                faiss_index: str = DEFAULT_FACTORY, train_sample: int = DEFAULT_TRAIN_SAMPLE,
+                expected: int | None = None) -> dict:
+    """Encode passages in chunks into a faiss index of type ``faiss_index`` (:mod:`.faiss_index`; Flat: an
+    IndexFlatIP); returns manifest info. The type is checked once the encoder is loaded, before any encoding
+    (``expected``: the passage count when known, for an IVF's list count). The encoders load under the run
     configuration ``config`` (`cq index`'s; None: one from the environment).
 
     A sentence-transformers ``encoder`` encodes title, newline, text, L2-normalised; a DPR context
@@ -72,28 +79,46 @@ def build_dense(passages: Iterable[dict], out_dir: str, encoder: str, batch_size
     elif query_encoder and query_encoder != encoder:
         raise ResourceError(f"--query-encoder is for DPR context encoders; {encoder} encodes questions itself")
     dim = _dimension(st)
-    index = faiss.IndexFlatIP(dim)
+    trains = not check_factory(faiss_index, dim, expected, train_sample).is_trained  # a bad type costs no encoding
     os.makedirs(out_dir, exist_ok=True)
+    spill = os.path.join(out_dir, "vectors.f32")  # a trained type reads the vectors twice: the second time from here
     count = 0
-    # On a terminal: passages encoded so far (rate) and sentence-transformers' own bar over each chunk's batches;
-    # elsewhere a log line per chunk.
-    with progress.bar("dense: encoding", "passage") as bar, open(os.path.join(out_dir, "docid"), "w") as ids_fh:
-        for group in batched(passages, chunk):
-            if is_dpr:
-                vectors = st.encode([p["text"] for p in group], titles=[p.get("title") or "" for p in group],
-                                    batch_size=batch_size)
-            else:
-                vectors = st.encode([contents(p) for p in group], batch_size=batch_size,
-                                    normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=not bar.disable)
-            index.add(np.ascontiguousarray(vectors, dtype="float32"))
-            ids_fh.writelines(f"{p['id']}\n" for p in group)
-            count += len(group)
-            bar.update(len(group))
-            if bar.disable:
-                log.info("dense: encoded %d passages", count)
+
+    def encoded():
+        nonlocal count
+        # On a terminal: passages encoded so far (rate) and sentence-transformers' own bar over each chunk's
+        # batches; elsewhere a log line per chunk.
+        with progress.bar("dense: encoding", "passage") as bar, open(os.path.join(out_dir, "docid"), "w") as ids_fh, \
+                (open(spill, "wb") if trains else contextlib.nullcontext()) as spill_fh:
+            for group in batched(passages, chunk):
+                if is_dpr:
+                    vectors = st.encode([p["text"] for p in group], titles=[p.get("title") or "" for p in group],
+                                        batch_size=batch_size)
+                else:
+                    vectors = st.encode([contents(p) for p in group], batch_size=batch_size, normalize_embeddings=True,
+                                        convert_to_numpy=True, show_progress_bar=not bar.disable)
+                vectors = np.ascontiguousarray(vectors, dtype="float32")
+                if spill_fh:
+                    spill_fh.write(vectors.tobytes())
+                ids_fh.writelines(f"{p['id']}\n" for p in group)
+                count += len(group)
+                bar.update(len(group))
+                if bar.disable:
+                    log.info("dense: encoded %d passages", count)
+                yield vectors
+
+    def spilled():
+        vectors = np.memmap(spill, dtype="float32", mode="r").reshape(-1, dim)
+        for start in range(0, len(vectors), chunk):
+            yield vectors[start:start + chunk]
+
+    calls = iter([encoded, spilled, spilled])
+    index = build_faiss(faiss_index, dim, lambda: next(calls)(), train_sample)
+    if os.path.exists(spill):
+        os.remove(spill)
     faiss.write_index(index, os.path.join(out_dir, "index"))
     info = {"encoder": model.name, "encoder_source": model.source, "dim": dim, "normalized": not is_dpr,
-            "passages": count}
+            "passages": count, **built_info(index, faiss_index, train_sample)}
     if is_dpr:
         qm = resolve(query_encoder, announce=False, config=config)
         info |= {"kind": "dpr", "query_encoder": qm.path if qm.source == "local" else qm.name, "pooling": "cls",
@@ -110,8 +135,11 @@ class DenseSearcher:
     normalised (sentence-transformers ones), and left as the encoder gives them for DPR ones."""
 
     def __init__(self, dense_dir: str, encoder: str, docstore, device: str = "cpu", batch_size: int = 64,
-                 normalize: bool = True, config=None):
-        """``config``: the run configuration the query encoder loads under (None: one from the environment)."""
+                 normalize: bool = True, config=None, ef_search: int | None = None, nprobe: int | None = None,
+                 factory: str | None = None):
+        """``config``: the run configuration the query encoder loads under (None: one from the environment);
+        ``ef_search`` / ``nprobe``: HNSW's and IVF's search knobs (None: the type's default; one the index has not
+        is an error naming its type, ``factory`` the string it was built from when known)."""
         path = os.path.join(dense_dir, "index")
         if not os.path.exists(path):
             raise ResourceError(f"no dense index in {dense_dir}; rebuild with `cq index --dense`")
@@ -122,6 +150,7 @@ class DenseSearcher:
             self.generation = (files.text(generation.FILE) or "").strip() or None
         finally:
             files.close()
+        knobs = set_knobs(self.index, ef_search, nprobe, factory)
         self.model, self.encoder = load_encoder(encoder, device, role="question", config=config)
         if _dimension(self.encoder) != self.index.d:
             raise ResourceError(f"query encoder {encoder} gives {_dimension(self.encoder)}-"
@@ -130,7 +159,7 @@ class DenseSearcher:
         self.docstore = docstore
         self.batch_size = batch_size
         self.normalize = normalize
-        self.params = {"encoder": self.model.name}
+        self.params = {"encoder": self.model.name, **knobs}
 
     def mixed(self) -> str | None:
         """Why the open faiss index and passage store are not one build (its row ids, spread over
