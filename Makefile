@@ -31,7 +31,7 @@ export CQ_MODELS
 
 include experiments.mk
 
-.PHONY: install data demo test test-fast test-slow test-cluster bench-retrieve bench-bm25-process bench-scale bench-chat bench-pipeline bench-smoke docs clean
+.PHONY: install data demo test test-fast test-slow test-cluster bench-retrieve bench-bm25-process bench-scale bench-scale-dense bench-chat bench-pipeline bench-smoke docs clean
 
 install: $(STAMP)
 
@@ -137,6 +137,11 @@ bench-bm25-process: $(STAMP)
 SCALE ?= 10000,100000,1000000
 bench-scale: $(STAMP)
 	$(BIN)/python bench/scale.py --data $(DATA) --work $(WORK)/bench-scale --scale $(SCALE) --out docs/benchmarks/retrieve.md
+
+# faiss index types (Flat, HNSW, IVF, SQ, PQ) at DENSE_N synthetic vectors shaped like the encoder's; ~30+ min at 1M.
+DENSE_N ?= 1000000
+bench-scale-dense: $(STAMP)
+	$(BIN)/python bench/scale_dense.py --data $(DATA) --work $(WORK)/bench-scale-dense --n $(DENSE_N) --out docs/benchmarks/scale.md
 
 clean:
 	rm -rf $(WORK)

@@ -229,3 +229,19 @@ def test_faiss_index_without_dense_is_refused(runner, tmp_path):
     result = runner.invoke(cli, ["index", "--corpus", str(FIXTURES / "corpus.jsonl"), "--out", str(tmp_path / "i"),
                                  "--faiss-index", "HNSW32"])
     assert result.exit_code != 0 and "--faiss-index goes with --dense" in result.stderr
+
+
+def test_a_trained_type_reads_its_spilled_vectors_and_leaves_none(runner, tmp_path, fixture_index, questions_text):
+    out = tmp_path / "ivf"
+    result = _index(runner, out, "--faiss-index", "IVF2,Flat", "--faiss-train-sample", "100")
+    assert result.exit_code == 0, result.stderr
+    dense = json.loads((out / "cq_index.json").read_text())["dense"]
+    assert (dense["faiss_index"], dense["trained"], dense["train_sample"]) == ("IVF2,Flat", True, 100)
+    assert sorted(os.listdir(out / "dense")) == ["docid", "generation", "index"]  # the spill is gone
+    runs = []
+    for index, extra in ((out, ["--nprobe", "2"]), (fixture_index, [])):  # every list probed: flat's ranking
+        result = runner.invoke(cli, ["retrieve", "--index", str(index), "--method", "dense", "--hits", "5", *extra],
+                               input=questions_text)
+        assert result.exit_code == 0, result.stderr
+        runs.append([[p["id"] for p in r["passages"]] for r in parse_jsonl(result.stdout)])
+    assert runs[0] == runs[1]

@@ -108,14 +108,12 @@ class DensePart(Part):
     def check(self, ctx) -> None:
         """With ``--dense``: ``--faiss-index`` is a type faiss builds for the encoder's dimension (the encoder
         loads now, once: the build reuses it)."""
-        from .dense import _dimension, load_encoder
+        from .dense import encoder_dimension
         from .faiss_index import DEFAULT_FACTORY, check_factory
 
         factory = ctx.settings.get("faiss_index") or DEFAULT_FACTORY
         if ctx.settings.get("dense") and factory != DEFAULT_FACTORY:
-            _, encoder = load_encoder(ctx.settings["encoder"], ctx.settings["device"], role="context",
-                                      config=self.config)
-            check_factory(factory, _dimension(encoder))
+            check_factory(factory, encoder_dimension(ctx.settings["encoder"], ctx.settings["device"], self.config))
 
     def build(self, ctx) -> dict | None:
         """With ``--dense``: the passages encoded by ``--encoder`` into a faiss index of type ``--faiss-index``

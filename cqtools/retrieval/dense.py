@@ -68,7 +68,6 @@ def build_dense(passages: Iterable[dict], out_dir: str, encoder: str, batch_size
     import faiss
     import numpy as np
 
-    from ..jsonl import batched
     from ..models import dpr
 
     model, st = load_encoder(encoder, device, role="context", config=config)
@@ -82,48 +81,60 @@ def build_dense(passages: Iterable[dict], out_dir: str, encoder: str, batch_size
     trains = not check_factory(faiss_index, dim, expected, train_sample).is_trained  # a bad type costs no encoding
     os.makedirs(out_dir, exist_ok=True)
     spill = os.path.join(out_dir, "vectors.f32")  # a trained type reads the vectors twice: the second time from here
-    count = 0
+    count, passes = [0], []
 
-    def encoded():
-        nonlocal count
-        # On a terminal: passages encoded so far (rate) and sentence-transformers' own bar over each chunk's
-        # batches; elsewhere a log line per chunk.
-        with progress.bar("dense: encoding", "passage") as bar, open(os.path.join(out_dir, "docid"), "w") as ids_fh, \
-                (open(spill, "wb") if trains else contextlib.nullcontext()) as spill_fh:
-            for group in batched(passages, chunk):
-                if is_dpr:
-                    vectors = st.encode([p["text"] for p in group], titles=[p.get("title") or "" for p in group],
-                                        batch_size=batch_size)
-                else:
-                    vectors = st.encode([contents(p) for p in group], batch_size=batch_size, normalize_embeddings=True,
-                                        convert_to_numpy=True, show_progress_bar=not bar.disable)
-                vectors = np.ascontiguousarray(vectors, dtype="float32")
-                if spill_fh:
-                    spill_fh.write(vectors.tobytes())
-                ids_fh.writelines(f"{p['id']}\n" for p in group)
-                count += len(group)
-                bar.update(len(group))
-                if bar.disable:
-                    log.info("dense: encoded %d passages", count)
-                yield vectors
-
-    def spilled():
+    def chunks():  # build_faiss reads the vectors once (Flat, HNSW), or twice (a trained type: then from the spill)
+        passes.append(len(passes))
+        if len(passes) == 1:
+            return _encoded(st, is_dpr, passages, out_dir, chunk, batch_size, spill if trains else None, count)
         vectors = np.memmap(spill, dtype="float32", mode="r").reshape(-1, dim)
-        for start in range(0, len(vectors), chunk):
-            yield vectors[start:start + chunk]
+        return (vectors[start:start + chunk] for start in range(0, len(vectors), chunk))
 
-    calls = iter([encoded, spilled, spilled])
-    index = build_faiss(faiss_index, dim, lambda: next(calls)(), train_sample)
+    index = build_faiss(faiss_index, dim, chunks, train_sample)
     if os.path.exists(spill):
         os.remove(spill)
     faiss.write_index(index, os.path.join(out_dir, "index"))
     info = {"encoder": model.name, "encoder_source": model.source, "dim": dim, "normalized": not is_dpr,
-            "passages": count, **built_info(index, faiss_index, train_sample)}
+            "passages": count[0], **built_info(index, faiss_index, train_sample)}
     if is_dpr:
         qm = resolve(query_encoder, announce=False, config=config)
         info |= {"kind": "dpr", "query_encoder": qm.path if qm.source == "local" else qm.name, "pooling": "cls",
                  "similarity": "inner product"}
     return info
+
+
+def _encoded(st, is_dpr: bool, passages, out_dir: str, chunk: int, batch_size: int, spill: str | None, count: list):
+    """The passages' vectors, a float32 array a ``chunk`` of passages, their ids written to ``docid`` (and the
+    vectors to ``spill`` when given) as they go; ``count[0]``: passages encoded so far."""
+    import numpy as np
+
+    from ..jsonl import batched
+
+    # On a terminal: passages encoded so far (rate) and sentence-transformers' own bar over each chunk's batches;
+    # elsewhere a log line per chunk.
+    with progress.bar("dense: encoding", "passage") as bar, open(os.path.join(out_dir, "docid"), "w") as ids_fh, \
+            (open(spill, "wb") if spill else contextlib.nullcontext()) as spill_fh:
+        for group in batched(passages, chunk):
+            if is_dpr:
+                vectors = st.encode([p["text"] for p in group], titles=[p.get("title") or "" for p in group],
+                                    batch_size=batch_size)
+            else:
+                vectors = st.encode([contents(p) for p in group], batch_size=batch_size, normalize_embeddings=True,
+                                    convert_to_numpy=True, show_progress_bar=not bar.disable)
+            vectors = np.ascontiguousarray(vectors, dtype="float32")
+            if spill_fh:
+                spill_fh.write(vectors.tobytes())
+            ids_fh.writelines(f"{p['id']}\n" for p in group)
+            count[0] += len(group)
+            bar.update(len(group))
+            if bar.disable:
+                log.info("dense: encoded %d passages", count[0])
+            yield vectors
+
+
+def encoder_dimension(name: str, device: str = "cpu", config=None) -> int:
+    """The dimension of the passage vectors encoder ``name`` gives (it loads once per process)."""
+    return _dimension(load_encoder(name, device, role="context", config=config)[1])
 
 
 def _dimension(encoder) -> int:
