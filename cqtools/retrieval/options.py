@@ -45,8 +45,8 @@ def _encoder():
 
 
 def _ef_search():
-    return option(None, "HNSW dense indexes: candidates kept while searching the graph (faiss's efSearch; more: "
-                        "higher recall, slower; at least --hits for a full list) [default: faiss's, 16]", min=1,
+    return option(None, "HNSW dense indexes: candidates kept while searching the graph (faiss's efSearch, raised "
+                        "to --hits when lower; more: higher recall, slower) [default: faiss's, 16]", min=1,
                   metavar="N")
 
 
