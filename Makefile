@@ -31,7 +31,7 @@ export CQ_MODELS
 
 include experiments.mk
 
-.PHONY: install data demo test test-fast test-slow test-cluster bench-retrieve bench-bm25-process bench-scale bench-chat bench-pipeline bench-smoke docs clean
+.PHONY: install data demo test test-fast test-slow test-cluster bench-retrieve bench-bm25-process bench-scale bench-scale-dense bench-chat bench-pipeline bench-smoke docs clean
 
 install: $(STAMP)
 
@@ -150,6 +150,11 @@ bench-encode: $(STAMP)
 	  --out docs/benchmarks/scale.md
 
 .PHONY: bench-corpus bench-encode
+
+# faiss index types (Flat, HNSW, IVF, SQ, PQ) at DENSE_N synthetic vectors shaped like the encoder's; ~30+ min at 1M.
+DENSE_N ?= 1000000
+bench-scale-dense: $(STAMP)
+	$(BIN)/python bench/scale_dense.py --data $(DATA) --work $(WORK)/bench-scale-dense --n $(DENSE_N) --out docs/benchmarks/scale.md
 
 clean:
 	rm -rf $(WORK)

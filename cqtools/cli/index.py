@@ -20,6 +20,7 @@ from ..registry import INDEX_PARTS
 from ..retrieval.base import MATRIX_MAX_PASSAGES
 from ..retrieval.jvm import DEFAULT_XMX
 from ..retrieval.vectors import EncodeSettings
+from ..retrieval.faiss_index import DEFAULT_FACTORY, DEFAULT_TRAIN_SAMPLE
 
 log = logging.getLogger("cqtools")
 PART_OPTIONS, _ = method_options(INDEX_PARTS, skip=(), opt_flag=False)  # a plugin part's own flags
@@ -34,6 +35,14 @@ PART_OPTIONS, _ = method_options(INDEX_PARTS, skip=(), opt_flag=False)  # a plug
               help="With --dense: index the vectors `cq encode` wrote into DIR (its shards, each checked to be of this "
                    "corpus, by one encoder, every chunk there) instead of encoding the corpus here.")
 @declared_flags(EncodeSettings, "encoder", "query_encoder")
+@click.option("--faiss-index", "faiss_index", default=DEFAULT_FACTORY, show_default=True, metavar="TYPE",
+              help="faiss index type for --dense, an index_factory string: Flat (exact; Pyserini's layout), HNSW32 "
+                   "(graph, --ef-search), IVF4096,Flat / IVF4096,PQ64 (inverted lists, --nprobe), SQ8 ... "
+                   "(docs/architecture.md, docs/benchmarks/scale.md).")
+@click.option("--faiss-train-sample", "faiss_train_sample", type=click.IntRange(min=1), default=DEFAULT_TRAIN_SAMPLE,
+              show_default=True, metavar="N",
+              help="Vectors a trained --faiss-index type (IVF, PQ, SQ) learns from, drawn uniformly (seeded) from "
+                   "the corpus, at most all of it: 64 a list for IVF4096; 384 MiB at 384 dimensions.")
 @click.option("--threads", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="number of CPUs")
 @declared_flags(EncodeSettings, "batch_size", "chunk")
 @click.option("--bm25-matrix", "bm25_matrix", type=click.Choice(["auto", "yes", "no"]), default="auto",
@@ -50,8 +59,8 @@ PART_OPTIONS, _ = method_options(INDEX_PARTS, skip=(), opt_flag=False)  # a plug
                    "when complete; any other non-empty directory is never touched.")
 @click.option("-q", "--quiet", is_flag=True, help="No info messages on stderr.")
 @compose(device_options, load_options, PART_OPTIONS)
-def cli(corpus, out_dir, dense, vectors, encoder, query_encoder, threads, batch_size, chunk, bm25_matrix, jvm_heap,
-        overwrite, quiet, device, dtype, **part_options):
+def cli(corpus, out_dir, dense, vectors, encoder, query_encoder, faiss_index, faiss_train_sample, threads,
+        batch_size, chunk, bm25_matrix, jvm_heap, overwrite, quiet, device, dtype, **part_options):
     """Index a corpus for `cq retrieve`.
 
     The index is built in a temporary directory beside --out and moved into place only when
@@ -88,6 +97,8 @@ def cli(corpus, out_dir, dense, vectors, encoder, query_encoder, threads, batch_
     if vectors:  # vectors are checked against the encoder asked for, any when none is
         source = click.get_current_context().get_parameter_source("encoder")
         encoder = None if source == click.core.ParameterSource.DEFAULT else encoder
+    if faiss_index != DEFAULT_FACTORY and not dense:
+        raise ResourceError("--faiss-index goes with --dense")
     if not os.path.isfile(corpus):
         raise ResourceError(f"corpus {corpus} not found; pass a JSONL or DPR .tsv file of passages")
     if vectors:  # refused now, not after the BM25 index is built (the build checks again, chunk by chunk)
@@ -101,7 +112,8 @@ def cli(corpus, out_dir, dense, vectors, encoder, query_encoder, threads, batch_
     build_dir = tempfile.mkdtemp(prefix=f".{name}.building-{os.getpid()}-", dir=parent)
     settings = {"threads": threads, "device": device, "dense": dense, "encoder": encoder,
                 "query_encoder": query_encoder, "batch_size": batch_size, "chunk": chunk, "bm25_matrix": bm25_matrix,
-                "vectors": os.path.abspath(vectors) if vectors else None, "jvm_heap": jvm_heap}
+                "vectors": os.path.abspath(vectors) if vectors else None, "jvm_heap": jvm_heap,
+                "faiss_index": faiss_index, "faiss_train_sample": faiss_train_sample}
     try:
         build_index(corpus, build_dir, settings, part_options, run_config())
         _swap_in(build_dir, out_dir, replace)

@@ -115,23 +115,45 @@ class DensePart(Part):
     searchable = True
     flag = "--dense"
 
+    def check(self, ctx) -> None:
+        """With ``--dense``: ``--faiss-index`` is a type faiss builds for the vectors' dimension (the encoder's,
+        which loads now, once: the build reuses it; or, with ``--vectors``, theirs)."""
+        from .dense import encoder_dimension
+        from .faiss_index import DEFAULT_FACTORY, check_factory
+
+        factory = ctx.settings.get("faiss_index") or DEFAULT_FACTORY
+        if not ctx.settings.get("dense") or factory == DEFAULT_FACTORY:
+            return
+        if ctx.settings.get("vectors"):  # the vectors' own dimension: no encoder loads
+            from .vectors import VectorSet
+
+            dim = VectorSet(ctx.settings["vectors"], ctx.corpus).info["dim"]
+        else:
+            dim = encoder_dimension(ctx.settings["encoder"], ctx.settings["device"], self.config)
+        check_factory(factory, dim)
+
     def build(self, ctx) -> dict | None:
-        """With ``--dense``: the passages encoded by ``--encoder`` into a flat faiss index (Pyserini's layout), or with
-        ``--vectors DIR`` the index of the vector files `cq encode` wrote there (:mod:`.vectors`), checked to be
-        this corpus' by that encoder."""
+        """With ``--dense``: the passages encoded by ``--encoder`` into a faiss index of type ``--faiss-index``
+        (Pyserini's layout), or with ``--vectors DIR`` the index of the vector files `cq encode` wrote there
+        (:mod:`.vectors`), checked to be this corpus' by that encoder."""
         from . import generation
         from .dense import build_dense, index_vectors
+        from .faiss_index import DEFAULT_FACTORY, DEFAULT_TRAIN_SAMPLE
 
         if not ctx.settings.get("dense"):
             return None
         start = time.perf_counter()
         settings = ctx.settings
+        faiss = {"faiss_index": settings.get("faiss_index") or DEFAULT_FACTORY,
+                 "train_sample": settings.get("faiss_train_sample") or DEFAULT_TRAIN_SAMPLE,
+                 "expected": ctx.manifest.get("passages")}
         if settings.get("vectors"):
             info = index_vectors(settings["vectors"], ctx.corpus, ctx.path(DENSE_DIR), settings["encoder"],
-                                 settings.get("query_encoder"))
+                                 settings.get("query_encoder"), **faiss)
         else:
             info = build_dense(ctx.corpus, ctx.path(DENSE_DIR), settings["encoder"], settings["batch_size"],
-                               settings["device"], settings.get("chunk"), settings.get("query_encoder"), self.config)
+                               settings["device"], settings.get("chunk"), settings.get("query_encoder"), self.config,
+                               **faiss)
         generation.write_dense(ctx.path(DENSE_DIR), ctx.generation)
         info["seconds"] = round(time.perf_counter() - start, 2)
         log.info("dense: %s %d passages in %.1f s", "indexed the vectors of" if settings.get("vectors") else "encoded",
@@ -139,14 +161,17 @@ class DensePart(Part):
         return {"dense": info | {"dir": DENSE_DIR}}
 
     def open(self, index):
-        """The faiss index searched with the query encoder ``encoder`` (default: the one the manifest records)."""
+        """The faiss index searched with the query encoder ``encoder`` (default: the one the manifest records) and
+        the knobs ``ef_search`` / ``nprobe`` (None: the type's default)."""
         from .dense import DenseSearcher, encoder_device
 
         info = index.manifest["dense"]
         return DenseSearcher(index.path(info.get("dir") or DENSE_DIR),
                              index.options.get("encoder") or info.get("query_encoder") or info["encoder"],
                              docstore=index.passages(), device=encoder_device(index.config),
-                             normalize=info.get("normalized", True), config=index.config)
+                             normalize=info.get("normalized", True), config=index.config,
+                             ef_search=index.options.get("ef_search"), nprobe=index.options.get("nprobe"),
+                             factory=info.get("faiss_index"))
 
 
 def register_parts(register) -> None:

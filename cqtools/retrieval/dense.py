@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Callable, Iterator
 
 from ..errors import ResourceError
 from ..models import resolve
@@ -20,6 +19,8 @@ from ..models.roles import role
 from . import generation
 from .base import rank, spread
 from .base import contents
+from .faiss_index import DEFAULT_FACTORY, DEFAULT_TRAIN_SAMPLE, build_faiss, built_info, check_factory, \
+    set_knobs
 
 log = logging.getLogger("cqtools")
 
@@ -89,32 +90,39 @@ class PassageEncoder:
 
 
 def build_dense(corpus: str, out_dir: str, encoder: str, batch_size: int | None = None, device: str = "cpu",
-                chunk: int | None = None, query_encoder: str | None = None, config=None) -> dict:
-    """Encode the passages of the file ``corpus`` into a faiss index in ``out_dir``; returns manifest info. The same
-    code as `cq encode` then `cq index --vectors` (:mod:`.vectors`): the chunks' vectors are written to files in a
-    temporary directory inside ``out_dir`` (removed after), then added in corpus order, so a one-process index and
-    one merged from shards are the same bits. ``batch_size`` and ``chunk`` default as `cq encode`'s flags do."""
+                chunk: int | None = None, query_encoder: str | None = None, config=None,
+                faiss_index: str = DEFAULT_FACTORY, train_sample: int = DEFAULT_TRAIN_SAMPLE,
+                expected: int | None = None) -> dict:
+    """Encode the passages of the file ``corpus`` into a faiss index of type ``faiss_index`` (:mod:`.faiss_index`;
+    Flat: an IndexFlatIP) in ``out_dir``; returns manifest info. The same code as `cq encode` then `cq index
+    --vectors` (:mod:`.vectors`): the chunks' vectors are written to files in a temporary directory inside
+    ``out_dir`` (removed after), then added in corpus order (a trained type reads them twice: a sample, then all),
+    so a one-process index and one merged from shards are the same bits. ``batch_size`` and ``chunk`` default as
+    `cq encode`'s flags do; ``expected``: the passage count when known (an IVF's list count is checked on it)."""
     import shutil
 
     from . import vectors
 
     settings = vectors.EncodeSettings()
     passage_encoder = PassageEncoder(encoder, device, query_encoder, config)
+    check_factory(faiss_index, passage_encoder.info["dim"], expected, train_sample)  # a bad type costs no encoding
     os.makedirs(out_dir, exist_ok=True)
     tmp = os.path.join(out_dir, ".vectors")
     try:
         vectors.encode_shard(corpus, tmp, (0, 1), passage_encoder, chunk or settings.chunk,
                              batch_size or settings.batch_size)
-        return index_vectors(tmp, corpus, out_dir)
+        return index_vectors(tmp, corpus, out_dir, faiss_index=faiss_index, train_sample=train_sample,
+                             expected=expected)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
 def index_vectors(vectors_dir: str, corpus: str, out_dir: str, encoder: str | None = None,
-                  query_encoder: str | None = None) -> dict:
-    """The faiss index (``index``) and its row ids (``docid``) in ``out_dir`` from the vector files of
-    ``vectors_dir``, once they are checked to be every chunk of ``corpus`` (its ids in order) by one encoder
-    (``encoder``/``query_encoder``: the ones asked for, None: any); returns manifest info."""
+                  query_encoder: str | None = None, faiss_index: str = DEFAULT_FACTORY,
+                  train_sample: int = DEFAULT_TRAIN_SAMPLE, expected: int | None = None) -> dict:
+    """The faiss index (``index``, of type ``faiss_index``) and its row ids (``docid``) in ``out_dir`` from the
+    vector files of ``vectors_dir``, once they are checked to be every chunk of ``corpus`` (its ids in order) by one
+    encoder (``encoder``/``query_encoder``: the ones asked for, None: any); returns manifest info."""
     import faiss
 
     from ..formats import iter_corpus
@@ -122,20 +130,17 @@ def index_vectors(vectors_dir: str, corpus: str, out_dir: str, encoder: str | No
 
     found = VectorSet(vectors_dir, corpus)
     found.check(encoder, query_encoder)
+    check_factory(faiss_index, found.info["dim"], expected, train_sample)
     os.makedirs(out_dir, exist_ok=True)
     count = found.write_docid(iter_corpus(corpus), os.path.join(out_dir, "docid"))
-    faiss.write_index(flat_index(found.info["dim"], found.chunks), os.path.join(out_dir, "index"))
-    return {**found.info, "passages": count}
+    index = build_faiss(faiss_index, found.info["dim"], found.chunks, train_sample)
+    faiss.write_index(index, os.path.join(out_dir, "index"))
+    return {**found.info, "passages": count, **built_info(index, faiss_index, train_sample)}
 
 
-def flat_index(dim: int, chunks: Callable[[], Iterator]):
-    """An exact inner-product faiss index of the vectors ``chunks()`` yields, in that order."""
-    import faiss
-
-    index = faiss.IndexFlatIP(dim)
-    for vectors in chunks():
-        index.add(vectors)
-    return index
+def encoder_dimension(name: str, device: str = "cpu", config=None) -> int:
+    """The dimension of the passage vectors encoder ``name`` gives (it loads once per process)."""
+    return _dimension(load_encoder(name, device, role="context", config=config)[1])
 
 
 def _dimension(encoder) -> int:
@@ -147,8 +152,11 @@ class DenseSearcher:
     normalised (sentence-transformers ones), and left as the encoder gives them for DPR ones."""
 
     def __init__(self, dense_dir: str, encoder: str, docstore, device: str = "cpu", batch_size: int = 64,
-                 normalize: bool = True, config=None):
-        """``config``: the run configuration the query encoder loads under (None: one from the environment)."""
+                 normalize: bool = True, config=None, ef_search: int | None = None, nprobe: int | None = None,
+                 factory: str | None = None):
+        """``config``: the run configuration the query encoder loads under (None: one from the environment);
+        ``ef_search`` / ``nprobe``: HNSW's and IVF's search knobs (None: the type's default; one the index has not
+        is an error naming its type, ``factory`` the string it was built from when known)."""
         path = os.path.join(dense_dir, "index")
         if not os.path.exists(path):
             raise ResourceError(f"no dense index in {dense_dir}; rebuild with `cq index --dense`")
@@ -159,6 +167,7 @@ class DenseSearcher:
             self.generation = (files.text(generation.FILE) or "").strip() or None
         finally:
             files.close()
+        knobs = set_knobs(self.index, ef_search, nprobe, factory)
         self.model, self.encoder = load_encoder(encoder, device, role="question", config=config)
         if _dimension(self.encoder) != self.index.d:
             raise ResourceError(f"query encoder {encoder} gives {_dimension(self.encoder)}-"
@@ -167,7 +176,7 @@ class DenseSearcher:
         self.docstore = docstore
         self.batch_size = batch_size
         self.normalize = normalize
-        self.params = {"encoder": self.model.name}
+        self.params = {"encoder": self.model.name, **knobs}
 
     def mixed(self) -> str | None:
         """Why the open faiss index and passage store are not one build (its row ids, spread over

@@ -60,13 +60,17 @@ class DenseFiles:
             return fh.read()
 
     def read_index(self, name: str = "index"):
+        """The faiss index, memory-mapped through this handle where faiss can (:func:`.faiss_index.open_index`:
+        the mapping outlives the handle and the directory's swap), else read whole."""
         import faiss
+
+        from .faiss_index import open_index
 
         fd = os.open(name, os.O_RDONLY, dir_fd=self.dir_fd)
         try:
             proc = f"/proc/self/fd/{fd}"
             if os.path.exists(proc):
-                return faiss.read_index(proc)
+                return open_index(proc)
             with open(fd, "rb", closefd=False) as fh:  # no /proc: read the bytes through the handle
                 import numpy as np
 

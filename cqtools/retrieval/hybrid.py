@@ -66,6 +66,8 @@ class HybridSearcher:
                        "depth": "k" if fusion == "pool" else depth or "max(2k, 100)"}
         encoders = [side.params["encoder"] for side in (first, second) if "encoder" in getattr(side, "params", {})]
         self.params |= {"encoder": encoders[0]} if encoders else {}
+        for knob in ("ef_search", "nprobe"):  # the dense side's faiss knobs, when set
+            self.params |= {knob: side.params[knob] for side in (first, second) if knob in getattr(side, "params", {})}
         self.params |= {"parts": list(parts)} if parts else {}
 
     def search(self, query: str, k: int) -> list[dict]:

@@ -44,6 +44,17 @@ def _encoder():
                         "DPR question encoder]")
 
 
+def _ef_search():
+    return option(None, "HNSW dense indexes: candidates kept while searching the graph (faiss's efSearch, raised "
+                        "to --hits when lower; more: higher recall, slower) [default: faiss's, 16]", min=1,
+                  metavar="N")
+
+
+def _nprobe():
+    return option(None, "IVF dense indexes: inverted lists searched per query (faiss's nprobe; more: higher "
+                        "recall, slower) [default: faiss's, 1]", min=1, metavar="N")
+
+
 @dataclass(frozen=True)
 class Bm25Options:
     """Anserini's BM25 (Lucene)"""
@@ -58,6 +69,8 @@ class DenseOptions:
     """faiss inner product over the index's dense part (sentence-transformers or DPR)"""
 
     encoder: str | None = _encoder()
+    ef_search: int | None = _ef_search()
+    nprobe: int | None = _nprobe()
 
 
 @dataclass(frozen=True)
@@ -65,6 +78,8 @@ class HybridOptions:
     """bm25 + dense, fused by --fusion"""
 
     encoder: str | None = _encoder()
+    ef_search: int | None = _ef_search()
+    nprobe: int | None = _nprobe()
     fusion: str = option(FUSION, "reciprocal rank (rrf), Pyserini's normalised interpolation (linear), or pool (both "
                                  "sides' top --hits, up to twice as many passages, in rrf order: ToC's pool)",
                          choices=("rrf", "linear", "pool"))

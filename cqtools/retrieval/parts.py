@@ -11,6 +11,8 @@ A part is registered in :data:`cqtools.registry.INDEX_PARTS` through the ``regis
   ``cq retrieve --method NAME`` searches it alone, so a plugin registers no searcher of that name, and
   ``--method hybrid --parts A,B`` fuses it with any other), else a helper another part opens (the BM25
   matrix, a scorer of ``bm25``);
+* optionally ``check(ctx: BuildContext)``: refuse the build's settings (a one-line error) before any part
+  builds;
 * optionally ``flag``: the ``cq index`` flag that builds it (named when an index lacks the part), and an
   options dataclass given to ``register(..., options=...)``: its fields are ``cq index`` flags.
 
@@ -82,10 +84,14 @@ def build_index(corpus: str, out: str, settings: dict, options: dict, config) ->
     from . import generation
 
     ctx = BuildContext(os.path.abspath(corpus), out, generation.new(), settings)
+    made = [(part, part.build(config, **{k: v for k, v in options.items() if v is not None and part.option(k)}))
+            for part in INDEX_PARTS.methods()]
+    for _, builder in made:  # every part's settings refused before any part spends time building
+        if hasattr(builder, "check"):
+            builder.check(ctx)
     built = []
-    for part in INDEX_PARTS.methods():
-        entries = part.build(config, **{k: v for k, v in options.items() if v is not None and part.option(k)}
-                             ).build(ctx)
+    for part, builder in made:
+        entries = builder.build(ctx)
         if entries is not None:
             ctx.manifest.update(entries)
             built.append(part.name)

@@ -147,7 +147,7 @@ def open_searcher(name: str, parts: tuple[str, ...], options: dict, config):
     # Pyserini encodes queries as the model gives them: DPR vectors raw, a sentence-transformers model
     # with its own normalisation (if any)
     dense = DenseSearcher(index.path, query_encoder, docstore=sparse, device=encoder_device(config), normalize=False,
-                          config=config)
+                          config=config, ef_search=options.get("ef_search"), nprobe=options.get("nprobe"))
     dense.params = {**dense.params, "prebuilt": name, "index_path": index.path}
     return dense if method == "dense" else fuse([sparse, dense], parts, options)
 
