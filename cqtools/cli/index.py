@@ -87,24 +87,12 @@ def cli(corpus, out_dir, dense, vectors, encoder, query_encoder, faiss_index, fa
         log.setLevel(logging.WARNING)
     out_dir = os.path.abspath(out_dir)
     replace = _check_target(out_dir, corpus, overwrite)
-    if query_encoder and not dense:
-        raise ResourceError("--query-encoder goes with --dense (and a DPR --encoder)")
     from ..retrieval import jvm
 
     jvm.heap_option(jvm_heap, exact=True)  # a heap size the JVM takes, checked before anything is read
-    if vectors and not dense:
-        raise ResourceError("--vectors goes with --dense: pass both to index the vectors `cq encode` wrote")
-    if vectors:  # vectors are checked against the encoder asked for, any when none is
-        source = click.get_current_context().get_parameter_source("encoder")
-        encoder = None if source == click.core.ParameterSource.DEFAULT else encoder
-    if faiss_index != DEFAULT_FACTORY and not dense:
-        raise ResourceError("--faiss-index goes with --dense")
     if not os.path.isfile(corpus):
         raise ResourceError(f"corpus {corpus} not found; pass a JSONL or DPR .tsv file of passages")
-    if vectors:  # refused now, not after the BM25 index is built (the build checks again, chunk by chunk)
-        from ..retrieval.vectors import VectorSet
-
-        VectorSet(vectors, corpus).check(encoder, query_encoder)
+    encoder = _check_dense(corpus, dense, vectors, encoder, query_encoder, faiss_index)
     parent = os.path.dirname(out_dir)
     os.makedirs(parent, exist_ok=True)
     name = os.path.basename(out_dir)
@@ -120,6 +108,25 @@ def cli(corpus, out_dir, dense, vectors, encoder, query_encoder, faiss_index, fa
     finally:
         if os.path.exists(build_dir):
             shutil.rmtree(build_dir, ignore_errors=True)
+
+
+def _check_dense(corpus: str, dense: bool, vectors: str | None, encoder: str, query_encoder: str | None,
+                 faiss_index: str) -> str | None:
+    """The dense flags' errors, before anything is built; returns the encoder the build checks vectors against
+    (with --vectors and no --encoder given: None, any)."""
+    for flag, given in (("--query-encoder", query_encoder), ("--vectors", vectors),
+                        ("--faiss-index", faiss_index != DEFAULT_FACTORY)):
+        if given and not dense:
+            raise ResourceError(f"{flag} goes with --dense" + (": pass both to index the vectors `cq encode` wrote"
+                                                               if flag == "--vectors" else ""))
+    if not vectors:
+        return encoder
+    source = click.get_current_context().get_parameter_source("encoder")
+    encoder = None if source == click.core.ParameterSource.DEFAULT else encoder
+    from ..retrieval.vectors import VectorSet
+
+    VectorSet(vectors, corpus).check(encoder, query_encoder)  # now, not after the BM25 index is built
+    return encoder
 
 
 def _is_index(path: str) -> bool:
