@@ -247,3 +247,20 @@ def test_a_shard_being_written_is_not_written_twice(runner, tmp_path, two_shards
         result = encode(runner, vecs, "1/2", tiny_encoder, "-q")
     lines = result.stderr.strip().splitlines()
     assert result.exit_code == 1 and len(lines) == 1 and "another `cq encode` is writing this shard" in lines[0]
+
+
+def test_a_shard_of_padded_batches_among_unpadded_ones_is_refused(runner, tmp_path, two_shards, tiny_encoder,
+                                                                   monkeypatch):
+    """CQ_PADDED_BATCHES=1 changes the vectors' last bits: the manifest says so, and a shard encoded the other
+    way is refused as not of one run."""
+    vecs = copy_of(two_shards, tmp_path)
+    monkeypatch.setenv("CQ_PADDED_BATCHES", "1")
+    result = encode(runner, vecs, "1/2", tiny_encoder, "-q")
+    assert result.exit_code == 1 and len(result.stderr.strip().splitlines()) == 1
+    padded = tmp_path / "padded"
+    assert encode(runner, padded, "1/2", tiny_encoder).exit_code == 0
+    assert json.loads((padded / "vectors.1-of-2.json").read_text())["encoder"]["padded_batches"] is True
+    for path in padded.iterdir():
+        shutil.copy(path, vecs / path.name)
+    monkeypatch.delenv("CQ_PADDED_BATCHES")
+    assert "not of one run" in refused(runner, tmp_path / "idx", "--vectors", str(vecs))

@@ -71,6 +71,8 @@ class PassageEncoder:
             raise ResourceError(f"--query-encoder is for DPR context encoders; {encoder} encodes questions itself")
         self.info = {"encoder": model.name, "encoder_source": model.source, "dim": _dimension(self.st),
                      "normalized": not self.is_dpr}
+        if config is not None and config.padded_batches:  # vectors of padded batches differ in their last bits:
+            self.info["padded_batches"] = True  # shards encoded both ways are refused as another encoder's
         if self.is_dpr:
             qm = resolve(query_encoder, announce=False, config=config)
             self.info |= {"kind": "dpr", "query_encoder": qm.path if qm.source == "local" else qm.name,
