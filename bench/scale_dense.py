@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import machine, timed  # noqa: E402
+from bench.common import machine, replace_section, timed  # noqa: E402
 
 MARK = "## Dense index types at"
 K = 100
@@ -299,12 +299,7 @@ def write_report(out: Path, report: dict, args) -> None:
     lines += ["", "HNSW's graph is read into memory when the index opens (memory-mapping covers its stored vectors); "
                   "Flat, SQ and IVF lists stay in the page cache, shared by every process searching the index. "
                   f"faiss searches HNSW with max(efSearch, k): at k={K}, ef_search=64 searches as 100.", ""]
-    text = out.read_text() if out.exists() else "# Scale benchmarks\n"
-    head, found, rest = text.partition(MARK)
-    tail = rest.split("\n## ", 1) if found else [""]
-    keep = ("\n## " + tail[1]) if len(tail) > 1 else ""
-    out.write_text(head.rstrip() + "\n\n" + "\n".join(lines) + keep.rstrip() + "\n")
-    print("\n".join(lines))
+    replace_section(out, MARK, lines, "# The papers' corpus at scale")
 
 
 if __name__ == "__main__":
