@@ -47,9 +47,10 @@ def _status(pid: int) -> dict[str, int]:
 
 
 def measure(cmd: list[str], stdin: str | None = None, stdout: str | None = None, limit_gib: float | None = None,
-            env: dict | None = None) -> dict:
+            env: dict | None = None, limit_s: float | None = None) -> dict:
     """Run ``cmd`` alone; wall and CPU seconds, peak RSS (wait4) and the sampled peaks of RSS and of its
-    anonymous part (MiB). Over ``limit_gib`` of RSS it is killed and ``killed`` says at what size."""
+    anonymous part (MiB). Over ``limit_gib`` of RSS it is killed and ``killed_gib`` says at what size; past
+    ``limit_s`` seconds it is stopped and ``stopped_s`` says when (its output so far is kept)."""
     fin = open(stdin, "rb") if stdin else subprocess.DEVNULL
     fout = open(stdout, "wb") if stdout else subprocess.DEVNULL
     load = round(os.getloadavg()[0], 1)
@@ -58,9 +59,11 @@ def measure(cmd: list[str], stdin: str | None = None, stdout: str | None = None,
                             env=env or env_for())
     peaks = {"VmRSS": 0, "RssAnon": 0}
     killed: list[float] = []
+    stopped: list[float] = []
+    done = threading.Event()  # set once wait4 has reaped the child (polling it here would reap it first)
 
     def sample():
-        while proc.poll() is None:
+        while not done.wait(0.2):
             now = _status(proc.pid)
             for key in peaks:
                 peaks[key] = max(peaks[key], now.get(key, 0))
@@ -68,25 +71,31 @@ def measure(cmd: list[str], stdin: str | None = None, stdout: str | None = None,
                 killed.append(round(now["VmRSS"] / 2**20, 1))
                 proc.kill()
                 return
-            time.sleep(0.2)
+            if limit_s and time.perf_counter() - start > limit_s:
+                stopped.append(round(time.perf_counter() - start, 1))
+                proc.kill()
+                return
 
     watcher = threading.Thread(target=sample, daemon=True)
     watcher.start()
     stderr = proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - start
+    done.set()
     watcher.join()
     for fh in (fin, fout):
         if hasattr(fh, "close"):
             fh.close()
     code = os.waitstatus_to_exitcode(status)
-    if code != 0 and not killed:
+    if code != 0 and not (killed or stopped):
         raise SystemExit(f"benchmark step failed ({code}): {' '.join(cmd)}\n{stderr.decode()[-2000:]}")
     out = {"seconds": round(seconds, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
            "peak_mib": round(usage.ru_maxrss / 1024), "rss_mib": round(peaks["VmRSS"] / 1024),
            "anon_mib": round(peaks["RssAnon"] / 1024), "load": load}
     if killed:
         out["killed_gib"] = killed[0]
+    if stopped:
+        out["stopped_s"] = stopped[0]
     return out
 
 
@@ -155,11 +164,17 @@ def one_size(args, size: int, qs: Path) -> dict:
     if not args.no_bm25s:
         saved = work / f"bm25s-{size}"
         me = [sys.executable, __file__, "--data", args.data, "--work", args.work]
-        row["bm25s_index"] = measure(me + ["--child", "index", str(corpus), str(saved)], limit_gib=args.bm25s_limit_gib)
+        if args.reuse_bm25s and saved.exists():  # its index from an earlier run: not measured again
+            row["bm25s_index"] = {"reused": True}
+        else:
+            row["bm25s_index"] = measure(me + ["--child", "index", str(corpus), str(saved)],
+                                         limit_gib=args.bm25s_limit_gib)
         if "killed_gib" not in row["bm25s_index"]:
+            answers = work / "bm25s.out.jsonl"
             row["bm25s_retrieve"] = measure(me + ["--child", "search", str(corpus), str(saved), "--k", str(args.k)],
-                                            stdin=str(qs), stdout=str(work / "bm25s.out.jsonl"),
-                                            limit_gib=args.bm25s_limit_gib)
+                                            stdin=str(qs), stdout=str(answers), limit_gib=args.bm25s_limit_gib,
+                                            limit_s=args.bm25s_limit_s)
+            row["bm25s_retrieve"]["answered"] = sum(1 for _ in open(answers, "rb"))
             row["bm25s_disk_mib"] = du_mib(saved)
     return row
 
@@ -174,6 +189,9 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--bm25s-limit-gib", type=float, default=16.0)
     ap.add_argument("--no-bm25s", action="store_true")
+    ap.add_argument("--bm25s-limit-s", type=float, default=None,
+                    help="stop bm25s's retrieval after this many seconds (its rate is then from the questions answered)")
+    ap.add_argument("--reuse-bm25s", action="store_true", help="search bm25s's index saved by an earlier run")
     ap.add_argument("--index-args", default="", help="more `cq index` flags, e.g. '--bm25-matrix no'")
     ap.add_argument("--report-only", action="store_true", help="rewrite the section from WORK/rows.json")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
