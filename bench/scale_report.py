@@ -147,7 +147,7 @@ def extrapolation(rows: list[dict], n: int, words: float) -> list[str]:
            f"**~{retrieve_s / 60:.0f} min** (~{n / retrieve_s:.0f} q/s on 2 cores): Lucene's cost a query grows with "
            f"the posting lists of the query's terms, which grow with the corpus.",
            ]
-    peers = [r for r in rows if r.get("bm25s_index") and "killed_gib" not in r["bm25s_index"]]
+    peers = [r for r in rows if "peak_mib" in r.get("bm25s_index", {})]  # measured (not reused, not killed)
     if len(peers) >= 2:
         pa, pb = _fit(peers, lambda r: r["bm25s_index"]["peak_mib"])
         out.append(f"- bm25s indexing memory MiB = {pa:.0f} + {pb * 1e6:.0f} MiB per million passages → "
