@@ -102,7 +102,7 @@ def write(out: Path, rows: list[dict], args) -> None:
     lines += ["", "By default cq encodes each passage in a forward pass of its own, so a vector never depends on "
                   "its batch mates; `CQ_PADDED_BATCHES=1` pads batches of `--batch-size` instead (vectors differ in "
                   "their last bits, still the same for the same `--chunk` and `--batch-size`, so shards merged still "
-                  "equal one process): the setting for a large corpus on a CPU.",
+                  "equal one process). The seconds include loading the encoder (a few seconds of each row).",
               "", "Formula: hours = 21,015,324 passages / (passages/s) / 3600, divided by the number of array tasks "
                   "(`cq encode --shard I/N`, docs/cluster.md): encoding is embarrassingly parallel, the merge reads the "
                   "vector files once.", ""]
