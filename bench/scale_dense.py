@@ -32,7 +32,8 @@ K = 100
 THREADS = 2
 FULL = 21_000_000  # DPR's Wikipedia: passages the memory column extrapolates to
 # (factory, knob, values): each value is one row
-TYPES = [("Flat", None, [None]), ("HNSW32", "ef_search", [64, 128, 256, 512]), ("IVF4096,Flat", "nprobe", [16, 64]),
+TYPES = [("Flat", None, [None]), ("HNSW32", "ef_search", [64, 128, 256, 512, 1024, 2048, 4096]),
+         ("HNSW64", "ef_search", [512, 1024, 2048]), ("IVF4096,Flat", "nprobe", [16, 64]),
          ("SQ8", None, [None]), ("IVF4096,PQ64", "nprobe", [16, 64]), ("OPQ96,IVF4096,PQ96", "nprobe", [16, 64]),
          ("SQ4", None, [None]), ("IVF4096,SQ4", "nprobe", [16, 64]), ("PQ192", None, [None])]
 
