@@ -145,15 +145,14 @@ class DensePart(Part):
         start = time.perf_counter()
         settings = ctx.settings
         faiss = {"faiss_index": settings.get("faiss_index") or DEFAULT_FACTORY,
-                 "train_sample": settings.get("faiss_train_sample") or DEFAULT_TRAIN_SAMPLE,
-                 "expected": ctx.manifest.get("passages")}
+                 "train_sample": settings.get("faiss_train_sample") or DEFAULT_TRAIN_SAMPLE}
         if settings.get("vectors"):
             info = index_vectors(settings["vectors"], ctx.corpus, ctx.path(DENSE_DIR), settings["encoder"],
                                  settings.get("query_encoder"), **faiss)
-        else:
+        else:  # the passage count checks an IVF's lists before any encoding
             info = build_dense(ctx.corpus, ctx.path(DENSE_DIR), settings["encoder"], settings["batch_size"],
                                settings["device"], settings.get("chunk"), settings.get("query_encoder"), self.config,
-                               **faiss)
+                               expected=ctx.manifest.get("passages"), **faiss)
         generation.write_dense(ctx.path(DENSE_DIR), ctx.generation)
         info["seconds"] = round(time.perf_counter() - start, 2)
         log.info("dense: %s %d passages in %.1f s", "indexed the vectors of" if settings.get("vectors") else "encoded",

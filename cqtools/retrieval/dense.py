@@ -113,18 +113,18 @@ def build_dense(corpus: str, out_dir: str, encoder: str, batch_size: int | None 
     try:
         vectors.encode_shard(corpus, tmp, (0, 1), passage_encoder, chunk or settings.chunk,
                              batch_size or settings.batch_size)
-        return index_vectors(tmp, corpus, out_dir, faiss_index=faiss_index, train_sample=train_sample,
-                             expected=expected)
+        return index_vectors(tmp, corpus, out_dir, faiss_index=faiss_index, train_sample=train_sample)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
 def index_vectors(vectors_dir: str, corpus: str, out_dir: str, encoder: str | None = None,
                   query_encoder: str | None = None, faiss_index: str = DEFAULT_FACTORY,
-                  train_sample: int = DEFAULT_TRAIN_SAMPLE, expected: int | None = None) -> dict:
+                  train_sample: int = DEFAULT_TRAIN_SAMPLE) -> dict:
     """The faiss index (``index``, of type ``faiss_index``) and its row ids (``docid``) in ``out_dir`` from the
     vector files of ``vectors_dir``, once they are checked to be every chunk of ``corpus`` (its ids in order) by one
-    encoder (``encoder``/``query_encoder``: the ones asked for, None: any); returns manifest info."""
+    encoder (``encoder``/``query_encoder``: the ones asked for, None: any); returns manifest info. The type's
+    list count is checked against its training sample by :func:`~.faiss_index.build_faiss`."""
     import faiss
 
     from ..formats import iter_corpus
@@ -132,7 +132,6 @@ def index_vectors(vectors_dir: str, corpus: str, out_dir: str, encoder: str | No
 
     found = VectorSet(vectors_dir, corpus)
     found.check(encoder, query_encoder)
-    check_factory(faiss_index, found.info["dim"], expected, train_sample)
     os.makedirs(out_dir, exist_ok=True)
     count = found.write_docid(iter_corpus(corpus), os.path.join(out_dir, "docid"))
     index = build_faiss(faiss_index, found.info["dim"], found.chunks, train_sample)

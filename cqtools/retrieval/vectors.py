@@ -97,11 +97,12 @@ def read_chunk(vectors_dir: str, c: int, dim: int):
 
 
 def _write_json(path: str, data: dict) -> None:
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as fh:
-        json.dump(data, fh, indent=1)
-        fh.write("\n")
-    os.replace(tmp, path)
+    """``data`` as ``path``, replaced whole (outputs.AtomicFile: a temp file beside it, renamed when written)."""
+    from ..outputs import AtomicFile
+
+    out = AtomicFile(path)
+    out.write(json.dumps(data, indent=1).encode() + b"\n")
+    out.commit()
 
 
 def read_manifests(vectors_dir: str) -> dict[tuple[int, int], dict]:
