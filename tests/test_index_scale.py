@@ -139,3 +139,21 @@ def test_progress_lines_count_passages_with_a_time_left(monkeypatch, caplog):
         assert sum(1 for _ in progress.counted(iter(range(5000)), "index: reading the corpus", total=10_000)) == 5000
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("index: reading the corpus")]
     assert lines and "passages in" in lines[-1] and "/s" in lines[-1] and "left" in lines[-1]
+
+
+def test_cq_index_gives_lucene_the_buffer_of_its_heap(runner, tmp_path, monkeypatch):
+    """--jvm-heap reaches Anserini's -memoryBuffer (an eighth of it), not only the heap option."""
+    from cqtools.retrieval import lucene
+
+    seen = {}
+    real = lucene.build_lucene
+
+    def spy(*args, **kwargs):
+        seen["buffer_mb"] = kwargs.get("buffer_mb")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(lucene, "build_lucene", spy)
+    result = runner.invoke(cli, ["index", "--corpus", write(tmp_path / "c.jsonl", passages(5)), "--out",
+                                 str(tmp_path / "idx"), "--jvm-heap", "1g", "-q"])
+    assert result.exit_code == 0, result.output
+    assert seen == {"buffer_mb": 128}
