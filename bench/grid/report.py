@@ -64,6 +64,12 @@ PAIR_METRICS = {
     "asqa": [("disambig_f1", "D-F1"), ("dr", "DR")],
 }
 UNITS = {"clam": "evaluation records"}  # what a paired comparison's n counts; others: questions
+# The fewest shared questions a paired claim is read on (`results --min-paired-n`). Below it the percentile
+# bootstrap cannot be trusted: with n = 1 every resample is the same question (a zero-width interval), and for
+# n < 10 the resampled differences take only a handful of distinct values and the interval is too narrow (it
+# covers the spread of the n observed differences, not the uncertainty about their mean); ten is also the
+# fewest at which a single question moves a mean difference by at most a tenth of its range.
+MIN_PAIRED_N = 10
 RESUMED = "†"
 SHARED = "‡"
 CACHED = "§"
@@ -99,15 +105,36 @@ def fmt_wall(wall: dict | None) -> str:
             + (SHARED if wall.get("shared") else "") + (CACHED if wall.get("gen_cache") else ""))
 
 
-def pair_sentence(a: str, b: str, label: str, metric: dict | None, n: int, unit: str = "questions") -> str:
-    """One sentence on d = B - A: a difference only when its interval excludes 0, else "no difference shown"."""
+def counted(n, unit: str) -> str:
+    """"1 shared question", "5 shared questions" (``unit`` is plural)."""
+    return f"{n} shared {unit[:-1] if n == 1 and unit.endswith('s') else unit}"
+
+
+def cannot_tell(metric: dict, n, unit: str, min_n: int) -> str | None:
+    """Why a paired difference is no finding however its interval lies: too few shared questions, or an
+    interval of zero width (every resample gave the same difference); None when it can be read."""
+    if not isinstance(n, int) or n < min_n:
+        return f"cannot tell: {counted(n, unit)}, fewer than {min_n}"
+    low, high = metric.get("low"), metric.get("high")
+    if low is not None and high is not None and low == high:
+        return f"cannot tell: the interval has zero width ({low:+.1f}) on {counted(n, unit)}"
+    return None
+
+
+def pair_sentence(a: str, b: str, label: str, metric: dict | None, n: int, unit: str = "questions",
+                  min_n: int = MIN_PAIRED_N) -> str:
+    """One sentence on d = B - A: a difference only when its interval excludes 0 on at least ``min_n`` shared
+    questions and has some width; "cannot tell" below that; else "no difference shown"."""
     if metric is None or metric.get("diff") is None:
         return f"{label}: not measured (undefined on these records)."
     diff, low, high = metric["diff"], metric.get("low"), metric.get("high")
+    refused = cannot_tell(metric, n, unit, min_n)
+    if refused:
+        return f"{label}: {refused} (d = {diff:+.1f})."
     if low is not None and high is not None and (low > 0 or high < 0):
         higher, lower = (b, a) if low > 0 else (a, b)
         d, lo, hi = (diff, low, high) if low > 0 else (-diff, -high, -low)
-        return f"{label}: {higher} is higher than {lower} by {d:.1f} [{lo:.1f}, {hi:.1f}] on {n} shared {unit}."
+        return f"{label}: {higher} is higher than {lower} by {d:.1f} [{lo:.1f}, {hi:.1f}] on {counted(n, unit)}."
     interval = "–" if low is None or high is None else f"{low:.1f}, {high:.1f}"
     return f"{label}: no difference shown (d = {diff:+.1f} [{interval}], n = {n})."
 
@@ -191,19 +218,20 @@ def preset_of(cmd: Path) -> str:
     return ", ".join(dict.fromkeys(found)) or "cq"
 
 
-def paired_section(pairs_dir: Path | None) -> list[str]:
+def paired_section(pairs_dir: Path | None, min_n: int = MIN_PAIRED_N) -> list[str]:
     files = sorted(pairs_dir.glob("*--*.json")) if pairs_dir and pairs_dir.is_dir() else []
     if not files:
         return []
     lines = ["## Paired comparisons", "",
              "`cq score --paired B.jsonl < A.jsonl`: B − A on the ids both cells score, with its paired bootstrap "
-             "interval; a difference is stated only when the interval excludes 0.", ""]
+             f"interval; a difference is stated only when the interval excludes 0, on at least {min_n} shared questions "
+             "(fewer, or an interval of zero width: \"cannot tell\").", ""]
     for path in files:
         a, b = path.name[:-len(".json")].split("--", 1)
         result = json.loads(path.read_text())
         task = result.get("task")
         sentences = [pair_sentence(a, b, label, result.get("metrics", {}).get(key), result.get("n"),
-                                   UNITS.get(task, "questions"))
+                                   UNITS.get(task, "questions"), min_n)
                      for key, label in PAIR_METRICS.get(task, [])]
         lines.append(f"- **{b} vs {a}** ({task}; d = {b} − {a}): " + " ".join(sentences))
     return lines + [""]
@@ -220,7 +248,7 @@ def write_results(args) -> None:
     used: set = set()
     for title, task, prefix, columns, paper in FAMILIES:
         lines += table(title, task, prefix, columns, paper, scores, scores_dir, used)
-    lines += paired_section(Path(args.pairs) if args.pairs else None)
+    lines += paired_section(Path(args.pairs) if args.pairs else None, args.min_paired_n)
     lines += ["## Commands", ""]
     for name in sorted(used):
         cmd = scores_dir / f"{name}.json.cmd"
@@ -242,6 +270,8 @@ def main(argv=None) -> None:
     results.add_argument("--models", default="?", help="the models, in words (header)")
     results.add_argument("--device", default="auto")
     results.add_argument("--index-wall", help="the corpus index's F.wall (its build time, in the header)")
+    results.add_argument("--min-paired-n", type=int, default=MIN_PAIRED_N, metavar="N",
+                         help=f"state a paired difference only on at least N shared questions (default {MIN_PAIRED_N})")
     results.add_argument("--partial", default=None, metavar="WHY",
                          help="say in the report that the grid has not finished, and why (the cells present are whole)")
     wall = sub.add_parser("wall", help="record a stage's wall time: start F, then stop F INPUT")
