@@ -312,11 +312,11 @@ def test_a_cell_at_the_floor_says_why_from_its_records(tmp_path):
     rows = {line.split("]")[0].lstrip("| ["): line for line in page.read_text().splitlines() if line.startswith("| [")}
     n_clam = len(clam_gold[:5])
     top = max(-0.9 + i * 0.1 for i in range(n_clam))
-    assert f"never asked: max log p(True) {top:.2f} ≤ threshold -0.3" in rows["clam.clam"]
+    assert f"Adj. all: never asked: max log p(True) {top:.2f} ≤ threshold -0.3" in rows["clam.clam"]
     assert f'answers on {n_clam} of {n_clam} records, none credited (e.g. "Nobody"' in rows["clam.clam"]
     assert rows["clam.always"].endswith("|  |")  # above the floor: the column is there, empty
     assert f"no answer on any of {len(records)} records" in rows["ambignq.refuel.preset.ambigqa"]
-    assert "| wall s | why adjusted accuracy (all) is 0 |" in page.read_text()
+    assert "| wall s | why at the floor |" in page.read_text()
 
 
 @pytest.mark.heavy

@@ -20,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from bench.grid.floor import gold_reads_file, load, records_of, undefined, zero_reason  # noqa: E402
 from bench.grid.wall import read_wall, wall_start, wall_stop  # noqa: E402,F401 (read_wall: the report reads F.wall)
 
 # (title, task, score-name prefix, columns, papers)
@@ -73,6 +74,7 @@ MIN_PAIRED_N = 10
 RESUMED = "†"
 SHARED = "‡"
 CACHED = "§"
+UPPER = " ⊤"  # after a cell's name: it reads gold (an upper bound), bench/grid/floor.py's gold_reads
 
 
 # ---------------------------------------------------------------------------------------------
@@ -173,7 +175,10 @@ def header(args, scores: dict) -> list[str]:
         f"the last record it wrote. {SHARED}: some stage ran beside other cells (`make -jN`), so its seconds are "
         f"those of a shared machine. {CACHED}: some stage read generations an earlier cell had made from the "
         "grid's generation cache (`GEN_CACHE`, cqtools/models/gencache.py: the same records), so its seconds "
-        "count only the generations new to it. Every number links to the pipeline that produced it. These are small-model, "
+        f"count only the generations new to it. {UPPER.strip()} after a cell: an upper bound, not a system (a stage "
+        "read gold as its input, e.g. CQs built from the gold DQs; CLAM's simulated user, who holds the intended DQ "
+        "in every CLAM cell, does not count). **why at the floor**: for a number that is 0 or undefined (n/a), "
+        "what the cell's own records show. Every number links to the pipeline that produced it. These are small-model, "
         "small-corpus numbers: compare methods with each other, not with the papers' absolute values.", ""]
 
 
@@ -183,31 +188,45 @@ def table(title: str, task: str, prefix: str, columns: list, paper: str, scores:
             if name.startswith(prefix) and s.get("task") == task and name not in used]
     if not rows:
         return []
-    why = floor_column(task, rows, scores_dir)
+    floors = {name: at_the_floor(task, s, columns, scores_dir, name) for name, s in rows}
+    bounds = {name: gold_reads_file(records_of(scores_dir, name)) for name, _ in rows}
+    why = any(reason for _, reason in floors.values())
     lines = [f"## {title}", "", "| cell | preset | n | " + " | ".join(c[1] for c in columns) + " | wall s |"
-             + (f" why {PAIR_METRICS[task][0][1]} is 0 |" if why else ""),
+             + (" why at the floor |" if why else ""),
              "|---|---|---|" + "---|" * len(columns) + "---|" + ("---|" if why else "")]
     for name, s in rows:
         used.add(name)
-        lines.append(f"| [{name}](#{anchor(name)}) | {preset_of(scores_dir / f'{name}.json.cmd')} | {s.get('n')} | "
-                     + " | ".join(fmt_ci(s, key) for key, _ in columns)
+        cells, reason = floors[name]
+        lines.append(f"| [{name}](#{anchor(name)}){UPPER if bounds[name] else ''} | "
+                     f"{preset_of(scores_dir / f'{name}.json.cmd')} | {s.get('n')} | "
+                     + " | ".join(cells.get(key) or fmt_ci(s, key) for key, _ in columns)
                      + f" | {fmt_wall(read_wall(scores_dir / f'{name}.json.wall'))} |"
-                     + (f" {why.get(name, '')} |" if why else ""))
-    return lines + ["", f"Papers: {paper}", ""]
+                     + (f" {reason} |" if why else ""))
+    legend = [f"{UPPER.strip()} upper bound, not a system: {name} reads gold as input ({', '.join(reads)})."
+              for name, reads in bounds.items() if reads]
+    return lines + [""] + ([" ".join(legend), ""] if legend else []) + [f"Papers: {paper}", ""]
 
 
-def floor_column(task: str, rows: list, scores_dir: Path) -> dict:
-    """{cell: why its headline metric (the first of PAIR_METRICS) is 0}, read from the cell's records
-    (bench/grid/floor.py); empty when no cell of the table is at the floor."""
-    import sys
-
-    from bench.grid.floor import floor_reason, records_of
-
-    if task not in PAIR_METRICS:
-        return {}
-    key = PAIR_METRICS[task][0][0]
-    why = {name: floor_reason(records_of(scores_dir, name), task) for name, s in rows if value(s, key) == 0}
-    return {name: reason for name, reason in why.items() if reason}
+def at_the_floor(task: str, summary: dict, columns: list, scores_dir: Path, name: str) -> tuple[dict, str]:
+    """({column: text in place of the number}, why the cell's zeros and undefined numbers are so), read from the
+    cell's records (bench/grid/floor.py): "" when no number of the row is 0 or undefined."""
+    headline = PAIR_METRICS.get(task, [(None,)])[0][0]
+    keys = [(key, label) for key, label in columns if value(summary, key) in (0, None)]
+    if not keys:
+        return {}, ""
+    records = load(records_of(scores_dir, name))
+    cells, reasons = {}, {}
+    for key, label in keys:
+        if value(summary, key) is None:
+            found = undefined(task, key, records, summary.get("notes") or [])
+            if found is None:
+                continue
+            cells[key], reason = found
+        else:
+            reason = zero_reason(task, key, headline, records)
+        if reason:
+            reasons.setdefault(reason, []).append(label)
+    return cells, "; ".join(f"{', '.join(labels)}: {reason}" for reason, labels in reasons.items())
 
 
 def preset_of(cmd: Path) -> str:
