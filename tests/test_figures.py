@@ -50,3 +50,26 @@ def test_score_plot_adds_a_calibration_diagram(runner, tmp_path):
     result = runner.invoke(cli, ["score", "--task", "detect", "--plot", str(out)], input=jsonl(records))
     assert result.exit_code == 0, result.stderr
     assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_paired_plot_names_each_pair_and_metric_as_the_text_does(tmp_path):
+    """Issue 48: the plot named a--b.json "a vs b" while results.md reads it as b − a, and drew other metrics (F1
+    for detection) than the text states (AUROC, accuracy). Both now come from report.py's PAIR_METRICS, and a
+    pair the text cannot tell about (too few shared questions) is drawn as such, not as a finding."""
+    sys.path.insert(0, str(ROOT))
+    from bench.grid.figures import pairs
+    from bench.grid.report import paired_section
+
+    (tmp_path / "clf--llm.json").write_text(json.dumps({"task": "detect", "n": 40, "metrics": {
+        "f1": {"diff": 9.0, "low": 2.0, "high": 15.0}, "auroc": {"diff": 5.0, "low": 1.0, "high": 9.0},
+        "accuracy": {"diff": -2.0, "low": -6.0, "high": 2.0}}}))
+    (tmp_path / "x--y.json").write_text(json.dumps({"task": "cq", "n": 1, "metrics": {
+        "options_f1": {"diff": 4.0, "low": 4.0, "high": 4.0}}}))
+    rows = pairs(tmp_path)
+    assert [(label, point, readable) for label, point, _, _, readable in rows] == [
+        ("llm − clf (AUROC, n=40)", 5.0, True), ("llm − clf (accuracy, n=40)", -2.0, True),
+        ("y − x (options F1, n=1; cannot tell)", 4.0, False)]
+    text = "\n".join(paired_section(tmp_path))
+    assert "**llm vs clf** (detect; d = llm − clf): AUROC: llm is higher than clf" in text
+    assert "accuracy: no difference shown (d = -2.0" in text and "F1" not in text.replace("options F1", "")
+    assert "**y vs x** (cq; d = y − x): options F1: cannot tell: 1 shared question" in text

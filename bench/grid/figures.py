@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from bench.grid.report import MIN_PAIRED_N, PAIR_METRICS, UNITS, cannot_tell  # noqa: E402
 
 # The metrics a task's forest plot shows (those its summaries give intervals for).
 MAIN = {"detect": ["f1", "auroc"], "cq": ["options_f1"], "cbqa": ["f1"], "ambigqa": ["f1_ans", "f1_ans_multi"],
@@ -40,17 +45,21 @@ def cells(scores: Path) -> dict:
     return out
 
 
-def pairs(pairs_dir: Path | None) -> list:
-    """[(label, point, low, high)]: each pair's main metric difference."""
+def pairs(pairs_dir: Path | None, min_n: int = MIN_PAIRED_N) -> list:
+    """[(label, point, low, high, readable)]: each pair's differences on the metrics results.md states it on
+    (report.py's PAIR_METRICS), named as its text names it, "B − A" (file A--B.json); ``readable`` is False where
+    the text says "cannot tell" (too few shared questions, or a zero-width interval)."""
     out = []
-    for path in sorted(pairs_dir.glob("*.json")) if pairs_dir and pairs_dir.is_dir() else []:
+    for path in sorted(pairs_dir.glob("*--*.json")) if pairs_dir and pairs_dir.is_dir() else []:
+        a, b = path.name[:-len(".json")].split("--", 1)
         report = json.loads(path.read_text())
-        metrics = report.get("metrics") or {}
-        for metric in MAIN.get(report.get("task"), list(metrics)[:1]):
-            m = metrics.get(metric)
+        metrics, task, n = report.get("metrics") or {}, report.get("task"), report.get("n")
+        for key, label in PAIR_METRICS.get(task, []):
+            m = metrics.get(key)
             if m and None not in (m.get("diff"), m.get("low"), m.get("high")):
-                out.append((f"{path.stem.replace('--', ' vs ')} ({metric})", m["diff"], m["low"], m["high"]))
-                break
+                refused = cannot_tell(m, n, UNITS.get(task, "questions"), min_n)
+                out.append((f"{b} − {a} ({label}, n={n}{'; cannot tell' if refused else ''})", m["diff"], m["low"],
+                            m["high"], refused is None))
     return out
 
 
@@ -62,9 +71,10 @@ def forest(rows: list, title: str, out: Path, zero: bool = False) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 0.35 * len(rows) + 1.2))
-    for y, (_, point, low, high) in enumerate(reversed(rows)):
-        ax.plot([low, high], [y, y], color="tab:blue", linewidth=2)
-        ax.plot([point], [y], "o", color="tab:blue")
+    for y, (_, point, low, high, *readable) in enumerate(reversed(rows)):
+        color = "tab:blue" if all(readable) else "tab:grey"  # grey: a pair the text cannot tell about
+        ax.plot([low, high], [y, y], color=color, linewidth=2)
+        ax.plot([point], [y], "o", color=color)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([r[0] for r in reversed(rows)], fontsize=8)
     if zero:
@@ -86,7 +96,7 @@ def write(scores: Path, pairs_dir: Path | None, out: Path) -> list[Path]:
     diffs = pairs(pairs_dir)
     if diffs:
         target = out / "forest-pairs.png"
-        forest(diffs, "paired differences B - A (95% paired bootstrap)", target, zero=True)
+        forest(diffs, "paired differences B − A (95% paired bootstrap; grey: cannot tell)", target, zero=True)
         written.append(target)
     return written
 
