@@ -10,7 +10,8 @@ from .conftest import ROOT
 def summary(task, n=20, notes=(), **metrics):
     """A `cq score --ci` summary: metric=[value, low, high] (or [None] for an undefined one)."""
     return {"task": task, "n": n, **{k: v[0] for k, v in metrics.items()},
-            "ci": {"intervals": {k: v[1:] for k, v in metrics.items() if len(v) == 3}}, "notes": list(notes)}
+            "ci": {"level": 0.95, "method": "percentile", "n_boot": 50, "seed": 0,
+                   "intervals": {k: v[1:] for k, v in metrics.items() if len(v) == 3}}, "notes": list(notes)}
 
 
 def report(tmp_path, scores: dict, pairs: dict | None = None, records: dict | None = None, *args) -> str:
@@ -117,3 +118,9 @@ def test_zeros_and_undefined_numbers_say_why_from_the_records(tmp_path):
     assert "AUROC: every one of 8 questions is gold-ambiguous" in rows["ambignq.det.classifier"]
     assert "| n/a (no options) |" in rows["ambignq.cqa.llm"]
     assert "EM: none of 8 answers names a CQ option" in rows["ambignq.cqa.llm"]
+
+
+def test_the_report_links_the_figures_written_beside_it(tmp_path):
+    scores = {"ambignq.cqa.llm": summary("cbqa", f1=[28.0, 24.8, 31.2])}
+    text = report(tmp_path, scores, {"a--b": pair(40, 4.0, 1.5, 6.5)})
+    assert "- [forest-cbqa.png](figures/forest-cbqa.png)\n- [forest-pairs.png](figures/forest-pairs.png)" in text

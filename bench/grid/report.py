@@ -256,6 +256,18 @@ def paired_section(pairs_dir: Path | None, min_n: int = MIN_PAIRED_N) -> list[st
     return lines + [""]
 
 
+def figures_section(scores_dir: Path, pairs_dir: Path | None) -> list[str]:
+    """Links to the forest plots bench/grid/figures.py writes into figures/ beside the report (`make report`
+    runs it after this), one per task with intervals and one of the paired differences."""
+    from bench.grid.figures import cells, pairs
+
+    names = [f"forest-{task}.png" for task in sorted(cells(scores_dir))] + (
+        ["forest-pairs.png"] if pairs(pairs_dir) else [])
+    if not names:
+        return []
+    return ["## Figures", "", *(f"- [{name}](figures/{name})" for name in names), ""]
+
+
 def write_results(args) -> None:
     scores_dir = Path(args.scores)
     scores = {p.name[:-5]: json.loads(p.read_text()) for p in sorted(scores_dir.glob("*.json"))}
@@ -268,6 +280,7 @@ def write_results(args) -> None:
     for title, task, prefix, columns, paper in FAMILIES:
         lines += table(title, task, prefix, columns, paper, scores, scores_dir, used)
     lines += paired_section(Path(args.pairs) if args.pairs else None, args.min_paired_n)
+    lines += figures_section(scores_dir, Path(args.pairs) if args.pairs else None)
     lines += ["## Commands", ""]
     for name in sorted(used):
         cmd = scores_dir / f"{name}.json.cmd"
