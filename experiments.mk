@@ -140,7 +140,8 @@ slurm = $(if $(SLURM),srun --job-name=cq-$(notdir $@) --ntasks=1 $(SLURM_OPTS) $
 # the index) prints one line, "cell k/N  3m10s elapsed, ~25m00s left  ambignq.det.llm.jsonl (cq detect)", and the
 # lines its command writes on stderr, shortened, under its name; the full command and its whole stderr go to the
 # cell's log file, F.log ($(INDEX).log for the index). bench/grid/cell.py runs it. N is counted by a dry run (make -n)
-# of the goal when it is compare, exp-* or pairs (and not under make -n itself); other goals print "cell k" alone.
+# of the goal when it is compare, exp-* or pairs (and not under make -n itself), whose lines (CQ_GRID_PLAN) give the
+# time left by each kind of cell's measured cost (bench/grid/eta.py); other goals print "cell k" alone.
 GRID := $(BIN)/python bench/grid/cell.py run
 cell = $(GRID) $(if $(3),--input $(3) )$(or $(2),$@) -- '$(subst ','\'',$(strip $(1)))'
 GRID_GOALS ?= $(filter compare exp-% pairs,$(MAKECMDGOALS))
@@ -148,8 +149,10 @@ ifeq ($(CQ_GRID_COUNTING)$(findstring n,$(firstword -$(MAKEFLAGS))),)
 export CQ_GRID_START := $(shell date +%s.%N)
 export CQ_GRID_LOG   := $(abspath $(EXP))/cells.log
 ifneq ($(GRID_GOALS),)
-export CQ_GRID_TOTAL := $(shell CQ_GRID_COUNTING=1 MAKEFLAGS='-- $(subst ','\'',$(MAKEOVERRIDES))' \
-  $(MAKE) -n --no-print-directory $(GRID_GOALS) 2>/dev/null | grep -c 'bench/grid/cell.py run ')
+export CQ_GRID_PLAN  := $(CQ_GRID_LOG).plan
+export CQ_GRID_TOTAL := $(shell mkdir -p $(dir $(CQ_GRID_LOG)) && CQ_GRID_COUNTING=1 \
+  MAKEFLAGS='-- $(subst ','\'',$(MAKEOVERRIDES))' $(MAKE) -n --no-print-directory $(GRID_GOALS) 2>/dev/null \
+  | grep 'bench/grid/cell.py run ' > $(CQ_GRID_PLAN); wc -l < $(CQ_GRID_PLAN))
 endif
 endif
 

@@ -15,6 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import ROOT, machine  # noqa: E402
+from bench.grid.eta import grid_cpu  # noqa: E402
 
 
 def main() -> None:
@@ -44,6 +45,7 @@ def main() -> None:
             continue
     index = json.loads(next(args.work.glob("exp-index*.wall")).read_text()).get("stage_s", 0.0)
     walls.sort(reverse=True)
+    cpu = grid_cpu(str(exp / "cells.log"))  # `time make` misses the fork server's runs: the cells log them
     verdict = "within" if seconds <= args.budget else "over"
     lines = ["# `make compare N=5` from a fresh clone's state", "",
              f"`make bench-smoke` (bench/smoke.py) on {machine()}, {time.strftime('%Y-%m-%d')}: `{' '.join(cmd[2:4])}` "
@@ -53,7 +55,10 @@ def main() -> None:
              "served from one process that imported torch and transformers once (SERVE=1: "
              "docs/benchmarks/speed.md).", "",
              f"**{seconds:.0f} s** in all ({verdict} the {args.budget:.0f} s target); the BM25-only corpus index "
-             f"{index:.0f} s; {len(walls)} stages and scores.", "",
+             f"{index:.0f} s; {len(walls)} stages and scores. "
+             + (f"CPU: {cpu['cpu_s']:.0f} s in all, {cpu['cells_cpu_s']:.0f} s in the cells' own processes and "
+                f"{cpu['server_cpu_s']:.0f} s in the fork server and the runs it served (bench/grid/eta.py)."
+                if cpu else "CPU: not logged."), "",
              "| slowest stages | seconds |", "|---|---|"]
     lines += [f"| {name} | {s:.0f} |" for s, name in walls[:12]]
     args.out.write_text("\n".join(lines) + "\n")

@@ -106,3 +106,62 @@ def test_a_cell_is_one_process_with_its_wall_time(tmp_path):
     assert failed.returncode == 4 and not (tmp_path / "bad.jsonl.wall").exists()
     plan = (ROOT / "experiments.mk").read_text()
     assert "report.py wall" not in plan and "$(WALL)" not in plan
+
+
+def plan_line(out, command):
+    return f".venv/bin/python bench/grid/cell.py run --input in.jsonl {out} -- '{command}'"
+
+
+def test_the_time_left_is_each_cell_kinds_measured_cost(tmp_path, capsys):
+    """Issue 48: the ETA counted cells (2 min, then 41 min, for a 50-minute run). Now each planned cell costs the
+    mean seconds of the finished cells of its kind (else of all finished cells): one LLM detection took 100 s and
+    two scores 2 s each, so 3 more detections, 4 more scores, the score starting now and 2 CQ cells of a kind not
+    seen yet (the overall mean, 104 / 3 s) leave 300 + 8 + 2 + 69.3 = 379 s (counting cells: 104 / 3 * 10 = 347)."""
+    log, plan = tmp_path / "cells.log", tmp_path / "cells.log.plan"
+    detect = ".venv/bin/cq detect --method llm --resume {0}.part < in.jsonl"
+    score = ".venv/bin/cq score --task detect < {0} > {0}.json.part"
+    gencq = ".venv/bin/cq gen-cq --method from-dqs --all --resume {0}.part < in.jsonl"
+    plan.write_text("".join(plan_line(f"d{i}", detect.format(f"d{i}")) + "\n" for i in range(4))
+                    + "".join(plan_line(f"s{i}", score.format(f"s{i}")) + "\n" for i in range(7))
+                    + "".join(plan_line(f"g{i}", gencq.format(f"g{i}")) + "\n" for i in range(2)))
+    lines = []
+    for out, what_kind, seconds in (("d0", "cq detect llm", 100), ("s0", "cq score", 2), ("s1", "cq score", 2)):
+        lines += [f"1000\t{out}\tstart\t{what_kind}\t1000\t0\t0", f"1000\t{out}\tdone\t{what_kind}\t{seconds}\t1\t0\t0"]
+    log.write_text("\n".join(lines) + "\n")
+    env = {"PATH": "/usr/bin:/bin", "CQ_GRID_TOTAL": "13", "CQ_GRID_START": "1000", "CQ_GRID_LOG": str(log),
+           "CQ_GRID_PLAN": str(plan)}
+    assert grid.run(str(tmp_path / "s2"), "true # .venv/bin/cq score --task detect", env=env, now=lambda: 1104.0) == 0
+    assert capsys.readouterr().out.splitlines() == ["cell 4/13  1m44s elapsed, ~6m19s left  s2 (cq score)"]
+    done = log.read_text().splitlines()[-1].split("\t")
+    assert done[:4] == ["1000", str(tmp_path / "s2"), "done", "cq score"] and float(done[4]) < 60
+
+
+def test_the_grid_counts_the_cpu_its_cells_and_the_fork_server_used(tmp_path):
+    """The fork server's runs escape the cells' rusage (and `time make compare`): each cell logs its own processes'
+    CPU and the server's (/proc/PID/stat, its children included), and `cell.py stop` prints the grid's total. Here a
+    process standing in for the server burns CPU while a cell sleeps: the cell's own CPU stays near 0, the server's
+    share is counted."""
+    import os
+    import time
+
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        socket = tmp_path / "server.sock"
+        socket.with_name("server.sock.pid").write_text(f"{burner.pid}\n")
+        log = tmp_path / "cells.log"
+        env = {"PATH": os.environ["PATH"], "CQ_GRID_START": "7", "CQ_GRID_LOG": str(log), "CQ_SERVER": str(socket)}
+        time.sleep(0.2)
+        assert grid.run(str(tmp_path / "a"), "sleep 1", env=env) == 0
+        burn = f"{sys.executable} -c 'import time; t = time.process_time()\nwhile time.process_time() - t < 0.5: pass'"
+        assert grid.run(str(tmp_path / "b"), burn, env=env) == 0
+    finally:
+        burner.kill()
+        burner.wait()
+    from bench.grid.eta import grid_cpu
+
+    cpu = grid_cpu(str(log))
+    assert cpu["cells"] == 2 and 0.4 < cpu["cells_cpu_s"] < 3 and cpu["server_cpu_s"] > 0.5, cpu
+    stop = subprocess.run([sys.executable, str(ROOT / "bench" / "grid" / "cell.py"), "stop"], capture_output=True,
+                          text=True, timeout=60, env={"PATH": os.environ["PATH"], "CQ_GRID_LOG": str(log),
+                                                      "CQ_GRID_START": "7"})
+    assert stop.returncode == 0 and stop.stdout.startswith(f"grid: 2 cells, {cpu['cpu_s']:.0f} CPU s"), stop

@@ -13,8 +13,11 @@ k counts the cells this make run has started (every file it makes through `cell.
 paired comparisons, the index), N the cells it had to make when it began: experiments.mk counts them with a
 dry run (`make -n`) when the goal is `compare`, `exp-*` or `pairs` and passes CQ_GRID_TOTAL, CQ_GRID_START
 (when the run began) and CQ_GRID_LOG (the file each started cell is appended to, with the run's start). The
-time left is the elapsed time per cell started so far times the cells still to start (an estimate: cells
-differ by minutes). Without CQ_GRID_TOTAL the line says "cell k" alone.
+time left is each cell kind's measured cost (the mean seconds of its finished cells, else of all finished cells)
+over the cells of the plan (CQ_GRID_PLAN: the dry run's lines) not finished yet (bench/grid/eta.py); before any
+cell has ended, the elapsed time per cell started so far times the cells still to start. Without CQ_GRID_TOTAL the
+line says "cell k" alone. Each cell logs its wall and CPU seconds (CQ_GRID_LOG), and the fork server's CPU (its
+runs escape the cell's rusage); `cell.py stop` prints the grid's CPU seconds from them.
 
 With CQ_GRID_SERVE set (experiments.mk's SERVE, the default of a smoke run), each cell's cq commands go to a
 fork server (cqtools/forkserver): the first cell starts one for this environment (its log: cq-server.log beside
@@ -27,8 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
-import shlex
+import resource
 import subprocess
 import sys
 import time
@@ -36,6 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from bench.grid.eta import grid_cpu, kind, left, server_cpu, summary_line, what  # noqa: E402,F401 (what: tests)
 from bench.grid.wall import wall_start, wall_stop  # noqa: E402
 
 WIDTH = 110  # a relayed stderr line is cut to this many characters on the terminal (F.log has it whole)
@@ -48,41 +51,42 @@ def clock(seconds: float) -> str:
             f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s")
 
 
-def what(command: str) -> str:
-    """The cq command a cell runs, in two words ("cq detect"), or the first word of another command."""
-    found = re.search(r"(?:^|[\s/])cq ([a-z][a-z-]*)", command)
-    if found:
-        return f"cq {found.group(1)}"
-    words = shlex.split(command) if command.strip() else [""]
-    first = next((w for w in words if "=" not in w), words[0])
-    return Path(first).name
-
-
-def cell_line(k: int, total: int | None, started: float | None, now: float, out: str, command: str) -> str:
-    """The terminal's line for the k-th cell of a run of ``total`` that began at ``started``."""
+def cell_line(k: int, total: int | None, started: float | None, now: float, out: str, command: str,
+              remaining: float | None = None) -> str:
+    """The terminal's line for the k-th cell of a run of ``total`` that began at ``started``: the time left is
+    ``remaining`` (eta.left: each cell kind's measured cost) when known, else the mean time per cell so far."""
     head = f"cell {k}/{total}" if total else f"cell {k}"
     timing = ""
     if started is not None:
         elapsed = now - started
         timing = f"  {clock(elapsed)} elapsed"
-        if total and k > 1:
+        if remaining is not None:
+            timing += f", ~{clock(remaining)} left"
+        elif total and k > 1:
             timing += f", ~{clock(elapsed / (k - 1) * (total - k + 1))} left"
     return f"{head}{timing}  {Path(out).name} ({what(command)})"
 
 
-def next_cell(log: str | None, run: str, out: str) -> int:
-    """Append ``out`` to the run's log of started cells; return how many this run has started (it included).
-    One O_APPEND write per line: cells started side by side (make -jN) never lose a line."""
+def append(log: str | None, *fields) -> None:
+    """One line of the run's log (eta.py's format). One O_APPEND write per line: cells started side by side
+    (make -jN) never lose a line."""
     if not log:
-        return 1
+        return
     Path(log).parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, f"{run}\t{out}\n".encode())
+        os.write(fd, ("\t".join(map(str, fields)) + "\n").encode())
     finally:
         os.close(fd)
+
+
+def next_cell(log: str | None, run: str, out: str, what_kind: str = "", server=(0, 0.0)) -> int:
+    """Append ``out``'s start to the run's log of cells; return how many this run has started (it included)."""
+    if not log:
+        return 1
+    append(log, run, out, "start", what_kind, f"{time.time():.3f}", server[0], f"{server[1]:.2f}")
     with open(log) as fh:
-        return sum(1 for line in fh if line.split("\t", 1)[0] == run)
+        return sum(1 for line in fh if line.split("\t", 1)[0] == run and line.split("\t")[2:3] == ["start"])
 
 
 def short(name: str, line: str) -> str:
@@ -109,8 +113,21 @@ def run(out: str, command: str, env=None, now=time.time) -> int:
     env = served(os.environ if env is None else env)
     total = int(env["CQ_GRID_TOTAL"]) if env.get("CQ_GRID_TOTAL", "").isdigit() else None
     started = float(env["CQ_GRID_START"]) if env.get("CQ_GRID_START") else None
-    k = next_cell(env.get("CQ_GRID_LOG"), env.get("CQ_GRID_START", ""), out)
-    print(cell_line(k, total, started, now(), out, command), flush=True)
+    log_file, run_id, what_kind = env.get("CQ_GRID_LOG"), env.get("CQ_GRID_START", ""), kind(command)
+    k = next_cell(log_file, run_id, out, what_kind, server_cpu(env.get("CQ_SERVER")))
+    at = now()
+    remaining = left(log_file, run_id, env.get("CQ_GRID_PLAN"), at - started, time.time()) if started else None
+    print(cell_line(k, total, started, at, out, command, remaining), flush=True)
+    code, seconds, cpu = timed(out, command, env)
+    pid, server = server_cpu(env.get("CQ_SERVER"))
+    append(log_file, run_id, out, "done", what_kind, f"{seconds:.2f}", f"{cpu:.2f}", pid, f"{server:.2f}")
+    return code
+
+
+def timed(out: str, command: str, env) -> tuple[int, float, float]:
+    """Run the cell's command (its stderr to F.log and shortened to the terminal): (status, wall seconds, CPU
+    seconds of its own processes)."""
+    clock0, usage0 = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
     log_path = Path(out + ".log")
     log_path.parent.mkdir(parents=True, exist_ok=True)
     name = Path(out).name
@@ -131,7 +148,9 @@ def run(out: str, command: str, env=None, now=time.time) -> int:
     if code:
         lines = log_path.read_text(errors="replace").splitlines()[-TAIL:]
         print("\n".join([f"{name} failed (exit {code}); the end of {log_path}:", *lines]), file=sys.stderr)
-    return code
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = usage.ru_utime + usage.ru_stime - usage0.ru_utime - usage0.ru_stime
+    return code, time.monotonic() - clock0, cpu
 
 
 def main(argv=None) -> None:
@@ -144,6 +163,7 @@ def main(argv=None) -> None:
     sub.add_parser("stop", help="stop this environment's fork server (CQ_GRID_SERVE), if one runs")
     args = ap.parse_args(argv)
     if args.what == "stop":
+        print(summary_line(grid_cpu(os.environ.get("CQ_GRID_LOG"), os.environ.get("CQ_GRID_START"))), flush=True)
         if os.environ.get("CQ_GRID_SERVE"):
             from cqtools.forkserver import start
 
