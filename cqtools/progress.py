@@ -28,6 +28,9 @@ def bar(desc: str, unit: str, total: int | None = None):
 # Without a terminal (a log file, make's output, a cluster job), no bar is drawn: one short line goes to
 # stderr every LINE_INTERVAL seconds instead (and -q silences it), so a long stage is never silent.
 LINE_INTERVAL = 30.0
+# A stage that ran at least this many seconds off a terminal ends with one line (records, time, rate), so one
+# shorter than LINE_INTERVAL is not silent either; a quicker one (a test, a few records) prints nothing.
+END_LINE_AFTER = 5.0
 
 
 class Lines:
@@ -73,7 +76,13 @@ class Lines:
             self._say()
 
     def close(self) -> None:
+        """Stop the timer; a stage that ran :data:`END_LINE_AFTER` seconds or more says where it ended."""
+        if self._stop.is_set():
+            return
         self._stop.set()
+        if self._time() - self.start >= END_LINE_AFTER:
+            with self._lock:
+                logging.getLogger("cqtools").info(self.line().split(", ~")[0] + " (ended)")
 
 
 def clock(seconds: float) -> str:

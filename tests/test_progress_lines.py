@@ -62,3 +62,19 @@ def test_a_regular_file_on_standard_input_gives_the_progress_its_total(tmp_path)
         proc = subprocess.run([sys.executable, "-c", code], stdin=stdin, capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     assert len(proc.stdout.splitlines()) == 3 and "detect: 3/3 records in" in proc.stderr
+
+
+def test_a_stage_that_ran_a_few_seconds_ends_with_one_line_and_q_keeps_it_silent(runner, tmp_path, monkeypatch):
+    """Issue 48: off a terminal a stage shorter than the 30 s interval printed nothing. One that ran END_LINE_AFTER
+    seconds or more (5 in use; 0 here) ends with one line: records, time, rate; -q still prints nothing, nor does
+    a stage quicker than END_LINE_AFTER."""
+    monkeypatch.setattr(progress, "LINE_INTERVAL", 3600.0)
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(jsonl([{"id": str(i), "question": f"Q{i}?"} for i in range(3)]))
+    for after, quiet, expected in ((0.0, False, 1), (0.0, True, 0), (3600.0, False, 0)):
+        monkeypatch.setattr(progress, "END_LINE_AFTER", after, raising=False)
+        result = runner.invoke(cli, ["detect", "--method", "always", str(questions), *(["-q"] if quiet else [])])
+        assert result.exit_code == 0, result.stderr
+        lines = [line for line in result.stderr.splitlines() if "records in" in line]
+        assert len(lines) == expected, result.stderr
+        assert all(line.startswith("cq: detect: 3/3 records in 0s, ") and line.endswith("/s (ended)") for line in lines), lines
