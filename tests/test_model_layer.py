@@ -441,6 +441,23 @@ def test_cq_models_openai_model_sends_nothing(runner, monkeypatch):
     assert "openai" in result.stdout and "server http://node2:9000/v1" in result.stdout
 
 
+def test_cq_models_says_an_openai_model_without_a_key_is_not_usable(runner, monkeypatch):
+    """Issue 48: `cq models --model openai:...` said usable with no API key, which every stage refuses. It now says
+    what is missing; with a key, or on a server of one's own (no key needed), it is usable."""
+    for var in ("CQ_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    result = runner.invoke(cli, ["models", "--json", "--model", "openai:gpt-4o-mini"])
+    (row,) = parse_jsonl(result.stdout)
+    assert row["usable"] is False and "needs a key: set CQ_API_KEY or OPENAI_API_KEY" in row["problem"]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    (row,) = parse_jsonl(runner.invoke(cli, ["models", "--json", "--model", "openai:gpt-4o-mini"]).stdout)
+    assert row["usable"] is True and row["problem"] is None and "sk-test" not in str(row)
+    monkeypatch.delenv("OPENAI_API_KEY")
+    (row,) = parse_jsonl(runner.invoke(cli, ["models", "--json", "--api-base", "http://node2:9000/v1", "--model",
+                                             "openai:served"]).stdout)
+    assert row["usable"] is True
+
+
 @pytest.mark.slow
 def test_thread_count_does_not_change_smollm2_outputs():
     """`make -j2 compare` runs cells side by side with OMP_NUM_THREADS=1: the offline LLM's logits

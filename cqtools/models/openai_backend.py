@@ -101,9 +101,18 @@ def openai_generator(options: OpenAIOptions, config, model: str, kind: str = "au
 
 
 def _status(model: str, config=None) -> dict:
-    """``cq models``'s row for an API model: its server under ``config`` (no request is sent)."""
-    base = public_url(server_base(settings(config)))
-    return {"source": f"server {base}", "format": "api", "api_base": base, "api_model": model}
+    """``cq models``'s row for an API model: its server under ``config`` (no request is sent), not usable when it
+    is OpenAI's and no key is set (every stage refuses it then: :func:`require_key`)."""
+    from ..errors import ResourceError
+
+    raw = server_base(settings(config))
+    base = public_url(raw)
+    row = {"source": f"server {base}", "format": "api", "api_base": base, "api_model": model}
+    try:
+        require_key(raw, model)
+    except ResourceError as err:
+        row.update(usable=False, problem=str(err))
+    return row
 
 
 openai_generator.status = _status
