@@ -92,6 +92,22 @@ def test_padded_batches_equal_unbatched(arch, request, monkeypatch):
         padded.score(PROMPTS, CONTINUATIONS, batch_size=4)[0], abs=1e-5)
 
 
+@pytest.mark.parametrize("arch", ["tiny_causal", "tiny_gpt2"])
+def test_the_prefix_cache_goes_under_the_name_transformers_takes(arch, request, monkeypatch):
+    """Issue 48: scoring with a shared prefix passed its KV cache as `past_key_values`, which transformers 5
+    deprecates (removed in 5.40: "Use `cache` instead"). It now goes under the name the model's forward declares,
+    so no deprecation warning is raised and the scores equal those without the cache."""
+    import warnings
+
+    alone, _ = _generators(request.getfixturevalue(arch), monkeypatch)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        cached = alone.score(PROMPTS, CONTINUATIONS, prefix="Question: ")
+    assert not [w for w in seen if "past_key_values" in str(w.message)], [str(w.message) for w in seen]
+    plain = alone._score_causal(PROMPTS, CONTINUATIONS, "Question: ", use_cache=False)
+    assert max(abs(x - y) for x, y in zip(cached, plain)) < 1e-4
+
+
 @pytest.mark.heavy(reason="generates 24 tokens a prompt twice with each tiny architecture (a minute)")
 @pytest.mark.parametrize("arch", ["tiny_causal", "tiny_gpt2", "tiny_seq2seq"])
 @pytest.mark.parametrize("padded_mode", [False, True])

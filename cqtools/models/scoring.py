@@ -9,6 +9,22 @@ from .batching import groups, shared_runs
 from .cutting import fit, fit_prompts, input_limit
 
 
+def cache_named(module, kwargs: dict) -> dict:
+    """``kwargs`` with the KV cache (``past_key_values``) under the name ``module.forward`` takes: ``cache`` in
+    transformers 5 (where ``past_key_values`` is deprecated, to go in 5.40), ``past_key_values`` before."""
+    import inspect
+
+    if "past_key_values" not in kwargs or "cache" not in inspect.signature(module.forward).parameters:
+        return kwargs
+    return {("cache" if k == "past_key_values" else k): v for k, v in kwargs.items()}
+
+
+def returned_cache(out):
+    """The KV cache a forward pass returned (``cache`` in transformers 5, ``past_key_values`` before)."""
+    cache = out.get("cache") if hasattr(out, "get") else None
+    return cache if cache is not None else out.past_key_values
+
+
 class ContinuationScoring:
     """``score`` for a loaded causal or seq2seq LM. The class it is mixed into holds the model and its
     tokenizer (``model``, ``tokenizer``, ``kind``, ``device``, ``name``), the input limit (``context``,
@@ -45,7 +61,7 @@ class ContinuationScoring:
         if use_cache and prefix and prefix_ids:
             with torch.inference_mode():
                 out = self.model(torch.tensor([prefix_ids], device=self.device), use_cache=True)
-            cache, last = out.past_key_values, torch.log_softmax(out.logits[0, -1].float(), dim=-1)
+            cache, last = returned_cache(out), torch.log_softmax(out.logits[0, -1].float(), dim=-1)
         head = [] if cache is not None else prefix_ids
         if not head and any(not p and c for p, c in items) and cache is None:
             raise ValueError("cannot score a continuation with no context; pass a prompt or prefix")
@@ -91,9 +107,9 @@ class ContinuationScoring:
         base = getattr(self.model, "base_model", None)
         if base is not None and base is not self.model and self.model.get_output_embeddings() is not None:
             self._head = self.model.get_output_embeddings()
-            return base(input_ids=ids, attention_mask=mask, **kwargs).last_hidden_state
+            return base(input_ids=ids, attention_mask=mask, **cache_named(base, kwargs)).last_hidden_state
         self._head = lambda x: x
-        return self.model(input_ids=ids, attention_mask=mask, **kwargs).logits
+        return self.model(input_ids=ids, attention_mask=mask, **cache_named(self.model, kwargs)).logits
 
     def _score_seq2seq(self, sources: list[str], targets: list[str], batch_size: int | None = None) -> list[float]:
         import torch
