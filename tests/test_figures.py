@@ -73,3 +73,18 @@ def test_the_paired_plot_names_each_pair_and_metric_as_the_text_does(tmp_path):
     assert "**llm vs clf** (detect; d = llm − clf): AUROC: llm is higher than clf" in text
     assert "accuracy: no difference shown (d = -2.0" in text and "F1" not in text.replace("options F1", "")
     assert "**y vs x** (cq; d = y − x): options F1: cannot tell: 1 shared question" in text
+
+
+def test_the_forest_plot_names_a_cell_that_read_gold_an_upper_bound(tmp_path):
+    sys.path.insert(0, str(ROOT))
+    from bench.grid.figures import cells
+
+    scores = tmp_path / "exp" / "scores"
+    scores.mkdir(parents=True)
+    for name in ("ambignq.cq.fromdqs", "ambignq.cq.llm"):
+        (scores / f"{name}.json").write_text(json.dumps(summary("cq", options_f1=[50.0, 40.0, 60.0])))
+    meta = {"ambignq.cq.fromdqs": {"gen_cq": {"method": "from-dqs", "reads": "gold.dqs"}},
+            "ambignq.cq.llm": {"gen_cq": {"method": "llm", "model": "m"}}}
+    for name, m in meta.items():
+        (tmp_path / "exp" / f"{name}.jsonl").write_text(json.dumps({"id": "1", "question": "q?", "meta": m}) + "\n")
+    assert [row[0] for row in cells(scores)["cq"]] == ["ambignq.cq.fromdqs ⊤ upper bound", "ambignq.cq.llm"]

@@ -32,16 +32,20 @@ def flat_intervals(intervals: dict, prefix: str = "") -> dict:
 
 
 def cells(scores: Path) -> dict:
-    """{task: [(cell, metric, point, low, high)]} from the summaries in ``scores``."""
+    """{task: [(cell, metric, point, low, high)]} from the summaries in ``scores``; a cell that read gold is named
+    "NAME ⊤ upper bound", as results.md marks it (floor.py's gold_reads)."""
+    from bench.grid.floor import gold_reads_file, records_of
+
     out: dict = {}
     for path in sorted(scores.glob("*.json")):
         summary = json.loads(path.read_text())
+        name = path.stem + (" ⊤ upper bound" if gold_reads_file(records_of(scores, path.stem)) else "")
         intervals = flat_intervals((summary.get("ci") or {}).get("intervals") or {})
         task = summary.get("task", "?")
         for metric in MAIN.get(task, list(intervals)[:1]):
             point = summary.get(metric)
             if metric in intervals and isinstance(point, (int, float)):
-                out.setdefault(task, []).append((path.stem, metric, point, *intervals[metric]))
+                out.setdefault(task, []).append((name, metric, point, *intervals[metric]))
     return out
 
 

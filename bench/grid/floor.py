@@ -89,10 +89,17 @@ GOLD_INPUT = re.compile(r'"(?:reads|with_answers)"\s*:\s*"gold')
 
 
 def gold_reads_file(path: Path | None) -> list[str]:
-    """:func:`gold_reads` of a records file, reading no record when its text names no gold input."""
-    if path is None or not GOLD_INPUT.search(path.read_text()):
+    """:func:`gold_reads` of a records file, streamed: only a line whose text names a gold input is parsed, and
+    the first whose meta confirms it answers (a stage's meta is the same on every record it wrote)."""
+    if path is None:
         return []
-    return gold_reads(load(path))
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if GOLD_INPUT.search(line):
+                found = gold_reads([json.loads(line)])
+                if found:
+                    return found
+    return []
 
 
 def gold_reads(records: list[dict] | None) -> list[str]:
