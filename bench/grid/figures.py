@@ -100,7 +100,7 @@ def write(scores: Path, pairs_dir: Path | None, out: Path) -> list[Path]:
     diffs = pairs(pairs_dir)
     if diffs:
         target = out / "forest-pairs.png"
-        forest(diffs, "paired differences B − A (95% paired bootstrap; grey: cannot tell)", target, zero=True)
+        forest(diffs, "B − A, 95% paired bootstrap (grey: cannot tell)", target, zero=True)
         written.append(target)
     return written
 
