@@ -19,6 +19,7 @@ def test_the_cell_line_counts_cells_and_says_the_time_left_from_a_fake_clock():
     assert grid.cell_line(1, 147, 1000.0, 1000.5, "a.jsonl", "head -n 5 x > y") == "cell 1/147  0s elapsed  a.jsonl (head)"
     assert grid.cell_line(4, None, None, 5.0, "b.json", "srun --job-name=x .venv/bin/cq score --task detect") \
         == "cell 4  b.json (cq score)"
+    assert grid.what(".venv/bin/python -m cqtools detect --method llm < x") == "cq detect"
 
 
 def test_a_cell_prints_one_short_line_and_logs_its_full_command_and_stderr(tmp_path, capsys):

@@ -28,8 +28,9 @@ FLAGS = re.compile(r"--(?:method|preset)[ =]([A-Za-z0-9_.-]+)")
 
 
 def what(command: str) -> str:
-    """The cq command a cell runs, in two words ("cq detect"), or the first word of another command."""
-    found = re.search(r"(?:^|[\s/])cq ([a-z][a-z-]*)", command)
+    """The cq command a cell runs, in two words ("cq detect", also for `python -m cqtools detect`), or the first
+    word of another command."""
+    found = re.search(r"(?:(?:^|[\s/])cq|-m cqtools) ([a-z][a-z-]*)", command)
     if found:
         return f"cq {found.group(1)}"
     words = shlex.split(command) if command.strip() else [""]
