@@ -76,13 +76,15 @@ class Lines:
             self._say()
 
     def close(self) -> None:
-        """Stop the timer; a stage that ran :data:`END_LINE_AFTER` seconds or more says where it ended."""
-        if self._stop.is_set():
-            return
         self._stop.set()
-        if self._time() - self.start >= END_LINE_AFTER:
+
+    def end(self) -> None:
+        """The stage went through its input: one that ran :data:`END_LINE_AFTER` seconds or more says so (records,
+        time, rate); a failed stage closes without it, its error being its last line."""
+        if not self._stop.is_set() and self._time() - self.start >= END_LINE_AFTER:
             with self._lock:
                 logging.getLogger("cqtools").info(self.line().split(", ~")[0] + " (ended)")
+        self.close()
 
 
 def clock(seconds: float) -> str:
@@ -126,6 +128,7 @@ def counted(items: Iterable, desc: str, total: int | None = None, unit: str = "p
                 drawn.update(n)
                 n = 0
         drawn.update(n)
+        getattr(drawn, "end", drawn.close)()
     finally:
         drawn.close()
 

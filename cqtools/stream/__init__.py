@@ -139,7 +139,9 @@ class _Run:
         self.bar.update(n_inputs)
 
     def finish(self) -> None:
-        """The input is exhausted: say so in the run record (cq merge checks it)."""
+        """The input is exhausted: say so in the run record (cq merge checks it), and off a terminal in one last
+        progress line when the stage took a few seconds (progress.Lines.end)."""
+        getattr(self.bar, "end", lambda: None)()
         if self.record is not None:
             self.record.update(complete=True, input_records=self.counted.count,
                                records_written=self.done + self.writer.written)
