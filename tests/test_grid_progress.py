@@ -126,7 +126,8 @@ def test_the_time_left_is_each_cell_kinds_measured_cost(tmp_path, capsys):
                     + "".join(plan_line(f"s{i}", score.format(f"s{i}")) + "\n" for i in range(7))
                     + "".join(plan_line(f"g{i}", gencq.format(f"g{i}")) + "\n" for i in range(2)))
     lines = []
-    for out, what_kind, seconds in (("d0", "cq detect llm", 100), ("s0", "cq score", 2), ("s1", "cq score", 2)):
+    for out, what_kind, seconds in (("d0", "cq detect llm", 100), ("s0", "cq score detect", 2),
+                                    ("s1", "cq score detect", 2)):
         lines += [f"1000\t{out}\tstart\t{what_kind}\t1000\t0\t0", f"1000\t{out}\tdone\t{what_kind}\t{seconds}\t1\t0\t0"]
     log.write_text("\n".join(lines) + "\n")
     env = {"PATH": "/usr/bin:/bin", "CQ_GRID_TOTAL": "13", "CQ_GRID_START": "1000", "CQ_GRID_LOG": str(log),
@@ -134,7 +135,7 @@ def test_the_time_left_is_each_cell_kinds_measured_cost(tmp_path, capsys):
     assert grid.run(str(tmp_path / "s2"), "true # .venv/bin/cq score --task detect", env=env, now=lambda: 1104.0) == 0
     assert capsys.readouterr().out.splitlines() == ["cell 4/13  1m44s elapsed, ~6m19s left  s2 (cq score)"]
     done = log.read_text().splitlines()[-1].split("\t")
-    assert done[:4] == ["1000", str(tmp_path / "s2"), "done", "cq score"] and float(done[4]) < 60
+    assert done[:4] == ["1000", str(tmp_path / "s2"), "done", "cq score detect"] and float(done[4]) < 60
 
 
 def test_the_grid_counts_the_cpu_its_cells_and_the_fork_server_used(tmp_path):

@@ -77,7 +77,8 @@ def test_a_stage_that_ran_a_few_seconds_ends_with_one_line_and_q_keeps_it_silent
         assert result.exit_code == 0, result.stderr
         lines = [line for line in result.stderr.splitlines() if "records in" in line]
         assert len(lines) == expected, result.stderr
-        assert all(line.startswith("cq: detect: 3/3 records in 0s, ") and line.endswith("/s (ended)") for line in lines), lines
+        assert all(line.startswith("cq: detect: 3/3 records in 0s, ") and line.endswith("/s (ended)")
+                   for line in lines), lines
     # a stage that fails ends with its error line alone
     questions.write_text(jsonl([{"id": "0", "question": "Q0?"}, {"id": "1"}]))
     result = runner.invoke(cli, ["detect", "--method", "always", "--batch-size", "1", str(questions)])

@@ -6,9 +6,9 @@ Each cell appends a start line when it begins and a done line when it ends (tab-
     RUN  OUT  start  KIND  T0       SERVER_PID  SERVER_CPU      (T0: the cell's start, epoch seconds)
     RUN  OUT  done   KIND  SECONDS  CPU  SERVER_PID  SERVER_CPU
 
-KIND is the cell's command in a few words ("cq detect llm": the cq command and its --method/--preset values), so
-a cell's expected cost is the mean seconds of the finished cells of its kind, or of all finished cells for a kind
-none has finished yet; the time left is the cost of the planned cells not started yet, and of the running ones
+KIND is the cell's command in a few words ("cq detect llm": the cq command and its --task, --method and --preset
+values), so a cell's expected cost is the mean seconds of the finished cells of its kind, or of all finished cells
+for a kind none has finished yet; the time left is the cost of the planned cells not started yet, and of the running ones
 less their age, over the cells' measured concurrency (their summed seconds over the wall time so far; make -jN).
 
 CPU is what the cell's own processes used (their rusage: the bash line and everything it waited for). A cq command
@@ -24,7 +24,7 @@ import shlex
 from collections import Counter
 from pathlib import Path
 
-FLAGS = re.compile(r"--(?:method|preset)[ =]([A-Za-z0-9_.-]+)")
+FLAGS = re.compile(r"--(?:task|method|preset)[ =]([A-Za-z0-9_.-]+)")
 
 
 def what(command: str) -> str:

@@ -243,8 +243,8 @@ def paired_section(pairs_dir: Path | None, min_n: int = MIN_PAIRED_N) -> list[st
         return []
     lines = ["## Paired comparisons", "",
              "`cq score --paired B.jsonl < A.jsonl`: B − A on the ids both cells score, with its paired bootstrap "
-             f"interval; a difference is stated only when the interval excludes 0, on at least {min_n} shared questions "
-             "(fewer, or an interval of zero width: \"cannot tell\").", ""]
+             f"interval; a difference is stated only when the interval excludes 0, on at least {min_n} shared "
+             "questions (fewer, or an interval of zero width: \"cannot tell\").", ""]
     for path in files:
         a, b = path.name[:-len(".json")].split("--", 1)
         result = json.loads(path.read_text())
