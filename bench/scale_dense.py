@@ -35,7 +35,12 @@ FULL = 21_000_000  # DPR's Wikipedia: passages the memory column extrapolates to
 TYPES = [("Flat", None, [None]), ("HNSW32", "ef_search", [64, 128, 256, 512, 1024, 2048, 4096]),
          ("HNSW64", "ef_search", [512, 1024, 2048]), ("IVF4096,Flat", "nprobe", [16, 64]),
          ("SQ8", None, [None]), ("IVF4096,PQ64", "nprobe", [16, 64]), ("OPQ96,IVF4096,PQ96", "nprobe", [16, 64]),
-         ("SQ4", None, [None]), ("IVF4096,SQ4", "nprobe", [16, 64]), ("PQ192", None, [None])]
+         ("SQ4", None, [None]), ("IVF4096,SQ4", "nprobe", [16, 64]), ("PQ192", None, [None]),
+         # under an eighth of Flat with its codebooks, centroids and ids: a rotation to 352 dimensions, residuals
+         # of 1024 lists, 176 two-dimensional sub-quantizers (176 + 8 bytes a vector)
+         ("OPQ176_352,IVF1024,PQ176", "nprobe", [64, 128, 256]),
+         # the example for 21M passages (65,536 lists want ~2.5M training vectors: at 1M it is undertrained)
+         ("OPQ64,IVF65536_HNSW32,PQ64", "nprobe", [64, 256, 1024])]
 
 
 def slug(factory: str) -> str:
