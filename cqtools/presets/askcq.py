@@ -59,6 +59,10 @@ ASKCQ = Preset(
                 "answer for each option's revised question (its target label is the option's answer)", "cq's default snaps a generated answer "
                 "to a passage span (under this preset it replaced every option's answer); here answers stay as "
                 "generated", setting="answer grounding", applies=LAYOUT),
+        Setting("answer", "num_beams", 4, "run.py:262-266 @d8be017: the release's one seq2seq inference "
+                "(model.generate(num_beams=4, early_stopping=True)) decodes the cqa task's answers too",
+                "cq stops a beam at the answer's end as well; an API model searches no beams (the row is not applied "
+                "to one: meta.preset_rows says so)", setting="beam search"),
 
         # --- disambiguate ---
 

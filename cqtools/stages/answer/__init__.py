@@ -120,7 +120,7 @@ class AnswerStage:
         if self.cross_encoder is not None:
             info["reranker"] = self.cross_encoder.info["model"]
         if self.qd_writer is not None:
-            info["qd_model"] = self.qd_writer.generator.info["model"]
+            info.update(qd_model=self.qd_writer.generator.info["model"], **self.qd_writer.params)
         return info
 
 
@@ -206,6 +206,7 @@ def qa_mode(mode: str):
     def factory(options, config, *, reader: str, model: str | None, reader_options: dict, seed, batch_size: int):
         mode_options = dataclasses.asdict(options)
         reranker, qd_model = mode_options.pop("reranker", None), mode_options.pop("qd_model", None)
+        qd_settings = {k: mode_options.pop(k) for k in ("qd_layout", "qd_num_beams") if k in mode_options}
         chosen = READERS.get(reader)
         names = {f.name for f in fields(AnswerConfig)}
         stage_options = {k: v for k, v in {**reader_options, **mode_options}.items() if k in names}
@@ -235,7 +236,7 @@ def qa_mode(mode: str):
         if mode == "dqs":
             searcher = dqs_searcher(answer_config, config)
         if answer_config.refuel_round_trip:
-            qd_writer = qd_writer_for(the_reader, qd_model, config)
+            qd_writer = qd_writer_for(the_reader, qd_model, config, **qd_settings)
         stage = AnswerStage(answer_config, the_reader, cross_encoder, searcher, qd_writer)
         return functools.partial(answer_batch, stage=stage, info={"reader": reader, **stage.meta(seed)})
 
@@ -252,16 +253,18 @@ def dqs_searcher(answer_config: AnswerConfig, config):
     return SEARCHERS.build(answer_config.retriever, config, index_dir=answer_config.index)
 
 
-def qd_writer_for(reader, qd_model: str | None, config):
+def qd_writer_for(reader, qd_model: str | None, config, **settings):
     """REFUEL's DQ writer: ``qd_model``, else the generative reader's own LM, else the default
-    question writer of ``cq disambiguate``."""
+    question writer of ``cq disambiguate``; ``settings``: its qd_layout and qd_num_beams."""
     from ...models import load_generator
     from ..disambiguate import DEFAULT_MODEL
     from .refuel import QDWriter
 
     if qd_model is None and getattr(reader, "generator", None) is not None:
-        return QDWriter(reader.generator)
-    return QDWriter(load_generator(qd_model or DEFAULT_MODEL, config.device, config.dtype, config=config))
+        generator = reader.generator
+    else:
+        generator = load_generator(qd_model or DEFAULT_MODEL, config.device, config.dtype, config=config)
+    return QDWriter(generator, layout=settings.get("qd_layout", "ambigqa"), num_beams=settings.get("qd_num_beams"))
 
 
 def long_mode(options: O.LongOptions, config, *, reader: str, model: str | None, reader_options: dict, seed,

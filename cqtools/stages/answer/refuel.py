@@ -143,12 +143,25 @@ def refuel_round_trip(records: list[dict], questions: list[Question], per_record
 class QDWriter:
     """REFUEL's question disambiguation inside the round trip: one DQ per answer, written by the
     question writer of ``cq disambiguate --method qd`` (:func:`cqtools.stages.disambiguate.qd_batch`)
-    over the passages the reader read, each passage cut to ``passage_words`` words. Counts its
-    model calls (``calls``)."""
+    over the passages the reader read, each passage cut to ``passage_words`` words. ``layout``: the QD
+    input, ``ambigqa`` (answer, question, every other answer, passages: AmbigQA's conditioning, cq's default)
+    or ``refuel`` (answer, prompt question, passages: REFUEL's, QGInferenceData.py:199 @159090e);
+    ``num_beams``: its beam search (None: greedy). Counts its model calls (``calls``)."""
 
-    def __init__(self, generator, passage_words: int = 100, tpl=None):
+    def __init__(self, generator, passage_words: int = 100, tpl=None, layout: str = "ambigqa",
+                 num_beams: int | None = None):
+        from ..options import beam_args
+
         self.generator, self.passage_words, self.tpl = generator, passage_words, tpl
+        self.layout, self.num_beams = layout, num_beams or 1
+        beam_args(generator, self.num_beams)  # an API model given beams: one line, before any record
         self.calls = 0
+
+    @property
+    def params(self) -> dict:
+        """What ``meta.answer`` notes of the writer beyond its model: its settings not at their defaults."""
+        return {**({"qd_layout": self.layout} if self.layout != "ambigqa" else {}),
+                **({"qd_num_beams": self.num_beams} if self.num_beams != 1 else {})}
 
     def _budget(self) -> int | None:
         """Prompt tokens left for the question, answers and passages: the writer's context less the
@@ -159,7 +172,7 @@ class QDWriter:
         context = getattr(self.generator, "context", None)
         if not isinstance(context, int):
             return None
-        prefix = evidence.token_counter(self.generator)(qd_prefix(self.tpl, "ambigqa"))
+        prefix = evidence.token_counter(self.generator)(qd_prefix(self.tpl, self.layout))
         return max(64, context - prefix - 40 - 16)  # 16: the chat template's and the separators' tokens
 
     def __call__(self, items: list[tuple[str, list[str], list[dict]]]) -> list[list[dict]]:
@@ -169,11 +182,12 @@ class QDWriter:
             return []
         records = [{"id": n, "question": q, "answers": [{"text": a} for a in answers], "passages": list(ps)}
                    for n, (q, answers, ps) in enumerate(items)]
-        # AmbigQA/REFUEL's QD input (answer, question, other answers, passages in reranked order), a DQ kept
-        # as written (no "AQ (title)?" fallback), passages up to what fits the writer's context
+        # the QD input in ``layout``'s order (passages in reranked order), a DQ kept as written (no "AQ (title)?"
+        # fallback), passages up to what fits the writer's context
         config = QdOptions(n_passages=max(len(ps) for _, _, ps in items),
-                                passage_words=self.passage_words, layout="ambigqa", passage_order="reranked",
-                                duplicates="keep", max_others=0, max_passage_tokens=self._budget())
+                           passage_words=self.passage_words, layout=self.layout, passage_order="reranked",
+                           duplicates="keep", max_others=0, max_passage_tokens=self._budget(),
+                           num_beams=self.num_beams)
         out = qd_batch(records, self.generator, config, self.tpl)
         self.calls += sum(calls for _, calls in out)
         return [dqs for dqs, _ in out]

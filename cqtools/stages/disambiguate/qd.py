@@ -16,6 +16,7 @@ from ...metrics.normalize import normalize_answer
 from ...records import PASSAGES, answer_texts, distinct_texts, require, snippets
 from ...registry import non_default, option
 from .. import prompts_disamb as P
+from ..options import beam_args, beams_option
 from ..templates import Template
 from ..tree import answer_passage
 from .parsing import (NEED_PASSAGES, clean_question, dq_writer, model_option, passage_words_option, passages_option,
@@ -33,8 +34,9 @@ class QdOptions:
     passage_words: int = passage_words_option()
     max_new_tokens: int = tokens_option(40)
     prompt: str | None = template_option()
-    layout: str = option("cq", "prompt order: cq (passages, question, answer, others) or ambigqa (the released "
-                               "input's: target answer, question, other answers, passages)", choices=("cq", "ambigqa"))
+    layout: str = option("cq", "prompt order: cq (passages, question, answer, others), ambigqa (AmbigQA's released "
+                               "input: target answer, question, other answers, passages) or refuel (REFUEL's: target "
+                               "answer, question, passages; no other answers)", choices=("cq", "ambigqa", "refuel"))
     passage_order: str = option("answer-first", "answer-first (the shown passages holding the answer moved first) "
                                                 "or reranked (the record's order, as AmbigQA)",
                                 choices=("answer-first", "reranked"))
@@ -45,6 +47,7 @@ class QdOptions:
     max_passage_tokens: int | None = option(None, "passages in order (at most --passages) while the prompt's "
                                                   "question, answers and passages fit this many tokens [default: no "
                                                   "budget, the top --passages]", min=1)
+    num_beams: int = beams_option()
 
     @property
     def new_tokens(self) -> int:
@@ -55,7 +58,8 @@ class QdOptions:
         records made with the defaults stay as they were."""
         return {"method": "qd", "passages": self.n_passages, "passage_words": self.passage_words,
                 "max_new_tokens": self.new_tokens,
-                **non_default(self, "layout", "passage_order", "duplicates", "max_others", "max_passage_tokens")}
+                **non_default(self, "layout", "passage_order", "duplicates", "max_others", "max_passage_tokens",
+                              "num_beams")}
 
 
 def distinct_answers(record: dict) -> list[str]:
@@ -78,8 +82,7 @@ def fallback_question(question: str, answer: str, passages: list[dict], used: se
     return f"{base} ({answer})?"
 
 
-def qd_batch(records: list[dict], generator, config: QdOptions,
-             tpl: Template | None = None) -> list[tuple[list[dict], int]]:
+def qd_batch(records: list[dict], generator, config: QdOptions, tpl: Template | None = None) -> list[tuple[list[dict], int]]:
     """(dqs, model calls) per record: one prompt per predicted answer of a record with several.
 
     Each prompt conditions on the question, the target answer, the other answers (``max_others``
@@ -88,7 +91,7 @@ def qd_batch(records: list[dict], generator, config: QdOptions,
     ``max_passage_tokens`` only as many as fit that budget beside the question and answers
     (:func:`.evidence.fit`; the count per DQ goes to ``meta.passages_read.disambiguate``). A DQ that
     echoes the question or an earlier DQ becomes "AQ (title)?" (``duplicates="fallback"``) or stays
-    as generated (``"keep"``, as AmbigQA's released model writes it)."""
+    as generated (``"keep"``, as AmbigQA's released model writes it). ``num_beams``: the beam search."""
     from .. import evidence
 
     count = evidence.token_counter(generator) if config.max_passage_tokens else None
@@ -119,7 +122,8 @@ def qd_batch(records: list[dict], generator, config: QdOptions,
     prompts = [prefix + P.qd_prompt(records[n]["question"], a, o, snippets(s, len(s), config.passage_words),
                                     tpl, config.layout)
                for n, a, o, s, _ in jobs]
-    raw = generator.generate(prompts, max_new_tokens=config.new_tokens, chat=False, stop=["\n"]) if prompts else []
+    beams, tokens = beam_args(generator, config.num_beams), config.new_tokens
+    raw = generator.generate(prompts, max_new_tokens=tokens, chat=False, stop=["\n"], **beams) if prompts else []
     used_dqs: dict[int, set[str]] = {}
     read: dict[int, list[int]] = {}
     for (n, answer, _, shown, passages), generation in zip(jobs, raw):
@@ -141,5 +145,8 @@ def qd_batch(records: list[dict], generator, config: QdOptions,
 
 
 def qd_disambiguator(options: QdOptions, run, *, seed: int = 0, **context):
-    """The batch function of ``--method qd`` (the registry's factory)."""
-    return dq_writer(qd_batch, "qd", options, run, seed)
+    """The batch function of ``--method qd`` (the registry's factory); an API model given beams is refused
+    before any record is read."""
+    fn = dq_writer(qd_batch, "qd", options, run, seed)
+    beam_args(fn.keywords["generator"], options.num_beams)
+    return fn

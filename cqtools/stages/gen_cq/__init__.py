@@ -25,7 +25,6 @@ show the question alone), and from-dqs reads gold DQs, not answers.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import os
 from dataclasses import dataclass, field
 from typing import Callable
@@ -39,8 +38,8 @@ from ...registry import CQ_METHODS, non_default, option
 from .. import evidence, prompts, templates
 from ..common import stage_fn
 from .grounding import OPTIONS, check_options, ground, grounded, shown_words  # noqa: F401
-from ..options import (beams_option, cq_options_option, cq_passage_budget_option, llm_option, passages_option,
-                      prompt_option, tokens_option, two_options_option, with_answers_option)
+from ..options import (beam_args, beams_option, cq_options_option, cq_passage_budget_option, llm_option,
+                       passages_option, prompt_option, tokens_option, two_options_option, with_answers_option)
 from .form import (INVALID, canonical_cq, canonical_head, distinct, extract_options, first_question,
                       in_form, make_cq, repair, which)
 from .form import format_cq  # noqa: F401  (re-exported, as before the split)
@@ -126,17 +125,6 @@ def read_passages(record: dict, n_passages: int, max_tokens: int | None, count, 
         if n_passages else []
     evidence.note_read(record, "gen-cq", len(chosen))
     return [evidence.passage_text(p) for p in chosen]
-
-
-def beam_args(generator, num_beams: int) -> dict:
-    """``generate``'s beam argument: none for 1 (greedy, as always); a generator whose ``generate``
-    takes no ``num_beams`` (an OpenAI-compatible server) cannot search beams: a one-line error."""
-    if num_beams <= 1:
-        return {}
-    if "num_beams" not in inspect.signature(generator.generate).parameters:
-        raise InputError(f"{getattr(generator, 'name', 'this model')} cannot search beams (num_beams={num_beams}): "
-                         "an API model decodes greedily; use a local model or --num-beams 1")
-    return {"num_beams": num_beams}
 
 
 # --- generators ---------------------------------------------------------------------------------

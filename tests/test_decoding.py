@@ -1,0 +1,158 @@
+"""The papers' decoding and layouts (issue 48): beam search for cq answer's generative reader, cq disambiguate
+--method qd and REFUEL's DQ writer, set by the presets and refused by an API model; REFUEL's QD input; and
+which of a preset's rows applied, in each record's meta."""
+import pytest
+
+from cqtools.cli import cli
+
+from .conftest import jsonl, parse_jsonl
+from .fakes import FakeGenerator
+
+
+class ApiLike(FakeGenerator):
+    """A generator whose generate() takes no num_beams, as an OpenAI-compatible server's."""
+
+    def generate(self, prompts, max_new_tokens=32, chat=None, stop=None, batch_size=None, temperature=0.0,
+                 top_p=1.0, seed=None):
+        return super().generate(prompts, max_new_tokens, chat, stop, batch_size, temperature, top_p, seed)
+
+
+def _replies(prompt: str) -> str:
+    if prompt.rstrip().endswith("Rewritten question:"):
+        answer = [line for line in prompt.splitlines() if line.startswith("Answer: ")][-1][len("Answer: "):]
+        return f"Who won in {answer}?"
+    return " Ann ; Bob" if prompt.rstrip().endswith("Answers:") else " Ann"
+
+
+@pytest.fixture
+def lm(monkeypatch):
+    import cqtools.models as models
+
+    holder = {"gen": FakeGenerator(_replies, name="fake-lm")}
+    monkeypatch.setattr(models, "load_generator", lambda *a, **k: holder["gen"])
+    return holder
+
+
+PASSAGES = [{"id": f"p{n}", "title": f"T{n}", "text": f"Ann and Bob won in year {n}.", "rank": n + 1}
+            for n in range(3)]
+MULTI = {"id": "m", "question": "Who won?", "answers": [{"text": "Ann"}, {"text": "Bob"}], "passages": PASSAGES}
+
+
+def run(runner, args, records):
+    return runner.invoke(cli, [*args, "-q"], input=jsonl(records))
+
+
+def beams(gen) -> list:
+    return [entry.get("num_beams", 1) for entry in gen.log]
+
+
+# --- --num-beams ------------------------------------------------------------------------------------------
+
+def test_the_generative_reader_searches_beams_and_an_api_model_refuses_them(runner, lm):
+    record = {"id": "r", "question": "Who won?", "passages": PASSAGES}
+    for mode in ("single", "multi"):
+        result = run(runner, ["answer", "--reader", "generative", "--model", "m", "--mode", mode, "--num-beams", "4",
+                              "--grounding", "none"], [record])
+        assert result.exit_code == 0, result.stderr
+        assert beams(lm["gen"])[-1] == 4
+        assert parse_jsonl(result.stdout)[0]["meta"]["answer"]["num_beams"] == 4
+    result = run(runner, ["answer", "--reader", "generative", "--model", "m", "--grounding", "none"], [record])
+    assert beams(lm["gen"])[-1] == 1 and "num_beams" not in parse_jsonl(result.stdout)[0]["meta"]["answer"]
+    lm["gen"] = ApiLike(_replies)
+    result = run(runner, ["answer", "--reader", "generative", "--model", "m", "--num-beams", "4"], [record])
+    assert result.exit_code == 1 and "cannot search beams (num_beams=4)" in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert lm["gen"].prompts == []  # refused before any record was read
+
+
+def test_qd_searches_beams_and_an_api_model_refuses_them(runner, lm):
+    result = run(runner, ["disambiguate", "--method", "qd", "--model", "m", "--num-beams", "3"], [MULTI])
+    assert result.exit_code == 0, result.stderr
+    assert beams(lm["gen"]) == [3, 3] and parse_jsonl(result.stdout)[0]["meta"]["disambiguate"]["num_beams"] == 3
+    lm["gen"] = ApiLike(_replies)
+    result = run(runner, ["disambiguate", "--method", "qd", "--model", "m", "--num-beams", "3"], [MULTI])
+    assert result.exit_code == 1 and "cannot search beams (num_beams=3)" in result.stderr
+    assert "Traceback" not in result.stderr and lm["gen"].prompts == []
+
+
+def test_the_presets_decode_as_the_papers_did():
+    from cqtools import presets
+
+    assert presets.values("ambigqa", "answer")["num_beams"] == 4
+    assert presets.values("ambigqa", "disambiguate")["num_beams"] == 4
+    assert presets.values("askcq", "answer")["num_beams"] == 4
+    assert presets.values("refuel", "answer")["qd_num_beams"] == 4
+    rows = {(p, r.command, r.option): r for p in ("ambigqa", "askcq", "refuel") for r in presets.get(p).settings}
+    for key in (("ambigqa", "answer", "num_beams"), ("ambigqa", "disambiguate", "num_beams"),
+                ("askcq", "answer", "num_beams"), ("refuel", "answer", "qd_num_beams")):
+        assert rows[key].applies == presets.METHOD and "num_beams=4" in rows[key].source and "@" in rows[key].source
+    assert rows[("refuel", "answer", "qd_layout")].applies == presets.LAYOUT
+
+
+def test_a_preset_decodes_a_local_model_with_beams_and_an_api_model_greedily_saying_so(runner, lm):
+    result = run(runner, ["disambiguate", "--preset", "ambigqa", "--model", "m"], [MULTI])
+    assert result.exit_code == 0, result.stderr
+    assert beams(lm["gen"]) == [4, 4]
+    out = parse_jsonl(result.stdout)[0]["meta"]
+    assert out["disambiguate"]["num_beams"] == 4 and "num_beams" in out["preset_rows"]["disambiguate"]["applied"]
+    # an API model: the preset's beams are not applied (a warning, and the record says so), not an error
+    lm["gen"] = ApiLike(_replies)
+    result = runner.invoke(cli, ["disambiguate", "--preset", "ambigqa", "--model", "openai:m"], input=jsonl([MULTI]))
+    assert result.exit_code == 0, result.stderr
+    assert "num_beams=4 not applied: openai:m is served by an API" in result.stderr
+    out = parse_jsonl(result.stdout)[0]["meta"]
+    assert "num_beams" not in out["disambiguate"] and out["presets"] == {"disambiguate": "ambigqa"}
+    assert "served by an API" in out["preset_rows"]["disambiguate"]["not_applied"]["num_beams"]
+    assert "layout" in out["preset_rows"]["disambiguate"]["applied"]
+
+
+# --- REFUEL's QD input --------------------------------------------------------------------------------------
+
+def test_refuels_dq_writer_reads_the_answer_the_question_and_the_passages_only(runner, lm):
+    from cqtools.stages.answer.refuel import QDWriter
+
+    gen = FakeGenerator(_replies)
+    QDWriter(gen, layout="refuel", num_beams=4)([("Who won?", ["Ann", "Bob"], PASSAGES)])
+    assert beams(gen) == [4, 4]
+    query = gen.prompts[0].rsplit("\n\n", 1)[1]
+    assert query.startswith("Answer: Ann\nQuestion: Who won?\nPassage: T0: ") and "Other answers" not in gen.prompts[0]
+    QDWriter(gen)([("Who won?", ["Ann", "Bob"], PASSAGES)])  # the other layout, under its own name: ambigqa's
+    assert "Answer: Ann\nQuestion: Who won?\nOther answers: Bob\nPassage: T0: " in gen.prompts[-2]
+    # the refuel preset writes its DQs so, with beam 4, and says so in meta.answer
+    result = run(runner, ["answer", "--preset", "refuel", "--model", "m", "--verify-threshold", "-1e9",
+                          "--max-passage-tokens", "200"],
+                 [{"id": "r", "question": "Who won?", "passages": PASSAGES}])
+    assert result.exit_code == 0, result.stderr
+    dq_prompts = [e for e in lm["gen"].log if e["prompt"].rstrip().endswith("Rewritten question:")]
+    assert dq_prompts and all(e.get("num_beams") == 4 and "Other answers" not in e["prompt"] for e in dq_prompts)
+    meta = parse_jsonl(result.stdout)[0]["meta"]["answer"]
+    assert meta["qd_layout"] == "refuel" and meta["qd_num_beams"] == 4
+
+
+def test_qd_takes_refuels_layout():
+    from cqtools.stages.prompts_disamb import qd_prompt
+
+    text = qd_prompt("Who won?", "Ann", ["Bob"], ["T0: text"], None, "refuel")
+    assert text == "Answer: Ann\nQuestion: Who won?\nPassage: T0: text\nRewritten question:"
+
+
+# --- which rows applied -------------------------------------------------------------------------------------
+
+def test_the_record_says_which_of_the_presets_rows_applied(runner, lm):
+    """Another mode than the preset's drops its method rows: meta.preset_rows says which rows applied and why
+    the others did not, from the CLI and from Python alike."""
+    from cqtools import presets
+
+    record = {"id": "r", "question": "Who won?", "passages": PASSAGES}
+    result = run(runner, ["answer", "--preset", "refuel", "--mode", "single", "--model", "m",
+                          "--max-passage-tokens", "200"], [record])
+    assert result.exit_code == 0, result.stderr
+    out = parse_jsonl(result.stdout)[0]["meta"]
+    rows = out["preset_rows"]["answer"]
+    assert out["presets"] == {"answer": "refuel"}
+    assert "round_trip" in rows["not_applied"] and "verify_rule" in rows["not_applied"]
+    assert rows["not_applied"]["mode"] == rows["not_applied"]["max_passage_tokens"] == "set explicitly"
+    assert {"passage_chars", "grounding", "qd_layout"} <= set(rows["applied"])
+    assert not set(rows["applied"]) & set(rows["not_applied"])
+    stage = presets.stage("refuel", "answer", mode="single", model="m", max_passage_tokens=200)
+    assert stage.cq_preset_rows == rows
