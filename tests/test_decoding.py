@@ -156,3 +156,58 @@ def test_the_record_says_which_of_the_presets_rows_applied(runner, lm):
     assert not set(rows["applied"]) & set(rows["not_applied"])
     stage = presets.stage("refuel", "answer", mode="single", model="m", max_passage_tokens=200)
     assert stage.cq_preset_rows == rows
+
+
+# --- training reads what inference reads ----------------------------------------------------------------------
+
+def _askcq_tokenizer_model(tiny_seq2seq, tmp_path):
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    model = str(tmp_path / "t5-with-bos-eos")  # AskCQ's layout needs sep, bos and eos tokens (BART has them)
+    shutil.copytree(tiny_seq2seq, model)
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    tokenizer.bos_token, tokenizer.eos_token = "[CLS]", "[SEP]"
+    return tokenizer
+
+
+def test_cq_train_gen_cq_trains_on_the_input_cq_gen_cq_generates_from(tiny_seq2seq, tmp_path):
+    """--input-layout askcq with a 1,024-token budget: the training input of a record is, character for character,
+    what `cq gen-cq --method seq2seq` gives the model for it (whole passages while they fit, not 3 cut to 60
+    words), and the batch encoder cuts inputs at the budget, not at 384 tokens."""
+    from types import SimpleNamespace
+
+    from cqtools.stages import evidence, gen_cq as gen_stage
+    from cqtools.train.cq_generator import batch_encoder, cq_examples
+
+    tokenizer = _askcq_tokenizer_model(tiny_seq2seq, tmp_path)
+    words = " ".join(f"word{i}" for i in range(90))
+    record = {"id": "r", "question": "Who won?", "passages": [{"title": f"T{n}", "text": words} for n in range(40)],
+              "gold": {"answers": [["Ann"], ["Bob"]], "cq": "Which year: 2001, or 2002?"}}
+    reads = SimpleNamespace(tokenizer=tokenizer, name="tiny")
+    build = gen_stage.input_builder(reads, "askcq")
+    [(source, _, _)], _ = cq_examples([dict(record)], 100, "gold", build_input=build, max_passage_tokens=1024,
+                                      count=evidence.token_counter(reads))
+    gen = FakeGenerator("Which year: 2001, or 2002?", kind="seq2seq")
+    gen.tokenizer = tokenizer
+    options = gen_stage.Seq2SeqOptions(model="m", n_passages=100, with_answers="gold", max_passage_tokens=1024,
+                                       input_layout="askcq")
+    gen_stage.seq2seq_method(gen, options).run([dict(record)])
+    assert gen.prompts == [source]
+    assert "word89" in source and source.count("word0 ") > 3  # whole passages, more than 3 of them
+    ids = batch_encoder(tokenizer, True, tokenizer.eos_token_id, 1024)([(source, "Which year?", record)])["input_ids"]
+    assert 384 < ids.shape[1] <= 1024
+
+
+def test_the_askcq_layout_trains_with_the_releases_settings_unless_set():
+    from cqtools.train import GenCQTrainConfig
+    from cqtools.train.cq_generator import layout_defaults
+
+    base = {"train": "t.jsonl", "dev": "d.jsonl", "model": "m", "out": "o"}
+    askcq = layout_defaults(GenCQTrainConfig(**base, input_layout="askcq"))
+    assert (askcq.lr, askcq.batch_size, askcq.passages, askcq.max_passage_tokens) == (1e-5, 10, 100, 1024)
+    cq = layout_defaults(GenCQTrainConfig(**base))
+    assert (cq.lr, cq.batch_size, cq.passages, cq.max_passage_tokens) == (5e-5, 8, 3, None)  # as before
+    given = layout_defaults(GenCQTrainConfig(**base, input_layout="askcq", lr=3e-5, passages=5))
+    assert (given.lr, given.passages, given.max_passage_tokens) == (3e-5, 5, 1024)

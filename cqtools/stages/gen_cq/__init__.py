@@ -102,6 +102,16 @@ def askcq_input(question: str, snippets: list[str], answers: list[str] | None, t
     return head + "".join(eos + bos + s for s in snippets)
 
 
+def model_input(record: dict, build_input, n_passages: int, max_tokens: int | None, count,
+                with_answers: str | None) -> tuple[str, list[str], list[str] | None]:
+    """(input, passages read, answers) of ``record`` for a fine-tuned generator: what ``cq gen-cq --method seq2seq``
+    generates from and ``cq train gen-cq`` trains on, one function for both (the passages as :func:`read_passages`
+    chooses them, the text as ``build_input`` (:func:`input_builder`) lays it out)."""
+    answers = answer_texts(record, with_answers)
+    snippets = read_passages(record, n_passages, max_tokens, count, [record["question"], *(answers or [])])
+    return build_input(record["question"], snippets, answers), snippets, answers
+
+
 def record_passages(record: dict) -> list[dict]:
     passages = record.get("passages") or []
     if not isinstance(passages, list) or not all(isinstance(p, dict) for p in passages):
@@ -308,10 +318,9 @@ def seq2seq_method(generator, options: Seq2SeqOptions = Seq2SeqOptions()) -> CQW
     beams = beam_args(generator, o.num_beams)
 
     def run(records):
-        answers = [answer_texts(r, o.with_answers) for r in records]
-        snippets = [read_passages(r, o.n_passages, o.max_passage_tokens, count, [r["question"], *(a or [])])
-                    for r, a in zip(records, answers)]
-        inputs = [build_input(r["question"], s, a) + suffix for r, s, a in zip(records, snippets, answers)]
+        built = [model_input(r, build_input, o.n_passages, o.max_passage_tokens, count, o.with_answers) for r in records]
+        inputs = [text + suffix for text, _, _ in built]
+        snippets, answers = [s for _, s, _ in built], [a for _, _, a in built]
         raw = generator.generate(inputs, max_new_tokens=o.max_new_tokens, chat=False, stop=["\n"], **beams)
         return [in_form(ground(repair(g, "seq2seq"), [r["question"], *s, *(a or [])], o.options), o.two_options)
                 for g, r, s, a in zip(raw, records, snippets, answers)]
