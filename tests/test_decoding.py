@@ -211,3 +211,54 @@ def test_the_askcq_layout_trains_with_the_releases_settings_unless_set():
     assert (cq.lr, cq.batch_size, cq.passages, cq.max_passage_tokens) == (5e-5, 8, 3, None)  # as before
     given = layout_defaults(GenCQTrainConfig(**base, input_layout="askcq", lr=3e-5, passages=5))
     assert (given.lr, given.passages, given.max_passage_tokens) == (3e-5, 5, 1024)
+
+
+# --- a prompt over the model's input loses whole passages, and the record says so ----------------------------
+
+LONG = [{"id": f"p{n}", "title": f"T{n}", "text": " ".join(f"w{n}x{i}" for i in range(100))} for n in range(6)]
+
+
+def _short_context(replies, context: int):
+    gen = FakeGenerator(replies, name="short")
+    gen.context = context  # the model's input limit (tokens counted as 4 characters without a tokenizer)
+    return gen
+
+
+def test_qd_drops_whole_passages_from_a_prompt_over_the_input_and_notes_how_many(runner, lm):
+    lm["gen"] = gen = _short_context(_replies, 700)
+    record = {**MULTI, "passages": LONG}
+    result = run(runner, ["disambiguate", "--method", "qd", "--model", "m", "--passages", "6", "--passage-words",
+                          "100"], [record])
+    assert result.exit_code == 0, result.stderr
+    meta = parse_jsonl(result.stdout)[0]["meta"]
+    cut = meta["passages_cut"]["disambiguate"]
+    assert len(cut) == 2 and all(0 < c < 6 for c in cut)
+    for prompt, c in zip(gen.prompts, cut):
+        assert -(-len(prompt) // 4) <= 700 - 40 - 2  # within the input, less the DQ's tokens
+        shown = [line for line in prompt.splitlines() if line.startswith("Passage: T")]
+        assert len(shown) == 6 - c and all(line.endswith("x99") for line in shown)  # each passage whole
+    # a model with room for all: nothing dropped, nothing noted
+    lm["gen"] = _short_context(_replies, 100_000)
+    result = run(runner, ["disambiguate", "--method", "qd", "--model", "m", "--passages", "6"], [record])
+    assert "passages_cut" not in parse_jsonl(result.stdout)[0]["meta"]
+
+
+def test_the_reader_and_refuels_writer_drop_whole_passages_and_note_them(runner, lm):
+    lm["gen"] = gen = _short_context(_replies, 600)
+    record = {"id": "r", "question": "Who won?", "passages": LONG}
+    result = run(runner, ["answer", "--reader", "generative", "--model", "m", "--passages", "6", "--grounding", "none",
+                          "--passage-chars", "0"], [record])
+    assert result.exit_code == 0, result.stderr
+    cut = parse_jsonl(result.stdout)[0]["meta"]["passages_cut"]["answer"]
+    assert 0 < cut < 6 and gen.prompts[-1].count("x99") == 6 - cut
+    assert -(-len(gen.prompts[-1]) // 4) <= 600 - 16 - 2
+    # REFUEL's round trip: its DQ writer fits passages to its context by their text, and the "Passage: " lines
+    # around 100 short passages put the prompt over: the last ones are dropped whole, noted as answer-qd
+    lm["gen"] = gen = _short_context(_replies, 2000)
+    short = [{"id": f"s{n}", "title": f"S{n}", "text": " ".join(f"v{n}y{i}" for i in range(12))} for n in range(100)]
+    result = run(runner, ["answer", "--preset", "refuel", "--model", "m", "--verify-threshold", "-1e9"],
+                 [{"id": "r", "question": "Who won?", "passages": short}])
+    assert result.exit_code == 0, result.stderr
+    assert parse_jsonl(result.stdout)[0]["meta"]["passages_cut"]["answer-qd"] > 0
+    dq_prompts = [p for p in gen.prompts if p.rstrip().endswith("Rewritten question:")]
+    assert dq_prompts and all(-(-len(p) // 4) <= 2000 - 40 - 2 for p in dq_prompts)

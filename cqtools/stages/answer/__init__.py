@@ -32,7 +32,7 @@ from ...errors import InputError
 from ...protocols import AnswerVerifier
 from ...metrics.normalize import normalize_answer
 from ...records import ANSWERS, set_meta
-from ..evidence import note_read
+from ..evidence import note_cut, note_read
 from ..options import CommandSettings
 from ...registry import READERS, non_default
 from . import options as O
@@ -297,6 +297,7 @@ def answer_batch(records: list[dict], stage: AnswerStage, info: dict) -> list[di
         for q in questions:
             q.passages = reader.evidence(q.text, q.passages, multi)
         note_counts(records, questions, c.mode)
+    fit_inputs(records, questions, reader, c.mode)
     found = reader.read([q.text for q in questions], [q.passages for q in questions], multi=multi)
     for q, answers in zip(questions, found):
         q.answers = answers
@@ -368,6 +369,20 @@ def fill_dqs(record: dict, questions: list[Question]) -> None:
     """Each DQ entry gets the answer read for it ("" when the reader found none)."""
     for dq, q in zip(record[DQS], questions):
         dq["answer"] = q.answers[0]["text"] if q.answers else ""
+
+
+def fit_inputs(records: list[dict], questions: list[Question], reader, mode: str) -> None:
+    """Each question's passages as its prompt keeps them whole within the model's input (a reader with
+    ``fit_input``: the generative one), the passages dropped noted in ``meta.passages_cut.answer`` (as
+    :func:`note_counts` notes those read)."""
+    if not hasattr(reader, "fit_input"):
+        return
+    per: list[list[int]] = [[] for _ in records]
+    for q in questions:
+        q.passages, q.cut = reader.fit_input(q.text, q.passages, mode == "multi")
+        per[q.record].append(q.cut)
+    for record, cuts in zip(records, per):
+        note_cut(record, "answer", cuts if mode in ("cq", "dqs") else (cuts[0] if cuts else 0))
 
 
 def note_counts(records: list[dict], questions: list[Question], mode: str) -> None:

@@ -89,15 +89,49 @@ def qd_batch(records: list[dict], generator, config: QdOptions, tpl: Template | 
     of them, 0: all) and passages: the top ``n_passages`` with those holding the answer moved first
     (``passage_order="answer-first"``) or in the record's (reranked) order (``"reranked"``), and with
     ``max_passage_tokens`` only as many as fit that budget beside the question and answers
-    (:func:`.evidence.fit`; the count per DQ goes to ``meta.passages_read.disambiguate``). A DQ that
-    echoes the question or an earlier DQ becomes "AQ (title)?" (``duplicates="fallback"``) or stays
-    as generated (``"keep"``, as AmbigQA's released model writes it). ``num_beams``: the beam search."""
+    (:func:`.evidence.fit`; the count per DQ goes to ``meta.passages_read.disambiguate``). A prompt still
+    over the model's input drops its last passages (:func:`.evidence.fit_prompt`; counted per DQ in
+    ``meta.passages_cut.disambiguate``). A DQ that echoes the question or an earlier DQ becomes "AQ (title)?"
+    (``duplicates="fallback"``) or stays as generated (``"keep"``, as AmbigQA's released model writes it).
+    ``num_beams``: the beam search."""
     from .. import evidence
 
     count = evidence.token_counter(generator) if config.max_passage_tokens else None
-    jobs = []  # (record index, answer, others, passages shown, the record's passages)
-    per_record: list[list[dict]] = [[] for _ in records]
+    jobs, per_record = _qd_jobs(records, config, tpl, count)
     calls = [0] * len(records)
+    prompts, cuts = _qd_prompts(records, jobs, generator, config, tpl)
+    beams, tokens = beam_args(generator, config.num_beams), config.new_tokens
+    raw = generator.generate(prompts, max_new_tokens=tokens, chat=False, stop=["\n"], **beams) if prompts else []
+    used_dqs: dict[int, set[str]] = {}
+    read: dict[int, list[int]] = {}
+    cut: dict[int, list[int]] = {}
+    for (n, answer, _, shown, passages), generation, dropped in zip(jobs, raw, cuts):
+        calls[n] += 1
+        read.setdefault(n, []).append(len(shown))
+        cut.setdefault(n, []).append(dropped)
+        question = records[n]["question"]
+        seen = used_dqs.setdefault(n, {normalize_answer(question)})
+        dq = clean_question(generation)
+        entry = {"question": dq, "answer": answer}
+        if config.duplicates == "fallback" and (not normalize_answer(dq) or normalize_answer(dq) in seen):
+            entry = {"question": fallback_question(question, answer, passages, seen), "answer": answer,
+                     "fallback": True, "generated": generation.strip()}
+        seen.add(normalize_answer(entry["question"]))
+        per_record[n].append(entry)
+    for n, record in enumerate(records):
+        if count is not None:
+            evidence.note_read(record, "disambiguate", read.get(n, []))
+        evidence.note_cut(record, "disambiguate", cut.get(n, []))
+    return list(zip(per_record, calls))
+
+
+def _qd_jobs(records: list[dict], config: QdOptions, tpl, count) -> tuple[list[list], list[list[dict]]]:
+    """The prompts to write, ``[record index, answer, others, passages shown, the record's passages]`` each, and
+    the DQs of the records that need no prompt (one answer: the question unchanged)."""
+    from .. import evidence
+
+    jobs = []
+    per_record: list[list[dict]] = [[] for _ in records]
     for n, record in enumerate(records):
         answers = distinct_answers(record)
         passages = list(require(record, PASSAGES, NEED_PASSAGES)) if config.n_passages else []
@@ -117,31 +151,31 @@ def qd_batch(records: list[dict], generator, config: QdOptions, tpl: Template | 
                 used = count(P.qd_prompt(record["question"], answer, others, [], tpl, config.layout))
                 shown = evidence.fit(shown, config.max_passage_tokens, count, used,
                                      render=lambda p: snippets([p], 1, config.passage_words)[0])
-            jobs.append((n, answer, others, shown, passages))
+            jobs.append([n, answer, others, shown, passages])
+    return jobs, per_record
+
+
+def _qd_prompts(records: list[dict], jobs: list[list], generator, config: QdOptions, tpl) -> tuple[list[str], list[int]]:
+    """Each job's prompt (instruction, shots, query) and how many of its last passages were dropped to fit the
+    model's input (:func:`.evidence.fit_prompt`); a job's passages shown become those kept."""
+    from .. import evidence
+
     prefix = P.qd_prefix(tpl, config.layout)
-    prompts = [prefix + P.qd_prompt(records[n]["question"], a, o, snippets(s, len(s), config.passage_words),
-                                    tpl, config.layout)
-               for n, a, o, s, _ in jobs]
-    beams, tokens = beam_args(generator, config.num_beams), config.new_tokens
-    raw = generator.generate(prompts, max_new_tokens=tokens, chat=False, stop=["\n"], **beams) if prompts else []
-    used_dqs: dict[int, set[str]] = {}
-    read: dict[int, list[int]] = {}
-    for (n, answer, _, shown, passages), generation in zip(jobs, raw):
-        calls[n] += 1
-        read.setdefault(n, []).append(len(shown))
-        question = records[n]["question"]
-        seen = used_dqs.setdefault(n, {normalize_answer(question)})
-        dq = clean_question(generation)
-        entry = {"question": dq, "answer": answer}
-        if config.duplicates == "fallback" and (not normalize_answer(dq) or normalize_answer(dq) in seen):
-            entry = {"question": fallback_question(question, answer, passages, seen), "answer": answer,
-                     "fallback": True, "generated": generation.strip()}
-        seen.add(normalize_answer(entry["question"]))
-        per_record[n].append(entry)
-    if count is not None:
-        for n, record in enumerate(records):
-            evidence.note_read(record, "disambiguate", read.get(n, []))
-    return list(zip(per_record, calls))
+    room = evidence.prompt_room(generator, config.new_tokens)
+    count = evidence.token_counter(generator) if room is not None else None
+    prompts, cuts = [], []
+    for job in jobs:
+        n, answer, others, shown, _ = job
+
+        def build(ps, n=n, answer=answer, others=others):
+            return prefix + P.qd_prompt(records[n]["question"], answer, others,
+                                        snippets(ps, len(ps), config.passage_words), tpl, config.layout)
+
+        prompt, dropped = evidence.fit_prompt(build, shown, room, count)
+        job[3] = shown[:len(shown) - dropped]
+        prompts.append(prompt)
+        cuts.append(dropped)
+    return prompts, cuts
 
 
 def qd_disambiguator(options: QdOptions, run, *, seed: int = 0, **context):
