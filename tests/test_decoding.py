@@ -262,3 +262,14 @@ def test_the_reader_and_refuels_writer_drop_whole_passages_and_note_them(runner,
     assert parse_jsonl(result.stdout)[0]["meta"]["passages_cut"]["answer-qd"] > 0
     dq_prompts = [p for p in gen.prompts if p.rstrip().endswith("Rewritten question:")]
     assert dq_prompts and all(-(-len(p) // 4) <= 2000 - 40 - 2 for p in dq_prompts)
+
+
+def test_a_stage_where_every_row_of_the_preset_was_dropped_says_none_applied(runner):
+    """`cq detect --preset clam --method never`: meta.presets still names clam (the stage ran under it), and
+    meta.preset_rows says that none of its rows applied, and why."""
+    result = run(runner, ["detect", "--preset", "clam", "--method", "never"], [{"id": "r", "question": "Who won?"}])
+    assert result.exit_code == 0, result.stderr
+    meta = parse_jsonl(result.stdout)[0]["meta"]
+    assert meta["presets"] == {"detect": "clam"}
+    assert meta["preset_rows"]["detect"] == {"applied": [], "not_applied": {
+        "method": "set explicitly", "threshold": "not an option of the method that runs"}}
