@@ -273,3 +273,48 @@ def test_a_stage_where_every_row_of_the_preset_was_dropped_says_none_applied(run
     assert meta["presets"] == {"detect": "clam"}
     assert meta["preset_rows"]["detect"] == {"applied": [], "not_applied": {
         "method": "set explicitly", "threshold": "not an option of the method that runs"}}
+
+
+# --- README's "Reproduce a paper": the papers' pipelines ----------------------------------------------------
+
+def _pipelines() -> dict:
+    from cqtools import presets
+    from cqtools.docgen_readme import _pipeline
+
+    return {name: _pipeline(name, presets.get(name)) for name in presets.names()}
+
+
+def test_the_readme_pipelines_are_the_papers():
+    """Each preset's block runs the paper's pipeline: AmbigQA and REFUEL rerank 100 dense hits, ToC draws kNN
+    demos (--shots), CLAM evaluates one record per interpretation (oracle --expand), AskCQ's predicted answers
+    are AmbigQA's (SpanSeqGen's) reading, DISAMBIG-FIRST names its reader."""
+    blocks = _pipelines()
+    for name in ("ambigqa", "refuel"):
+        assert blocks[name].startswith("cq retrieve --index IDX --method dense --hits 100 < questions.jsonl "
+                                       "| cq rerank --top 100")
+    assert "cq disambiguate --preset toc --shots ASQA_TRAIN" in blocks["toc"]
+    assert blocks["clam"].startswith("cq oracle --expand < questions.jsonl | cq detect --preset clam")
+    assert "cq oracle --preset clam" in blocks["clam"] and blocks["clam"].count("cq detect") == 1
+    steps = [s.strip() for s in blocks["askcq"].replace("\\\n", "").split("|")]
+    assert steps.index("cq answer --preset ambigqa") < steps.index("cq gen-cq --preset askcq --model GENERATOR_DIR")
+    assert "cq answer --preset disambig-first --index IDX --reader extractive" in blocks["disambig-first"]
+
+
+def test_every_command_of_the_readme_pipelines_parses(tmp_path):
+    """Every stage of every block is a command cq accepts with those options and values (placeholders filled)."""
+    import shlex
+
+    from cqtools.cli import cli
+
+    shots = tmp_path / "shots.jsonl"
+    shots.write_text('{"id": "s", "question": "q?"}\n')
+    fill = {"IDX": str(tmp_path), "CLASSIFIER_DIR": str(tmp_path), "GENERATOR_DIR": str(tmp_path),
+            "ASQA_TRAIN": str(shots)}
+    for name, block in _pipelines().items():
+        for step in block.replace("\\\n", "").split("|"):
+            words = [fill.get(w, w) for w in shlex.split(step.split("<")[0])]
+            assert words[0] == "cq", step
+            command = cli.get_command(None, words[1])
+            assert command is not None, f"{name}: {step}"
+            with command.make_context(words[1], words[2:]):  # parses and checks every option, runs nothing
+                pass
