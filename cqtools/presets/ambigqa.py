@@ -9,7 +9,7 @@ PAPER = "../shared/papers/ambigqa.txt (Min, Michael, Hajishirzi, Zettlemoyer, EM
 
 AMBIGQA = Preset(
     name='ambigqa',
-    help='AmbigQA: answers read from reranked passages up to 1,024 tokens, one DQ per answer conditioned on the question, that answer, the other answers and the passages in reranked order',
+    help='AmbigQA: answers read from reranked passages up to 1,024 tokens, one DQ per answer conditioned on the question, that answer, the other answers and the passages in reranked order, both decoded with beam 4',
     paper=PAPER,
     code=CODE,
     settings=(

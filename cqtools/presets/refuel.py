@@ -10,7 +10,7 @@ PAPER = "../shared/papers/refuel.txt (Gao, Zhang, Chang, Wang, ACL 2021)"
 
 REFUEL = Preset(
     name='refuel',
-    help='REFUEL: answers from as many passages as fit, a DQ for every answer, every DQ re-asked until no new answer appears, (DQ, answer) pairs verified with keep-best',
+    help='REFUEL: answers from as many passages as fit, a DQ for every answer (from the answer, the question and the passages; beam 4), every DQ re-asked until no new answer appears, (DQ, answer) pairs verified with keep-best',
     paper=PAPER,
     code=CODE,
     settings=(
