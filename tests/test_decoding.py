@@ -304,6 +304,8 @@ def test_every_command_of_the_readme_pipelines_parses(tmp_path):
     """Every stage of every block is a command cq accepts with those options and values (placeholders filled)."""
     import shlex
 
+    import click
+
     from cqtools.cli import cli
 
     shots = tmp_path / "shots.jsonl"
@@ -316,5 +318,8 @@ def test_every_command_of_the_readme_pipelines_parses(tmp_path):
             assert words[0] == "cq", step
             command = cli.get_command(None, words[1])
             assert command is not None, f"{name}: {step}"
-            with command.make_context(words[1], words[2:]):  # parses and checks every option, runs nothing
+            # parses and checks every option, runs nothing; under cq's own context (its help option names: click
+            # keeps a command's help option once made, and docs/cli.md is generated from it)
+            parent = click.Context(cli, info_name="cq", **cli.context_settings)
+            with command.make_context(words[1], words[2:], parent=parent):
                 pass
