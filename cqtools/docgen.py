@@ -150,7 +150,11 @@ APPLIES_NOTE = ("A row's *applies to* says which runs take it (cqtools/presets/b
                 "none of CLAM's); **layout**, the paper's input layout (passages, evidence budget, answers shown, the "
                 "CQ's form), taken by any method that declares the option (`cq gen-cq --preset askcq --method llm` "
                 "reads AskCQ's inputs); **command**, the command's own setting (`cq retrieve --hits`), taken whatever "
-                "method runs. The row that picks the method is the command's; a flag you give wins over any row.")
+                "method runs. The row that picks the method is the command's; a flag you give wins over any row. A "
+                "beam-search row (`num_beams`, `qd_num_beams`) is not applied to a model an API serves (it decodes "
+                "greedily; a `--num-beams` you give it is refused in one line). Each record says which rows applied: "
+                "`meta.presets.<stage>` names the preset, `meta.preset_rows.<stage>` lists the rows `applied` and, "
+                "for the others, why `not_applied` (another method runs, set explicitly, an API model).")
 
 
 def methods_block() -> str:

@@ -11,16 +11,30 @@ INPUTS = {"retrieve": "--index IDX < questions.jsonl", "answer": "", "disambigua
 SCORE_TASK = {"toc": "asqa", "ambigqa": "ambigqa", "disambig-first": "ambigqa", "refuel": "ambigqa",
               "askcq": "cbqa"}
 # Where a preset's stages read their passages from, when its rows start after retrieval.
-FIRST = {"clam": "cq detect --preset clam < questions.jsonl",
-         "askcq": "cq retrieve --index IDX --hits 100 < questions.jsonl | cq rerank --top 100"}
+# AmbigQA and REFUEL read DPR's 100 passages reranked (AmbigQA §5, REFUEL §2.1); AskCQ reranks 100 retrieved ones.
+RERANKED = "cq retrieve --index IDX --method dense --hits 100 < questions.jsonl | cq rerank --top 100"
+FIRST = {"clam": "cq oracle --expand < questions.jsonl | cq detect --preset clam",  # one record per interpretation
+         "askcq": "cq retrieve --index IDX --hits 100 < questions.jsonl | cq rerank --top 100",
+         "ambigqa": RERANKED, "refuel": RERANKED}
 # The order the stages run in, where it is not the order of the preset's rows.
-ORDER = {"disambig-first": ("detect", "disambiguate", "answer"), "askcq": ("detect", "answer:multi", "gen-cq", "answer")}
-# What a stage needs beyond the offline defaults (a model cq cannot ship), per preset.
-NEEDS = {("askcq", "detect"): " --model CLASSIFIER_DIR", ("askcq", "gen-cq"): " --model GENERATOR_DIR"}
+ORDER = {"disambig-first": ("detect", "disambiguate", "answer"), "askcq": ("detect", "answer:ambigqa", "gen-cq", "answer")}
+# What a stage needs beyond the offline defaults (a model cq cannot ship, a demo pool), per preset.
+NEEDS = {("askcq", "detect"): " --model CLASSIFIER_DIR", ("askcq", "gen-cq"): " --model GENERATOR_DIR",
+         ("toc", "disambiguate"): " --shots ASQA_TRAIN", ("disambig-first", "answer"): " --reader extractive"}
+DENSE_NOTE = "IDX: an index with dense vectors (`cq index --dense`), as the paper retrieves with DPR; "
 NOTES = {"askcq": "CLASSIFIER_DIR: a classifier trained on the question with its passages (`make train-detect "
                   "DETECT_PASSAGES=100 DETECT_MAX_LENGTH=512`; the shipped one reads the question alone and is "
                   "refused); GENERATOR_DIR: `cq train gen-cq --input-layout askcq --two-options comma` "
-                  "(docs/methods.md); the first `cq answer` gives gen-cq its predicted answers."}
+                  "(docs/methods.md); the first `cq answer` (`--preset ambigqa`: SpanSeqGen's reading) gives gen-cq "
+                  "its predicted answers.",
+         "toc": "ASQA_TRAIN: ASQA records with their long answers, the pool ToC's kNN demos are drawn from (ToC's "
+                "is ASQA train: `cq convert asqa train.json > asqa_train.jsonl`; `make compare` uses dev questions it "
+                "does not score); without --shots the built-in demos are used.",
+         "clam": "`cq oracle --expand`: one record per interpretation (gold DQ) of each question, as CLAM evaluates.",
+         "disambig-first": "--reader extractive: the span reader `make models` installs (DPR's reader is a span "
+                           "reader; cq answer names it, it does not fall back to another).",
+         "ambigqa": DENSE_NOTE + "the answer stage reads the reranked 100 up to its budget.",
+         "refuel": DENSE_NOTE + "the answer stage reads the reranked 100 as far as the reader's input goes."}
 
 
 def _pipeline(name: str, preset) -> str:
@@ -28,12 +42,12 @@ def _pipeline(name: str, preset) -> str:
     parts = []
     if name in FIRST:
         parts.append(FIRST[name])
-        stages = [c for c in stages if not FIRST[name].startswith(f"cq {c} ")]
+        stages = [c for c in stages if f"cq {c} --preset" not in FIRST[name]]
     elif "retrieve" not in stages:
         parts.append("cq retrieve --index IDX --hits 100 < questions.jsonl")
     for command in stages:
-        if command == "answer:multi":
-            parts.append("cq answer --mode multi --reader generative")
+        if command == "answer:ambigqa":
+            parts.append("cq answer --preset ambigqa")
             continue
         extra = " --index IDX" if command == "answer" and preset.values("answer").get("mode") == "dqs" else ""
         tail = " < questions.jsonl" if command == "retrieve" else ""

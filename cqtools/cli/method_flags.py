@@ -195,16 +195,34 @@ def apply_preset(command: str, name: str, kwargs: dict) -> None:
     if not values:
         logging.getLogger("cqtools").info(f"preset {name} sets nothing on cq {command} "
                                           f"(it covers: {', '.join(presets.get(name).commands())})")
-    values = _for_chosen_method(ctx, command, name, values, kwargs)
+    values, why = presets.for_model(name, command, _for_chosen_method(ctx, command, name, values, kwargs), kwargs,
+                                    _config(ctx))
+    applied = {}
     for key, value in values.items():
         if key not in kwargs:
             raise click.UsageError(f"preset {name} sets {key!r}, which cq {command} does not take (a bug in "
                                    f"its rows in cqtools/presets/)")
         source = ctx.get_parameter_source(key)
         if source is None or source.name in ("DEFAULT", "DEFAULT_MAP"):
-            kwargs[key] = value
+            kwargs[key] = applied[key] = value
             ctx.set_parameter_source(key, click.core.ParameterSource.DEFAULT_MAP)
+    for key in presets.values(name, command):
+        source = ctx.get_parameter_source(key) if key in kwargs else None
+        if source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP"):
+            why[key] = "set explicitly"
     ctx.meta["cq.preset"] = presets.get(name).name  # as registered, whatever the case given
+    ctx.meta["cq.preset_rows"] = presets.rows_note(name, command, applied, why)
+
+
+def _config(ctx):
+    """The run configuration as the flags set it (which models an API serves), not kept: the command builds its own."""
+    from .options import run_config
+
+    kept = "cq.run_config" in ctx.meta
+    config = run_config(ctx)
+    if not kept:
+        ctx.meta.pop("cq.run_config", None)
+    return config
 
 
 def _for_chosen_method(ctx, command: str, name: str, values: dict, kwargs: dict) -> dict:

@@ -49,6 +49,7 @@ def run_stream(process, spec: StreamSpec, stdin=None, stdout=None) -> int:
             spec.command = ctx.command.name
             spec.params = {**ctx.meta.get("cq.params", {}), **ctx.params, **process.cq_params}
         spec.preset = spec.preset or ctx.meta.get("cq.preset")
+        spec.preset_rows = spec.preset_rows or ctx.meta.get("cq.preset_rows")
         spec.stage = spec.stage or ctx.command.name
     spec.config = spec.config or (run_config(ctx) if ctx is not None else None)  # None: the engine's from_env
     if stdin is None and not spec.inputs:

@@ -1,6 +1,8 @@
 """What the model layer cuts, local and API generators alike: an input over the model's limit (its context, or
 ``--max-input-tokens``) loses its middle, keeping its start (instructions, shots) and its end (the question's
-cue), with one stderr line per call; a generated text ends at its first stop string."""
+cue), with one stderr line per call; a generated text ends at its first stop string. The stages that show
+passages to a local model (the generative reader, qd, REFUEL's round trip) drop whole passages first
+(cqtools/stages/evidence.py ``fit_prompt``, noted in ``meta.passages_cut``), so this cut is their last resort."""
 from __future__ import annotations
 
 import logging

@@ -68,8 +68,8 @@ STAGE_MODULES = {"detect": "detect", "gen-cq": "gen_cq", "oracle": "oracle", "an
 
 def stage(name: str, command: str, config=None, **options):
     """The stage ``command`` as preset ``name`` runs it, from Python: the preset's rows for it with ``options``
-    on top (yours win), built by the stage's own ``build``; its records note ``meta.presets.<command>`` and its
-    run record names the preset, as the CLI's do::
+    on top (yours win), built by the stage's own ``build``; its records note ``meta.presets.<command>`` (and in
+    ``meta.preset_rows.<command>`` which rows applied) and its run record names the preset, as the CLI's do::
 
         detect_stage = presets.stage("clam", "detect", model="Qwen/Qwen2.5-7B-Instruct")
     """
@@ -77,12 +77,15 @@ def stage(name: str, command: str, config=None, **options):
 
     if command not in STAGE_MODULES:
         raise InputError(f"presets.stage builds one of {', '.join(STAGE_MODULES)}, not {command!r}")
-    rows = for_method(name, command, values(name, command), options)
+    rows, why = for_model(name, command, for_method(name, command, values(name, command), options), options, config)
+    why.update({k: "set explicitly" for k in options if k in values(name, command)})
+    applied = {k: v for k, v in rows.items() if k not in options}
     if "reader_name" in rows:  # cq answer's --reader is its build()'s reader
         rows["reader"] = rows.pop("reader_name")
     module = importlib.import_module(f"cqtools.stages.{STAGE_MODULES[command]}")
     fn = module.build(config=config, **{**rows, **options})
     fn.cq_preset = get(name).name
+    fn.cq_preset_rows = rows_note(name, command, applied, why)
     return fn
 
 
@@ -116,6 +119,40 @@ def for_method(name: str, command: str, rows: dict, chosen: dict) -> dict:
         message += f"; its rows for any method still apply ({', '.join(sorted(kept))})"
     logging.getLogger("cqtools").warning(message)
     return kept
+
+
+# Decoding rows: a beam width the paper's model decoded with, and the options naming the model that decodes with it
+# (the first one set). An API model searches no beams, so such a row is not applied to one (a flag given by the
+# user is, and an API model refuses it in one line).
+DECODING = {"num_beams": ("model",), "qd_num_beams": ("qd_model", "model")}
+
+
+def for_model(name: str, command: str, rows: dict, options: dict, config=None) -> tuple[dict, dict]:
+    """(``rows`` less the decoding rows (:data:`DECODING`) whose model is an API model, ``{option: why}`` of those
+    left out, with one warning); ``options``: what the stage is given (its model names)."""
+    import logging
+
+    from ..models.load import route
+
+    dropped = {}
+    for option, keys in DECODING.items():
+        if rows.get(option, 1) == 1:
+            continue
+        model = next((str(options[k]) for k in keys if options.get(k)), "")
+        if route(model, config=config) is not None:
+            dropped[option] = f"{model or 'the model'} is served by an API, which searches no beams (greedy)"
+    if dropped:
+        logging.getLogger("cqtools").warning(
+            f"preset {get(name).name}: " + "; ".join(f"{k}={rows[k]} not applied: {why}" for k, why in dropped.items()))
+    return {k: v for k, v in rows.items() if k not in dropped}, dropped
+
+
+def rows_note(name: str, command: str, applied: dict, why: dict) -> dict:
+    """``meta.preset_rows.<command>``: the options of preset ``name``'s rows for ``command`` that applied, and of
+    the others why not (``why``; else: the method that runs does not take it)."""
+    rows = [r.option for r in get(name).rows(command)]
+    return {"applied": [o for o in rows if o in applied],
+            "not_applied": {o: why.get(o, "not an option of the method that runs") for o in rows if o not in applied}}
 
 
 def _takes(command: str, method: str, option: str, value) -> bool:
@@ -224,4 +261,5 @@ def _load() -> None:
     fill_presets(register, lambda name: PRESETS.pop(name, None))
 
 
-__all__ = ["Setting", "Preset", "METHOD", "LAYOUT", "COMMAND", "PRESETS", "register", "get", "names", "values", "check", "stage"]
+__all__ = ["Setting", "Preset", "METHOD", "LAYOUT", "COMMAND", "PRESETS", "register", "get", "names", "values", "check",
+           "stage", "for_model", "rows_note"]

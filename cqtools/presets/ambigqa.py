@@ -9,7 +9,7 @@ PAPER = "../shared/papers/ambigqa.txt (Min, Michael, Hajishirzi, Zettlemoyer, EM
 
 AMBIGQA = Preset(
     name='ambigqa',
-    help='AmbigQA: answers read from reranked passages up to 1,024 tokens, one DQ per answer conditioned on the question, that answer, the other answers and the passages in reranked order',
+    help='AmbigQA: answers read from reranked passages up to 1,024 tokens, one DQ per answer conditioned on the question, that answer, the other answers and the passages in reranked order, both decoded with beam 4',
     paper=PAPER,
     code=CODE,
     settings=(
@@ -34,6 +34,10 @@ AMBIGQA = Preset(
         Setting("answer", "grounding", "none", "§5: SpanSeqGen, a BART seq2seq model, generates the answers "
                 "(no span is extracted)", "cq's default snaps a generated answer to a passage span; here "
                 "answers stay as generated", setting="answer grounding", applies=LAYOUT),
+        Setting("answer", "num_beams", 4, "codes/run.py:279-283 @5c8cdb1: SpanSeqGen decodes with model.generate("
+                "num_beams=4, early_stopping=True)", "cq stops a beam at the answer list's end as well; an API model "
+                "searches no beams (the row is not applied to one: meta.preset_rows says so)",
+                setting="beam search"),
 
         # --- disambiguate ---
         Setting("disambiguate", "method", "qd", "§5 Question Disambiguation; codes/QGData.py:244-401 @5c8cdb1",
@@ -60,6 +64,10 @@ AMBIGQA = Preset(
                 setting="passages considered"),
         Setting("disambiguate", "passage_words", 100, "codes/PassageData.py:60-63 @5c8cdb1: title </s> text, at "
                 "most 128 BART tokens (Wikipedia split into 100-word passages)", setting="words per passage"),
+        Setting("disambiguate", "num_beams", 4, "codes/run.py:279-283 @5c8cdb1: the QD model decodes with the same "
+                "model.generate(num_beams=4, early_stopping=True)", "cq stops a beam at a newline as well; an API "
+                "model searches no beams (the row is not applied to one: meta.preset_rows says so)",
+                setting="beam search"),
         Setting("disambiguate", "duplicates", "keep", "codes/QGData.py:420-460 @5c8cdb1: predictions are scored "
                 "as generated", setting="an echoed or repeated DQ"),
 

@@ -59,6 +59,10 @@ ASKCQ = Preset(
                 "answer for each option's revised question (its target label is the option's answer)", "cq's default snaps a generated answer "
                 "to a passage span (under this preset it replaced every option's answer); here answers stay as "
                 "generated", setting="answer grounding", applies=LAYOUT),
+        Setting("answer", "num_beams", 4, "run.py:262-266 @d8be017: the release's one seq2seq inference "
+                "(model.generate(num_beams=4, early_stopping=True)) decodes the cqa task's answers too",
+                "cq stops a beam at the answer's end as well; an API model searches no beams (the row is not applied "
+                "to one: meta.preset_rows says so)", setting="beam search"),
 
         # --- disambiguate ---
 
@@ -74,7 +78,9 @@ ASKCQ = Preset(
                 "closed by the tokenizer's separator, then each passage encoded alone (<s>P</s>)",
                 "how a passage's title joins its text is in the unreleased .pkl files; cq writes 'title: text'. "
                 "Train a generator on this layout with `cq train gen-cq --input-layout askcq --two-options comma` "
-                "(a tokenizer with sep, bos and eos tokens, e.g. BART's); cq gen-cq then reads the layout from it",
+                "(a tokenizer with sep, bos and eos tokens, e.g. BART's): it trains on the input cq gen-cq generates "
+                "from (up to 100 whole passages within 1,024 tokens) with the release's lr 1e-5 and batch 10, not its "
+                "gradient accumulation (2) or early stopping on dev; cq gen-cq then reads the layout from it",
                 setting="input layout", applies=LAYOUT),
         Setting("gen-cq", "max_passage_tokens", 1024, "CQDataset.py:126 @d8be017 and cli.py:47 "
                 "(max_token_nums 1024): passages until BART's 1,024 input tokens are full",

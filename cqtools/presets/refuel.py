@@ -10,7 +10,7 @@ PAPER = "../shared/papers/refuel.txt (Gao, Zhang, Chang, Wang, ACL 2021)"
 
 REFUEL = Preset(
     name='refuel',
-    help='REFUEL: answers from as many passages as fit, a DQ for every answer, every DQ re-asked until no new answer appears, (DQ, answer) pairs verified with keep-best',
+    help='REFUEL: answers from as many passages as fit, a DQ for every answer (from the answer, the question and the passages; beam 4), every DQ re-asked until no new answer appears, (DQ, answer) pairs verified with keep-best',
     paper=PAPER,
     code=CODE,
     settings=(
@@ -36,11 +36,19 @@ REFUEL = Preset(
                 "scripts/round_trip/round_trip_generation.sh (IS_REPLACE=0) @159090e: each pass writes a DQ for every "
                 "answer it found, conditioned on the prompt question, and feeds every DQ written so far back to "
                 "answer prediction over the same passages",
-                "the DQs are written by cq disambiguate's qd prompt (an LM), which also reads the other answers "
-                "(AmbigQA's conditioning; REFUEL's BART QD reads the answer, the prompt question and the passages, "
-                "QGInferenceData.py:199 @159090e); an answer is new by its SQuAD-normalised text (the release "
+                "the DQs are written by cq disambiguate's qd prompt (an LM) in REFUEL's input layout (qd_layout below); "
+                "an answer is new by its SQuAD-normalised text (the release "
                 "compares raw strings, run.py:1104); a single answer keeps the question as its DQ",
                 setting="round trip"),
+        Setting("answer", "qd_layout", "refuel", "QGInferenceData.py:199 @159090e: the QD input is <s> answer <SEP> "
+                "prompt question </s> followed by each passage; no other answer is shown",
+                "the labels (Answer:/Question:/Passage:), the instruction and the 3 shots are cq's; cq's LM reads "
+                "the passages in one prompt where REFUEL's BART encodes each (answer, question, passage) apart",
+                setting="DQ writer's input", applies=LAYOUT),
+        Setting("answer", "qd_num_beams", 4, "run.py:1067-1071 @159090e: the QD model decodes with model.generate("
+                "num_beams=4, early_stopping=True)", "cq stops a beam at a newline as well; an API model searches "
+                "no beams (the row is not applied to one: meta.preset_rows says so)",
+                setting="DQ writer's beam search"),
         Setting("answer", "max_rounds", 9, "README.md:240-243 @159090e (passes 1-9 after pass 0, 'X = 10'); §2.3: "
                 "until no new answer appears",
                 "cq stops at the first pass that finds no new answer (the paper's rule; with deterministic models the "

@@ -4,7 +4,9 @@ The papers' readers and writers do not read a fixed number of passages: AmbigQA'
 AskCQ's models read the question and then passages in reranked order until the encoder's 1,024
 tokens are full (about 8-10 passages); REFUEL fuses 100. cq cannot fuse, but a stage given
 ``max_passage_tokens`` reads every passage that fits, in order, and records how many it read
-(``meta.passages_read.<stage>`` on each record: a number, or one per question the stage asked).
+(``meta.passages_read.<stage>`` on each record: a number, or one per question the stage asked). A prompt
+still over a local model's input loses whole passages from its end (:func:`fit_prompt`), not its middle, and
+the record says how many (``meta.passages_cut.<stage>``).
 
 Tokens are counted with the model's own tokenizer when it has one (a local model); an API model's
 are estimated as one token per 4 characters (the usual rule of thumb for English BPE vocabularies).
@@ -53,3 +55,44 @@ def fit(passages: Sequence[dict], max_tokens: int, count: Callable[[str], int], 
 def note_read(record: dict, stage: str, n: int | list[int]) -> None:
     """Record on ``record`` how many passages ``stage`` read (``meta.passages_read.<stage>``)."""
     record.setdefault(META, {}).setdefault("passages_read", {})[stage] = n
+
+
+# --- a prompt over the model's input: whole passages dropped, not its middle --------------------------
+
+SPECIAL_TOKENS = 2  # room left for the tokens a tokenizer adds around an input (<s>, </s>)
+
+
+def prompt_room(model, new_tokens: int) -> int | None:
+    """Tokens a prompt to a local ``model`` may have before the model layer cuts its middle
+    (cqtools/models/cutting.py): its context less the tokens a causal LM generates, or its --max-input-tokens when
+    smaller, less :data:`SPECIAL_TOKENS`; None for a model that names no context (an API model: asking its server
+    for every prompt is not worth it, and its budget rows read the advertised context already)."""
+    context = getattr(model, "context", None)
+    if not isinstance(context, int):
+        return None
+    room = context - (new_tokens if getattr(model, "kind", "causal") == "causal" else 0)
+    cap = getattr(model, "input_cap", None)
+    return (min(room, cap) if isinstance(cap, int) else room) - SPECIAL_TOKENS
+
+
+def fit_prompt(build: Callable[[Sequence[dict]], str], passages: Sequence[dict], room: int | None,
+               count: Callable[[str], int]) -> tuple[str, int]:
+    """(prompt, passages dropped): ``build(passages)`` with its last passages dropped, one at a time, until the
+    whole prompt fits ``room`` tokens, so that a prompt over the model's input loses whole passages from its end
+    instead of its middle (the first passage stays; the model layer cuts what is still over). ``room`` None:
+    the prompt as built."""
+    prompt = build(passages)
+    if room is None:
+        return prompt, 0
+    n = len(passages)
+    while n > 1 and count(prompt) > room:
+        n -= 1
+        prompt = build(passages[:n])
+    return prompt, len(passages) - n
+
+
+def note_cut(record: dict, stage: str, n: int | list[int]) -> None:
+    """Record on ``record`` how many passages ``stage`` dropped to fit the model's input
+    (``meta.passages_cut.<stage>``: a number, or one per prompt), only where some were."""
+    if any(n) if isinstance(n, list) else n:
+        record.setdefault(META, {}).setdefault("passages_cut", {})[stage] = n

@@ -55,6 +55,22 @@ def beams_option():
     return option(1, "beam search width (1: greedy; a local model only)", min=1)
 
 
+def beam_args(generator, num_beams: int) -> dict:
+    """``generate``'s beam argument, for every stage that takes :func:`beams_option`: none for 1 (greedy, as
+    always); a generator whose ``generate`` takes no ``num_beams`` (an OpenAI-compatible server) cannot search
+    beams: a one-line error."""
+    import inspect
+
+    from ..errors import InputError
+
+    if num_beams <= 1:
+        return {}
+    if "num_beams" not in inspect.signature(generator.generate).parameters:
+        raise InputError(f"{getattr(generator, 'name', 'this model')} cannot search beams (num_beams={num_beams}): "
+                         "an API model decodes greedily; use a local model or --num-beams 1")
+    return {"num_beams": num_beams}
+
+
 def two_options_option():
     return option("or", "how a CQ with two options is written: or (\"A or B\") or comma (\"A, or B\", AskCQ's; its "
                         "parser reads \"A or B\" as one option)", choices=("or", "comma"))

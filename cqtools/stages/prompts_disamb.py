@@ -32,7 +32,7 @@ DISAMBIG_EXAMPLES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
 
 # --- AmbigQA question disambiguation (--method qd) --------------------------------------------
 
-QD_LAYOUTS = {"cq": "", "ambigqa": "_ambigqa"}  # --layout: the suffix of its shots and query parts
+QD_LAYOUTS = {"cq": "", "ambigqa": "_ambigqa", "refuel": "_refuel"}  # --layout: the suffix of its shots and query parts
 
 
 def qd_prefix(tpl: Template | None, layout: str) -> str:
@@ -44,7 +44,8 @@ def qd_prefix(tpl: Template | None, layout: str) -> str:
 def qd_prompt(question: str, answer: str, others: list[str], snippets: list[str], tpl: Template | None,
               layout: str) -> str:
     """``cq``: passages, question, answer, other answers; ``ambigqa``: the released QD input's order
-    (target answer, question, other answers, passages; QGData.py @5c8cdb1)."""
+    (target answer, question, other answers, passages; QGData.py @5c8cdb1); ``refuel``: REFUEL's (target
+    answer, prompt question, passages; no other answers, QGInferenceData.py:199 @159090e)."""
     tpl = template_or_builtin(tpl, "qd")
     return tpl("query" + QD_LAYOUTS[layout], passages=passage_lines(tpl, snippets), question=question.strip(),
                answer=answer.strip(), others="; ".join(others) or tpl.text("no_others"))

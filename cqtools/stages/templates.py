@@ -38,7 +38,7 @@ USED_BY = {
     "gencq_llm": "`gen-cq --method llm` (few-shot; `--zero-shot`: the `zero_shot` part)",
     "long": "`answer --mode long`",
     "oracle_llm": "`oracle --method llm` (`options`: picks an option; `free`: a free-form CQ)",
-    "qd": "`disambiguate --method qd` (`--layout ambigqa`: the `*_ambigqa` parts)",
+    "qd": "`disambiguate --method qd` (`--layout ambigqa`, `refuel`: the `*_ambigqa`, `*_refuel` parts)",
     "rac": "`disambiguate --method rac` (`verify`, labels: `--prune`)",
     "reader": "`answer --reader generative` (`single`: single and cq modes; `multi`; `verify_*`: `--verify`)",
     "toc": "`disambiguate --method toc` (and its long answer)",

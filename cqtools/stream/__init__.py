@@ -196,7 +196,8 @@ def run_stream(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> i
         spec.params = {**spec.params, "preset": preset}  # the run record names it, from the CLI or Python
     if preset:
         stage = spec.stage or spec.command or getattr(process, "cq_command", None) or spec.desc
-        process = _noting_preset(process, stage, preset, spec.fanout)
+        process = _noting_preset(process, stage, preset, spec.fanout,
+                                 spec.preset_rows or getattr(process, "cq_preset_rows", None))
     if _world_size() > 1:
         from .distributed import run_distributed
 
@@ -252,12 +253,17 @@ def _call_size(spec: StreamSpec, bar) -> int:
     return max(1, min(spec.batch_size, api.concurrency)) if api.api_base else 1
 
 
-def _noting_preset(process: BatchFn, command: str, preset: str, fanout: bool) -> BatchFn:
-    """``process`` that also notes ``meta.presets.<command> = preset`` on every record it returns."""
+def _noting_preset(process: BatchFn, command: str, preset: str, fanout: bool, rows: dict | None = None) -> BatchFn:
+    """``process`` that also notes ``meta.presets.<command> = preset`` on every record it returns, and which of its
+    rows applied (``meta.preset_rows.<command>``: :func:`cqtools.presets.rows_note`)."""
 
     def note(record):
         if isinstance(record, dict):
-            record.setdefault("meta", {}).setdefault("presets", {})[command] = preset
+            meta = record.setdefault("meta", {})
+            meta.setdefault("presets", {})[command] = preset
+            if rows is not None:
+                meta.setdefault("preset_rows", {})[command] = {k: (list(v) if isinstance(v, list) else dict(v))
+                                                               for k, v in rows.items()}
         return record
 
     def run(records):

@@ -29,4 +29,6 @@ class StreamSpec:
     preset: str | None = None     # the preset the stage runs under (meta.presets.<stage>; default: the batch
     stage: str | None = None      # function's cq_preset) and the command it is noted under (default: its
     config: RunConfig | None = None  # cq_command); the run configuration (default: one from the environment)
+    preset_rows: dict | None = None  # which of the preset's rows applied (meta.preset_rows.<stage>; default: the
+    #                                  batch function's cq_preset_rows)
     refused: int = 0  # records set aside because a server refused their request (stream/refusals.py)

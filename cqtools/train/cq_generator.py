@@ -12,23 +12,40 @@ from types import SimpleNamespace
 
 from ..errors import InputError, ResourceError
 from ..records import GOLD
-from ..stages import gen_cq as gen_stage
+from ..stages import evidence, gen_cq as gen_stage
 from .loop import (GenCQTrainConfig, keep_model_inputs, load_records, log, peak_rss_mb, set_seed, total_steps, train_loop,
                    write_report)
 
 
 TARGETS = ("auto", "silver")  # auto: gold.cq where a record has one, else the silver CQ; silver: silver only
+# What --input-layout sets where the user set nothing: cq's own, or AskCQ's release (DongryeolLee96/AskCQ @d8be017:
+# cli.py --max_token_nums 1024 and --learning_rate 1e-5, run_cq_training.sh train_batch_size=10; every relevant passage
+# read until the 1,024 tokens are full, CQDataset.py:119-126), the same input `cq gen-cq --preset askcq` generates from.
+# Not followed here: its gradient accumulation (2) and early stopping on dev (wait_step 10).
+LAYOUT_DEFAULTS = {"cq": {"batch_size": 8, "lr": 5e-5, "passages": 3, "max_passage_tokens": None},
+                   "askcq": {"batch_size": 10, "lr": 1e-5, "passages": 100, "max_passage_tokens": 1024}}
+CQ_INPUT_TOKENS = 384  # where a cq-layout input without a budget is cut (as before)
+
+
+def layout_defaults(cfg: GenCQTrainConfig) -> GenCQTrainConfig:
+    """``cfg`` with the settings left unset (None) taken from its input layout's :data:`LAYOUT_DEFAULTS`."""
+    import dataclasses
+
+    unset = {k: v for k, v in LAYOUT_DEFAULTS[cfg.input_layout].items() if getattr(cfg, k) is None}
+    return dataclasses.replace(cfg, **unset)
 
 
 def cq_examples(records: list[dict], passages: int, with_answers: str | None, targets: str = "auto",
-                build_input=None, two_options: str = gen_stage.FromDqsOptions.two_options
-                ) -> tuple[list[tuple[str, str, dict]], dict]:
+                build_input=None, two_options: str = gen_stage.FromDqsOptions.two_options,
+                max_passage_tokens: int | None = None, count=None) -> tuple[list[tuple[str, str, dict]], dict]:
     """(input, target CQ, record) per training record, and how many targets are gold and silver CQs.
 
     The target is the record's gold CQ (``gold.cq``) when it has one and ``targets`` is "auto"; else the
     from-dqs CQ (the silver CQ ``cq gen-cq --method from-dqs`` writes, two options joined as ``two_options``
     says) of an ambiguous record with >= 2 gold DQs; other records are left out. ``build_input`` writes the
-    input (:func:`cqtools.stages.gen_cq.input_builder`; default cq's layout)."""
+    input (:func:`cqtools.stages.gen_cq.input_builder`; default cq's layout) from the passages
+    :func:`cqtools.stages.gen_cq.model_input` reads, as ``cq gen-cq --method seq2seq`` does (``max_passage_tokens``
+    counted with ``count``)."""
     build_input = build_input or gen_stage.seq2seq_input
     if targets not in TARGETS:
         raise InputError(f"targets={targets!r}: use one of {', '.join(TARGETS)} (--targets)")
@@ -46,8 +63,7 @@ def cq_examples(records: list[dict], passages: int, with_answers: str | None, ta
             if len(options) < 2:
                 continue
             target, kind = gen_stage.format_cq(gen_stage.which(category), options, two_options), "silver_cq"
-        source = build_input(record["question"], gen_stage.passage_snippets(record, passages),
-                             gen_stage.answer_texts(record, with_answers))
+        source = gen_stage.model_input(record, build_input, passages, max_passage_tokens, count, with_answers)[0]
         out.append((source, target, record))
         counts[kind] += 1
     return out, counts
@@ -76,16 +92,16 @@ def cq_scores(pairs: list[tuple[str, str | None]]) -> dict:
             "category_em": cat / len(pairs) if pairs else 0.0, "n": len(pairs)}
 
 
-def batch_encoder(tokenizer, seq2seq: bool, eos: int):
+def batch_encoder(tokenizer, seq2seq: bool, eos: int, max_input: int = CQ_INPUT_TOKENS):
     """items -> a training batch: seq2seq input/labels, or for a causal LM "input\nClarifying question:
-    CQ<eos>" with the loss on " CQ<eos>" only (right padding)."""
+    CQ<eos>" with the loss on " CQ<eos>" only (right padding); inputs cut at ``max_input`` tokens."""
     import torch
 
     def encode(items):
         sources = [s for s, _, _ in items]
         targets = [t for _, t, _ in items]
         if seq2seq:
-            enc = tokenizer(sources, truncation=True, max_length=384, padding=True, return_tensors="pt")
+            enc = tokenizer(sources, truncation=True, max_length=max_input, padding=True, return_tensors="pt")
             enc = {"input_ids": enc.input_ids, "attention_mask": enc.attention_mask}
             lab = tokenizer(text_target=targets, truncation=True, max_length=64, padding=True, return_tensors="pt")
             enc["labels"] = lab.input_ids.masked_fill(lab.attention_mask == 0, -100)
@@ -93,7 +109,7 @@ def batch_encoder(tokenizer, seq2seq: bool, eos: int):
         # causal: "input\nClarifying question: CQ<eos>", loss on " CQ<eos>" only; right padding
         rows, labels = [], []
         for source, target in zip(sources, targets):
-            prompt = tokenizer(source + gen_stage.CAUSAL_SUFFIX, add_special_tokens=False).input_ids[-384:]
+            prompt = tokenizer(source + gen_stage.CAUSAL_SUFFIX, add_special_tokens=False).input_ids[-max_input:]
             answer = tokenizer(" " + target, add_special_tokens=False).input_ids[:64] + [eos]
             rows.append(prompt + answer)
             labels.append([-100] * len(prompt) + answer)
@@ -137,8 +153,12 @@ def train_gen_cq(cfg: GenCQTrainConfig) -> dict:
     path = to_safetensors(resolved) if resolved.fmt == "gguf" else resolved.path
     tokenizer = AutoTokenizer.from_pretrained(path)
     # the input as `cq gen-cq --method seq2seq --input-layout` will write it (AskCQ's needs the model's tokens)
-    build_input = gen_stage.input_builder(SimpleNamespace(tokenizer=tokenizer, name=cfg.model), cfg.input_layout)
-    examples = {"build_input": build_input, "two_options": cfg.two_options}
+    cfg = layout_defaults(cfg)
+    reads = SimpleNamespace(tokenizer=tokenizer, name=cfg.model)
+    build_input = gen_stage.input_builder(reads, cfg.input_layout)
+    count = evidence.token_counter(reads) if cfg.max_passage_tokens is not None else None
+    examples = {"build_input": build_input, "two_options": cfg.two_options,
+                "max_passage_tokens": cfg.max_passage_tokens, "count": count}
     train, train_counts = cq_examples(load_records(cfg.train, cfg.limit), cfg.passages, cfg.with_answers, cfg.targets,
                                       **examples)
     dev, dev_counts = cq_examples(load_records(cfg.dev, cfg.dev_limit), cfg.passages, cfg.with_answers, cfg.targets,
@@ -148,7 +168,7 @@ def train_gen_cq(cfg: GenCQTrainConfig) -> dict:
                          "CQs from")
     device = pick_device(cfg.device)
     model, seq2seq, eos = _load_model(cfg.model, path, tokenizer, device)
-    encode = batch_encoder(tokenizer, seq2seq, eos)
+    encode = batch_encoder(tokenizer, seq2seq, eos, cfg.max_passage_tokens or CQ_INPUT_TOKENS)
 
     def loss_of(idx: list[int]):
         return model(**{k: v.to(device) for k, v in encode([train[i] for i in idx]).items()}).loss
@@ -185,7 +205,8 @@ def dev_cq_scores(cfg: GenCQTrainConfig, dev: list, device: str) -> dict:
 
     generator = load_generator(cfg.out, device=device)
     options = gen_stage.Seq2SeqOptions(n_passages=cfg.passages, with_answers=cfg.with_answers, max_new_tokens=48,
-                                       input_layout=cfg.input_layout, two_options=cfg.two_options)
+                                       input_layout=cfg.input_layout, two_options=cfg.two_options,
+                                       max_passage_tokens=cfg.max_passage_tokens)
     preds = gen_stage.seq2seq_method(generator, options).run([r for _, _, r in dev])
     golds = [(r.get(GOLD) or {}).get("cq") or target for _, target, r in dev]
     scores = cq_scores([(g, p["text"]) for g, p in zip(golds, preds)])

@@ -81,7 +81,19 @@ class GenCQTrainConfig(TrainConfig):
     """`cq train gen-cq`'s settings: the shared ones and the CQ generator's own."""
 
     epochs: int = option(1, min=1)
-    batch_size: int = option(8, min=1)
+    # the input layout's defaults (cqtools/train/cq_generator.py LAYOUT_DEFAULTS): cq's, or AskCQ's release's
+    batch_size: int | None = option(None, "[default: 8; 10 with --input-layout askcq, AskCQ's run_cq_training.sh]",
+                                    min=1)
+    lr: float | None = option(None, "AdamW learning rate. [default: 5e-05; 1e-05 with --input-layout askcq, AskCQ's "
+                                    "cli.py]")
+    passages: int | None = option(None, "Top passages in the input when the records have them (0: question only). "
+                                        "[default: 3; 100 with --input-layout askcq, --max-passage-tokens deciding]",
+                                  min=0)
+    max_passage_tokens: int | None = option(None, "Whole passages in order while the question, the answers and they "
+                                                  "fit this many tokens, as cq gen-cq --max-passage-tokens reads them; "
+                                                  "inputs are cut there. [default: unset, each passage cut to 60 "
+                                                  "words, inputs cut at 384 tokens; 1024 with --input-layout askcq, "
+                                                  "AskCQ's max_token_nums]", min=1)
     with_answers: str | None = option(None, "Train on \"AQ [SEP] answers [SEP] passages\" with gold answers (the "
                                             "AskCQ setting).", choices=("gold",))
     targets: str = option("auto", "auto: a record's gold CQ (gold.cq, CAmbigNQ's) where it has one, else the silver "

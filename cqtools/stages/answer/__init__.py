@@ -32,7 +32,7 @@ from ...errors import InputError
 from ...protocols import AnswerVerifier
 from ...metrics.normalize import normalize_answer
 from ...records import ANSWERS, set_meta
-from ..evidence import note_read
+from ..evidence import note_cut, note_read
 from ..options import CommandSettings
 from ...registry import READERS, non_default
 from . import options as O
@@ -120,7 +120,7 @@ class AnswerStage:
         if self.cross_encoder is not None:
             info["reranker"] = self.cross_encoder.info["model"]
         if self.qd_writer is not None:
-            info["qd_model"] = self.qd_writer.generator.info["model"]
+            info.update(qd_model=self.qd_writer.generator.info["model"], **self.qd_writer.params)
         return info
 
 
@@ -206,6 +206,7 @@ def qa_mode(mode: str):
     def factory(options, config, *, reader: str, model: str | None, reader_options: dict, seed, batch_size: int):
         mode_options = dataclasses.asdict(options)
         reranker, qd_model = mode_options.pop("reranker", None), mode_options.pop("qd_model", None)
+        qd_settings = {k: mode_options.pop(k) for k in ("qd_layout", "qd_num_beams") if k in mode_options}
         chosen = READERS.get(reader)
         names = {f.name for f in fields(AnswerConfig)}
         stage_options = {k: v for k, v in {**reader_options, **mode_options}.items() if k in names}
@@ -235,7 +236,7 @@ def qa_mode(mode: str):
         if mode == "dqs":
             searcher = dqs_searcher(answer_config, config)
         if answer_config.refuel_round_trip:
-            qd_writer = qd_writer_for(the_reader, qd_model, config)
+            qd_writer = qd_writer_for(the_reader, qd_model, config, **qd_settings)
         stage = AnswerStage(answer_config, the_reader, cross_encoder, searcher, qd_writer)
         return functools.partial(answer_batch, stage=stage, info={"reader": reader, **stage.meta(seed)})
 
@@ -252,16 +253,18 @@ def dqs_searcher(answer_config: AnswerConfig, config):
     return SEARCHERS.build(answer_config.retriever, config, index_dir=answer_config.index)
 
 
-def qd_writer_for(reader, qd_model: str | None, config):
+def qd_writer_for(reader, qd_model: str | None, config, **settings):
     """REFUEL's DQ writer: ``qd_model``, else the generative reader's own LM, else the default
-    question writer of ``cq disambiguate``."""
+    question writer of ``cq disambiguate``; ``settings``: its qd_layout and qd_num_beams."""
     from ...models import load_generator
     from ..disambiguate import DEFAULT_MODEL
     from .refuel import QDWriter
 
     if qd_model is None and getattr(reader, "generator", None) is not None:
-        return QDWriter(reader.generator)
-    return QDWriter(load_generator(qd_model or DEFAULT_MODEL, config.device, config.dtype, config=config))
+        generator = reader.generator
+    else:
+        generator = load_generator(qd_model or DEFAULT_MODEL, config.device, config.dtype, config=config)
+    return QDWriter(generator, layout=settings.get("qd_layout", "ambigqa"), num_beams=settings.get("qd_num_beams"))
 
 
 def long_mode(options: O.LongOptions, config, *, reader: str, model: str | None, reader_options: dict, seed,
@@ -294,6 +297,7 @@ def answer_batch(records: list[dict], stage: AnswerStage, info: dict) -> list[di
         for q in questions:
             q.passages = reader.evidence(q.text, q.passages, multi)
         note_counts(records, questions, c.mode)
+    fit_inputs(records, questions, reader, c.mode)
     found = reader.read([q.text for q in questions], [q.passages for q in questions], multi=multi)
     for q, answers in zip(questions, found):
         q.answers = answers
@@ -365,6 +369,20 @@ def fill_dqs(record: dict, questions: list[Question]) -> None:
     """Each DQ entry gets the answer read for it ("" when the reader found none)."""
     for dq, q in zip(record[DQS], questions):
         dq["answer"] = q.answers[0]["text"] if q.answers else ""
+
+
+def fit_inputs(records: list[dict], questions: list[Question], reader, mode: str) -> None:
+    """Each question's passages as its prompt keeps them whole within the model's input (a reader with
+    ``fit_input``: the generative one), the passages dropped noted in ``meta.passages_cut.answer`` (as
+    :func:`note_counts` notes those read)."""
+    if not hasattr(reader, "fit_input"):
+        return
+    per: list[list[int]] = [[] for _ in records]
+    for q in questions:
+        q.passages, q.cut = reader.fit_input(q.text, q.passages, mode == "multi")
+        per[q.record].append(q.cut)
+    for record, cuts in zip(records, per):
+        note_cut(record, "answer", cuts if mode in ("cq", "dqs") else (cuts[0] if cuts else 0))
 
 
 def note_counts(records: list[dict], questions: list[Question], mode: str) -> None:

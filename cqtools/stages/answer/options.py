@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ...models.roles import role
 from ...registry import option
-from ..options import prompt_option, reranker_option
+from ..options import beams_option, prompt_option, reranker_option
 from ..rerank import DEFAULT_RERANKER
 
 DEFAULT_READER = role("reader").default
@@ -31,6 +31,17 @@ def max_rounds():
 def qd_model():
     return option(None, "--round-trip-method refuel: the LM that writes the DQs [default: the generative reader's "
                         "LM, else cq disambiguate's]")
+
+
+def qd_layout():
+    return option("ambigqa", "--round-trip-method refuel: the DQ writer's input, ambigqa (answer, question, every "
+                             "other answer, passages; cq's) or refuel (answer, question, passages: REFUEL's "
+                             "QGInferenceData.py:199)", choices=("ambigqa", "refuel"))
+
+
+def qd_num_beams():
+    return option(1, "--round-trip-method refuel: the DQ writer's beam search width (1: greedy; a local model only)",
+                  min=1)
 
 
 def verify():
@@ -120,6 +131,8 @@ class SingleOptions:
     round_trip_method: str = round_trip_method()
     max_rounds: int = max_rounds()
     qd_model: str | None = qd_model()
+    qd_layout: str = qd_layout()
+    qd_num_beams: int = qd_num_beams()
     verify: bool = verify()
     verify_rule: str = verify_rule()
     verify_threshold: float = verify_threshold()
@@ -192,3 +205,4 @@ class GenerativeOptions:
     max_candidates: int = max_candidates()
     prompt: str | None = prompt_option()
     max_passage_tokens: int | None = passage_budget()
+    num_beams: int = beams_option()

@@ -20,6 +20,7 @@ class Question:
     passages: list[dict]
     option: str | None = None
     answers: list[dict] = field(default_factory=list)  # {text, grounding, generated?}
+    cut: int = 0  # passages dropped from its prompt's end to fit the model's input (meta.passages_cut.answer)
 
 
 def revised_question(question: str, category: str | None, option: str) -> str:

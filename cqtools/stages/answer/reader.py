@@ -12,7 +12,8 @@ import dataclasses
 from dataclasses import dataclass
 
 from ...records import distinct_texts
-from ..evidence import fit, token_counter
+from ..evidence import fit, fit_prompt, prompt_room, token_counter
+from ..options import beam_args
 from .grounding import ground
 from .. import templates
 from ..prompts import reader_template
@@ -33,6 +34,7 @@ class ReaderOptions:
     max_candidates: int = O.max_candidates()
     prompt: str | None = None
     max_passage_tokens: int | None = None
+    num_beams: int = O.beams_option()
 
     def params(self) -> dict:
         """The options as written into ``meta.answer`` (``passages`` is ``n_passages``)."""
@@ -42,6 +44,8 @@ class ReaderOptions:
             keep["max_candidates"] = self.max_candidates
         if self.max_passage_tokens is not None:
             keep["max_passage_tokens"] = self.max_passage_tokens
+        if self.num_beams != 1:
+            keep["num_beams"] = self.num_beams
         return keep
 
 
@@ -59,6 +63,7 @@ class GenerativeReader:
         self._per_call = {} if batch_size is None else {"batch_size": batch_size}
         self.batch_size = batch_size
         self.template = reader_template(self.options.prompt)
+        self._beams = beam_args(generator, self.options.num_beams)  # an API model refuses beams here, in one line
 
     @property
     def info(self) -> dict:
@@ -79,11 +84,11 @@ class GenerativeReader:
                    for q, ps in zip(questions, passages)]
         if multi:
             raw = self.generator.generate(prompts, max_new_tokens=o.max_new_tokens * 3, stop=MULTI_STOP,
-                                          **self._per_call)
+                                          **self._per_call, **self._beams)
             found = [split_answers(r) for r in raw]
         else:
             raw = self.generator.generate(prompts, max_new_tokens=o.max_new_tokens, chat=False, stop=SINGLE_STOP,
-                                          **self._per_call)
+                                          **self._per_call, **self._beams)
             found = [[clean_answer(r)] for r in raw]
         out = []
         for question, ps, prompt, texts in zip(questions, passages, prompts, found):
@@ -117,6 +122,25 @@ class GenerativeReader:
             used = count(prompt)
         return fit(passages, budget, count, used, limit=o.n_passages,
                    render=lambda p: passage_block([p], 1, o.passage_chars) + "\n")
+
+    def fit_input(self, question: str, passages: list[dict], multi: bool = False) -> tuple[list[dict], int]:
+        """(passages, dropped): ``passages`` as given when the prompt :meth:`read` writes for ``question`` fits the
+        model's input, else its shown passages less the last ones, dropped whole until it fits
+        (:func:`cqtools.stages.evidence.fit_prompt`), so that the model layer never cuts the prompt's middle."""
+        o = self.options
+        room = prompt_room(self.generator, o.max_new_tokens * (3 if multi else 1))
+        if room is None or not passages:
+            return passages, 0
+        part = "multi" if multi else "single"
+        chat = multi and getattr(self.generator, "has_chat", False)  # multi lists are asked as a chat turn
+
+        def build(ps):
+            prompt = self.template(part, passages=passage_block(ps, None, o.passage_chars), question=question)
+            return self.generator.chat_prompt(prompt) if chat else prompt
+
+        shown = list(passages[:o.n_passages])
+        _, dropped = fit_prompt(build, shown, room, token_counter(self.generator))
+        return (shown[:len(shown) - dropped], dropped) if dropped else (passages, 0)
 
     def verify(self, question: str, passages: list[dict], answers: list[str], end: bool = False) -> list[float]:
         """Summed log p(" answer" | passages + question) for each answer; the passages (prefix) are

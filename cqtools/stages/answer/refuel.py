@@ -107,6 +107,7 @@ def refuel_round_trip(records: list[dict], questions: list[Question], per_record
         # a DQ for every answer this pass found, conditioned on the prompt question
         todo = [n for n in live if found[n]]
         written = write_dqs([(str(records[n]["question"]), found[n], base[n].passages) for n in todo])
+        _note_qd_cuts(records, todo, getattr(write_dqs, "cuts", None))
         for n, dqs in zip(todo, written):
             for dq in dqs:
                 key = (normalize_answer(dq["question"]), normalize_answer(dq["answer"]))
@@ -115,10 +116,11 @@ def refuel_round_trip(records: list[dict], questions: list[Question], per_record
                     pairs[n].append({**dq, "pass": k})
         if k == max_passes:
             break
-        # every DQ so far, re-asked over the same passages
+        # every DQ so far, re-asked over the same passages (each prompt within the model's input)
         asks = [Question(n, dq["question"], base[n].passages) for n in live for dq in pairs[n]]
         if not asks:
             break
+        _fit_asks(records, asks, reader, multi)
         readings = reader.read([a.text for a in asks], [a.passages for a in asks], multi=multi)
         found = [[] for _ in records]
         keys_found: list[set] = [set() for _ in records]
@@ -140,15 +142,55 @@ def refuel_round_trip(records: list[dict], questions: list[Question], per_record
     return pairs
 
 
+def _note_qd_cuts(records: list[dict], todo: list[int], cuts: list[int] | None) -> None:
+    """``meta.passages_cut.answer-qd``: the most passages the DQ writer dropped from a record's prompts."""
+    from ..evidence import note_cut
+
+    for n, cut in zip(todo, cuts or []):
+        before = ((records[n].get("meta") or {}).get("passages_cut") or {}).get("answer-qd", 0)
+        note_cut(records[n], "answer-qd", max(cut, before))
+
+
+def _fit_asks(records: list[dict], asks: list[Question], reader, multi: bool) -> None:
+    """The round trip's re-asks (a DQ is longer than the question the passages were fitted for) keep whole
+    passages within the model's input; the most any re-ask of a record dropped goes to
+    ``meta.passages_cut.answer-round-trip``."""
+    from ..evidence import note_cut
+
+    if not hasattr(reader, "fit_input"):
+        return
+    worst: dict[int, int] = {}
+    for ask in asks:
+        ask.passages, ask.cut = reader.fit_input(ask.text, ask.passages, multi)
+        worst[ask.record] = max(worst.get(ask.record, 0), ask.cut)
+    for n, cut in worst.items():
+        note_cut(records[n], "answer-round-trip", max(cut, (records[n].get("meta") or {}).get(
+            "passages_cut", {}).get("answer-round-trip", 0)))
+
+
 class QDWriter:
     """REFUEL's question disambiguation inside the round trip: one DQ per answer, written by the
     question writer of ``cq disambiguate --method qd`` (:func:`cqtools.stages.disambiguate.qd_batch`)
-    over the passages the reader read, each passage cut to ``passage_words`` words. Counts its
-    model calls (``calls``)."""
+    over the passages the reader read, each passage cut to ``passage_words`` words. ``layout``: the QD
+    input, ``ambigqa`` (answer, question, every other answer, passages: AmbigQA's conditioning, cq's default)
+    or ``refuel`` (answer, prompt question, passages: REFUEL's, QGInferenceData.py:199 @159090e);
+    ``num_beams``: its beam search (None: greedy). Counts its model calls (``calls``)."""
 
-    def __init__(self, generator, passage_words: int = 100, tpl=None):
+    def __init__(self, generator, passage_words: int = 100, tpl=None, layout: str = "ambigqa",
+                 num_beams: int | None = None):
+        from ..options import beam_args
+
         self.generator, self.passage_words, self.tpl = generator, passage_words, tpl
+        self.layout, self.num_beams = layout, num_beams or 1
+        beam_args(generator, self.num_beams)  # an API model given beams: one line, before any record
         self.calls = 0
+        self.cuts: list[int] = []  # the last call's passages dropped per item (meta.passages_cut.answer-qd)
+
+    @property
+    def params(self) -> dict:
+        """What ``meta.answer`` notes of the writer beyond its model: its settings not at their defaults."""
+        return {**({"qd_layout": self.layout} if self.layout != "ambigqa" else {}),
+                **({"qd_num_beams": self.num_beams} if self.num_beams != 1 else {})}
 
     def _budget(self) -> int | None:
         """Prompt tokens left for the question, answers and passages: the writer's context less the
@@ -159,7 +201,7 @@ class QDWriter:
         context = getattr(self.generator, "context", None)
         if not isinstance(context, int):
             return None
-        prefix = evidence.token_counter(self.generator)(qd_prefix(self.tpl, "ambigqa"))
+        prefix = evidence.token_counter(self.generator)(qd_prefix(self.tpl, self.layout))
         return max(64, context - prefix - 40 - 16)  # 16: the chat template's and the separators' tokens
 
     def __call__(self, items: list[tuple[str, list[str], list[dict]]]) -> list[list[dict]]:
@@ -169,13 +211,16 @@ class QDWriter:
             return []
         records = [{"id": n, "question": q, "answers": [{"text": a} for a in answers], "passages": list(ps)}
                    for n, (q, answers, ps) in enumerate(items)]
-        # AmbigQA/REFUEL's QD input (answer, question, other answers, passages in reranked order), a DQ kept
-        # as written (no "AQ (title)?" fallback), passages up to what fits the writer's context
+        # the QD input in ``layout``'s order (passages in reranked order), a DQ kept as written (no "AQ (title)?"
+        # fallback), passages up to what fits the writer's context
         config = QdOptions(n_passages=max(len(ps) for _, _, ps in items),
-                                passage_words=self.passage_words, layout="ambigqa", passage_order="reranked",
-                                duplicates="keep", max_others=0, max_passage_tokens=self._budget())
+                           passage_words=self.passage_words, layout=self.layout, passage_order="reranked",
+                           duplicates="keep", max_others=0, max_passage_tokens=self._budget(),
+                           num_beams=self.num_beams)
         out = qd_batch(records, self.generator, config, self.tpl)
         self.calls += sum(calls for _, calls in out)
+        # passages each item's prompts dropped to fit the writer's input (the most of its prompts)
+        self.cuts = [max((r.get("meta") or {}).get("passages_cut", {}).get("disambiguate", [0])) for r in records]
         return [dqs for dqs, _ in out]
 
 

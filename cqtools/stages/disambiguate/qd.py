@@ -16,6 +16,7 @@ from ...metrics.normalize import normalize_answer
 from ...records import PASSAGES, answer_texts, distinct_texts, require, snippets
 from ...registry import non_default, option
 from .. import prompts_disamb as P
+from ..options import beam_args, beams_option
 from ..templates import Template
 from ..tree import answer_passage
 from .parsing import (NEED_PASSAGES, clean_question, dq_writer, model_option, passage_words_option, passages_option,
@@ -33,8 +34,9 @@ class QdOptions:
     passage_words: int = passage_words_option()
     max_new_tokens: int = tokens_option(40)
     prompt: str | None = template_option()
-    layout: str = option("cq", "prompt order: cq (passages, question, answer, others) or ambigqa (the released "
-                               "input's: target answer, question, other answers, passages)", choices=("cq", "ambigqa"))
+    layout: str = option("cq", "prompt order: cq (passages, question, answer, others), ambigqa (AmbigQA's released "
+                               "input: target answer, question, other answers, passages) or refuel (REFUEL's: target "
+                               "answer, question, passages; no other answers)", choices=("cq", "ambigqa", "refuel"))
     passage_order: str = option("answer-first", "answer-first (the shown passages holding the answer moved first) "
                                                 "or reranked (the record's order, as AmbigQA)",
                                 choices=("answer-first", "reranked"))
@@ -45,6 +47,7 @@ class QdOptions:
     max_passage_tokens: int | None = option(None, "passages in order (at most --passages) while the prompt's "
                                                   "question, answers and passages fit this many tokens [default: no "
                                                   "budget, the top --passages]", min=1)
+    num_beams: int = beams_option()
 
     @property
     def new_tokens(self) -> int:
@@ -55,7 +58,8 @@ class QdOptions:
         records made with the defaults stay as they were."""
         return {"method": "qd", "passages": self.n_passages, "passage_words": self.passage_words,
                 "max_new_tokens": self.new_tokens,
-                **non_default(self, "layout", "passage_order", "duplicates", "max_others", "max_passage_tokens")}
+                **non_default(self, "layout", "passage_order", "duplicates", "max_others", "max_passage_tokens",
+                              "num_beams")}
 
 
 def distinct_answers(record: dict) -> list[str]:
@@ -78,23 +82,56 @@ def fallback_question(question: str, answer: str, passages: list[dict], used: se
     return f"{base} ({answer})?"
 
 
-def qd_batch(records: list[dict], generator, config: QdOptions,
-             tpl: Template | None = None) -> list[tuple[list[dict], int]]:
+def qd_batch(records: list[dict], generator, config: QdOptions, tpl: Template | None = None) -> list[tuple[list[dict], int]]:
     """(dqs, model calls) per record: one prompt per predicted answer of a record with several.
 
     Each prompt conditions on the question, the target answer, the other answers (``max_others``
     of them, 0: all) and passages: the top ``n_passages`` with those holding the answer moved first
     (``passage_order="answer-first"``) or in the record's (reranked) order (``"reranked"``), and with
     ``max_passage_tokens`` only as many as fit that budget beside the question and answers
-    (:func:`.evidence.fit`; the count per DQ goes to ``meta.passages_read.disambiguate``). A DQ that
-    echoes the question or an earlier DQ becomes "AQ (title)?" (``duplicates="fallback"``) or stays
-    as generated (``"keep"``, as AmbigQA's released model writes it)."""
+    (:func:`.evidence.fit`; the count per DQ goes to ``meta.passages_read.disambiguate``). A prompt still
+    over the model's input drops its last passages (:func:`.evidence.fit_prompt`; counted per DQ in
+    ``meta.passages_cut.disambiguate``). A DQ that echoes the question or an earlier DQ becomes "AQ (title)?"
+    (``duplicates="fallback"``) or stays as generated (``"keep"``, as AmbigQA's released model writes it).
+    ``num_beams``: the beam search."""
     from .. import evidence
 
     count = evidence.token_counter(generator) if config.max_passage_tokens else None
-    jobs = []  # (record index, answer, others, passages shown, the record's passages)
-    per_record: list[list[dict]] = [[] for _ in records]
+    jobs, per_record = _qd_jobs(records, config, tpl, count)
     calls = [0] * len(records)
+    prompts, cuts = _qd_prompts(records, jobs, generator, config, tpl)
+    beams, tokens = beam_args(generator, config.num_beams), config.new_tokens
+    raw = generator.generate(prompts, max_new_tokens=tokens, chat=False, stop=["\n"], **beams) if prompts else []
+    used_dqs: dict[int, set[str]] = {}
+    read: dict[int, list[int]] = {}
+    cut: dict[int, list[int]] = {}
+    for (n, answer, _, shown, passages), generation, dropped in zip(jobs, raw, cuts):
+        calls[n] += 1
+        read.setdefault(n, []).append(len(shown))
+        cut.setdefault(n, []).append(dropped)
+        question = records[n]["question"]
+        seen = used_dqs.setdefault(n, {normalize_answer(question)})
+        dq = clean_question(generation)
+        entry = {"question": dq, "answer": answer}
+        if config.duplicates == "fallback" and (not normalize_answer(dq) or normalize_answer(dq) in seen):
+            entry = {"question": fallback_question(question, answer, passages, seen), "answer": answer,
+                     "fallback": True, "generated": generation.strip()}
+        seen.add(normalize_answer(entry["question"]))
+        per_record[n].append(entry)
+    for n, record in enumerate(records):
+        if count is not None:
+            evidence.note_read(record, "disambiguate", read.get(n, []))
+        evidence.note_cut(record, "disambiguate", cut.get(n, []))
+    return list(zip(per_record, calls))
+
+
+def _qd_jobs(records: list[dict], config: QdOptions, tpl, count) -> tuple[list[list], list[list[dict]]]:
+    """The prompts to write, ``[record index, answer, others, passages shown, the record's passages]`` each, and
+    the DQs of the records that need no prompt (one answer: the question unchanged)."""
+    from .. import evidence
+
+    jobs = []
+    per_record: list[list[dict]] = [[] for _ in records]
     for n, record in enumerate(records):
         answers = distinct_answers(record)
         passages = list(require(record, PASSAGES, NEED_PASSAGES)) if config.n_passages else []
@@ -114,32 +151,36 @@ def qd_batch(records: list[dict], generator, config: QdOptions,
                 used = count(P.qd_prompt(record["question"], answer, others, [], tpl, config.layout))
                 shown = evidence.fit(shown, config.max_passage_tokens, count, used,
                                      render=lambda p: snippets([p], 1, config.passage_words)[0])
-            jobs.append((n, answer, others, shown, passages))
+            jobs.append([n, answer, others, shown, passages])
+    return jobs, per_record
+
+
+def _qd_prompts(records: list[dict], jobs: list[list], generator, config: QdOptions, tpl) -> tuple[list[str], list[int]]:
+    """Each job's prompt (instruction, shots, query) and how many of its last passages were dropped to fit the
+    model's input (:func:`.evidence.fit_prompt`); a job's passages shown become those kept."""
+    from .. import evidence
+
     prefix = P.qd_prefix(tpl, config.layout)
-    prompts = [prefix + P.qd_prompt(records[n]["question"], a, o, snippets(s, len(s), config.passage_words),
-                                    tpl, config.layout)
-               for n, a, o, s, _ in jobs]
-    raw = generator.generate(prompts, max_new_tokens=config.new_tokens, chat=False, stop=["\n"]) if prompts else []
-    used_dqs: dict[int, set[str]] = {}
-    read: dict[int, list[int]] = {}
-    for (n, answer, _, shown, passages), generation in zip(jobs, raw):
-        calls[n] += 1
-        read.setdefault(n, []).append(len(shown))
-        question = records[n]["question"]
-        seen = used_dqs.setdefault(n, {normalize_answer(question)})
-        dq = clean_question(generation)
-        entry = {"question": dq, "answer": answer}
-        if config.duplicates == "fallback" and (not normalize_answer(dq) or normalize_answer(dq) in seen):
-            entry = {"question": fallback_question(question, answer, passages, seen), "answer": answer,
-                     "fallback": True, "generated": generation.strip()}
-        seen.add(normalize_answer(entry["question"]))
-        per_record[n].append(entry)
-    if count is not None:
-        for n, record in enumerate(records):
-            evidence.note_read(record, "disambiguate", read.get(n, []))
-    return list(zip(per_record, calls))
+    room = evidence.prompt_room(generator, config.new_tokens)
+    count = evidence.token_counter(generator) if room is not None else None
+    prompts, cuts = [], []
+    for job in jobs:
+        n, answer, others, shown, _ = job
+
+        def build(ps, n=n, answer=answer, others=others):
+            return prefix + P.qd_prompt(records[n]["question"], answer, others,
+                                        snippets(ps, len(ps), config.passage_words), tpl, config.layout)
+
+        prompt, dropped = evidence.fit_prompt(build, shown, room, count)
+        job[3] = shown[:len(shown) - dropped]
+        prompts.append(prompt)
+        cuts.append(dropped)
+    return prompts, cuts
 
 
 def qd_disambiguator(options: QdOptions, run, *, seed: int = 0, **context):
-    """The batch function of ``--method qd`` (the registry's factory)."""
-    return dq_writer(qd_batch, "qd", options, run, seed)
+    """The batch function of ``--method qd`` (the registry's factory); an API model given beams is refused
+    before any record is read."""
+    fn = dq_writer(qd_batch, "qd", options, run, seed)
+    beam_args(fn.keywords["generator"], options.num_beams)
+    return fn

@@ -25,7 +25,6 @@ show the question alone), and from-dqs reads gold DQs, not answers.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import os
 from dataclasses import dataclass, field
 from typing import Callable
@@ -39,8 +38,8 @@ from ...registry import CQ_METHODS, non_default, option
 from .. import evidence, prompts, templates
 from ..common import stage_fn
 from .grounding import OPTIONS, check_options, ground, grounded, shown_words  # noqa: F401
-from ..options import (beams_option, cq_options_option, cq_passage_budget_option, llm_option, passages_option,
-                      prompt_option, tokens_option, two_options_option, with_answers_option)
+from ..options import (beam_args, beams_option, cq_options_option, cq_passage_budget_option, llm_option,
+                       passages_option, prompt_option, tokens_option, two_options_option, with_answers_option)
 from .form import (INVALID, canonical_cq, canonical_head, distinct, extract_options, first_question,
                       in_form, make_cq, repair, which)
 from .form import format_cq  # noqa: F401  (re-exported, as before the split)
@@ -103,6 +102,16 @@ def askcq_input(question: str, snippets: list[str], answers: list[str] | None, t
     return head + "".join(eos + bos + s for s in snippets)
 
 
+def model_input(record: dict, build_input, n_passages: int, max_tokens: int | None, count,
+                with_answers: str | None) -> tuple[str, list[str], list[str] | None]:
+    """(input, passages read, answers) of ``record`` for a fine-tuned generator: what ``cq gen-cq --method seq2seq``
+    generates from and ``cq train gen-cq`` trains on, one function for both (the passages as :func:`read_passages`
+    chooses them, the text as ``build_input`` (:func:`input_builder`) lays it out)."""
+    answers = answer_texts(record, with_answers)
+    snippets = read_passages(record, n_passages, max_tokens, count, [record["question"], *(answers or [])])
+    return build_input(record["question"], snippets, answers), snippets, answers
+
+
 def record_passages(record: dict) -> list[dict]:
     passages = record.get("passages") or []
     if not isinstance(passages, list) or not all(isinstance(p, dict) for p in passages):
@@ -126,17 +135,6 @@ def read_passages(record: dict, n_passages: int, max_tokens: int | None, count, 
         if n_passages else []
     evidence.note_read(record, "gen-cq", len(chosen))
     return [evidence.passage_text(p) for p in chosen]
-
-
-def beam_args(generator, num_beams: int) -> dict:
-    """``generate``'s beam argument: none for 1 (greedy, as always); a generator whose ``generate``
-    takes no ``num_beams`` (an OpenAI-compatible server) cannot search beams: a one-line error."""
-    if num_beams <= 1:
-        return {}
-    if "num_beams" not in inspect.signature(generator.generate).parameters:
-        raise InputError(f"{getattr(generator, 'name', 'this model')} cannot search beams (num_beams={num_beams}): "
-                         "an API model decodes greedily; use a local model or --num-beams 1")
-    return {"num_beams": num_beams}
 
 
 # --- generators ---------------------------------------------------------------------------------
@@ -320,10 +318,9 @@ def seq2seq_method(generator, options: Seq2SeqOptions = Seq2SeqOptions()) -> CQW
     beams = beam_args(generator, o.num_beams)
 
     def run(records):
-        answers = [answer_texts(r, o.with_answers) for r in records]
-        snippets = [read_passages(r, o.n_passages, o.max_passage_tokens, count, [r["question"], *(a or [])])
-                    for r, a in zip(records, answers)]
-        inputs = [build_input(r["question"], s, a) + suffix for r, s, a in zip(records, snippets, answers)]
+        built = [model_input(r, build_input, o.n_passages, o.max_passage_tokens, count, o.with_answers) for r in records]
+        inputs = [text + suffix for text, _, _ in built]
+        snippets, answers = [s for _, s, _ in built], [a for _, _, a in built]
         raw = generator.generate(inputs, max_new_tokens=o.max_new_tokens, chat=False, stop=["\n"], **beams)
         return [in_form(ground(repair(g, "seq2seq"), [r["question"], *s, *(a or [])], o.options), o.two_options)
                 for g, r, s, a in zip(raw, records, snippets, answers)]
