@@ -42,16 +42,17 @@ class Unused:
 
 
 def entries(path: str, what: str) -> Iterator[tuple[str, object]]:
-    """(where, item) for each entry of a JSON list ("PATH entry N") or a JSONL file ("PATH line N")."""
+    """(where, item) for each entry of a JSON list ("PATH entry N") or a JSONL file ("PATH line N"; a file
+    whose first character is not ``[``)."""
     with open_input(path) as fh:
         head = fh.read(1 << 16).lstrip()
     with open_input(path) as fh:
-        if head.startswith(b"[") or head.startswith(b"{") and b"\n{" not in head and head.rstrip().endswith(b"}"):
+        if head.startswith(b"["):
             try:
                 data = orjson.loads(fh.read())
             except orjson.JSONDecodeError as err:
                 raise InputError(f"not valid JSON ({err}); {what} is a JSON list or JSONL", where=path) from None
-            for n, item in enumerate(data if isinstance(data, list) else [data], 1):
+            for n, item in enumerate(data, 1):
                 yield f"{path} entry {n}", item
             return
         for lineno, raw in enumerate(fh, 1):
