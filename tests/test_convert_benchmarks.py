@@ -197,3 +197,13 @@ def test_the_published_file_when_a_fetched_copy_is_in_work(runner, fmt, name, n)
         cited = [c["passage"] for r in records for cond in r["gold"]["conditions"] for c in cond["citations"]]
         assert len(cited) == 1179 and None not in cited
         assert all(len(r["passages"]) == 20 for r in records)
+
+
+@pytest.mark.parametrize("name, fmt", [("clamber_benchmark.jsonl", "clamber"), ("mcaqa.json", "condambigqa")])
+def test_the_pinned_checksum_is_the_fetched_files(name, fmt):
+    from cqtools import data
+
+    path = WORK / name
+    if not path.exists():
+        pytest.skip(f"no fetched copy at {path}")
+    assert data.sha256_of(str(path)) == data.DATASETS[fmt].sha256
