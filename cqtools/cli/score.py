@@ -165,7 +165,8 @@ def _several_runs(runs, opts, task, task_opts, on_error, boot: BootstrapFlags, s
         rows.append([f"{path} - {runs[0]}", *cells])
     notes = [f"{len(runs) - 1} paired difference(s) against {runs[0]}: B - A on the same question ids, "
              f"{options.level:.0%} {options.method} paired bootstrap, {options.n_boot} resamples, seed {options.seed}; "
-             f"* = the interval excludes 0"]
+             f"* = the interval excludes 0", f"every run scored by {summaries[0]['metric']['name']} version "
+             f"{summaries[0]['metric']['version']} with the same variant (--format json shows it)"]
     notes += [f"{path}: {note}" for path, s in zip(runs, summaries) for note in _notes(s)]
     return _grid(header, rows, notes, fmt=fmt)
 
@@ -174,7 +175,7 @@ def _flat(summary: dict) -> dict:
     """A summary's metrics as {"group.metric": value} (notes and intervals left out)."""
     from ..metrics.bootstrap import flatten
 
-    flat = flatten({k: v for k, v in summary.items() if k not in ("notes", "ci")})
+    flat = flatten({k: v for k, v in summary.items() if k not in ("notes", "ci", "metric")})
     return {k: v for k, v in flat.items() if v is None or isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
