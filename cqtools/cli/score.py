@@ -37,7 +37,8 @@ def cli(runs, task, output: OutputFlags, boot: BootstrapFlags, batch_size, devic
     gold lacks what the task needs are skipped and counted in "notes". Scores are percentages.
     Defaults reproduce the papers' released scorers; "variant" in the summary names the
     options that select cq's own alternatives (--cq-parser, --matcher, --unique-answers,
-    --str-em, --ac-average).
+    --str-em, --ac-average); "metric" names everything that made the numbers (options, recipe,
+    models used), and --paired refuses two sides whose "metric" differs (docs/metrics.md).
 
     \b
     Example:

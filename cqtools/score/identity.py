@@ -56,8 +56,11 @@ def _reader(reader) -> dict | None:
     out = {"model": reader.name, "kind": reader.kind}
     pipe = getattr(reader, "pipe", None)
     if all(hasattr(pipe, a) for a in ("max_length", "stride", "max_answer_tokens")):
-        out["decoding"] = (f"best span, start+end logit, no null answer, max_length {pipe.max_length}, "
-                           f"stride {pipe.stride}, at most {pipe.max_answer_tokens} tokens")
+        from .reader import N_BEST
+
+        out["decoding"] = (f"run_qa.py post-processing: {N_BEST} best starts x {N_BEST} best ends, '' when the "
+                           f"null score beats the best span; windows of {pipe.max_length} tokens, stride "
+                           f"{pipe.stride}, spans of at most {pipe.max_answer_tokens} tokens")
     return out
 
 
