@@ -27,6 +27,9 @@ CLAMBER_SUBCLASSES = {"whom": "WHOM", "what": "WHAT", "when": "WHEN", "where": "
                       "ICL": "CONTRADICTION", "co-reference": "SEMANTIC", "polysemy": "LEXICAL", "none": None}
 
 
+_DOC_USED = {"id", "title", "text", "score"}  # what a data set's passage keeps (passages_of)
+
+
 class Unused:
     """One stderr line per field of a data set that cq does not use (the first time it is seen)."""
 
@@ -109,10 +112,13 @@ def ambigdocs(path: str) -> Iterator[dict]:
             "documents": [{"id": str(d.get("pid", "")), "title": d["title"], "text": d["text"],
                            "answer": d["answer"]} for d in docs],
         }}
+        retrieved = _list_of_objects(item.get("docs", []), ("text",), where, "AmbigDocs", "docs")
         if "docs" in item:
-            docs = _list_of_objects(item["docs"], ("text",), where, "AmbigDocs", "docs")
-            record["passages"] = passages_of(docs, record["id"])
-        unused.note(sorted(set(item) - {"qid", "question", "ambiguous_entity", "documents", "docs"}),
+            record["passages"] = passages_of(retrieved, record["id"])
+        unused.note(sorted(set(item) - {"qid", "question", "ambiguous_entity", "documents", "docs"}) +
+                    sorted({f"documents[].{k}" for d in docs for k in d} - {f"documents[].{k}" for k in
+                                                                            ("title", "text", "pid", "answer")}) +
+                    sorted({f"docs[].{k}" for d in retrieved for k in d} - {f"docs[].{k}" for k in _DOC_USED}),
                     "not in AmbigDocs' published fields")
         yield record
 
@@ -186,8 +192,6 @@ def clamber(path: str) -> Iterator[dict]:
         yield record
 
 
-_ALCE_DOC_USED = {"id", "title", "text", "score"}
-
 
 def alce_asqa(path: str) -> Iterator[dict]:
     """ALCE's ASQA (princeton-nlp/ALCE, data/asqa_eval_*.json): ASQA's {sample_id, question, qa_pairs,
@@ -195,13 +199,16 @@ def alce_asqa(path: str) -> Iterator[dict]:
     unused = Unused("alce-asqa")
     for where, item in entries(path, "ALCE-ASQA"):
         need(item, ("sample_id", "question", "qa_pairs", "annotations", "docs"), where, "ALCE-ASQA")
-        _list_of_objects(item["qa_pairs"], ("question", "short_answers"), where, "ALCE-ASQA", "qa_pairs")
+        pairs = _list_of_objects(item["qa_pairs"], ("question", "short_answers"), where, "ALCE-ASQA", "qa_pairs")
         _list_of_objects(item["annotations"], ("long_answer",), where, "ALCE-ASQA", "annotations")
         docs = _list_of_objects(item["docs"], ("title", "text"), where, "ALCE-ASQA", "docs")
+        unused.note(sorted({f"qa_pairs[].{k}" for p in pairs for k in p} - {"qa_pairs[].question",
+                                                                           "qa_pairs[].short_answers"}),
+                    "ASQA's per-pair evidence; gold.dqs keep question and short answers")
         gold = asqa_gold(item)
         if "wikipages" in item:
             gold["wikipages"] = item["wikipages"]
-        for field in sorted({k for d in docs for k in d} - _ALCE_DOC_USED):
+        for field in sorted({k for d in docs for k in d} - _DOC_USED):
             unused.note([f"docs[].{field}"], "ALCE's per-passage annotation or summary; passages keep id, title, "
                                              "text and score")
         unused.note(["answer"] if "answer" in item else [], "ALCE's MAUVE reference; cq scores ROUGE-L against "

@@ -82,6 +82,15 @@ def test_ambigdocs_entities_answers_and_documents_go_under_gold(runner, tmp_path
     assert err == ""
 
 
+def test_ambigdocs_retrieved_docs_become_passages_and_extra_fields_are_named(runner, tmp_path):
+    item = {**AMBIGDOCS[0], "docs": [{"id": "55", "title": "Mercury", "text": "A planet.", "score": 0.5,
+                                      "answers_found": [0, 0]}]}
+    item["documents"] = [{**d, "entity_type": "company"} for d in item["documents"]]
+    (record,), err = convert(runner, "ambigdocs", write(tmp_path, "test_retrieved.json", [item]))
+    assert record["passages"] == [{"id": "55", "title": "Mercury", "text": "A planet.", "score": 0.5, "rank": 1}]
+    assert "documents[].entity_type" in err and "docs[].answers_found" in err and len(err.splitlines()) == 1
+
+
 def test_condambigqa_conditions_and_ctxs_as_passages_with_citations_resolved(runner, tmp_path):
     (record,), err = convert(runner, "condambigqa", write(tmp_path, "mcaqa.json", CONDAMBIGQA))
     assert [p["id"] for p in record["passages"]] == ["c-1#1", "c-1#2"]
@@ -110,9 +119,9 @@ def test_alce_asqa_docs_become_passages_in_citation_order(runner, tmp_path):
     gold = record["gold"]
     assert gold["answers"] == [["Uzbekistan"], ["Ukraine"]] and gold["ambiguous"] is True
     assert gold["long_answers"] == [ALCE[0]["annotations"][0]["long_answer"]] and gold["wikipages"]
-    notes = err.strip().splitlines()
-    assert len(notes) == 2 and any("docs[].answers_found" in n for n in notes) and any("'answer'" in n or
-                                                                                        " answer " in n for n in notes)
+    notes = err.strip().splitlines()  # one line per reason, each naming its fields
+    assert len(notes) == 3 and "docs[].answers_found" in notes[1] and "field answer not used" in notes[2]
+    assert "qa_pairs[].context, qa_pairs[].wikipage" in notes[0]
 
 
 def test_ambignq_cq_joins_a_clarifying_question_onto_ambignq(runner, tmp_path):
