@@ -4,8 +4,9 @@ One registry (:data:`DATASETS`): per data set its official URL, the subdirectory
 directory it goes to, and the files the Makefile reads there. ``get`` downloads a source file (or
 uses one already placed in its directory by hand), checks it, unpacks it, and records the SHA-256 of
 every file it wrote in ``DIR/SHA256SUMS`` (``sha256sum -c`` format); a later ``get`` checks present
-files against that list. The official files' checksums are not pinned yet (``sha256=None``): they
-could not be computed where this was written (no network). A user with network pins them by copying
+files against that list. Most official files' checksums are not pinned yet (``sha256=None``): they
+could not be computed where this was written (no network); CLAMBER's and CondAmbigQA's are, from the
+authors' git repositories at the commits their URLs name. A user with network pins them by copying
 the ``sha256`` that ``cq data get`` prints into :data:`DATASETS`; a pinned checksum that does not
 match refuses the file and keeps nothing. Until then a download shorter than its declared length is
 refused, and so is a source file that fails its data set's format check (``psgs-w100``: gzip with
@@ -130,6 +131,7 @@ def _dpr_tsv_gz(path: str) -> None:
 
 
 AMBIGQA = "https://nlp.cs.washington.edu/ambigqa/data/"
+GITHUB = "https://raw.githubusercontent.com/"
 DATASETS: dict[str, Dataset] = {d.name: d for d in (
     Dataset("ambignq-light", AMBIGQA + "ambignq_light.zip", "ambignq", ("train_light.json", "dev_light.json"),
             "AmbigNQ, light format (Min et al. 2020; CC BY-SA 3.0)", members=("train_light.json", "dev_light.json")),
@@ -141,6 +143,24 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in (
             optional_members=("train.json", "dev.json", "test.json", "dev.jsonl"), derive=_nq_open_dev),
     Dataset("asqa", "https://storage.googleapis.com/gresearch/ASQA/ASQA.json", "asqa", ("dev.json",),
             "ASQA (Stelmakh et al. 2022; Apache-2.0); asqa/dev.json is its dev split", derive=_asqa_dev),
+    # Issue 46. CLAMBER, CondAmbigQA: the authors' file at a fixed commit, SHA-256 from that commit's blob. Not
+    # pinned (not readable here): ALCE and AmbigDocs (Hugging Face hub; AmbigDocs' name from its README's
+    # data/test.json, unchecked), AMBIGNQ-CQ (its CSV blobs were absent from the fetched repository).
+    Dataset("clamber", GITHUB + "zt991211/CLAMBER/764fa21a973afb768b81c03dbe0790f329255a6b/clamber_benchmark.jsonl",
+            "clamber", ("clamber_benchmark.jsonl",), "CLAMBER (Zhang et al. 2024): 3,202 queries in an ambiguity "
+            "taxonomy, with clarifying questions",
+            sha256="58b195515fca3692c6756fc5242983461659c2f9a7f366b509f16b4cbe917fe0"),
+    Dataset("condambigqa", GITHUB + "innovation64/CondAmbigQA/5dde70162eccd3c5fe5f2b703b818345b8936800/experiment_code/"
+            "data/mcaqa.json", "condambigqa", ("mcaqa.json",), "CondAmbigQA (Li et al. 2025): 200 questions with "
+            "the conditions that separate their answers, and 20 retrieved passages each",
+            sha256="d6554f6465f32b7ee889f0fcada3a4a3296f0629cf15b47d64a0c7874791a63f"),
+    Dataset("alce", "https://huggingface.co/datasets/princeton-nlp/ALCE-data/resolve/main/ALCE-data.tar", "alce",
+            ("asqa_eval_gtr_top100.json",), "ALCE (Gao et al. 2023): ASQA with GTR's top-100 passages to cite",
+            members=("asqa_eval_gtr_top100.json",)),
+    Dataset("ambigdocs", "https://huggingface.co/datasets/yoonsanglee/AmbigDocs/resolve/main/test.json", "ambigdocs",
+            ("test.json",), "AmbigDocs (Lee et al. 2024): questions whose documents name different entities"),
+    Dataset("ambignq-cq", GITHUB + "emnlppaper4012/AMBIGNQ-CQ/20c4d285d6fdc085e556c1ecd030a713e55338b2/dev.csv",
+            "ambignq_cq", ("dev.csv",), "AMBIGNQ-CQ: GPT-3 clarifying questions for AmbigNQ (join onto ambignq)"),
     Dataset("psgs-w100", "https://dl.fbaipublicfiles.com/dpr/wikipedia_split/psgs_w100.tsv.gz", "wikipedia",
             ("psgs_w100.tsv.gz",), "DPR's Wikipedia passages, 21M x 100 words (CC BY-SA; about 4.7 GB): "
             "cq index --corpus reads it as it is", check=_dpr_tsv_gz),
@@ -323,9 +343,33 @@ def _unpack(ds: Dataset, source: str, directory: str) -> list[str]:
         except zipfile.BadZipFile as err:
             raise InputError(f"{source} is not a zip archive ({err}); delete it and run cq data get {ds.name} "
                              "again") from None
+    if ds.filename.endswith(".tar"):
+        written += _untar(ds, source, directory)
     if ds.derive is not None:
         written += ds.derive(directory)
     return written
+
+
+def _untar(ds: Dataset, source: str, directory: str) -> list[str]:
+    """``ds.members`` out of a tar archive by base name (ALCE's ALCE-data.tar holds them under a folder)."""
+    import tarfile
+    try:
+        with tarfile.open(source) as archive:
+            by_name = {}
+            for info in archive.getmembers():
+                if info.isfile() and not posixpath.basename(info.name).startswith("."):
+                    by_name.setdefault(posixpath.basename(info.name), info)
+            lacking = [m for m in ds.members if m not in by_name]
+            if lacking:
+                raise InputError(f"{source} lacks {', '.join(lacking)}: is it {ds.url}? Delete it and run "
+                                 f"cq data get {ds.name} again")
+            for member in ds.members:
+                with archive.extractfile(by_name[member]) as src, _Atomic(os.path.join(directory, member)) as out:
+                    shutil.copyfileobj(src, out, CHUNK)
+    except tarfile.TarError as err:
+        raise InputError(f"{source} is not a tar archive ({err}); delete it and run cq data get {ds.name} "
+                         "again") from None
+    return list(ds.members)
 
 
 class _Atomic:

@@ -26,7 +26,7 @@ def _open_check(path: str) -> None:
 def ambignq(path: str) -> Iterator[dict]:
     """AmbigNQ light or full format (a JSON list); full-format extras go under gold."""
     for n, item in enumerate(load_json_or_jsonl(path)):
-        _need(item, ("id", "question", "annotations"), n, "AmbigNQ")
+        need(item, ("id", "question", "annotations"), n, "AmbigNQ")
         gold = gold_from_annotations(item["annotations"])
         gold.update({k: item[k] for k in _AMBIGNQ_EXTRA if k in item})
         yield {"id": str(item["id"]), "question": item["question"], "gold": gold}
@@ -35,7 +35,7 @@ def ambignq(path: str) -> Iterator[dict]:
 def cambignq(path: str) -> Iterator[dict]:
     """CAmbigNQ (cq_train.json / cq_dev.json): dqs, clarification_answers, clarification_question."""
     for n, item in enumerate(load_json_or_jsonl(path)):
-        _need(item, ("id", "question", "dqs", "clarification_answers", "clarification_question"), n, "CAmbigNQ")
+        need(item, ("id", "question", "dqs", "clarification_answers", "clarification_question"), n, "CAmbigNQ")
         if len(item["dqs"]) != len(item["clarification_answers"]):
             raise InputError(f"record {item['id']}: {len(item['dqs'])} dqs but "
                              f"{len(item['clarification_answers'])} clarification_answers")
@@ -55,21 +55,25 @@ def cambignq(path: str) -> Iterator[dict]:
 def asqa(path: str) -> Iterator[dict]:
     """ASQA: a list with ids, or the original {"dev": {id: entry}} / {id: entry} layout."""
     for n, (sample_id, item) in enumerate(_asqa_items(path)):
-        _need(item, ("question", "qa_pairs", "annotations"), n, "ASQA")
-        dqs = [{"question": p["question"], "answers": list(p["short_answers"])} for p in item["qa_pairs"]]
-        annotation = (
-            {"type": "multipleQAs", "qaPairs": [{"question": d["question"], "answer": d["answers"]} for d in dqs]}
-            if len(dqs) > 1 else {"type": "singleAnswer", "answer": dqs[0]["answers"] if dqs else []}
-        )
-        gold = {
-            "ambiguous": len(dqs) > 1,
-            "annotations": [annotation],
-            "answers": [d["answers"] for d in dqs],
-            "dqs": dqs,
-            "long_answers": [a["long_answer"] for a in item["annotations"]],
-            "knowledge": [k for a in item["annotations"] for k in a.get("knowledge", [])],
-        }
-        yield {"id": str(sample_id), "question": item.get("ambiguous_question", item["question"]), "gold": gold}
+        need(item, ("question", "qa_pairs", "annotations"), n, "ASQA")
+        yield {"id": str(sample_id), "question": item.get("ambiguous_question", item["question"]), "gold": asqa_gold(item)}
+
+
+def asqa_gold(item: dict) -> dict:
+    """The gold of one ASQA entry (``qa_pairs`` and ``annotations``; ALCE's ASQA file has them too)."""
+    dqs = [{"question": p["question"], "answers": list(p["short_answers"])} for p in item["qa_pairs"]]
+    annotation = (
+        {"type": "multipleQAs", "qaPairs": [{"question": d["question"], "answer": d["answers"]} for d in dqs]}
+        if len(dqs) > 1 else {"type": "singleAnswer", "answer": dqs[0]["answers"] if dqs else []}
+    )
+    return {
+        "ambiguous": len(dqs) > 1,
+        "annotations": [annotation],
+        "answers": [d["answers"] for d in dqs],
+        "dqs": dqs,
+        "long_answers": [a["long_answer"] for a in item["annotations"]],
+        "knowledge": [k for a in item["annotations"] for k in a.get("knowledge", [])],
+    }
 
 
 def _asqa_items(path):
@@ -80,7 +84,7 @@ def _asqa_items(path):
             raise InputError(f"not valid JSON ({err}); ASQA is one JSON file", where=path) from None
     if isinstance(data, list):
         for item in data:
-            _need(item, ("id",), 0, "ASQA")
+            need(item, ("id",), 0, "ASQA")
             yield item["id"], item
         return
     if set(data) & {"train", "dev", "test"}:
@@ -93,7 +97,7 @@ def _asqa_items(path):
 def nq_open(path: str) -> Iterator[dict]:
     """NQ-open jsonl: {"question", "answer": [...]}; ids are ``nq-<line>`` unless given."""
     for n, item in enumerate(load_json_or_jsonl(path), start=1):
-        _need(item, ("question", "answer"), n, "NQ-open")
+        need(item, ("question", "answer"), n, "NQ-open")
         answers = list(item["answer"])
         gold = {
             "ambiguous": None,
@@ -173,7 +177,7 @@ def passages_jsonl(path: str) -> Iterator[dict]:
     for n, item in enumerate(load_json_or_jsonl(path, what="passage"), start=1):
         if "text" not in item and "contents" in item:
             item = {**item, "text": item["contents"]}
-        _need(item, ("id", "text"), n, "passage")
+        need(item, ("id", "text"), n, "passage")
         yield {"id": str(item["id"]), "title": item.get("title", ""), "text": item["text"]}
 
 
@@ -292,7 +296,8 @@ def _trec_token(value: str, what: str, qid: str | None = None) -> str:
     return value
 
 
-def _need(item, keys, n, what) -> None:
+def need(item, keys, n, what) -> None:
+    """Raise an InputError naming entry ``n`` when ``item`` is not an object holding ``keys``."""
     if not isinstance(item, dict):
         raise InputError(f"{what} entry {n}: expected an object, got {type(item).__name__}")
     missing = [k for k in keys if k not in item]

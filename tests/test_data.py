@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import functools
 import gzip
+import hashlib
 import http.server
 import io
 import os
 import shutil
 import socket
 import subprocess
+import tarfile
 import threading
 import zipfile
 from pathlib import Path
@@ -34,6 +36,15 @@ ASQA = {"train": {"t1": {"ambiguous_question": "train q?", "question": "train q?
                        "qa_pairs": [{"question": "who wrote the words?", "short_answers": ["Ann"]},
                                     {"question": "who wrote the tune?", "short_answers": ["Bo"]}],
                        "annotations": [{"long_answer": "Ann wrote the words and Bo the tune.", "knowledge": []}]}}}
+CLAMBER = {"question": "which tiny song?", "context": "", "clarifying_question": "The words or the tune?",
+           "require_clarification": 1, "category": "LA", "subclass": "polysemy"}
+CONDAMBIGQA = {"id": "c1", "question": "how tiny is the door?", "ctxs": [{"title": "Tiny door", "text": "It is small."}],
+               "properties": [{"condition": "in inches", "groundtruth": "ten", "citations": []}]}
+ALCE = {"sample_id": "s1", "question": "who wrote the tiny song?", "docs": [{"title": "Tiny song", "text": "Ann."}],
+        "qa_pairs": [{"question": "who wrote the words?", "short_answers": ["Ann"]}],
+        "annotations": [{"long_answer": "Ann wrote it.", "knowledge": []}]}
+AMBIGDOCS = {"qid": "d1", "question": "where is Tiny?", "ambiguous_entity": "Tiny",
+             "documents": [{"title": "Tiny (town)", "text": "Tiny is in Xy.", "pid": "2", "answer": "Xy"}]}
 TSV = "id\ttext\ttitle\n1\tA tiny door is red.\tTiny door\n2\tThe tiny town is Xy.\tTiny town\n"
 
 
@@ -55,7 +66,32 @@ def _served_files() -> dict[str, bytes]:
         "nqopen.zip": _zip({"nqopen/train.json": orjson.dumps(NQ[:1]), "nqopen/dev.json": orjson.dumps(NQ)}),
         "ASQA.json": orjson.dumps(ASQA),
         "psgs_w100.tsv.gz": gzip.compress(TSV.encode()),
+        "clamber_benchmark.jsonl": orjson.dumps(orjson.dumps(CLAMBER).decode()) + b"\n",
+        "mcaqa.json": orjson.dumps([CONDAMBIGQA]),
+        "ALCE-data.tar": _tar({"ALCE-data/asqa_eval_gtr_top100.json": orjson.dumps([ALCE]),
+                               "ALCE-data/eli5_eval_bm25_top100.json": b"[]"}),
+        "test.json": orjson.dumps([AMBIGDOCS]),
+        "dev.csv": b"id,question,clarifying_question\nq1,who wrote the tiny song?,Words or tune?\n",
     }
+
+
+def _tar(members: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as archive:
+        for name, content in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(content)
+            archive.addfile(info, io.BytesIO(content))
+    return buf.getvalue()
+
+
+@pytest.fixture(autouse=True)
+def pinned_to_the_served_files(monkeypatch):
+    """Data sets pinned to their official file's checksum are pinned to the tiny file served here instead."""
+    for name, ds in data.DATASETS.items():
+        if ds.sha256 is not None and ds.filename in _served_files():
+            digest = hashlib.sha256(_served_files()[ds.filename]).hexdigest()
+            monkeypatch.setitem(data.DATASETS, name, data.Dataset(**{**ds.__dict__, "sha256": digest}))
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -113,6 +149,11 @@ def test_get_puts_every_data_set_where_the_makefile_reads_it(runner, served_unde
     # the readers the Makefile runs take them as they are
     light = parse_jsonl(runner.invoke(cli, ["convert", "ambignq", str(root / "ambignq/dev_light.json")]).stdout)
     assert [r["id"] for r in light] == ["q1", "q2"] and light[0]["gold"]["ambiguous"] is True
+    for fmt, rel in [("clamber", "clamber/clamber_benchmark.jsonl"), ("condambigqa", "condambigqa/mcaqa.json"),
+                     ("alce-asqa", "alce/asqa_eval_gtr_top100.json"), ("ambigdocs", "ambigdocs/test.json"),
+                     ("ambignq-cq", "ambignq_cq/dev.csv")]:
+        converted = runner.invoke(cli, ["convert", fmt, str(root / rel)])
+        assert converted.exit_code == 0 and len(parse_jsonl(converted.stdout)) == 1, (fmt, converted.output)
     asqa = parse_jsonl(runner.invoke(cli, ["convert", "asqa", str(root / "asqa/dev.json")]).stdout)
     assert [r["id"] for r in asqa] == ["q1"] and asqa[0]["gold"]["ambiguous"] is True  # dev split only
     assert parse_jsonl((root / "nq_open/dev.jsonl").read_text()) == NQ

@@ -6,6 +6,7 @@ import sys
 import click
 import orjson
 
+from ..benchmarks import FORMATS as BENCHMARK_FORMATS
 from ..formats import QUESTION_FORMATS, convert
 from ..jsonl import AtomicFile, JsonlWriter, open_input
 from ..stages.gen_cq.silver import add_silver_cq
@@ -34,8 +35,9 @@ def _join_arg(ctx, param, values):
     joins = []
     for value in values:
         fmt, sep, path = value.partition(":")
-        if not sep or fmt not in QUESTION_FORMATS:
-            raise click.BadParameter(f"use FORMAT:FILE with FORMAT one of {', '.join(QUESTION_FORMATS)}")
+        if not sep or fmt not in {**QUESTION_FORMATS, **BENCHMARK_FORMATS}:
+            raise click.BadParameter(f"use FORMAT:FILE with FORMAT one of "
+                                     f"{', '.join({**QUESTION_FORMATS, **BENCHMARK_FORMATS})}")
         joins.append((fmt, path))
     return joins
 
@@ -65,6 +67,13 @@ def cli(fmt, path, joins, ids_file, exclude_file, limit, silver_cq, output):
       asqa      ASQA (a list with ids, or {"dev": {id: ...}})
       nq-open   NQ-open jsonl {"question", "answer": [...]}
       topics    Anserini/Pyserini topic TSV: qid<TAB>query per line (no gold)
+    The field's other ambiguity benchmarks, as their authors publish them (docs/schema.md):
+      ambigdocs    AmbigDocs test.json: entities and their answers (gold.entities)
+      condambigqa  CondAmbigQA mcaqa.json: conditions (gold.conditions), ctxs as passages
+      clamber      CLAMBER clamber_benchmark.jsonl: gold.category/subclass, gold.cq
+      alce-asqa    ALCE's ASQA with docs as passages (citation [i] = passages[i-1])
+      ambignq-cq   AMBIGNQ-CQ CSV: a CQ per AmbigNQ id, for --join ambignq-cq:dev.csv
+    A field cq does not use is named on stderr.
     Corpus formats (passages {id, title, text}, for cq index):
       dpr       DPR psgs_w100.tsv (id, text, title)
       passages  JSONL {id, title, text}

@@ -57,7 +57,7 @@ def get(names, directory, mirror, timeout):
     the files against it. A file already in its directory (put there by hand, without network) is used
     without downloading; data sets whose files are all there are left as they are. Writes one JSON
     object per data set: {"name", "dir", "action" (present|placed|downloaded), "files": [{"path",
-    "sha256", "pinned"}]}. The official checksums are not pinned yet: the printed sha256 of a source
+    "sha256", "pinned"}]}. Most official checksums are not pinned yet: the printed sha256 of a source
     file is what to pin in cqtools/data.py (docs/data.md).
 
     \b

@@ -37,7 +37,8 @@ def cli(runs, task, output: OutputFlags, boot: BootstrapFlags, batch_size, devic
     gold lacks what the task needs are skipped and counted in "notes". Scores are percentages.
     Defaults reproduce the papers' released scorers; "variant" in the summary names the
     options that select cq's own alternatives (--cq-parser, --matcher, --unique-answers,
-    --str-em, --ac-average).
+    --str-em, --ac-average); "metric" names everything that made the numbers (options, recipe,
+    models used), and --paired refuses two sides whose "metric" differs (docs/metrics.md).
 
     \b
     Example:
@@ -165,7 +166,8 @@ def _several_runs(runs, opts, task, task_opts, on_error, boot: BootstrapFlags, s
         rows.append([f"{path} - {runs[0]}", *cells])
     notes = [f"{len(runs) - 1} paired difference(s) against {runs[0]}: B - A on the same question ids, "
              f"{options.level:.0%} {options.method} paired bootstrap, {options.n_boot} resamples, seed {options.seed}; "
-             f"* = the interval excludes 0"]
+             f"* = the interval excludes 0", f"every run scored by {summaries[0]['metric']['name']} version "
+             f"{summaries[0]['metric']['version']} with the same variant (--format json shows it)"]
     notes += [f"{path}: {note}" for path, s in zip(runs, summaries) for note in _notes(s)]
     return _grid(header, rows, notes, fmt=fmt)
 
@@ -174,7 +176,7 @@ def _flat(summary: dict) -> dict:
     """A summary's metrics as {"group.metric": value} (notes and intervals left out)."""
     from ..metrics.bootstrap import flatten
 
-    flat = flatten({k: v for k, v in summary.items() if k not in ("notes", "ci")})
+    flat = flatten({k: v for k, v in summary.items() if k not in ("notes", "ci", "metric")})
     return {k: v for k, v in flat.items() if v is None or isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 

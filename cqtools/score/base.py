@@ -84,8 +84,8 @@ one more column).
     Names of the task's options that choose between scorer variants; the summary reports them
     under ``"variant"``.
 
-The summary is ``{"task", "n", "missing", ["variant"], ["skipped"], **metrics, ["by", "groups"],
-"notes"}``. A task reads its own options from ``self.options`` and what all tasks share from
+The summary is ``{"task", "n", "missing", ["variant"], "metric", ["skipped"], **metrics, ["by", "groups"],
+"notes"}`` (``metric``: what made the numbers, :mod:`cqtools.score.identity`). A task reads its own options from ``self.options`` and what all tasks share from
 ``self.opts``; it loads models only on first use, never at import time.
 """
 from __future__ import annotations
@@ -99,6 +99,7 @@ from typing import Callable, ClassVar, Iterable, Iterator
 from ..errors import InputError
 from ..records import answer_texts  # noqa: F401 (the tasks' accessor: None when a record has no answers)
 from ..registry import option
+from .identity import identity
 from .rows import Metric, Population, Resample, Rows, RowTable, evaluate
 
 DEFAULT_BERTSCORE_MODEL = "roberta-large"
@@ -319,6 +320,7 @@ class Task:
         out = {"task": self.opts.task, "n": self.n, "missing": self.missing}
         if self.variant_keys:
             out["variant"] = {key: getattr(self.options, key) for key in self.variant_keys}
+        out["metric"] = identity(self)  # after scoring: what it used (models loaded or not) is known
         out.update(self.summarise(self.rows(), Tally(self.skipped, self.malformed_count), self.notes))
         if self.opts.by:
             out["by"] = self.opts.by

@@ -12,6 +12,7 @@ import numpy as np
 from ..errors import InputError
 from ..metrics import bootstrap as m_boot
 from .base import Task
+from .identity import differences, identity
 from .rows import Population
 from .settings import BootstrapOptions  # noqa: F401 (its home is settings.py: no numpy for cq score --help)
 
@@ -94,12 +95,17 @@ def paired(task_a: Task, task_b: Task, boot: BootstrapOptions, name_a: str, name
            intersect: bool = False) -> dict:
     """A, B and B - A with its paired-bootstrap interval for every metric both define, on the
     question ids both score (all of them must be shared unless ``intersect``); with ``--by``, the
-    same per group of A's records, each with B's records of the same ids (``"groups"``)."""
+    same per group of A's records, each with B's records of the same ids (``"groups"``). Two sides scored
+    by different metric variants (:func:`identity.differences`) are refused."""
+    differ = differences(identity(task_a), identity(task_b))
+    if differ:
+        raise InputError(f"--paired: {name_a} and {name_b} were scored by different metric variants "
+                         f"({'; '.join(differ)}); score both the same way (same options and models)")
     whole = _compare(((task_a, task_a.rows()), (task_b, task_b.rows())), boot, (name_a, name_b), intersect)
     if not whole["n"]:
         raise InputError(f"--paired: {name_a} and {name_b} share no scored question id")
     report = {"task": task_a.opts.task, "n": whole["n"], "a": name_a, "b": name_b, "missing": whole["missing"],
-              "ci": boot.describe(), "metrics": whole["metrics"]}
+              "ci": boot.describe(), "metric": identity(task_a), "metrics": whole["metrics"]}
     if task_a.opts.by:
         report["by"] = task_a.opts.by
         report["groups"] = {group: _paired_group(task_a, task_b, group, boot, (name_a, name_b))

@@ -79,10 +79,11 @@ def register_disambiguators(register):
 
 @hookimpl
 def register_formats(register):
-    from .. import formats
+    from .. import benchmarks, formats
 
-    for name, reader in {**formats.QUESTION_FORMATS, **formats.CORPUS_FORMATS}.items():
-        register(name, _format(reader), help=formats.DESCRIPTIONS.get(name, ""), options=[])
+    for name, reader in {**formats.QUESTION_FORMATS, **benchmarks.FORMATS, **formats.CORPUS_FORMATS}.items():
+        help_ = formats.DESCRIPTIONS.get(name) or benchmarks.DESCRIPTIONS.get(name, "")
+        register(name, _format(reader), help=help_, options=[])
 
 
 def _format(reader):
