@@ -297,3 +297,20 @@ def test_clam_resamples_whole_questions_not_expanded_records():
     _, direct = scored("clam", [records[0], records[1], records[0], records[1], records[2]])
     for name, value in result.resample(idx).items():
         assert value == pytest.approx(direct[name], abs=1e-9), name
+
+
+def test_a_paired_difference_on_too_few_questions_is_no_finding(tmp_path):
+    """The smoke report's "higher by 4.0 [4.0, 4.0] on 1 shared questions": below MIN_PAIRED_N shared
+    questions `cq score --paired` says it cannot tell, in JSON and in the table, however the interval lies."""
+    from cqtools.score.settings import MIN_PAIRED_N
+    records = fixture_records()[:MIN_PAIRED_N - 1]
+    better = write(tmp_path / "gold.jsonl", predicted(records))
+    result = run(["--task", "cbqa", "--paired", better, "--n-boot", "200"], predicted(records, shift=1))
+    assert result.exit_code == 0, result.stderr
+    f1 = json.loads(result.stdout)["metrics"]["f1"]
+    assert f1["diff"] > 0 and f1["excludes_zero"] is False
+    assert f1["cannot_tell"] == f"cannot tell: {MIN_PAIRED_N - 1} shared questions, fewer than {MIN_PAIRED_N}"
+    table = run(["--task", "cbqa", "--paired", better, "--n-boot", "200", "--format", "table"],
+                predicted(records, shift=1))
+    f1_line = next(line for line in table.stdout.splitlines() if line.startswith("f1 "))
+    assert f1_line.endswith("cannot tell: 9 shared questions, fewer than 10") and "*" not in f1_line

@@ -22,6 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.grid.floor import gold_reads_file, load, records_of, undefined, zero_reason  # noqa: E402
 from bench.grid.wall import read_wall, wall_start, wall_stop  # noqa: E402,F401 (read_wall: the report reads F.wall)
+from cqtools.score import ci  # noqa: E402
+from cqtools.score.ci import counted  # noqa: E402
 
 # (title, task, score-name prefix, columns, papers)
 FAMILIES = [
@@ -65,12 +67,13 @@ PAIR_METRICS = {
     "asqa": [("disambig_f1", "D-F1"), ("dr", "DR")],
 }
 UNITS = {"clam": "evaluation records"}  # what a paired comparison's n counts; others: questions
-# The fewest shared questions a paired claim is read on (`results --min-paired-n`). Below it the percentile
-# bootstrap cannot be trusted: with n = 1 every resample is the same question (a zero-width interval), and for
-# n < 10 the resampled differences take only a handful of distinct values and the interval is too narrow (it
-# covers the spread of the n observed differences, not the uncertainty about their mean); ten is also the
-# fewest at which a single question moves a mean difference by at most a tenth of its range.
-MIN_PAIRED_N = 10
+# The fewest shared questions a paired claim is read on (`results --min-paired-n`; `cq score --paired` applies
+# the same default). Below it the percentile bootstrap cannot be trusted: with n = 1 every resample is the same
+# question (a zero-width interval), and for n < 10 the resampled differences take only a handful of distinct
+# values and the interval is too narrow (it covers the spread of the n observed differences, not the uncertainty
+# about their mean); ten is also the fewest at which a single question moves a mean difference by at most a tenth
+# of its range.
+MIN_PAIRED_N = ci.MIN_PAIRED_N
 RESUMED = "†"
 SHARED = "‡"
 CACHED = "§"
@@ -107,20 +110,9 @@ def fmt_wall(wall: dict | None) -> str:
             + (SHARED if wall.get("shared") else "") + (CACHED if wall.get("gen_cache") else ""))
 
 
-def counted(n, unit: str) -> str:
-    """"1 shared question", "5 shared questions" (``unit`` is plural)."""
-    return f"{n} shared {unit[:-1] if n == 1 and unit.endswith('s') else unit}"
-
-
 def cannot_tell(metric: dict, n, unit: str, min_n: int) -> str | None:
-    """Why a paired difference is no finding however its interval lies: too few shared questions, or an
-    interval of zero width (every resample gave the same difference); None when it can be read."""
-    if not isinstance(n, int) or n < min_n:
-        return f"cannot tell: {counted(n, unit)}, fewer than {min_n}"
-    low, high = metric.get("low"), metric.get("high")
-    if low is not None and high is not None and low == high:
-        return f"cannot tell: the interval has zero width ({low:+.1f}) on {counted(n, unit)}"
-    return None
+    """:func:`cqtools.score.ci.cannot_tell` of a pair file's metric (one rule for `cq score --paired` and here)."""
+    return ci.cannot_tell(metric.get("low"), metric.get("high"), n, unit, min_n)
 
 
 def pair_sentence(a: str, b: str, label: str, metric: dict | None, n: int, unit: str = "questions",

@@ -10,6 +10,7 @@ from ..jsonl import dumps, read_records
 from ..registry import SCORE_TASKS
 from .method_flags import method_options, method_values, preset_option
 from .options import batch_option, compose, device_options, run_config, seed_option, stream_options
+from ..score.settings import MIN_PAIRED_N
 from .score_options import BootstrapFlags, OutputFlags, bootstrap_options, output_options
 
 # Every task's options as flags (generated from the tasks' options dataclasses, a plugin's too), and -O.
@@ -162,11 +163,12 @@ def _several_runs(runs, opts, task, task_opts, on_error, boot: BootstrapFlags, s
         for m in metrics:
             d = _paired_metrics(diff).get(m)
             cells.append("" if d is None else f"{d['diff']:+.2f} {_interval(d['low'], d['high'])}"
-                         + ("*" if d["excludes_zero"] else ""))
+                         + ("*" if d["excludes_zero"] else " (cannot tell)" if d.get("cannot_tell") else ""))
         rows.append([f"{path} - {runs[0]}", *cells])
     notes = [f"{len(runs) - 1} paired difference(s) against {runs[0]}: B - A on the same question ids, "
              f"{options.level:.0%} {options.method} paired bootstrap, {options.n_boot} resamples, seed {options.seed}; "
-             f"* = the interval excludes 0", f"every run scored by {summaries[0]['metric']['name']} version "
+             f"* = the interval excludes 0; (cannot tell) = fewer than {MIN_PAIRED_N} shared questions or a "
+             f"zero-width interval", f"every run scored by {summaries[0]['metric']['name']} version "
              f"{summaries[0]['metric']['version']} with the same variant (--format json shows it)"]
     notes += [f"{path}: {note}" for path, s in zip(runs, summaries) for note in _notes(s)]
     return _grid(header, rows, notes, fmt=fmt)
@@ -230,9 +232,14 @@ def _summary_rows(summary: dict):
 def _paired_rows(report: dict):
     header = ["metric", "A", "B", "B-A", "low", "high", "excludes 0"]
     rows = [[name, f"{m['a']:.2f}", f"{m['b']:.2f}", f"{m['diff']:+.2f}", _number(m["low"]), _number(m["high"]),
-             "yes" if m["excludes_zero"] else "no"] for name, m in _paired_metrics(report).items()]
+             _excludes(m)] for name, m in _paired_metrics(report).items()]
     return header, rows, [f"A = {report['a']}, B = {report['b']}, {report['n']} paired questions"] + \
         _paired_notes(report)
+
+
+def _excludes(m: dict) -> str:
+    """The "excludes 0" cell: yes, no, or the reason the difference cannot be read (too few questions)."""
+    return "yes" if m["excludes_zero"] else m.get("cannot_tell", "no")
 
 
 def _grid(header: list, rows: list, notes=(), *, fmt: str) -> str:
@@ -319,7 +326,7 @@ def format_paired_table(report: dict) -> str:
     rows = [("metric", "A", "B", "B-A", "interval", "")]
     for name, m in _paired_metrics(report).items():
         rows.append((name, f"{m['a']:.2f}", f"{m['b']:.2f}", f"{m['diff']:+.2f}", _interval(m["low"], m["high"]),
-                     "*" if m["excludes_zero"] else ""))
+                     "*" if m["excludes_zero"] else m.get("cannot_tell", "")))
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     lines = [f"{r[0]:<{widths[0]}}  " + "  ".join(f"{c:>{w}}" for c, w in zip(r[1:5], widths[1:])) + f" {r[5]}"
              for r in rows]

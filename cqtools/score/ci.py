@@ -14,7 +14,22 @@ from ..metrics import bootstrap as m_boot
 from .base import Task
 from .identity import differences, identity
 from .rows import Population
-from .settings import BootstrapOptions  # noqa: F401 (its home is settings.py: no numpy for cq score --help)
+from .settings import MIN_PAIRED_N, BootstrapOptions  # noqa: F401 (their home is settings.py: no numpy for cq score --help)
+
+
+def counted(n, unit: str = "questions") -> str:
+    """"1 shared question", "5 shared questions" (``unit`` is plural)."""
+    return f"{n} shared {unit[:-1] if n == 1 and unit.endswith('s') else unit}"
+
+
+def cannot_tell(low, high, n, unit: str = "questions", min_n: int = MIN_PAIRED_N) -> str | None:
+    """Why a paired difference is no finding however its interval lies: too few shared questions, or an
+    interval of zero width (every resample gave the same difference); None when it can be read."""
+    if not isinstance(n, int) or n < min_n:
+        return f"cannot tell: {counted(n, unit)}, fewer than {min_n}"
+    if low is not None and high is not None and low == high:
+        return f"cannot tell: the interval has zero width ({low:+.1f}) on {counted(n, unit)}"
+    return None
 
 
 
@@ -83,8 +98,12 @@ def _compare(sides: tuple, boot: BootstrapOptions, names: tuple[str, str], inter
     stat_a, stat_b = task_a.statistic(rows_a), task_b.statistic(rows_b)
     diffs = m_boot.paired_bootstrap(lambda idx: stat_a(idx_a[idx]), lambda idx: stat_b(idx_b[idx]),
                                     len(shared), boot.n_boot, boot.seed, boot.level, boot.method) if shared else {}
-    metrics = {name: {"a": d.a, "b": d.b, "diff": d.diff, "low": d.interval.low, "high": d.interval.high,
-                      "excludes_zero": d.interval.excludes(0.0)} for name, d in diffs.items()}
+    metrics = {}
+    for name, d in diffs.items():
+        refused = cannot_tell(d.interval.low, d.interval.high, len(shared))
+        metrics[name] = {"a": d.a, "b": d.b, "diff": d.diff, "low": d.interval.low, "high": d.interval.high,
+                         "excludes_zero": d.interval.excludes(0.0) and not refused,
+                         **({"cannot_tell": refused} if refused else {})}
     notes.extend(_left_out_notes({name: d.interval for name, d in diffs.items()}, boot.n_boot))
     missing = {"a": rows_a.missing, "b": rows_b.missing}
     notes.extend(_missing_notes(missing, {"a": rows_a.n, "b": rows_b.n}, {"a": name_a, "b": name_b}))

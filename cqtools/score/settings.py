@@ -7,6 +7,11 @@ from dataclasses import dataclass
 from ..registry import option
 from ..stages.options import CommandSettings
 
+# A paired difference on fewer shared questions is no finding, however its interval lies: below ~10 the
+# bootstrap only reshuffles a handful of per-question differences (at 1, every resample is the same question).
+# `cq score --paired` and the grid's report (bench/grid/report.py) both read it.
+MIN_PAIRED_N = 10
+
 
 @dataclass(frozen=True)
 class BootstrapOptions:
