@@ -210,7 +210,7 @@ def _prepare(run: TrainRun, model, examples: int, total: int, keep: tuple):
                         collate_fn=list, generator=torch.Generator().manual_seed(cfg.seed))
     net, opt, sched, loader = acc.prepare(model, opt, sched, loader)
     acc.register_for_checkpointing(*keep)
-    path = run.resume_path()
+    path = run.resume_at
     if path is not None:
         acc.load_state(path)
         log.info("resumed from %s (step %d)", path, keep[0].step)

@@ -59,6 +59,7 @@ class TrainRun:
 
     cfg: TrainConfig
     accelerator: object
+    resume_at: str | None = None  # the checkpoint this run continues (:meth:`resume_path`, checked at the start)
 
     @property
     def device(self) -> str:
@@ -123,5 +124,8 @@ class TrainRun:
 
 
 def start(cfg: TrainConfig) -> TrainRun:
-    """The run of ``cfg``: call before loading the model (it lands on ``run.device``)."""
-    return TrainRun(cfg, accelerator_for(cfg))
+    """The run of ``cfg``: call before loading the model (it lands on ``run.device``); a checkpoint to resume
+    from is found and checked here, before any loading."""
+    run = TrainRun(cfg, accelerator_for(cfg))
+    run.resume_at = run.resume_path()
+    return run
