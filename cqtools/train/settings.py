@@ -15,6 +15,7 @@ from ..stages.options import CommandSettings
 LOOP_SETTINGS = ("epochs", "batch_size", "lr", "max_steps", "max_seconds", "limit", "dev_limit", "mixed_precision",
                  "grad_accum", "save_every", "resume", "resume_from")
 COMMON_SETTINGS = (*LOOP_SETTINGS, "passages")  # flags every `cq train` subcommand places first
+BATCH_HELP = "Examples per batch on each process (the effective batch: this x --grad-accum x processes)."
 CHECKPOINTS = "checkpoints"  # OUT/checkpoints/step-N: what --save-every writes and --resume reads
 
 
@@ -30,8 +31,7 @@ class TrainConfig:
     model: str
     out: str
     epochs: int = option(3, min=1)
-    batch_size: int = option(16, "Examples per batch on each process (the effective batch: this x --grad-accum x "
-                                 "processes).", min=1)
+    batch_size: int = option(16, BATCH_HELP, min=1)
     lr: float = option(5e-5, "AdamW learning rate.")
     max_steps: int | None = option(None, "Stop after N optimiser steps.", min=0)
     max_seconds: float | None = option(None, "Stop after this much training time.", min=0)
@@ -73,7 +73,7 @@ class GenCQTrainConfig(TrainConfig):
     """`cq train gen-cq`'s settings: the shared ones and the CQ generator's own."""
 
     epochs: int = option(1, min=1)
-    batch_size: int = option(8, min=1)
+    batch_size: int = option(8, BATCH_HELP, min=1)
     with_answers: str | None = option(None, "Train on \"AQ [SEP] answers [SEP] passages\" with gold answers (the "
                                             "AskCQ setting).", choices=("gold",))
     targets: str = option("auto", "auto: a record's gold CQ (gold.cq, CAmbigNQ's) where it has one, else the silver "

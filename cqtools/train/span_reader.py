@@ -35,6 +35,7 @@ from ..models.backends import set_seed
 from ..records import GOLD, PASSAGES
 from ..stages.answer.extractive import ExtractiveOptions, ExtractiveReader, context_of
 from ..registry import declared_as, option
+from .settings import BATCH_HELP
 from .loop import TrainConfig, load_records, peak_rss_mb, split_holdout, start, total_steps, train_loop, write_report
 
 log = logging.getLogger("cqtools")
@@ -50,7 +51,7 @@ class ReaderTrainConfig:
                                        "ids in cq_train.json).", min=1, metavar="N")
     more_train: tuple = field(default_factory=tuple)  # further training files (never held out)
     epochs: int = option(1, min=1)
-    batch_size: int = option(16, min=1)
+    batch_size: int = option(16, BATCH_HELP, min=1)
     lr: float = declared_as(TrainConfig, "lr")
     max_steps: int | None = declared_as(TrainConfig, "max_steps")
     max_seconds: float | None = declared_as(TrainConfig, "max_seconds")
