@@ -113,7 +113,15 @@ class TrainRun:
     def save(self, step: int) -> None:
         """Checkpoint ``step`` (every process takes part; the main one marks it complete, then drops old ones)."""
         path = os.path.join(self.folder, f"step-{step}")
-        self.accelerator.save_state(path)
+        # tied weights (T5's, BART's embeddings) are saved once, with a warning at each save; loading ties them
+        # again (a resumed run's weights equal an uninterrupted run's: tests/test_train_resume.py)
+        noisy = logging.getLogger("accelerate.utils.other")
+        level = noisy.level
+        noisy.setLevel(logging.ERROR)
+        try:
+            self.accelerator.save_state(path)
+        finally:
+            noisy.setLevel(level)
         self.accelerator.wait_for_everyone()
         if self.is_main:
             with open(os.path.join(path, MARKER), "w") as fh:
