@@ -48,8 +48,33 @@ def still_classifier(tmp_path_factory) -> str:
                    intermediate_size=64, num_labels=2, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)))
 
 
+@pytest.fixture(scope="module")
+def reader_case(tmp_path_factory) -> tuple[str, str]:
+    """(a tiny random BERT span reader, the fixture questions each with its 5 corpus passages sharing most words)."""
+    from transformers import BertConfig, BertForQuestionAnswering
+
+    where = tmp_path_factory.mktemp("reader")
+    model = _save_tiny_model(str(where / "model"), lambda tok: BertForQuestionAnswering(
+        BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                   intermediate_size=64)))
+    corpus = [orjson.loads(line) for line in (FIXTURES / "corpus.jsonl").read_text().splitlines()]
+    records = where / "retrieved.jsonl"
+    with open(records, "wb") as fh:
+        for line in (FIXTURES / "questions.jsonl").read_text().splitlines():
+            record = orjson.loads(line)
+            words = set(record["question"].lower().split())
+            near = sorted(corpus, key=lambda p: (-len(words & set(f"{p['title']} {p['text']}".lower().split())),
+                                                 p["id"]))
+            fh.write(orjson.dumps({**record, "passages": near[:5]}) + b"\n")
+    return model, str(records)
+
+
 def _args(kind: str, model: str) -> list[str]:
-    """A run of 6 steps of a tiny model, with dropout where the model has it (the RNG state must resume too)."""
+    """A run of 6 steps of a tiny model (10 for gen-cq), with dropout (the RNG state must resume too)."""
+    if kind == "reader":
+        model, records = model
+        return ["train", "reader", "--model", model, "--train", records, "--holdout", "5", "--batch-size", "4",
+                "--max-steps", "6", "--eval-every", "1", "--seed", "5"]
     if kind == "detect":
         return ["train", "detect", "--model", model, "--train", QUESTIONS, "--dev", QUESTIONS, "--dev-limit", "6",
                 "--passages", "0", "--batch-size", "4", "--max-steps", "6", "--eval-every", "1", "--patience", "9", "--seed", "5"]
@@ -57,7 +82,7 @@ def _args(kind: str, model: str) -> list[str]:
             "--batch-size", "3", "--epochs", "2", "--max-steps", "10", "--seed", "5"]
 
 
-@pytest.mark.parametrize("kind", ["detect", "gen-cq"])
+@pytest.mark.parametrize("kind", ["detect", "gen-cq", "reader"])
 def test_a_killed_run_resumed_from_its_checkpoint_equals_an_uninterrupted_one(runner, tmp_path, monkeypatch, kind,
                                                                                request):
     """Killed before its last step (the newest checkpoint two steps back), then --resume: the same weights
@@ -65,14 +90,14 @@ def test_a_killed_run_resumed_from_its_checkpoint_equals_an_uninterrupted_one(ru
     inside its second epoch (18 CQs, 6 batches an epoch): it must find its place in that epoch's shuffle."""
     from cqtools.train import loop
 
-    model = request.getfixturevalue("tiny_classifier" if kind == "detect" else "tiny_seq2seq")
+    model = request.getfixturevalue({"detect": "tiny_classifier", "gen-cq": "tiny_seq2seq"}.get(kind, "reader_case"))
     whole, parted = str(tmp_path / "whole"), str(tmp_path / "parted")
     done = runner.invoke(cli, [*_args(kind, model), "--out", whole, "-q"])
     assert done.exit_code == 0, done.stderr
 
     why = loop.Budget.why
 
-    steps = 6 if kind == "detect" else 10
+    steps = 10 if kind == "gen-cq" else 6
 
     def killed_before_the_last_step(budget, step):
         if step == steps - 1:
@@ -83,7 +108,7 @@ def test_a_killed_run_resumed_from_its_checkpoint_equals_an_uninterrupted_one(ru
     first = runner.invoke(cli, [*_args(kind, model), "--out", parted, "--save-every", "2", "-q"])
     assert isinstance(first.exception, Killed)
     assert sorted(os.listdir(os.path.join(parted, "checkpoints"))) == (
-        ["step-2", "step-4"] if kind == "detect" else ["step-6", "step-8"])
+        ["step-6", "step-8"] if kind == "gen-cq" else ["step-2", "step-4"])
     monkeypatch.setattr(loop.Budget, "why", why)
     again = runner.invoke(cli, [*_args(kind, model), "--out", parted, "--save-every", "2", "--resume", "-q"])
     assert again.exit_code == 0, again.stderr
@@ -92,6 +117,9 @@ def test_a_killed_run_resumed_from_its_checkpoint_equals_an_uninterrupted_one(ru
     assert resumed["steps"] == uninterrupted["steps"] == steps
     if kind == "detect":
         assert resumed["history"] == uninterrupted["history"] and len(resumed["history"]) == 6
+    elif kind == "reader":
+        assert resumed["history"] == uninterrupted["history"] and len(resumed["history"]) == 5
+        assert resumed["losses"] == uninterrupted["losses"] and resumed["validation"] == uninterrupted["validation"]
     else:
         assert resumed["final_loss"] == uninterrupted["final_loss"] and resumed["dev"] == uninterrupted["dev"]
     assert os.path.isdir(os.path.join(parted, "checkpoints", f"step-{steps}"))  # checkpoints move into the model

@@ -273,8 +273,8 @@ def train_loop(run: TrainRun, model, examples: int, loss_of: Callable[[object, l
                 micro.append(loss.detach())
                 if acc.sync_gradients:
                     acc.clip_grad_norm_(net.parameters(), 1.0)
-                opt.step()  # the wrapped optimiser steps on a sync only; the scheduler once per step:
-                if acc.sync_gradients:
+                opt.step()  # the wrapped optimiser steps on a sync only; the scheduler once per step taken
+                if acc.sync_gradients and not opt.step_was_skipped:  # (fp16: not after an overflow)
                     sched.step()
                 opt.zero_grad()
             if not acc.sync_gradients:
