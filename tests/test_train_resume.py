@@ -77,7 +77,8 @@ def _args(kind: str, model: str) -> list[str]:
                 "--max-steps", "6", "--eval-every", "1", "--seed", "5"]
     if kind == "detect":
         return ["train", "detect", "--model", model, "--train", QUESTIONS, "--dev", QUESTIONS, "--dev-limit", "6",
-                "--passages", "0", "--batch-size", "4", "--max-steps", "6", "--eval-every", "1", "--patience", "9", "--seed", "5"]
+                "--passages", "0", "--batch-size", "4", "--max-steps", "6", "--eval-every", "1", "--patience", "9",
+                "--seed", "5"]
     return ["train", "gen-cq", "--model", model, "--train", QUESTIONS, "--dev", QUESTIONS, "--dev-limit", "2",
             "--batch-size", "3", "--epochs", "2", "--max-steps", "10", "--seed", "5"]
 

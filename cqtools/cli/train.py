@@ -104,9 +104,9 @@ def _run(task: str, quiet: bool, **kwargs) -> None:
 
     kwargs.pop("dtype", None)
     out, overwrite = kwargs.pop("out"), kwargs.pop("overwrite")
-    settings = DetectTrainConfig if task == "detect" else GenCQTrainConfig
+    settings, train = (DetectTrainConfig, train_detect) if task == "detect" else (GenCQTrainConfig, train_gen_cq)
     paths = {"train": kwargs.pop("train_path"), "dev": kwargs.pop("dev_path")}
-    done = _trained(out, overwrite, quiet, lambda where, checkpoints: (train_detect if task == "detect" else train_gen_cq)(
+    done = _trained(out, overwrite, quiet, lambda where, checkpoints: train(
         settings(**paths, out=where, checkpoints=checkpoints, **kwargs)))
     if done:
         report, staging = done

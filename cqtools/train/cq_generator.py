@@ -169,7 +169,8 @@ def train_gen_cq(cfg: GenCQTrainConfig) -> dict:
 
     dev_scores = dev_cq_scores(cfg, dev, device) if dev else None
     report = {"task": "gen-cq", "config": asdict(cfg), "base_model": resolved.describe(), "device": device,
-              "kind": "seq2seq" if seq2seq else "causal", "processes": run.accelerator.num_processes, "steps": step, "stopped": state.stopped,
+              "kind": "seq2seq" if seq2seq else "causal", "processes": run.accelerator.num_processes, "steps": step,
+              "stopped": state.stopped,
               "train_seconds": train_seconds,
               "peak_rss_mb": round(peak_rss_mb()), "train_examples": len(train), "dev_examples": len(dev),
               "targets": {"train": train_counts, "dev": dev_counts},

@@ -63,7 +63,9 @@ class TrainRun:
 
     @property
     def device(self) -> str:
-        return str(self.accelerator.device)
+        """Where this process's model goes: cpu, or its own GPU (cuda:N under `accelerate launch`)."""
+        device = self.accelerator.device
+        return "cpu" if device.type == "cpu" else str(device)
 
     @property
     def is_main(self) -> bool:
@@ -103,8 +105,9 @@ class TrainRun:
         here = self.identity()
         differ = [k for k in here if saved.get(k) != here[k]]
         if differ:
-            raise InputError(f"{path} was saved by a run with other settings ({', '.join(f'{k}={saved.get(k)!r}' for k in differ)}); "
-                             "resume with the same ones, or start a new run in another --out")
+            were = ", ".join(f"{k}={saved.get(k)!r}" for k in differ)
+            raise InputError(f"{path} was saved by a run with other settings ({were}); resume with the same ones, or "
+                             "start a new run in another --out")
         return path
 
     def identity(self) -> dict:
