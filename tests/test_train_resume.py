@@ -189,10 +189,11 @@ def test_accumulating_two_half_batches_is_one_batch(runner, tmp_path, still_clas
 
 
 def test_two_processes_with_half_batches_train_the_model_of_one(runner, tmp_path, still_classifier):
-    """`torchrun --nproc_per_node 2 -m cqtools train detect --batch-size 4` (gloo on CPU; accelerate's DataLoader
-    gives process p the batches p, p+2, ...; DDP averages the gradients) takes the steps of one process with
-    --batch-size 8: the same weights up to the order of float sums (measured: 4e-9), the same dev history.
-    It holds for a loss that is a mean over examples, batches that divide the records, and no dropout."""
+    """`accelerate launch --multi_gpu --num_processes 2 -m cqtools train detect --batch-size 4` (torchrun's
+    processes, gloo on CPU; accelerate's DataLoader gives process p the batches p, p+2, ...; DDP averages the
+    gradients) takes the steps of one process with --batch-size 8: the same weights up to the order of float
+    sums (measured: 4e-9), the same dev history. It holds for a loss that is a mean over examples, batches
+    that divide the records, and no dropout. (`accelerate launch --cpu --num_processes 2` starts one process.)"""
     import subprocess
     import sys
 
@@ -203,8 +204,9 @@ def test_two_processes_with_half_batches_train_the_model_of_one(runner, tmp_path
     done = runner.invoke(cli, [*args, "--batch-size", "8", "--out", one])
     assert done.exit_code == 0, done.stderr
     env = {**os.environ, "CQ_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    launched = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-                               "-m", "cqtools", *args, "--batch-size", "4", "--out", two], env=env,
+    launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+              "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "0"]
+    launched = subprocess.run([*launch, "-m", "cqtools", *args, "--batch-size", "4", "--out", two], env=env,
                               capture_output=True, text=True, timeout=300)
     assert launched.returncode == 0, launched.stderr[-3000:]
     assert len(launched.stdout.splitlines()) == 1  # the main process alone prints (and writes)
