@@ -217,3 +217,38 @@ def test_two_processes_with_half_batches_train_the_model_of_one(runner, tmp_path
     assert [(h["step"], h["epoch"], round(h["loss"], 5)) for h in report(one)["history"]] == \
         [(h["step"], h["epoch"], round(h["loss"], 5)) for h in report(two)["history"]]
     assert not [n for n in os.listdir(tmp_path) if n.startswith(".two.training")]  # no other process wrote a model
+
+
+@pytest.mark.slow  # three cq processes: about 45 s here
+def test_sigterm_saves_a_checkpoint_and_the_resumed_run_equals_an_uninterrupted_one(tmp_path, tiny_seq2seq):
+    """SLURM's SIGTERM (pre-emption, time limit, requeue) during a run with --save-every: the step under way ends,
+    its checkpoint is saved, the run stops with a one-line message and exit 143; --resume then ends with the
+    weights of a run never stopped (byte-equal), though the signal came between two periodic checkpoints."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "CQ_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    args = [sys.executable, "-m", "cqtools", "train", "gen-cq", "--model", tiny_seq2seq, "--train", QUESTIONS, "--dev",
+            QUESTIONS, "--dev-limit", "2", "--batch-size", "2", "--epochs", "30", "--seed", "7", "--save-every", "50",
+            "-q"]
+    whole, parted = str(tmp_path / "whole"), str(tmp_path / "parted")
+    assert subprocess.run([*args, "--out", whole], env=env, capture_output=True, timeout=600).returncode == 0
+    running = subprocess.Popen([*args, "--out", parted], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    first = os.path.join(parted, "checkpoints", "step-50", "cq_checkpoint.json")
+    deadline = time.monotonic() + 300
+    while not os.path.exists(first) and running.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    running.send_signal(signal.SIGTERM)
+    _, stderr = running.communicate(timeout=300)
+    assert running.returncode == 143, stderr[-2000:]
+    assert len(stderr.strip().splitlines()) == 1 and "stopped by SIGTERM after step" in stderr and "--resume" in stderr
+    saved = sorted(int(n.split("-")[1]) for n in os.listdir(os.path.join(parted, "checkpoints")))
+    assert saved[0] == 50 and len(saved) == 2 and 50 < saved[1] < 270  # the step the signal ended (270 in all)
+    again = subprocess.run([*args, "--out", parted, "--resume"], env=env, capture_output=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-2000:]
+    with open(os.path.join(whole, "model.safetensors"), "rb") as a, open(os.path.join(parted, "model.safetensors"),
+                                                                          "rb") as b:
+        assert a.read() == b.read()

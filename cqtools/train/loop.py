@@ -27,7 +27,7 @@ from ..errors import InputError, ResourceError
 from ..jsonl import read_records
 from ..models.backends import set_seed  # noqa: F401  (re-exported: the tasks seed through here)
 from ..records import GOLD
-from .run import TrainRun, start  # noqa: F401  (re-exported: each trainer starts its run here)
+from .run import Interrupted, StopSignal, TrainRun, start  # noqa: F401  (start: each trainer's run begins here)
 from .settings import (COMMON_SETTINGS, LOOP_SETTINGS, DetectTrainConfig, GenCQTrainConfig,  # noqa: F401
                        TrainConfig)
 
@@ -246,6 +246,14 @@ def _mean_loss(run: TrainRun, micro: list) -> float:
     return loss
 
 
+def _interrupted(run: TrainRun, step: int) -> None:
+    """SIGTERM arrived: checkpoint ``step`` (unless just done) and stop with a one-line error."""
+    if step % run.cfg.save_every:
+        run.save(step)
+    raise Interrupted(f"stopped by SIGTERM after step {step}; its checkpoint is in {run.folder}: run the same command "
+                      "with --resume to continue")
+
+
 def train_loop(run: TrainRun, model, examples: int, loss_of: Callable[[object, list[int]], object], *,
                evaluate_at: Callable[[int, "LoopState"], bool] = lambda step, state: False,
                on_eval: Callable[[int, int, LoopState], bool] | None = None, log_every: int = 0,
@@ -262,7 +270,7 @@ def train_loop(run: TrainRun, model, examples: int, loss_of: Callable[[object, l
     net, opt, sched, loader = _prepare(run, model, examples, total, (state, *keep))
     per_epoch, micro = -(-examples // cfg.batch_size), []
     net.train()
-    with progress.bar(name, "step", total) as bar:
+    with progress.bar(name, "step", total) as bar, StopSignal(bool(cfg.save_every)) as stop:
         bar.update(state.step)
         for idx in loader:
             if not micro and _stop(run, state, total, name):
@@ -292,5 +300,7 @@ def train_loop(run: TrainRun, model, examples: int, loss_of: Callable[[object, l
                          state.mean_loss(log_every))
             if cfg.save_every and state.step % cfg.save_every == 0:
                 run.save(state.step)
+            if stop.asked(acc):
+                _interrupted(run, state.step)
     acc.wait_for_everyone()
     return state

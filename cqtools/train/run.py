@@ -11,9 +11,11 @@ import logging
 import os
 import re
 import shutil
+import signal
+import threading
 from dataclasses import dataclass
 
-from ..errors import InputError
+from ..errors import CQError, InputError
 from .settings import CHECKPOINTS, TrainConfig
 
 log = logging.getLogger("cqtools")
@@ -21,6 +23,44 @@ MARKER = "cq_checkpoint.json"
 KEEP = 2  # checkpoints kept: the newest, and the one before in case the newest is being written
 # Settings a resumed run must share with the one that saved the checkpoint (else it is not the same run).
 SAME_RUN = ("batch_size", "grad_accum", "epochs", "lr", "max_steps", "seed", "limit", "mixed_precision")
+
+
+class Interrupted(CQError):
+    """SIGTERM (a pre-emption, `scancel`, a requeue) stopped training after a checkpoint was saved."""
+
+    exit_code = 143  # 128 + SIGTERM, as a process the signal killed
+
+
+class StopSignal:
+    """While training saves checkpoints, SIGTERM is recorded instead of killing the process: the loop saves a
+    checkpoint after the step under way and stops (SLURM sends SIGTERM before its SIGKILL at a pre-emption or
+    at the time limit). Every process must agree: under several, the flag is summed over them each step."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled and threading.current_thread() is threading.main_thread()
+        self.caught, self.before = False, None
+
+    def __enter__(self):
+        if self.enabled:
+            self.before = signal.signal(signal.SIGTERM, self._catch)
+        return self
+
+    def __exit__(self, *exc):
+        if self.enabled:
+            signal.signal(signal.SIGTERM, self.before)
+
+    def _catch(self, signum, frame):
+        self.caught = True
+
+    def asked(self, accelerator) -> bool:
+        if not self.enabled:
+            return False
+        if accelerator.num_processes == 1:
+            return self.caught
+        import torch
+
+        flag = torch.tensor(float(self.caught), device=accelerator.device)
+        return accelerator.reduce(flag, "sum").item() > 0
 
 
 def process_rank() -> int:

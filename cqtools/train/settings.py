@@ -43,7 +43,8 @@ class TrainConfig:
                                 "gradient accumulation).", min=1, metavar="N")
     save_every: int | None = option(None, "Save a checkpoint (weights, optimiser, scheduler, RNG states, data "
                                           "position) into OUT/checkpoints/step-N every N steps; the 2 newest are "
-                                          "kept.", min=1, metavar="N")
+                                          "kept. SIGTERM then saves one after the step under way and stops (exit "
+                                          "143).", min=1, metavar="N")
     resume: bool = option(False, "Continue from the newest checkpoint in OUT/checkpoints when there is one (else "
                                  "start, saying so): the same command line serves a requeued job.")
     resume_from: str | None = option(None, "Continue from this checkpoint directory (OUT/checkpoints/step-N).",
