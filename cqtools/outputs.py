@@ -243,14 +243,16 @@ MODEL_MARKERS = ("cq_train.json", "combiner.json")  # what every `cq train` dire
 
 
 @contextlib.contextmanager
-def model_directory(out: str, overwrite: bool):
+def model_directory(out: str, overwrite: bool, keep: str | None = None):
     """Where a trainer writes: a new directory beside ``out``, renamed to ``out`` when training
     ends well (an old model there is replaced only then, and only with ``overwrite``; a killed or
-    failed run leaves the old model as it was). Paths in the report are rewritten to ``out``."""
+    failed run leaves the old model as it was). Paths in the report are rewritten to ``out``.
+    ``keep``: a folder the run writes into ``out`` itself (its checkpoints, which must outlive a
+    killed run): ``out`` holding only that is no model to protect, and it moves into the new model."""
     import shutil
     import tempfile
 
-    if os.path.isdir(out) and os.listdir(out):
+    if os.path.isdir(out) and os.listdir(out) and not (keep and os.listdir(out) == [keep]):
         if not overwrite:
             raise ResourceError(f"{out} already holds files; pass --overwrite to replace the model there (the new "
                                 "one is written beside it and swapped in when training ends), or another --out")
@@ -269,6 +271,8 @@ def model_directory(out: str, overwrite: bool):
     try:
         yield staging
         _relocate_report(staging, out)
+        if keep and os.path.isdir(os.path.join(out, keep)) and not os.path.exists(os.path.join(staging, keep)):
+            os.rename(os.path.join(out, keep), os.path.join(staging, keep))
         old = None
         if os.path.exists(out):
             old = f"{staging}.old".replace(".training-", ".old-", 1)

@@ -23,6 +23,7 @@ HEAVY_MODULES = {
     "test_models_export": "the shipped models, exported and loaded",
     "test_docs_run": "runs the commands of README.md and docs/ in subprocesses (make, pipelines)",
     "test_train": "trains models",
+    "test_train_resume": "trains models, kills and resumes them, and trains in two processes (torchrun)",
     "test_invariance": "runs every stage twice, with the JVM, real models and accelerate",
     "test_chat": "drives cq chat in terminals (tmux) and subprocesses",
     "test_pyserini_cli": "runs Pyserini's tools (JVM)",

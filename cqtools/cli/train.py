@@ -14,6 +14,8 @@ from .options import compose, device_options, model_option, seed_option
 from ..models.roles import ENCODER, LLM
 from ..train.combiner import CombinerConfig
 from ..train.loop import COMMON_SETTINGS, LOOP_SETTINGS, DetectTrainConfig, GenCQTrainConfig
+from ..train.run import process_rank
+from ..train.settings import CHECKPOINTS
 from ..train.span_reader import ReaderTrainConfig
 from .declared import declared_flags
 
@@ -49,6 +51,24 @@ def _echo(summary: dict, staging: str, out: str) -> None:
     click.echo(json.dumps({"out": out, **summary}).replace(json.dumps(staging)[1:-1], json.dumps(out)[1:-1]))
 
 
+def _trained(out: str, overwrite: bool, quiet: bool, train) -> tuple[dict, str] | None:
+    """``train(directory, checkpoints)``'s report and the staging directory it wrote the model to (swapped in as
+    ``out`` when it ends well; checkpoints go to OUT/checkpoints, which outlive a killed run). Under `accelerate
+    launch` only the main process writes and prints: the others train into a scratch folder, quietly (None)."""
+    import tempfile
+
+    if quiet or process_rank() != 0:
+        logging.getLogger("cqtools").setLevel(logging.WARNING)
+    checkpoints = os.path.join(out, CHECKPOINTS)
+    if process_rank() != 0:
+        with tempfile.TemporaryDirectory() as scratch:
+            train(scratch, checkpoints)
+        return None
+    with model_directory(out, overwrite, keep=CHECKPOINTS) as staging:
+        report = train(staging, checkpoints)
+    return report, staging
+
+
 class _Trainers(click.Group):
     """cq train's subcommands: the registered trainers (cq's own below and plugins', cqtools/registry.py TRAINERS)."""
 
@@ -82,15 +102,15 @@ def _run(task: str, quiet: bool, **kwargs) -> None:
     from ..train.detector import train_detect
     from ..train.cq_generator import train_gen_cq
 
-    if quiet:
-        logging.getLogger("cqtools").setLevel(logging.WARNING)
     kwargs.pop("dtype", None)
     out, overwrite = kwargs.pop("out"), kwargs.pop("overwrite")
-    with model_directory(out, overwrite) as staging:
-        settings = DetectTrainConfig if task == "detect" else GenCQTrainConfig
-        cfg = settings(train=kwargs.pop("train_path"), dev=kwargs.pop("dev_path"), out=staging, **kwargs)
-        report = (train_detect if task == "detect" else train_gen_cq)(cfg)
-    _echo({k: v for k, v in report.items() if k not in ("history", "config", "holdout_ids")}, staging, out)
+    settings, train = (DetectTrainConfig, train_detect) if task == "detect" else (GenCQTrainConfig, train_gen_cq)
+    paths = {"train": kwargs.pop("train_path"), "dev": kwargs.pop("dev_path")}
+    done = _trained(out, overwrite, quiet, lambda where, checkpoints: train(
+        settings(**paths, out=where, checkpoints=checkpoints, **kwargs)))
+    if done:
+        report, staging = done
+        _echo({k: v for k, v in report.items() if k not in ("history", "config", "holdout_ids")}, staging, out)
 
 
 @click.command(name="detect")
@@ -169,13 +189,13 @@ def reader_cmd(quiet, train_path, dev_path, more_train, dtype, out, overwrite, *
     """
     from ..train.span_reader import train_reader
 
-    if quiet:
-        logging.getLogger("cqtools").setLevel(logging.WARNING)
-    with model_directory(out, overwrite) as staging:
-        report = train_reader(ReaderTrainConfig(train=train_path, dev=dev_path, more_train=tuple(more_train),
-                                                out=staging, **kwargs))
-    keep = ("steps", "stopped", "train_seconds", "train_records", "examples", "first_loss", "last_loss", "validation")
-    _echo({k: report[k] for k in keep}, staging, out)
+    done = _trained(out, overwrite, quiet, lambda where, checkpoints: train_reader(ReaderTrainConfig(
+        train=train_path, dev=dev_path, more_train=tuple(more_train), out=where, checkpoints=checkpoints, **kwargs)))
+    if done:
+        report, staging = done
+        keep = ("steps", "stopped", "train_seconds", "train_records", "examples", "first_loss", "last_loss",
+                "validation")
+        _echo({k: report[k] for k in keep}, staging, out)
 
 
 @click.command(name="combiner")

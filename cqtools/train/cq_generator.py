@@ -13,8 +13,8 @@ from types import SimpleNamespace
 from ..errors import InputError, ResourceError
 from ..records import GOLD
 from ..stages import evidence, gen_cq as gen_stage
-from .loop import (GenCQTrainConfig, keep_model_inputs, load_records, log, peak_rss_mb, set_seed, total_steps, train_loop,
-                   write_report)
+from .loop import (GenCQTrainConfig, keep_model_inputs, load_records, log, peak_rss_mb, set_seed, start, total_steps,
+                   train_loop, write_report)
 
 
 TARGETS = ("auto", "silver")  # auto: gold.cq where a record has one, else the silver CQ; silver: silver only
@@ -142,7 +142,6 @@ def train_gen_cq(cfg: GenCQTrainConfig) -> dict:
     """Fine-tune a generator on gold CQs where the records have them, silver CQs otherwise; returns the report written to ``out``."""
     from transformers import AutoTokenizer
 
-    from ..models.backends import pick_device
     from ..models.gguf import to_safetensors
     from ..models.resolve import resolve
 
@@ -166,30 +165,32 @@ def train_gen_cq(cfg: GenCQTrainConfig) -> dict:
     if not train:
         raise InputError(f"{cfg.train} has no records with a gold CQ (gold.cq) or >= 2 gold DQs to build silver "
                          "CQs from")
-    device = pick_device(cfg.device)
+    run = start(cfg)
+    device = run.device
     model, seq2seq, eos = _load_model(cfg.model, path, tokenizer, device)
     encode = batch_encoder(tokenizer, seq2seq, eos, cfg.max_passage_tokens or CQ_INPUT_TOKENS)
 
-    def loss_of(idx: list[int]):
-        return model(**{k: v.to(device) for k, v in encode([train[i] for i in idx]).items()}).loss
+    def loss_of(net, idx: list[int]):
+        return net(**{k: v.to(device) for k, v in encode([train[i] for i in idx]).items()}).loss
 
     log.info("train gen-cq: %d train CQs (%d gold, %d silver) / %d dev CQs, %s, %d steps at most, device %s",
              len(train), train_counts["gold_cq"], train_counts["silver_cq"], len(dev),
-             "seq2seq" if seq2seq else "causal LM", total_steps(len(train), cfg.batch_size, cfg.epochs,
-                                                                cfg.max_steps), device)
-    state = train_loop(model, len(train), loss_of, batch_size=cfg.batch_size, epochs=cfg.epochs, lr=cfg.lr,
-                       seed=cfg.seed, max_steps=cfg.max_steps, max_seconds=cfg.max_seconds, log_every=10,
-                       name="train gen-cq")
+             "seq2seq" if seq2seq else "causal LM", total_steps(len(train), cfg.batch_size, cfg.epochs, cfg.max_steps,
+                                                                cfg.grad_accum * run.accelerator.num_processes), device)
+    state = train_loop(run, model, len(train), loss_of, log_every=10, name="train gen-cq")
+    if not run.is_main:
+        return {}
     step, losses = state.step, state.losses
     os.makedirs(cfg.out, exist_ok=True)
     model.save_pretrained(cfg.out)
     tokenizer.save_pretrained(cfg.out)
     keep_model_inputs(cfg.out, model)
-    train_seconds = round(state.budget.elapsed(), 1)
+    train_seconds = round(state.seconds(), 1)
 
     dev_scores = dev_cq_scores(cfg, dev, device) if dev else None
     report = {"task": "gen-cq", "config": asdict(cfg), "base_model": resolved.describe(), "device": device,
-              "kind": "seq2seq" if seq2seq else "causal", "steps": step, "stopped": state.stopped,
+              "kind": "seq2seq" if seq2seq else "causal", "processes": run.accelerator.num_processes, "steps": step,
+              "stopped": state.stopped,
               "train_seconds": train_seconds,
               "peak_rss_mb": round(peak_rss_mb()), "train_examples": len(train), "dev_examples": len(dev),
               "targets": {"train": train_counts, "dev": dev_counts},

@@ -11,7 +11,7 @@ from dataclasses import asdict
 from ..errors import InputError, ResourceError
 from ..stages import detect as detect_stage
 from .loop import (DetectTrainConfig, LoopState, gold_label, load_records, log, peak_rss_mb, set_seed, split_holdout,
-                   total_steps, train_loop, write_report)
+                   start, total_steps, train_loop, write_report)
 
 
 def _data(cfg: DetectTrainConfig) -> tuple[list[dict], list[dict]]:
@@ -79,6 +79,14 @@ class Checkpoints:
             return True
         return False
 
+    def state_dict(self) -> dict:
+        """What a checkpoint keeps of the evaluations so far (a resumed run picks the same best weights)."""
+        return {"history": self.history, "best": self.best, "best_state": self.best_state, "bad": self.bad}
+
+    def load_state_dict(self, saved: dict) -> None:
+        self.history, self.best, self.best_state, self.bad = (saved[k] for k in ("history", "best", "best_state",
+                                                                                  "bad"))
+
 
 def _with_passages(cfg: DetectTrainConfig, train: list[dict]) -> int:
     """How many training records have passages (a warning when --passages asks for them and none has)."""
@@ -116,32 +124,33 @@ def train_detect(cfg: DetectTrainConfig) -> dict:
     """Fine-tune an encoder as the ambiguity classifier; returns the report written to ``out``."""
     import torch
 
-    from ..models.backends import pick_device
-
     train, dev = _data(cfg)
     with_passages = _with_passages(cfg, train)
     y_train = [gold_label(r) for r in train]
     y_dev = [gold_label(r) for r in dev]
     x_train = [detect_stage.classifier_text(r, cfg.passages) for r in train]
     x_dev = [detect_stage.classifier_text(r, cfg.passages) for r in dev]
-    device = pick_device(cfg.device)
+    run = start(cfg)
+    device = run.device
     resolved, tokenizer, model = _load(cfg, device)
     evaluate = _evaluator(model, tokenizer, x_dev, y_dev, cfg.max_length, device)
 
-    def loss_of(idx: list[int]):
+    def loss_of(net, idx: list[int]):
         enc = detect_stage.encode_pairs(tokenizer, [x_train[i] for i in idx], cfg.max_length).to(device)
-        return model(**enc, labels=torch.tensor([int(y_train[i]) for i in idx], device=device)).loss
+        return net(**enc, labels=torch.tensor([int(y_train[i]) for i in idx], device=device)).loss
 
-    total = total_steps(len(train), cfg.batch_size, cfg.epochs, cfg.max_steps)
-    eval_every = cfg.eval_every or -(-len(train) // cfg.batch_size)
+    per_step = cfg.grad_accum * run.accelerator.num_processes
+    total = total_steps(len(train), cfg.batch_size, cfg.epochs, cfg.max_steps, per_step)
+    eval_every = cfg.eval_every or -(-len(train) // (cfg.batch_size * per_step))
     checkpoints = Checkpoints(cfg, model, evaluate, eval_every)
     log.info("train detect: %d train / %d %s records, %d steps at most, device %s", len(train), len(dev),
              "held-out train" if cfg.holdout is not None else "dev", total, device)
-    state = train_loop(model, len(train), loss_of, batch_size=cfg.batch_size, epochs=cfg.epochs, lr=cfg.lr,
-                       seed=cfg.seed, max_steps=cfg.max_steps, max_seconds=cfg.max_seconds,
+    state = train_loop(run, model, len(train), loss_of,
                        evaluate_at=lambda step, state: (step % eval_every == 0 or state.budget.spent(step)
                                                         or step == total),
-                       on_eval=checkpoints, name="train detect")
+                       on_eval=checkpoints, name="train detect", keep=(checkpoints,))
+    if not run.is_main:
+        return {}
     best = checkpoints.best
     if best is None:  # no step was taken (empty budget)
         best = {"step": 0, **evaluate()}
@@ -151,7 +160,8 @@ def train_detect(cfg: DetectTrainConfig) -> dict:
     model.save_pretrained(cfg.out)
     tokenizer.save_pretrained(cfg.out)
     report = {"task": "detect", "config": asdict(cfg), "base_model": resolved.describe(), "device": device,
-              "steps": state.step, "stopped": state.stopped, "train_seconds": round(state.budget.elapsed(), 1),
+              "steps": state.step, "stopped": state.stopped, "train_seconds": round(state.seconds(), 1),
+              "processes": run.accelerator.num_processes,
               "peak_rss_mb": round(peak_rss_mb()), "train_records": len(train), "train_ambiguous": sum(y_train),
               "train_with_passages": with_passages,
               "dev_records": len(dev), "dev_ambiguous": sum(y_dev),

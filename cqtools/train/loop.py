@@ -1,9 +1,11 @@
-"""The one training loop of ``cq train detect``, ``gen-cq`` and ``reader`` (plain torch, CPU-friendly)
-and what they share: reading records, seeded batches, AdamW with linear warm-up, the step budget,
-the report file.
+"""The one training loop of ``cq train detect``, ``gen-cq`` and ``reader`` (on accelerate: CPU, GPUs,
+``accelerate launch`` over processes and nodes) and what they share: reading records, seeded batches, AdamW
+with linear warm-up, the step budget, the report file.
 
-:func:`train_loop` runs the steps: a seeded shuffle per epoch (:func:`batches`), one optimizer
-step per batch (clipped to norm 1), a stop at ``max_steps`` or ``max_seconds`` (:class:`Budget`),
+:func:`train_loop` runs the steps: a seeded shuffle per epoch (:func:`batches`), one optimizer step per
+``grad_accum`` batches on each process (clipped to norm 1; with the defaults, one batch on one process: the
+same weights as the plain-torch loop before it), checkpoints every ``save_every`` steps and a resume from one
+(:mod:`.run`), a stop at ``max_steps`` or ``max_seconds`` (:class:`Budget`),
 and at the steps ``evaluate_at`` names a call of ``on_eval`` that may end training early. What a
 task feeds it (its examples, its loss, its evaluation and checkpoint choice) lives in its own module:
 :mod:`.detector`, :mod:`.cq_generator`, :mod:`.span_reader`; :mod:`.combiner` fits a logistic
@@ -21,90 +23,16 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from .. import progress
-from ..config import RunConfig
-from ..registry import option
-from ..stages.options import CommandSettings
-from ..stages.gen_cq import FromDqsOptions
 from ..errors import InputError, ResourceError
 from ..jsonl import read_records
 from ..models.backends import set_seed  # noqa: F401  (re-exported: the tasks seed through here)
 from ..records import GOLD
-from ..stages import detect as detect_stage
+from .run import Interrupted, StopSignal, TrainRun, start  # noqa: F401  (start: each trainer's run begins here)
+from .settings import (COMMON_SETTINGS, LOOP_SETTINGS, DetectTrainConfig, GenCQTrainConfig,  # noqa: F401
+                       TrainConfig)
 
 log = logging.getLogger("cqtools")
 REPORT = "cq_train.json"
-
-
-# The loop's settings every trainer shares: `cq train NAME`'s flags are generated from these fields
-# (cli/declared.py), so the command line and Python build a trainer's configuration with one set of defaults.
-LOOP_SETTINGS = ("epochs", "batch_size", "lr", "max_steps", "max_seconds", "limit", "dev_limit")
-COMMON_SETTINGS = (*LOOP_SETTINGS, "passages")  # flags every `cq train` subcommand places first
-
-
-@dataclass
-class TrainConfig:
-    """What every fine-tuning trainer shares (data, budget, loop, device); each trainer's own settings are
-    fields of its subclass (:class:`DetectTrainConfig`, :class:`GenCQTrainConfig`)."""
-
-    train: str
-    dev: str | None
-    model: str
-    out: str
-    epochs: int = option(3, min=1)
-    batch_size: int = option(16, min=1)
-    lr: float = option(5e-5, "AdamW learning rate.")
-    max_steps: int | None = option(None, "Stop after N optimiser steps.", min=0)
-    max_seconds: float | None = option(None, "Stop after this much training time.", min=0)
-    limit: int | None = option(None, "Use only the first N records of each train file.", min=1)
-    dev_limit: int | None = option(None, "Use only the first N dev records.", min=1)
-    seed: int = CommandSettings.seed
-    passages: int = option(3, "Top passages in the input when the records have them (0: question only).", min=0)
-    device: str = RunConfig.device
-
-
-@dataclass
-class DetectTrainConfig(TrainConfig):
-    """`cq train detect`'s settings: the shared ones and the classifier's own."""
-
-    eval_every: int | None = option(None, "Steps between dev evaluations (default: once per epoch).", min=1)
-    patience: int = option(3, "Dev evaluations without improvement (of --select) before stopping early.", min=1)
-    holdout: int | None = option(None, "Early-stop on N --train records held out by a seeded draw (instead of "
-                                       "--dev); their ids go into cq_train.json.", min=1, metavar="N")
-    select: str = option("f1", "Checkpoint metric on the early-stopping records: F1 at 0.5 (ties: accuracy) or "
-                               "AUROC (ties: F1).", choices=("f1", "auroc"))
-    max_length: int = option(detect_stage.MAX_INPUT_TOKENS, "Tokens per input (question [+ passages]); cq detect "
-                                                            "reuses the value saved with the model.", min=8)
-
-
-@dataclass
-class GenCQTrainConfig(TrainConfig):
-    """`cq train gen-cq`'s settings: the shared ones and the CQ generator's own."""
-
-    epochs: int = option(1, min=1)
-    # the input layout's defaults (cqtools/train/cq_generator.py LAYOUT_DEFAULTS): cq's, or AskCQ's release's
-    batch_size: int | None = option(None, "[default: 8; 10 with --input-layout askcq, AskCQ's run_cq_training.sh]",
-                                    min=1)
-    lr: float | None = option(None, "AdamW learning rate. [default: 5e-05; 1e-05 with --input-layout askcq, AskCQ's "
-                                    "cli.py]")
-    passages: int | None = option(None, "Top passages in the input when the records have them (0: question only). "
-                                        "[default: 3; 100 with --input-layout askcq, --max-passage-tokens deciding]",
-                                  min=0)
-    max_passage_tokens: int | None = option(None, "Whole passages in order while the question, the answers and they "
-                                                  "fit this many tokens, as cq gen-cq --max-passage-tokens reads them; "
-                                                  "inputs are cut there. [default: unset, each passage cut to 60 "
-                                                  "words, inputs cut at 384 tokens; 1024 with --input-layout askcq, "
-                                                  "AskCQ's max_token_nums]", min=1)
-    with_answers: str | None = option(None, "Train on \"AQ [SEP] answers [SEP] passages\" with gold answers (the "
-                                            "AskCQ setting).", choices=("gold",))
-    targets: str = option("auto", "auto: a record's gold CQ (gold.cq, CAmbigNQ's) where it has one, else the silver "
-                                  "CQ built from its gold DQs; silver: silver CQs only. cq_train.json counts each "
-                                  "(targets).", choices=("auto", "silver"))
-    input_layout: str = option("cq", "The input as `cq gen-cq --method seq2seq --input-layout` writes it: cq's, or "
-                                     "AskCQ's CQDataset layout (needs a tokenizer with sep/bos/eos tokens, e.g. "
-                                     "BART's). cq gen-cq reads it from the model's cq_train.json.",
-                               choices=("cq", "askcq"))
-    two_options: str = option(FromDqsOptions.two_options, "Silver CQs with two options as \"A or B\" or \"A, or B\" "
-                                                          "(AskCQ's form).", choices=("or", "comma"))
 
 
 # --- data ------------------------------------------------------------------------------------
@@ -129,18 +57,6 @@ def gold_label(record: dict) -> bool:
         raise InputError(f"record {record.get('id')} has no gold.ambiguous; training needs records from "
                          "`cq convert ambignq ...`")
     return bool(value)
-
-
-def optimizer_step(loss, model, opt, sched) -> float:
-    """One update shared by every training loop: backward, clip to norm 1, step, schedule, zero."""
-    import torch
-
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    opt.step()
-    sched.step()
-    opt.zero_grad()
-    return loss.item()
 
 
 def batches(n: int, size: int, epochs: int, seed: int) -> Iterator[tuple[int, list[int]]]:
@@ -223,64 +139,168 @@ def keep_model_inputs(out: str, model) -> None:
             json.dump(config, fh, indent=2)
 
 
+
+
 # --- the loop -------------------------------------------------------------------------------------
 
 @dataclass
 class LoopState:
     """Where a training run ended: steps taken, why it stopped ("done", "max steps", "early stop", or
-    "time limit: stopped early at step N"), the
-    loss of every step, and the budget's clock (its ``elapsed()`` is the training time)."""
+    "time limit: stopped early at step N"), the loss of every step, the budget's clock (its ``elapsed()``
+    is this process's training time; ``seconds_before``: the time of the run a checkpoint continues), and
+    ``history``, a trainer's dev scores. Saved in every checkpoint."""
 
     budget: Budget
     step: int = 0
     stopped: str = "done"
     losses: list = field(default_factory=list)
+    history: list = field(default_factory=list)
+    seconds_before: float = 0.0
 
     def mean_loss(self, last: int) -> float:
         window = self.losses[-last:]
         return sum(window) / len(window)
 
+    def seconds(self) -> float:
+        return self.seconds_before + self.budget.elapsed()
 
-def total_steps(examples: int, batch_size: int, epochs: int, max_steps: int | None) -> int:
-    """Steps a run takes at most: every epoch's batches, or ``max_steps`` when that is fewer."""
-    per_epoch = -(-examples // batch_size)
-    return per_epoch * epochs if max_steps is None else min(max_steps, per_epoch * epochs)
+    def state_dict(self) -> dict:
+        return {"step": self.step, "losses": list(self.losses), "history": list(self.history),
+                "seconds": self.seconds()}
+
+    def load_state_dict(self, saved: dict) -> None:
+        self.step, self.losses, self.history = saved["step"], list(saved["losses"]), list(saved["history"])
+        self.seconds_before = saved["seconds"]
 
 
-def train_loop(model, examples: int, loss_of: Callable[[list[int]], object], *, batch_size: int, epochs: int,
-               lr: float, seed: int, max_steps: int | None, max_seconds: float | None,
+def total_steps(examples: int, batch_size: int, epochs: int, max_steps: int | None, per_step: int = 1) -> int:
+    """Optimiser steps a run takes at most: every epoch's batches, ``per_step`` (accumulation x processes) to a
+    step, or ``max_steps`` when that is fewer."""
+    batches_all = -(-examples // batch_size) * epochs
+    steps = -(-batches_all // per_step)
+    return steps if max_steps is None else min(max_steps, steps)
+
+
+class SeededBatches:
+    """The batch sampler of :func:`batches` (every epoch's seeded shuffle, one list of indices a batch), for a
+    DataLoader accelerate shards across processes (batch i to process i mod P) and skips into on resume."""
+
+    def __init__(self, n: int, size: int, epochs: int, seed: int):
+        self.batch_size, self.drop_last = size, False
+        self.order = [idx for _, idx in batches(n, size, epochs, seed)]
+
+    def __iter__(self):
+        return iter(self.order)
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+
+def _prepare(run: TrainRun, model, examples: int, total: int, keep: tuple):
+    """(model, optimiser, scheduler, batches) prepared by the run's Accelerator, checkpointed objects
+    registered and, when resuming, loaded; the batches skip those a resumed run already took."""
+    import torch
+    from accelerate import skip_first_batches
+    from torch.utils.data import DataLoader
+
+    cfg, acc = run.cfg, run.accelerator
+    opt, sched = make_optimizer(model, cfg.lr, total)
+    # its own generator: iterating a DataLoader draws a seed, which must not come from torch's global RNG (dropout's)
+    loader = DataLoader(range(examples), batch_sampler=SeededBatches(examples, cfg.batch_size, cfg.epochs, cfg.seed),
+                        collate_fn=list, generator=torch.Generator().manual_seed(cfg.seed))
+    net, opt, sched, loader = acc.prepare(model, opt, sched, loader)
+    acc.register_for_checkpointing(*keep)
+    path = run.resume_at
+    if path is not None:
+        acc.load_state(path)
+        log.info("resumed from %s (step %d)", path, keep[0].step)
+        loader = skip_first_batches(loader, keep[0].step * cfg.grad_accum)
+    return net, opt, sched, loader
+
+
+def _stop(run: TrainRun, state: LoopState, total: int, name: str) -> bool:
+    """Whether the budget ends training before the next step (every process agrees: the main one's clock
+    decides a time limit)."""
+    why = state.budget.why(state.step)
+    if run.accelerator.num_processes > 1 and state.budget.max_seconds is not None:
+        from accelerate.utils import broadcast_object_list
+
+        why = broadcast_object_list([why])[0]
+    if why == "time limit":
+        state.stopped = f"time limit: stopped early at step {state.step}"
+        log.warning("%s: --max-seconds %g reached: stopped early at step %d of %d; the model depends on this "
+                    "machine's speed (give --max-steps or --epochs for a reproducible one)", name,
+                    state.budget.max_seconds, state.step, total)
+    elif why is not None:
+        state.stopped = "max steps"
+    return why is not None
+
+
+def _mean_loss(run: TrainRun, micro: list) -> float:
+    """A step's loss: the mean of its batches' losses (over every process's)."""
+    import torch
+
+    loss = sum(x.item() for x in micro) / len(micro)
+    if run.accelerator.num_processes > 1:
+        loss = run.accelerator.reduce(torch.tensor(loss, device=run.accelerator.device), "mean").item()
+    return loss
+
+
+def _interrupted(run: TrainRun, step: int) -> None:
+    """SIGTERM arrived: checkpoint ``step`` (unless just done) and stop with a one-line error."""
+    if step % run.cfg.save_every:
+        run.save(step)
+    raise Interrupted(f"stopped by SIGTERM after step {step}; its checkpoint is in {run.folder}: run the same command "
+                      "with --resume to continue")
+
+
+def train_loop(run: TrainRun, model, examples: int, loss_of: Callable[[object, list[int]], object], *,
                evaluate_at: Callable[[int, "LoopState"], bool] = lambda step, state: False,
                on_eval: Callable[[int, int, LoopState], bool] | None = None, log_every: int = 0,
-               name: str = "train") -> LoopState:
-    """Train ``model`` on ``examples`` items: ``loss_of(indices)`` is one batch's loss. After a step
-    for which ``evaluate_at(step, state)`` holds, ``on_eval(step, epoch, state)`` runs and returns True to
-    stop early; otherwise every ``log_every`` steps the mean loss is logged."""
-    total = total_steps(examples, batch_size, epochs, max_steps)
-    opt, sched = make_optimizer(model, lr, total)
-    state = LoopState(Budget(max_steps, max_seconds))
-    model.train()
-    with progress.bar(name, "step", total) as bar:
-        for epoch, idx in batches(examples, batch_size, epochs, seed):
-            why = state.budget.why(state.step)
-            if why == "time limit":
-                state.stopped = f"time limit: stopped early at step {state.step}"
-                log.warning("%s: --max-seconds %g reached: stopped early at step %d of %d; the model depends on this "
-                            "machine's speed (give --max-steps or --epochs for a reproducible one)", name,
-                            state.budget.max_seconds, state.step, total)
+               name: str = "train", keep: tuple = ()) -> LoopState:
+    """Train ``model`` on ``examples`` items with ``run.cfg``'s budget: ``loss_of(net, indices)`` is one
+    batch's loss (``net``: the model as accelerate wraps it). After a step for which ``evaluate_at(step,
+    state)`` holds, ``on_eval(step, epoch, state)`` runs (on every process, alike) and returns True to stop
+    early; otherwise every ``log_every`` steps the mean loss is logged. ``keep``: further objects with
+    ``state_dict``/``load_state_dict`` (a trainer's best weights) saved in each checkpoint."""
+    cfg, acc = run.cfg, run.accelerator
+    per_step = cfg.grad_accum * acc.num_processes
+    total = total_steps(examples, cfg.batch_size, cfg.epochs, cfg.max_steps, per_step)
+    state = LoopState(Budget(cfg.max_steps, cfg.max_seconds))
+    net, opt, sched, loader = _prepare(run, model, examples, total, (state, *keep))
+    per_epoch, micro = -(-examples // cfg.batch_size), []
+    net.train()
+    with progress.bar(name, "step", total) as bar, StopSignal(bool(cfg.save_every)) as stop:
+        bar.update(state.step)
+        for idx in loader:
+            if not micro and _stop(run, state, total, name):
                 break
-            if why is not None:
-                state.stopped = "max steps"
-                break
-            state.losses.append(optimizer_step(loss_of(idx), model, opt, sched))
-            state.step += 1
+            with acc.accumulate(net):
+                loss = loss_of(net, idx)
+                acc.backward(loss)
+                micro.append(loss.detach())
+                if acc.sync_gradients:
+                    acc.clip_grad_norm_(net.parameters(), 1.0)
+                opt.step()  # the wrapped optimiser steps on a sync only; the scheduler once per step taken
+                if acc.sync_gradients and not opt.step_was_skipped:  # (fp16: not after an overflow)
+                    sched.step()
+                opt.zero_grad()
+            if not acc.sync_gradients:
+                continue
+            state.losses.append(_mean_loss(run, micro))
+            state.step, micro = state.step + 1, []
             bar.update(1)
             bar.set_postfix(loss=f"{state.losses[-1]:.3f}", refresh=False)
             if evaluate_at(state.step, state):
-                if on_eval is not None and on_eval(state.step, epoch, state):
+                if on_eval is not None and on_eval(state.step, (state.step - 1) * per_step // per_epoch, state):
                     state.stopped = "early stop"
                     break
-            elif log_every and state.step % log_every == 0:
-                log.info("%s step %d (%.0f s): loss %.3f", name, state.step, state.budget.elapsed(),
+            elif log_every and state.step % log_every == 0 and run.is_main:
+                log.info("%s step %d (%.0f s): loss %.3f", name, state.step, state.seconds(),
                          state.mean_loss(log_every))
+            if cfg.save_every and state.step % cfg.save_every == 0:
+                run.save(state.step)
+            if stop.asked(acc):
+                _interrupted(run, state.step)
+    acc.wait_for_everyone()
     return state
-

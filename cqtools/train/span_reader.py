@@ -35,7 +35,8 @@ from ..models.backends import set_seed
 from ..records import GOLD, PASSAGES
 from ..stages.answer.extractive import ExtractiveOptions, ExtractiveReader, context_of
 from ..registry import declared_as, option
-from .loop import TrainConfig, load_records, peak_rss_mb, split_holdout, total_steps, train_loop, write_report
+from .settings import BATCH_HELP
+from .loop import TrainConfig, load_records, peak_rss_mb, split_holdout, start, total_steps, train_loop, write_report
 
 log = logging.getLogger("cqtools")
 
@@ -50,12 +51,17 @@ class ReaderTrainConfig:
                                        "ids in cq_train.json).", min=1, metavar="N")
     more_train: tuple = field(default_factory=tuple)  # further training files (never held out)
     epochs: int = option(1, min=1)
-    batch_size: int = option(16, min=1)
+    batch_size: int = option(16, BATCH_HELP, min=1)
     lr: float = declared_as(TrainConfig, "lr")
     max_steps: int | None = declared_as(TrainConfig, "max_steps")
     max_seconds: float | None = declared_as(TrainConfig, "max_seconds")
     limit: int | None = declared_as(TrainConfig, "limit")
     dev_limit: int | None = declared_as(TrainConfig, "dev_limit")
+    mixed_precision: str = declared_as(TrainConfig, "mixed_precision")
+    grad_accum: int = declared_as(TrainConfig, "grad_accum")
+    save_every: int | None = declared_as(TrainConfig, "save_every")
+    resume: bool = declared_as(TrainConfig, "resume")
+    resume_from: str | None = declared_as(TrainConfig, "resume_from")
     seed: int = TrainConfig.seed
     passages: int = option(10, "Top passages searched for a gold answer per training question.", min=1)
     positives: int = option(1, "Passages holding an answer trained per question (their first match is the target "
@@ -72,6 +78,7 @@ class ReaderTrainConfig:
     eval_every: int | None = option(None, "Also score validation every N steps (history only; the last model is "
                                           "kept).", min=1)
     device: str = declared_as(TrainConfig, "device")
+    checkpoints: str | None = None  # default: OUT/checkpoints
 
 
 # --- distant supervision ---------------------------------------------------------------------------
@@ -263,42 +270,42 @@ def train_reader(cfg: ReaderTrainConfig) -> dict:
     """Fine-tune the span reader; returns the report written to ``out`` (cq_train.json)."""
     import torch
 
-    from ..models.backends import pick_device
-
     set_seed(cfg.seed)
     train, dev = _split(cfg)
-    device = pick_device(cfg.device)
+    run = start(cfg)
+    device = run.device
     resolved, tokenizer, model = _load(cfg, device)
     examples, counts = examples_of(train, tokenizer, cfg)
     if not examples:
         raise InputError("no training question has a gold answer in its passages (searched the top "
                          f"{cfg.passages}); retrieve more passages (--hits) or raise --passages")
 
-    total = total_steps(len(examples), cfg.batch_size, cfg.epochs, cfg.max_steps)
+    total = total_steps(len(examples), cfg.batch_size, cfg.epochs, cfg.max_steps,
+                        cfg.grad_accum * run.accelerator.num_processes)
     evaluate = _evaluator(cfg, resolved.name, device, tokenizer, model, dev)
     log.info("train reader: %d examples (%d positive) from %d of %d questions; %d validation records; "
              "%d steps at most, device %s", len(examples), counts["positive"], counts["questions_used"],
              counts["questions"], len(dev), total, device)
-    history: list[dict] = []
-
-    def loss_of(idx: list[int]):
+    def loss_of(net, idx: list[int]):
         batch = tokenizer.pad([examples[i][0] for i in idx], return_tensors="pt").to(device)
         starts = torch.tensor([examples[i][1][0] for i in idx], device=device)
         ends = torch.tensor([examples[i][1][1] for i in idx], device=device)
-        return model(**batch, start_positions=starts, end_positions=ends).loss
+        return net(**batch, start_positions=starts, end_positions=ends).loss
 
     def on_eval(step: int, epoch: int, state) -> bool:  # validation scores in the history; never stops
+        history = state.history
         history.append({"step": step, "epoch": epoch, "loss": sum(state.losses[-cfg.eval_every:]) / cfg.eval_every,
                         **evaluate()})
-        log.info("step %d (%.0f s): loss %.3f validation EM %.1f F1 %.1f", step, state.budget.elapsed(),
+        log.info("step %d (%.0f s): loss %.3f validation EM %.1f F1 %.1f", step, state.seconds(),
                  history[-1]["loss"], history[-1]["em"], history[-1]["f1"])
         return False
 
-    state = train_loop(model, len(examples), loss_of, batch_size=cfg.batch_size, epochs=cfg.epochs, lr=cfg.lr,
-                       seed=cfg.seed, max_steps=cfg.max_steps, max_seconds=cfg.max_seconds,
+    state = train_loop(run, model, len(examples), loss_of,
                        evaluate_at=lambda step, _: bool(cfg.eval_every) and step % cfg.eval_every == 0 and step < total,
                        on_eval=on_eval, log_every=20, name="train reader")
-    train_seconds = state.budget.elapsed()
+    if not run.is_main:
+        return {}
+    train_seconds = state.seconds()
     final = evaluate()
     log.info("validation (%d records): EM %.1f F1 %.1f (answer in the top %d passages: %.1f%%)", final["records"],
              final["em"], final["f1"], cfg.eval_passages, final["answer_in_passages"])
@@ -306,12 +313,13 @@ def train_reader(cfg: ReaderTrainConfig) -> dict:
     model.save_pretrained(cfg.out)
     tokenizer.save_pretrained(cfg.out)
     report = {"task": "reader", "config": {**asdict(cfg), "more_train": list(cfg.more_train)},
-              "base_model": resolved.describe(), "device": device, "steps": state.step, "stopped": state.stopped,
+              "base_model": resolved.describe(), "device": device, "processes": run.accelerator.num_processes,
+              "steps": state.step, "stopped": state.stopped,
               "train_seconds": round(train_seconds, 1), "peak_rss_mb": round(peak_rss_mb()),
               "train_records": len(train), "examples": len(examples), "supervision": counts,
               **_loss_summary(state.losses), "validation": final,
               "dev_source": "holdout" if cfg.holdout is not None else "dev",
-              "losses": [round(x, 4) for x in state.losses], "history": history}
+              "losses": [round(x, 4) for x in state.losses], "history": state.history}
     if cfg.holdout is not None:
         report["holdout_ids"] = [r.get("id") for r in dev]
     write_report(cfg.out, report)

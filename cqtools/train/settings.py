@@ -1,0 +1,100 @@
+"""The settings of cq's fine-tuning trainers: :class:`TrainConfig` (data, budget, the accelerate loop's
+precision, accumulation and checkpoints, device) and each trainer's own subclass. `cq train NAME`'s flags are
+generated from these fields (cli/declared.py), so the command line and Python share one set of defaults."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import RunConfig
+from ..registry import option
+from ..stages import detect as detect_stage
+from ..stages.gen_cq import FromDqsOptions
+from ..stages.options import CommandSettings
+
+# The loop's settings every trainer shares (`cq train NAME` places these flags first).
+LOOP_SETTINGS = ("epochs", "batch_size", "lr", "max_steps", "max_seconds", "limit", "dev_limit", "mixed_precision",
+                 "grad_accum", "save_every", "resume", "resume_from")
+COMMON_SETTINGS = (*LOOP_SETTINGS, "passages")  # flags every `cq train` subcommand places first
+BATCH_HELP = "Examples per batch on each process (the effective batch: this x --grad-accum x processes)."
+CHECKPOINTS = "checkpoints"  # OUT/checkpoints/step-N: what --save-every writes and --resume reads
+
+
+@dataclass
+class TrainConfig:
+    """What every fine-tuning trainer shares (data, budget, loop, device); each trainer's own settings are
+    fields of its subclass (:class:`DetectTrainConfig`, :class:`GenCQTrainConfig`). ``checkpoints`` (not a
+    flag) is where checkpoints go, default ``out``/checkpoints (`cq train` passes --out's, not its staging
+    directory's)."""
+
+    train: str
+    dev: str | None
+    model: str
+    out: str
+    epochs: int = option(3, min=1)
+    batch_size: int = option(16, BATCH_HELP, min=1)
+    lr: float = option(5e-5, "AdamW learning rate.")
+    max_steps: int | None = option(None, "Stop after N optimiser steps.", min=0)
+    max_seconds: float | None = option(None, "Stop after this much training time.", min=0)
+    limit: int | None = option(None, "Use only the first N records of each train file.", min=1)
+    dev_limit: int | None = option(None, "Use only the first N dev records.", min=1)
+    mixed_precision: str = option("no", "Train in bf16 (GPUs since Ampere, CPUs with bf16) or fp16 (GPUs only) "
+                                        "autocast, or float32 (no).", choices=("no", "bf16", "fp16"))
+    grad_accum: int = option(1, "Batches whose gradients are summed into one optimiser step (accelerate's "
+                                "gradient accumulation).", min=1, metavar="N")
+    save_every: int | None = option(None, "Save a checkpoint (weights, optimiser, scheduler, RNG states, data "
+                                          "position) into OUT/checkpoints/step-N every N steps; the 2 newest are "
+                                          "kept. SIGTERM then saves one after the step under way and stops (exit "
+                                          "143).", min=1, metavar="N")
+    resume: bool = option(False, "Continue from the newest checkpoint in OUT/checkpoints when there is one (else "
+                                 "start, saying so): the same command line serves a requeued job.")
+    resume_from: str | None = option(None, "Continue from this checkpoint directory (OUT/checkpoints/step-N).",
+                                     metavar="DIR")
+    seed: int = CommandSettings.seed
+    passages: int = option(3, "Top passages in the input when the records have them (0: question only).", min=0)
+    device: str = RunConfig.device
+    checkpoints: str | None = None
+
+
+@dataclass
+class DetectTrainConfig(TrainConfig):
+    """`cq train detect`'s settings: the shared ones and the classifier's own."""
+
+    eval_every: int | None = option(None, "Steps between dev evaluations (default: once per epoch).", min=1)
+    patience: int = option(3, "Dev evaluations without improvement (of --select) before stopping early.", min=1)
+    holdout: int | None = option(None, "Early-stop on N --train records held out by a seeded draw (instead of "
+                                       "--dev); their ids go into cq_train.json.", min=1, metavar="N")
+    select: str = option("f1", "Checkpoint metric on the early-stopping records: F1 at 0.5 (ties: accuracy) or "
+                               "AUROC (ties: F1).", choices=("f1", "auroc"))
+    max_length: int = option(detect_stage.MAX_INPUT_TOKENS, "Tokens per input (question [+ passages]); cq detect "
+                                                            "reuses the value saved with the model.", min=8)
+
+
+@dataclass
+class GenCQTrainConfig(TrainConfig):
+    """`cq train gen-cq`'s settings: the shared ones and the CQ generator's own."""
+
+    epochs: int = option(1, min=1)
+    # the input layout's defaults (cqtools/train/cq_generator.py LAYOUT_DEFAULTS): cq's, or AskCQ's release's
+    batch_size: int | None = option(None, BATCH_HELP + " [default: 8; 10 with --input-layout askcq, AskCQ's "
+                                                       "run_cq_training.sh]", min=1)
+    lr: float | None = option(None, "AdamW learning rate. [default: 5e-05; 1e-05 with --input-layout askcq, AskCQ's "
+                                    "cli.py]")
+    passages: int | None = option(None, "Top passages in the input when the records have them (0: question only). "
+                                        "[default: 3; 100 with --input-layout askcq, --max-passage-tokens deciding]",
+                                  min=0)
+    max_passage_tokens: int | None = option(None, "Whole passages in order while the question, the answers and they "
+                                                  "fit this many tokens, as cq gen-cq --max-passage-tokens reads them; "
+                                                  "inputs are cut there. [default: unset, each passage cut to 60 "
+                                                  "words, inputs cut at 384 tokens; 1024 with --input-layout askcq, "
+                                                  "AskCQ's max_token_nums]", min=1)
+    with_answers: str | None = option(None, "Train on \"AQ [SEP] answers [SEP] passages\" with gold answers (the "
+                                            "AskCQ setting).", choices=("gold",))
+    targets: str = option("auto", "auto: a record's gold CQ (gold.cq, CAmbigNQ's) where it has one, else the silver "
+                                  "CQ built from its gold DQs; silver: silver CQs only. cq_train.json counts each "
+                                  "(targets).", choices=("auto", "silver"))
+    input_layout: str = option("cq", "The input as `cq gen-cq --method seq2seq --input-layout` writes it: cq's, or "
+                                     "AskCQ's CQDataset layout (needs a tokenizer with sep/bos/eos tokens, e.g. "
+                                     "BART's). cq gen-cq reads it from the model's cq_train.json.",
+                               choices=("cq", "askcq"))
+    two_options: str = option(FromDqsOptions.two_options, "Silver CQs with two options as \"A or B\" or \"A, or B\" "
+                                                          "(AskCQ's form).", choices=("or", "comma"))
