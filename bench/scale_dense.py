@@ -270,6 +270,8 @@ def _mib(b: float) -> str:
 
 def write_report(out: Path, report: dict, args) -> None:
     n, types = report["n"], report["types"]
+    known = [factory for factory, _, _ in TYPES]
+    types = {f: types[f] for f in sorted(types, key=lambda f: known.index(f) if f in known else len(known))}
     dim = (report.get("synthetic") or {}).get("dim", 384)
     flat = types.get("Flat")
     encoded = report.get("encoded") or {}
