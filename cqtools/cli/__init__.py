@@ -173,6 +173,7 @@ def main() -> None:
         status = delegate(sys.argv)
         if status is not None:
             exit_with(status)
+    _closed_streams()
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _terminated)
@@ -194,6 +195,25 @@ def main() -> None:
             click.echo(f"cq: error: {_full_message(err)}", err=True)
             _silence_stdout()
             sys.exit(1)
+
+
+def _closed_streams() -> None:
+    """A closed standard stream (``<&-``, ``>&-``): Python leaves sys.stdin or sys.stdout None. Output closed
+    is one line and exit 2; input closed is an error only for a stage that reads it (cli/stream.click_stdin),
+    and its number is held open on /dev/null meanwhile, so no file this run opens becomes descriptor 0."""
+    if sys.stdout is None:
+        if sys.stderr is not None:
+            click.echo("cq: error: standard output is closed (>&-); give the records somewhere to go: > FILE, "
+                       "-o FILE or a pipe", err=True)
+        sys.exit(2)
+    if sys.stdin is None:
+        try:
+            os.fstat(0)
+        except OSError:
+            held = os.open(os.devnull, os.O_RDONLY)  # the lowest free number: 0
+            if held != 0:  # pragma: no cover
+                os.dup2(held, 0)
+                os.close(held)
 
 
 def _silence_stdout() -> None:

@@ -79,6 +79,17 @@ def recv(sock: socket.socket, with_fds: bool = False):
     return (message, fds) if with_fds else message
 
 
+def read(stream) -> dict | None:
+    """The next message from ``stream`` (a socket's ``makefile("rb")``): None when it ends first. Unlike
+    ``recv``, it keeps what follows the message for the next call (the child and the server both write)."""
+    head = stream.read(4)
+    if len(head) < 4:
+        return None
+    size = struct.unpack("!I", head)[0]
+    data = stream.read(size)
+    return json.loads(data) if len(data) == size else None
+
+
 def identity() -> dict:
     """What a server and a client must share: the Python (its environment and version) and the cqtools it
     imports (real paths: a venv reached through a symlink is the same venv)."""
