@@ -54,8 +54,9 @@ def read_files(paths, on_error: str, skipped) -> Iterator[tuple[int, dict]]:
 
 
 def count_records(paths) -> int | None:
-    """Non-blank lines of the FILE arguments (the progress bar's total), None without any."""
-    if not paths:
+    """Non-blank lines of the FILE arguments (the progress bar's total), None without any, or when one is not a
+    regular file: a pipe or FIFO (``cq detect <(...)``) can be read once, and its records are the run's."""
+    if not paths or not all(os.path.isfile(path) for path in paths):
         return None
     total = 0
     for path in paths:
