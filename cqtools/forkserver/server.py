@@ -145,7 +145,8 @@ class Server:
             process.apply(request)
             client.SERVED = True
             code = _run_cq(request["argv"])
-            signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)  # the run is over: a client gone now ends nothing
+            for sig in FORWARDED:  # the run is over: the server's SIGTERM for a client gone now ends nothing
+                signal.signal(sig, signal.SIG_IGN)  # (ignored, not blocked: a mask is one thread's, torch has more)
             send(conn, {"status": code})  # the client has it even if the server is gone by now
         except BaseException:  # noqa: BLE001 - a child must never return into the server's loop
             traceback.print_exc()
