@@ -4,6 +4,7 @@ or the records, never a traceback or a wait forever; each test failed on b91c526
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import shutil
 import subprocess
@@ -20,10 +21,11 @@ CQ = [sys.executable, "-m", "cqtools"]
 QUESTIONS = FIXTURES / "questions.jsonl"
 
 
-def _cq(args, stdin=None, cwd=None, timeout=120):
+def _cq(args, stdin=None, cwd=None, timeout=120, data=None):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("CQ_SERVER", None)
-    return subprocess.run([*CQ, *args], stdin=stdin, capture_output=True, cwd=cwd or ROOT, env=env, timeout=timeout)
+    return subprocess.run([*CQ, *args], stdin=stdin, input=data, capture_output=True, cwd=cwd or ROOT, env=env,
+                          timeout=timeout)
 
 
 def _one_line(run, code: int, *words: str) -> None:
@@ -123,3 +125,20 @@ def test_a_chat_question_over_the_limit_is_refused_as_every_stage_refuses_it(bm2
     assert run.stderr.decode().splitlines()[-1].startswith(f"cq chat: error: --script {script} line 1: 'question' "
                                                            "has 6094 characters, over the limit of 4000")
     assert b"Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize("kept,problem", [((), "has no config.json"), (("config.json",), "has no tokenizer"),
+                                          (("config.json", "tokenizer.json"), "has no weights")])
+def test_cq_models_runs_the_checks_every_stage_runs(tmp_path, kept, problem):
+    """`cq models --model DIR` said usable for a folder that `cq answer --model DIR` refuses before loading."""
+    shipped = ROOT / "cqtools" / "shipped" / "reader"
+    folder = tmp_path / "model"
+    folder.mkdir()
+    for name in kept:
+        shutil.copy(shipped / name, folder / name)
+    listed = _cq(["models", "--model", str(folder), "--json"])
+    row = json.loads(listed.stdout)
+    assert listed.returncode == 1 and row["usable"] is False and problem in row["problem"], listed.stdout
+    record = b'{"id": "q", "question": "Who?", "passages": [{"id": "p", "title": "t", "text": "x"}]}\n'
+    stage = _cq(["answer", "--model", str(folder)], data=record)
+    assert stage.returncode == 1 and problem in stage.stderr.decode(), stage.stderr
