@@ -197,3 +197,22 @@ def test_a_grid_cell_runs_plainly_when_the_server_folder_is_not_ours(tmp_path, m
     assert grid.served(env) == env  # no CQ_SERVER: the cell runs as without the server
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and str(folder) in err[0], err
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="handing a socket to another user needs root")
+def test_a_socket_another_user_owns_gets_nothing_of_the_run(tmp_path):
+    """The client sent its argv, environment and descriptors to whatever listened at CQ_SERVER; a socket that
+    is not this user's now gets no connection, and the run is a process of its own."""
+    import socket
+
+    path = str(tmp_path / "s.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(4)
+    os.chown(path, 4242, -1)
+    run = _cq(DETECT.split(), path, stdin=QUESTIONS.read_bytes())
+    listener.setblocking(False)
+    with pytest.raises(BlockingIOError):
+        listener.accept()  # nobody connected
+    listener.close()
+    assert run.returncode == 0 and run.stdout == _plain_records(), run.stderr
