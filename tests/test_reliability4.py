@@ -142,3 +142,15 @@ def test_cq_models_runs_the_checks_every_stage_runs(tmp_path, kept, problem):
     record = b'{"id": "q", "question": "Who?", "passages": [{"id": "p", "title": "t", "text": "x"}]}\n'
     stage = _cq(["answer", "--model", str(folder)], data=record)
     assert stage.returncode == 1 and problem in stage.stderr.decode(), stage.stderr
+
+
+def test_a_question_longer_than_the_readers_input_is_read_in_part_not_a_traceback():
+    """700 words (3,500 characters, under the question limit) filled the shipped reader's whole input: the
+    tokenizer raised "Truncation error" (a traceback). Now the reader reads the question's first half-input."""
+    question = "Who " + " ".join(f"w{i}" for i in range(700)) + "?"
+    record = {"id": "q", "question": question,
+              "passages": [{"id": "p", "title": "The Dark Knight", "text": "Heath Ledger played the Joker."}]}
+    run = _cq(["answer", "--mode", "multi"], data=(json.dumps(record) + "\n").encode())
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    assert b"Traceback" not in run.stderr and b"reads the question's first" in run.stderr
+    assert json.loads(run.stdout)["id"] == "q"
