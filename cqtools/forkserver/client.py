@@ -69,12 +69,17 @@ def _umask() -> int:
     return mask
 
 
+# Signals cq's main handles whatever it inherited (cli.main: SIGTERM and SIGHUP clean up): forwarded even when
+# ignored here, as a plain cq ends on them. Others (SIGINT, SIGQUIT) reach the run only when not ignored.
+HANDLED = (signal.SIGTERM, signal.SIGHUP)
+
+
 def _wait(sock: socket.socket, answers, pid: int) -> int:
-    """The child's status, with our signals (those we do not ignore) forwarded to it meanwhile. The child
+    """The child's status, with our signals forwarded to it meanwhile (HANDLED, and those we do not ignore). The child
     itself sends its pid and its exit status; the server sends the status too (and the signal that killed
     it). Only when neither came (both ended without a word) is the run reported failed."""
-    previous = {sig: signal.signal(sig, lambda signum, frame: _forward(pid, signum))
-                for sig in FORWARDED if signal.getsignal(sig) != signal.SIG_IGN}
+    previous = {sig: signal.signal(sig, lambda signum, frame: _forward(pid, signum)) for sig in FORWARDED
+                if sig in HANDLED or signal.getsignal(sig) != signal.SIG_IGN}
     answer = None
     try:
         while answer is None or "status" not in answer:
