@@ -62,6 +62,14 @@ def test_a_closed_standard_stream_is_one_line(served, closed, code, message, whe
     assert run.returncode == code and len(lines) == 1 and message in lines[0], run.stderr.decode()
 
 
+@pytest.mark.parametrize("where", ["served", "plain"])
+def test_a_closed_standard_error_still_gives_the_records(served, where):
+    """`2>&-`: the progress line asked None whether it was a terminal; 0 records, exit 1, and no word of why."""
+    path, _ = served
+    run = _bash(f"$CQ {DETECT} < {QUESTIONS} 2>&-", path if where == "served" else None)
+    assert run.returncode == 0 and run.stdout == _plain_records()
+
+
 def test_a_closed_standard_input_is_no_error_for_a_file_argument():
     run = _bash(f"$CQ {DETECT} {QUESTIONS} <&-")
     assert run.returncode == 0 and run.stdout == _plain_records(), run.stderr

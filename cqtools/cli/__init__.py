@@ -198,22 +198,24 @@ def main() -> None:
 
 
 def _closed_streams() -> None:
-    """A closed standard stream (``<&-``, ``>&-``): Python leaves sys.stdin or sys.stdout None. Output closed
-    is one line and exit 2; input closed is an error only for a stage that reads it (cli/stream.click_stdin),
-    and its number is held open on /dev/null meanwhile, so no file this run opens becomes descriptor 0."""
-    if sys.stdout is None:
-        if sys.stderr is not None:
-            click.echo("cq: error: standard output is closed (>&-); give the records somewhere to go: > FILE, "
-                       "-o FILE or a pipe", err=True)
-        sys.exit(2)
-    if sys.stdin is None:
+    """A closed standard stream (``<&-``, ``>&-``, ``2>&-``): Python leaves sys.stdin, sys.stdout or sys.stderr
+    None. Its number is held open on /dev/null (no file this run opens becomes descriptor 0, 1 or 2). Output
+    closed is one line and exit 2; input closed is an error only for a stage that reads it
+    (cli/stream.click_stdin); stderr closed: messages go nowhere, the exit status still tells."""
+    for fd, flags in ((0, os.O_RDONLY), (1, os.O_WRONLY), (2, os.O_WRONLY)):
         try:
-            os.fstat(0)
+            os.fstat(fd)
         except OSError:
-            held = os.open(os.devnull, os.O_RDONLY)  # the lowest free number: 0
-            if held != 0:  # pragma: no cover
-                os.dup2(held, 0)
+            held = os.open(os.devnull, flags)
+            if held != fd:
+                os.dup2(held, fd)
                 os.close(held)
+    if sys.stderr is None:
+        sys.stderr = open(2, "w", closefd=False)
+    if sys.stdout is None:
+        click.echo("cq: error: standard output is closed (>&-); give the records somewhere to go: > FILE, "
+                   "-o FILE or a pipe", err=True)
+        sys.exit(2)
 
 
 def _silence_stdout() -> None:
