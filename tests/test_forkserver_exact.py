@@ -1,7 +1,8 @@
 """Issue 48, reliability round 4: the fork server is not the process it stands in for. Each case of the sweep that
 drove cq through CQ_SERVER beside plain runs: the served run must be the plain one (its descriptors, limits,
 priority, signals, plugins), or be handed back to a process of its own; the client never reports success without
-the run's real exit status. Each test failed on b91c526."""
+the run's real exit status. Each test failed on b91c526, but for two guards of what already worked (named so
+in their docstrings)."""
 import os
 import signal
 import subprocess
@@ -64,13 +65,15 @@ def test_a_closed_standard_stream_is_one_line(served, closed, code, message, whe
 
 @pytest.mark.parametrize("where", ["served", "plain"])
 def test_a_closed_standard_error_still_gives_the_records(served, where):
-    """`2>&-`: the progress line asked None whether it was a terminal; 0 records, exit 1, and no word of why."""
+    """`2>&-`: the progress line asked None whether it was a terminal; 0 records, exit 1, and no word of why
+    (plain; the served variant is a guard: it passed on b91c526)."""
     path, _ = served
     run = _bash(f"$CQ {DETECT} < {QUESTIONS} 2>&-", path if where == "served" else None)
     assert run.returncode == 0 and run.stdout == _plain_records()
 
 
 def test_a_closed_standard_input_is_no_error_for_a_file_argument():
+    """A guard (it passed on b91c526): a closed stdin is an error only for a stage that reads it."""
     run = _bash(f"$CQ {DETECT} {QUESTIONS} <&-")
     assert run.returncode == 0 and run.stdout == _plain_records(), run.stderr
 
