@@ -20,8 +20,8 @@ any logprobs), ``wrongtypes`` (valid JSON with a number where the text is, and l
 shape). A fault is an HTTP status such as ``429`` or ``500`` (answer
 with it), ``sleep:S`` (wait S seconds before answering), ``pass`` (answer normally), ``drip:S`` (send
 the headers, then the body one byte every S seconds, after 10,000 bytes of leading whitespace),
-``huge:M`` (a valid answer with M MiB of leading whitespace) or ``endless`` (headers, then whitespace
-without end), used up one per API request in order. ``"refuse": TEXT`` answers 400 ("maximum context
+``huge:M`` (a valid answer with M MiB of leading whitespace), ``endless`` (headers, then whitespace
+without end) or ``cut`` (headers, then half the body, then the connection closed), used up one per API request in order. ``"refuse": TEXT`` answers 400 ("maximum context
 length") to every request whose prompt or messages contain TEXT, as a server does to a prompt over its
 context.
 """
@@ -148,6 +148,16 @@ class Handler(BaseHTTPRequestHandler):
         """A body that drips, is huge or never ends (faults drip:S, huge:M, endless)."""
         kind, _, arg = fault.partition(":")
         data = json.dumps(payload).encode()
+        if kind == "cut":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[:len(data) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(2)  # socket.SHUT_RDWR: the client reads a body cut short
+            return
         pad = {"drip": 10_000, "huge": int(float(arg or 0) * (1 << 20))}.get(kind, 1 << 62)
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -215,7 +225,7 @@ class Handler(BaseHTTPRequestHandler):
                 status, headers = 400, None
                 payload = {"error": {"message": "This model's maximum context length is 2048 tokens",
                                      "type": "invalid_request_error"}}
-            elif fault and fault.split(":")[0] in ("drip", "huge", "endless"):
+            elif fault and fault.split(":")[0] in ("drip", "huge", "endless", "cut"):
                 return self._send_unbounded(fault, routes[self.path](body)[1])
             elif fault and fault.startswith("sleep:"):
                 time.sleep(float(fault.split(":", 1)[1]))

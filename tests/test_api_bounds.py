@@ -132,3 +132,19 @@ def test_asking_a_server_its_context_has_a_total_deadline_too(caplog):
         served_context._NOTED.discard((model.base, model.model))
     assert got == [served_context.DEFAULT_CONTEXT] and time.monotonic() - start < 10
     assert "no whole answer within 1 s" in caplog.text
+
+
+@pytest.mark.parametrize("retries", [0, 1])
+def test_an_answer_cut_short_is_retried_then_one_line(runner, server, tmp_path, monkeypatch, retries):
+    """Issue 48: the bounded reader let httpx's error for a body cut short (the server closing mid-answer)
+    through as a traceback, with no retry. Now it is retried as a dropped connection, then one line."""
+    monkeypatch.setenv("CQ_API_RETRIES", str(retries))
+    server.control(faults=["cut"])
+    result = _gen_cq(runner, server)
+    assert "Traceback" not in result.stderr
+    if retries:
+        assert result.exit_code == 0 and len(parse_jsonl(result.stdout)) == len(QUESTIONS), result.stderr
+        assert "the answer was cut short" in result.stderr and "retry 1/1" in result.stderr
+    else:
+        assert result.exit_code == 1 and result.stderr.count("\n") == 1, result.stderr
+        assert "the answer was cut short" in result.stderr and "(after 0 retries)" in result.stderr

@@ -101,7 +101,11 @@ def served(env) -> dict:
         return env
     from cqtools.forkserver import start
 
-    path = start.socket_for(env)
+    try:
+        path = start.socket_for(env)
+    except start.NotOurs as err:
+        print(f"cq server: none ({err}); the cells run in processes of their own", file=sys.stderr)
+        return env
     log = Path(env["CQ_GRID_LOG"]).parent if env.get("CQ_GRID_LOG") else Path(".")
     log.mkdir(parents=True, exist_ok=True)
     start.ensure(path, str(log / "cq-server.log"), environ=env)
@@ -167,7 +171,10 @@ def main(argv=None) -> None:
         if os.environ.get("CQ_GRID_SERVE"):
             from cqtools.forkserver import start
 
-            start.stop(start.socket_for(os.environ))
+            try:
+                start.stop(start.socket_for(os.environ))
+            except start.NotOurs:  # none was started there
+                pass
         return
     words = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not words:

@@ -16,6 +16,7 @@ from .. import exactjson
 from ..errors import InputError
 from ..metrics.cq import INVALID
 from ..config import RunConfig
+from ..stream.batches import record_problem
 from ..records import ANSWERS, PASSAGES, read_cq, set_meta
 from ..registry import option
 from ..stages.answer.options import READER_PASSAGES
@@ -95,6 +96,7 @@ class Session:
             self.answer_selected = answer.build("cq", opts.reader, selected=True, **reader)
             self.answer_all = answer.build("cq", opts.reader, **reader)
         self.turns = 0
+        self.max_question_chars = config.max_question_chars
 
     def ask(self, question: str | dict) -> dict:
         """A new turn's record: the question (a string, or a record that may carry an id and gold,
@@ -106,6 +108,9 @@ class Session:
         if not isinstance(record.get("question"), str) or not record["question"].strip():
             raise InputError("a question must be a non-empty string")
         record.setdefault("id", f"chat-{self.turns}")
+        problem = record_problem(record, ("question",), self.max_question_chars)  # what every stage checks
+        if problem:
+            raise InputError(problem)
         set_seed(self.opts.seed)
         records = [record]
         steps = [("retrieving", self.retrieve), ("reranking", self.rerank), ("detecting ambiguity", self.detect),

@@ -173,6 +173,7 @@ def main() -> None:
         status = delegate(sys.argv)
         if status is not None:
             exit_with(status)
+    _closed_streams()
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _terminated)
@@ -194,6 +195,27 @@ def main() -> None:
             click.echo(f"cq: error: {_full_message(err)}", err=True)
             _silence_stdout()
             sys.exit(1)
+
+
+def _closed_streams() -> None:
+    """A closed standard stream (``<&-``, ``>&-``, ``2>&-``): Python leaves sys.stdin, sys.stdout or sys.stderr
+    None. Its number is held open on /dev/null (no file this run opens becomes descriptor 0, 1 or 2). Output
+    closed is one line and exit 2; input closed is an error only for a stage that reads it
+    (cli/stream.click_stdin); stderr closed: messages go nowhere, the exit status still tells."""
+    for fd, flags in ((0, os.O_RDONLY), (1, os.O_WRONLY), (2, os.O_WRONLY)):
+        try:
+            os.fstat(fd)
+        except OSError:
+            held = os.open(os.devnull, flags)
+            if held != fd:
+                os.dup2(held, fd)
+                os.close(held)
+    if sys.stderr is None:
+        sys.stderr = open(2, "w", closefd=False)
+    if sys.stdout is None:
+        click.echo("cq: error: standard output is closed (>&-); give the records somewhere to go: > FILE, "
+                   "-o FILE or a pipe", err=True)
+        sys.exit(2)
 
 
 def _silence_stdout() -> None:

@@ -12,6 +12,7 @@ import click
 from .declared import declared_flags
 from .options import compose, device_options, load_options, seed_option
 from ..chat.session import ChatOptions
+from ..errors import InputError
 from ..config import env
 from ..registry import CQ_METHODS, DETECTORS, READERS, SEARCHERS
 from ..terminal import safe
@@ -104,8 +105,14 @@ class Script(Console):
         super().__init__(color)
         self.path = path
         self.lineno = 0
-        with open(path, encoding="utf-8") as fh:
-            self.lines = iter(fh.read().splitlines())
+        with open(path, "rb") as fh:
+            data = fh.read()
+        try:
+            self.lines = iter(data.decode("utf-8").splitlines())
+        except UnicodeDecodeError as err:
+            line = data[:err.start].count(b"\n") + 1
+            raise InputError(f"--script {path} line {line}: not UTF-8 text (byte {data[err.start]:#04x}); "
+                                   "save the file as UTF-8") from None
 
     def read(self, prompt: str) -> str:
         line = next(self.lines, None)

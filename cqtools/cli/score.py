@@ -129,7 +129,9 @@ def _with_bootstrap(summary, result, opts, task, task_opts, on_error, boot: Boot
 def _input(runs):
     """The binary stream to score: the one RUN file, or standard input."""
     if not runs:
-        return sys.stdin.buffer
+        from .stream import click_stdin
+
+        return click_stdin()
     from ..jsonl import open_input
 
     return open_input(runs[0])

@@ -8,6 +8,7 @@ import sys
 
 import click
 
+from ..errors import InputError
 from ..stream import EMPTY_HINTS, ERRORS, StreamSpec, apply, batched, count_records, read_files, record_problem
 from ..stream import run_stream as run_engine
 from ..stream.inputs import FileLine
@@ -59,6 +60,9 @@ def run_stream(process, spec: StreamSpec, stdin=None, stdout=None) -> int:
 
 def click_stdin():
     """Standard input; a terminal there gets a hint on stderr (the stage waits for records typed or pasted)."""
+    if sys.stdin is None:  # closed (<&-): cli.main held its number
+        raise InputError("standard input is closed (<&-): give the records on it (< FILE or a pipe) or name "
+                         "them as FILE arguments")
     if sys.stdin.isatty():
         log.warning("reading JSONL records from the terminal: paste or type them, end with Ctrl-D; or give a "
                     "file: cq COMMAND < records.jsonl")

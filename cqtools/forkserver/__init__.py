@@ -5,13 +5,19 @@ Most of a small model cell is a process importing torch and transformers (3-6 s 
 cores, docs/benchmarks/smoke.md); a forked child starts with them imported. With ``CQ_SERVER=PATH`` set, ``cq``
 (cqtools.cli.main) first offers its run to the server listening on the Unix socket PATH: its argv, working
 directory, environment, umask and standard streams (the file descriptors themselves, passed over the socket),
-and waits for the child's exit status, forwarding SIGINT, SIGTERM, SIGHUP and SIGQUIT to it. The child runs
-``cqtools.cli.main`` as a new process would, so its records are byte for byte those of a separate process
-(tests/test_forkserver.py). Whenever the server cannot take a run exactly as a new process would, ``cq`` runs
-in its own process, as without ``CQ_SERVER``: no server at PATH (or one still importing), another Python or
-another cqtools, an environment that differs from the server's in anything read at import time (only
-``CQ_*`` variables, read when a command runs, and the shell's own PWD, OLDPWD, SHLVL and _ may differ), a
-terminal on stdin, or a cqtools source file changed since the server imported it (the server then exits).
+its resource limits, priority, ignored signals and blocked mask (process.py), and waits for the child's exit
+status, forwarding SIGINT, SIGTERM, SIGHUP and SIGQUIT (those it does not ignore) to it. The child sends the
+client its pid before it reads anything and its exit status when done (the server sends the status too, and
+the signal that killed it): a client without a pid runs the cq itself, one without a status fails. The child
+runs ``cqtools.cli.main`` as a new process would, so its records are byte for byte those of a separate process
+(tests/test_forkserver.py, tests/test_forkserver_exact.py). Whenever the server cannot take a run exactly as a
+new process would, ``cq`` runs in its own process, as without ``CQ_SERVER``: no server at PATH (or one still
+importing, or a socket not this user's), another Python or another cqtools, an environment that differs from
+the server's in anything read at import time (only ``CQ_*`` variables, read when a command runs, and the
+shell's own PWD, OLDPWD, SHLVL and _ may differ), a terminal on stdin, a standard stream closed, an argument
+naming one of its descriptors (/dev/fd/N, /proc/self/fd/N, ``<(...)``) or a pipe, limits or a priority the
+child cannot take on, other plugins installed (or one the server could not load: its warning is the run's),
+or a cqtools source file changed since the server imported it (the server then exits).
 
     python -m cqtools.forkserver PATH [--idle SECONDS]
 
@@ -77,6 +83,17 @@ def recv(sock: socket.socket, with_fds: bool = False):
         return (None, []) if with_fds else None
     message = json.loads(data[4:4 + size])
     return (message, fds) if with_fds else message
+
+
+def read(stream) -> dict | None:
+    """The next message from ``stream`` (a socket's ``makefile("rb")``): None when it ends first. Unlike
+    ``recv``, it keeps what follows the message for the next call (the child and the server both write)."""
+    head = stream.read(4)
+    if len(head) < 4:
+        return None
+    size = struct.unpack("!I", head)[0]
+    data = stream.read(size)
+    return json.loads(data) if len(data) == size else None
 
 
 def identity() -> dict:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import stat
 import sys
 import time
 
 from ..config import child_environment, env
-from . import FORWARDED, identity, recv, send, streams
+from . import FORWARDED, identity, process, read, send, streams
 
 SERVED = False  # True in a server's child: it is the run, and never offers itself to the server again
 
@@ -18,22 +19,41 @@ def delegate(argv: list[str]) -> int | None:
     """Run ``cq argv`` in the server at $CQ_SERVER and return its exit status (a negative number: killed by
     that signal); None when no server takes it (run it here, as without CQ_SERVER)."""
     path = env("CQ_SERVER")
-    if not path or SERVED or env("CQ_DEBUG") or _tty(0):
+    if not path or SERVED or env("CQ_DEBUG") or process.plain_only(argv) or _tty(0) or not _ours(path):
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(path)
+        if _peer_uid(sock) != os.getuid():  # a socket another user put there: it gets nothing of ours
+            sock.close()
+            return None
         request = {**identity(), "argv": list(argv), "cwd": os.getcwd(), "env": child_environment(),
-                   "umask": _umask(), "streams": streams(), "path": list(sys.path), "executable": sys.executable}
+                   "umask": _umask(), "streams": streams(), "path": list(sys.path), "executable": sys.executable,
+                   **process.attributes(), "plugins": process.plugins()}
         send(sock, request, fds=(0, 1, 2))
-        answer = recv(sock)
+        answers = sock.makefile("rb")
+        answer = read(answers)
     except OSError:
         sock.close()
         return None
-    if not answer or "pid" not in answer:  # refused (the reason is in the server's log), or no answer
+    if not answer or "pid" not in answer:  # refused (the reason is in the server's log), or no child
         sock.close()
         return None
-    return _wait(sock, int(answer["pid"]))
+    return _wait(sock, answers, int(answer["pid"]))
+
+
+def _ours(path: str) -> bool:
+    """Is ``path`` a socket of this user's (anything else: run here)?"""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISSOCK(info.st_mode) and info.st_uid == os.getuid()
+
+
+def _peer_uid(sock: socket.socket) -> int:
+    peer = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+    return int.from_bytes(peer[4:8], sys.byteorder)
 
 
 def _tty(fd: int) -> bool:
@@ -49,24 +69,35 @@ def _umask() -> int:
     return mask
 
 
-def _wait(sock: socket.socket, pid: int) -> int:
-    """The child's status, with our signals forwarded to it meanwhile. If the server goes away first, wait
-    for the child itself (it still writes to our stdout) and report a failure."""
-    previous = {sig: signal.signal(sig, lambda signum, frame: _forward(pid, signum)) for sig in FORWARDED}
+# Signals cq's main handles whatever it inherited (cli.main: SIGTERM and SIGHUP clean up): forwarded even when
+# ignored here, as a plain cq ends on them. Others (SIGINT, SIGQUIT) reach the run only when not ignored.
+HANDLED = (signal.SIGTERM, signal.SIGHUP)
+
+
+def _wait(sock: socket.socket, answers, pid: int) -> int:
+    """The child's status, with our signals forwarded to it meanwhile (HANDLED, and those we do not ignore). The child
+    itself sends its pid and its exit status; the server sends the status too (and the signal that killed
+    it). Only when neither came (both ended without a word) is the run reported failed."""
+    previous = {sig: signal.signal(sig, lambda signum, frame: _forward(pid, signum)) for sig in FORWARDED
+                if sig in HANDLED or signal.getsignal(sig) != signal.SIG_IGN}
+    answer = None
     try:
-        answer = recv(sock)
+        while answer is None or "status" not in answer:
+            answer = read(answers)
+            if answer is None:
+                break
     except OSError:
         answer = None
     finally:
+        answers.close()
         sock.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if answer and "status" in answer:
         return int(answer["status"])
-    while _alive(pid):
-        time.sleep(0.1)
-    sys.stderr.write(f"cq: error: the cq server at {env('CQ_SERVER')} ended during this run; "
-                     "run it again (without CQ_SERVER to run it in a process of its own)\n")
+    sys.stderr.write(f"cq: error: the cq server at {env('CQ_SERVER')} and its run ended without the run's exit "
+                     "status; its output may be incomplete: run it again (without CQ_SERVER to run it in a "
+                     "process of its own)\n")
     return 1
 
 
@@ -75,16 +106,6 @@ def _forward(pid: int, signum: int) -> None:
         os.kill(pid, signum)
     except ProcessLookupError:
         pass
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # pragma: no cover (another user's process took the number)
-        return False
-    return True
 
 
 def exit_with(status: int) -> None:

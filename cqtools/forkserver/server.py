@@ -15,8 +15,9 @@ import threading
 import time
 import traceback
 
+from .. import plugins
 from ..config import child_environment
-from . import PRELOAD, client, free, identity, recv, send
+from . import FORWARDED, PRELOAD, client, free, identity, process, recv, send
 
 _REPLACED: list = []
 MAX_RUNS = 32  # more runs at once than any make -jN of the grid: a safety valve, not a queue
@@ -39,6 +40,7 @@ class Server:
             except Exception as err:  # an optional package missing or broken: the child imports it (or not)
                 self.say(f"not preloaded: {name} ({type(err).__name__})")
         self.sources = _sources()
+        self.plugins = process.plugins()
 
     def say(self, text: str) -> None:
         print(f"cq server {os.getpid()}: {text}", file=self.log, flush=True)
@@ -96,8 +98,7 @@ class Server:
             self.child(listener, conn, request, fds)  # never returns
         for fd in fds:
             os.close(fd)  # the child has them: holding a pipe's end here would keep its reader waiting
-        self.runs[pid], self.clients[conn] = conn, pid
-        _try_send(conn, {"pid": pid})
+        self.runs[pid], self.clients[conn] = conn, pid  # the child sends the client its pid itself
         self.say(f"run {pid}: cq {' '.join(request['argv'][1:3])}")
 
     def refusal(self, conn: socket.socket, request, fds) -> str:
@@ -119,6 +120,13 @@ class Server:
             return f"its environment differs in {', '.join(differ[:5])}"
         if threading.active_count() > 1:  # a fork keeps only this thread: what another held stays held
             return f"the server runs {threading.active_count()} Python threads (an import started one)"
+        if request.get("plugins") != self.plugins:
+            return "its installed plugins differ from those the server loaded"
+        if plugins.BROKEN:  # a plain run warns about it on its own stderr
+            return f"a plugin failed to load here ({plugins.BROKEN[0].plugin})"
+        inherited = process.refusal(request)
+        if inherited:
+            return inherited
         changed = _changed(self.sources)
         if changed:
             self.stale = f"{changed} changed since the server imported it"
@@ -130,11 +138,16 @@ class Server:
         code = 1
         try:
             listener.close()
-            for other in [conn, *self.clients]:
+            for other in self.clients:
                 other.close()
+            send(conn, {"pid": os.getpid()})  # before anything is read: a client without it runs the cq itself
             _become(request, fds)
+            process.apply(request)
             client.SERVED = True
             code = _run_cq(request["argv"])
+            for sig in FORWARDED:  # the run is over: the server's SIGTERM for a client gone now ends nothing
+                signal.signal(sig, signal.SIG_IGN)  # (ignored, not blocked: a mask is one thread's, torch has more)
+            send(conn, {"status": code})  # the client has it even if the server is gone by now
         except BaseException:  # noqa: BLE001 - a child must never return into the server's loop
             traceback.print_exc()
         finally:
@@ -174,8 +187,8 @@ def _as_cq_starts() -> None:
 
 
 def _become(request: dict, fds: list[int]) -> None:
-    """This process takes the client's streams, directory, environment, umask and argv, and the signal
-    dispositions of a new Python process."""
+    """This process takes the client's streams, directory, environment, umask and argv (its limits, priority
+    and signals: process.apply)."""
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
@@ -186,9 +199,6 @@ def _become(request: dict, fds: list[int]) -> None:
     sys.argv = list(request["argv"])
     sys.path[:] = request["path"]  # the same directories in the client's spelling (its script's, its venv's)
     sys.executable = request["executable"]
-    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGCHLD):
-        signal.signal(sig, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
     _REPLACED.extend([sys.stdin, sys.stdout, sys.stderr])  # kept: freeing one would close the fd it held
     (enc_in, err_in, _), (enc_out, err_out, line_out), (enc_err, err_err, _) = request["streams"]
     sys.stdin = sys.__stdin__ = _stream(0, "r", enc_in, err_in, False)

@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -17,15 +18,25 @@ import tempfile
 from . import free, identity
 
 
+class NotOurs(OSError):
+    """The servers' folder is not this user's alone: no server there (runs go to their own processes)."""
+
+
 def socket_for(environ: dict, root: str | None = None) -> str:
     """The socket of the server for ``environ``: short enough for a Unix socket (about 100 bytes), in a
-    directory only this user can enter."""
+    directory only this user can enter (NotOurs when that folder exists and is not such a one)."""
     kept = {k: v for k, v in environ.items() if not free(k)}
     digest = hashlib.sha256(json.dumps([identity(), sorted(kept.items())]).encode()).hexdigest()[:16]
     folder = root or os.path.join(tempfile.gettempdir(), f"cq-server-{os.getuid()}")
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    if os.stat(folder).st_uid != os.getuid() or os.stat(folder).st_mode & 0o077:
-        raise PermissionError(f"{folder} must belong to this user alone (mode 700)")
+    try:
+        os.mkdir(folder, mode=0o700)
+    except FileExistsError:
+        pass
+    except OSError as err:
+        raise NotOurs(f"{folder}: {err.strerror}") from None
+    info = os.lstat(folder)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise NotOurs(f"{folder} is not a folder of this user's alone (mode 700): another user may have made it")
     return os.path.join(folder, f"{digest}.sock")
 
 

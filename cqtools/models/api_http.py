@@ -37,6 +37,10 @@ class TooSlow(Exception):
     """The answer did not arrive whole within the deadline."""
 
 
+class CutShort(Exception):
+    """The connection broke before the whole answer came (the server closed it, a reset): retried."""
+
+
 def request(gen, endpoint: str, body: dict, refusals: bool = False) -> dict:
     """The JSON answer to POST ``endpoint`` with ``body`` from ``gen``'s server (see the module's doc).
     Errors raise :class:`ApiError`; a 4xx raises :class:`Refused` with ``refusals``, else
@@ -65,7 +69,7 @@ def _attempt(gen, endpoint: str, body: dict, refusals: bool, attempt: int):
         gen.reached = True
     except openai.APIStatusError as err:
         return _status_error(gen, where, err, refusals, attempt)
-    except (openai.APIConnectionError, TooSlow) as err:  # a timeout is a connection error too
+    except (openai.APIConnectionError, TooSlow, CutShort) as err:  # a timeout is a connection error too
         return _connection_error(gen, where, err, attempt)
     except ValueError:
         raise ApiError(f"{where}: the answer is not JSON; is --api-base an OpenAI-compatible server (usually "
@@ -100,6 +104,10 @@ def _chunks(response):
     except Exception as err:  # noqa: BLE001 - the HTTP library's own timeout and transport errors
         if "timeout" in type(err).__name__.lower():
             raise TooSlow("no answer within --api-timeout") from None
+        # the HTTP library's transport errors (httpx's TransportError: ReadError, RemoteProtocolError ...), read
+        # from a stream outside the openai client's own handling; named, as the library's module name varies
+        if isinstance(err, OSError) or any(c.__name__ == "TransportError" for c in type(err).__mro__):
+            raise CutShort(f"the answer was cut short ({type(err).__name__}: {err})") from None
         raise
 
 
@@ -124,7 +132,7 @@ def _status_error(gen, where: str, err, refusals: bool, attempt: int) -> float:
 def _connection_error(gen, where: str, err, attempt: int) -> float:
     import openai
 
-    if isinstance(err, TooSlow):
+    if isinstance(err, (TooSlow, CutShort)):
         what = str(err)
     elif isinstance(err, openai.APITimeoutError):
         what = "no answer within --api-timeout"
@@ -132,7 +140,7 @@ def _connection_error(gen, where: str, err, attempt: int) -> float:
         what = f"cannot connect ({err.__cause__ or err})"
     from .api import unresolved
 
-    if not isinstance(err, TooSlow) and unresolved(err):  # no such host (or offline): no retry can help
+    if not isinstance(err, (TooSlow, CutShort)) and unresolved(err):  # no such host (or offline): no retry can help
         raise ApiError(f"{where}: cannot resolve the server's host name; check --api-base and the network") from None
     if not gen.reached and refused_connection(err):  # nothing listens there: a wrong --api-base, not a blip
         raise ApiError(f"{where}: {what}; nothing answers at that address: check that the server is up and "

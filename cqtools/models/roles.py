@@ -143,6 +143,16 @@ def loader_of(role: str, fmt: str | None) -> str:
     return "generator"
 
 
+def _incomplete(model) -> str | None:
+    """What a stage would refuse in the model's directory before loading it (no config, tokenizer or whole
+    weights: ResolvedModel.checked), or None."""
+    try:
+        model.checked()
+    except ResourceError as err:
+        return str(err)
+    return None
+
+
 def status(name: str | None, config, role: str = "-", device: str | None = None, dtype: str = "auto") -> dict:
     """Where ``name`` resolves from, whether its loader's packages are installed, and (with
     ``device``, e.g. ``auto``) which backend, device and dtype loading it would use; nothing is loaded
@@ -171,8 +181,8 @@ def status(name: str | None, config, role: str = "-", device: str | None = None,
 
     needs = getattr(WEIGHT_FORMATS.get(model.fmt).factory, "needs", ())  # cqtools/models/formats.py
     missing = [p for p in needs if importlib.util.find_spec(p) is None]
-    problem = f"needs {', '.join(missing)}: pip install {' '.join(missing)}" if missing else None
-    row = {"model": model.name, "usable": not missing, "source": model.source, "path": model.path,
+    problem = f"needs {', '.join(missing)}: pip install {' '.join(missing)}" if missing else _incomplete(model)
+    row = {"model": model.name, "usable": not problem, "source": model.source, "path": model.path,
            "format": model.fmt, "problem": problem, **empty}
     from .compact import is_compact
 

@@ -13,6 +13,8 @@ import sqlite3
 from collections import OrderedDict
 from typing import Iterable, Iterator
 
+from ..errors import ResourceError
+
 NAME = "docstore.sqlite"
 
 
@@ -75,6 +77,31 @@ class StoredPassages:
         return self.docstore.by_ids(ids)
 
 
+class _Rows(list):
+    def fetchone(self):
+        return self[0] if self else None
+
+
+class _Checked:
+    """A read-only connection whose damaged file (not a database, a malformed page) is a one-line error naming
+    it: ``execute`` returns the query's rows (every query here reads at most 900)."""
+
+    def __init__(self, path: str, db: sqlite3.Connection):
+        self.path, self.db = path, db
+
+    def execute(self, sql: str, params=()) -> _Rows:
+        try:
+            return _Rows(self.db.execute(sql, params).fetchall())
+        except sqlite3.OperationalError:  # a missing table (an older store), a lock: the caller's to handle
+            raise
+        except sqlite3.DatabaseError as err:
+            raise ResourceError(f"{self.path}: the passage store is damaged ({err}); build the index again "
+                                "(cq index)") from None
+
+    def close(self) -> None:
+        self.db.close()
+
+
 class DocStore:
     """``cache`` passages (by Lucene document number) stay in memory after their first read, the
     most recently used kept: at k=100 a batch of 32 questions asks for ~3,000 passages, and on a
@@ -84,7 +111,7 @@ class DocStore:
     recency bookkeeping (measured: 0.5 s of 10k questions at k=100)."""
 
     def __init__(self, path: str, cache: int = 65_536):
-        self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        self.db = _Checked(path, sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False))
         self._cache: OrderedDict[int, dict] = OrderedDict()
         self._cache_size = cache
         self._evicting = False  # until the cache first fills, nothing is evicted and no order is kept

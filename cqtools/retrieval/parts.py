@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
@@ -117,7 +118,17 @@ class Index:
         self._open: dict = {}
 
     def path(self, *names: str) -> str:
-        return os.path.join(self.name, *names)
+        """A file or folder of the index; one that is there but neither (a FIFO, a device: opening it would
+        wait for a writer) is an error naming it."""
+        path = os.path.join(self.name, *names)
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            return path  # missing: the part that opens it says so
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise ResourceError(f"{path} is not a regular file (a FIFO or a device?); build the index again "
+                                "(cq index), or put the file back")
+        return path
 
     def has(self, part: str) -> bool:
         return part in self.parts

@@ -62,6 +62,16 @@ EMPTY_HINTS = {
 }
 
 
+def _total(spec: StreamSpec, stdin) -> int | None:
+    """The progress line's total: --total, or the records of the FILE arguments or of a regular file on stdin."""
+    total = spec.total if spec.total is not None or spec.quiet else count_records(spec.inputs)
+    if total is None and not spec.quiet and not spec.inputs:  # `cq STAGE < file`: the file's records
+        total = count_stdin(stdin if stdin is not None else sys.stdin.buffer)
+    if total is not None and spec.shard is not None:
+        total = len(range(spec.shard[0], total, spec.shard[1]))
+    return total
+
+
 class _Run:
     """This run's input (read, checked, sharded, resumed) and output (stdout, ``-o FILE``, or
     ``--resume OUT`` with its run record), and the sinks that see what is written."""
@@ -79,6 +89,7 @@ class _Run:
             source = read_records(stream, (), spec.on_error, self.skipped)
             self.whole = already_there(stream)
         self.counted = Counted(source)
+        total = _total(spec, stdin)  # before any output is opened: nothing to clean up if it fails
         records = iter(self.counted)
         if spec.shard is not None:
             records = take_shard(records, *spec.shard)
@@ -99,13 +110,7 @@ class _Run:
             self.out_fh = AtomicFile(spec.output)
         self.items = checked_items(records, spec)
         self.writer = JsonlWriter(self.out_fh or (stdout if stdout is not None else sys.stdout.buffer))
-        shown = not spec.quiet and sys.stderr.isatty()
-        total = spec.total if spec.total is not None or spec.quiet else count_records(spec.inputs)
-        if total is None and not spec.quiet and not spec.inputs:  # `cq STAGE < file`: the file's records
-            total = count_stdin(stdin if stdin is not None else sys.stdin.buffer)
-        if total is not None and spec.shard is not None:
-            total = len(range(spec.shard[0], total, spec.shard[1]))
-        self.bar = progress.record_bar(spec.desc, total, shown, spec.quiet)
+        self.bar = progress.record_bar(spec.desc, total, not spec.quiet and sys.stderr.isatty(), spec.quiet)
 
     def _open_resume(self, spec: StreamSpec, records):
         """Check OUT's run record, skip the records it holds, open it for appending."""

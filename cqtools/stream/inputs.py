@@ -7,7 +7,7 @@ import os
 import stat
 from typing import Iterator
 
-from ..errors import InputError
+from ..errors import CQError, InputError
 from ..jsonl import open_input, read_records
 
 
@@ -54,13 +54,17 @@ def read_files(paths, on_error: str, skipped) -> Iterator[tuple[int, dict]]:
 
 
 def count_records(paths) -> int | None:
-    """Non-blank lines of the FILE arguments (the progress bar's total), None without any."""
-    if not paths:
+    """Non-blank lines of the FILE arguments (the progress bar's total), None without any, or when one is not a
+    regular file: a pipe or FIFO (``cq detect <(...)``) can be read once, and its records are the run's."""
+    if not paths or not all(os.path.isfile(path) for path in paths):
         return None
     total = 0
-    for path in paths:
-        with open_input(path) as stream:
-            total += sum(1 for line in stream if line.strip())
+    try:
+        for path in paths:
+            with open_input(path) as stream:
+                total += sum(1 for line in stream if line.strip())
+    except CQError:  # a cut .gz: no total; the run processes the records before the cut, then says where it is
+        return None
     return total
 
 

@@ -134,12 +134,13 @@ class ExtractiveReader:
         from ...models.cutting import input_limit
 
         limit = input_limit(self.options.max_length, cap=self.input_cap)
+        question = self._fitted_question(question.strip(), limit)
         device = next(self.model.parameters()).device
         step = self.batch_size if self.padded else 1
         out = []
         for begin in range(0, len(contexts), step):
             chunk = contexts[begin:begin + step]
-            enc = self.tokenizer([question.strip()] * len(chunk), chunk, truncation="only_second",
+            enc = self.tokenizer([question] * len(chunk), chunk, truncation="only_second",
                                  max_length=limit, return_offsets_mapping=True, padding=True, return_tensors="pt")
             offsets = enc.pop("offset_mapping").tolist()
             feed = {k: v.to(device) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
@@ -150,6 +151,20 @@ class ExtractiveReader:
                 in_context = [i for i, s in enumerate(enc.sequence_ids(row)) if s == 1]
                 out.append((starts[row], ends[row], offsets[row], in_context))
         return out
+
+    def _fitted_question(self, question: str, limit: int) -> str:
+        """The question, cut to its first half of ``limit`` tokens when longer (with a warning): the passage
+        needs the rest, and a question over the whole input made the tokenizer raise. A question this long
+        (hundreds of words) is a pasted document; a shorter one is never touched."""
+        keep = limit // 2
+        offsets = self.tokenizer(question, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+        if len(offsets) <= keep:
+            return question
+        import logging
+
+        logging.getLogger(__name__).warning("the reader reads the question's first %d of its %d tokens (its input "
+                                            "holds %d)", keep, len(offsets), limit)
+        return question[:offsets[keep - 1][1]]
 
     def spans(self, question: str, passages: list[dict]) -> list[dict]:
         """Every candidate span of the top passages, best first: ``{text, score, passage_id,
