@@ -6,7 +6,8 @@ import sys
 import click
 import orjson
 
-from ..formats import QUESTION_FORMATS, convert
+from ..errors import InputError
+from ..formats import LAYOUT_FORMATS, QUESTION_FORMATS, convert
 from ..jsonl import AtomicFile, JsonlWriter, open_input
 from ..stages.gen_cq.silver import add_silver_cq
 from ..registry import FORMATS
@@ -68,6 +69,9 @@ def cli(fmt, path, joins, ids_file, exclude_file, limit, silver_cq, output):
     Corpus formats (passages {id, title, text}, for cq index):
       dpr       DPR psgs_w100.tsv (id, text, title)
       passages  JSONL {id, title, text}
+    Other layouts:
+      chat-log  cq chat --log FILE -> CAmbigNQ's layout (question, CQ, the
+                reading picked as its DQ with the answer given, passages)
     Any FILE may be gzipped (.gz, or recognised by its content).
 
     \b
@@ -75,7 +79,11 @@ def cli(fmt, path, joins, ids_file, exclude_file, limit, silver_cq, output):
       cq convert ambignq dev_light.json --join cambignq:cq_dev.json > questions.jsonl
       cq retrieve --index idx < questions.jsonl | cq detect | cq score --task detect
       cq convert topics topics.nq.dev.tsv -o questions.jsonl.gz
+      cq convert chat-log session.jsonl > cq_chat.jsonl && cq convert cambignq cq_chat.jsonl
     """
+    if fmt in LAYOUT_FORMATS and (joins or silver_cq):
+        raise InputError(f"{fmt} writes CAmbigNQ's layout, not cq records: drop --join and "
+                         "--silver-cq (cq convert cambignq reads its output)")
     extra = {}
     for jfmt, jpath in joins:
         for record in convert(jfmt, jpath):

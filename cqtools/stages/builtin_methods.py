@@ -81,7 +81,7 @@ def register_disambiguators(register):
 def register_formats(register):
     from .. import formats
 
-    for name, reader in {**formats.QUESTION_FORMATS, **formats.CORPUS_FORMATS}.items():
+    for name, reader in {**formats.QUESTION_FORMATS, **formats.CORPUS_FORMATS, **formats.LAYOUT_FORMATS}.items():
         register(name, _format(reader), help=formats.DESCRIPTIONS.get(name, ""), options=[])
 
 

@@ -113,7 +113,9 @@ class Study:
         rationale = form.get("rationale", "").strip()
         if len(rationale) > MAX_RATIONALE:
             raise Rejected(f"a rationale is at most {MAX_RATIONALE} characters")
-        record = {"id": f"{item}@{annotator}", "item": item, "annotator": annotator, "study": self.kind,
+        question = self.runs[0].entries[self.runs[0].position[item]].question  # cq score reads a question
+        record = {"id": f"{item}@{annotator}", "item": item, "question": question, "annotator": annotator,
+                  "study": self.kind,
                   "runs": [run.name for run in self.runs], "seed": self.seed}
         if self.kind in SIDES:
             first, second = SIDES[self.kind][::-1] if self.flipped(annotator, item) else SIDES[self.kind]
