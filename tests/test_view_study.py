@@ -56,6 +56,7 @@ def test_two_annotators_blind_shuffled_resumable_then_scored(runs, tmp_path, run
         seen = {name: judge_all(base, name, pick) for name, pick in picks.items()}
         assert sorted(seen["ann"]) == sorted(seen["bob"]) == sorted(study.items) and len(study.items) == 6
         assert seen["ann"] != seen["bob"] and seen["ann"] == study.order("ann")  # each their own order
+        assert {study.flipped("ann", item) for item in study.items} == {True, False}  # sides shown both ways
         body = get(base + "/study?annotator=ann")[2]
         assert "all 6 items are judged" in body  # a reload after the end shows nothing new
     written = lines(log)
