@@ -171,3 +171,24 @@ def test_remote_binding_warns(runs):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_record_whose_metrics_fail_still_shows(tmp_path, monkeypatch, caplog):
+    from cqtools.view import index
+
+    good = steps()["gen-cq-llm"][0]
+    real = index.contributions
+
+    def failing(record):  # as a gold or prediction no metric function can read would
+        if record["id"] == "odd":
+            raise TypeError("unreadable gold")
+        return real(record)
+
+    monkeypatch.setattr(index, "contributions", failing)
+    path = tmp_path / "odd.jsonl"
+    path.write_bytes(orjson.dumps(dict(good, id="odd")) + b"\n" + orjson.dumps(good) + b"\n")
+    with serving([path]) as (base, viewer):
+        run = viewer.runs[0]
+        assert run.metrics_done == 2 and run.metrics[0] == {} and run.metrics[1]
+        assert get(base + "/record/0")[0] == 200 and get(base + "/")[0] == 200
+    assert "record odd: no metrics (unreadable gold)" in caplog.text

@@ -6,16 +6,18 @@ pass (:meth:`RunIndex.fill_metrics`, a background thread of the server), so a pa
 says how many are computed yet."""
 from __future__ import annotations
 
+import logging
 import os
 import zlib
 from dataclasses import dataclass
 
 import orjson
 
-from ..errors import InputError
+from ..errors import CQError, InputError
 from ..outputs import GZIP_MAGIC
 from .metrics import METRICS, answer_texts, contributions, cq_text, predicted_ambiguous
 
+log = logging.getLogger("cqtools")
 QUESTION_CHARS = 300  # of the question kept for the list and its search
 
 
@@ -102,11 +104,22 @@ class RunIndex:
 
     def fill_metrics(self) -> None:
         """Each record's metric contributions (:func:`.metrics.contributions`), in file order."""
+        failed = 0
         with open(self.path, "rb") as fh:
             for i, offset in enumerate(self.offsets):
                 fh.seek(offset)
-                self.metrics[i] = contributions(orjson.loads(fh.readline()))
+                try:
+                    self.metrics[i] = contributions(orjson.loads(fh.readline()))
+                except (CQError, TypeError, ValueError, KeyError, AttributeError) as err:
+                    # a malformed gold or prediction: this record shows no metric, the others still do
+                    self.metrics[i] = {}
+                    if not failed:
+                        log.warning("view: %s: record %s: no metrics (%s); cq score says more", self.name,
+                                    self.entries[i].id, err)
+                    failed += 1
                 self.metrics_done = i + 1
+        if failed > 1:
+            log.warning("view: %s: %d records without metrics (malformed gold or predictions)", self.name, failed)
 
     def metric_names(self) -> list[str]:
         """The metrics some record of the run has (so far)."""

@@ -137,7 +137,11 @@ class Handler(BaseHTTPRequestHandler):
         except (UnicodeDecodeError, ValueError) as err:  # Rejected is a ValueError, as parse_qs's are
             return self.fail(400, f"not a judgement of this study: {err}")
         if not self.viewer.study.log.append(record):
-            return self.fail(409, f"{record['annotator']} already judged this item; it is kept as it was")
+            onward = f"/study?annotator={_quote(record['annotator'])}"
+            body = layout("409 Conflict", f"<p>{esc(record['annotator'])} already judged this item; it is kept as "
+                                          f'it was. <a href="{esc(onward)}">Continue</a></p>')
+            self.close_connection = True
+            return self.send_page(409, body)
         self.send_page(303, b"", {"Location": f"/study?annotator={_quote(record['annotator'])}"})
 
 
