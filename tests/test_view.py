@@ -34,7 +34,10 @@ def test_list_page_searches_filters_and_sorts_by_a_metric(runs):
         _, _, found = get(base + "/?q=world+cup")
         assert ids_listed(found) == [r["id"] for r in records if "world cup" in r["question"].lower()]
         _, _, unamb = get(base + "/?gold=unambiguous")
-        assert ids_listed(unamb) == [r["id"] for r in records if r["gold"]["ambiguous"] is False]
+        assert ids_listed(unamb) == [r["id"] for r in records if r["gold"]["ambiguous"] is False] == ["fx02", "fx05"]
+        # detection's false positives; none is predicted unambiguous
+        assert ids_listed(get(base + "/?predicted=ambiguous&gold=unambiguous")[2]) == ["fx02", "fx05"]
+        assert ids_listed(get(base + "/?predicted=unambiguous")[2]) == []
         _, _, worst = get(base + "/?sort=worst&metric=answer_f1&wrong=answers")
         f1 = {r["id"]: cbqa.score_record(r["gold"]["answers"], [a["text"] for a in r["answers"]])["f1"]
               for r in records}

@@ -28,7 +28,8 @@ def _filters_form(run: RunIndex, f: Filters) -> str:
     metrics = [""] + run.metric_names()
     return ('<form class="filters" method="get" action="/">'
             f'<input name="q" value="{esc(f.q)}" placeholder="search id or question">'
-            f'gold {options("gold", GOLD_CHOICES, f.gold)} wrong vs gold {options("wrong", WRONG_CHOICES, f.wrong)}'
+            f'predicted {options("predicted", GOLD_CHOICES, f.predicted)} gold {options("gold", GOLD_CHOICES, f.gold)}'
+            f' wrong vs gold {options("wrong", WRONG_CHOICES, f.wrong)}'
             f'sort {options("sort", SORT_CHOICES, f.sort)} by {options("metric", metrics, f.metric, {"": "-"})}'
             '<button>show</button></form>')
 
@@ -53,7 +54,7 @@ def list_page(runs: list[RunIndex], f: Filters, study: bool = False) -> bytes:
         entry, values = run.entries[i], run.metrics[i] or {}
         rows.append([esc(i + 1), link(f"/record/{i}", entry.id), esc(entry.question), yes_no(entry.predicted),
                      yes_no(entry.gold), *(number(values.get(m)) for m in names)])
-    params = {"q": f.q, "gold": f.gold, "wrong": f.wrong, "metric": f.metric, "sort": f.sort}
+    params = {"q": f.q, "gold": f.gold, "predicted": f.predicted, "wrong": f.wrong, "metric": f.metric, "sort": f.sort}
     body = (f"<p>{len(chosen)} of {len(run)} records of {esc(run.name)}</p>{progress(run)}{_filters_form(run, f)}"
             + table(["#", "id", "question", "ambiguous", "gold ambiguous", *names], rows)
             + _pager("/", min(f.page, pages), pages, params))

@@ -16,6 +16,7 @@ PAGE_SIZE = 50
 class Filters:
     q: str = ""
     gold: str = "any"
+    predicted: str = "any"  # cq detect's label
     wrong: str = "any"
     metric: str = ""
     sort: str = "file"
@@ -31,7 +32,8 @@ class Filters:
             page = max(1, int(params.get("page", "1")))
         except ValueError:
             page = 1
-        return cls(q=params.get("q", "")[:200], gold=pick("gold", GOLD_CHOICES), wrong=pick("wrong", WRONG_CHOICES),
+        return cls(q=params.get("q", "")[:200], gold=pick("gold", GOLD_CHOICES),
+                   predicted=pick("predicted", GOLD_CHOICES), wrong=pick("wrong", WRONG_CHOICES),
                    metric=params.get("metric", "")[:40], sort=pick("sort", SORT_CHOICES), page=page)
 
 
@@ -40,6 +42,8 @@ def _keep(run: RunIndex, i: int, f: Filters, needle: str) -> bool:
     if needle and needle not in entry.question.lower() and needle not in entry.id.lower():
         return False
     if f.gold != "any" and entry.gold is not (f.gold == "ambiguous"):
+        return False
+    if f.predicted != "any" and entry.predicted is not (f.predicted == "ambiguous"):
         return False
     if f.wrong != "any":
         value = (run.metrics[i] or {}).get(WRONG_METRIC[f.wrong])
