@@ -196,3 +196,10 @@ def test_a_record_whose_metrics_fail_still_shows(tmp_path, monkeypatch, caplog, 
         assert get(base + "/record/0")[0] == 200 and get(base + "/")[0] == 200
     # cq's own stderr handler once a command ran in this process (it stops propagation), else caplog's
     assert "record odd: no metrics (unreadable gold)" in caplog.text + capsys.readouterr().err
+
+
+def test_a_run_changed_under_the_viewer_is_a_500_page_not_a_traceback(runs):
+    with serving([runs[0]]) as (base, viewer):
+        runs[0].write_bytes(b"")  # truncated after it was indexed
+        status, _, body = get(base + "/record/1")
+    assert status == 500 and "start cq view again" in body

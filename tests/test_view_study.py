@@ -124,10 +124,11 @@ def test_forged_or_malformed_judgements_are_refused(runs, tmp_path):
             "not a form": (b"\xff\xfe", {}),
             "json": (orjson.dumps(good), {"Content-Type": "application/json"}),
             "other site": (form(**good), {"Origin": "http://evil.example"}),
+            "sandboxed page": (form(**good), {"Origin": "null"}),
         }
         statuses = {name: post(base + "/judge", body, headers)[0] for name, (body, headers) in refused.items()}
         assert statuses == {"forged id": 400, "bad answer": 400, "bad name": 400, "long rationale": 400,
-                            "not a form": 400, "json": 415, "other site": 403}
+                            "not a form": 400, "json": 415, "other site": 403, "sandboxed page": 403}
         assert send_huge(base, 10_000_000) == 413
         assert log.read_bytes() == b""
         assert post(base + "/judge", form(**good))[0] == 303

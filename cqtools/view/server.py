@@ -82,7 +82,11 @@ class Handler(BaseHTTPRequestHandler):
             return self.fail(421, "this viewer answers only requests for localhost")
         parts = urlsplit(self.path)
         params = one(parse_qs(parts.query, max_num_fields=20))
-        body = self.route(parts.path, params)
+        try:
+            body = self.route(parts.path, params)
+        except (OSError, ValueError) as err:  # orjson's JSONDecodeError is a ValueError
+            return self.fail(500, f"cannot read the run ({err}): it changed since cq view indexed it; start cq "
+                                  "view again")
         if body is None:
             return self.fail(404, "no such page")
         self.send_page(200, body)
@@ -119,8 +123,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         if not self.host_ok():
             return self.fail(421, "this viewer answers only requests for localhost")
-        origin = self.headers.get("Origin")
-        if origin is not None and origin != "null" and urlsplit(origin).netloc != self.headers.get("Host"):
+        origin = self.headers.get("Origin")  # a browser sends it with every form POST ("null" from a sandbox)
+        if origin is not None and urlsplit(origin).netloc != self.headers.get("Host"):
             return self.fail(403, "a judgement is accepted only from this viewer's own page")
         if urlsplit(self.path).path != "/judge" or self.viewer.study is None:
             return self.fail(404, "no such page")
