@@ -16,7 +16,7 @@ from . import pages, study_html
 from .html import esc, layout
 from .index import RunIndex
 from .query import Filters
-from .study import Rejected, Study, check_annotator
+from .study import Rejected, Study, ViewSettings, check_annotator
 
 log = logging.getLogger("cqtools")
 MAX_BODY = 64 * 1024
@@ -155,8 +155,9 @@ def _quote(text: str) -> str:
     return quote(text, safe="")
 
 
-def make_server(viewer: Viewer, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
-    """A server bound to (host, port) (port 0: a free one); ``server.server_address`` says which."""
+def make_server(viewer: Viewer, host: str = ViewSettings.host, port: int = ViewSettings.port) -> ThreadingHTTPServer:
+    """A server bound to (host, port) (port 0: a free one; the defaults are cq view's);
+    ``server.server_address`` says which."""
     handler = type("ViewHandler", (Handler,), {"viewer": viewer})
     server = ThreadingHTTPServer((host, port), handler)
     server.daemon_threads = True
