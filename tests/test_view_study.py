@@ -198,3 +198,14 @@ def test_score_judgements_three_annotators_fleiss_and_paired(runner):
     mixed = rows[:1] + [dict(rows[1], study="clam-turns")]
     failed = runner.invoke(cli, ["score", "--task", "judgements"], input=jsonl(mixed))
     assert failed.exit_code == 1 and "score one study at a time" in failed.stderr
+
+
+def test_a_judgements_file_of_another_study_or_not_judgements_is_refused(runs, tmp_path, runner):
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"annotator": "ann", "item": "fx01", "study": "clam-turns"}\n')
+    result = runner.invoke(cli, ["view", "--study", "pairwise", "--judgements", str(other), str(runs[0]), str(runs[1])])
+    assert result.exit_code == 1 and "another study (clam-turns)" in result.stderr and result.stderr.count("\n") == 1
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"annotator": "ann", "item": "fx01", "study": "pairwise"}\nnot json\n')
+    result = runner.invoke(cli, ["view", "--study", "pairwise", "--judgements", str(broken), str(runs[0]), str(runs[1])])
+    assert result.exit_code == 1 and f"{broken} line 2" in result.stderr and result.stderr.count("\n") == 1

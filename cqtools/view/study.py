@@ -76,6 +76,10 @@ class Study:
             raise InputError(f"--study {self.kind}: no record of the run fits it ({self._needs()})")
         self.item_set = set(self.items)
         self.log = JudgementLog(self.log_path)
+        other = self.log.kinds - {self.kind}
+        if other:
+            raise InputError(f"--judgements {self.log_path} holds judgements of another study "
+                             f"({', '.join(sorted(map(str, other)))}); pass a file of its own for --study {self.kind}")
 
     def _needs(self) -> str:
         return {"askcq-preference": "a record needs a 'cq' and predicted or gold DQs",
@@ -143,7 +147,8 @@ class JudgementLog:
     def __init__(self, path: str):
         self.path = path
         self.seen: set[tuple[str, str]] = set()
-        self.read_to = 0
+        self.kinds: set = set()  # the studies its judgements are of
+        self.read_to = self.lines = 0
         try:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
             with open(path, "ab"):
@@ -166,9 +171,18 @@ class JudgementLog:
         if whole < len(data):
             fh.truncate(self.read_to + whole)
         for line in data[:whole].splitlines():
-            if line.strip():
+            self.lines += 1
+            if not line.strip():
+                continue
+            try:
                 record = orjson.loads(line)
-                self.seen.add((record.get("annotator"), record.get("item")))
+            except orjson.JSONDecodeError:
+                record = None
+            if not isinstance(record, dict):
+                raise InputError("not a judgement (a JSON object); fix or remove that line, or pass another "
+                                 "--judgements", where=f"{self.path} line {self.lines}")
+            self.seen.add((record.get("annotator"), record.get("item")))
+            self.kinds.add(record.get("study"))
         self.read_to += whole
 
     def judged(self, annotator: str) -> set[str]:
@@ -189,5 +203,7 @@ class JudgementLog:
             fh.flush()
             os.fsync(fh.fileno())
             self.seen.add(key)
+            self.kinds.add(record.get("study"))
             self.read_to += len(line)
+            self.lines += 1
         return True
