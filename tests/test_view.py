@@ -2,6 +2,7 @@
 driven with urllib; and what it refuses (XSS shown as text, no other file, other hosts, bad input)."""
 import gzip
 import html
+import os
 import re
 import subprocess
 import sys
@@ -14,7 +15,10 @@ import pytest
 from cqtools.cli import cli
 from cqtools.metrics import cbqa
 
+from .conftest import ROOT
 from .view_helpers import XSS, get, serving, steps, write_runs
+
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's cqtools in the `cq view` subprocesses
 
 
 @pytest.fixture
@@ -154,7 +158,7 @@ def test_cli_errors_are_one_line(runs, tmp_path, runner):
 
 def test_cq_view_prints_its_address_and_serves(runs):
     proc = subprocess.Popen([sys.executable, "-m", "cqtools", "view", "--port", "0", str(runs[0])],
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT, env=ENV)
     try:
         line = proc.stderr.readline()
         address = re.search(r"http://127\.0\.0\.1:\d+/", line)
@@ -168,7 +172,7 @@ def test_cq_view_prints_its_address_and_serves(runs):
 
 def test_remote_binding_warns(runs):
     proc = subprocess.Popen([sys.executable, "-m", "cqtools", "view", "--host", "0.0.0.0", "--allow-remote",
-                             "--port", "0", str(runs[0])], stderr=subprocess.PIPE, text=True)
+                             "--port", "0", str(runs[0])], stderr=subprocess.PIPE, text=True, cwd=ROOT, env=ENV)
     try:
         assert "warning: listening on 0.0.0.0, not localhost" in proc.stderr.readline()
     finally:
