@@ -32,6 +32,7 @@ COMMANDS = {
     "score": "score",
     "train": "train",
     "show": "show",
+    "view": "view",
     "merge": "merge",
     "models": "models",
     "data": "data",

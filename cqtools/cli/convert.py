@@ -7,7 +7,8 @@ import click
 import orjson
 
 from ..benchmarks import FORMATS as BENCHMARK_FORMATS
-from ..formats import QUESTION_FORMATS, convert
+from ..errors import InputError
+from ..formats import LAYOUT_FORMATS, QUESTION_FORMATS, convert
 from ..jsonl import AtomicFile, JsonlWriter, open_input
 from ..stages.gen_cq.silver import add_silver_cq
 from ..registry import FORMATS
@@ -40,6 +41,18 @@ def _join_arg(ctx, param, values):
                                      f"{', '.join({**QUESTION_FORMATS, **BENCHMARK_FORMATS})}")
         joins.append((fmt, path))
     return joins
+
+
+def _add_gold(record: dict, joined: dict, silver_cq: bool) -> None:
+    """Fill the keys ``record``'s gold lacks from a --join source's gold (an unknown ``ambiguous`` too), then
+    a silver CQ when asked."""
+    gold = record.setdefault("gold", {})
+    for key, value in joined.items():
+        if key == "ambiguous" and gold.get("ambiguous") is None:
+            gold[key] = value
+        gold.setdefault(key, value)
+    if silver_cq:
+        add_silver_cq(gold, record["question"])
 
 
 @click.command(name="convert")
@@ -77,6 +90,9 @@ def cli(fmt, path, joins, ids_file, exclude_file, limit, silver_cq, output):
     Corpus formats (passages {id, title, text}, for cq index):
       dpr       DPR psgs_w100.tsv (id, text, title)
       passages  JSONL {id, title, text}
+    Other layouts:
+      chat-log  cq chat --log FILE -> CAmbigNQ's layout (question, CQ, the
+                reading picked as its DQ with the answer given, passages)
     Any FILE may be gzipped (.gz, or recognised by its content).
 
     \b
@@ -84,7 +100,11 @@ def cli(fmt, path, joins, ids_file, exclude_file, limit, silver_cq, output):
       cq convert ambignq dev_light.json --join cambignq:cq_dev.json > questions.jsonl
       cq retrieve --index idx < questions.jsonl | cq detect | cq score --task detect
       cq convert topics topics.nq.dev.tsv -o questions.jsonl.gz
+      cq convert chat-log session.jsonl > cq_chat.jsonl && cq convert cambignq cq_chat.jsonl
     """
+    if fmt in LAYOUT_FORMATS and (joins or silver_cq):
+        raise InputError(f"{fmt} writes CAmbigNQ's layout, not cq records: drop --join and "
+                         "--silver-cq (cq convert cambignq reads its output)")
     extra = {}
     for jfmt, jpath in joins:
         for record in convert(jfmt, jpath):
@@ -100,13 +120,7 @@ def cli(fmt, path, joins, ids_file, exclude_file, limit, silver_cq, output):
             if limit is not None and n >= limit:
                 break
             if record["id"] in extra or silver_cq:
-                gold = record.setdefault("gold", {})
-                for key, value in extra.get(record["id"], {}).items():
-                    if key == "ambiguous" and gold.get("ambiguous") is None:
-                        gold[key] = value
-                    gold.setdefault(key, value)
-                if silver_cq:
-                    add_silver_cq(gold, record["question"])
+                _add_gold(record, extra.get(record["id"], {}), silver_cq)
             writer.write(record)
         writer.stream.flush()
         if out:
