@@ -17,6 +17,7 @@ from ..train.loop import COMMON_SETTINGS, LOOP_SETTINGS, DetectTrainConfig, GenC
 from ..train.run import process_rank
 from ..train.settings import CHECKPOINTS
 from ..train.span_reader import ReaderTrainConfig
+from ..train.spanseqgen import BASE_MODEL, SpanSeqGenTrainConfig
 from .declared import declared_flags
 
 
@@ -153,6 +154,33 @@ def gen_cq_cmd(quiet, **kwargs):
       cq detect < dev.jsonl | cq gen-cq --method seq2seq --model models/gencq
     """
     _run("gen-cq", quiet, **kwargs)
+
+
+@click.command(name="spanseqgen")
+@model_option("train-spanseqgen", BASE_MODEL, help="Seq2seq model to fine-tune (AmbigQA's: BART-large).")
+@_common(SpanSeqGenTrainConfig)
+@declared_flags(SpanSeqGenTrainConfig, exclude=COMMON_SETTINGS)
+def spanseqgen_cmd(quiet, dtype, out, overwrite, train_path, dev_path, **kwargs):
+    """Fine-tune AmbigQA's SpanSeqGen: a seq2seq model generating every answer as one sequence.
+
+    The input is the question and its passages in AmbigQA's layout (records with passages, from
+    `cq retrieve`); the targets are the gold answers found in them, joined by <SEP>. With --dev,
+    reports AmbigQA's F1_ans; the directory is what `cq answer --reader seqgen` loads.
+
+    \b
+    Example:
+      cq retrieve --index idx --hits 100 < train.jsonl > train.ret.jsonl
+      cq train spanseqgen --train train.ret.jsonl --dev dev.ret.jsonl --out models/seqgen --max-steps 2000
+      cq retrieve --index idx --hits 100 < dev.jsonl \\
+        | cq answer --reader seqgen --model models/seqgen --mode multi | cq score --task answers
+    """
+    from ..train.spanseqgen import train_spanseqgen
+
+    done = _trained(out, overwrite, quiet, lambda where, checkpoints: train_spanseqgen(SpanSeqGenTrainConfig(
+        train=train_path, dev=dev_path, out=where, checkpoints=checkpoints, **kwargs)))
+    if done:
+        report, staging = done
+        _echo({k: v for k, v in report.items() if k != "config"}, staging, out)
 
 
 @click.command(name="reader")

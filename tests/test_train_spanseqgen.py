@@ -1,0 +1,149 @@
+"""`cq train spanseqgen` (issue 45 item 2): AmbigQA's SpanSeqGen input layout and targets as the release builds
+them, a tiny BART (random weights, built from a configuration) trained through the shared loop, saved, and read
+back by `cq answer --reader seqgen` (and --reader auto) with the layout from its cq_train.json; a killed and
+resumed run equals an uninterrupted one. CPU only, no hub."""
+import json
+import os
+
+import orjson
+import pytest
+
+from cqtools.cli import cli
+
+from .conftest import FIXTURES, _save_tiny_model, parse_jsonl
+from .test_train_resume import Killed, assert_equal_weights, report
+
+
+@pytest.fixture(scope="module")
+def tiny_bart(tmp_path_factory) -> str:
+    """A random 2-layer BART with MiniLM's tokenizer, [CLS]/[SEP] standing for BART's <s>/</s>."""
+    from transformers import BartConfig, BartForConditionalGeneration
+
+    out = str(tmp_path_factory.mktemp("tinybart"))
+
+    def build(tok):
+        tok.bos_token, tok.eos_token = "[CLS]", "[SEP]"
+        return BartForConditionalGeneration(BartConfig(
+            vocab_size=len(tok), d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
+            decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=1100,
+            pad_token_id=tok.pad_token_id, bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id,
+            decoder_start_token_id=tok.sep_token_id, forced_eos_token_id=None))
+
+    return _save_tiny_model(out, build)
+
+
+@pytest.fixture(scope="module")
+def with_passages(tmp_path_factory) -> str:
+    """The fixture questions, each with the 5 corpus passages sharing most of its words."""
+    corpus = [orjson.loads(line) for line in (FIXTURES / "corpus.jsonl").read_text().splitlines()]
+    path = tmp_path_factory.mktemp("seqgen") / "retrieved.jsonl"
+    with open(path, "wb") as fh:
+        for line in (FIXTURES / "questions.jsonl").read_text().splitlines():
+            record = orjson.loads(line)
+            words = set(record["question"].lower().split())
+            near = sorted(corpus, key=lambda p: (-len(words & set(f"{p['title']} {p['text']}".lower().split())),
+                                                 p["id"]))
+            fh.write(orjson.dumps({**record, "passages": near[:5]}) + b"\n")
+    return str(path)
+
+
+def _args(model: str, records: str) -> list[str]:
+    return ["train", "spanseqgen", "--model", model, "--train", records, "--batch-size", "4", "--max-steps", "6",
+            "--max-input-tokens", "256", "--max-answer-tokens", "12", "--num-beams", "2", "--seed", "5", "--lr", "1e-3"]
+
+
+def test_the_input_is_ambigqas_layout(tiny_bart):
+    """"<s> question?" then each passage's "title SEP text" without its BOS, lower-cased, cut at the budget."""
+    from transformers import AutoTokenizer
+
+    from cqtools.stages.answer.seqgen import ambigqa_input, join_answers, split_answers
+
+    tok = AutoTokenizer.from_pretrained(tiny_bart)
+    passages = [{"title": "Joker", "text": "Heath Ledger played him."}, {"title": "Batman", "text": "Jack Nicholson."}]
+    ids = ambigqa_input(tok, "Who played the Joker", passages)
+    assert tok.decode(ids) == ("[CLS] [CLS] who played the joker? [SEP] joker [SEP] heath ledger played him. [SEP] "
+                               "batman [SEP] jack nicholson. [SEP]")
+    assert len(ambigqa_input(tok, "Who played the Joker", passages * 50, max_tokens=40)) == 40
+    assert join_answers(["Heath Ledger", " Jack Nicholson"]) == "heath ledger <SEP> jack nicholson"
+    assert split_answers("heath ledger <SEP> jack nicholson <SEP> Heath Ledger") == ["heath ledger", "jack nicholson"]
+
+
+def test_targets_are_the_found_aliases_of_each_cluster_combined():
+    """One alias a cluster among those found in the input, every combination; clusters with none found are left out,
+    and an annotation with none found gives no target."""
+    from cqtools.train.spanseqgen import record_targets
+
+    record = {"gold": {"annotations": [
+        {"type": "multipleQAs", "qaPairs": [{"answer": ["Heath Ledger", "Ledger"]}, {"answer": ["Jared Leto"]},
+                                            {"answer": ["Jack Nicholson"]}]},
+        {"type": "singleAnswer", "answer": ["Cesar Romero"]}]}}
+    source = "who played the joker? heath ledger ... jack nicholson"
+    assert record_targets(record, source) == ["heath ledger <SEP> jack nicholson", "ledger <SEP> jack nicholson"]
+    assert record_targets(record, "nothing here") == []
+
+
+def test_trained_spanseqgen_is_read_by_cq_answer(runner, tmp_path, tiny_bart, with_passages):
+    """Train 6 steps, save (the <SEP> token added, the layout and decoding in cq_train.json), then `cq answer`
+    loads it with --reader seqgen and with --reader auto, one list of answers per record; a second run gives the
+    same weights (seeded)."""
+    out = str(tmp_path / "seqgen")
+    done = runner.invoke(cli, [*_args(tiny_bart, with_passages), "--dev", with_passages, "--dev-limit", "3",
+                               "--out", out, "-q"])
+    assert done.exit_code == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["task"] == "spanseqgen" and summary["steps"] == 6 and summary["dev"]["n"] == 3
+    saved = report(out)
+    assert saved["config"]["input_layout"] == "ambigqa" and saved["config"]["num_beams"] == 2
+    with open(os.path.join(out, "tokenizer.json")) as fh:
+        assert "<SEP>" in fh.read()
+    records = [orjson.loads(line) for line in open(with_passages, "rb")][:4]
+    text = b"".join(orjson.dumps(r) + b"\n" for r in records).decode()
+    for reader in ("seqgen", "auto"):
+        result = runner.invoke(cli, ["answer", "--reader", reader, "--model", out, "--mode", "multi", "-q"], input=text)
+        assert result.exit_code == 0, result.stderr
+        answered = parse_jsonl(result.stdout)
+        assert [r["id"] for r in answered] == [r["id"] for r in records]
+        assert all(isinstance(r["answers"], list) for r in answered)
+        meta = answered[0]["meta"]["answer"]
+        assert meta["reader"] == "seqgen" and meta["input_layout"] == "ambigqa" and meta["num_beams"] == 2
+        assert meta["max_new_tokens"] == 12
+    again = str(tmp_path / "again")
+    assert runner.invoke(cli, [*_args(tiny_bart, with_passages), "--out", again, "-q"]).exit_code == 0
+    assert_equal_weights(out, again)
+
+
+def test_records_without_answers_in_their_passages_are_a_one_line_error(runner, tmp_path, tiny_bart):
+    result = runner.invoke(cli, [*_args(tiny_bart, str(FIXTURES / "questions.jsonl")), "--out", str(tmp_path / "x")])
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("cq train: error: ") and "no record has a gold answer" in last and "cq retrieve" in last
+
+
+def test_seqgen_reader_without_a_model_is_a_one_line_error(runner):
+    result = runner.invoke(cli, ["answer", "--reader", "seqgen", "-q"], input='{"id": "a", "question": "q?"}\n')
+    assert result.exit_code != 0 and "--reader seqgen needs --model DIR" in result.stderr
+
+
+def test_a_killed_spanseqgen_run_resumed_equals_an_uninterrupted_one(runner, tmp_path, monkeypatch, tiny_bart,
+                                                                     with_passages):
+    """Killed before step 6 with checkpoints every 2 steps, then --resume: torch.equal weights, same losses."""
+    from cqtools.train import loop
+
+    whole, parted = str(tmp_path / "whole"), str(tmp_path / "parted")
+    assert runner.invoke(cli, [*_args(tiny_bart, with_passages), "--out", whole, "-q"]).exit_code == 0
+    why = loop.Budget.why
+
+    def killed_before_the_last_step(budget, step):
+        if step == 5:
+            raise Killed("killed before step 6")
+        return why(budget, step)
+
+    monkeypatch.setattr(loop.Budget, "why", killed_before_the_last_step)
+    first = runner.invoke(cli, [*_args(tiny_bart, with_passages), "--out", parted, "--save-every", "2", "-q"])
+    assert isinstance(first.exception, Killed)
+    monkeypatch.setattr(loop.Budget, "why", why)
+    again = runner.invoke(cli, [*_args(tiny_bart, with_passages), "--out", parted, "--save-every", "2", "--resume",
+                                "-q"])
+    assert again.exit_code == 0, again.stderr
+    assert_equal_weights(whole, parted)
+    assert report(parted)["final_loss"] == report(whole)["final_loss"]
