@@ -79,6 +79,8 @@ ENV: tuple[EnvVar, ...] = (
     EnvVar("CQ_MODEL_TRAIN_DETECT", None, str, "cq train detect --model: the encoder fine-tuned as the classifier"),
     EnvVar("CQ_MODEL_TRAIN_GEN_CQ", None, str, "cq train gen-cq --model: the LM fine-tuned as the CQ generator"),
     EnvVar("CQ_MODEL_TRAIN_READER", None, str, "cq train reader --model: the encoder fine-tuned as the span reader"),
+    EnvVar("CQ_MODEL_TRAIN_SPANSEQGEN", None, str, "cq train spanseqgen --model: the seq2seq model fine-tuned as "
+                                                   "AmbigQA's SpanSeqGen"),
 )
 
 BY_NAME = {v.name: v for v in ENV}

@@ -112,6 +112,20 @@ def test_trained_spanseqgen_is_read_by_cq_answer(runner, tmp_path, tiny_bart, wi
     assert_equal_weights(out, again)
 
 
+def test_preset_ambigqa_trains_with_ambigqas_recipe(runner, tmp_path, tiny_bart, with_passages):
+    """--preset ambigqa fills the recipe (batch 24, lr 5e-6, beam 4, 25 answer tokens, 1,024 input tokens) where
+    no flag is given; --model given explicitly wins over its BART-large."""
+    out = str(tmp_path / "recipe")
+    done = runner.invoke(cli, ["train", "spanseqgen", "--preset", "ambigqa", "--model", tiny_bart, "--train",
+                               with_passages, "--max-steps", "1", "--out", out, "-q"])
+    assert done.exit_code == 0, done.stderr
+    config = report(out)["config"]
+    assert {k: config[k] for k in ("batch_size", "lr", "num_beams", "max_answer_tokens", "max_input_tokens",
+                                   "input_layout", "model")} == {
+        "batch_size": 24, "lr": 5e-6, "num_beams": 4, "max_answer_tokens": 25, "max_input_tokens": 1024,
+        "input_layout": "ambigqa", "model": tiny_bart}
+
+
 def test_records_without_answers_in_their_passages_are_a_one_line_error(runner, tmp_path, tiny_bart):
     result = runner.invoke(cli, [*_args(tiny_bart, str(FIXTURES / "questions.jsonl")), "--out", str(tmp_path / "x")])
     assert result.exit_code != 0 and "Traceback" not in result.output

@@ -19,6 +19,7 @@ from ..train.settings import CHECKPOINTS
 from ..train.span_reader import ReaderTrainConfig
 from ..train.spanseqgen import BASE_MODEL, SpanSeqGenTrainConfig
 from .declared import declared_flags
+from .method_flags import preset_option
 
 
 def _loop(settings: type):
@@ -157,6 +158,7 @@ def gen_cq_cmd(quiet, **kwargs):
 
 
 @click.command(name="spanseqgen")
+@preset_option("train spanseqgen")
 @model_option("train-spanseqgen", BASE_MODEL, help="Seq2seq model to fine-tune (AmbigQA's: BART-large).")
 @_common(SpanSeqGenTrainConfig)
 @declared_flags(SpanSeqGenTrainConfig, exclude=COMMON_SETTINGS)
@@ -166,6 +168,7 @@ def spanseqgen_cmd(quiet, dtype, out, overwrite, train_path, dev_path, **kwargs)
     The input is the question and its passages in AmbigQA's layout (records with passages, from
     `cq retrieve`); the targets are the gold answers found in them, joined by <SEP>. With --dev,
     reports AmbigQA's F1_ans; the directory is what `cq answer --reader seqgen` loads.
+    --preset ambigqa trains with AmbigQA's recipe (BART-large, batch 24, lr 5e-6, beam 4).
 
     \b
     Example:

@@ -206,7 +206,16 @@ def command_settings(command: str) -> dict:
         return {o.name: o for o in schema_of(RerankSettings)}
     if command == "answer":
         return {"reader_name": Option("reader_name", str, "auto", choices=("auto", *READERS.names()))}
+    if command in TRAINER_SETTINGS:  # a trainer's recipe: its configuration's fields
+        import importlib
+
+        module, name = TRAINER_SETTINGS[command]
+        return {o.name: o for o in schema_of(getattr(importlib.import_module(module), name))}
     return {}
+
+
+# The `cq train` commands a preset may set (a paper's recipe): their settings' dataclasses.
+TRAINER_SETTINGS = {"train spanseqgen": ("cqtools.train.spanseqgen", "SpanSeqGenTrainConfig")}
 
 
 def check(preset: Preset) -> None:

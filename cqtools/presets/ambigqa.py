@@ -75,8 +75,39 @@ AMBIGQA = Preset(
 
         # --- score ---
 
+        # --- train spanseqgen (the reader's recipe) ---
+        Setting("train spanseqgen", "model", "facebook/bart-large", "§5 and codes/README.md:195 @5c8cdb1: "
+                "--bert_name bart-large", "initialised from BART-large itself: the release starts from its "
+                "SpanSeqGen trained on NQ-open (codes/README.md:158, 'initialize weights from models trained on "
+                "NQ-open'); train that first with cq on NQ-open records and pass its directory as --model",
+                setting="base model", applies=COMMAND),
+        Setting("train spanseqgen", "input_layout", "ambigqa", "codes/QAData.py:129-141, 592-596 and "
+                "codes/PassageData.py:60-63 @5c8cdb1: \"<s> question?\" then each passage \"title </s> text\" "
+                "(128 tokens), lower-cased", "the passages are the records' own (cq retrieve/rerank), not DPR's "
+                "reader-selected ones (--psg_sel_dir); an answer counts as found when its text is in the decoded "
+                "input, not as a token subsequence", setting="input layout", applies=COMMAND),
+        Setting("train spanseqgen", "max_input_tokens", 1024, "codes/QAData.py:592, 655 @5c8cdb1: passages "
+                "appended until 1,024 tokens, cut there", setting="input tokens", applies=COMMAND),
+        Setting("train spanseqgen", "batch_size", 24, "codes/README.md:205 @5c8cdb1: train_batch_size=24 for "
+                "BART on AmbigQA (over four 32GB GPUs)", "the README's command line says 20 (codes/README.md:197); "
+                "with fewer GPUs keep the product of --batch-size, --grad-accum and processes at 24",
+                setting="batch (per process)", applies=COMMAND),
+        Setting("train spanseqgen", "lr", 5e-6, "codes/README.md:205 @5c8cdb1: learning_rate=5e-6 on AmbigQA",
+                "cq's loop warms up over a tenth of the steps and decays linearly to 0 (the release: no warm-up, "
+                "decay over 100,000 steps, run.py:99-101, cli.py:117); weight decay 0.01 on every weight (the "
+                "release: 0, cli.py:107)",
+                setting="learning rate", applies=COMMAND),
+        Setting("train spanseqgen", "num_beams", 4, "codes/run.py:279-283 @5c8cdb1: model.generate(num_beams=4, "
+                "early_stopping=True)", setting="beam search (dev, cq answer)", applies=COMMAND),
+        Setting("train spanseqgen", "max_answer_tokens", 25, "codes/README.md:198 @5c8cdb1: --max_answer_length 25 "
+                "(generate's max_length)", "cq counts generated tokens (max_new_tokens), the release the whole "
+                "output with its start tokens", setting="answer tokens", applies=COMMAND),
     ),
     departures=(
+        "cq train spanseqgen: the release trains for up to 10,000 epochs, evaluating dev F1 every 500 steps and "
+        "stopping after 10 evaluations without a gain, keeping the best (codes/cli.py:115-119, codes/run.py:154-187 "
+        "@5c8cdb1); cq trains for --epochs / --max-steps and keeps the last weights (dev F1_ans is reported at the "
+        "end).",
     ),
 )
 

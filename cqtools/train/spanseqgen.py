@@ -4,7 +4,7 @@ release's layout (:func:`cqtools.stages.answer.seqgen.ambigqa_input`). Trained b
 (:mod:`.loop`: checkpoints, --resume, accumulation, several processes); the directory, with its layout and
 decoding in cq_train.json, is what ``cq answer --reader seqgen --model DIR`` (or ``--reader auto``) loads.
 
-Targets as the release builds them (QAData.py ``AmbigQAData.load_dpr_data_bart`` @1c0c9ef, with
+Targets as the release builds them (shmsw25/AmbigQA @5c8cdb1 QAData.py:610-652, with
 ``--discard_not_found_answers``): for each annotation, each answer cluster's aliases found in the input; one
 target per combination of found aliases (one alias per cluster, clusters without a found alias left out), at
 most 100 an annotation, cut at 30 tokens; an annotation with no alias found gives none.
@@ -20,23 +20,18 @@ from ..records import GOLD, annotation_clusters
 from ..registry import option
 from ..stages.answer import seqgen as stage
 from .loop import load_records, log, peak_rss_mb, set_seed, start, total_steps, train_loop, write_report
-from .settings import BATCH_HELP, TrainConfig
+from .settings import TrainConfig
 
-TARGET_TOKENS = 30  # QAData.py load_dpr_data_bart: answers[:30]
-MAX_TARGETS = 100  # ... cnt==100: break (combinations of found aliases per annotation)
-# AmbigQA's recipe (codes/README.md @1c0c9ef, "Finetuning on AmbigQA" and "Hyperparameter details"): BART-large,
-# train_batch_size 24, learning_rate 5e-6, --max_answer_length 25, beam 4 (run.py inference_seq2seq).
-BASE_MODEL = "facebook/bart-large"
+TARGET_TOKENS = 30  # QAData.py:642 @5c8cdb1: answers[:30]
+MAX_TARGETS = 100  # QAData.py:648: cnt==100: break (combinations of found aliases per annotation)
+BASE_MODEL = "facebook/bart-base"  # cq's default base; AmbigQA's recipe (`--preset ambigqa`) trains BART-large
 
 
 @dataclass
 class SpanSeqGenTrainConfig(TrainConfig):
-    """`cq train spanseqgen`'s settings: the shared ones with AmbigQA's recipe as defaults, and the layout's."""
+    """`cq train spanseqgen`'s settings: the shared ones and the layout's and decoding's (saved with the model);
+    AmbigQA's recipe is ``--preset ambigqa`` (cqtools/presets/ambigqa.py, rows of cq train spanseqgen)."""
 
-    epochs: int = option(10, "Passes over the training targets (the release trains until dev F1 stops improving "
-                             "for 10 evaluations 500 steps apart).", min=1)
-    batch_size: int = option(24, BATCH_HELP + " [AmbigQA's README: 24 for BART]", min=1)
-    lr: float = option(5e-6, "AdamW learning rate. [AmbigQA's README: 5e-6 on AmbigQA]")
     passages: int | None = option(None, "Top passages in the input [default: as many as fill --max-input-tokens].",
                                   min=1)
     input_layout: str = option("ambigqa", "The input as AmbigQA's release writes it (\"<s> question? title </s> "

@@ -3,13 +3,13 @@ that reads the question and the passages and generates every answer as one seque
 separator token. ``cq train spanseqgen`` (:mod:`cqtools.train.spanseqgen`) writes such a model; the input
 layout, the separator and the decoding it was trained for are read back from its ``cq_train.json``.
 
-The ``ambigqa`` layout is the release's (shmsw25/AmbigQA @1c0c9ef): everything lower-cased (cli.py
-``--do_lowercase`` default True); the question with "?" appended and an extra BOS, at most 32 tokens
-(QAData.py ``load_tokenized_data``: ``"<s> " + question``); then each passage as "title SEP text" cut at
-128 tokens without its BOS (PassageData.py ``load_tokenized_data``: ``title + " " + sep_token + " " +
-passage``), appended in order until the input holds 1,024 tokens, cut there (QAData.py
-``load_dpr_data_bart``). Answers are joined by ``<SEP>``, a token added to the tokenizer (run.py ``run``:
-``tokenizer.add_tokens(["<SEP>"])``; QAData.py ``AmbigQAData``: ``self.SEP``).
+The ``ambigqa`` layout is the release's (shmsw25/AmbigQA @5c8cdb1): question, passages and answers lower-cased
+(cli.py:69 ``--do_lowercase`` default True; QAData.py:133-135; PassageData.py:36-37); the question with "?"
+appended and an extra BOS, at most 32 tokens (QAData.py:129-141: ``"<s> " + question``); then each passage as
+"title SEP text" cut at 128 tokens (PassageData.py:60-63: ``title + " " + sep_token + " " + passage``) without
+its BOS, appended in order while the input is under 1,024 tokens, cut there (QAData.py:592-596, 655). Answers
+are joined by ``<SEP>``, a token added to the tokenizer (run.py:25 ``tokenizer.add_tokens(["<SEP>"])``;
+QAData.py:492, 639) and split on it (QAData.py:670).
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from ...registry import option
 SEP = "<SEP>"
 TASK = "spanseqgen"  # cq_train.json's "task" for a model this reader loads
 LAYOUTS = ("ambigqa",)
-# The release's sizes (QAData.py @1c0c9ef: question 32 tokens, passages 128, input 1,024; run.py inference_seq2seq:
-# num_beams=4, early_stopping; README.md: --max_answer_length 25 on AmbigQA).
+# The release's sizes (@5c8cdb1: question 32 tokens, QAData.py:141; passages 128, PassageData.py:63; input 1,024,
+# QAData.py:592; run.py:279-283 num_beams=4, early_stopping; codes/README.md:198 --max_answer_length 25 on AmbigQA).
 QUESTION_TOKENS, PASSAGE_TOKENS, INPUT_TOKENS, ANSWER_TOKENS, BEAMS = 32, 128, 1024, 25, 4
 
 
@@ -59,7 +59,7 @@ def join_answers(answers: list[str]) -> str:
 
 
 def split_answers(text: str) -> list[str]:
-    """The distinct answers of a generated sequence (AmbigQAData.evaluate: split on <SEP>, stripped, duplicates
+    """The distinct answers of a generated sequence (QAData.py:670 @5c8cdb1: split on <SEP>, stripped, duplicates
     dropped)."""
     return distinct_texts(t.strip() for t in text.split(SEP))
 
