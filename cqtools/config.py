@@ -81,6 +81,8 @@ ENV: tuple[EnvVar, ...] = (
     EnvVar("CQ_MODEL_TRAIN_READER", None, str, "cq train reader --model: the encoder fine-tuned as the span reader"),
     EnvVar("CQ_MODEL_TRAIN_SPANSEQGEN", None, str, "cq train spanseqgen --model: the seq2seq model fine-tuned as "
                                                    "AmbigQA's SpanSeqGen"),
+    EnvVar("CQ_MODEL_TRAIN_QD", None, str, "cq train qd --model: the seq2seq model fine-tuned as AmbigQA's "
+                                           "question-disambiguation model"),
 )
 
 BY_NAME = {v.name: v for v in ENV}

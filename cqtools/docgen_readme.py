@@ -35,7 +35,8 @@ NOTES = {"askcq": "CLASSIFIER_DIR: a classifier trained on the question with its
                            "reader; cq answer names it, it does not fall back to another).",
          "ambigqa": DENSE_NOTE + "the answer stage reads the reranked 100 up to its budget. SpanSeqGen itself: "
                     "`cq train spanseqgen --preset ambigqa` trains it (BART-large, the release's recipe), and "
-                    "`cq answer --reader seqgen --model DIR` reads with it.",
+                    "`cq answer --reader seqgen --model DIR` reads with it; `cq train qd --preset ambigqa` trains the "
+                    "question-disambiguation BART that `cq disambiguate --method qd --model DIR` writes with.",
          "refuel": DENSE_NOTE + "the answer stage reads the reranked 100 as far as the reader's input goes."}
 
 

@@ -66,6 +66,7 @@ def test_the_input_is_ambigqas_layout(tiny_bart):
     assert len(ambigqa_input(tok, "Who played the Joker", passages * 50, max_tokens=40)) == 40
     assert join_answers(["Heath Ledger", " Jack Nicholson"]) == "heath ledger <SEP> jack nicholson"
     assert split_answers("heath ledger <SEP> jack nicholson <SEP> Heath Ledger") == ["heath ledger", "jack nicholson"]
+    assert split_answers("paris <sep> rome") == ["paris", "rome"]  # a lower-casing tokenizer's decoding
 
 
 def test_targets_are_the_found_aliases_of_each_cluster_combined():
@@ -161,3 +162,74 @@ def test_a_killed_spanseqgen_run_resumed_equals_an_uninterrupted_one(runner, tmp
     assert again.exit_code == 0, again.stderr
     assert_equal_weights(whole, parted)
     assert report(parted)["final_loss"] == report(whole)["final_loss"]
+
+
+# --- AmbigQA's question-disambiguation model (cq train qd, cq disambiguate --method qd --model DIR) ----------------
+
+def test_the_qd_input_is_ambigqas_layout(tiny_bart):
+    """BOS BOS answer <SEP> "<s> question?" <SEP> other answer ... then the passages, lower-cased."""
+    from cqtools.stages.disambiguate.qd_model import qd_input
+    from cqtools.train.spanseqgen import seqgen_tokenizer
+
+    tok = seqgen_tokenizer(tiny_bart)
+    ids = qd_input(tok, "Who played the Joker", "Heath Ledger", ["Jack Nicholson", "Jared Leto"],
+                   [{"title": "Joker", "text": "Ledger played him."}])
+    # (this lower-casing tokenizer stores the added <SEP> as "<sep>")
+    assert tok.decode(ids) == ("[CLS] [CLS] heath ledger <sep> [CLS] [CLS] who played the joker? [SEP] <sep> jack "
+                               "nicholson <sep> jared leto joker [SEP] ledger played him. [SEP]")
+
+
+def test_qd_examples_take_the_annotations_missing_fewest_answers():
+    """Each QA pair of the annotation whose answers the passages hold gives one example: its found alias as the
+    target answer, the others' aliases as other answers, its question as the target."""
+    from cqtools.train.qd import QDTrainConfig, record_examples
+
+    class Words:  # a tokenizer of words: enough for the choice of annotation and aliases
+        bos_token, sep_token = "<s>", "</s>"
+
+        def __call__(self, text, **kw):
+            from types import SimpleNamespace
+            return SimpleNamespace(input_ids=["<s>", text, "</s>"])
+
+        def decode(self, ids, **kw):
+            return " ".join(map(str, ids))
+
+        def convert_tokens_to_ids(self, token):
+            return token
+
+    record = {"question": "Who played the Joker?", "passages": [{"title": "Joker", "text": "Ledger and Leto"}],
+              "gold": {"annotations": [
+                  {"type": "multipleQAs", "qaPairs": [{"question": "Q 1989?", "answer": ["Jack Nicholson"]},
+                                                      {"question": "Q 2008?", "answer": ["Heath Ledger", "Ledger"]}]},
+                  {"type": "multipleQAs", "qaPairs": [{"question": "Q dark knight?", "answer": ["Heath", "Ledger"]},
+                                                      {"question": "Q suicide squad?", "answer": ["Leto"]}]},
+                  {"type": "singleAnswer", "answer": ["Ledger"]}]}}
+    cfg = QDTrainConfig(train="t", dev=None, model="m", out="o")
+    examples = record_examples(record, Words(), cfg)
+    assert [t for _, t, _ in examples] == ["Q dark knight?", "Q suicide squad?"]
+
+
+def test_trained_qd_is_read_by_cq_disambiguate(runner, tmp_path, tiny_bart, with_passages):
+    """Train 4 steps, save, then `cq disambiguate --method qd --model DIR` writes one DQ per predicted answer with
+    the trained model (meta: its input layout and beams), the question unchanged for a one-answer record."""
+    out = str(tmp_path / "qd")
+    done = runner.invoke(cli, ["train", "qd", "--model", tiny_bart, "--train", with_passages, "--batch-size", "4",
+                               "--max-steps", "4", "--max-input-tokens", "256", "--num-beams", "2",
+                               "--max-question-tokens", "12", "--seed", "5", "--out", out, "-q"])
+    assert done.exit_code == 0, done.stderr
+    assert json.loads(done.stdout)["task"] == "qd" and report(out)["config"]["num_beams"] == 2
+    records = [orjson.loads(line) for line in open(with_passages, "rb")][:3]
+    records[0]["answers"] = [{"text": "Heath Ledger"}, {"text": "Jack Nicholson"}, {"text": "Jared Leto"}]
+    records[1]["answers"] = [{"text": "Tolkien"}]
+    records[2]["answers"] = [{"text": "England"}, {"text": "South Africa"}]
+    text = b"".join(orjson.dumps(r) + b"\n" for r in records).decode()
+    result = runner.invoke(cli, ["disambiguate", "--method", "qd", "--model", out, "--duplicates", "keep", "-q"],
+                           input=text)
+    assert result.exit_code == 0, result.stderr
+    written = parse_jsonl(result.stdout)
+    assert [[d["answer"] for d in r["dqs"]] for r in written] == [
+        ["Heath Ledger", "Jack Nicholson", "Jared Leto"], ["Tolkien"], ["England", "South Africa"]]
+    assert written[1]["dqs"][0]["unchanged"] and all(isinstance(d["question"], str) for d in written[0]["dqs"])
+    meta = written[0]["meta"]["disambiguate"]
+    assert meta["input_layout"] == "ambigqa-trained" and meta["num_beams"] == 2 and meta["model_calls"] == 3
+    assert meta["max_new_tokens"] == 12

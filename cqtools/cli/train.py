@@ -17,6 +17,7 @@ from ..train.loop import COMMON_SETTINGS, LOOP_SETTINGS, DetectTrainConfig, GenC
 from ..train.run import process_rank
 from ..train.settings import CHECKPOINTS
 from ..train.span_reader import ReaderTrainConfig
+from ..train.qd import QDTrainConfig
 from ..train.spanseqgen import BASE_MODEL, SpanSeqGenTrainConfig
 from .declared import declared_flags
 from .method_flags import preset_option
@@ -180,6 +181,35 @@ def spanseqgen_cmd(quiet, dtype, out, overwrite, train_path, dev_path, **kwargs)
     from ..train.spanseqgen import train_spanseqgen
 
     done = _trained(out, overwrite, quiet, lambda where, checkpoints: train_spanseqgen(SpanSeqGenTrainConfig(
+        train=train_path, dev=dev_path, out=where, checkpoints=checkpoints, **kwargs)))
+    if done:
+        report, staging = done
+        _echo({k: v for k, v in report.items() if k != "config"}, staging, out)
+
+
+@click.command(name="qd")
+@preset_option("train qd")
+@model_option("train-qd", BASE_MODEL, help="Seq2seq model to fine-tune (AmbigQA's: BART-large).")
+@_common(QDTrainConfig)
+@declared_flags(QDTrainConfig, exclude=COMMON_SETTINGS)
+def qd_cmd(quiet, dtype, out, overwrite, train_path, dev_path, **kwargs):
+    """Fine-tune AmbigQA's question-disambiguation model: one DQ per answer of an ambiguous question.
+
+    The input is the answer, the question, the other answers and the passages in AmbigQA's
+    layout (records with passages, from `cq retrieve`); the target is the gold DQ of that answer
+    (multipleQAs annotations). The directory is what `cq disambiguate --method qd --model DIR`
+    loads. --preset ambigqa trains with AmbigQA's recipe (BART-large, beam 4).
+
+    \b
+    Example:
+      cq retrieve --index idx --hits 100 < train.jsonl > train.ret.jsonl
+      cq train qd --train train.ret.jsonl --out models/qd --max-steps 2000
+      cq answer --reader seqgen --model models/seqgen --mode multi < dev.ret.jsonl \\
+        | cq disambiguate --method qd --model models/qd | cq score --task ambigqa
+    """
+    from ..train.qd import train_qd
+
+    done = _trained(out, overwrite, quiet, lambda where, checkpoints: train_qd(QDTrainConfig(
         train=train_path, dev=dev_path, out=where, checkpoints=checkpoints, **kwargs)))
     if done:
         report, staging = done

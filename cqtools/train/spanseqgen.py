@@ -90,8 +90,8 @@ def seqgen_model(path: str, tokenizer):
     return model
 
 
-def batch_encoder(tokenizer):
-    """examples -> a padded seq2seq batch (labels -100 on padding)."""
+def batch_encoder(tokenizer, target_tokens: int = TARGET_TOKENS):
+    """examples -> a padded seq2seq batch (targets cut at ``target_tokens``; labels -100 on padding)."""
     import torch
 
     pad = tokenizer.pad_token_id
@@ -100,7 +100,7 @@ def batch_encoder(tokenizer):
         width = max(len(ids) for ids, _, _ in items)
         enc = {"input_ids": torch.tensor([ids + [pad] * (width - len(ids)) for ids, _, _ in items]),
                "attention_mask": torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _, _ in items])}
-        lab = tokenizer(text_target=[t for _, t, _ in items], truncation=True, max_length=TARGET_TOKENS,
+        lab = tokenizer(text_target=[t for _, t, _ in items], truncation=True, max_length=target_tokens,
                         padding=True, return_tensors="pt")
         enc["labels"] = lab.input_ids.masked_fill(lab.attention_mask == 0, -100)
         return enc
@@ -108,40 +108,50 @@ def batch_encoder(tokenizer):
     return encode
 
 
-def train_spanseqgen(cfg: SpanSeqGenTrainConfig) -> dict:
-    """Fine-tune SpanSeqGen; returns the report written to ``cfg.out``/cq_train.json."""
+def fine_tune(cfg: TrainConfig, task: str, examples, target_tokens: int, nothing: str) -> tuple[dict, str]:
+    """Fine-tune the seq2seq ``cfg.model`` (AmbigQA's <SEP> token added) on ``examples(records, tokenizer)``'s
+    (input ids, target, record) through the shared loop, save it with its report (cq_train.json's ``task``);
+    returns (the report, the device). ``nothing``: the error when no example is found. SpanSeqGen and the QD
+    model (:mod:`.qd`) train here."""
     from ..models.resolve import resolve
 
     set_seed(cfg.seed)
     resolved = resolve(cfg.model)
     tokenizer = seqgen_tokenizer(resolved.path)
-    train = seqgen_examples(load_records(cfg.train, cfg.limit), tokenizer, cfg)
+    train = examples(load_records(cfg.train, cfg.limit), tokenizer)
     if not train:
-        raise InputError(f"{cfg.train}: no record has a gold answer (gold.annotations) found in its passages; give "
-                         "records from `cq convert ambignq` with passages (`cq retrieve`)")
+        raise InputError(f"{cfg.train}: {nothing}")
     run = start(cfg)
     device = run.device
     model = seqgen_model(resolved.path, tokenizer).to(device)
-    encode = batch_encoder(tokenizer)
+    encode = batch_encoder(tokenizer, target_tokens)
 
     def loss_of(net, idx: list[int]):
         return net(**{k: v.to(device) for k, v in encode([train[i] for i in idx]).items()}).loss
 
-    log.info("train spanseqgen: %d targets of %d questions, %d steps at most, device %s", len(train),
+    log.info("train %s: %d targets of %d questions, %d steps at most, device %s", task, len(train),
              len({id(r) for _, _, r in train}), total_steps(len(train), cfg.batch_size, cfg.epochs, cfg.max_steps,
                                                            cfg.grad_accum * run.accelerator.num_processes), device)
-    state = train_loop(run, model, len(train), loss_of, log_every=10, name="train spanseqgen")
+    state = train_loop(run, model, len(train), loss_of, log_every=10, name=f"train {task}")
     if not run.is_main:
-        return {}
+        return {}, device
     os.makedirs(cfg.out, exist_ok=True)
     model.save_pretrained(cfg.out)
     tokenizer.save_pretrained(cfg.out)
-    report = {"task": stage.TASK, "config": asdict(cfg), "base_model": resolved.describe(), "device": device,
+    report = {"task": task, "config": asdict(cfg), "base_model": resolved.describe(), "device": device,
               "processes": run.accelerator.num_processes, "steps": state.step, "stopped": state.stopped,
               "train_seconds": round(state.seconds(), 1), "peak_rss_mb": round(peak_rss_mb()),
               "train_targets": len(train), "final_loss": state.mean_loss(10) if state.losses else None}
     write_report(cfg.out, report)
-    if cfg.dev:
+    return report, device
+
+
+def train_spanseqgen(cfg: SpanSeqGenTrainConfig) -> dict:
+    """Fine-tune SpanSeqGen; returns the report written to ``cfg.out``/cq_train.json."""
+    report, device = fine_tune(cfg, stage.TASK, lambda records, tok: seqgen_examples(records, tok, cfg), TARGET_TOKENS,
+                               "no record has a gold answer (gold.annotations) found in its passages; give records "
+                               "from `cq convert ambignq` with passages (`cq retrieve`)")
+    if report and cfg.dev:
         report["dev"] = dev_scores(cfg, device)
         write_report(cfg.out, report)
     return report

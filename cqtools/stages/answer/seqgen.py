@@ -41,16 +41,29 @@ def markers(tokenizer) -> tuple[str, str]:
 def ambigqa_input(tokenizer, question: str, passages: list[dict], max_tokens: int = INPUT_TOKENS) -> list[int]:
     """The token ids SpanSeqGen reads: "<s> question?" (32 tokens at most), then "title SEP text" of each passage
     (128 tokens, its BOS dropped) while the input is shorter than ``max_tokens``, cut at ``max_tokens``."""
-    bos, sep = markers(tokenizer)
+    ids = question_ids(tokenizer, question)
+    return (ids + passage_ids(tokenizer, passages, max_tokens - len(ids)))[:max_tokens]
+
+
+def question_ids(tokenizer, question: str) -> list[int]:
+    """"<s> question?" lower-cased, 32 tokens at most: BOS, BOS, the question, EOS (QAData.py:129-141)."""
+    bos, _ = markers(tokenizer)
     question = question.strip()
     question = (question if question.endswith("?") else question + "?").lower()
-    ids = tokenizer(f"{bos} {question}", max_length=QUESTION_TOKENS, truncation=True).input_ids
+    return tokenizer(f"{bos} {question}", max_length=QUESTION_TOKENS, truncation=True).input_ids
+
+
+def passage_ids(tokenizer, passages: list[dict], room: int) -> list[int]:
+    """Each passage's "title SEP text" (lower-cased, 128 tokens, its BOS dropped) in order while fewer than ``room``
+    tokens are taken (the last one may run past ``room``: the caller cuts)."""
+    _, sep = markers(tokenizer)
+    ids: list[int] = []
     for passage in passages:
-        if len(ids) >= max_tokens:
+        if len(ids) >= room:
             break
         text = f"{(passage.get('title') or '').lower()} {sep} {(passage.get('text') or '').lower()}"
         ids += tokenizer(text, max_length=PASSAGE_TOKENS, truncation=True).input_ids[1:]
-    return ids[:max_tokens]
+    return ids
 
 
 def join_answers(answers: list[str]) -> str:
@@ -61,7 +74,10 @@ def join_answers(answers: list[str]) -> str:
 def split_answers(text: str) -> list[str]:
     """The distinct answers of a generated sequence (QAData.py:670 @5c8cdb1: split on <SEP>, stripped, duplicates
     dropped)."""
-    return distinct_texts(t.strip() for t in text.split(SEP))
+    import re
+
+    # case-blind: a lower-casing tokenizer (BERT's) stores the added token as "<sep>"
+    return distinct_texts(t.strip() for t in re.split(re.escape(SEP), text, flags=re.IGNORECASE))
 
 
 @dataclass(frozen=True)
