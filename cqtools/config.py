@@ -83,6 +83,8 @@ ENV: tuple[EnvVar, ...] = (
                                                    "AmbigQA's SpanSeqGen"),
     EnvVar("CQ_MODEL_TRAIN_QD", None, str, "cq train qd --model: the seq2seq model fine-tuned as AmbigQA's "
                                            "question-disambiguation model"),
+    EnvVar("CQ_MODEL_TRAIN_FID", None, str, "cq train fid --model: the seq2seq model fine-tuned as REFUEL's "
+                                            "Fusion-in-Decoder reader"),
 )
 
 BY_NAME = {v.name: v for v in ENV}

@@ -17,6 +17,7 @@ from ..train.loop import COMMON_SETTINGS, LOOP_SETTINGS, DetectTrainConfig, GenC
 from ..train.run import process_rank
 from ..train.settings import CHECKPOINTS
 from ..train.span_reader import ReaderTrainConfig
+from ..train.fid import FiDTrainConfig
 from ..train.qd import QDTrainConfig
 from ..train.spanseqgen import BASE_MODEL, SpanSeqGenTrainConfig
 from .declared import declared_flags
@@ -210,6 +211,34 @@ def qd_cmd(quiet, dtype, out, overwrite, train_path, dev_path, **kwargs):
     from ..train.qd import train_qd
 
     done = _trained(out, overwrite, quiet, lambda where, checkpoints: train_qd(QDTrainConfig(
+        train=train_path, dev=dev_path, out=where, checkpoints=checkpoints, **kwargs)))
+    if done:
+        report, staging = done
+        _echo({k: v for k, v in report.items() if k != "config"}, staging, out)
+
+
+@click.command(name="fid")
+@preset_option("train fid")
+@model_option("train-fid", BASE_MODEL, help="Seq2seq model to fine-tune (REFUEL's: BART-large; T5 works too).")
+@_common(FiDTrainConfig)
+@declared_flags(FiDTrainConfig, exclude=COMMON_SETTINGS)
+def fid_cmd(quiet, dtype, out, overwrite, train_path, dev_path, **kwargs):
+    """Fine-tune REFUEL's Fusion-in-Decoder reader: each passage encoded with the question, one decoder over all.
+
+    The targets are the gold answers found in the passages, joined by <SEP> (records with
+    passages, from `cq retrieve`). The directory is what `cq answer --reader fid` loads.
+    --preset refuel trains with REFUEL's recipe (BART-large, 100 passages, batch 64, lr 3e-5).
+
+    \b
+    Example:
+      cq retrieve --index idx --hits 100 < train.jsonl > train.ret.jsonl
+      cq train fid --train train.ret.jsonl --out models/fid --passages 10 --max-steps 2000
+      cq retrieve --index idx --hits 100 < dev.jsonl \\
+        | cq answer --reader fid --model models/fid --mode multi | cq score --task ambigqa
+    """
+    from ..train.fid import train_fid
+
+    done = _trained(out, overwrite, quiet, lambda where, checkpoints: train_fid(FiDTrainConfig(
         train=train_path, dev=dev_path, out=where, checkpoints=checkpoints, **kwargs)))
     if done:
         report, staging = done

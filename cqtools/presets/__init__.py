@@ -216,7 +216,8 @@ def command_settings(command: str) -> dict:
 
 # The `cq train` commands a preset may set (a paper's recipe): their settings' dataclasses.
 TRAINER_SETTINGS = {"train spanseqgen": ("cqtools.train.spanseqgen", "SpanSeqGenTrainConfig"),
-                    "train qd": ("cqtools.train.qd", "QDTrainConfig")}
+                    "train qd": ("cqtools.train.qd", "QDTrainConfig"),
+                    "train fid": ("cqtools.train.fid", "FiDTrainConfig")}
 
 
 def check(preset: Preset) -> None:

@@ -108,11 +108,13 @@ def batch_encoder(tokenizer, target_tokens: int = TARGET_TOKENS):
     return encode
 
 
-def fine_tune(cfg: TrainConfig, task: str, examples, target_tokens: int, nothing: str) -> tuple[dict, str]:
+def fine_tune(cfg: TrainConfig, task: str, examples, target_tokens: int, nothing: str, wrap=None,
+              encoder=batch_encoder) -> tuple[dict, str]:
     """Fine-tune the seq2seq ``cfg.model`` (AmbigQA's <SEP> token added) on ``examples(records, tokenizer)``'s
-    (input ids, target, record) through the shared loop, save it with its report (cq_train.json's ``task``);
-    returns (the report, the device). ``nothing``: the error when no example is found. SpanSeqGen and the QD
-    model (:mod:`.qd`) train here."""
+    (input, target, record) through the shared loop, save it with its report (cq_train.json's ``task``);
+    returns (the report, the device). ``nothing``: the error when no example is found; ``wrap``: what the loop
+    trains around the model (Fusion-in-Decoder's reshaping; the model's own weights are saved), ``encoder``:
+    the batches' (:func:`batch_encoder`). SpanSeqGen, the QD model (:mod:`.qd`) and FiD (:mod:`.fid`) train here."""
     from ..models.resolve import resolve
 
     set_seed(cfg.seed)
@@ -124,7 +126,7 @@ def fine_tune(cfg: TrainConfig, task: str, examples, target_tokens: int, nothing
     run = start(cfg)
     device = run.device
     model = seqgen_model(resolved.path, tokenizer).to(device)
-    encode = batch_encoder(tokenizer, target_tokens)
+    encode = encoder(tokenizer, target_tokens)
 
     def loss_of(net, idx: list[int]):
         return net(**{k: v.to(device) for k, v in encode([train[i] for i in idx]).items()}).loss
@@ -132,7 +134,7 @@ def fine_tune(cfg: TrainConfig, task: str, examples, target_tokens: int, nothing
     log.info("train %s: %d targets of %d questions, %d steps at most, device %s", task, len(train),
              len({id(r) for _, _, r in train}), total_steps(len(train), cfg.batch_size, cfg.epochs, cfg.max_steps,
                                                            cfg.grad_accum * run.accelerator.num_processes), device)
-    state = train_loop(run, model, len(train), loss_of, log_every=10, name=f"train {task}")
+    state = train_loop(run, wrap(model) if wrap else model, len(train), loss_of, log_every=10, name=f"train {task}")
     if not run.is_main:
         return {}, device
     os.makedirs(cfg.out, exist_ok=True)

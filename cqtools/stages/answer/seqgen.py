@@ -155,7 +155,8 @@ def load_seqgen(path: str, device: str):
     from ...models.roles import trained_config
 
     if not os.path.isdir(os.path.expanduser(path)):
-        raise InputError(f"--reader seqgen reads a `cq train spanseqgen` directory; {path} is none")
+        raise InputError(f"--model {path} is no directory: --reader seqgen reads what `cq train spanseqgen` writes, "
+                         "--reader fid what `cq train fid` writes")
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
     path = os.path.expanduser(path)
@@ -173,13 +174,17 @@ def seqgen_reader(options: SeqGenOptions, config, batch_size: int | None = None)
     return SeqGenReader(model, tokenizer, trained, options, str(model.device), options.model, batch_size)
 
 
-def is_seqgen_model(path: str) -> bool:
-    """Whether ``path`` is a directory `cq train spanseqgen` wrote (its cq_train.json's task)."""
+def trained_task(path: str) -> str | None:
+    """The ``task`` of the cq_train.json in ``path`` (a `cq train` directory), else None."""
     import json
     import os
 
     try:
         with open(os.path.join(os.path.expanduser(path), "cq_train.json")) as fh:
-            return json.load(fh).get("task") == TASK
+            return json.load(fh).get("task")
     except (OSError, ValueError, AttributeError):
-        return False
+        return None
+
+
+# The reader of each `cq train` task whose model `cq answer --reader auto` recognises.
+READER_OF_TASK = {TASK: "seqgen", "fid": "fid"}

@@ -1,7 +1,8 @@
-"""`cq train spanseqgen` (issue 45 item 2): AmbigQA's SpanSeqGen input layout and targets as the release builds
-them, a tiny BART (random weights, built from a configuration) trained through the shared loop, saved, and read
-back by `cq answer --reader seqgen` (and --reader auto) with the layout from its cq_train.json; a killed and
-resumed run equals an uninterrupted one. CPU only, no hub."""
+"""`cq train spanseqgen | qd | fid` (issue 45 item 2): AmbigQA's SpanSeqGen and question-disambiguation model and
+REFUEL's Fusion-in-Decoder reader, their inputs and targets as the releases build them; tiny BART / T5 models (random
+weights, built from configurations) trained through the shared loop, saved, and read back by `cq answer --reader
+seqgen|fid` and `cq disambiguate --method qd --model DIR`; a killed and resumed run equals an uninterrupted one;
+--preset ambigqa / refuel give the recipes. CPU only, no hub."""
 import json
 import os
 
@@ -233,3 +234,63 @@ def test_trained_qd_is_read_by_cq_disambiguate(runner, tmp_path, tiny_bart, with
     meta = written[0]["meta"]["disambiguate"]
     assert meta["input_layout"] == "ambigqa-trained" and meta["num_beams"] == 2 and meta["model_calls"] == 3
     assert meta["max_new_tokens"] == 12
+
+
+# --- REFUEL's Fusion-in-Decoder reader (cq train fid, cq answer --reader fid) ---------------------------------------
+
+def test_fusion_in_decoder_over_one_passage_is_the_plain_model(tiny_bart):
+    """The wrapper only reshapes: over one passage its loss equals the model's own; over two, the encoder sees each
+    apart (the fused states are the two passages' states side by side) and the decoder reads both."""
+    import torch
+    from transformers import AutoModelForSeq2SeqLM
+
+    from cqtools.stages.answer.fid import fusion_in_decoder, padded
+
+    model = AutoModelForSeq2SeqLM.from_pretrained(tiny_bart).eval()
+    fid = fusion_in_decoder(model)
+    ids, mask = padded([[[101, 2040, 2001, 102, 7592, 102]]], 0)
+    labels = torch.tensor([[101, 7592, 102]])
+    with torch.no_grad():
+        plain = model(input_ids=ids[:, 0], attention_mask=mask[:, 0], labels=labels).loss
+        fused = fid(ids, mask, labels=labels).loss
+        assert torch.allclose(plain, fused)
+        two, two_mask = padded([[[101, 2040, 102], [101, 7592, 2001, 102]]], 0)
+        states, fused_mask = fid.encode(two, two_mask)
+        alone = model.get_encoder()(input_ids=two[:, 1], attention_mask=two_mask[:, 1]).last_hidden_state
+        assert states.last_hidden_state.shape[1] == 2 * two.shape[2] and fused_mask.shape == (1, 8)
+        assert torch.allclose(states.last_hidden_state[:, 4:], alone, atol=1e-6)
+        assert fid.generate(two, two_mask, max_new_tokens=3, num_beams=2).shape[0] == 1
+
+
+@pytest.mark.parametrize("base", ["tiny_bart", "tiny_seq2seq"])
+def test_trained_fid_is_read_by_cq_answer(runner, tmp_path, with_passages, base, request):
+    """A BART or a T5 trained 4 steps as FiD over 3 passages, then read by `cq answer --reader fid` and --reader
+    auto: one answer list per record, the model's decoding in meta."""
+    out = str(tmp_path / "fid")
+    done = runner.invoke(cli, ["train", "fid", "--model", request.getfixturevalue(base), "--train", with_passages,
+                               "--passages", "3", "--batch-size", "4", "--max-steps", "4", "--max-answer-tokens", "10",
+                               "--seed", "5", "--out", out, "-q"])
+    assert done.exit_code == 0, done.stderr
+    assert json.loads(done.stdout)["task"] == "fid" and report(out)["config"]["passages"] == 3
+    records = [orjson.loads(line) for line in open(with_passages, "rb")][:3]
+    text = b"".join(orjson.dumps(r) + b"\n" for r in records).decode()
+    for reader in ("fid", "auto"):
+        result = runner.invoke(cli, ["answer", "--reader", reader, "--model", out, "--mode", "multi", "-q"],
+                               input=text)
+        assert result.exit_code == 0, result.stderr
+        answered = parse_jsonl(result.stdout)
+        assert [r["id"] for r in answered] == [r["id"] for r in records]
+        assert all(isinstance(r["answers"], list) for r in answered)
+        meta = answered[0]["meta"]["answer"]
+        assert meta["reader"] == "fid" and meta["passages"] == 3 and meta["max_new_tokens"] == 10
+        assert meta["input_layout"] == "refuel-fid" and meta["num_beams"] == 1
+
+
+def test_preset_refuel_trains_fid_with_refuels_recipe(runner, tmp_path, tiny_bart, with_passages):
+    out = str(tmp_path / "recipe")
+    done = runner.invoke(cli, ["train", "fid", "--preset", "refuel", "--model", tiny_bart, "--train", with_passages,
+                               "--max-steps", "1", "--out", out, "-q"])
+    assert done.exit_code == 0, done.stderr
+    config = report(out)["config"]
+    assert {k: config[k] for k in ("passages", "batch_size", "lr", "epochs", "num_beams", "max_answer_tokens")} == {
+        "passages": 100, "batch_size": 64, "lr": 3e-5, "epochs": 30, "num_beams": 1, "max_answer_tokens": 64}
