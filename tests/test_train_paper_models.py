@@ -294,3 +294,14 @@ def test_preset_refuel_trains_fid_with_refuels_recipe(runner, tmp_path, tiny_bar
     config = report(out)["config"]
     assert {k: config[k] for k in ("passages", "batch_size", "lr", "epochs", "num_beams", "max_answer_tokens")} == {
         "passages": 100, "batch_size": 64, "lr": 3e-5, "epochs": 30, "num_beams": 1, "max_answer_tokens": 64}
+
+
+def test_preset_askcq_trains_detect_with_askcqs_recipe(runner, tmp_path, tiny_classifier, with_passages):
+    """`cq train detect` already reads "question [SEP] passages"; --preset askcq gives AskCQ's recipe."""
+    out = str(tmp_path / "recipe")
+    done = runner.invoke(cli, ["train", "detect", "--preset", "askcq", "--model", tiny_classifier, "--train",
+                               with_passages, "--holdout", "3", "--max-steps", "1", "--out", out, "-q"])
+    assert done.exit_code == 0, done.stderr
+    config = report(out)["config"]
+    assert {k: config[k] for k in ("passages", "max_length", "batch_size", "lr", "epochs", "eval_every")} == {
+        "passages": 100, "max_length": 512, "batch_size": 8, "lr": 1e-5, "epochs": 10, "eval_every": 500}

@@ -118,6 +118,7 @@ def _run(task: str, quiet: bool, **kwargs) -> None:
 
 
 @click.command(name="detect")
+@preset_option("train detect")
 @model_option("train-detect", ENCODER, help="Encoder to fine-tune.")
 @_common(DetectTrainConfig)
 @declared_flags(DetectTrainConfig, exclude=COMMON_SETTINGS)
@@ -125,7 +126,8 @@ def detect_cmd(quiet, **kwargs):
     """Fine-tune an encoder as the ambiguity classifier (label: gold.ambiguous).
 
     Keeps the checkpoint with the best early-stopping score (--select), measured either on
-    --dev or on --holdout N records taken out of --train.
+    --dev or on --holdout N records taken out of --train. --preset askcq trains AskCQ's passage
+    classifier (BERT-base-cased over the question and 100 passages, 512 tokens, lr 1e-5).
 
     \b
     Example:

@@ -215,7 +215,8 @@ def command_settings(command: str) -> dict:
 
 
 # The `cq train` commands a preset may set (a paper's recipe): their settings' dataclasses.
-TRAINER_SETTINGS = {"train spanseqgen": ("cqtools.train.spanseqgen", "SpanSeqGenTrainConfig"),
+TRAINER_SETTINGS = {"train detect": ("cqtools.train.settings", "DetectTrainConfig"),
+                    "train spanseqgen": ("cqtools.train.spanseqgen", "SpanSeqGenTrainConfig"),
                     "train qd": ("cqtools.train.qd", "QDTrainConfig"),
                     "train fid": ("cqtools.train.fid", "FiDTrainConfig")}
 
