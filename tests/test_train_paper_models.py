@@ -109,6 +109,11 @@ def test_trained_spanseqgen_is_read_by_cq_answer(runner, tmp_path, tiny_bart, wi
         meta = answered[0]["meta"]["answer"]
         assert meta["reader"] == "seqgen" and meta["input_layout"] == "ambigqa" and meta["num_beams"] == 2
         assert meta["max_new_tokens"] == 12
+    # AmbigQA's preset on the answer stage: its beam row reaches the seqgen reader; its prompt-layout rows do not
+    result = runner.invoke(cli, ["answer", "--preset", "ambigqa", "--reader", "seqgen", "--model", out, "-q"],
+                           input=text)
+    assert result.exit_code == 0, result.stderr
+    assert parse_jsonl(result.stdout)[0]["meta"]["answer"]["num_beams"] == 4
     again = str(tmp_path / "again")
     assert runner.invoke(cli, [*_args(tiny_bart, with_passages), "--out", again, "-q"]).exit_code == 0
     assert_equal_weights(out, again)
