@@ -140,9 +140,15 @@ def test_records_without_answers_in_their_passages_are_a_one_line_error(runner, 
     assert last.startswith("cq train: error: ") and "no record has a gold answer" in last and "cq retrieve" in last
 
 
-def test_seqgen_reader_without_a_model_is_a_one_line_error(runner):
+def test_seqgen_reader_without_a_model_or_with_another_is_a_one_line_error(runner, tiny_bart):
     result = runner.invoke(cli, ["answer", "--reader", "seqgen", "-q"], input='{"id": "a", "question": "q?"}\n')
     assert result.exit_code != 0 and "--reader seqgen needs --model DIR" in result.stderr
+    result = runner.invoke(cli, ["answer", "--reader", "fid", "--model", tiny_bart, "-q"],
+                           input='{"id": "a", "question": "q?", "passages": []}\n')
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert result.stderr.strip().splitlines()[-1].endswith("is not a `cq train` directory; this reader reads what "
+                                                           "`cq train fid` writes (train one, or pick the reader of "
+                                                           "that model: cq answer --reader auto)")
 
 
 def test_a_killed_spanseqgen_run_resumed_equals_an_uninterrupted_one(runner, tmp_path, monkeypatch, tiny_bart,

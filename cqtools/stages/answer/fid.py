@@ -132,5 +132,5 @@ def fid_reader(options: FiDOptions, config, batch_size: int | None = None) -> Fi
 
     if not options.model:
         raise InputError("--reader fid needs --model DIR (a `cq train fid` directory)")
-    model, tokenizer, trained = seqgen.load_seqgen(options.model, pick_device(config.device))
+    model, tokenizer, trained = seqgen.load_seqgen(options.model, pick_device(config.device), TASK)
     return FiDReader(model, tokenizer, trained, options, str(model.device), options.model, batch_size)

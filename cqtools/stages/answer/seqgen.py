@@ -148,15 +148,18 @@ class SeqGenReader:
         return out
 
 
-def load_seqgen(path: str, device: str):
-    """(model, tokenizer, its cq_train.json config) of a `cq train spanseqgen` directory."""
+def load_seqgen(path: str, device: str, task: str = TASK):
+    """(model, tokenizer, its cq_train.json config) of a `cq train <task>` directory (spanseqgen, fid, qd); another
+    directory is a one-line error."""
     import os
 
     from ...models.roles import trained_config
 
-    if not os.path.isdir(os.path.expanduser(path)):
-        raise InputError(f"--model {path} is no directory: --reader seqgen reads what `cq train spanseqgen` writes, "
-                         "--reader fid what `cq train fid` writes")
+    found = trained_task(path) if os.path.isdir(os.path.expanduser(path)) else None
+    if found != task:
+        what = f"a `cq train {found}` directory" if found else "not a `cq train` directory"
+        raise InputError(f"--model {path} is {what}; this reader reads what `cq train {task}` writes (train one, or "
+                         f"pick the reader of that model: cq answer --reader auto)")
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
     path = os.path.expanduser(path)

@@ -53,7 +53,7 @@ class TrainedQD:
     other answers, passages)."""
 
     def __init__(self, path: str, device: str, options):
-        self.model, self.tokenizer, trained = seqgen.load_seqgen(path, device)
+        self.model, self.tokenizer, trained = seqgen.load_seqgen(path, device, TASK)
         self.path, self.device = path, device
         self.max_input = int(trained.get("max_input_tokens") or seqgen.INPUT_TOKENS)
         # the model's decoding unless the command gave its own (a flag at cq's default reads the model's)
