@@ -280,9 +280,11 @@ def test_trained_fid_is_read_by_cq_answer(runner, tmp_path, with_passages, base,
     out = str(tmp_path / "fid")
     done = runner.invoke(cli, ["train", "fid", "--model", request.getfixturevalue(base), "--train", with_passages,
                                "--passages", "3", "--batch-size", "4", "--max-steps", "4", "--max-answer-tokens", "10",
-                               "--seed", "5", "--out", out, "-q"])
+                               "--dev", with_passages, "--dev-limit", "2", "--seed", "5", "--out", out, "-q"])
     assert done.exit_code == 0, done.stderr
-    assert json.loads(done.stdout)["task"] == "fid" and report(out)["config"]["passages"] == 3
+    summary = json.loads(done.stdout)
+    assert summary["task"] == "fid" and report(out)["config"]["passages"] == 3 and summary["dev"]["n"] == 2
+    assert 0 <= summary["dev"]["f1_ans"] <= 1
     records = [orjson.loads(line) for line in open(with_passages, "rb")][:3]
     text = b"".join(orjson.dumps(r) + b"\n" for r in records).decode()
     for reader in ("fid", "auto"):

@@ -228,7 +228,8 @@ def fid_cmd(quiet, dtype, out, overwrite, train_path, dev_path, **kwargs):
     """Fine-tune REFUEL's Fusion-in-Decoder reader: each passage encoded with the question, one decoder over all.
 
     The targets are the gold answers found in the passages, joined by <SEP> (records with
-    passages, from `cq retrieve`). The directory is what `cq answer --reader fid` loads.
+    passages, from `cq retrieve`). With --dev, reports AmbigQA's F1_ans; the directory is what
+    `cq answer --reader fid` loads.
     --preset refuel trains with REFUEL's recipe (BART-large, 100 passages, batch 64, lr 3e-5).
 
     \b

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from ..registry import option
 from ..stages.answer import fid as stage
 from .settings import TrainConfig
-from .spanseqgen import fine_tune, record_targets
+from .loop import write_report
+from .spanseqgen import dev_scores, fine_tune, record_targets
 
 TARGET_TOKENS = 48  # train_aq.sh:48 --max_cat_answer_length=48
 
@@ -57,13 +58,11 @@ def fid_batch_encoder(tokenizer, target_tokens: int):
 
 def train_fid(cfg: FiDTrainConfig) -> dict:
     """Fine-tune the Fusion-in-Decoder reader; returns the report written to ``cfg.out``/cq_train.json."""
-    from ..errors import InputError
-
-    if cfg.dev:
-        raise InputError("cq train fid scores no dev set yet: drop --dev, and score the reader with `cq answer "
-                         "--reader fid --model DIR --mode multi < dev.jsonl | cq score --task ambigqa`")
-    report, _ = fine_tune(cfg, stage.TASK, lambda records, tok: fid_examples(records, tok, cfg), TARGET_TOKENS,
-                          "no record has a gold answer (gold.annotations) found in its passages; give records from "
-                          "`cq convert ambignq` with passages (`cq retrieve`)", wrap=stage.fusion_in_decoder,
-                          encoder=fid_batch_encoder)
+    report, device = fine_tune(cfg, stage.TASK, lambda records, tok: fid_examples(records, tok, cfg), TARGET_TOKENS,
+                               "no record has a gold answer (gold.annotations) found in its passages; give records "
+                               "from `cq convert ambignq` with passages (`cq retrieve`)", wrap=stage.fusion_in_decoder,
+                               encoder=fid_batch_encoder)
+    if report and cfg.dev:  # F1_ans of the last weights, read as `cq answer --reader fid --mode multi` reads
+        report["dev"] = dev_scores(cfg, device, stage.FiDReader, stage.FiDOptions(), stage.TASK)
+        write_report(cfg.out, report)
     return report

@@ -159,13 +159,14 @@ def train_spanseqgen(cfg: SpanSeqGenTrainConfig) -> dict:
     return report
 
 
-def dev_scores(cfg: SpanSeqGenTrainConfig, device: str) -> dict:
-    """AmbigQA's F1_ans of the saved model on the dev records, read as `cq answer --reader seqgen --mode multi`
-    reads them."""
+def dev_scores(cfg: TrainConfig, device: str, reader_class=None, options=None, task: str = stage.TASK) -> dict:
+    """AmbigQA's F1_ans of the saved model on the dev records, read as `cq answer --mode multi` with its reader
+    (``reader_class``: SpanSeqGen's by default, FiD's for :mod:`.fid`) reads them."""
     from ..metrics.ambigqa import f1_answer
 
-    model, tokenizer, trained = stage.load_seqgen(cfg.out, device)
-    reader = stage.SeqGenReader(model, tokenizer, trained, stage.SeqGenOptions(), device, cfg.out)
+    model, tokenizer, trained = stage.load_seqgen(cfg.out, device, task)
+    reader = (reader_class or stage.SeqGenReader)(model, tokenizer, trained, options or stage.SeqGenOptions(), device,
+                                                  cfg.out)
     records = [r for r in load_records(cfg.dev, cfg.dev_limit) if (r.get(GOLD) or {}).get("annotations")]
     if not records:
         return {"f1_ans": None, "n": 0}
