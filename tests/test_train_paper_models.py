@@ -227,9 +227,12 @@ def test_trained_qd_is_read_by_cq_disambiguate(runner, tmp_path, tiny_bart, with
     out = str(tmp_path / "qd")
     done = runner.invoke(cli, ["train", "qd", "--model", tiny_bart, "--train", with_passages, "--batch-size", "4",
                                "--max-steps", "4", "--max-input-tokens", "256", "--num-beams", "2",
-                               "--max-question-tokens", "12", "--seed", "5", "--out", out, "-q"])
+                               "--max-question-tokens", "12", "--dev", with_passages, "--dev-limit", "3", "--seed",
+                               "5", "--out", out, "-q"])
     assert done.exit_code == 0, done.stderr
-    assert json.loads(done.stdout)["task"] == "qd" and report(out)["config"]["num_beams"] == 2
+    summary = json.loads(done.stdout)
+    assert summary["task"] == "qd" and report(out)["config"]["num_beams"] == 2
+    assert summary["dev"]["n"] >= 2 and 0 <= summary["dev"]["edit_f1"] <= 1  # fx01, fx03: 3 pairs each
     records = [orjson.loads(line) for line in open(with_passages, "rb")][:3]
     records[0]["answers"] = [{"text": "Heath Ledger"}, {"text": "Jack Nicholson"}, {"text": "Jared Leto"}]
     records[1]["answers"] = [{"text": "Tolkien"}]

@@ -200,8 +200,8 @@ def qd_cmd(quiet, dtype, out, overwrite, train_path, dev_path, **kwargs):
 
     The input is the answer, the question, the other answers and the passages in AmbigQA's
     layout (records with passages, from `cq retrieve`); the target is the gold DQ of that answer
-    (multipleQAs annotations). The directory is what `cq disambiguate --method qd --model DIR`
-    loads. --preset ambigqa trains with AmbigQA's recipe (BART-large, beam 4).
+    (multipleQAs annotations). With --dev, reports EDIT-F1 given the gold answers. The directory
+    is what `cq disambiguate --method qd --model DIR` loads. --preset ambigqa trains with AmbigQA's recipe (BART-large, beam 4).
 
     \b
     Example:

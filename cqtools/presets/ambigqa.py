@@ -116,8 +116,8 @@ AMBIGQA = Preset(
                 "(QGData.py:316-322); cq appends the passages in order, as SpanSeqGen's input does",
                 setting="input tokens", applies=COMMAND),
         Setting("train qd", "epochs", 15, "Appendix, Model implementation: 15 epochs on AmbigNQ, the best "
-                "checkpoint on dev", "cq keeps the last weights and reports no dev score (score its DQs with "
-                "`cq disambiguate --method qd --model DIR | cq score --task ambigqa`)", setting="epochs", applies=COMMAND),
+                "checkpoint on dev", "cq keeps the last weights; --dev reports their EDIT-F1 given the gold answers "
+                "(words split simply; `cq score --task ambigqa` tokenizes as the paper does)", setting="epochs", applies=COMMAND),
         Setting("train qd", "lr", 5e-6, "Appendix, Model implementation: learning rate 5e-6 on both tasks",
                 "cq's linear schedule warms up over a tenth of the steps (fairseq's summarization defaults "
                 "otherwise)", setting="learning rate", applies=COMMAND),

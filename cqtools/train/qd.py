@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import InputError
 from ..records import GOLD
 from ..registry import option
 from ..stages.answer import seqgen
 from ..stages.disambiguate import qd_model
+from .loop import load_records, write_report
 from .settings import TrainConfig
 from .spanseqgen import fine_tune
 
@@ -66,12 +66,43 @@ def record_examples(record: dict, tokenizer, cfg: QDTrainConfig) -> list[tuple[l
 
 def train_qd(cfg: QDTrainConfig) -> dict:
     """Fine-tune the QD model; returns the report written to ``cfg.out``/cq_train.json."""
-    if cfg.dev:
-        raise InputError("cq train qd scores no dev set yet: drop --dev, and score the model's DQs with `cq "
-                         "disambiguate --method qd --model DIR < dev.jsonl | cq score --task ambigqa`")
-    report, _ = fine_tune(cfg, qd_model.TASK,
-                          lambda records, tok: [e for r in records for e in record_examples(r, tok, cfg)],
-                          cfg.max_question_tokens,
-                          "no record has a multipleQAs annotation with 2 or more QA pairs (gold.annotations); give "
-                          "records from `cq convert ambignq` with passages (`cq retrieve`)")
+    report, device = fine_tune(cfg, qd_model.TASK,
+                               lambda records, tok: [e for r in records for e in record_examples(r, tok, cfg)],
+                               cfg.max_question_tokens,
+                               "no record has a multipleQAs annotation with 2 or more QA pairs (gold.annotations); "
+                               "give records from `cq convert ambignq` with passages (`cq retrieve`)")
+    if report and cfg.dev:
+        report["dev"] = dev_edit_f1(cfg, device)
+        write_report(cfg.out, report)
     return report
+
+
+def _words(text: str) -> str:
+    import re
+
+    return " ".join(re.findall(r"\w+|[^\w\s]", text.lower()))
+
+
+def dev_edit_f1(cfg: QDTrainConfig, device: str) -> dict:
+    """EDIT-F1 (AmbigQA §3) of the DQs the saved model writes for the gold answers of the dev records' first
+    multipleQAs annotation (its first alias of each QA pair), against that pair's DQ; words split simply, not
+    by the PTB tokenizer `cq score` uses."""
+    from ..metrics.ambigqa import edit_f1
+    from ..stages.disambiguate.qd import QdOptions
+
+    writer = qd_model.TrainedQD(cfg.out, device, QdOptions())
+    jobs, golds = [], []
+    for record in load_records(cfg.dev, cfg.dev_limit):
+        multi = [a for a in (record.get(GOLD) or {}).get("annotations") or [] if a.get("type") == "multipleQAs"]
+        pairs = [p for p in (multi[0].get("qaPairs") or []) if p.get("answer") and p.get("question")] if multi else []
+        if len(pairs) < 2:
+            continue
+        answers = [p["answer"][0] for p in pairs]
+        for i, pair in enumerate(pairs):
+            jobs.append((record["question"], answers[i], answers[:i] + answers[i + 1:], record.get("passages") or []))
+            golds.append(pair["question"])
+    if not jobs:
+        return {"edit_f1": None, "n": 0}
+    scores = [edit_f1(_words(dq), [_words(gold)], _words(question))
+              for dq, gold, (question, _, _, _) in zip(writer.write(jobs), golds, jobs)]
+    return {"edit_f1": sum(scores) / len(scores), "n": len(scores)}
