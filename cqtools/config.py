@@ -79,6 +79,12 @@ ENV: tuple[EnvVar, ...] = (
     EnvVar("CQ_MODEL_TRAIN_DETECT", None, str, "cq train detect --model: the encoder fine-tuned as the classifier"),
     EnvVar("CQ_MODEL_TRAIN_GEN_CQ", None, str, "cq train gen-cq --model: the LM fine-tuned as the CQ generator"),
     EnvVar("CQ_MODEL_TRAIN_READER", None, str, "cq train reader --model: the encoder fine-tuned as the span reader"),
+    EnvVar("CQ_MODEL_TRAIN_SPANSEQGEN", None, str, "cq train spanseqgen --model: the seq2seq model fine-tuned as "
+                                                   "AmbigQA's SpanSeqGen"),
+    EnvVar("CQ_MODEL_TRAIN_QD", None, str, "cq train qd --model: the seq2seq model fine-tuned as AmbigQA's "
+                                           "question-disambiguation model"),
+    EnvVar("CQ_MODEL_TRAIN_FID", None, str, "cq train fid --model: the seq2seq model fine-tuned as REFUEL's "
+                                            "Fusion-in-Decoder reader"),
 )
 
 BY_NAME = {v.name: v for v in ENV}

@@ -33,12 +33,16 @@ NOTES = {"askcq": "CLASSIFIER_DIR: a classifier trained on the question with its
          "clam": "`cq oracle --expand`: one record per interpretation (gold DQ) of each question, as CLAM evaluates.",
          "disambig-first": "--reader extractive: the span reader `make models` installs (DPR's reader is a span "
                            "reader; cq answer names it, it does not fall back to another).",
-         "ambigqa": DENSE_NOTE + "the answer stage reads the reranked 100 up to its budget.",
+         "ambigqa": DENSE_NOTE + "the answer stage reads the reranked 100 up to its budget. SpanSeqGen itself: "
+                    "`cq train spanseqgen --preset ambigqa` trains it (BART-large, the release's recipe), and "
+                    "`cq answer --reader seqgen --model DIR` reads with it; `cq train qd --preset ambigqa` trains the "
+                    "question-disambiguation BART that `cq disambiguate --method qd --model DIR` writes with.",
          "refuel": DENSE_NOTE + "the answer stage reads the reranked 100 as far as the reader's input goes."}
 
 
 def _pipeline(name: str, preset) -> str:
-    stages = list(ORDER.get(name) or [c for c in preset.commands() if c != "score"])
+    # a `cq train` row is a recipe (a model to train first), not a stage of the pipeline
+    stages = list(ORDER.get(name) or [c for c in preset.commands() if c != "score" and not c.startswith("train ")])
     parts = []
     if name in FIRST:
         parts.append(FIRST[name])

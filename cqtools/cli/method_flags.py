@@ -229,7 +229,8 @@ def _for_chosen_method(ctx, command: str, name: str, values: dict, kwargs: dict)
     """The preset's rows unless the user chose (a flag or its variable) another method than the preset's."""
     from .. import presets
 
-    chosen = {k: kwargs[k] for k in ("method", "mode") if k in kwargs and ctx.get_parameter_source(k) is not None
+    chosen = {k: kwargs[k] for k in ("method", "mode", "reader_name") if k in kwargs
+              and ctx.get_parameter_source(k) is not None
               and ctx.get_parameter_source(k).name not in ("DEFAULT", "DEFAULT_MAP")}
     return presets.for_method(name, command, values, chosen)
 

@@ -17,7 +17,11 @@ from ..train.loop import COMMON_SETTINGS, LOOP_SETTINGS, DetectTrainConfig, GenC
 from ..train.run import process_rank
 from ..train.settings import CHECKPOINTS
 from ..train.span_reader import ReaderTrainConfig
+from ..train.fid import FiDTrainConfig
+from ..train.qd import QDTrainConfig
+from ..train.spanseqgen import BASE_MODEL, SpanSeqGenTrainConfig
 from .declared import declared_flags
+from .method_flags import preset_option
 
 
 def _loop(settings: type):
@@ -114,6 +118,7 @@ def _run(task: str, quiet: bool, **kwargs) -> None:
 
 
 @click.command(name="detect")
+@preset_option("train detect")
 @model_option("train-detect", ENCODER, help="Encoder to fine-tune.")
 @_common(DetectTrainConfig)
 @declared_flags(DetectTrainConfig, exclude=COMMON_SETTINGS)
@@ -121,7 +126,8 @@ def detect_cmd(quiet, **kwargs):
     """Fine-tune an encoder as the ambiguity classifier (label: gold.ambiguous).
 
     Keeps the checkpoint with the best early-stopping score (--select), measured either on
-    --dev or on --holdout N records taken out of --train.
+    --dev or on --holdout N records taken out of --train. --preset askcq trains AskCQ's passage
+    classifier (BERT-base-cased over the question and 100 passages, 512 tokens, lr 1e-5).
 
     \b
     Example:
@@ -153,6 +159,93 @@ def gen_cq_cmd(quiet, **kwargs):
       cq detect < dev.jsonl | cq gen-cq --method seq2seq --model models/gencq
     """
     _run("gen-cq", quiet, **kwargs)
+
+
+@click.command(name="spanseqgen")
+@preset_option("train spanseqgen")
+@model_option("train-spanseqgen", BASE_MODEL, help="Seq2seq model to fine-tune (AmbigQA's: BART-large).")
+@_common(SpanSeqGenTrainConfig)
+@declared_flags(SpanSeqGenTrainConfig, exclude=COMMON_SETTINGS)
+def spanseqgen_cmd(quiet, dtype, out, overwrite, train_path, dev_path, **kwargs):
+    """Fine-tune AmbigQA's SpanSeqGen: a seq2seq model generating every answer as one sequence.
+
+    The input is the question and its passages in AmbigQA's layout (records with passages, from
+    `cq retrieve`); the targets are the gold answers found in them, joined by <SEP>. With --dev,
+    reports AmbigQA's F1_ans; the directory is what `cq answer --reader seqgen` loads.
+    --preset ambigqa trains with AmbigQA's recipe (BART-large, batch 24, lr 5e-6, beam 4).
+
+    \b
+    Example:
+      cq retrieve --index idx --hits 100 < train.jsonl > train.ret.jsonl
+      cq train spanseqgen --train train.ret.jsonl --dev dev.ret.jsonl --out models/seqgen --max-steps 2000
+      cq retrieve --index idx --hits 100 < dev.jsonl \\
+        | cq answer --reader seqgen --model models/seqgen --mode multi | cq score --task answers
+    """
+    from ..train.spanseqgen import train_spanseqgen
+
+    done = _trained(out, overwrite, quiet, lambda where, checkpoints: train_spanseqgen(SpanSeqGenTrainConfig(
+        train=train_path, dev=dev_path, out=where, checkpoints=checkpoints, **kwargs)))
+    if done:
+        report, staging = done
+        _echo({k: v for k, v in report.items() if k != "config"}, staging, out)
+
+
+@click.command(name="qd")
+@preset_option("train qd")
+@model_option("train-qd", BASE_MODEL, help="Seq2seq model to fine-tune (AmbigQA's: BART-large).")
+@_common(QDTrainConfig)
+@declared_flags(QDTrainConfig, exclude=COMMON_SETTINGS)
+def qd_cmd(quiet, dtype, out, overwrite, train_path, dev_path, **kwargs):
+    """Fine-tune AmbigQA's question-disambiguation model: one DQ per answer of an ambiguous question.
+
+    The input is the answer, the question, the other answers and the passages in AmbigQA's
+    layout (records with passages, from `cq retrieve`); the target is the gold DQ of that answer
+    (multipleQAs annotations). With --dev, reports EDIT-F1 given the gold answers. The directory
+    is what `cq disambiguate --method qd --model DIR` loads. --preset ambigqa trains with AmbigQA's recipe (BART-large, beam 4).
+
+    \b
+    Example:
+      cq retrieve --index idx --hits 100 < train.jsonl > train.ret.jsonl
+      cq train qd --train train.ret.jsonl --out models/qd --max-steps 2000
+      cq answer --reader seqgen --model models/seqgen --mode multi < dev.ret.jsonl \\
+        | cq disambiguate --method qd --model models/qd | cq score --task ambigqa
+    """
+    from ..train.qd import train_qd
+
+    done = _trained(out, overwrite, quiet, lambda where, checkpoints: train_qd(QDTrainConfig(
+        train=train_path, dev=dev_path, out=where, checkpoints=checkpoints, **kwargs)))
+    if done:
+        report, staging = done
+        _echo({k: v for k, v in report.items() if k != "config"}, staging, out)
+
+
+@click.command(name="fid")
+@preset_option("train fid")
+@model_option("train-fid", BASE_MODEL, help="Seq2seq model to fine-tune (REFUEL's: BART-large; T5 works too).")
+@_common(FiDTrainConfig)
+@declared_flags(FiDTrainConfig, exclude=COMMON_SETTINGS)
+def fid_cmd(quiet, dtype, out, overwrite, train_path, dev_path, **kwargs):
+    """Fine-tune REFUEL's Fusion-in-Decoder reader: each passage encoded with the question, one decoder over all.
+
+    The targets are the gold answers found in the passages, joined by <SEP> (records with
+    passages, from `cq retrieve`). With --dev, reports AmbigQA's F1_ans; the directory is what
+    `cq answer --reader fid` loads.
+    --preset refuel trains with REFUEL's recipe (BART-large, 100 passages, batch 64, lr 3e-5).
+
+    \b
+    Example:
+      cq retrieve --index idx --hits 100 < train.jsonl > train.ret.jsonl
+      cq train fid --train train.ret.jsonl --out models/fid --passages 10 --max-steps 2000
+      cq retrieve --index idx --hits 100 < dev.jsonl \\
+        | cq answer --reader fid --model models/fid --mode multi | cq score --task ambigqa
+    """
+    from ..train.fid import train_fid
+
+    done = _trained(out, overwrite, quiet, lambda where, checkpoints: train_fid(FiDTrainConfig(
+        train=train_path, dev=dev_path, out=where, checkpoints=checkpoints, **kwargs)))
+    if done:
+        report, staging = done
+        _echo({k: v for k, v in report.items() if k != "config"}, staging, out)
 
 
 @click.command(name="reader")

@@ -102,13 +102,16 @@ def for_method(name: str, command: str, rows: dict, chosen: dict) -> dict:
         return rows
     running = chosen.get(key) if chosen.get(key) is not None else rows[key]
     layout = {r.option for r in get(name).rows(command) if r.applies == LAYOUT}
+    # cq answer with a reader the user chose: layout rows that reader does not declare are not applied to it
+    reader = (chosen.get("reader_name") or chosen.get("reader")) if command == "answer" else None
     if running == rows[key]:  # the preset's own method: every row but layout rows it does not declare
-        return {k: v for k, v in rows.items() if k not in layout or _takes(command, running, k, v)}
+        return {k: v for k, v in rows.items() if k not in layout or _takes(command, running, k, v, reader)}
     kept, skipped = {}, []
     for row in get(name).rows(command):
         if row.option == key or row.option not in rows:
             continue
-        if row.applies == COMMAND or (row.applies == LAYOUT and _takes(command, running, row.option, rows[row.option])):
+        if row.applies == COMMAND or (row.applies == LAYOUT and _takes(command, running, row.option, rows[row.option],
+                                                                        reader)):
             kept[row.option] = rows[row.option]
         else:
             skipped.append(row.option)
@@ -155,13 +158,17 @@ def rows_note(name: str, command: str, applied: dict, why: dict) -> dict:
             "not_applied": {o: why.get(o, "not an option of the method that runs") for o in rows if o not in applied}}
 
 
-def _takes(command: str, method: str, option: str, value) -> bool:
+def _takes(command: str, method: str, option: str, value, reader: str | None = None) -> bool:
     """Whether ``method`` of ``command`` declares ``option`` and takes ``value`` for it (cq answer: its mode, or a
-    reader): a layout row the chosen method does not declare, or declares with other limits (CLAM's closed book, 0
-    passages, for a reader that reads 1 or more), is not applied to it."""
+    reader: ``reader`` when one was chosen, else any): a layout row the chosen method does not declare, or declares
+    with other limits (CLAM's closed book, 0 passages, for a reader that reads 1 or more), is not applied to it."""
+    from .. import registry
     from ..errors import InputError
 
-    for declared in (m.option(option) for m in _methods(command, method)):
+    methods = _methods(command, method)
+    if reader and reader != "auto" and reader in registry.READERS.names():
+        methods = [m for m in methods if m not in registry.READERS.methods()] + [registry.READERS.get(reader)]
+    for declared in (m.option(option) for m in methods):
         if declared is None:
             continue
         try:
@@ -206,7 +213,19 @@ def command_settings(command: str) -> dict:
         return {o.name: o for o in schema_of(RerankSettings)}
     if command == "answer":
         return {"reader_name": Option("reader_name", str, "auto", choices=("auto", *READERS.names()))}
+    if command in TRAINER_SETTINGS:  # a trainer's recipe: its configuration's fields
+        import importlib
+
+        module, name = TRAINER_SETTINGS[command]
+        return {o.name: o for o in schema_of(getattr(importlib.import_module(module), name))}
     return {}
+
+
+# The `cq train` commands a preset may set (a paper's recipe): their settings' dataclasses.
+TRAINER_SETTINGS = {"train detect": ("cqtools.train.settings", "DetectTrainConfig"),
+                    "train spanseqgen": ("cqtools.train.spanseqgen", "SpanSeqGenTrainConfig"),
+                    "train qd": ("cqtools.train.qd", "QDTrainConfig"),
+                    "train fid": ("cqtools.train.fid", "FiDTrainConfig")}
 
 
 def check(preset: Preset) -> None:

@@ -19,7 +19,8 @@ AMBIGQA = Preset(
 
         # --- answer ---
         Setting("answer", "reader_name", "generative", "§5: SpanSeqGen generates the answers (BART)",
-                "an LM reads instead of the fine-tuned BART; set even where `make models` installed an extractive "
+                "an LM reads instead of the fine-tuned BART (train that with `cq train spanseqgen --preset ambigqa` "
+                "and read with `--reader seqgen --model DIR`); set even where `make models` installed an extractive "
                 "reader (whose options differ)", setting="reader", applies=COMMAND),
         Setting("answer", "mode", "multi", "§5 (SpanSeqGen): the distinct answers, separated by [SEP]",
                 "an LM prompted for a list instead of BART fine-tuned on NQ-open, then AmbigNQ",
@@ -42,7 +43,8 @@ AMBIGQA = Preset(
         # --- disambiguate ---
         Setting("disambiguate", "method", "qd", "§5 Question Disambiguation; codes/QGData.py:244-401 @5c8cdb1",
                 "an instruction-following causal LM prompted with cq's own wording and 3 shots instead of BART "
-                "pretrained on NQ-OPEN and finetuned on AmbigNQ", setting="disambiguation method"),
+                "pretrained on NQ-OPEN and finetuned on AmbigNQ (train that with `cq train qd --preset ambigqa` and "
+                "pass it as --model: it reads the release's input, no prompt)", setting="disambiguation method"),
         Setting("disambiguate", "layout", "ambigqa", "codes/QGData.py:358-366 @5c8cdb1: target answer <SEP> "
                 "question <SEP> each other answer, then the passages",
                 "labels (Answer:/Question:/Other answers:/Passage:) and the closing request are cq's; the paper's "
@@ -75,8 +77,63 @@ AMBIGQA = Preset(
 
         # --- score ---
 
+        # --- train spanseqgen (the reader's recipe) ---
+        Setting("train spanseqgen", "model", "facebook/bart-large", "§5 and codes/README.md:195 @5c8cdb1: "
+                "--bert_name bart-large", "initialised from BART-large itself: the release starts from its "
+                "SpanSeqGen trained on NQ-open (codes/README.md:158, 'initialize weights from models trained on "
+                "NQ-open'); train that first with cq on NQ-open records and pass its directory as --model",
+                setting="base model", applies=COMMAND),
+        Setting("train spanseqgen", "input_layout", "ambigqa", "codes/QAData.py:129-141, 592-596 and "
+                "codes/PassageData.py:60-63 @5c8cdb1: \"<s> question?\" then each passage \"title </s> text\" "
+                "(128 tokens), lower-cased", "the passages are the records' own (cq retrieve/rerank), not DPR's "
+                "reader-selected ones (--psg_sel_dir); an answer counts as found when its text is in the decoded "
+                "input, not as a token subsequence", setting="input layout", applies=COMMAND),
+        Setting("train spanseqgen", "max_input_tokens", 1024, "codes/QAData.py:592, 655 @5c8cdb1: passages "
+                "appended until 1,024 tokens, cut there", setting="input tokens", applies=COMMAND),
+        Setting("train spanseqgen", "batch_size", 24, "codes/README.md:205 @5c8cdb1: train_batch_size=24 for "
+                "BART on AmbigQA (over four 32GB GPUs)", "the README's command line says 20 (codes/README.md:197); "
+                "with fewer GPUs keep the product of --batch-size, --grad-accum and processes at 24",
+                setting="batch (per process)", applies=COMMAND),
+        Setting("train spanseqgen", "lr", 5e-6, "codes/README.md:205 @5c8cdb1: learning_rate=5e-6 on AmbigQA",
+                "cq's loop warms up over a tenth of the steps and decays linearly to 0 (the release: no warm-up, "
+                "decay over 100,000 steps, run.py:99-101, cli.py:117); weight decay 0.01 on every weight (the "
+                "release: 0, cli.py:107)",
+                setting="learning rate", applies=COMMAND),
+        Setting("train spanseqgen", "epochs", 15, "Appendix, Model implementation: 15 epochs on AmbigNQ, the best "
+                "checkpoint on dev", "cq keeps the last weights (see below)", setting="epochs", applies=COMMAND),
+        Setting("train spanseqgen", "num_beams", 4, "codes/run.py:279-283 @5c8cdb1: model.generate(num_beams=4, "
+                "early_stopping=True)", setting="beam search (dev, cq answer)", applies=COMMAND),
+        Setting("train spanseqgen", "max_answer_tokens", 25, "codes/README.md:198 @5c8cdb1: --max_answer_length 25 "
+                "(generate's max_length)", "cq counts generated tokens (max_new_tokens), the release the whole "
+                "output with its start tokens", setting="answer tokens", applies=COMMAND),
+        # --- train qd (the question-disambiguation model's recipe) ---
+        Setting("train qd", "model", "facebook/bart-large", "§5 and Appendix, Model implementation: BART-large",
+                "initialised from BART-large itself: the paper's QD model is pretrained on NQ-open (§5), with "
+                "nothing of that step released; pass such a model as --model", setting="base model", applies=COMMAND),
+        Setting("train qd", "max_input_tokens", 1024, "codes/QGData.py:354-371 and 237 @5c8cdb1: answer <SEP> "
+                "question <SEP> other answers, then passages, cut at 1,024 tokens",
+                "at this commit the loop never advances its passage offset and repeats the first passage "
+                "(QGData.py:316-322); cq appends the passages in order, as SpanSeqGen's input does",
+                setting="input tokens", applies=COMMAND),
+        Setting("train qd", "epochs", 15, "Appendix, Model implementation: 15 epochs on AmbigNQ, the best "
+                "checkpoint on dev", "cq keeps the last weights; --dev reports their EDIT-F1 given the gold answers "
+                "(words split simply; `cq score --task ambigqa` tokenizes as the paper does)", setting="epochs", applies=COMMAND),
+        Setting("train qd", "lr", 5e-6, "Appendix, Model implementation: learning rate 5e-6 on both tasks",
+                "cq's linear schedule warms up over a tenth of the steps (fairseq's summarization defaults "
+                "otherwise)", setting="learning rate", applies=COMMAND),
+        Setting("train qd", "batch_size", 24, "codes/README.md:205 @5c8cdb1: train_batch_size=24 for BART on "
+                "AmbigQA", "stated for SpanSeqGen; the QD model's batch is not given (QD's code is 'coming soon', "
+                "README.md:289-290)", setting="batch (per process)", applies=COMMAND),
+        Setting("train qd", "num_beams", 4, "codes/run.py:279-283 @5c8cdb1: the same model.generate(num_beams=4)",
+                setting="beam search (cq disambiguate)", applies=COMMAND),
+        Setting("train qd", "max_question_tokens", 32, "codes/cli.py:73 and QGData.py:388 @5c8cdb1: "
+                "--max_question_length 32 (targets and decoding)", setting="DQ tokens", applies=COMMAND),
     ),
     departures=(
+        "cq train spanseqgen and qd: the paper keeps the best checkpoint on dev (Appendix); the release evaluates dev "
+        "F1 every 500 steps and stops after 10 evaluations without a gain (codes/cli.py:115-119, codes/run.py:154-187 "
+        "@5c8cdb1); cq trains for --epochs / --max-steps and keeps the last weights (SpanSeqGen's dev F1_ans is "
+        "reported at the end).",
     ),
 )
 

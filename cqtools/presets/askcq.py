@@ -105,6 +105,28 @@ ASKCQ = Preset(
 
         # --- score ---
 
+        # --- train detect (the passage classifier's recipe) ---
+        Setting("train detect", "model", "bert-base-cased", "§6.1 Task 1: BERT-base-cased; "
+                "ambiguity_detection/run_ambiguity_detection.sh:5 @d8be017", setting="base model", applies=COMMAND),
+        Setting("train detect", "passages", 100, "README.md:74 @d8be017: the top-100 retrieved passages; "
+                "run_ambiguity_detection.py:441-444: the question and every passage joined by [SEP]",
+                "cq encodes (question, passages) as a pair, the passages cut first (as cq detect reads them)",
+                setting="passages in the input", applies=COMMAND),
+        Setting("train detect", "max_length", 512, "run_ambiguity_detection.sh:21 (--max_seq_length 1024) and "
+                "run_ambiguity_detection.py:433 @d8be017 (cut to the tokenizer's 512)", setting="input tokens",
+                applies=COMMAND),
+        Setting("train detect", "batch_size", 8, "run_ambiguity_detection.sh:23 @d8be017: "
+                "--per_device_train_batch_size 8", "the release trains in fp16 (line 19): add --mixed-precision fp16 "
+                "(or bf16) on a GPU; a CPU refuses fp16", setting="batch (per process)", applies=COMMAND),
+        Setting("train detect", "lr", 1e-5, "run_ambiguity_detection.sh:26 @d8be017: --learning_rate 1e-5",
+                "cq warms up over a tenth of the steps (the Trainer's default: none) and decays weights by 0.01 (0)",
+                setting="learning rate", applies=COMMAND),
+        Setting("train detect", "epochs", 10, "run_ambiguity_detection.sh:27 @d8be017: --num_train_epochs 10",
+                setting="epochs", applies=COMMAND),
+        Setting("train detect", "eval_every", 500, "run_ambiguity_detection.sh:31-36 @d8be017: evaluated every 500 "
+                "steps, the best checkpoint kept", "the release keeps the lowest dev loss; cq keeps the best --select "
+                "(F1 at 0.5, or AUROC) and stops after --patience evaluations without a gain",
+                setting="evaluation steps", applies=COMMAND),
     ),
     departures=(
         "gen-cq: AskCQ writes 'which one?' as the target of an unambiguous question and adds no answers "

@@ -3,7 +3,7 @@ round trip over every DQ until no new answer appears, and LM verification of (DQ
 paper and the released code (amzn/refuel-open-domain-qa @159090e) run them."""
 from __future__ import annotations
 
-from .base import LAYOUT, Preset, Setting  # noqa: F401
+from .base import COMMAND, LAYOUT, Preset, Setting  # noqa: F401
 
 CODE = "amzn/refuel-open-domain-qa @159090e"
 PAPER = "../shared/papers/refuel.txt (Gao, Zhang, Chang, Wang, ACL 2021)"
@@ -23,8 +23,9 @@ REFUEL = Preset(
                 setting="answer mode"),
         Setting("answer", "max_passage_tokens", 0, "§2.1, §3.1: Fusion-in-Decoder over the top K=100 reranked passages; "
                 "README.md:62, scripts/round_trip/round_trip_generation.sh (TOP_K_PASSAGES=100) @159090e",
-                "cq cannot fuse: one prompt reads as many reranked passages as fit the reader's input (0 = its "
-                "context length); FiD's 100 passages (about 16,000 subwords) fit no single context. "
+                "a prompted LM cannot fuse: one prompt reads as many reranked passages as fit the reader's input (0 = "
+                "its context length); FiD's 100 passages (about 16,000 subwords) fit no single context. REFUEL's "
+                "FiD reader itself: `cq train fid --preset refuel`, read with `--reader fid --model DIR`. "
                 "meta.passages_read.answer says how many were read", setting="evidence budget (tokens)", applies=LAYOUT),
         Setting("answer", "passage_chars", 0, "QAInferenceData.py:229-236 @159090e: each 100-word passage is read "
                 "whole (question + passage in 32 + 128 tokens)", setting="passage text shown", applies=LAYOUT),
@@ -73,8 +74,35 @@ REFUEL = Preset(
 
         # --- score ---
 
+        # --- train fid (the answer reader's recipe) ---
+        Setting("train fid", "model", "facebook/bart-large", "§2.2 and App. A 'Answer Prediction'; "
+                "scripts/answer_prediction/train_aq.sh:46 @159090e: --bert_name=bart-large",
+                "initialised from BART-large itself: REFUEL first trains it on NQ-open (App. A; train_aq.sh:47 "
+                "--checkpoint); train that first with cq on NQ-open records and pass its directory as --model",
+                setting="base model", applies=COMMAND),
+        Setting("train fid", "passages", 100, "§2.2; train_aq.sh:33 @159090e: PSG=100 (top_k_passages)",
+                "the passages are the records' own (cq retrieve/rerank), not REFUEL's reranker's",
+                setting="passages per question", applies=COMMAND),
+        Setting("train fid", "max_passage_input_tokens", 160, "QAData.py:712-717 @159090e: question (32 tokens) + "
+                "passage (128), each input padded to 160", setting="tokens per question + passage", applies=COMMAND),
+        Setting("train fid", "batch_size", 64, "App. A; train_aq.sh:56 @159090e: --train_batch_size=64 (over 8 GPUs, "
+                "gradient accumulation 8)", "with fewer GPUs keep the product of --batch-size, --grad-accum and "
+                "processes at 64", setting="batch (per process)", applies=COMMAND),
+        Setting("train fid", "lr", 3e-5, "App. A; train_aq.sh:58-60 @159090e: learning rate 3e-5, warm-up 0.1, weight "
+                "decay 0.01", "cq's loop warms up over a tenth of the steps and decays weights by 0.01, as here",
+                setting="learning rate", applies=COMMAND),
+        Setting("train fid", "epochs", 30, "App. A; train_aq.sh:63 @159090e: --num_train_epochs=30",
+                "REFUEL keeps the best checkpoint on dev F1_ans (App. A); cq keeps the last weights",
+                setting="epochs", applies=COMMAND),
+        Setting("train fid", "num_beams", 1, "run.py:1015-1018 @159090e: answers are decoded greedily (num_beams = 1)",
+                setting="beam search (cq answer)", applies=COMMAND),
+        Setting("train fid", "max_answer_tokens", 64, "train_aq.sh:49 @159090e: --max_answer_length=64",
+                "cq counts generated tokens (max_new_tokens), the release the whole output",
+                setting="answer tokens", applies=COMMAND),
     ),
     departures=(
+        "cq train fid: targets are every combination of found aliases in the gold order; REFUEL adds up to 500 "
+        "orders of each (QAData.py:789-805 @159090e) and cuts them at 48 tokens as cq does.",
     ),
 )
 

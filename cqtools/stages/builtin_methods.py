@@ -50,10 +50,12 @@ def register_answer_modes(register):
 
 @hookimpl
 def register_readers(register):
-    from .answer import extractive, options, reader
+    from .answer import extractive, fid, options, reader, seqgen
 
     register("extractive", extractive.extractive_reader, options=options.ExtractiveReaderOptions)
     register("generative", reader.generative_reader, options=options.GenerativeOptions)
+    register("seqgen", seqgen.seqgen_reader, options=seqgen.SeqGenOptions)
+    register("fid", fid.fid_reader, options=fid.FiDOptions)
 
 
 @hookimpl

@@ -39,6 +39,7 @@ from . import options as O
 from .grounding import MAX_SPAN_WORDS, Span, candidate_spans, ground, snap_spans
 from .questions import Question, questions_of, record_cq, rerank_questions, revised_question
 from .reader import DEFAULT_READER, GenerativeReader, ReaderOptions
+from .seqgen import READER_OF_TASK, trained_task
 from .support import drop_unsupported
 from .refuel import refuel_round_trip, refuel_verify, round_trip, verify
 from .text import (MULTI_PROMPT, SINGLE_PROMPT, VERIFY_QUERY, clean_answer, passage_block,
@@ -128,7 +129,8 @@ def choose_reader(reader: str, model: str | None, config, *, generator_only: boo
     """(reader, model) for ``--reader``/``--model`` as given. ``auto`` (the default): the extractive
     reader when the model is a span (question-answering) model, the one named or else the one
     installed in $CQ_MODELS/reader (`make models`), and the generative reader otherwise (its
-    default LM when no model is named and none is installed). ``generator_only`` (long answers,
+    default LM when no model is named and none is installed); a `cq train spanseqgen` directory is read by
+    the seqgen reader, a `cq train fid` one by the fid reader. ``generator_only`` (long answers,
     --verify: they need a generator) makes ``auto`` skip the installed reader."""
     from ...errors import ResourceError
     from ...models.roles import installed_reader
@@ -143,6 +145,8 @@ def choose_reader(reader: str, model: str | None, config, *, generator_only: boo
     if model is None:
         model = None if generator_only else installed_reader(config)
         return ("extractive", model) if model else ("generative", None)
+    if trained_task(model) in READER_OF_TASK:
+        return READER_OF_TASK[trained_task(model)], model
     return ("extractive" if _span_model(model, config) else "generative"), model
 
 

@@ -180,7 +180,12 @@ def _qd_prompts(records: list[dict], jobs: list[list], generator, config: QdOpti
 
 def qd_disambiguator(options: QdOptions, run, *, seed: int = 0, **context):
     """The batch function of ``--method qd`` (the registry's factory); an API model given beams is refused
-    before any record is read."""
+    before any record is read. A `cq train qd` directory writes the DQs itself, from AmbigQA's input
+    (:mod:`.qd_model`)."""
+    from .qd_model import is_trained_qd, trained_qd_writer
+
+    if is_trained_qd(options.model):
+        return trained_qd_writer(options, run, seed)
     fn = dq_writer(qd_batch, "qd", options, run, seed)
     beam_args(fn.keywords["generator"], options.num_beams)
     return fn

@@ -1,0 +1,68 @@
+"""``cq train fid``: REFUEL's Fusion-in-Decoder answer reader (BART-large in the paper): each of the top passages
+encoded with the question on its own, one decoder over all of them generating every answer joined by ``<SEP>``
+(:mod:`cqtools.stages.answer.fid`). Trained by the shared loop through :func:`.spanseqgen.fine_tune` (the loop
+trains the wrapper; the seq2seq model's own weights are saved); ``cq answer --reader fid --model DIR`` loads it.
+
+Targets as REFUEL builds them (amzn/refuel-open-domain-qa @159090e QAData.py:765-805, --discard_not_found_answers):
+each answer cluster's aliases found in the passages, one target per combination (one alias a cluster), cut at
+48 tokens (scripts/answer_prediction/train_aq.sh:48); a record with no alias found is left out."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..registry import option
+from ..stages.answer import fid as stage
+from .settings import TrainConfig
+from .loop import write_report
+from .spanseqgen import dev_scores, fine_tune, record_targets
+
+TARGET_TOKENS = 48  # train_aq.sh:48 --max_cat_answer_length=48
+
+
+@dataclass
+class FiDTrainConfig(TrainConfig):
+    """`cq train fid`'s settings: the shared ones and the reader's (saved with the model); REFUEL's recipe is
+    ``--preset refuel`` (cqtools/presets/refuel.py, rows of cq train fid)."""
+
+    passages: int = option(stage.PASSAGES, "Top passages per question, each encoded with the question (REFUEL: "
+                                           "100).", min=1)
+    max_passage_input_tokens: int = option(stage.PASSAGE_INPUT_TOKENS, "Tokens of one question + passage input, "
+                                                                       "saved with the model.", min=16)
+    num_beams: int = option(stage.BEAMS, "Beams when cq answer decodes (saved with the model).", min=1)
+    max_answer_tokens: int = option(stage.ANSWER_TOKENS, "Tokens generated per question by cq answer (saved with "
+                                                         "the model).", min=1)
+
+
+def fid_examples(records: list[dict], tokenizer, cfg: FiDTrainConfig) -> list[tuple[list[list[int]], str, dict]]:
+    """(one input row per passage, target, record) for every target of every record."""
+    out = []
+    for record in records:
+        rows = stage.fid_inputs(tokenizer, record["question"], record.get("passages") or [], cfg.passages,
+                                cfg.max_passage_input_tokens)
+        source = " ".join(tokenizer.decode(row, skip_special_tokens=True) for row in rows).lower()
+        out += [(rows, target, record) for target in record_targets(record, source)]
+    return out
+
+
+def fid_batch_encoder(tokenizer, target_tokens: int):
+    """examples -> a (batch, passages, length) batch with its labels (-100 on padding)."""
+    def encode(items):
+        ids, mask = stage.padded([rows for rows, _, _ in items], tokenizer.pad_token_id)
+        lab = tokenizer(text_target=[t for _, t, _ in items], truncation=True, max_length=target_tokens,
+                        padding=True, return_tensors="pt")
+        return {"input_ids": ids, "attention_mask": mask,
+                "labels": lab.input_ids.masked_fill(lab.attention_mask == 0, -100)}
+
+    return encode
+
+
+def train_fid(cfg: FiDTrainConfig) -> dict:
+    """Fine-tune the Fusion-in-Decoder reader; returns the report written to ``cfg.out``/cq_train.json."""
+    report, device = fine_tune(cfg, stage.TASK, lambda records, tok: fid_examples(records, tok, cfg), TARGET_TOKENS,
+                               "no record has a gold answer (gold.annotations) found in its passages; give records "
+                               "from `cq convert ambignq` with passages (`cq retrieve`)", wrap=stage.fusion_in_decoder,
+                               encoder=fid_batch_encoder)
+    if report and cfg.dev:  # F1_ans of the last weights, read as `cq answer --reader fid --mode multi` reads
+        report["dev"] = dev_scores(cfg, device, stage.FiDReader, stage.FiDOptions(), stage.TASK)
+        write_report(cfg.out, report)
+    return report

@@ -1,0 +1,108 @@
+"""``cq train qd``: AmbigQA's question-disambiguation model, a seq2seq model (BART-large in the paper) fine-tuned to
+write the DQ of one answer from "answer <SEP> question <SEP> other answers, passages"
+(:func:`cqtools.stages.disambiguate.qd_model.qd_input`). Trained by the shared loop (:mod:`.loop`) through
+:func:`.spanseqgen.fine_tune`; the directory is what ``cq disambiguate --method qd --model DIR`` loads.
+
+Examples as the release builds them (shmsw25/AmbigQA @5c8cdb1 QGData.py:305-379: fewest missing 334-341, chosen alias 353, pairs 354-371): for each record with a
+multipleQAs annotation, the annotations missing the fewest answers in the passages (an answer is missing when no
+alias of its QA pair is found); for each of their QA pairs, the first alias found (else the first alias) is the
+target answer, the other pairs' chosen aliases the other answers, the pair's question the target (32 tokens).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..records import GOLD
+from ..registry import option
+from ..stages.answer import seqgen
+from ..stages.disambiguate import qd_model
+from .loop import load_records, write_report
+from .settings import TrainConfig
+from .spanseqgen import fine_tune
+
+
+@dataclass
+class QDTrainConfig(TrainConfig):
+    """`cq train qd`'s settings: the shared ones and the input's and decoding's (saved with the model); AmbigQA's
+    recipe is ``--preset ambigqa`` (cqtools/presets/ambigqa.py, rows of cq train qd)."""
+
+    passages: int | None = option(None, "Top passages in the input [default: as many as fill --max-input-tokens].",
+                                  min=1)
+    max_input_tokens: int = option(seqgen.INPUT_TOKENS, "Input tokens (answers, question, passages), saved with the "
+                                                        "model.", min=16)
+    num_beams: int = option(qd_model.BEAMS, "Beams when cq disambiguate decodes (saved with the model).", min=1)
+    max_question_tokens: int = option(qd_model.QUESTION_TOKENS, "Tokens of a target DQ, and generated per DQ by cq "
+                                                                "disambiguate (saved with the model).", min=4)
+
+
+def _found(aliases: list[str], source: str) -> list[str]:
+    return [a for a in aliases if a.strip() and a.strip().lower() in source]
+
+
+def record_examples(record: dict, tokenizer, cfg: QDTrainConfig) -> list[tuple[list[int], str, dict]]:
+    """(input ids, target DQ, record) for each QA pair of the record's annotations missing the fewest answers."""
+    passages = (record.get("passages") or [])[:cfg.passages]
+    source = tokenizer.decode(seqgen.passage_ids(tokenizer, passages, cfg.max_input_tokens),
+                              skip_special_tokens=True).lower()
+    annotations = [a for a in (record.get(GOLD) or {}).get("annotations") or [] if a.get("type") == "multipleQAs"]
+    scored = []
+    for annotation in annotations:
+        pairs = [p for p in annotation.get("qaPairs") or [] if p.get("answer") and p.get("question")]
+        if len(pairs) < 2:
+            continue
+        chosen = [(_found(p["answer"], source) or p["answer"])[0] for p in pairs]
+        scored.append((sum(not _found(p["answer"], source) for p in pairs), pairs, chosen))
+    out = []
+    fewest = min((missing for missing, _, _ in scored), default=None)
+    for missing, pairs, chosen in scored:
+        if missing != fewest:
+            continue
+        for i, pair in enumerate(pairs):
+            ids = qd_model.qd_input(tokenizer, record["question"], chosen[i], chosen[:i] + chosen[i + 1:], passages,
+                                    cfg.max_input_tokens)
+            out.append((ids, pair["question"].strip(), record))
+    return out
+
+
+def train_qd(cfg: QDTrainConfig) -> dict:
+    """Fine-tune the QD model; returns the report written to ``cfg.out``/cq_train.json."""
+    report, device = fine_tune(cfg, qd_model.TASK,
+                               lambda records, tok: [e for r in records for e in record_examples(r, tok, cfg)],
+                               cfg.max_question_tokens,
+                               "no record has a multipleQAs annotation with 2 or more QA pairs (gold.annotations); "
+                               "give records from `cq convert ambignq` with passages (`cq retrieve`)")
+    if report and cfg.dev:
+        report["dev"] = dev_edit_f1(cfg, device)
+        write_report(cfg.out, report)
+    return report
+
+
+def _words(text: str) -> str:
+    import re
+
+    return " ".join(re.findall(r"\w+|[^\w\s]", text.lower()))
+
+
+def dev_edit_f1(cfg: QDTrainConfig, device: str) -> dict:
+    """EDIT-F1 (AmbigQA §3) of the DQs the saved model writes for the gold answers of the dev records' first
+    multipleQAs annotation (its first alias of each QA pair), against that pair's DQ; words split simply, not
+    by the PTB tokenizer `cq score` uses."""
+    from ..metrics.ambigqa import edit_f1
+    from ..stages.disambiguate.qd import QdOptions
+
+    writer = qd_model.TrainedQD(cfg.out, device, QdOptions())
+    jobs, golds = [], []
+    for record in load_records(cfg.dev, cfg.dev_limit):
+        multi = [a for a in (record.get(GOLD) or {}).get("annotations") or [] if a.get("type") == "multipleQAs"]
+        pairs = [p for p in (multi[0].get("qaPairs") or []) if p.get("answer") and p.get("question")] if multi else []
+        if len(pairs) < 2:
+            continue
+        answers = [p["answer"][0] for p in pairs]
+        for i, pair in enumerate(pairs):
+            jobs.append((record["question"], answers[i], answers[:i] + answers[i + 1:], record.get("passages") or []))
+            golds.append(pair["question"])
+    if not jobs:
+        return {"edit_f1": None, "n": 0}
+    scores = [edit_f1(_words(dq), [_words(gold)], _words(question))
+              for dq, gold, (question, _, _, _) in zip(writer.write(jobs), golds, jobs)]
+    return {"edit_f1": sum(scores) / len(scores), "n": len(scores)}

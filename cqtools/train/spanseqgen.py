@@ -1,0 +1,175 @@
+"""``cq train spanseqgen``: AmbigQA's SpanSeqGen, a seq2seq model (BART-large in the paper) fine-tuned to generate
+every answer of a question as one sequence ("a1 <SEP> a2 ..."), reading the question and its passages in the
+release's layout (:func:`cqtools.stages.answer.seqgen.ambigqa_input`). Trained by the shared loop
+(:mod:`.loop`: checkpoints, --resume, accumulation, several processes); the directory, with its layout and
+decoding in cq_train.json, is what ``cq answer --reader seqgen --model DIR`` (or ``--reader auto``) loads.
+
+Targets as the release builds them (shmsw25/AmbigQA @5c8cdb1 QAData.py:610-652, with
+``--discard_not_found_answers``): for each annotation, each answer cluster's aliases found in the input; one
+target per combination of found aliases (one alias per cluster, clusters without a found alias left out), at
+most 100 an annotation, cut at 30 tokens; an annotation with no alias found gives none.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+from dataclasses import asdict, dataclass
+
+from ..errors import InputError
+from ..records import GOLD, annotation_clusters
+from ..registry import option
+from ..stages.answer import seqgen as stage
+from .loop import load_records, log, peak_rss_mb, set_seed, start, total_steps, train_loop, write_report
+from .settings import TrainConfig
+
+TARGET_TOKENS = 30  # QAData.py:642 @5c8cdb1: answers[:30]
+MAX_TARGETS = 100  # QAData.py:648: cnt==100: break (combinations of found aliases per annotation)
+BASE_MODEL = "facebook/bart-base"  # cq's default base; AmbigQA's recipe (`--preset ambigqa`) trains BART-large
+
+
+@dataclass
+class SpanSeqGenTrainConfig(TrainConfig):
+    """`cq train spanseqgen`'s settings: the shared ones and the layout's and decoding's (saved with the model);
+    AmbigQA's recipe is ``--preset ambigqa`` (cqtools/presets/ambigqa.py, rows of cq train spanseqgen)."""
+
+    passages: int | None = option(None, "Top passages in the input [default: as many as fill --max-input-tokens].",
+                                  min=1)
+    input_layout: str = option("ambigqa", "The input as AmbigQA's release writes it (\"<s> question? title </s> "
+                                          "passage ...\", lower-cased); cq answer reads it from cq_train.json.",
+                               choices=stage.LAYOUTS)
+    max_input_tokens: int = option(stage.INPUT_TOKENS, "Input tokens (question and passages), saved with the model.",
+                                   min=16)
+    num_beams: int = option(stage.BEAMS, "Beams when decoding (dev and cq answer), saved with the model.", min=1)
+    max_answer_tokens: int = option(stage.ANSWER_TOKENS, "Tokens generated per question (dev and cq answer), saved "
+                                                         "with the model.", min=1)
+
+
+def record_targets(record: dict, source: str, limit: int = MAX_TARGETS) -> list[str]:
+    """The target sequences of one record whose input decodes to ``source`` (lower-cased text)."""
+    out = []
+    for annotation in (record.get(GOLD) or {}).get("annotations") or []:
+        found = []
+        for cluster in annotation_clusters(annotation):
+            aliases = list(dict.fromkeys(a.strip().lower() for a in cluster if a.strip().lower() in source))
+            if aliases:
+                found.append(aliases)
+        if found:
+            out += [stage.join_answers(list(c)) for c in itertools.islice(itertools.product(*found), limit)]
+    return list(dict.fromkeys(out))
+
+
+def seqgen_examples(records: list[dict], tokenizer, cfg: SpanSeqGenTrainConfig) -> list[tuple[list[int], str, dict]]:
+    """(input ids, target, record) for every target of every record (records without one are left out)."""
+    out = []
+    for record in records:
+        ids = stage.ambigqa_input(tokenizer, record["question"], (record.get("passages") or [])[:cfg.passages],
+                                  cfg.max_input_tokens)
+        source = tokenizer.decode(ids, skip_special_tokens=True).lower()
+        out += [(ids, target, record) for target in record_targets(record, source)]
+    return out
+
+
+def seqgen_tokenizer(path: str):
+    """The base model's tokenizer with AmbigQA's <SEP> token added (run.py ``tokenizer.add_tokens``)."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    if not getattr(AutoConfig.from_pretrained(path), "is_encoder_decoder", False):
+        raise InputError(f"{path} is not an encoder-decoder model; SpanSeqGen fine-tunes a seq2seq one (BART)")
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    tokenizer.add_tokens([stage.SEP])
+    return tokenizer
+
+
+def seqgen_model(path: str, tokenizer):
+    """The seq2seq model at ``path``, its embeddings grown for the added token (run.py ``resize_token_embeddings``)."""
+    from transformers import AutoModelForSeq2SeqLM
+
+    model = AutoModelForSeq2SeqLM.from_pretrained(path)
+    if model.get_input_embeddings().num_embeddings < len(tokenizer):
+        model.resize_token_embeddings(len(tokenizer))
+    return model
+
+
+def batch_encoder(tokenizer, target_tokens: int = TARGET_TOKENS):
+    """examples -> a padded seq2seq batch (targets cut at ``target_tokens``; labels -100 on padding)."""
+    import torch
+
+    pad = tokenizer.pad_token_id
+
+    def encode(items):
+        width = max(len(ids) for ids, _, _ in items)
+        enc = {"input_ids": torch.tensor([ids + [pad] * (width - len(ids)) for ids, _, _ in items]),
+               "attention_mask": torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _, _ in items])}
+        lab = tokenizer(text_target=[t for _, t, _ in items], truncation=True, max_length=target_tokens,
+                        padding=True, return_tensors="pt")
+        enc["labels"] = lab.input_ids.masked_fill(lab.attention_mask == 0, -100)
+        return enc
+
+    return encode
+
+
+def fine_tune(cfg: TrainConfig, task: str, examples, target_tokens: int, nothing: str, wrap=None,
+              encoder=batch_encoder) -> tuple[dict, str]:
+    """Fine-tune the seq2seq ``cfg.model`` (AmbigQA's <SEP> token added) on ``examples(records, tokenizer)``'s
+    (input, target, record) through the shared loop, save it with its report (cq_train.json's ``task``);
+    returns (the report, the device). ``nothing``: the error when no example is found; ``wrap``: what the loop
+    trains around the model (Fusion-in-Decoder's reshaping; the model's own weights are saved), ``encoder``:
+    the batches' (:func:`batch_encoder`). SpanSeqGen, the QD model (:mod:`.qd`) and FiD (:mod:`.fid`) train here."""
+    from ..models.resolve import resolve
+
+    set_seed(cfg.seed)
+    resolved = resolve(cfg.model)
+    tokenizer = seqgen_tokenizer(resolved.path)
+    train = examples(load_records(cfg.train, cfg.limit), tokenizer)
+    if not train:
+        raise InputError(f"{cfg.train}: {nothing}")
+    run = start(cfg)
+    device = run.device
+    model = seqgen_model(resolved.path, tokenizer).to(device)
+    encode = encoder(tokenizer, target_tokens)
+
+    def loss_of(net, idx: list[int]):
+        return net(**{k: v.to(device) for k, v in encode([train[i] for i in idx]).items()}).loss
+
+    log.info("train %s: %d targets of %d questions, %d steps at most, device %s", task, len(train),
+             len({id(r) for _, _, r in train}), total_steps(len(train), cfg.batch_size, cfg.epochs, cfg.max_steps,
+                                                           cfg.grad_accum * run.accelerator.num_processes), device)
+    state = train_loop(run, wrap(model) if wrap else model, len(train), loss_of, log_every=10, name=f"train {task}")
+    if not run.is_main:
+        return {}, device
+    os.makedirs(cfg.out, exist_ok=True)
+    model.save_pretrained(cfg.out)
+    tokenizer.save_pretrained(cfg.out)
+    report = {"task": task, "config": asdict(cfg), "base_model": resolved.describe(), "device": device,
+              "processes": run.accelerator.num_processes, "steps": state.step, "stopped": state.stopped,
+              "train_seconds": round(state.seconds(), 1), "peak_rss_mb": round(peak_rss_mb()),
+              "train_targets": len(train), "final_loss": state.mean_loss(10) if state.losses else None}
+    write_report(cfg.out, report)
+    return report, device
+
+
+def train_spanseqgen(cfg: SpanSeqGenTrainConfig) -> dict:
+    """Fine-tune SpanSeqGen; returns the report written to ``cfg.out``/cq_train.json."""
+    report, device = fine_tune(cfg, stage.TASK, lambda records, tok: seqgen_examples(records, tok, cfg), TARGET_TOKENS,
+                               "no record has a gold answer (gold.annotations) found in its passages; give records "
+                               "from `cq convert ambignq` with passages (`cq retrieve`)")
+    if report and cfg.dev:
+        report["dev"] = dev_scores(cfg, device)
+        write_report(cfg.out, report)
+    return report
+
+
+def dev_scores(cfg: TrainConfig, device: str, reader_class=None, options=None, task: str = stage.TASK) -> dict:
+    """AmbigQA's F1_ans of the saved model on the dev records, read as `cq answer --mode multi` with its reader
+    (``reader_class``: SpanSeqGen's by default, FiD's for :mod:`.fid`) reads them."""
+    from ..metrics.ambigqa import f1_answer
+
+    model, tokenizer, trained = stage.load_seqgen(cfg.out, device, task)
+    reader = (reader_class or stage.SeqGenReader)(model, tokenizer, trained, options or stage.SeqGenOptions(), device,
+                                                  cfg.out)
+    records = [r for r in load_records(cfg.dev, cfg.dev_limit) if (r.get(GOLD) or {}).get("annotations")]
+    if not records:
+        return {"f1_ans": None, "n": 0}
+    found = reader.read([r["question"] for r in records], [r.get("passages") or [] for r in records], multi=True)
+    scores = [f1_answer(r[GOLD]["annotations"], [a["text"] for a in answers]) for r, answers in zip(records, found)]
+    return {"f1_ans": sum(scores) / len(scores), "n": len(scores)}
