@@ -278,7 +278,8 @@ def write_report(out: Path, report: dict, args) -> None:
     synthetic = report.get("synthetic") or {}
     lines = [f"{MARK} {n // 10**6}M" if n % 10**6 == 0 else f"{MARK} {n:,}", "",
              f"Command: `make bench-scale-dense` (bench/scale_dense.py --n {n}). Machine: {machine()}, no GPU; "
-             f"1-min load average {report.get('load', '–')} before the run. Date: {report.get('date', '–')}.",
+             f"1-min load average {report.get('load', '–')} before the latest run; the load column is each search "
+             f"step's own (– where the step did not record it). Date of the latest run: {report.get('date', '–')}.",
              f"Vectors: {n:,} **synthetic** {dim}-d passage vectors drawn from a {synthetic.get('components', '–')}-topic "
              f"Gaussian mixture fitted to the {encoded.get('passages', 9532):,} real passages encoded by "
              f"{encoded.get('encoder', 'the default encoder')} (topic means + the pooled within-topic covariance, "
@@ -307,7 +308,11 @@ def write_report(out: Path, report: dict, args) -> None:
             lines.append(f"| {factory} | {knob} | {t['build_s']} | {build_rss} | {_mib(t['bytes'])} | {ratio} | "
                          f"{t['peak_mib']} | {t.get('load', '–')} | {row['single_qps']:,.0f} | "
                          f"{baseline(t) or '–'} | {row['batch_qps']:,.0f} | {speed} | {row['recall']:.3f} |")
-    lines += [""] + [f"{factory}: {t['note']}" for factory, t in types.items() if t.get("note")]
+    notes: dict[str, list[str]] = {}  # one line per note, naming every type it is about
+    for factory, t in types.items():
+        if t.get("note"):
+            notes.setdefault(t["note"], []).append(factory)
+    lines += [""] + [f"{', '.join(factories)}: {note}" for note, factories in notes.items()]
     lines += ["", "Goals (issue 44; reported, not tuned to pass):", ""]
     if flat:
         hnsw = [(f, r, t) for f, t in types.items() if f.startswith("HNSW") for r in t["rows"]]
