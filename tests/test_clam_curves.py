@@ -143,3 +143,31 @@ def test_bad_direct_runs_are_one_line_errors(tmp_path):
     assert result.exit_code == 1 and f"--direct {broken} line 2" in result.stderr
     result = run(["--direct", str(broken)], ALWAYS)
     assert result.exit_code == 1 and "--direct is read by --curves only" in result.stderr
+
+
+def test_the_results_page_has_a_cost_section_and_figure_for_a_clam_cell_with_curves(tmp_path):
+    """bench/grid/report.py's "The cost of clarifying" row from the summary above (lambda 0.8, the default):
+    adjusted accuracy (3 - (1 - lambda)) / 4 at 0, 0.5, 0.8, 1 = 50, 62.5, 70, 75; nothing clarified 75, all 75,
+    best 100 at 25% clarified; no unknown point; no wall file, so no seconds. figures.py draws cost-NAME.png."""
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+    from .test_grid_report import report
+
+    never = tmp_path / "never.jsonl"
+    never.write_text(jsonl(NEVER))
+    curves = summary(run(["--curves", "--direct", str(never)], ALWAYS))
+    plain = summary(run([], ALWAYS))
+    text = report(tmp_path, {"clam.swept": curves, "clam.never": plain})
+    assert "## The cost of clarifying" in text
+    assert ("| [clam.swept](#cmd-clam-swept) | 4 | 50.0 | 62.5 | 70.0 | 75.0 | 75.0 | 75.0 | 100.0 (25.0) | 0 of 5 | – |"
+            in text)
+    assert "[clam.never](#cmd-clam-never) | 4 | 50.0" not in text  # scored without --curves: no row
+    assert "- [cost-clam.swept.png](figures/cost-clam.swept.png)" in text
+    scores = tmp_path / "exp" / "scores"
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "grid" / "figures.py"), "--scores", str(scores),
+                           "--out", str(tmp_path / "figures")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "figures" / "cost-clam.swept.png").read_bytes()[:4] == b"\x89PNG"
+    assert not (tmp_path / "figures" / "cost-clam.never.png").exists()
