@@ -117,7 +117,7 @@ def test_table_md_and_csv_print_each_curve_as_a_table():
     result = run(["--curves", "--format", "csv"], ALWAYS)
     assert result.exit_code == 0, result.stderr
     assert "lambda,adjusted_accuracy\n0.00,50.00\n" in result.stdout
-    assert "threshold,clarified,accuracy,adjusted_accuracy,unknown\n0.90,0.00,0.00,0.00,4\n" in result.stdout
+    assert "threshold,clarified,accuracy,adjusted_accuracy,unknown\n0.9,0.00,0.00,0.00,4\n" in result.stdout
     table = run(["--curves", "--format", "table"], ALWAYS).stdout
     assert "(below all)" in table and "curves.lambda" not in table
 

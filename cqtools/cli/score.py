@@ -177,14 +177,15 @@ def _several_runs(runs, opts, task, task_opts, on_error, boot: BootstrapFlags, s
 
 
 def curve_tables(summary: dict, fmt: str) -> str:
-    """``--task clam --curves`` in a table per curve after the summary (the summary's own table leaves lists out)."""
+    """``--task clam --curves`` in a table per curve after the summary (the summary's own table leaves lists out;
+    a --by group's curves are in the JSON only); thresholds keep their digits (CLAM's -0.3 is not -0.2999)."""
     curves = summary.get("curves") or {}
     out = []
     for name, points in curves.items():
         if points:
             header = list(points[0])
-            rows = [[_number(p[key]) if key != "threshold" or p[key] is not None else "(below all)" for key in header]
-                    for p in points]
+            rows = [[_number(p[key]) if key != "threshold" else "(below all)" if p[key] is None else f"{p[key]:.6g}"
+                     for key in header] for p in points]
             out.append(_grid(header, rows, fmt=fmt))
     return "".join(("\n\n" if fmt != "csv" else "\n") + table for table in out)
 
