@@ -449,7 +449,9 @@ $(EXP)/clam.jsonl: $(RR)
 	@{ cat $<.cmd; echo '  | cq oracle --expand'; } > $@.cmd
 $(EXP)/clam.never.jsonl: $(EXP)/clam.jsonl
 	$(call stage,$(CLAM_ANSWER))
-$(EXP)/clam.cq.always.jsonl: $(EXP)/clam.jsonl
+# Always asks after CLAM's detector has scored every question (the CQs do not read the score; the records carry
+# it, so the cost-of-clarifying curve can re-decide each question at every threshold: cq score --curves below).
+$(EXP)/clam.cq.always.jsonl: $(EXP)/clam.det.clam.jsonl
 	$(call stage,$(CQ) gen-cq --preset clam --all $(LLM))
 $(EXP)/clam.cq.prompting.jsonl: $(EXP)/clam.jsonl
 	$(call stage,$(CQ) gen-cq --method clam-prompting --all $(LLM))
@@ -479,7 +481,11 @@ $(EXP)/clam.oracle.openbook.jsonl: $(EXP)/clam.cq.openbook.jsonl
 	$(call stage,$(CQ) oracle)
 $(EXP)/clam.openbook.jsonl: $(EXP)/clam.oracle.openbook.jsonl | $(MODEL_READER)
 	$(call stage,$(CQ) answer --mode cq --selected $(READER))
-$(S)/clam.%.json: $(EXP)/clam.%.jsonl
+# Each CLAM cell's score carries the cost of clarifying (docs/metrics.md, clam --curves): the lambda sweep, and the
+# risk-coverage curve over the detector's threshold with the never cell's answers as the direct path (whole for
+# clam.always; the paired comparisons score without it).
+$(S)/clam.%.json: SCORE_clam = --curves --direct $(EXP)/clam.never.jsonl
+$(S)/clam.%.json: $(EXP)/clam.%.jsonl | $(EXP)/clam.never.jsonl
 	$(call score,clam)
 exp-clam: $(foreach s,never $(CLAM_ASKING) openbook,$(S)/clam.$(s).json)
 

@@ -89,9 +89,25 @@ def forest(rows: list, title: str, out: Path, zero: bool = False) -> None:
     plt.close(fig)
 
 
+def cost_figures(scores: Path, out: Path) -> list[Path]:
+    """cost-NAME.png for every CLAM summary scored with --curves (report.py's cost section links them): the figure
+    `cq score --task clam --curves --plot` draws, from the summary's curves."""
+    from cqtools.score.plots import clarifying_cost
+
+    written = []
+    for path in sorted(scores.glob("*.json")):
+        summary = json.loads(path.read_text())
+        curves = summary.get("curves") or {}
+        if summary.get("task") == "clam" and curves.get("lambda"):
+            target = out / f"cost-{path.stem}.png"
+            clarifying_cost(str(target), curves["lambda"], curves.get("threshold") or [])
+            written.append(target)
+    return written
+
+
 def write(scores: Path, pairs_dir: Path | None, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
-    written = []
+    written = cost_figures(scores, out)
     for task, rows in sorted(cells(scores).items()):
         target = out / f"forest-{task}.png"
         forest([(f"{cell} ({metric})", p, lo, hi) for cell, metric, p, lo, hi in rows],

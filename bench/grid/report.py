@@ -248,6 +248,41 @@ def paired_section(pairs_dir: Path | None, min_n: int = MIN_PAIRED_N) -> list[st
     return lines + [""]
 
 
+COST_LAMBDAS = (0.0, 0.5, 0.8, 1.0)  # the lambda sweep's columns in the cost section
+
+
+def cost_section(scores: dict, scores_dir: Path) -> list[str]:
+    """The cost of clarifying, for every CLAM cell scored with `cq score --task clam --curves`: CLAM's adjusted
+    accuracy at a few lambdas, the risk-coverage curve's extremes and best point, and the cell's wall seconds per
+    scored record (F.wall; no stage records tokens or every stage's LM calls: docs/metrics.md). Its figure (accuracy
+    against the share clarified, adjusted accuracy against lambda) is figures/cost-NAME.png (figures.py)."""
+    cells = [(name, s) for name, s in scores.items() if s.get("task") == "clam" and (s.get("curves") or {}).get("lambda")]
+    if not cells:
+        return []
+    lines = ["## The cost of clarifying", "",
+             "`cq score --task clam --curves` (docs/metrics.md): adjusted accuracy (all) at each lambda; the "
+             "risk-coverage curve over the detector's threshold (clarify when score > T): accuracy when nothing is "
+             "clarified, when every scored question is, and the best point with its share clarified; `unknown` "
+             "points rest on answers no record holds (score the always-clarify run with `--direct` the never run). "
+             "s/record: the cell's wall seconds per scored record.", "",
+             "| cell | n | " + " | ".join(f"adj. λ={lam:g}" for lam in COST_LAMBDAS)
+             + " | acc. none clarified | acc. all clarified | best acc. (clarified %) | unknown points | s/record |",
+             "|---|---|" + "---|" * len(COST_LAMBDAS) + "---|---|---|---|---|"]
+    for name, s in cells:
+        by_lambda = {p["lambda"]: p["adjusted_accuracy"] for p in s["curves"]["lambda"]}
+        points = s["curves"].get("threshold") or []
+        best = max(points, key=lambda p: p["accuracy"]) if points else None
+        wall = read_wall(scores_dir / f"{name}.json.wall")
+        per = f"{wall['total_s'] / s['n']:.2f}" if wall and s.get("n") else "–"
+        lines.append(f"| [{name}](#{anchor(name)}) | {s.get('n')} | "
+                     + " | ".join(fmt(by_lambda.get(lam)) for lam in COST_LAMBDAS)
+                     + (f" | {fmt(points[0]['accuracy'])} | {fmt(points[-1]['accuracy'])} | "
+                        f"{fmt(best['accuracy'])} ({fmt(best['clarified'])}) | "
+                        f"{sum(1 for p in points if p['unknown'])} of {len(points)}" if points
+                        else " | – | – | – (no ambiguity.score) | – ") + f" | {per} |")
+    return lines + ["", *(f"- [cost-{name}.png](figures/cost-{name}.png)" for name, _ in cells), ""]
+
+
 def figures_section(scores_dir: Path, pairs_dir: Path | None) -> list[str]:
     """Links to the forest plots bench/grid/figures.py writes into figures/ beside the report (`make report`
     runs it after this), one per task with intervals and one of the paired differences."""
@@ -271,6 +306,7 @@ def write_results(args) -> None:
     used: set = set()
     for title, task, prefix, columns, paper in FAMILIES:
         lines += table(title, task, prefix, columns, paper, scores, scores_dir, used)
+    lines += cost_section({name: s for name, s in scores.items() if name in used}, scores_dir)
     lines += paired_section(Path(args.pairs) if args.pairs else None, args.min_paired_n)
     lines += figures_section(scores_dir, Path(args.pairs) if args.pairs else None)
     lines += ["## Commands", ""]

@@ -76,9 +76,9 @@ def cli(runs, task, output: OutputFlags, boot: BootstrapFlags, batch_size, devic
         click.echo(format_paired_table(summary) if output.fmt == "table" else _grid(*_paired_rows(summary),
                                                                                      fmt=output.fmt))
     elif output.fmt == "table":
-        click.echo(format_table(summary))
+        click.echo(format_table(summary) + curve_tables(summary, "table"))
     else:
-        click.echo(_grid(*_summary_rows(summary), fmt=output.fmt))
+        click.echo(_grid(*_summary_rows(summary), fmt=output.fmt) + curve_tables(summary, output.fmt))
 
 
 def _score_one(runs, opts, task, task_opts, on_error, output: OutputFlags):
@@ -174,6 +174,20 @@ def _several_runs(runs, opts, task, task_opts, on_error, boot: BootstrapFlags, s
              f"{summaries[0]['metric']['version']} with the same variant (--format json shows it)"]
     notes += [f"{path}: {note}" for path, s in zip(runs, summaries) for note in _notes(s)]
     return _grid(header, rows, notes, fmt=fmt)
+
+
+def curve_tables(summary: dict, fmt: str) -> str:
+    """``--task clam --curves`` in a table per curve after the summary (the summary's own table leaves lists out;
+    a --by group's curves are in the JSON only); thresholds keep their digits (CLAM's -0.3 is not -0.2999)."""
+    curves = summary.get("curves") or {}
+    out = []
+    for name, points in curves.items():
+        if points:
+            header = list(points[0])
+            rows = [[_number(p[key]) if key != "threshold" else "(below all)" if p[key] is None else f"{p[key]:.6g}"
+                     for key in header] for p in points]
+            out.append(_grid(header, rows, fmt=fmt))
+    return "".join(("\n\n" if fmt != "csv" else "\n") + table for table in out)
 
 
 def _flat(summary: dict) -> dict:
@@ -294,7 +308,7 @@ def format_table(summary: dict) -> str:
 
     def add(prefix, data):
         for key, value in data.items():
-            if key in ("notes", "ci"):
+            if key in ("notes", "ci", "curves"):  # the curves: tables of their own (curve_tables)
                 continue
             name = f"{prefix}{key}"
             if isinstance(value, dict):

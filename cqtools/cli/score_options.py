@@ -49,7 +49,8 @@ output_options = bundle(
     click.option("--per-record", type=click.Path(dir_okay=False, writable=True), metavar="FILE",
                  help="Write one JSONL line of scores per record ({id, ...}) to FILE."),
     click.option("--plot", type=click.Path(dir_okay=False, writable=True), metavar="FILE.png",
-                 help="detect: ROC and precision-recall curves; cq: options per CQ, predicted vs gold."),
+                 help="detect: ROC and precision-recall curves; cq: options per CQ, predicted vs gold; "
+                      "clam --curves: accuracy against the share clarified, adjusted accuracy against lambda."),
     click.option("--by", metavar="FIELD",
                  help="Also score each group of records with the same FIELD, a dotted key path into the record "
                       "(gold.type, dataset): \"groups\" has every metric per group, with --ci its interval, with "

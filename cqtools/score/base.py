@@ -334,7 +334,8 @@ class Task:
                 "notes": notes}
 
     def plot(self, path: str) -> None:
-        raise InputError(f"--plot is available for --task detect and --task cq, not {self.opts.task}")
+        raise InputError(f"--plot is available for --task detect, --task cq and --task clam --curves, "
+                         f"not {self.opts.task}")
 
 
 def _nulled(value):

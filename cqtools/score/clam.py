@@ -1,14 +1,17 @@
 """``--task clam``: CLAM's accuracy of the first answer against the intended gold answer, adjusted
-for needless clarifying questions (``--lambda``), per ambiguous/unambiguous/all records."""
+for needless clarifying questions (``--lambda``), per ambiguous/unambiguous/all records; ``--curves``:
+the cost of clarifying (:mod:`.clam_curves`: a lambda sweep and a risk-coverage curve over the
+detector's threshold, from the same rows)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import InputError
 from ..metrics import clam as m_clam
 from ..registry import option
+from . import clam_curves
 from .base import Scored, ScoreOptions, Task, answer_texts, gold_of
-from .rows import count, ratio, value
+from .rows import Metric, count, ratio, value
 
 
 
@@ -18,6 +21,12 @@ class ClamScoring:
 
     lam: float = option(0.8, "weight of a correct answer after a needless clarifying question.", min=0, max=1,
                         flag="--lambda")
+    curves: bool = option(False, "also report the cost of clarifying: adjusted accuracy at lambda 0, 0.1 .. 1, "
+                                 "and accuracy against the share clarified at every threshold of ambiguity.score "
+                                 "(a risk-coverage curve); --plot draws both.")
+    direct: str | None = option(None, "--curves: a run of the same records that never asked (the question "
+                                      "answered alone); a clarified record's direct answer is read from it by id.",
+                                metavar="FILE.jsonl")
 
 
 # Each group's columns in the row: its records (1 or 0), and their correct, adjusted and asked.
@@ -30,7 +39,11 @@ GROUP_COLUMNS = {"ambiguous": ("amb", "amb_correct", "amb_adjusted", "amb_asked"
 class ClamTask(Task):
     reads = ("answers",)
     columns = ("n", "amb", "amb_correct", "amb_adjusted", "amb_asked", "correct", "adjusted", "asked",
-               "unamb", "unamb_correct", "unamb_adjusted", "unamb_asked")
+               "unamb", "unamb_correct", "unamb_adjusted", "unamb_asked",
+               # --curves: the detector's score, the answer's correctness on each path (None: no record holds
+               # it), and a correct answer to a needlessly clarified question (what lambda weighs)
+               "score", "cq_correct", "direct_correct", "needless_correct")
+    direct_answers: dict | None = field(default=None, repr=False)  # --direct: {id: first answer text or None}
 
     def skip_reason(self, record):
         gold = gold_of(record)
@@ -49,11 +62,23 @@ class ClamTask(Task):
         row = m_clam.score_record(gold["answers"][intended], texts[0] if texts else None,
                                   asked=bool(record.get("cq")), ambiguous=bool(gold["ambiguous"]),
                                   lam=self.options.lam)
-        values = {"n": 1.0, "correct": row["correct"], "adjusted": row["adjusted"], "asked": float(row["asked"])}
+        values = {"n": 1.0, "correct": row["correct"], "adjusted": row["adjusted"], "asked": float(row["asked"]),
+                  **self.path_values(record, gold["answers"][intended], row)}
         for group, own in (("ambiguous", row["ambiguous"]), ("unambiguous", not row["ambiguous"])):
             for column, total in zip(GROUP_COLUMNS[group], GROUP_COLUMNS["all"]):
                 values[column] = float(own) * values[total]
         return Scored({"id": record["id"], **row}, values, missing=not texts)
+
+    def path_values(self, record, aliases, row) -> dict:
+        """The --curves columns of a record: its detector score and its correctness on each path."""
+        amb = record.get("ambiguity") if isinstance(record.get("ambiguity"), dict) else {}
+        score = amb.get("score") if isinstance(amb.get("score"), (int, float)) else None
+        direct = row["correct"] if not row["asked"] else None
+        if row["asked"] and self.direct_answers is not None and record["id"] in self.direct_answers:
+            text = self.direct_answers[record["id"]]
+            direct = m_clam.score_record(aliases, text, False, row["ambiguous"], 1.0)["correct"]
+        return {"score": score, "cq_correct": row["correct"] if row["asked"] else None, "direct_correct": direct,
+                "needless_correct": row["correct"] if row["asked"] and not row["ambiguous"] else 0.0}
 
     def unit_of(self, record):
         """One resampling unit per question: the records `cq oracle --expand` made from one question
@@ -66,7 +91,25 @@ class ClamTask(Task):
         for group, (n, correct, adjusted, asked) in GROUP_COLUMNS.items():
             metrics += [ratio(f"{group}.accuracy", correct, n), ratio(f"{group}.adjusted_accuracy", adjusted, n),
                         ratio(f"{group}.clarification_rate", asked, n), count(f"{group}.n", n)]
-        return metrics + [value("lambda", self.options.lam)]
+        metrics.append(value("lambda", self.options.lam))
+        if self.options.curves:
+            metrics.append(Metric("curves", self.curves, resampled=False))
+        return metrics
+
+    def curves(self, rows) -> dict:
+        return {"lambda": clam_curves.lambda_curve(rows),
+                "threshold": clam_curves.threshold_curve(rows, self.options.lam)}
+
+    def notes_for(self, rows, values):
+        return clam_curves.curve_notes(rows, values.get("curves"))
+
+    def plot(self, path):
+        if not self.options.curves:
+            raise InputError("--plot for --task clam draws the --curves: add --curves")
+        from .plots import clarifying_cost
+
+        curves = self.curves(self.rows())
+        clarifying_cost(path, curves["lambda"] or [], curves["threshold"] or [])
 
 
 def question_of(record: dict):
@@ -80,7 +123,9 @@ def question_of(record: dict):
 
 
 def clam_task(options: ClamScoring, config, opts: ScoreOptions) -> Task:
-    return ClamTask(opts, options)
+    if options.direct is not None and not options.curves:
+        raise InputError("--direct is read by --curves only: add --curves")
+    return ClamTask(opts, options, direct_answers=clam_curves.read_direct(options.direct) if options.direct else None)
 
 
 TASK = ("clam", clam_task, ClamScoring)  # registered by cqtools/score/builtin_methods.py

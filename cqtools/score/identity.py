@@ -12,8 +12,9 @@ import dataclasses
 
 METRIC_VERSION = 1  # raise it when a task's numbers change for the same records and options
 
-# Options that add output without changing any number of the summary.
-NOT_IDENTITY = frozenset({"sweep"})
+# Options that add output without changing any number of the summary (clam's --direct moves only the --curves,
+# which get no paired difference).
+NOT_IDENTITY = frozenset({"sweep", "curves", "direct"})
 
 # The fixed recipe of each task (not an option): what a reader of a results file needs to know to compare.
 RECIPES = {

@@ -78,3 +78,25 @@ def options_histogram(path: str, pred_hist: Counter, gold_hist: Counter) -> None
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def clarifying_cost(path: str, lambdas: Sequence[dict], points: Sequence[dict]) -> None:
+    """The cost of clarifying (`cq score --task clam --curves`): accuracy and adjusted accuracy against the share
+    of questions clarified, one point per threshold of the detector's score; adjusted accuracy against lambda."""
+    plt = _pyplot()
+    fig, (ax_rc, ax_lam) = plt.subplots(1, 2, figsize=(11, 4.5))
+    if points:
+        xs = [p["clarified"] for p in points]
+        ax_rc.plot(xs, [p["accuracy"] for p in points], marker=".", label="accuracy")
+        ax_rc.plot(xs, [p["adjusted_accuracy"] for p in points], marker=".", linestyle="--", label="adjusted accuracy")
+        ax_rc.legend(loc="lower right")
+    else:
+        ax_rc.text(50, 50, "no record has ambiguity.score", ha="center")
+    ax_rc.set(xlabel="questions clarified (%)", ylabel="%", title="accuracy against the share clarified",
+              xlim=(-2, 102))
+    ax_lam.plot([p["lambda"] for p in lambdas], [p["adjusted_accuracy"] for p in lambdas], marker="o")
+    ax_lam.set(xlabel="lambda (credit of a correct answer after a needless CQ)", ylabel="adjusted accuracy (%)",
+               title="CLAM's adjusted accuracy over lambda")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
