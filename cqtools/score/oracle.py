@@ -1,0 +1,91 @@
+"""``--task oracle``: how often the simulated user of `cq oracle` picks the option its gold DQ stands for.
+
+A record of `cq oracle --expand` means one gold DQ (``gold.dqs[gold.intended]``). The right reply to a
+CQ with options is the option built from that DQ: what it adds to the question, as `cq gen-cq --method
+from-dqs` builds options (:func:`cqtools.stages.gen_cq.silver.dq_options`), compared after SQuAD
+normalisation. A record whose CQ has no such option is skipped (the right reply is unknown), as are
+unambiguous questions and records without a CQ with options; a record without ``selected_option``
+scores 0. ``agreement`` is the share of right replies, ``chance`` what picking an option at random
+would agree on average, ``wilson_95`` the Wilson interval of the agreement over records (``--ci``:
+a bootstrap over questions, the records expanded from one question resampled together)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import InputError
+from ..metrics.cq import INVALID
+from ..metrics.normalize import normalize_answer
+from ..records import read_cq
+from .base import Scored, ScoreOptions, Task, gold_of
+from .clam import question_of
+from .rows import Metric, ratio, value
+from .study import wilson
+
+
+@dataclass(frozen=True)
+class OracleScoring:
+    """agreement of the simulated user (selected_option) with the option of the intended gold DQ"""
+
+
+def _dq_text(dq) -> str:
+    return str(dq.get("question") if isinstance(dq, dict) else dq)
+
+
+def intended_option(record: dict) -> tuple[list[str], int | None, str | None]:
+    """(the CQ's options, the position of the one built from the intended gold DQ or None, why it is
+    unknown or None). Reads ``question``, ``cq`` and ``gold.dqs`` / ``gold.intended``."""
+    from ..stages.gen_cq.silver import dq_options
+
+    gold = gold_of(record)
+    dqs = gold.get("dqs") or []
+    if not gold.get("ambiguous") or not dqs:
+        return [], None, "no gold DQs (an unambiguous question: nothing to pick between)"
+    cq = record.get("cq")
+    if cq is None:
+        return [], None, "no CQ asked"
+    _, _, options = read_cq(cq, record.get("id"))
+    options = [str(o) for o in options if o and o != INVALID]
+    if not options:
+        return [], None, "a free-form CQ (no options to pick from)"
+    intended = gold.get("intended", 0)
+    if not isinstance(intended, int) or isinstance(intended, bool) or not 0 <= intended < len(dqs):
+        raise InputError(f"record {record.get('id')}: gold.intended must index gold.dqs (0..{len(dqs) - 1}); "
+                         f"pass records from `cq oracle --expand`", record_id=record.get("id"))
+    target = normalize_answer(dq_options(str(record["question"]), [_dq_text(d) for d in dqs])[intended])
+    matches = [i for i, o in enumerate(options) if target and normalize_answer(o) == target]
+    if not matches:
+        return options, None, "no option of the CQ is the one built from the intended gold DQ"
+    return options, matches[0], None
+
+
+@dataclass
+class OracleTask(Task):
+    columns = ("n", "agree", "chance")
+
+    def skip_reason(self, record):
+        return intended_option(record)[2]
+
+    def score_record(self, record):
+        options, right, _ = intended_option(record)
+        selected = record.get("selected_option")
+        if selected is not None and not isinstance(selected, str):
+            raise InputError(f"record {record['id']}: 'selected_option' must be a string (as `cq oracle` writes)",
+                             record_id=record["id"])
+        agree = selected is not None and normalize_answer(selected) == normalize_answer(options[right])
+        row = {"id": record["id"], "agree": int(agree), "selected": selected, "expected": options[right],
+               "n_options": len(options)}
+        return Scored(row, {"n": 1.0, "agree": float(agree), "chance": 1.0 / len(options)}, missing=selected is None)
+
+    def unit_of(self, record):
+        return question_of(record)  # the records `cq oracle --expand` made from one question: one unit
+
+    def aggregation(self, rows):
+        return [ratio("agreement", "agree", "n"), ratio("chance", "chance", "n"),
+                value("wilson_95", wilson(int(rows.sum("agree")), rows.n))]
+
+
+def oracle_task(options: OracleScoring, config, opts: ScoreOptions) -> Task:
+    return OracleTask(opts, options)
+
+
+TASK = ("oracle", oracle_task, OracleScoring)  # registered by cqtools/score/builtin_methods.py
