@@ -2,7 +2,7 @@
 for needless clarifying questions (``--lambda``), per ambiguous/unambiguous/all records."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import InputError
 from ..metrics import clam as m_clam
@@ -20,6 +20,12 @@ class ClamScoring:
                         flag="--lambda")
 
 
+def _oracles_seen():
+    from .oracle import OraclesSeen  # oracle.py imports question_of from here
+
+    return OraclesSeen()
+
+
 # Each group's columns in the row: its records (1 or 0), and their correct, adjusted and asked.
 GROUP_COLUMNS = {"ambiguous": ("amb", "amb_correct", "amb_adjusted", "amb_asked"),
                  "unambiguous": ("unamb", "unamb_correct", "unamb_adjusted", "unamb_asked"),
@@ -31,6 +37,8 @@ class ClamTask(Task):
     reads = ("answers",)
     columns = ("n", "amb", "amb_correct", "amb_adjusted", "amb_asked", "correct", "adjusted", "asked",
                "unamb", "unamb_correct", "unamb_adjusted", "unamb_asked")
+
+    oracles: OraclesSeen = field(default_factory=_oracles_seen)  # meta.oracle of the records: the summary's "oracle"
 
     def skip_reason(self, record):
         gold = gold_of(record)
@@ -45,6 +53,7 @@ class ClamTask(Task):
         intended = gold.get("intended", 0)
         if not isinstance(intended, int) or not 0 <= intended < len(gold["answers"]):
             raise InputError(f"record {record['id']}: gold.intended must index gold.answers")
+        self.oracles.add(record)
         texts = answer_texts(record)
         row = m_clam.score_record(gold["answers"][intended], texts[0] if texts else None,
                                   asked=bool(record.get("cq")), ambiguous=bool(gold["ambiguous"]),
@@ -66,7 +75,7 @@ class ClamTask(Task):
         for group, (n, correct, adjusted, asked) in GROUP_COLUMNS.items():
             metrics += [ratio(f"{group}.accuracy", correct, n), ratio(f"{group}.adjusted_accuracy", adjusted, n),
                         ratio(f"{group}.clarification_rate", asked, n), count(f"{group}.n", n)]
-        return metrics + [value("lambda", self.options.lam)]
+        return metrics + [value("lambda", self.options.lam), *self.oracles.metrics()]
 
 
 def question_of(record: dict):

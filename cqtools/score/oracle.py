@@ -10,7 +10,7 @@ would agree on average, ``wilson_95`` the Wilson interval of the agreement over 
 a bootstrap over questions, the records expanded from one question resampled together)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import InputError
 from ..metrics.cq import INVALID
@@ -58,15 +58,42 @@ def intended_option(record: dict) -> tuple[list[str], int | None, str | None]:
     return options, matches[0], None
 
 
+def oracle_seen(record: dict) -> dict | None:
+    """What `cq oracle` wrote of itself in ``meta.oracle`` (method, model, prompt template...), without
+    the per-record ``free_form``; None when no oracle answered this record."""
+    meta = record.get("meta")
+    seen = meta.get("oracle") if isinstance(meta, dict) else None
+    return {k: v for k, v in seen.items() if k != "free_form"} if isinstance(seen, dict) else None
+
+
+@dataclass
+class OraclesSeen:
+    """The distinct oracles (``meta.oracle``) of the scored records, for the summary's ``"oracle"``: what
+    made the replies a CLAM number rests on (docs/metrics.md, "What to report with a CLAM number")."""
+
+    seen: list = field(default_factory=list)
+
+    def add(self, record: dict) -> None:
+        oracle = oracle_seen(record)
+        if oracle is not None and oracle not in self.seen:
+            self.seen.append(oracle)
+
+    def metrics(self) -> list:
+        return [value("oracle", self.seen[0] if len(self.seen) == 1 else self.seen)] if self.seen else []
+
+
 @dataclass
 class OracleTask(Task):
     columns = ("n", "agree", "chance")
+
+    oracles: OraclesSeen = field(default_factory=OraclesSeen)
 
     def skip_reason(self, record):
         return intended_option(record)[2]
 
     def score_record(self, record):
         options, right, _ = intended_option(record)
+        self.oracles.add(record)
         selected = record.get("selected_option")
         if selected is not None and not isinstance(selected, str):
             raise InputError(f"record {record['id']}: 'selected_option' must be a string (as `cq oracle` writes)",
@@ -81,7 +108,7 @@ class OracleTask(Task):
 
     def aggregation(self, rows):
         return [ratio("agreement", "agree", "n"), ratio("chance", "chance", "n"),
-                value("wilson_95", wilson(int(rows.sum("agree")), rows.n))]
+                value("wilson_95", wilson(int(rows.sum("agree")), rows.n)), *self.oracles.metrics()]
 
 
 def oracle_task(options: OracleScoring, config, opts: ScoreOptions) -> Task:
