@@ -168,3 +168,14 @@ def test_summaries_name_the_oracle_that_replied(runner):
     assert score(runner, [], records)["oracle"] == [{**llm, "model": "other-lm"}, llm]
     plain = runner.invoke(cli, ["score", "--task", "clam", "--format", "json"], input=jsonl(clam_run({})))
     assert "oracle" not in orjson.loads(plain.stdout)  # no oracle answered: nothing claimed
+
+
+def test_a_written_reply_is_read_as_the_option_it_overlaps(runner):
+    """CLAM's oracle writes replies instead of picking: each is read as the option it shares most tokens with."""
+    records = [turn(JOKER, 1, ["1989", "2008"], "I meant the 2008 one", "j#1"),        # read as 2008: right
+               turn(ROME, 0, ROME_OPTIONS, "the one in the east, eastern empire", "r#0"),  # read as eastern: wrong
+               turn(ROME, 2, ROME_OPTIONS, "the empire", "r#2"),                           # western and eastern tie
+               turn(ROME, 1, ROME_OPTIONS, "pizza", "r#1")]                                # no overlap: no pick
+    summary = score(runner, [], records)
+    assert summary["agreement"] == 25.0 and summary["missing"] == 0
+    assert any(note.startswith("4 reply(ies) not one of the options") for note in summary["notes"])

@@ -3,7 +3,8 @@
 A record of `cq oracle --expand` means one gold DQ (``gold.dqs[gold.intended]``). The right reply to a
 CQ with options is the option built from that DQ: what it adds to the question, as `cq gen-cq --method
 from-dqs` builds options (:func:`cqtools.stages.gen_cq.silver.dq_options`), compared after SQuAD
-normalisation. A record whose CQ has no such option is skipped (the right reply is unknown), as are
+normalisation (a written reply that is no option: the option it shares most tokens with). A
+record whose CQ has no such option is skipped (the right reply is unknown), as are
 unambiguous questions and records without a CQ with options; a record without ``selected_option``
 scores 0. ``agreement`` is the share of right replies, ``chance`` what picking an option at random
 would agree on average, ``wilson_95`` the Wilson interval of the agreement over records (``--ci``:
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 
 from ..errors import InputError
 from ..metrics.cq import INVALID
-from ..metrics.normalize import normalize_answer
+from ..metrics.normalize import normalize_answer, token_f1
 from ..records import read_cq
 from .base import Scored, ScoreOptions, Task, gold_of
 from .clam import question_of
@@ -58,6 +59,21 @@ def intended_option(record: dict) -> tuple[list[str], int | None, str | None]:
     return options, matches[0], None
 
 
+def reply_option(reply: str | None, options: list[str]) -> tuple[int | None, bool]:
+    """(the option ``reply`` picks or None, whether it had to be read): an option as written (after
+    normalisation); else a written reply (`cq oracle --method clam` writes one) is read as the option
+    it shares most tokens with (token F1), None when none shares any or two tie."""
+    if reply is None:
+        return None, False
+    norm = normalize_answer(reply)
+    for i, option in enumerate(options):
+        if normalize_answer(option) == norm:
+            return i, False
+    scores = [token_f1(reply, option) for option in options]
+    best = max(scores)
+    return (scores.index(best) if best > 0 and scores.count(best) == 1 else None), True
+
+
 def oracle_seen(record: dict) -> dict | None:
     """What `cq oracle` wrote of itself in ``meta.oracle`` (method, model, prompt template...), without
     the per-record ``free_form``; None when no oracle answered this record."""
@@ -84,7 +100,7 @@ class OraclesSeen:
 
 @dataclass
 class OracleTask(Task):
-    columns = ("n", "agree", "chance")
+    columns = ("n", "agree", "chance", "read")
 
     oracles: OraclesSeen = field(default_factory=OraclesSeen)
 
@@ -98,13 +114,20 @@ class OracleTask(Task):
         if selected is not None and not isinstance(selected, str):
             raise InputError(f"record {record['id']}: 'selected_option' must be a string (as `cq oracle` writes)",
                              record_id=record["id"])
-        agree = selected is not None and normalize_answer(selected) == normalize_answer(options[right])
+        picked, read = reply_option(selected, options)
+        agree = picked == right
         row = {"id": record["id"], "agree": int(agree), "selected": selected, "expected": options[right],
-               "n_options": len(options)}
-        return Scored(row, {"n": 1.0, "agree": float(agree), "chance": 1.0 / len(options)}, missing=selected is None)
+               "n_options": len(options), **({"read_as": None if picked is None else options[picked]} if read else {})}
+        return Scored(row, {"n": 1.0, "agree": float(agree), "chance": 1.0 / len(options), "read": float(read)},
+                      missing=selected is None)
 
     def unit_of(self, record):
         return question_of(record)  # the records `cq oracle --expand` made from one question: one unit
+
+    def notes_for(self, rows, values):
+        read = int(rows.sum("read")) if rows.n else 0
+        return [f"{read} reply(ies) not one of the options as written: each read as the option it shares most "
+                f"tokens with (none when no option shares any or two tie); --per-record shows read_as"] if read else []
 
     def aggregation(self, rows):
         return [ratio("agreement", "agree", "n"), ratio("chance", "chance", "n"),
