@@ -156,13 +156,16 @@ def test_spread_with_intersect_names_what_it_left_out(runner, tmp_path):
 
 def test_summaries_name_the_oracle_that_replied(runner):
     """What to report with a CLAM number: the oracle (meta.oracle, free_form left out) is in the summary."""
-    llm = {"method": "llm", "model": "fake-lm", "template": "terse.txt", "template_digest": "abc"}
+    llm = {"method": "llm", "model": "fake-lm", "template": "terse.txt", "template_digest": "abc",
+           "max_new_tokens": 16}
     records = clam_run({})
     for record in records:
         record["meta"] = {"oracle": {**llm, "free_form": False}, "answer": {"mode": "cq"}}
     clam = runner.invoke(cli, ["score", "--task", "clam", "--format", "json"], input=jsonl(records))
     assert clam.exit_code == 0, clam.stderr
     assert orjson.loads(clam.stdout)["oracle"] == llm
+    table = runner.invoke(cli, ["score", "--task", "clam", "--format", "csv"], input=jsonl(records))
+    assert "oracle" not in table.stdout  # an identity, not a metric row
     assert score(runner, [], records)["oracle"] == llm
     records[0]["meta"]["oracle"]["model"] = "other-lm"  # two oracles in one file: both are named
     assert score(runner, [], records)["oracle"] == [{**llm, "model": "other-lm"}, llm]

@@ -187,10 +187,10 @@ def _several_runs(runs, opts, task, task_opts, on_error, boot: BootstrapFlags, s
 
 
 def _flat(summary: dict) -> dict:
-    """A summary's metrics as {"group.metric": value} (notes and intervals left out)."""
+    """A summary's metrics as {"group.metric": value} (notes, intervals, metric and oracle identities left out)."""
     from ..metrics.bootstrap import flatten
 
-    flat = flatten({k: v for k, v in summary.items() if k not in ("notes", "ci", "metric")})
+    flat = flatten({k: v for k, v in summary.items() if k not in ("notes", "ci", "metric", "oracle")})
     return {k: v for k, v in flat.items() if v is None or isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
