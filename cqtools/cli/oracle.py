@@ -34,6 +34,9 @@ def cli(expand, method, model, device, dtype, **kwargs):
       cq convert ambignq dev_light.json | cq oracle --expand > eval.jsonl
       cq retrieve --index idx < eval.jsonl | cq rerank --top 5 | cq detect | cq gen-cq \\
         | cq oracle | cq answer --mode cq --selected | cq score --task clam
+      cq gen-cq --method from-dqs < eval.jsonl | cq oracle --method llm > replies.jsonl
+      cq score --task oracle --ci replies.jsonl    # agreement with the intended gold DQ's option
+      cq score --task clam a.jsonl b.jsonl c.jsonl # the same dialogue, three oracles: "spread"
     """
     from .options import run_config
     from ..stages import oracle

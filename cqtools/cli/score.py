@@ -33,7 +33,9 @@ def cli(runs, task, output: OutputFlags, boot: BootstrapFlags, batch_size, devic
     Reads records (predictions plus the "gold" key of `cq convert`) from RUN.jsonl (gzipped or
     not), or stdin when no file is given. Several RUNs: one table with a row per run and, for each
     run after the first, its paired difference from the first (B - A on the same question ids,
-    paired-bootstrap interval; --intersect to compare on the ids both score). A record
+    paired-bootstrap interval; --intersect to compare on the ids both score) and the spread of each
+    metric across the runs (max - min, paired bootstrap interval: e.g. one dialogue answered by
+    several `cq oracle` prompts or models, docs/metrics.md). A record
     without the prediction a task needs scores 0 and is counted in "missing"; records whose
     gold lacks what the task needs are skipped and counted in "notes". Scores are percentages.
     Defaults reproduce the papers' released scorers; "variant" in the summary names the
@@ -142,6 +144,7 @@ def _several_runs(runs, opts, task, task_opts, on_error, boot: BootstrapFlags, s
     from ..jsonl import open_input
     from ..score import score_records
     from ..score.ci import paired as paired_report
+    from ..score.spread import spread as spread_of
 
     results, summaries = [], []
     for path in runs:
@@ -153,9 +156,10 @@ def _several_runs(runs, opts, task, task_opts, on_error, boot: BootstrapFlags, s
     options = boot.options(seed)
     diffs = [paired_report(results[0], other, options, runs[0], path, boot.intersect)
              for path, other in zip(runs[1:], results[1:])]
+    spread = spread_of(results, list(runs), options, boot.intersect)
     if fmt == "json":
         report = {"runs": [{"run": path, **summary} for path, summary in zip(runs, summaries)],
-                  "differences": diffs}
+                  "differences": diffs, "spread": spread}
         return orjson.dumps(_rounded(report)).decode()
     metrics = list(dict.fromkeys(name for s in summaries for name in _flat(s)))
     header = ["run", *metrics]
@@ -167,10 +171,16 @@ def _several_runs(runs, opts, task, task_opts, on_error, boot: BootstrapFlags, s
             cells.append("" if d is None else f"{d['diff']:+.2f} {_interval(d['low'], d['high'])}"
                          + ("*" if d["excludes_zero"] else " (cannot tell)" if d.get("cannot_tell") else ""))
         rows.append([f"{path} - {runs[0]}", *cells])
+    spread_notes = [f"spread: the range of each metric across the {len(runs)} runs on the {spread['n']} questions "
+                    f"all score, its paired bootstrap interval", *spread["notes"]]
+    if len(runs) > 2:  # two runs: the spread is the difference's size, already in the table
+        ranges = spread["metrics"]
+        rows.append(["spread (max - min)", *("" if m not in ranges else f"{ranges[m]['range']:.2f} "
+                                            f"{_interval(ranges[m]['low'], ranges[m]['high'])}" for m in metrics)])
     notes = [f"{len(runs) - 1} paired difference(s) against {runs[0]}: B - A on the same question ids, "
              f"{options.level:.0%} {options.method} paired bootstrap, {options.n_boot} resamples, seed {options.seed}; "
              f"* = the interval excludes 0; (cannot tell) = fewer than {MIN_PAIRED_N} shared questions or a "
-             f"zero-width interval", f"every run scored by {summaries[0]['metric']['name']} version "
+             f"zero-width interval", *(spread_notes if len(runs) > 2 else []), f"every run scored by {summaries[0]['metric']['name']} version "
              f"{summaries[0]['metric']['version']} with the same variant (--format json shows it)"]
     notes += [f"{path}: {note}" for path, s in zip(runs, summaries) for note in _notes(s)]
     return _grid(header, rows, notes, fmt=fmt)
@@ -191,10 +201,10 @@ def curve_tables(summary: dict, fmt: str) -> str:
 
 
 def _flat(summary: dict) -> dict:
-    """A summary's metrics as {"group.metric": value} (notes and intervals left out)."""
+    """A summary's metrics as {"group.metric": value} (notes, intervals, metric and oracle identities left out)."""
     from ..metrics.bootstrap import flatten
 
-    flat = flatten({k: v for k, v in summary.items() if k not in ("notes", "ci", "metric")})
+    flat = flatten({k: v for k, v in summary.items() if k not in ("notes", "ci", "metric", "oracle")})
     return {k: v for k, v in flat.items() if v is None or isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 

@@ -383,7 +383,10 @@ def score_records(
             rows = task.score_batch([r for _, r in batch])
         except InputError as err:
             if err.where is None:
-                err.where = f"lines {batch[0][0]}-{batch[-1][0]}" if len(batch) > 1 else f"line {batch[0][0]}"
+                lines = [line for line, record in batch
+                         if err.record_id is not None and record.get("id") == err.record_id]
+                err.where = (f"line {lines[0]}" if len(lines) == 1 else f"line {batch[0][0]}" if len(batch) == 1
+                             else f"lines {batch[0][0]}-{batch[-1][0]}")
             raise
         if on_row is not None:
             for row in rows:

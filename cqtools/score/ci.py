@@ -67,7 +67,7 @@ def with_intervals(summary: dict, task: Task, boot: BootstrapOptions) -> dict:
     return summary
 
 
-def _positions(ids: list, name: str) -> dict:
+def question_positions(ids: list, name: str) -> dict:
     positions = {}
     for i, qid in enumerate(ids):
         if qid in positions:
@@ -81,7 +81,7 @@ def _compare(sides: tuple, boot: BootstrapOptions, names: tuple[str, str], inter
     is ((task_a, rows_a), (task_b, rows_b))."""
     (task_a, rows_a), (task_b, rows_b) = sides
     name_a, name_b = names
-    pos_a, pos_b = _positions(rows_a.unit_ids, name_a), _positions(rows_b.unit_ids, name_b)
+    pos_a, pos_b = question_positions(rows_a.unit_ids, name_a), question_positions(rows_b.unit_ids, name_b)
     only_a = [q for q in pos_a if q not in pos_b]
     only_b = [q for q in pos_b if q not in pos_a]
     shared = [q for q in pos_a if q in pos_b]  # A's order

@@ -29,6 +29,12 @@ class ClamScoring:
                                 metavar="FILE.jsonl")
 
 
+def _oracles_seen():
+    from .oracle import OraclesSeen  # oracle.py imports question_of from here
+
+    return OraclesSeen()
+
+
 # Each group's columns in the row: its records (1 or 0), and their correct, adjusted and asked.
 GROUP_COLUMNS = {"ambiguous": ("amb", "amb_correct", "amb_adjusted", "amb_asked"),
                  "unambiguous": ("unamb", "unamb_correct", "unamb_adjusted", "unamb_asked"),
@@ -45,6 +51,8 @@ class ClamTask(Task):
                "score", "cq_correct", "direct_correct", "needless_correct")
     direct_answers: dict | None = field(default=None, repr=False)  # --direct: {id: first answer text or None}
 
+    oracles: OraclesSeen = field(default_factory=_oracles_seen)  # meta.oracle of the records: the summary's "oracle"
+
     def skip_reason(self, record):
         gold = gold_of(record)
         if gold.get("ambiguous") is None:
@@ -58,6 +66,7 @@ class ClamTask(Task):
         intended = gold.get("intended", 0)
         if not isinstance(intended, int) or not 0 <= intended < len(gold["answers"]):
             raise InputError(f"record {record['id']}: gold.intended must index gold.answers")
+        self.oracles.add(record)
         texts = answer_texts(record)
         row = m_clam.score_record(gold["answers"][intended], texts[0] if texts else None,
                                   asked=bool(record.get("cq")), ambiguous=bool(gold["ambiguous"]),
@@ -91,7 +100,7 @@ class ClamTask(Task):
         for group, (n, correct, adjusted, asked) in GROUP_COLUMNS.items():
             metrics += [ratio(f"{group}.accuracy", correct, n), ratio(f"{group}.adjusted_accuracy", adjusted, n),
                         ratio(f"{group}.clarification_rate", asked, n), count(f"{group}.n", n)]
-        metrics.append(value("lambda", self.options.lam))
+        metrics += [value("lambda", self.options.lam), *self.oracles.metrics()]
         if self.options.curves:
             metrics.append(Metric("curves", self.curves, resampled=False))
         return metrics

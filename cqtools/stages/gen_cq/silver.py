@@ -108,6 +108,20 @@ def category_of(options: list[str]) -> tuple[str, list[str]]:
     return "one", options
 
 
+def dq_options(question: str, dqs: list[str]) -> list[str]:
+    """The option :func:`cq_from_dqs` builds from each DQ, in the DQs' order (with the category's head
+    word taken off as there; a DQ whose option repeats an earlier one's gets the same option)."""
+    edits = [dq_option(question, dq) for dq in dqs]
+    firsts: dict[str, str] = {}
+    for edit in edits:
+        if edit:
+            firsts.setdefault(edit.lower(), edit)
+    unique = list(firsts.values())
+    _, stripped = category_of(unique)
+    by_edit = {e.lower(): s for e, s in zip(unique, stripped)}
+    return [by_edit.get(e.lower(), e) for e in edits]
+
+
 def cq_from_dqs(question: str, dqs: list[str]) -> tuple[str, list[str]]:
     options: list[str] = []
     seen = set()
