@@ -183,8 +183,14 @@ def spanseqgen_cmd(quiet, dtype, out, overwrite, train_path, dev_path, **kwargs)
     """
     from ..train.spanseqgen import train_spanseqgen
 
-    done = _trained(out, overwrite, quiet, lambda where, checkpoints: train_spanseqgen(SpanSeqGenTrainConfig(
-        train=train_path, dev=dev_path, out=where, checkpoints=checkpoints, **kwargs)))
+    _fine_tune(train_spanseqgen, SpanSeqGenTrainConfig, out, overwrite, quiet, train_path, dev_path, kwargs)
+
+
+def _fine_tune(train, config, out, overwrite, quiet, train_path, dev_path, settings: dict) -> None:
+    """Run a seq2seq trainer (spanseqgen, qd, fid) on its settings through :func:`_trained` (staging, checkpoints,
+    --overwrite) and print its report."""
+    done = _trained(out, overwrite, quiet, lambda where, checkpoints: train(config(
+        train=train_path, dev=dev_path, out=where, checkpoints=checkpoints, **settings)))
     if done:
         report, staging = done
         _echo({k: v for k, v in report.items() if k != "config"}, staging, out)
@@ -212,11 +218,7 @@ def qd_cmd(quiet, dtype, out, overwrite, train_path, dev_path, **kwargs):
     """
     from ..train.qd import train_qd
 
-    done = _trained(out, overwrite, quiet, lambda where, checkpoints: train_qd(QDTrainConfig(
-        train=train_path, dev=dev_path, out=where, checkpoints=checkpoints, **kwargs)))
-    if done:
-        report, staging = done
-        _echo({k: v for k, v in report.items() if k != "config"}, staging, out)
+    _fine_tune(train_qd, QDTrainConfig, out, overwrite, quiet, train_path, dev_path, kwargs)
 
 
 @click.command(name="fid")
@@ -241,11 +243,7 @@ def fid_cmd(quiet, dtype, out, overwrite, train_path, dev_path, **kwargs):
     """
     from ..train.fid import train_fid
 
-    done = _trained(out, overwrite, quiet, lambda where, checkpoints: train_fid(FiDTrainConfig(
-        train=train_path, dev=dev_path, out=where, checkpoints=checkpoints, **kwargs)))
-    if done:
-        report, staging = done
-        _echo({k: v for k, v in report.items() if k != "config"}, staging, out)
+    _fine_tune(train_fid, FiDTrainConfig, out, overwrite, quiet, train_path, dev_path, kwargs)
 
 
 @click.command(name="reader")
