@@ -122,20 +122,11 @@ class SeqGenReader:
 
     def generate(self, questions: list[str], passages: list[list[dict]]) -> list[str]:
         """The generated sequence of each question (special tokens dropped, the separator kept)."""
-        import torch
-
-        pad = self.tokenizer.pad_token_id
         out = []
         for start in range(0, len(questions), self.batch_size):
             rows = [ambigqa_input(self.tokenizer, q, ps[:self.n_passages], self.max_input)
                     for q, ps in zip(questions[start:start + self.batch_size], passages[start:start + self.batch_size])]
-            width = max(map(len, rows))
-            ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=self.device)
-            mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows], device=self.device)
-            with torch.no_grad():
-                made = self.model.generate(input_ids=ids, attention_mask=mask, num_beams=self.num_beams,
-                                           max_new_tokens=self.max_new_tokens, early_stopping=True)
-            out += self.tokenizer.batch_decode(made, skip_special_tokens=True)
+            out += decode_rows(self, rows)
         return out
 
     def read(self, questions: list[str], passages: list[list[dict]], multi: bool = False) -> list[list[dict]]:
@@ -191,3 +182,17 @@ def trained_task(path: str) -> str | None:
 
 # The reader of each `cq train` task whose model `cq answer --reader auto` recognises.
 READER_OF_TASK = {TASK: "seqgen", "fid": "fid"}
+
+
+def decode_rows(reader, rows: list[list[int]]) -> list[str]:
+    """``reader``'s model (a trained seq2seq: ``model``, ``tokenizer``, ``device``, ``num_beams``,
+    ``max_new_tokens``) decoding token-id rows padded into one batch, special tokens dropped."""
+    import torch
+
+    pad, width = reader.tokenizer.pad_token_id, max(map(len, rows))
+    ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=reader.device)
+    mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows], device=reader.device)
+    with torch.no_grad():
+        made = reader.model.generate(input_ids=ids, attention_mask=mask, num_beams=reader.num_beams,
+                                     max_new_tokens=reader.max_new_tokens, early_stopping=True)
+    return reader.tokenizer.batch_decode(made, skip_special_tokens=True)

@@ -67,19 +67,10 @@ class TrainedQD:
                 "max_input_tokens": self.max_input, "num_beams": self.num_beams, "max_new_tokens": self.max_new_tokens}
 
     def write(self, jobs: list[tuple[str, str, list[str], list[dict]]], batch_size: int = 8) -> list[str]:
-        import torch
-
-        pad, out = self.tokenizer.pad_token_id, []
+        out = []
         for start in range(0, len(jobs), batch_size):
-            rows = [qd_input(self.tokenizer, q, a, others, ps, self.max_input)
-                    for q, a, others, ps in jobs[start:start + batch_size]]
-            width = max(map(len, rows))
-            ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=self.device)
-            mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows], device=self.device)
-            with torch.no_grad():
-                made = self.model.generate(input_ids=ids, attention_mask=mask, num_beams=self.num_beams,
-                                           max_new_tokens=self.max_new_tokens, early_stopping=True)
-            out += self.tokenizer.batch_decode(made, skip_special_tokens=True)
+            out += seqgen.decode_rows(self, [qd_input(self.tokenizer, q, a, others, ps, self.max_input)
+                                             for q, a, others, ps in jobs[start:start + batch_size]])
         return out
 
 
