@@ -229,7 +229,7 @@ def _jsonable(value):
 
 def env(name: str, default: str | None = None) -> str | None:
     """Raw access for the variables read where they are used (listed in :data:`ENV` with field None),
-    and for other programs' variables (HF_HUB_OFFLINE, WORLD_SIZE, NO_COLOR, PATH)."""
+    and for other programs' variables (HF_HUB_OFFLINE, WORLD_SIZE, RANK, NO_COLOR, PATH)."""
     return os.environ.get(name, default)
 
 

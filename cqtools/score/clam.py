@@ -11,6 +11,7 @@ from ..metrics import clam as m_clam
 from ..registry import option
 from . import clam_curves
 from .base import Scored, ScoreOptions, Task, answer_texts, gold_of
+from .oracle import OraclesSeen, question_of
 from .rows import Metric, count, ratio, value
 
 
@@ -29,12 +30,6 @@ class ClamScoring:
                                 metavar="FILE.jsonl")
 
 
-def _oracles_seen():
-    from .oracle import OraclesSeen  # oracle.py imports question_of from here
-
-    return OraclesSeen()
-
-
 # Each group's columns in the row: its records (1 or 0), and their correct, adjusted and asked.
 GROUP_COLUMNS = {"ambiguous": ("amb", "amb_correct", "amb_adjusted", "amb_asked"),
                  "unambiguous": ("unamb", "unamb_correct", "unamb_adjusted", "unamb_asked"),
@@ -51,7 +46,7 @@ class ClamTask(Task):
                "score", "cq_correct", "direct_correct", "needless_correct")
     direct_answers: dict | None = field(default=None, repr=False)  # --direct: {id: first answer text or None}
 
-    oracles: OraclesSeen = field(default_factory=_oracles_seen)  # meta.oracle of the records: the summary's "oracle"
+    oracles: OraclesSeen = field(default_factory=OraclesSeen)  # meta.oracle of the records: the summary's "oracle"
 
     def skip_reason(self, record):
         gold = gold_of(record)
@@ -119,16 +114,6 @@ class ClamTask(Task):
 
         curves = self.curves(self.rows())
         clarifying_cost(path, curves["lambda"] or [], curves["threshold"] or [])
-
-
-def question_of(record: dict):
-    """The question a record was expanded from: ``<id>`` of ``<id>#<i>`` when ``gold.intended`` is i
-    (`cq oracle --expand`), else the record's own id."""
-    record_id, intended = record["id"], gold_of(record).get("intended")
-    suffix = f"#{intended}"
-    if isinstance(record_id, str) and isinstance(intended, int) and record_id.endswith(suffix):
-        return record_id[:-len(suffix)]
-    return record_id
 
 
 def clam_task(options: ClamScoring, config, opts: ScoreOptions) -> Task:

@@ -18,9 +18,18 @@ from ..metrics.cq import INVALID
 from ..metrics.normalize import normalize_answer, token_f1
 from ..records import read_cq
 from .base import Scored, ScoreOptions, Task, gold_of
-from .clam import question_of
 from .rows import Metric, ratio, value
 from .study import wilson
+
+
+def question_of(record: dict):
+    """The question a record was expanded from: ``<id>`` of ``<id>#<i>`` when ``gold.intended`` is i
+    (`cq oracle --expand`), else the record's own id."""
+    record_id, intended = record["id"], gold_of(record).get("intended")
+    suffix = f"#{intended}"
+    if isinstance(record_id, str) and isinstance(intended, int) and record_id.endswith(suffix):
+        return record_id[:-len(suffix)]
+    return record_id
 
 
 @dataclass(frozen=True)

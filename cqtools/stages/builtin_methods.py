@@ -69,11 +69,11 @@ def register_oracles(register):
 
 @hookimpl
 def register_disambiguators(register):
-    from .disambiguate import disambig_first, qd, rac
+    from .disambiguate import disambig_first, qd, qd_model, rac
     from . import toc
     from .toc import run as toc_run
 
-    register("qd", qd.qd_disambiguator, options=qd.QdOptions)
+    register("qd", qd_model.qd_disambiguator, options=qd.QdOptions)
     register("disambig-first", disambig_first.disambig_first_disambiguator, options=disambig_first.DisambigFirstOptions)
     register("rac", rac.rac_disambiguator, options=rac.RacOptions)
     register("toc", toc_run.toc_disambiguator, options=toc.TocOptions)

@@ -65,7 +65,9 @@ class StopSignal:
 
 def process_rank() -> int:
     """This process's rank under `accelerate launch` / torchrun (0 when launched alone)."""
-    return int(os.environ.get("RANK", "0"))
+    from ..config import env
+
+    return int(env("RANK", "0"))
 
 
 def accelerator_for(cfg: TrainConfig):

@@ -19,7 +19,7 @@ from .. import prompts_disamb as P
 from ..options import beam_args, beams_option
 from ..templates import Template
 from ..tree import answer_passage
-from .parsing import (NEED_PASSAGES, clean_question, dq_writer, model_option, passage_words_option, passages_option,
+from .parsing import (NEED_PASSAGES, clean_question, model_option, passage_words_option, passages_option,
                       template_option, tokens_option)
 
 NEED_ANSWERS = "run `cq answer --mode multi` first: --method qd writes one DQ per predicted answer"
@@ -176,16 +176,3 @@ def _qd_prompts(records: list[dict], jobs: list[list], generator, config: QdOpti
         prompts.append(prompt)
         cuts.append(dropped)
     return prompts, cuts
-
-
-def qd_disambiguator(options: QdOptions, run, *, seed: int = 0, **context):
-    """The batch function of ``--method qd`` (the registry's factory); an API model given beams is refused
-    before any record is read. A `cq train qd` directory writes the DQs itself, from AmbigQA's input
-    (:mod:`.qd_model`)."""
-    from .qd_model import is_trained_qd, trained_qd_writer
-
-    if is_trained_qd(options.model):
-        return trained_qd_writer(options, run, seed)
-    fn = dq_writer(qd_batch, "qd", options, run, seed)
-    beam_args(fn.keywords["generator"], options.num_beams)
-    return fn

@@ -125,3 +125,18 @@ def write_trained(records: list[dict], writer: TrainedQD, options, info: dict) -
 
     require_questions(records)
     return write_dqs(records, trained_qd_batch(records, writer, options), info)
+
+
+def qd_disambiguator(options, run, *, seed: int = 0, **context):
+    """The batch function of ``--method qd`` (the registry's factory): a `cq train qd` directory writes the DQs
+    itself, from AmbigQA's input; any other model is prompted (:func:`.qd.qd_batch`), an API model given beams
+    refused before any record is read. It lives here, beside the trained writer, so qd.py need not import it."""
+    from ..options import beam_args
+    from .parsing import dq_writer
+    from .qd import qd_batch
+
+    if is_trained_qd(options.model):
+        return trained_qd_writer(options, run, seed)
+    fn = dq_writer(qd_batch, "qd", options, run, seed)
+    beam_args(fn.keywords["generator"], options.num_beams)
+    return fn
