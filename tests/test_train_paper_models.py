@@ -12,7 +12,7 @@ import pytest
 from cqtools.cli import cli
 
 from .conftest import FIXTURES, _save_tiny_model, parse_jsonl
-from .test_train_resume import Killed, assert_equal_weights, report
+from .test_train_resume import Killed, assert_equal_weights, report, with_near_passages
 
 
 @pytest.fixture(scope="module")
@@ -36,16 +36,7 @@ def tiny_bart(tmp_path_factory) -> str:
 @pytest.fixture(scope="module")
 def with_passages(tmp_path_factory) -> str:
     """The fixture questions, each with the 5 corpus passages sharing most of its words."""
-    corpus = [orjson.loads(line) for line in (FIXTURES / "corpus.jsonl").read_text().splitlines()]
-    path = tmp_path_factory.mktemp("seqgen") / "retrieved.jsonl"
-    with open(path, "wb") as fh:
-        for line in (FIXTURES / "questions.jsonl").read_text().splitlines():
-            record = orjson.loads(line)
-            words = set(record["question"].lower().split())
-            near = sorted(corpus, key=lambda p: (-len(words & set(f"{p['title']} {p['text']}".lower().split())),
-                                                 p["id"]))
-            fh.write(orjson.dumps({**record, "passages": near[:5]}) + b"\n")
-    return str(path)
+    return with_near_passages(tmp_path_factory.mktemp("seqgen") / "retrieved.jsonl")
 
 
 def _args(model: str, records: str) -> list[str]:

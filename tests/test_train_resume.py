@@ -57,16 +57,20 @@ def reader_case(tmp_path_factory) -> tuple[str, str]:
     model = _save_tiny_model(str(where / "model"), lambda tok: BertForQuestionAnswering(
         BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                    intermediate_size=64)))
+    return model, with_near_passages(where / "retrieved.jsonl")
+
+
+def with_near_passages(path) -> str:
+    """Write the fixture questions to ``path``, each with the 5 corpus passages sharing most of its words."""
     corpus = [orjson.loads(line) for line in (FIXTURES / "corpus.jsonl").read_text().splitlines()]
-    records = where / "retrieved.jsonl"
-    with open(records, "wb") as fh:
+    with open(path, "wb") as fh:
         for line in (FIXTURES / "questions.jsonl").read_text().splitlines():
             record = orjson.loads(line)
             words = set(record["question"].lower().split())
             near = sorted(corpus, key=lambda p: (-len(words & set(f"{p['title']} {p['text']}".lower().split())),
                                                  p["id"]))
             fh.write(orjson.dumps({**record, "passages": near[:5]}) + b"\n")
-    return model, str(records)
+    return str(path)
 
 
 def _args(kind: str, model: str) -> list[str]:

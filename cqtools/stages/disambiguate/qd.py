@@ -67,6 +67,20 @@ def distinct_answers(record: dict) -> list[str]:
     return [text.strip() for text in distinct_texts(answer_texts(record, NEED_ANSWERS))]
 
 
+def dq_entry(question: str, answer: str, generation: str, passages: list[dict], seen: set[str],
+             duplicates: str) -> dict:
+    """The DQ ``{question, answer}`` a model wrote for one answer; with ``duplicates="fallback"`` an empty one or
+    one repeating the question or an earlier DQ (``seen``, normalised) becomes :func:`fallback_question`'s, the
+    generation kept. ``seen`` gains the DQ used."""
+    dq = clean_question(generation)
+    entry = {"question": dq, "answer": answer}
+    if duplicates == "fallback" and (not normalize_answer(dq) or normalize_answer(dq) in seen):
+        entry = {"question": fallback_question(question, answer, passages, seen), "answer": answer,
+                 "fallback": True, "generated": generation.strip()}
+    seen.add(normalize_answer(entry["question"]))
+    return entry
+
+
 def fallback_question(question: str, answer: str, passages: list[dict], used: set[str]) -> str:
     """The built-in rewrite: "AQ (context)?" where context is the title of the first passage
     holding the answer, or the answer itself when there is no such title (or it is taken)."""
@@ -111,13 +125,7 @@ def qd_batch(records: list[dict], generator, config: QdOptions, tpl: Template | 
         cut.setdefault(n, []).append(dropped)
         question = records[n]["question"]
         seen = used_dqs.setdefault(n, {normalize_answer(question)})
-        dq = clean_question(generation)
-        entry = {"question": dq, "answer": answer}
-        if config.duplicates == "fallback" and (not normalize_answer(dq) or normalize_answer(dq) in seen):
-            entry = {"question": fallback_question(question, answer, passages, seen), "answer": answer,
-                     "fallback": True, "generated": generation.strip()}
-        seen.add(normalize_answer(entry["question"]))
-        per_record[n].append(entry)
+        per_record[n].append(dq_entry(question, answer, generation, passages, seen, config.duplicates))
     for n, record in enumerate(records):
         if count is not None:
             evidence.note_read(record, "disambiguate", read.get(n, []))

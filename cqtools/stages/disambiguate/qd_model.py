@@ -79,7 +79,7 @@ def trained_qd_batch(records: list[dict], writer: TrainedQD, options, tpl=None) 
     echoed or repeated DQ handled by ``options.duplicates``), the DQs written by the trained model."""
     from ...records import PASSAGES, require
     from .parsing import NEED_PASSAGES
-    from .qd import distinct_answers, fallback_question
+    from .qd import distinct_answers, dq_entry
 
     per_record: list[list[dict]] = [[] for _ in records]
     jobs, owners = [], []
@@ -97,13 +97,7 @@ def trained_qd_batch(records: list[dict], writer: TrainedQD, options, tpl=None) 
     for n, (question, answer, _, passages), generated in zip(owners, jobs, writer.write(jobs) if jobs else []):
         calls[n] += 1
         used = seen.setdefault(n, {normalize_answer(question)})
-        dq = clean_question(generated)
-        entry = {"question": dq, "answer": answer}
-        if options.duplicates == "fallback" and (not normalize_answer(dq) or normalize_answer(dq) in used):
-            entry = {"question": fallback_question(question, answer, passages, used), "answer": answer,
-                     "fallback": True, "generated": generated.strip()}
-        used.add(normalize_answer(entry["question"]))
-        per_record[n].append(entry)
+        per_record[n].append(dq_entry(question, answer, generated, passages, used, options.duplicates))
     return list(zip(per_record, calls))
 
 
