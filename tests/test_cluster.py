@@ -14,12 +14,14 @@ import sys
 import time
 from pathlib import Path
 
+import orjson
 import pytest
 
 from .conftest import ROOT, SHARED, jsonl, parse_jsonl
 from .conftest_models import bm25_index  # noqa: F401 (BM25 only: the dense half of bm25_index took 16 of its 20 s)
 from .slurm_cluster import LocalSlurm, missing_programs, sbatch_wait
 from .test_docs_run import BLOCKS, DocRun, doc_env, substitute
+from .test_train_resume import still_classifier  # noqa: F401 (a tiny BERT without dropout)
 
 VENV_BIN = str(Path(sys.executable).parent)
 cluster = pytest.mark.cluster
@@ -309,3 +311,48 @@ def test_a_slice_of_the_grid_runs_as_slurm_jobs(slurm, tmp_path):
     for name in ("cq_index.json", "ambignq.ret.bm25.jsonl", "ambignq.det.classifier.jsonl"):
         assert re.search(rf"JobName=cq-{re.escape(name)} .*JobState=COMPLETED", jobs), name
     print(f"grid slice under SLURM=1: {runs['slurm'][0].count('srun --job-name=cq-')} srun jobs, scores == local run")
+
+
+@cluster
+def test_docs_training_script_two_launchers_train_the_model_of_one_process(slurm, tmp_path, still_classifier):
+    """docs/cluster.md's two-node training script under the real sbatch and srun, on this one node: its launch line
+    as written (one `accelerate launch` per SLURM task, `--num_machines`, `--machine_rank`, the main process's
+    address and port), with two tasks standing for the two nodes (one process each, on CPU: gloo over TCP, the
+    rendezvous of a multi-node run) and the fixture detect run in place of BART-large. Two launchers at
+    `--batch-size 4` train the model of one plain process at `--batch-size 8` (within 1e-6, as two processes
+    under one launcher do: tests/test_train_resume.py), and only machine rank 0 writes it."""
+    from .slurm_cluster import _free_port
+    from .test_train_resume import QUESTIONS, weights
+
+    fenced = re.findall(r"```\w*\n(.*?)```", (ROOT / "docs/cluster.md").read_text(), re.S)
+    script = next(text for text in fenced if "--machine_rank" in text)  # a `text` block: not run by test_docs_run
+    launch = re.search(r"srun bash -c '(accelerate launch .*?)\s+-m cqtools train", script.replace("\\\n", " "),
+                       re.S).group(1)
+    assert "--num_machines $SLURM_NNODES" in launch and "--machine_rank $SLURM_NODEID" in launch
+    # one node here: a task is a node (SLURM_NTASKS and SLURM_PROCID for SLURM_NNODES and SLURM_NODEID), one CPU
+    # process per launcher for 8 GPUs, this machine's address and a free port
+    launch = (launch.replace("$SLURM_NNODES", "$SLURM_NTASKS").replace("$SLURM_NODEID", "$SLURM_PROCID")
+              .replace("SLURM_NNODES * 8", "SLURM_NTASKS * 1").replace("29500", str(_free_port())))
+    assert "SLURM_NNODES" not in launch and "NODEID" not in launch
+    train = ["train", "detect", "--model", still_classifier, "--train", QUESTIONS, "--dev", QUESTIONS, "--limit",
+             "16", "--dev-limit", "4", "--passages", "0", "--epochs", "2", "--max-steps", "4", "--lr", "1e-3",
+             "--seed", "2", "--device", "cpu", "-q"]
+    (tmp_path / "train.sh").write_text(
+        "#!/bin/bash\nset -euo pipefail\nexport MAIN=127.0.0.1 CQ_OFFLINE=1\n"
+        f"srun --ntasks=2 bash -c '{launch} --mixed_precision no --dynamo_backend no "
+        f"-m cqtools {' '.join(train)} --batch-size 4 --out two'\n")
+    job = sbatch(slurm, tmp_path, "--nodes=1", "--ntasks=2", "--cpus-per-task=1", "--output=train.%j.log", "train.sh",
+                 wait=True)
+    log = (tmp_path / f"train.{job}.log").read_text()
+    assert job_field(slurm, job, "JobState") == "COMPLETED", log[-3000:]
+    summaries = [orjson.loads(line) for line in log.splitlines() if line.startswith("{")]
+    assert len(summaries) == 1 and summaries[0]["processes"] == 2 and summaries[0]["steps"] == 4, log[-3000:]
+    one = subprocess.run([f"{VENV_BIN}/cq", *train, "--batch-size", "8", "--out", "one"], cwd=tmp_path,
+                         capture_output=True, text=True, env={**os.environ, "CQ_OFFLINE": "1", "OMP_NUM_THREADS": "1"},
+                         timeout=600)
+    assert one.returncode == 0, one.stderr
+    a, b = weights(str(tmp_path / "one")), weights(str(tmp_path / "two"))
+    worst = max((a[k] - b[k]).abs().max().item() for k in a)
+    assert worst < 1e-6
+    print(f"docs/cluster.md training launch, 2 SLURM tasks as 2 machines (job {job}): largest weight difference "
+          f"from one process {worst:.1e}")
