@@ -91,16 +91,21 @@ def choice(annotator: str, item: str) -> str:
     return base
 
 
-def chromium():
-    """A headless Chromium of Debian's packages through Selenium, or a skip naming what is missing."""
+def skip_unless_installed() -> None:
     missing = [name for name in ("chromium", "chromedriver") if not shutil.which(name)]
     try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
+        import selenium  # noqa: F401
     except ImportError:
         missing.append("selenium (pip install -e '.[browser]')")
     if missing:
         pytest.skip(f"needs {', '.join(missing)}: `make test-browser` installs them")
+
+
+def chromium():
+    """A headless Chromium of Debian's packages through Selenium."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
     options = webdriver.ChromeOptions()
     options.binary_location = shutil.which("chromium")  # never Selenium Manager's download
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
@@ -113,7 +118,8 @@ def chromium():
 
 @pytest.fixture
 def browsers():
-    """Two browsers (two annotators, two profiles); both quit after the test."""
+    """Two browsers (two annotators, two profiles); both quit after the test. A skip when one is not installed."""
+    skip_unless_installed()
     opened = []
 
     def new():
@@ -276,7 +282,7 @@ def judge(driver, name: str, count: int, submitted: list, screenshot: bool = Fal
         submitted.append((name, item, want))
 
 
-def test_a_person_walks_compares_and_two_annotators_judge_in_chromium(viewer, browsers):
+def test_a_person_walks_compares_and_two_annotators_judge_in_chromium(browsers, viewer):
     from selenium.webdriver.common.by import By
 
     base, log, runs = viewer
