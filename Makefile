@@ -31,7 +31,7 @@ export CQ_MODELS
 
 include experiments.mk
 
-.PHONY: install data demo test test-fast test-slow test-cluster bench-retrieve bench-bm25-process bench-scale bench-scale-dense bench-chat bench-pipeline bench-smoke docs clean
+.PHONY: install data demo test test-fast test-slow test-cluster test-browser bench-retrieve bench-bm25-process bench-scale bench-scale-dense bench-chat bench-pipeline bench-smoke docs clean
 
 install: $(STAMP)
 
@@ -100,10 +100,10 @@ demo: $(WORK)/fixture-index/cq_index.json fixtures/questions.jsonl
 # pure-Python units and tiny models, no JVM, no real model, no training (about a minute on a quiet 2-core
 # machine); `make test-slow` the real models and the JVM at length. PYTEST_ARGS=... passes options to pytest.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow and not cluster" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -m "not slow and not cluster and not browser" $(PYTEST_ARGS)
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow and not heavy and not cluster" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -m "not slow and not heavy and not cluster and not browser" $(PYTEST_ARGS)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow $(PYTEST_ARGS)
@@ -115,6 +115,15 @@ test-cluster: $(STAMP)
 	@command -v slurmctld > /dev/null && command -v munged > /dev/null || { apt-get update -qq \
 	  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge > /dev/null; }
 	CQ_TEST_CLUSTER=1 $(BIN)/python -m pytest -q -rA -m cluster tests/test_cluster.py $(PYTEST_ARGS)
+
+# cq view in a real browser (docs/viewer.md): Debian's headless chromium and its chromedriver, installed when missing
+# (needs root), and Selenium (the `browser` extra) drive tests/test_browser.py: the pages, two runs compared, two
+# annotators' judgements and their kappa. About 15 s. CQ_SCREENSHOTS=DIR saves the pages as PNGs (docs/viewer/).
+test-browser: $(STAMP)
+	@command -v chromium > /dev/null && command -v chromedriver > /dev/null || { apt-get update -qq \
+	  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver > /dev/null; }
+	@$(BIN)/python -c "import selenium" 2> /dev/null || $(BIN)/python -m pip install -q -e '.[browser]'
+	$(BIN)/python -m pytest -q -rA -m browser tests/test_browser.py $(PYTEST_ARGS)
 
 docs: $(STAMP)
 	$(BIN)/python -m cqtools.docgen > docs/cli.md

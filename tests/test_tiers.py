@@ -55,7 +55,7 @@ def fast() -> list[str]:
     makefile = (ROOT / "Makefile").read_text()
     found = re.search(r'^test-fast:.*\n\t.*pytest .*-m "([^"]+)"', makefile, re.M)
     assert found, "Makefile: test-fast runs pytest -m \"...\""
-    assert found[1] == "not slow and not heavy and not cluster"
+    assert found[1] == "not slow and not heavy and not cluster and not browser"
     return collect(found[1])
 
 

@@ -23,8 +23,10 @@ MAX_BODY = 64 * 1024
 LOCAL_NAMES = ("127.0.0.1", "localhost", "[::1]")
 HEADERS = {"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
                                       "frame-ancestors 'none'; base-uri 'none'",
-           "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer", "Cache-Control": "no-store",
+           "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin", "Cache-Control": "no-store",
            "X-Frame-Options": "DENY"}
+# same-origin, not no-referrer: under no-referrer a browser sends "Origin: null" with the study's form POST (Fetch's
+# origin serialization), which do_POST must refuse as a sandboxed page's; no referrer leaves for another site
 RECORD = re.compile(r"^/record/(\d{1,9})$")
 
 
