@@ -1,4 +1,4 @@
-"""The test tiers. `make test-fast` runs ``-m "not slow and not heavy and not cluster"``: pure-Python units and tiny
+"""The test tiers. `make test-fast` runs ``-m "not slow and not heavy and not cluster and not browser"``: pure-Python units and tiny
 models, about a minute on a quiet 2-core machine. `make test` (what CI runs) is everything not slow,
 heavy tests included; `make test-slow` the slow ones (real models, the JVM at scale).
 
