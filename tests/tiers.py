@@ -1,5 +1,5 @@
-"""The test tiers. `make test-fast` runs ``-m "not slow and not heavy and not cluster and not browser"``: pure-Python units and tiny
-models, about a minute on a quiet 2-core machine. `make test` (what CI runs) is everything not slow,
+"""The test tiers. `make test-fast` runs ``-m "not slow and not heavy and not cluster and not browser"``:
+pure-Python units and tiny models, about a minute on a quiet 2-core machine. `make test` (what CI runs) is everything not slow,
 heavy tests included; `make test-slow` the slow ones (real models, the JVM at scale).
 
 A test is heavy when it lives in a module of HEAVY_MODULES, is a case of HEAVY_TESTS, uses a fixture
