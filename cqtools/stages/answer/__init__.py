@@ -312,6 +312,8 @@ def answer_batch(records: list[dict], stage: AnswerStage, info: dict) -> list[di
             entry = dict(answer)
             if q.option is not None:
                 entry.update(option=q.option, question=q.text)
+                if q.own:
+                    entry["option_passage"] = True  # read from the passages the option stands for
             elif c.mode == "dqs":
                 entry["question"] = q.text
             per_record[q.record].append(entry)
