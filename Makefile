@@ -75,21 +75,22 @@ $(WORK)/fixture-index/cq_index.json: fixtures/corpus.jsonl | $(STAMP)
 fixtures/questions.jsonl: fixtures/ambignq_light.json fixtures/cambignq.json | $(STAMP)
 	$(CQ) convert ambignq fixtures/ambignq_light.json --join cambignq:fixtures/cambignq.json > $@
 
-# The main job on the embedded default: the whole pipeline on the first DEMO_N fixture questions.
+# The main job on the embedded default: the whole pipeline on the first DEMO_N fixture questions. Its detector is
+# cq chat's and cq detect's default (DEFAULT_DETECTOR, cqtools/stages/options.py; tests/test_first_contact.py).
 DEMO_N ?= 8
 demo: $(WORK)/fixture-index/cq_index.json fixtures/questions.jsonl
 	head -n $(DEMO_N) fixtures/questions.jsonl \
 	  | $(CQ) retrieve --index $(WORK)/fixture-index --method hybrid --hits 10 \
 	  | $(CQ) rerank --top 3 \
 	  | $(CQ) answer --mode multi \
-	  | $(CQ) detect --method diverse | tee $(WORK)/demo.detected.jsonl \
+	  | $(CQ) detect | tee $(WORK)/demo.detected.jsonl \
 	  | $(CQ) gen-cq \
 	  | $(CQ) answer --mode cq --min-rerank-score 0 > $(WORK)/demo.jsonl
 	$(CQ) show --passages 1 < $(WORK)/demo.jsonl
 	@echo "--- the same questions answered directly, without clarification (cq answer --mode single):"
 	$(CQ) answer --mode single --min-rerank-score 0 -q < $(WORK)/demo.detected.jsonl | $(CQ) show --passages 0
 	@echo "--- answers: the shipped extractive reader, none from a passage the reranker scores under 0. Detection"
-	@echo "--- (cq detect --method diverse): the shipped classifier, and at least two answers from relevant passages."
+	@echo "--- (cq detect's default, as in cq chat): the shipped classifier (docs/benchmarks/first-contact.md)."
 	@echo "--- Clarifying questions (cq gen-cq's default without --model, no LM): the titles of the passages holding"
 	@echo "--- distinct answers, or the answers. An LM writes them instead with cq gen-cq --model NAME (e.g. over vLLM)."
 	@echo "--- detection and clarification-based QA on these $(DEMO_N) questions:"

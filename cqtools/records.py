@@ -140,6 +140,28 @@ def read_cq(cq, record_id: str | None = None) -> tuple[str, str | None, list[str
     return text, category, list(options)
 
 
+# --- how far an answer is supported ---------------------------------------------------------------
+
+SURE, LOW, GUESS = "sure", "low", "guess"
+
+
+def answer_confidence(answer: dict) -> str:
+    """How far a passage supports a reader's answer (``cq chat`` and ``cq show`` say it alike):
+
+    - ``guess``: no passage span (the generative reader's text picked by likelihood after an unusable
+      generation, grounding ``score``, or kept ungrounded, ``none``), or an extractive span its reader scores
+      under "no answer here" (score < 0) read from any passage the question found;
+    - ``low``: such a low-scored span read from the passages its option stands for (``option_passage``, from
+      ``cq answer --mode cq`` over a pred-answers CQ): the reading's own passage holds it, the reader is unsure;
+    - ``sure``: otherwise (an answer saying nothing of its grounding or score counts as sure)."""
+    if answer.get("grounding", "exact") not in ("exact", "span"):
+        return GUESS
+    score = answer.get("score")
+    if not isinstance(score, (int, float)) or score >= 0:
+        return SURE
+    return LOW if answer.get("option_passage") else GUESS
+
+
 # --- gold ----------------------------------------------------------------------------------------
 
 def annotation_clusters(annotation: dict) -> list[list[str]]:

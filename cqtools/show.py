@@ -5,8 +5,14 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass
 
+from .records import GUESS, LOW, answer_confidence
 from .registry import option
 from .show_tree import tree_lines
+
+
+# What `cq show` adds after an answer that is a guess (cqtools.records.answer_confidence; nothing after a sure one).
+GUESS_NOTES = {GUESS: "  (a guess: no passage clearly answers it)",
+               LOW: "  (a guess: read from the option's own passage, with low reader confidence)"}
 
 
 @dataclass(frozen=True)
@@ -54,7 +60,7 @@ def render(record: dict, passages: int = ShowSettings.passages, gold: bool = Fal
     for answer in answers if isinstance(answers, list) else []:
         answer = answer if isinstance(answer, dict) else {"text": answer}
         option = f"{answer['option']}: " if answer.get("option") else ""
-        lines.append(f"    answer: {option}{answer.get('text')}")
+        lines.append(f"    answer: {option}{answer.get('text')}{GUESS_NOTES.get(answer_confidence(answer), '')}")
     if answers == []:
         lines.append("    answer: none (no passage supports one)")
     if record.get("long_answer"):

@@ -17,10 +17,10 @@ from ..errors import InputError
 from ..metrics.cq import INVALID
 from ..config import RunConfig
 from ..stream.batches import record_problem
-from ..records import ANSWERS, PASSAGES, read_cq, set_meta
+from ..records import ANSWERS, GUESS, LOW, PASSAGES, SURE, answer_confidence, read_cq, set_meta
 from ..registry import option
 from ..stages.answer.options import READER_PASSAGES
-from ..stages.options import CommandSettings
+from ..stages.options import DEFAULT_DETECTOR, CommandSettings
 
 log = logging.getLogger("cqtools")
 OTHER = "other: type your own"
@@ -40,8 +40,9 @@ class ChatOptions:
     rerank_top: int = option(3, "Passages kept after reranking (cq rerank --top); 0: no reranking.", min=0)
     reranker: str | None = option(None, "Cross-encoder of cq rerank and cq answer --mode cq [default: the reranker "
                                         "role's].", env="CQ_MODEL_RERANKER")
-    detect: str = option("classifier", "Ambiguity detector (cq detect --method; classifier: the one trained here, "
-                                       "else the shipped one); answers and tree need keys a chat turn lacks.")
+    detect: str = option(DEFAULT_DETECTOR, "Ambiguity detector (cq detect --method, whose default it is, as in "
+                                           "make demo: the classifier trained here, else the shipped one); answers "
+                                           "and tree need keys a chat turn lacks.")
     detect_model: str | None = option(None, "cq detect --model (classifier: a `cq train detect` directory).",
                                       env="CQ_MODEL_DETECT")
     threshold: float | None = option(None, "cq detect --threshold [default: the method's].")
@@ -193,11 +194,14 @@ _SENTENCE = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)\s+(?=[A-Z0-9\"'(])")  # not af
 
 def evidence(record: dict, answer: dict) -> tuple[dict, str, tuple[int, int] | None] | None:
     """(passage, sentence, (start, end) of the answer in the sentence) for an answer: the first of
-    the record's passages holding the answer's text (case-insensitive), the sentence it is in; the
-    top passage's first sentence and no span when no passage holds it; None without passages."""
+    the record's passages holding the answer's text (case-insensitive; the passage it was read from,
+    ``passage_id``, first), the sentence it is in; the top passage's first sentence and no span when no
+    passage holds it; None without passages."""
     passages = [p for p in record.get(PASSAGES) or [] if isinstance(p, dict)]
     if not passages:
         return None
+    read_from = answer.get("passage_id")
+    passages.sort(key=lambda p: read_from is None or p.get("id") != read_from)  # stable: the rest in order
     text = str(answer.get("text") or "").strip()
     if text:
         needle = re.compile(r"(?<!\w)" + re.escape(text) + r"(?!\w)", re.I)
@@ -220,25 +224,21 @@ def render_cq(record: dict, options: list[str]) -> list[str]:
 
 
 NO_ANSWER = "no passage answers this"
+LOW_NOTE = "low reader confidence; read from this option's own passage"
 
 
 def grounded(answer: dict) -> bool:
-    """Whether a passage holds the reader's answer: the generative reader's text already was a
-    passage span (grounding ``exact`` or ``span``, not one picked by likelihood after an unusable
-    generation, ``score``, nor kept ungrounded, ``none``), and an extractive reader found its span
-    likelier than "no answer here" (score >= 0). An answer saying nothing of its grounding counts
-    as grounded."""
-    if answer.get("grounding", "exact") not in ("exact", "span"):
-        return False
-    score = answer.get("score")
-    return not isinstance(score, (int, float)) or score >= 0
+    """Whether a passage holds the reader's answer (:func:`cqtools.records.answer_confidence` is not
+    ``guess``): a span the reader scores over "no answer here", or one read from its option's own passage."""
+    return answer_confidence(answer) != GUESS
 
 
 def render_answers(record: dict, mark: Callable[[str], str]) -> list[str]:
     """Each answer, its option when it has one, and the passage it came from: title and sentence,
     the answer span passed through ``mark`` (bold in a terminal). An answer no passage holds
     (:func:`grounded`) is not given as one: "no passage answers this", the reader's best guess
-    shown as only that."""
+    shown as only that; one read from its option's own passage with a low reader score is given,
+    marked as a low-confidence reading."""
     lines = []
     answers = [a if isinstance(a, dict) else {"text": a} for a in record.get(ANSWERS) or []]
     if not answers:
@@ -247,8 +247,10 @@ def render_answers(record: dict, mark: Callable[[str], str]) -> list[str]:
         option = answer.get("option")
         head = f"answer ({option}): " if option else "answer: "
         text = str(answer.get("text") or "") or "(empty)"
-        sure = grounded(answer)
-        lines.append(head + (text if sure else f"{NO_ANSWER} (the reader's best guess: {text})"))
+        level = answer_confidence(answer)
+        sure = level != GUESS
+        lines.append(head + (text if level == SURE else f"{text} ({LOW_NOTE})" if level == LOW
+                             else f"{NO_ANSWER} (the reader's best guess: {text})"))
         found = evidence(record, answer)
         if found is None:
             continue

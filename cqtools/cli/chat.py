@@ -180,8 +180,8 @@ def cli(index_dir, retrieve_method, hits, rerank_top, reranker, detect_method, d
     ambiguous, asks which interpretation you mean (numbered options, "other: type your own", "show
     all answers"), then answers it with the passage sentence the answer came from.
 
-    Defaults: hybrid retrieval of 10 passages, rerank to 3, the classifier detector (the one trained
-    here, else the shipped one), cq gen-cq's grounded CQ writer (pred-answers: the reader's distinct
+    Defaults: hybrid retrieval of 10 passages, rerank to 3, the classifier detector (cq detect's default, as in
+    `make demo`: the one trained here, else the shipped one), cq gen-cq's grounded CQ writer (pred-answers: the reader's distinct
     answers or their passages' titles in a template, no LM; --model or --gen-cq-model names an LM that
     writes the CQ instead) and cq answer's reader (the extractive one installed in $CQ_MODELS/reader, else the shipped one). Models load once; Ctrl-C cancels the turn in flight and returns to the prompt,
     Ctrl-D (or Ctrl-C at the prompt) ends the session, and every finished turn is already in --log.

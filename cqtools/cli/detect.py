@@ -8,6 +8,7 @@ from .options import (batch_option, compose, device_options, load_options, max_i
 from .method_flags import api_options, method_options, method_values, preset_option
 from ..models.roles import LLM
 from ..registry import DETECTORS
+from ..stages.options import DEFAULT_DETECTOR
 from .stream import run_stream, spec_from
 
 METHOD_OPTIONS, OPTION_NAMES = method_options(DETECTORS)
@@ -15,7 +16,7 @@ METHOD_OPTIONS, OPTION_NAMES = method_options(DETECTORS)
 
 @click.command(name="detect")
 @preset_option("detect")
-@click.option("--method", type=click.Choice(DETECTORS.names()), default="classifier", show_default=True,
+@click.option("--method", type=click.Choice(DETECTORS.names()), default=DEFAULT_DETECTOR, show_default=True,
               help=DETECTORS.help() + ".")
 @model_option("detector", None, help=f"classifier: a `cq train detect` directory (default: $CQ_MODEL_CLASSIFIER, else "
               f"$CQ_MODELS/detect, else the classifier cq ships); combined: a `cq train combiner` directory; llm, clam: "

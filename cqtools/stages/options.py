@@ -16,6 +16,13 @@ class CommandSettings:
     seed: int = option(0, "Random seed.")
 
 
+# The ambiguity detector a newcomer meets: `cq chat` without --detect (ChatOptions, from the CLI and from Python),
+# `make demo`, `cq detect` without --method and detect.build() (tests/test_first_contact.py checks they agree).
+# Chosen by a measured comparison on held-out AmbigNQ dev questions (docs/benchmarks/first-contact.md): the
+# shipped question-only classifier ranks them better (AUROC) than the diverse detector and the answer count.
+DEFAULT_DETECTOR = "classifier"
+
+
 def _template_file(path, where):
     """A --prompt file: bounded, UTF-8, ``{name}`` slots only, checked before any model loads."""
     from . import templates

@@ -311,7 +311,7 @@ def answer_batch(records: list[dict], stage: AnswerStage, info: dict) -> list[di
         for answer in q.answers[: None if multi else 1]:
             entry = dict(answer)
             if q.option is not None:
-                entry.update(option=q.option, question=q.text)
+                entry.update(option=q.option, question=q.text, **({"option_passage": True} if q.own else {}))
             elif c.mode == "dqs":
                 entry["question"] = q.text
             per_record[q.record].append(entry)

@@ -20,6 +20,7 @@ class Question:
     passages: list[dict]
     option: str | None = None
     answers: list[dict] = field(default_factory=list)  # {text, grounding, generated?}
+    own: bool = False  # its passages are only its option's own (the CQ's option_passages)
     cut: int = 0  # passages dropped from its prompt's end to fit the model's input (meta.passages_cut.answer)
 
 
@@ -87,11 +88,27 @@ def questions_of(records: list[dict], mode: str, selected: bool = CQModeOptions.
         if not options:  # a free-form CQ with nothing readable and no reply: the question itself
             questions.append(Question(n, record["question"], passages, None))
             continue
+        owned = option_passages(record)
         for option in options:
             text = released_revision(record["question"], category, option) if revision == "askcq" \
                 else revised_question(record["question"], category, option)
-            questions.append(Question(n, text, passages, option))
+            ids = owned.get(str(option).strip().lower())
+            own = [p for p in passages if isinstance(p, dict) and p.get("id") in ids] if ids else []
+            questions.append(Question(n, text, own or passages, option, own=bool(own)))
     return questions
+
+
+def option_passages(record: dict) -> dict[str, set]:
+    """{option (stripped, lowercased): ids of the passages it stands for} from the record's CQ
+    (``cq.option_passages``, written by ``cq gen-cq --method pred-answers``): an option offered because a
+    passage holds it is answered from that passage alone, so its answer is that passage's (the "Lord of the
+    Rings (film series)" option is not answered with the novel's author). Empty for other CQs."""
+    cq = record.get("cq")
+    if not isinstance(cq, dict) or not isinstance(cq.get("option_passages"), list):
+        return {}
+    return {str(option).strip().lower(): {i for i in ids if i is not None}
+            for option, ids in zip(cq.get("options") or [], cq["option_passages"])
+            if isinstance(ids, list) and ids}
 
 
 def rerank_questions(questions: list[Question], cross_encoder, depth: int, top: int, batch_size: int) -> None:

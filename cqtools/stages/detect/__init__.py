@@ -5,7 +5,7 @@ the label is always ``score > threshold``. Methods live in the DETECTORS registr
 (cqtools/registry.py; plugins add more); :func:`build` assembles the stage from Python:
 
   classifier  P(ambiguous) from a sequence classifier over "question [SEP] passages" (AskCQ task 1); the
-              default: the classifier trained here ($CQ_MODELS/detect), else the compact one cq ships
+              default (DEFAULT_DETECTOR, cq chat's and make demo's too): the classifier trained here ($CQ_MODELS/detect), else the compact one cq ships
   llm         log p(" True") - log p(" False") after a few-shot CLAM-style prompt
   answers     number of distinct normalised answers from ``cq answer --mode multi`` (AskCQ)
   tree        number of surviving disambiguations from ``cq disambiguate --tree``
@@ -22,7 +22,7 @@ from ...records import ANSWERS, answer_texts, distinct_texts, passage_snippets, 
 from ...registry import option
 from .. import prompts, templates
 from ..common import stage_fn
-from ..options import llm_option, prompt_option
+from ..options import DEFAULT_DETECTOR, llm_option, prompt_option
 
 DEFAULT_LLM = role("detector").default
 MAX_INPUT_TOKENS = 256  # the classifier's input length in tokens (question + passages), unless trained longer
@@ -39,7 +39,7 @@ class ScoredDetector:
     info: dict = field(default_factory=dict)
 
 
-def build(method: str = "classifier", config=None, **options) -> Callable[[list[dict]], list[dict]]:
+def build(method: str = DEFAULT_DETECTOR, config=None, **options) -> Callable[[list[dict]], list[dict]]:
     """The detect stage as a batch function (records -> records), e.g. in a notebook::
 
         detect = build("classifier")  # the shipped classifier; build("llm", model=...) asks an LM instead

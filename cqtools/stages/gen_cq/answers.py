@@ -18,7 +18,10 @@ with a template instead of a generator, so no free text from a small LM reaches 
    not by which article they come from);
    ``cq.answers`` lists the answers offered, ``cq.answers_from`` says whether they were the record's
    (``record``) or read here (``reader``);
-4. fewer than two options: with ``fallback=titles`` (the default) the options are the distinct titles of
+   an answer read from a passage whose title is itself an answer the reader found is left out (that passage is
+   about a candidate answer, not a reading: "Canberra" for "What is the capital of Australia?");
+4. fewer than two options: with ``fallback=titles`` (the default), and no relevant passage titled with an
+   answer the reader found, the options are the distinct titles of
    the passages the reranker scored at least ``min_rerank_score`` (``cq.options_from``: ``titles``;
    ``cq detect`` judged the question ambiguous, and the relevant articles are what it may be about);
    still fewer than two, or ``fallback=none``: nothing is asked (``cq: null``; ``cq answer --mode cq``
@@ -38,7 +41,7 @@ from dataclasses import dataclass
 from ...errors import InputError
 from ...records import ANSWERS
 from ...registry import option
-from .form import canonical_cq, distinct, in_form, which
+from .form import canonical_cq, distinct, in_form, option_key, which
 from ..options import two_options_option
 
 OPTION_TEXTS = ("auto", "title", "answer")
@@ -70,7 +73,7 @@ def supported_answers(record: dict, min_score: float | None, min_rerank_score: f
         seen = kept
         used.add(pid)
         title = passage.get("title")
-        out.append({"text": text, "title": str(title).strip() if title else None})
+        out.append({"text": text, "title": str(title).strip() if title else None, "passage_id": pid})
     return out
 
 
@@ -90,27 +93,53 @@ def option_texts(answers: list[dict], option_text: str) -> list[str]:
     return [a["text"] for a in answers]
 
 
+def relevant_passages(record: dict, min_rerank_score: float | None) -> list[dict]:
+    """The record's titled passages the reranker scored at least ``min_rerank_score``."""
+    return [p for p in record.get("passages") or []
+            if isinstance(p, dict) and p.get("title") and _supported({}, p, None, min_rerank_score)]
+
+
 def relevant_titles(record: dict, min_rerank_score: float | None) -> list[str]:
     """The distinct titles of the record's passages the reranker scored at least ``min_rerank_score``."""
-    return distinct([str(p["title"]).strip() for p in record.get("passages") or []
-                     if isinstance(p, dict) and p.get("title") and _supported({}, p, None, min_rerank_score)])[0]
+    return distinct([str(p["title"]).strip() for p in relevant_passages(record, min_rerank_score)])[0]
+
+
+def answer_keys(record: dict) -> set[str]:
+    """The normalised texts of every answer the reader found for the record (any passage, any score)."""
+    return {option_key(str(a.get("text") if isinstance(a, dict) else a)) for a in record.get(ANSWERS) or []} - {""}
 
 
 def answers_cq(record: dict, max_options: int, option_text: str, min_score: float | None,
                min_rerank_score: float | None, two_options: str, fallback: str) -> dict | None:
     """The record's CQ from its predicted answers (``fallback="titles"``: from its relevant passages'
-    titles when fewer than two answers are supported), or None when there are fewer than two options."""
-    answers = supported_answers(record, min_score, min_rerank_score)[:max_options]
-    options, _ = distinct(option_texts(answers, option_text))
+    titles when fewer than two answers are supported), or None when there are fewer than two options.
+
+    Options are readings of the question, not candidate answers to one reading: a passage's title that is itself
+    an answer the reader found ("Canberra" for "What is the capital of Australia?") is not offered, and when a
+    relevant passage is about such an answer, its neighbours' titles are taken as candidate answers too (no
+    titles fallback: "Sydney" and "Melbourne" are not readings of that question).
+    ``cq.option_passages`` lists, per option, the passages it stands for (cq answer --mode cq reads its answer
+    from those)."""
+    names = answer_keys(record)
+    answers = [a for a in supported_answers(record, min_score, min_rerank_score)
+               if option_text == "answer" or option_key(a["title"] or "") not in names][:max_options]
+    texts = option_texts(answers, option_text)
+    options, _ = distinct(texts)
+    owned = {option: [a["passage_id"] for t, a in zip(texts, answers) if t == option and a["passage_id"]]
+             for option in options}
     source = "answers"
-    if len(options) < 2 and fallback == "titles":
-        options, answers, source = relevant_titles(record, min_rerank_score)[:max_options], [], "titles"
+    passages = relevant_passages(record, min_rerank_score)
+    if len(options) < 2 and fallback == "titles" and not any(option_key(p["title"]) in names for p in passages):
+        options, answers, source = distinct([str(p["title"]).strip() for p in passages])[0][:max_options], [], "titles"
+        owned = {option: [p.get("id") for p in passages if option_key(p["title"]) == option_key(option)]
+                 for option in options}
     if len(options) < 2:
         return None
     cq = canonical_cq(which("one"), options, "pred-answers")
     cq["options_from"] = source
     cq["answers"] = [a["text"] for a in answers]
     cq["answers_from"] = "reader" if record.get(READ_HERE) else "record"
+    cq["option_passages"] = [owned.get(option, []) for option in options]
     return in_form(cq, two_options)
 
 
