@@ -12,7 +12,7 @@ import pytest
 from cqtools.cli import cli
 
 from .test_train_paper_models import tiny_bart, with_passages  # noqa: F401  (fixtures)
-from .test_train_resume import QUESTIONS, Killed, assert_equal_weights, report
+from .test_train_resume import QUESTIONS, Killed, assert_equal_weights, reader_case, report  # noqa: F401
 
 # the trainer, where its dev scorer is looked up at training time, its metric, its run (6 steps, eval every 2)
 CASES = {
@@ -133,3 +133,40 @@ def test_a_resumed_run_keeps_the_best_found_before_it_stopped(runner, tmp_path, 
     assert_equal_weights(whole, parted)
     with open(os.path.join(parted, "cq_train.json")) as fh:
         assert json.load(fh)["dev"]["f1_ans"] == 0.8
+
+
+def test_reader_keep_best_keeps_the_best_validation_not_the_last(runner, tmp_path, monkeypatch, reader_case):
+    """`cq train reader --keep best`: validations at steps 2, 4, 6 scoring EM 30, 80, 10 keep step 4's weights
+    (captured from the model as it was scored) and name step 4 in cq_train.json; --keep last (the default) keeps
+    the last step's."""
+    import torch
+    from safetensors.torch import load_file
+
+    from cqtools.train import span_reader
+
+    model, records = reader_case
+    real, seen = span_reader.validation_scores, []
+
+    def scripted_em(reader, dev, n_passages):
+        scores = real(reader, dev, n_passages)
+        seen.append({k: v.detach().clone() for k, v in reader.model.state_dict().items()})
+        return {**scores, "em": [30.0, 80.0, 10.0, 5.0][len(seen) - 1]}
+
+    monkeypatch.setattr(span_reader, "validation_scores", scripted_em)
+    args = ["train", "reader", "--model", model, "--train", records, "--holdout", "5", "--batch-size", "4",
+            "--max-steps", "6", "--eval-every", "2", "--seed", "5", "-q"]
+    best = str(tmp_path / "best")
+    done = runner.invoke(cli, [*args, "--keep", "best", "--out", best])
+    assert done.exit_code == 0, done.stderr
+    saved = report(best)
+    assert [h["step"] for h in saved["history"]] == [2, 4, 6] and saved["best"]["step"] == 4
+    assert saved["validation"]["em"] == 80.0
+    kept = load_file(os.path.join(best, "model.safetensors"))
+    assert all(torch.equal(kept[k], seen[1][k]) for k in kept)
+    assert not all(torch.equal(kept[k], seen[2][k]) for k in kept)
+    seen.clear()
+    last = str(tmp_path / "last")
+    assert runner.invoke(cli, [*args, "--out", last]).exit_code == 0
+    assert "best" not in report(last) and [h["step"] for h in report(last)["history"]] == [2, 4]
+    kept = load_file(os.path.join(last, "model.safetensors"))
+    assert all(torch.equal(kept[k], seen[-1][k]) for k in kept)  # the final validation: the last step's weights
