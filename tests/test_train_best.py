@@ -170,3 +170,19 @@ def test_reader_keep_best_keeps_the_best_validation_not_the_last(runner, tmp_pat
     assert "best" not in report(last) and [h["step"] for h in report(last)["history"]] == [2, 4]
     kept = load_file(os.path.join(last, "model.safetensors"))
     assert all(torch.equal(kept[k], seen[-1][k]) for k in kept)  # the final validation: the last step's weights
+
+
+def test_resuming_with_other_dev_evaluations_is_a_one_line_error(runner, tmp_path, tiny_bart,  # noqa: F811
+                                                                  with_passages):
+    """A checkpoint carries its run's best-so-far: continuing it with another --eval-every or without --dev is
+    refused in one line (the best would be of other evaluations), not a traceback."""
+    out = str(tmp_path / "m")
+    args = _args("spanseqgen", tiny_bart, with_passages, out)
+    assert runner.invoke(cli, [*args, "--save-every", "2", "--max-steps", "2"]).exit_code == 0
+    step2 = os.path.join(out, "checkpoints", "step-2")
+    other = _args("spanseqgen", tiny_bart, with_passages, str(tmp_path / "o"))
+    at = other.index("--dev")
+    for changed in ([*other, "--eval-every", "3"], other[:at] + other[at + 2:]):
+        done = runner.invoke(cli, [*changed, "--max-steps", "2", "--resume-from", step2])
+        assert done.exit_code == 1 and "other settings" in done.stderr and "Traceback" not in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
