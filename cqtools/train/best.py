@@ -90,18 +90,24 @@ class BestOnDev:
 
 
 def scoring_saved(run, save: Callable[[], None], score: Callable[[], dict]) -> Callable[[], dict]:
-    """``evaluate()`` for :class:`BestOnDev` that saves the weights under way as the trainer saves its model (the
-    main process; the others wait) and scores that directory as its stage reads it (``score()``), torch's RNGs left
-    as they were: evaluating must not change the training that follows."""
+    """``evaluate()`` for :class:`BestOnDev` that saves the weights under way as the trainer saves its model and
+    scores that directory as its stage reads it (``score()``), torch's RNGs left as they were: evaluating must not
+    change the training that follows. The main process saves and scores (the others train into scratch folders,
+    cqtools/cli/train.py ``_trained``) and sends them the scores, so every process keeps the same best."""
     import torch
 
     def evaluate() -> dict:
+        scores = None
         if run.is_main:
             save()
-        run.accelerator.wait_for_everyone()
-        device = run.accelerator.device
-        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-            return score()
+            device = run.accelerator.device
+            with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+                scores = score()
+        if run.accelerator.num_processes > 1:
+            from accelerate.utils import broadcast_object_list
+
+            scores = broadcast_object_list([scores])[0]
+        return scores
 
     return evaluate
 
