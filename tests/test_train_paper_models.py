@@ -106,7 +106,8 @@ def test_trained_spanseqgen_is_read_by_cq_answer(runner, tmp_path, tiny_bart, wi
     assert result.exit_code == 0, result.stderr
     assert parse_jsonl(result.stdout)[0]["meta"]["answer"]["num_beams"] == 4
     again = str(tmp_path / "again")
-    assert runner.invoke(cli, [*_args(tiny_bart, with_passages), "--out", again, "-q"]).exit_code == 0
+    assert runner.invoke(cli, [*_args(tiny_bart, with_passages), "--dev", with_passages, "--dev-limit", "3", "--out",
+                               again, "-q"]).exit_code == 0
     assert_equal_weights(out, again)
 
 

@@ -150,8 +150,9 @@ def gen_cq_cmd(quiet, **kwargs):
     """Fine-tune a generator on gold CQs (gold.cq, e.g. from `cq convert cambignq` or `--join cambignq:`)
     and, for records without one, silver CQs built from gold DQs (cq gen-cq --method from-dqs).
 
-    Reports options P/R/F1 and category accuracy on dev (against gold.cq where present, else
-    the dev silver CQs).
+    Scores dev every --eval-every steps (default once per epoch) and keeps the weights with the
+    best CQ BLEU-4, as AskCQ does; reports options P/R/F1 and category accuracy too (against
+    gold.cq where present, else the dev silver CQs).
 
     \b
     Example:
@@ -171,7 +172,8 @@ def spanseqgen_cmd(quiet, dtype, out, overwrite, train_path, dev_path, **kwargs)
 
     The input is the question and its passages in AmbigQA's layout (records with passages, from
     `cq retrieve`); the targets are the gold answers found in them, joined by <SEP>. With --dev,
-    reports AmbigQA's F1_ans; the directory is what `cq answer --reader seqgen` loads.
+    keeps the weights with the best dev F1_ans (scored every --eval-every steps); the directory
+    is what `cq answer --reader seqgen` loads.
     --preset ambigqa trains with AmbigQA's recipe (BART-large, batch 24, lr 5e-6, beam 4).
 
     \b
@@ -206,7 +208,8 @@ def qd_cmd(quiet, dtype, out, overwrite, train_path, dev_path, **kwargs):
 
     The input is the answer, the question, the other answers and the passages in AmbigQA's
     layout (records with passages, from `cq retrieve`); the target is the gold DQ of that answer
-    (multipleQAs annotations). With --dev, reports EDIT-F1 given the gold answers. The directory
+    (multipleQAs annotations). With --dev, keeps the weights with the best dev EDIT-F1 given the
+    gold answers (scored every --eval-every steps). The directory
     is what `cq disambiguate --method qd --model DIR` loads. --preset ambigqa trains with AmbigQA's recipe (BART-large, beam 4).
 
     \b
@@ -230,7 +233,8 @@ def fid_cmd(quiet, dtype, out, overwrite, train_path, dev_path, **kwargs):
     """Fine-tune REFUEL's Fusion-in-Decoder reader: each passage encoded with the question, one decoder over all.
 
     The targets are the gold answers found in the passages, joined by <SEP> (records with
-    passages, from `cq retrieve`). With --dev, reports AmbigQA's F1_ans; the directory is what
+    passages, from `cq retrieve`). With --dev, keeps the weights with the best dev F1_ans (scored
+    every --eval-every steps); the directory is what
     `cq answer --reader fid` loads.
     --preset refuel trains with REFUEL's recipe (BART-large, 100 passages, batch 64, lr 3e-5).
 

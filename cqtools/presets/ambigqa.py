@@ -100,7 +100,12 @@ AMBIGQA = Preset(
                 "release: 0, cli.py:107)",
                 setting="learning rate", applies=COMMAND),
         Setting("train spanseqgen", "epochs", 15, "Appendix, Model implementation: 15 epochs on AmbigNQ, the best "
-                "checkpoint on dev", "cq keeps the last weights (see below)", setting="epochs", applies=COMMAND),
+                "checkpoint on dev", "with --dev cq keeps the best dev F1_ans (see below)", setting="epochs",
+                applies=COMMAND),
+        Setting("train spanseqgen", "eval_every", 500, "codes/README.md:198 @5c8cdb1: --eval_period 500; "
+                "codes/run.py:166-174 keeps best-model.pt, the best dev F1 (QAData.py:491)", "the release also stops "
+                "after 10 evaluations without a gain (--wait_step 10); cq trains the whole --epochs / --max-steps",
+                setting="dev evaluation steps", applies=COMMAND),
         Setting("train spanseqgen", "num_beams", 4, "codes/run.py:279-283 @5c8cdb1: model.generate(num_beams=4, "
                 "early_stopping=True)", setting="beam search (dev, cq answer)", applies=COMMAND),
         Setting("train spanseqgen", "max_answer_tokens", 25, "codes/README.md:198 @5c8cdb1: --max_answer_length 25 "
@@ -116,8 +121,12 @@ AMBIGQA = Preset(
                 "(QGData.py:316-322); cq appends the passages in order, as SpanSeqGen's input does",
                 setting="input tokens", applies=COMMAND),
         Setting("train qd", "epochs", 15, "Appendix, Model implementation: 15 epochs on AmbigNQ, the best "
-                "checkpoint on dev", "cq keeps the last weights; --dev reports their EDIT-F1 given the gold answers "
-                "(words split simply; `cq score --task ambigqa` tokenizes as the paper does)", setting="epochs", applies=COMMAND),
+                "checkpoint on dev", "with --dev cq keeps the best dev EDIT-F1 given the gold answers (words split "
+                "simply; `cq score --task ambigqa` tokenizes as the paper does)", setting="epochs", applies=COMMAND),
+        Setting("train qd", "eval_every", 500, "codes/README.md:198 @5c8cdb1: --eval_period 500; codes/run.py:166-174 "
+                "keeps the best on the dev metric, EDIT-F1 for QD (QGData.py:211)", "stated for SpanSeqGen (QD's "
+                "command line is not released); no early stop (--wait_step 10 in the release)",
+                setting="dev evaluation steps", applies=COMMAND),
         Setting("train qd", "lr", 5e-6, "Appendix, Model implementation: learning rate 5e-6 on both tasks",
                 "cq's linear schedule warms up over a tenth of the steps (fairseq's summarization defaults "
                 "otherwise)", setting="learning rate", applies=COMMAND),
@@ -132,8 +141,8 @@ AMBIGQA = Preset(
     departures=(
         "cq train spanseqgen and qd: the paper keeps the best checkpoint on dev (Appendix); the release evaluates dev "
         "F1 every 500 steps and stops after 10 evaluations without a gain (codes/cli.py:115-119, codes/run.py:154-187 "
-        "@5c8cdb1); cq trains for --epochs / --max-steps and keeps the last weights (SpanSeqGen's dev F1_ans is "
-        "reported at the end).",
+        "@5c8cdb1); cq trains for --epochs / --max-steps, scores dev every --eval-every steps (500 with this preset) "
+        "and keeps the best weights (F1_ans, EDIT-F1), without stopping early; without --dev it keeps the last.",
     ),
 )
 

@@ -92,8 +92,12 @@ REFUEL = Preset(
                 "decay 0.01", "cq's loop warms up over a tenth of the steps and decays weights by 0.01, as here",
                 setting="learning rate", applies=COMMAND),
         Setting("train fid", "epochs", 30, "App. A; train_aq.sh:63 @159090e: --num_train_epochs=30",
-                "REFUEL keeps the best checkpoint on dev F1_ans (App. A); cq keeps the last weights",
-                setting="epochs", applies=COMMAND),
+                "REFUEL keeps the best checkpoint on dev F1_ans (App. A); cq does with --dev (else it keeps the "
+                "last weights)", setting="epochs", applies=COMMAND),
+        Setting("train fid", "eval_every", 30, "train_aq.sh:66 @159090e: --eval_period=30; run.py:669-686 keeps "
+                "best-model.pt, the best dev F1_ans (AmbigQAData, QAData.py:624, 841); --wait_step=1000000: no early "
+                "stop", "each evaluation decodes the --dev records (use --dev-limit on a large dev set)",
+                setting="dev evaluation steps", applies=COMMAND),
         Setting("train fid", "num_beams", 1, "run.py:1015-1018 @159090e: answers are decoded greedily (num_beams = 1)",
                 setting="beam search (cq answer)", applies=COMMAND),
         Setting("train fid", "max_answer_tokens", 64, "train_aq.sh:49 @159090e: --max_answer_length=64",

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from ..errors import InputError, ResourceError
 from ..records import GOLD
 from ..stages import evidence, gen_cq as gen_stage
+from .best import BestOnDev, dev_report, eval_steps, every_of, metric_key, scoring_saved
 from .loop import (GenCQTrainConfig, keep_model_inputs, load_records, log, peak_rss_mb, set_seed, start, total_steps,
                    train_loop, write_report)
 
@@ -25,6 +26,9 @@ TARGETS = ("auto", "silver")  # auto: gold.cq where a record has one, else the s
 LAYOUT_DEFAULTS = {"cq": {"batch_size": 8, "lr": 5e-5, "passages": 3, "max_passage_tokens": None},
                    "askcq": {"batch_size": 10, "lr": 1e-5, "passages": 100, "max_passage_tokens": 1024}}
 CQ_INPUT_TOKENS = 384  # where a cq-layout input without a budget is cut (as before)
+# The weights kept: the best dev CQ BLEU-4 (corpus BLEU against the gold CQ), as AskCQ keeps its best-model.pt for
+# CQ generation (run.py:219-229 @d8be017, CQ_evaluate.py:45-47: evaluate.load("bleu")).
+DEV_METRIC = "cq_bleu"
 
 
 def layout_defaults(cfg: GenCQTrainConfig) -> GenCQTrainConfig:
@@ -77,6 +81,7 @@ def silver_examples(records: list[dict], passages: int, with_answers: str | None
 
 def cq_scores(pairs: list[tuple[str, str | None]]) -> dict:
     """Micro-averaged options P/R/F1 (AskCQ) and category accuracy for (gold CQ, predicted CQ) pairs."""
+    from ..metrics.bleu import corpus_bleu
     from ..metrics.cq import micro_prf, score_record
 
     p = r = n_pred = n_gold = cat = 0.0
@@ -88,7 +93,8 @@ def cq_scores(pairs: list[tuple[str, str | None]]) -> dict:
         n_gold += s["n_gold"]
         cat += s["category_em"]
     precision, recall, f = micro_prf(p, r, n_pred, n_gold)
-    return {"options_precision": precision, "options_recall": recall, "options_f1": f,
+    return {"cq_bleu": corpus_bleu([pred or "" for _, pred in pairs], [[gold] for gold, _ in pairs]),
+            "options_precision": precision, "options_recall": recall, "options_f1": f,
             "category_em": cat / len(pairs) if pairs else 0.0, "n": len(pairs)}
 
 
@@ -138,6 +144,17 @@ def _load_model(name: str, path: str, tokenizer, device: str):
     return model, seq2seq, eos
 
 
+def _examples(cfg: GenCQTrainConfig, tokenizer) -> tuple[tuple, tuple]:
+    """(train, dev) :func:`cq_examples`, the inputs as `cq gen-cq --method seq2seq --input-layout` will write them
+    (AskCQ's layout needs the model's tokens)."""
+    reads = SimpleNamespace(tokenizer=tokenizer, name=cfg.model)
+    count = evidence.token_counter(reads) if cfg.max_passage_tokens is not None else None
+    examples = {"build_input": gen_stage.input_builder(reads, cfg.input_layout), "two_options": cfg.two_options,
+                "max_passage_tokens": cfg.max_passage_tokens, "count": count}
+    return tuple(cq_examples(load_records(path, limit), cfg.passages, cfg.with_answers, cfg.targets, **examples)
+                 for path, limit in ((cfg.train, cfg.limit), (cfg.dev, cfg.dev_limit)))
+
+
 def train_gen_cq(cfg: GenCQTrainConfig) -> dict:
     """Fine-tune a generator on gold CQs where the records have them, silver CQs otherwise; returns the report written to ``out``."""
     from transformers import AutoTokenizer
@@ -151,17 +168,8 @@ def train_gen_cq(cfg: GenCQTrainConfig) -> dict:
     resolved = resolve(cfg.model)
     path = to_safetensors(resolved) if resolved.fmt == "gguf" else resolved.path
     tokenizer = AutoTokenizer.from_pretrained(path)
-    # the input as `cq gen-cq --method seq2seq --input-layout` will write it (AskCQ's needs the model's tokens)
     cfg = layout_defaults(cfg)
-    reads = SimpleNamespace(tokenizer=tokenizer, name=cfg.model)
-    build_input = gen_stage.input_builder(reads, cfg.input_layout)
-    count = evidence.token_counter(reads) if cfg.max_passage_tokens is not None else None
-    examples = {"build_input": build_input, "two_options": cfg.two_options,
-                "max_passage_tokens": cfg.max_passage_tokens, "count": count}
-    train, train_counts = cq_examples(load_records(cfg.train, cfg.limit), cfg.passages, cfg.with_answers, cfg.targets,
-                                      **examples)
-    dev, dev_counts = cq_examples(load_records(cfg.dev, cfg.dev_limit), cfg.passages, cfg.with_answers, cfg.targets,
-                                  **examples)
+    (train, train_counts), (dev, dev_counts) = _examples(cfg, tokenizer)
     if not train:
         raise InputError(f"{cfg.train} has no records with a gold CQ (gold.cq) or >= 2 gold DQs to build silver "
                          "CQs from")
@@ -173,28 +181,37 @@ def train_gen_cq(cfg: GenCQTrainConfig) -> dict:
     def loss_of(net, idx: list[int]):
         return net(**{k: v.to(device) for k, v in encode([train[i] for i in idx]).items()}).loss
 
+    def save():
+        os.makedirs(cfg.out, exist_ok=True)
+        model.save_pretrained(cfg.out)
+        tokenizer.save_pretrained(cfg.out)
+        keep_model_inputs(cfg.out, model)
+        write_report(cfg.out, {"task": "gen-cq", "config": asdict(cfg)})  # what cq gen-cq reads (the report follows)
+
+    per_step = cfg.grad_accum * run.accelerator.num_processes
+    total = total_steps(len(train), cfg.batch_size, cfg.epochs, cfg.max_steps, per_step)
     log.info("train gen-cq: %d train CQs (%d gold, %d silver) / %d dev CQs, %s, %d steps at most, device %s",
              len(train), train_counts["gold_cq"], train_counts["silver_cq"], len(dev),
-             "seq2seq" if seq2seq else "causal LM", total_steps(len(train), cfg.batch_size, cfg.epochs, cfg.max_steps,
-                                                                cfg.grad_accum * run.accelerator.num_processes), device)
-    state = train_loop(run, model, len(train), loss_of, log_every=10, name="train gen-cq")
+             "seq2seq" if seq2seq else "causal LM", total, device)
+    every = every_of(cfg.eval_every, len(train), cfg.batch_size * per_step)
+    keeper = BestOnDev(model, scoring_saved(run, save, lambda: dev_cq_scores(cfg, dev, device)), metric_key(DEV_METRIC),
+                       every, name="train gen-cq") if dev else None
+    timing = {"evaluate_at": eval_steps(every, total), "on_eval": keeper, "keep": (keeper,)} if keeper else {}
+    state = train_loop(run, model, len(train), loss_of, log_every=10, name="train gen-cq", **timing)
     if not run.is_main:
         return {}
-    step, losses = state.step, state.losses
-    os.makedirs(cfg.out, exist_ok=True)
-    model.save_pretrained(cfg.out)
-    tokenizer.save_pretrained(cfg.out)
-    keep_model_inputs(cfg.out, model)
-    train_seconds = round(state.seconds(), 1)
-
-    dev_scores = dev_cq_scores(cfg, dev, device) if dev else None
+    kept = keeper is not None and keeper.restore()
+    save()
+    dev_scores = None
+    if dev:  # the kept weights' scores (no step taken: the base model's)
+        dev_scores = keeper.best_scores() if kept else dev_cq_scores(cfg, dev, device)
     report = {"task": "gen-cq", "config": asdict(cfg), "base_model": resolved.describe(), "device": device,
-              "kind": "seq2seq" if seq2seq else "causal", "processes": run.accelerator.num_processes, "steps": step,
-              "stopped": state.stopped,
-              "train_seconds": train_seconds,
+              "kind": "seq2seq" if seq2seq else "causal", "processes": run.accelerator.num_processes,
+              "steps": state.step, "stopped": state.stopped, "train_seconds": round(state.seconds(), 1),
               "peak_rss_mb": round(peak_rss_mb()), "train_examples": len(train), "dev_examples": len(dev),
               "targets": {"train": train_counts, "dev": dev_counts},
-              "final_loss": sum(losses[-10:]) / len(losses[-10:]) if losses else None, "dev": dev_scores}
+              "final_loss": state.mean_loss(10) if state.losses else None, "dev": dev_scores,
+              **dev_report(keeper, DEV_METRIC)}
     write_report(cfg.out, report)
     return report
 

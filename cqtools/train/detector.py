@@ -10,6 +10,7 @@ from dataclasses import asdict
 
 from ..errors import InputError, ResourceError
 from ..stages import detect as detect_stage
+from .best import BestOnDev, eval_steps, every_of
 from .loop import (DetectTrainConfig, LoopState, gold_label, load_records, log, peak_rss_mb, set_seed, split_holdout,
                    start, total_steps, train_loop, write_report)
 
@@ -45,47 +46,29 @@ def _load(cfg: DetectTrainConfig, device: str):
     return resolved, tokenizer, model
 
 
-class Checkpoints:
-    """Dev evaluations during training: the history, the best scores and weights so far, patience."""
+class Checkpoints(BestOnDev):
+    """Dev evaluations of the classifier (:class:`.best.BestOnDev`): the best on F1 (ties: accuracy) or AUROC
+    (ties: F1), early stopping after ``patience`` evaluations without gain."""
 
     def __init__(self, cfg: DetectTrainConfig, model, evaluate, eval_every: int):
-        self.cfg, self.model, self.evaluate, self.eval_every = cfg, model, evaluate, eval_every
-        self.history: list[dict] = []
-        self.best: dict | None = None
-        self.best_state = None
-        self.bad = 0
+        key = self.auroc_key if cfg.select == "auroc" else self.f1_key
+        super().__init__(model, evaluate, key, eval_every, cfg.patience, "train detect")
 
-    def key(self, scores: dict) -> tuple:
-        if self.cfg.select == "auroc":
-            return (scores["auroc"] if scores["auroc"] is not None else -1.0, scores["f1"])
+    @staticmethod
+    def auroc_key(scores: dict) -> tuple:
+        return (scores["auroc"] if scores["auroc"] is not None else -1.0, scores["f1"])
+
+    @staticmethod
+    def f1_key(scores: dict) -> tuple:
         return (scores["f1"], scores["accuracy"])
 
-    def __call__(self, step: int, epoch: int, state: LoopState) -> bool:
-        """Evaluate; keep the weights if best; True (stop) after ``patience`` evaluations without gain."""
-        scores = self.evaluate()
-        self.history.append({"step": step, "epoch": epoch, "loss": state.mean_loss(self.eval_every),
-                             **{k: scores[k] for k in ("accuracy", "precision", "recall", "f1", "auroc")}})
+    def entry(self, scores: dict) -> dict:
+        return {k: scores[k] for k in ("accuracy", "precision", "recall", "f1", "auroc")}
+
+    def log(self, step: int, state: LoopState, scores: dict) -> None:
         log.info("step %d (%.0f s): loss %.3f dev F1 %.3f acc %.3f AUROC %s", step, state.budget.elapsed(),
                  self.history[-1]["loss"], scores["f1"], scores["accuracy"],
                  "-" if scores["auroc"] is None else f"{scores['auroc']:.3f}")
-        if self.best is None or self.key(scores) > self.key(self.best):
-            self.best = {**self.history[-1]}
-            self.best_state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
-            self.bad = 0
-            return False
-        self.bad += 1
-        if self.bad >= self.cfg.patience:
-            log.info("early stop: no dev improvement in %d evaluations", self.bad)
-            return True
-        return False
-
-    def state_dict(self) -> dict:
-        """What a checkpoint keeps of the evaluations so far (a resumed run picks the same best weights)."""
-        return {"history": self.history, "best": self.best, "best_state": self.best_state, "bad": self.bad}
-
-    def load_state_dict(self, saved: dict) -> None:
-        self.history, self.best, self.best_state, self.bad = (saved[k] for k in ("history", "best", "best_state",
-                                                                                  "bad"))
 
 
 def _with_passages(cfg: DetectTrainConfig, train: list[dict]) -> int:
@@ -141,21 +124,18 @@ def train_detect(cfg: DetectTrainConfig) -> dict:
 
     per_step = cfg.grad_accum * run.accelerator.num_processes
     total = total_steps(len(train), cfg.batch_size, cfg.epochs, cfg.max_steps, per_step)
-    eval_every = cfg.eval_every or -(-len(train) // (cfg.batch_size * per_step))
+    eval_every = every_of(cfg.eval_every, len(train), cfg.batch_size * per_step)
     checkpoints = Checkpoints(cfg, model, evaluate, eval_every)
     log.info("train detect: %d train / %d %s records, %d steps at most, device %s", len(train), len(dev),
              "held-out train" if cfg.holdout is not None else "dev", total, device)
     state = train_loop(run, model, len(train), loss_of,
-                       evaluate_at=lambda step, state: (step % eval_every == 0 or state.budget.spent(step)
-                                                        or step == total),
+                       evaluate_at=eval_steps(eval_every, total),
                        on_eval=checkpoints, name="train detect", keep=(checkpoints,))
     if not run.is_main:
         return {}
     best = checkpoints.best
-    if best is None:  # no step was taken (empty budget)
+    if not checkpoints.restore():  # no step was taken (empty budget)
         best = {"step": 0, **evaluate()}
-    else:
-        model.load_state_dict(checkpoints.best_state)
     os.makedirs(cfg.out, exist_ok=True)
     model.save_pretrained(cfg.out)
     tokenizer.save_pretrained(cfg.out)

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from ..registry import option
 from ..stages.answer import fid as stage
 from .settings import TrainConfig
-from .loop import write_report
 from .spanseqgen import dev_scores, fine_tune, record_targets
 
 TARGET_TOKENS = 48  # train_aq.sh:48 --max_cat_answer_length=48
@@ -57,12 +56,12 @@ def fid_batch_encoder(tokenizer, target_tokens: int):
 
 
 def train_fid(cfg: FiDTrainConfig) -> dict:
-    """Fine-tune the Fusion-in-Decoder reader; returns the report written to ``cfg.out``/cq_train.json."""
-    report, device = fine_tune(cfg, stage.TASK, lambda records, tok: fid_examples(records, tok, cfg), TARGET_TOKENS,
-                               "no record has a gold answer (gold.annotations) found in its passages; give records "
-                               "from `cq convert ambignq` with passages (`cq retrieve`)", wrap=stage.fusion_in_decoder,
-                               encoder=fid_batch_encoder)
-    if report and cfg.dev:  # F1_ans of the last weights, read as `cq answer --reader fid --mode multi` reads
-        report["dev"] = dev_scores(cfg, device, stage.FiDReader, stage.FiDOptions(), stage.TASK)
-        write_report(cfg.out, report)
-    return report
+    """Fine-tune the Fusion-in-Decoder reader; returns the report written to ``cfg.out``/cq_train.json. With
+    ``cfg.dev`` the weights kept are the best on dev F1_ans read as `cq answer --reader fid --mode multi` reads
+    (REFUEL keeps its best-model.pt on AmbigQAData's F1: run.py:669-686, QAData.py:624 and 841 @159090e)."""
+    return fine_tune(cfg, stage.TASK, lambda records, tok: fid_examples(records, tok, cfg), TARGET_TOKENS,
+                     "no record has a gold answer (gold.annotations) found in its passages; give records "
+                     "from `cq convert ambignq` with passages (`cq retrieve`)", wrap=stage.fusion_in_decoder,
+                     encoder=fid_batch_encoder,
+                     dev=("f1_ans", lambda cfg, device: dev_scores(cfg, device, stage.FiDReader, stage.FiDOptions(),
+                                                                   stage.TASK)))

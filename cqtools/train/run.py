@@ -23,6 +23,9 @@ MARKER = "cq_checkpoint.json"
 KEEP = 2  # checkpoints kept: the newest, and the one before in case the newest is being written
 # Settings a resumed run must share with the one that saved the checkpoint (else it is not the same run).
 SAME_RUN = ("batch_size", "grad_accum", "epochs", "lr", "max_steps", "seed", "limit", "mixed_precision")
+# ... and what decides the dev evaluations a checkpoint carries (its best weights so far: cqtools/train/best.py);
+# a setting a trainer lacks counts as None
+SAME_EVALUATION = ("dev", "eval_every", "keep")
 
 
 class Interrupted(CQError):
@@ -153,7 +156,8 @@ class TrainRun:
         return path
 
     def identity(self) -> dict:
-        return {**{k: getattr(self.cfg, k) for k in SAME_RUN}, "processes": self.accelerator.num_processes}
+        return {**{k: getattr(self.cfg, k) for k in SAME_RUN},
+                **{k: getattr(self.cfg, k, None) for k in SAME_EVALUATION}, "processes": self.accelerator.num_processes}
 
     def save(self, step: int) -> None:
         """Checkpoint ``step`` (every process takes part; the main one marks it complete, then drops old ones)."""

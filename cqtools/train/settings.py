@@ -37,6 +37,9 @@ class TrainConfig:
     max_seconds: float | None = option(None, "Stop after this much training time.", min=0)
     limit: int | None = option(None, "Use only the first N records of each train file.", min=1)
     dev_limit: int | None = option(None, "Use only the first N dev records.", min=1)
+    eval_every: int | None = option(None, "With --dev: score the weights on dev every N steps (default: once per "
+                                          "epoch) and at the last step, and keep the best (cq_train.json: best, "
+                                          "history).", min=1, metavar="N")
     mixed_precision: str = option("no", "Train in bf16 (GPUs since Ampere, CPUs with bf16) or fp16 (GPUs only) "
                                         "autocast, or float32 (no).", choices=("no", "bf16", "fp16"))
     grad_accum: int = option(1, "Batches whose gradients are summed into one optimiser step (accelerate's "

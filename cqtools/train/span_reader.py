@@ -18,7 +18,9 @@ Validation is by question id: ``holdout`` records drawn by a seeded shuffle from
 records only (e.g. AmbigNQ train or NQ-open with passages), minus any held-out id or question.
 The validation score is single-answer EM / F1 (max over the gold aliases) of the reader over each
 held-out record's top ``eval_passages`` passages; every held-out record counts, one whose passages
-hold no answer included. No checkpoint is chosen on validation: the model saved is the last one.
+hold no answer included. The model saved is the last one, or with ``keep="best"`` the one with the best validation
+EM (ties: F1) among the evaluations every ``eval_every`` steps (default once per epoch) and at the last step
+(:mod:`.best`; the report's ``best`` names it).
 
 The model directory (``AutoModelForQuestionAnswering`` + tokenizer + cq_train.json) is what
 ``cq answer --reader extractive --model DIR`` loads.
@@ -35,6 +37,7 @@ from ..models.backends import set_seed
 from ..records import GOLD, PASSAGES
 from ..stages.answer.extractive import ExtractiveOptions, ExtractiveReader, context_of
 from ..registry import declared_as, option
+from .best import BestOnDev, eval_steps, every_of
 from .settings import BATCH_HELP
 from .loop import TrainConfig, load_records, peak_rss_mb, split_holdout, start, total_steps, train_loop, write_report
 
@@ -75,8 +78,11 @@ class ReaderTrainConfig:
                                   "model.", min=16)
     max_answer_tokens: int = option(10, "Longest answer span the reader returns (saved with the model).", min=1)
     eval_passages: int = option(3, "Passages read per validation question (cq answer --passages).", min=1)
-    eval_every: int | None = option(None, "Also score validation every N steps (history only; the last model is "
-                                          "kept).", min=1)
+    eval_every: int | None = option(None, "Also score validation every N steps (history; with --keep best, default "
+                                          "once per epoch).", min=1)
+    keep: str = option("last", "The weights saved: the last step's, or (best) those of the validation with the "
+                               "best EM (ties: F1), scored every --eval-every steps and at the last.",
+                       choices=("last", "best"))
     device: str = declared_as(TrainConfig, "device")
     checkpoints: str | None = None  # default: OUT/checkpoints
 
@@ -266,6 +272,25 @@ def _evaluator(cfg: ReaderTrainConfig, base_model: str, device: str, tokenizer, 
     return evaluate
 
 
+def _evaluations(cfg: ReaderTrainConfig, model, evaluate, every: int, total: int) -> tuple:
+    """(the :class:`.best.BestOnDev` of --keep best, or None; the loop's evaluation arguments). --keep last: the
+    validation scores every --eval-every steps go into the history only (the last step: after training)."""
+    if cfg.keep == "best":
+        keeper = BestOnDev(model, evaluate, lambda s: (s["em"], s["f1"]), every, name="train reader")
+        return keeper, {"evaluate_at": eval_steps(every, total), "on_eval": keeper, "keep": (keeper,)}
+
+    def on_eval(step: int, epoch: int, state) -> bool:  # validation scores in the history; never stops
+        history = state.history
+        history.append({"step": step, "epoch": epoch, "loss": sum(state.losses[-cfg.eval_every:]) / cfg.eval_every,
+                        **evaluate()})
+        log.info("step %d (%.0f s): loss %.3f validation EM %.1f F1 %.1f", step, state.seconds(),
+                 history[-1]["loss"], history[-1]["em"], history[-1]["f1"])
+        return False
+
+    return None, {"evaluate_at": lambda step, _: bool(cfg.eval_every) and step % cfg.eval_every == 0 and step < total,
+                  "on_eval": on_eval}
+
+
 def train_reader(cfg: ReaderTrainConfig) -> dict:
     """Fine-tune the span reader; returns the report written to ``out`` (cq_train.json)."""
     import torch
@@ -280,8 +305,8 @@ def train_reader(cfg: ReaderTrainConfig) -> dict:
         raise InputError("no training question has a gold answer in its passages (searched the top "
                          f"{cfg.passages}); retrieve more passages (--hits) or raise --passages")
 
-    total = total_steps(len(examples), cfg.batch_size, cfg.epochs, cfg.max_steps,
-                        cfg.grad_accum * run.accelerator.num_processes)
+    per_step = cfg.grad_accum * run.accelerator.num_processes
+    total = total_steps(len(examples), cfg.batch_size, cfg.epochs, cfg.max_steps, per_step)
     evaluate = _evaluator(cfg, resolved.name, device, tokenizer, model, dev)
     log.info("train reader: %d examples (%d positive) from %d of %d questions; %d validation records; "
              "%d steps at most, device %s", len(examples), counts["positive"], counts["questions_used"],
@@ -292,21 +317,13 @@ def train_reader(cfg: ReaderTrainConfig) -> dict:
         ends = torch.tensor([examples[i][1][1] for i in idx], device=device)
         return net(**batch, start_positions=starts, end_positions=ends).loss
 
-    def on_eval(step: int, epoch: int, state) -> bool:  # validation scores in the history; never stops
-        history = state.history
-        history.append({"step": step, "epoch": epoch, "loss": sum(state.losses[-cfg.eval_every:]) / cfg.eval_every,
-                        **evaluate()})
-        log.info("step %d (%.0f s): loss %.3f validation EM %.1f F1 %.1f", step, state.seconds(),
-                 history[-1]["loss"], history[-1]["em"], history[-1]["f1"])
-        return False
-
-    state = train_loop(run, model, len(examples), loss_of,
-                       evaluate_at=lambda step, _: bool(cfg.eval_every) and step % cfg.eval_every == 0 and step < total,
-                       on_eval=on_eval, log_every=20, name="train reader")
+    every = every_of(cfg.eval_every, len(examples), cfg.batch_size * per_step)
+    keeper, timing = _evaluations(cfg, model, evaluate, every, total)
+    state = train_loop(run, model, len(examples), loss_of, log_every=20, name="train reader", **timing)
     if not run.is_main:
         return {}
     train_seconds = state.seconds()
-    final = evaluate()
+    final = keeper.best_scores() if keeper is not None and keeper.restore() else evaluate()
     log.info("validation (%d records): EM %.1f F1 %.1f (answer in the top %d passages: %.1f%%)", final["records"],
              final["em"], final["f1"], cfg.eval_passages, final["answer_in_passages"])
     os.makedirs(cfg.out, exist_ok=True)
@@ -319,7 +336,10 @@ def train_reader(cfg: ReaderTrainConfig) -> dict:
               "train_records": len(train), "examples": len(examples), "supervision": counts,
               **_loss_summary(state.losses), "validation": final,
               "dev_source": "holdout" if cfg.holdout is not None else "dev",
-              "losses": [round(x, 4) for x in state.losses], "history": state.history}
+              "losses": [round(x, 4) for x in state.losses],
+              "history": keeper.history if keeper is not None else state.history}
+    if keeper is not None:
+        report["best"] = keeper.best
     if cfg.holdout is not None:
         report["holdout_ids"] = [r.get("id") for r in dev]
     write_report(cfg.out, report)

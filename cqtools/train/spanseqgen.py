@@ -19,6 +19,7 @@ from ..errors import InputError
 from ..records import GOLD, annotation_clusters
 from ..registry import option
 from ..stages.answer import seqgen as stage
+from .best import BestOnDev, dev_report, eval_steps, every_of, metric_key, scoring_saved
 from .loop import load_records, log, peak_rss_mb, set_seed, start, total_steps, train_loop, write_report
 from .settings import TrainConfig
 
@@ -109,12 +110,15 @@ def batch_encoder(tokenizer, target_tokens: int = TARGET_TOKENS):
 
 
 def fine_tune(cfg: TrainConfig, task: str, examples, target_tokens: int, nothing: str, wrap=None,
-              encoder=batch_encoder) -> tuple[dict, str]:
+              encoder=batch_encoder, dev=None) -> dict:
     """Fine-tune the seq2seq ``cfg.model`` (AmbigQA's <SEP> token added) on ``examples(records, tokenizer)``'s
-    (input, target, record) through the shared loop, save it with its report (cq_train.json's ``task``);
-    returns (the report, the device). ``nothing``: the error when no example is found; ``wrap``: what the loop
+    (input, target, record) through the shared loop, save it with its report (cq_train.json's ``task``) and
+    return the report. ``nothing``: the error when no example is found; ``wrap``: what the loop
     trains around the model (Fusion-in-Decoder's reshaping; the model's own weights are saved), ``encoder``:
-    the batches' (:func:`batch_encoder`). SpanSeqGen, the QD model (:mod:`.qd`) and FiD (:mod:`.fid`) train here."""
+    the batches' (:func:`batch_encoder`). ``dev``: (metric, ``scores(cfg, device)`` of the directory saved in
+    ``cfg.out``): with ``cfg.dev``, the weights are scored every ``cfg.eval_every`` steps and the best on that
+    metric kept (:mod:`.best`); its scores are the report's ``dev``. SpanSeqGen, the QD model (:mod:`.qd`) and FiD
+    (:mod:`.fid`) train here."""
     from ..models.resolve import resolve
 
     set_seed(cfg.seed)
@@ -131,32 +135,46 @@ def fine_tune(cfg: TrainConfig, task: str, examples, target_tokens: int, nothing
     def loss_of(net, idx: list[int]):
         return net(**{k: v.to(device) for k, v in encode([train[i] for i in idx]).items()}).loss
 
+    def save():
+        os.makedirs(cfg.out, exist_ok=True)
+        model.save_pretrained(cfg.out)
+        tokenizer.save_pretrained(cfg.out)
+        write_report(cfg.out, {"task": task, "config": asdict(cfg)})  # what the stage reads (the report follows)
+
+    per_step = cfg.grad_accum * run.accelerator.num_processes
+    total = total_steps(len(train), cfg.batch_size, cfg.epochs, cfg.max_steps, per_step)
     log.info("train %s: %d targets of %d questions, %d steps at most, device %s", task, len(train),
-             len({id(r) for _, _, r in train}), total_steps(len(train), cfg.batch_size, cfg.epochs, cfg.max_steps,
-                                                           cfg.grad_accum * run.accelerator.num_processes), device)
-    state = train_loop(run, wrap(model) if wrap else model, len(train), loss_of, log_every=10, name=f"train {task}")
+             len({id(r) for _, _, r in train}), total, device)
+    keeper, timing = None, {}
+    if cfg.dev and dev:
+        metric, scores = dev
+        every = every_of(cfg.eval_every, len(train), cfg.batch_size * per_step)
+        keeper = BestOnDev(model, scoring_saved(run, save, lambda: scores(cfg, device)), metric_key(metric), every,
+                           name=f"train {task}")
+        timing = {"evaluate_at": eval_steps(every, total), "on_eval": keeper, "keep": (keeper,)}
+    state = train_loop(run, wrap(model) if wrap else model, len(train), loss_of, log_every=10, name=f"train {task}",
+                       **timing)
     if not run.is_main:
-        return {}, device
-    os.makedirs(cfg.out, exist_ok=True)
-    model.save_pretrained(cfg.out)
-    tokenizer.save_pretrained(cfg.out)
+        return {}
+    kept = keeper is not None and keeper.restore()
+    save()
     report = {"task": task, "config": asdict(cfg), "base_model": resolved.describe(), "device": device,
               "processes": run.accelerator.num_processes, "steps": state.step, "stopped": state.stopped,
               "train_seconds": round(state.seconds(), 1), "peak_rss_mb": round(peak_rss_mb()),
-              "train_targets": len(train), "final_loss": state.mean_loss(10) if state.losses else None}
+              "train_targets": len(train), "final_loss": state.mean_loss(10) if state.losses else None,
+              **dev_report(keeper, dev[0] if dev else "")}
+    if cfg.dev and dev:  # the kept weights' scores (no step taken: the base model's)
+        report["dev"] = keeper.best_scores() if kept else dev[1](cfg, device)
     write_report(cfg.out, report)
-    return report, device
+    return report
 
 
 def train_spanseqgen(cfg: SpanSeqGenTrainConfig) -> dict:
-    """Fine-tune SpanSeqGen; returns the report written to ``cfg.out``/cq_train.json."""
-    report, device = fine_tune(cfg, stage.TASK, lambda records, tok: seqgen_examples(records, tok, cfg), TARGET_TOKENS,
-                               "no record has a gold answer (gold.annotations) found in its passages; give records "
-                               "from `cq convert ambignq` with passages (`cq retrieve`)")
-    if report and cfg.dev:
-        report["dev"] = dev_scores(cfg, device)
-        write_report(cfg.out, report)
-    return report
+    """Fine-tune SpanSeqGen; returns the report written to ``cfg.out``/cq_train.json. With ``cfg.dev`` the weights
+    kept are the best on dev F1_ans, AmbigQA's dev metric (QAData.py:491 @5c8cdb1, chosen at run.py:166-174)."""
+    return fine_tune(cfg, stage.TASK, lambda records, tok: seqgen_examples(records, tok, cfg), TARGET_TOKENS,
+                     "no record has a gold answer (gold.annotations) found in its passages; give records "
+                     "from `cq convert ambignq` with passages (`cq retrieve`)", dev=("f1_ans", dev_scores))
 
 
 def dev_scores(cfg: TrainConfig, device: str, reader_class=None, options=None, task: str = stage.TASK) -> dict:
