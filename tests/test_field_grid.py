@@ -84,7 +84,7 @@ def test_the_results_page_has_breakdowns_field_tables_and_oracle_agreement(tmp_p
     assert "## Oracle agreement" in text
     assert ("| [oracle.terse](#cmd-oracle-terse) | llm oracle_terse.txt | 9 | 3 | 33.3 [10.0, 60.0] | 26.8 | "
             "[12.1, 64.6] |") in text
-    assert "Spread of agreement across 2 oracles ([oracle.spread](#cmd-oracle-spread), on the 9 records all score): " \
+    assert "Spread of agreement across 2 oracles ([oracle.spread](#cmd-oracle-spread), on the 9 questions all score): " \
            "13.8 [6.1, 23.0]" in text and "per oracle: a.jsonl 33.3, b.jsonl 19.5." in text
     assert '<a id="cmd-oracle-spread"></a>' in text and '<a id="cmd-oracle-terse"></a>' in text
 

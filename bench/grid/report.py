@@ -358,7 +358,7 @@ def oracle_section(scores: dict, used: set) -> list[str]:
         if m:
             runs = [Path(r).name for r in s["spread"]["runs"]]
             lines += ["", f"Spread of agreement across {len(runs)} oracles ([{name}](#{anchor(name)}), on the "
-                          f"{s['spread']['n']} records all score): {fmt(m['range'])} [{fmt(m['low'])}, {fmt(m['high'])}] "
+                          f"{s['spread']['n']} questions all score): {fmt(m['range'])} [{fmt(m['low'])}, {fmt(m['high'])}] "
                           "(max − min, paired bootstrap interval); per oracle: "
                           + ", ".join(f"{run} {fmt(v)}" for run, v in zip(runs, m["values"])) + "."]
     return lines + [""]
