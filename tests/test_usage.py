@@ -128,3 +128,25 @@ def test_clam_curves_without_usage_has_no_cost_and_bad_usage_is_a_one_line_error
     bad = _score([_clam("r1", "A"), _clam("r2", "A", {"answer": {"calls": "three"}})])
     assert bad.exit_code != 0 and "Traceback" not in bad.stderr
     assert "meta.usage.answer.calls must be a number" in bad.stderr and "line 2" in bad.stderr
+
+
+def test_an_api_models_calls_count_the_servers_token_counts(server, tmp_path, monkeypatch):
+    """tests/openai_server.py answers completions with usage {prompt_tokens: its tokens of the prompt,
+    completion_tokens: 1} and chat with {1, 1}; a repeated prompt is one request but two calls."""
+    from cqtools.models.openai_backend import OpenAIGenerator
+
+    from .openai_server import tokenize
+
+    server.control(reset=True, reply=" Which one?")
+    monkeypatch.setenv("CQ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("CQ_API_KEY", "sk-test")
+    gen = OpenAIGenerator("fake", server.url)
+    with usage.counting() as ledger:
+        gen.generate(["who wrote it", "when", "who wrote it"], max_new_tokens=4, chat=False)
+        gen.generate(["hello"], max_new_tokens=4)
+    assert ledger.calls == 4
+    assert ledger.prompt_tokens == 2 * len(tokenize("who wrote it")) + len(tokenize("when")) + 1
+    assert ledger.generated_tokens == 4
+    with usage.counting() as scored:
+        gen.score(["Q: is it"], [" True"])
+    assert (scored.calls, scored.prompt_tokens, scored.generated_tokens) == (1, 0, 0)

@@ -24,7 +24,8 @@ class ClamScoring:
                         flag="--lambda")
     curves: bool = option(False, "also report the cost of clarifying: adjusted accuracy at lambda 0, 0.1 .. 1, "
                                  "and accuracy against the share clarified at every threshold of ambiguity.score "
-                                 "(a risk-coverage curve); --plot draws both.")
+                                 "(a risk-coverage curve); --plot draws both. With meta.usage on the records (stages "
+                                 "run with CQ_USAGE=1): LM calls, tokens and seconds per answered question (cost).")
     direct: str | None = option(None, "--curves: a run of the same records that never asked (the question "
                                       "answered alone); a clarified record's direct answer is read from it by id.",
                                 metavar="FILE.jsonl")

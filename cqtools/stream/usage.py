@@ -5,7 +5,8 @@ A batch's counts are shared equally by its records (and a record's share by the 
 the shares of a run add up to what it cost; each record's share is its own at ``--batch-size 1``. ``batch``
 says how many records shared it. ``calls`` and the token counts do not depend on the machine (they are
 counted per input asked, under the default per-item generation); ``seconds`` is this run's wall time in the
-model calls (left out of any comparison of records: tests/test_usage.py)."""
+model calls. Off by default, so records, replays and resumes are as before; on, a record differs from one
+written without it by ``meta.usage`` alone (tests/test_usage.py)."""
 from __future__ import annotations
 
 from ..models import usage
