@@ -15,6 +15,8 @@
 #   make exp-askcq               AskCQ: detection, CQ generation, clarification-based QA
 #                                (the shipped classifier and reader unless trained ones are installed; TRAIN=1)
 #   make exp-ambigqa / exp-refuel / exp-clam / exp-toc
+#   make exp-oracle              the simulated user's agreement with gold, per oracle, and its spread across them
+#   make exp-field               a cell per other ambiguity benchmark reachable here (CLAMBER, CondAmbigQA)
 #   make pairs                   paired bootstrap comparisons of the cells that answer the papers' questions
 #   make compare                 all of the above, then docs/results.md
 #
@@ -118,7 +120,10 @@ RR           := $(EXP)/ambignq.m.rr.jsonl
 # Only the grid's stages and scores see it (benchmarks and tests never do); each writes how many
 # generations it read (F.gencache), which F.wall records and results.md marks (§).
 GEN_CACHE    ?= $(EXP)/generations.sqlite
-GEN_ENV       = CQ_GEN_CACHE=$(if $(GEN_CACHE),$(abspath $(GEN_CACHE)) CQ_GEN_CACHE_REPORT=$@.gencache)
+GEN_ENV       = CQ_GEN_CACHE=$(if $(GEN_CACHE),$(abspath $(GEN_CACHE)) CQ_GEN_CACHE_REPORT=$@.gencache)$(if $(USAGE), CQ_USAGE=1)
+# Every stage notes its LM calls, tokens and seconds per record (meta.usage, CQ_USAGE=1: docs/schema.md); the CLAM
+# cells' scores report them per answered question (the results page's cost section). USAGE= leaves them out.
+USAGE        ?= 1
 # $(call after,CELLS,EARLIER): under make -jN, each of CELLS waits for EARLIER (whose generations it reads)
 # rather than making the same generations beside it (order only: EARLIER being newer rebuilds nothing). Without
 # the cache there is nothing to wait for. (asqa.dq.tree after asqa.dq.rac: 21 s instead of 85 s on 5 questions,
@@ -573,6 +578,71 @@ $(eval $(call pair,asqa,asqa.toc.rac.bm25,asqa.toc.prune.bm25))
 $(eval $(call pair,asqa,asqa.toc.prune.bm25,asqa.toc.preset.bm25))
 pairs: $(PAIRS)
 
+# ---- the simulated user's agreement (issue 46 item 5) ----------------------------------------------
+# The gold-DQ CQs of clam.cq.fromdqs answered by three oracles: CLAM's (the preset's, clam.oracle.fromdqs), cq's
+# LLM oracle with its own prompt, and with a terse one (bench/grid/oracle_terse.txt); each scored with
+# `cq score --task oracle` (agreement with the intended DQ's option, chance beside it), and the three together for
+# the spread of agreement across oracles with its interval (docs/metrics.md). The results page's oracle section.
+ORACLE_TERSE := bench/grid/oracle_terse.txt
+$(EXP)/clam.oracle.fromdqs.llm.jsonl: $(EXP)/clam.cq.fromdqs.jsonl
+	$(call stage,$(CQ) oracle --method llm $(LLM))
+$(EXP)/clam.oracle.fromdqs.terse.jsonl: $(EXP)/clam.cq.fromdqs.jsonl $(ORACLE_TERSE)
+	$(call stage,$(CQ) oracle --method llm --prompt $(ORACLE_TERSE) $(LLM))
+# oracle.NAME scores $(EXP)/clam.oracle.fromdqs[.NAME].jsonl (clam: the preset's, no suffix)
+ORACLES := clam llm terse
+oracle_run = $(EXP)/clam.oracle.fromdqs$(if $(filter-out clam,$(1)),.$(1)).jsonl
+$(foreach o,$(ORACLES),$(eval $(S)/oracle.$(o).json: $(call oracle_run,$(o))))
+$(foreach o,$(ORACLES),$(S)/oracle.$(o).json):
+	$(call score,oracle)
+$(S)/oracle.spread.json: $(foreach o,$(ORACLES),$(call oracle_run,$(o)))
+	@mkdir -p $(dir $@)
+	@$(call cell,$(CQ) score --task oracle $^ --format json --n-boot $(N_BOOT) --seed 0 > $@.part,,$<) && mv $@.part $@ && rm -f $@.part.attempts
+	@echo '  | cq score --task oracle $(notdir $^) --n-boot $(N_BOOT) --seed 0' > $@.cmd
+exp-oracle: $(foreach o,$(ORACLES),$(S)/oracle.$(o).json) $(S)/oracle.spread.json
+
+# ---- the field's other ambiguity benchmarks (issue 46 item 6) --------------------------------------------
+# A cell per data set reachable here, on N_FIELD questions each, read from FIELD_DATA (default DATA: `cq data get
+# clamber condambigqa --dir DIR` fills a directory; without network, put the authors' file there by hand and run
+# the same command: docs/data.md). A data set whose file is absent is skipped with one line saying how to get it.
+#   field.clamber.det.clam     CLAMBER: when to clarify, CLAM's LLM detector (--preset clam), scored per category
+#                              (--by gold.category: FD epistemic, MC aleatoric, LA linguistic)
+#   field.condambigqa.multi    CondAmbigQA: every answer, read from the passages the data set hands the system
+#                              (cq answer --mode multi), scored against the answers of its conditions (--task cbqa)
+# Not reachable on this project's machines (no Hugging Face hub): AmbigDocs and ALCE's ASQA; AMBIGNQ-CQ's CSVs are
+# git-LFS files its fetched repository does not hold. `cq convert ambigdocs|alce-asqa|ambignq-cq` reads them
+# where they are.
+FIELD_DATA       ?= $(DATA)
+N_FIELD          ?= $(N_MODEL)
+CLAMBER_FILE     ?= $(FIELD_DATA)/clamber/clamber_benchmark.jsonl
+CONDAMBIGQA_FILE ?= $(FIELD_DATA)/condambigqa/mcaqa.json
+# N_FIELD records evenly spread over the converted file (every k-th, k = records / N_FIELD): CLAMBER's file is
+# sorted by category, so its first lines are all one.
+spread_sample = awk -v n=$(N_FIELD) -v t="$$(wc -l < $(1))" 'BEGIN { s = int(t / n); if (s < 1) s = 1 } (NR - 1) % s == 0 && k++ < n' $(1)
+define field_questions
+	@mkdir -p $(dir $@)
+	@$(call cell,$(CQ) convert $(1) $< -o $@.all && $(call spread_sample,$@.all) > $@.part,,$<) && mv $@.part $@ && rm -f $@.all $@.part.attempts
+	@echo 'cq convert $(1) $< | every k-th record, $(N_FIELD) in all' > $@.cmd
+endef
+$(EXP)/field.clamber.jsonl: $(CLAMBER_FILE) | $(STAMP)
+	$(call field_questions,clamber)
+$(EXP)/field.condambigqa.jsonl: $(CONDAMBIGQA_FILE) | $(STAMP)
+	$(call field_questions,condambigqa)
+$(EXP)/field.clamber.det.clam.jsonl: $(EXP)/field.clamber.jsonl
+	$(call stage,$(CQ) detect --preset clam $(LLM))
+$(EXP)/field.condambigqa.multi.jsonl: $(EXP)/field.condambigqa.jsonl
+	$(call stage,$(CQ) answer --mode multi $(LLM))
+$(S)/field.clamber.det.clam.json: SCORE_detect = --by gold.category
+$(S)/field.clamber.%.json: $(EXP)/field.clamber.%.jsonl
+	$(call score,detect)
+$(S)/field.condambigqa.%.json: $(EXP)/field.condambigqa.%.jsonl
+	$(call score,cbqa)
+FIELD_CELLS := $(if $(wildcard $(CLAMBER_FILE)),$(S)/field.clamber.det.clam.json) \
+               $(if $(wildcard $(CONDAMBIGQA_FILE)),$(S)/field.condambigqa.multi.json)
+exp-field: $(FIELD_CELLS)
+	@$(if $(wildcard $(CLAMBER_FILE)),,echo 'skip  CLAMBER: no $(CLAMBER_FILE); get it: cq data get clamber --dir $(FIELD_DATA)')
+	@$(if $(wildcard $(CONDAMBIGQA_FILE)),,echo 'skip  CondAmbigQA: no $(CONDAMBIGQA_FILE); get it: cq data get condambigqa --dir $(FIELD_DATA)')
+	@echo 'skip  AmbigDocs, ALCE-ASQA: on the Hugging Face hub, not reachable here; AMBIGNQ-CQ: its CSVs are git-LFS files absent here'
+
 # ---- everything, one report -------------------------------------------------------------------
 # The report from the score files present: `make compare` writes it at the end; `make report
 # PARTIAL='why'` writes it from the cells finished so far and says so (make compare resumes the rest).
@@ -586,12 +656,12 @@ define report
 	@$(BIN)/python bench/grid/figures.py --scores $(S) --pairs $(P) --out $(dir $(RESULTS))figures
 endef
 
-compare: exp-askcq exp-ambigqa exp-refuel exp-clam exp-toc pairs
+compare: exp-askcq exp-ambigqa exp-refuel exp-clam exp-oracle exp-field exp-toc pairs
 	$(report)
 	@$(BIN)/python bench/grid/cell.py stop
 
 report:
 	$(report)
 
-.PHONY: report exp-askcq exp-ambigqa exp-refuel exp-clam exp-toc pairs compare
+.PHONY: report exp-askcq exp-ambigqa exp-refuel exp-clam exp-oracle exp-field exp-toc pairs compare
 .SECONDARY:

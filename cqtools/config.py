@@ -68,6 +68,8 @@ ENV: tuple[EnvVar, ...] = (
     EnvVar("CQ_ORT_SPIN", "ort_spin", _bool, "onnxruntime threads spin while idle"),
     EnvVar("CQ_JVM_XMX", "jvm_xmx", _opt_str, "the JVM's heap limit for Lucene (e.g. 4g)"),
     EnvVar("CQ_JVM_OPTS", None, str, "the search JVM's other options, replacing cq's (C1 only, the serial collector)"),
+    EnvVar("CQ_USAGE", "usage", _bool, "note each record's LM calls, tokens and seconds per stage in meta.usage "
+           "(cq score --task clam --curves reports them per answered question)"),
     EnvVar("CQ_DEBUG", "debug", _bool, "tracebacks instead of one-line errors; library logs on"),
     EnvVar("CQ_SERVER", None, str, "a cq fork server's socket: a run goes to it when it can take it exactly "
            "(cqtools/forkserver; make compare's SERVE)"),
@@ -118,6 +120,7 @@ class RunConfig:
     ort_spin: bool = field(default=False, metadata=NO_RECORD)
     jvm_xmx: str | None = field(default=None, metadata=NO_RECORD)
     debug: bool = field(default=False, metadata=NO_RECORD)
+    usage: bool = field(default=False, metadata=NO_RECORD)  # adds meta.usage only: cqtools/stream/usage.py
     backend_options: tuple = ()  # (key, value) pairs for a BACKEND:NAME model's backend (--backend-opt)
     # (key, value) pairs of model backends' options given by their flags (the openai backend's api_base,
     # concurrency, ...: cqtools/models/openai_backend.py declares them), for any backend that declares the name;

@@ -161,7 +161,7 @@ def test_the_results_page_has_a_cost_section_and_figure_for_a_clam_cell_with_cur
     plain = summary(run([], ALWAYS))
     text = report(tmp_path, {"clam.swept": curves, "clam.never": plain})
     assert "## The cost of clarifying" in text
-    assert ("| [clam.swept](#cmd-clam-swept) | 4 | 50.0 | 62.5 | 70.0 | 75.0 | 75.0 | 75.0 | 100.0 (25.0) | 0 of 5 | – |"
+    assert ("| [clam.swept](#cmd-clam-swept) | 4 | 50.0 | 62.5 | 70.0 | 75.0 | 75.0 | 75.0 | 100.0 (25.0) | 0 of 5 | – | – | – | – | – |"
             in text)
     assert "[clam.never](#cmd-clam-never) | 4 | 50.0" not in text  # scored without --curves: no row
     assert "- [cost-clam.swept.png](figures/cost-clam.swept.png)" in text

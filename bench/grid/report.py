@@ -49,6 +49,14 @@ FAMILIES = [
       ("unambiguous.accuracy", "Acc unamb."), ("unambiguous.adjusted_accuracy", "Adj. unamb."),
       ("all.accuracy", "Acc all"), ("all.adjusted_accuracy", "Adj. all"), ("all.clarification_rate", "Ask rate")],
      "CLAM (GPT-3, its own ambiguous-question set): asking only when needed beats never and always asking."),
+    ("CLAMBER: when to clarify (detection; issue 46)", "detect", "field.clamber.",
+     [("accuracy", "Acc"), ("precision", "P"), ("recall", "R"), ("f1", "F1"), ("auroc", "AUROC")],
+     "CLAMBER (Zhang et al. 2024) evaluates ChatGPT-class LLMs on its 3,202 queries; ours is a 135M model on "
+     "an even sample of them (every k-th), per category in the breakdowns below. No paper number is compared."),
+    ("CondAmbigQA: every answer from the given passages (issue 46)", "cbqa", "field.condambigqa.",
+     [("precision", "P"), ("recall", "R"), ("f1", "F1"), ("avg_answers", "#ans")],
+     "CondAmbigQA (innovation64/CondAmbigQA) scores conditions and answers with an LLM judge; here the answers "
+     "alone, against the answer of each condition (cbqa's alias match). No paper number is compared."),
     ("Tree of Clarifications on ASQA", "asqa", "asqa.toc.",
      [("rouge_l", "ROUGE-L"), ("str_em", "STR-EM"), ("disambig_f1", "D-F1"), ("dr", "DR"), ("answer_f1", "Answer F1")],
      "ToC (GPT-3, Bing + ColBERT retrieval, full ASQA dev): D-F1 33.7, DR 36.6."),
@@ -251,10 +259,22 @@ def paired_section(pairs_dir: Path | None, min_n: int = MIN_PAIRED_N) -> list[st
 COST_LAMBDAS = (0.0, 0.5, 0.8, 1.0)  # the lambda sweep's columns in the cost section
 
 
+# the summary's cost.per_answered_question (cq score --task clam --curves on records written with CQ_USAGE=1)
+COST_USAGE = (("calls", "LM calls/q"), ("prompt_tokens", "prompt tok/q"), ("generated_tokens", "gen. tok/q"),
+              ("seconds", "LM s/q"))
+
+
+def usage_cells(summary: dict) -> str:
+    per = (summary.get("cost") or {}).get("per_answered_question") or {}
+    return " | ".join("–" if per.get(key) is None else f"{per[key]:.2f}" if key == "seconds" else f"{per[key]:.1f}"
+                      for key, _ in COST_USAGE)
+
+
 def cost_section(scores: dict, scores_dir: Path) -> list[str]:
     """The cost of clarifying, for every CLAM cell scored with `cq score --task clam --curves`: CLAM's adjusted
-    accuracy at a few lambdas, the risk-coverage curve's extremes and best point, and the cell's wall seconds per
-    scored record (F.wall; no stage records tokens or every stage's LM calls: docs/metrics.md). Its figure (accuracy
+    accuracy at a few lambdas, the risk-coverage curve's extremes and best point, the cell's wall seconds per
+    scored record (F.wall) and, when its stages ran with CQ_USAGE=1, the LM calls, prompt and generated tokens and
+    LM seconds per answered question (the summary's ``cost``: docs/metrics.md). Its figure (accuracy
     against the share clarified, adjusted accuracy against lambda) is figures/cost-NAME.png (figures.py)."""
     cells = [(name, s) for name, s in scores.items() if s.get("task") == "clam" and (s.get("curves") or {}).get("lambda")]
     if not cells:
@@ -264,10 +284,13 @@ def cost_section(scores: dict, scores_dir: Path) -> list[str]:
              "risk-coverage curve over the detector's threshold (clarify when score > T): accuracy when nothing is "
              "clarified, when every scored question is, and the best point with its share clarified; `unknown` "
              "points rest on answers no record holds (score the always-clarify run with `--direct` the never run). "
-             "s/record: the cell's wall seconds per scored record.", "",
+             "s/record: the cell's wall seconds per scored record. Per answered question, from the records' "
+             "`meta.usage` (stages run with `CQ_USAGE=1`; – when they were not): LM calls, prompt tokens, generated "
+             "tokens and seconds inside the LM calls, every stage of the cell's own records summed.", "",
              "| cell | n | " + " | ".join(f"adj. λ={lam:g}" for lam in COST_LAMBDAS)
-             + " | acc. none clarified | acc. all clarified | best acc. (clarified %) | unknown points | s/record |",
-             "|---|---|" + "---|" * len(COST_LAMBDAS) + "---|---|---|---|---|"]
+             + " | acc. none clarified | acc. all clarified | best acc. (clarified %) | unknown points | s/record | "
+             + " | ".join(label for _, label in COST_USAGE) + " |",
+             "|---|---|" + "---|" * len(COST_LAMBDAS) + "---|---|---|---|---|" + "---|" * len(COST_USAGE)]
     for name, s in cells:
         by_lambda = {p["lambda"]: p["adjusted_accuracy"] for p in s["curves"]["lambda"]}
         points = s["curves"].get("threshold") or []
@@ -279,8 +302,66 @@ def cost_section(scores: dict, scores_dir: Path) -> list[str]:
                      + (f" | {fmt(points[0]['accuracy'])} | {fmt(points[-1]['accuracy'])} | "
                         f"{fmt(best['accuracy'])} ({fmt(best['clarified'])}) | "
                         f"{sum(1 for p in points if p['unknown'])} of {len(points)}" if points
-                        else " | – | – | – (no ambiguity.score) | – ") + f" | {per} |")
+                        else " | – | – | – (no ambiguity.score) | – ") + f" | {per} | {usage_cells(s)} |")
     return lines + ["", *(f"- [cost-{name}.png](figures/cost-{name}.png)" for name, _ in cells), ""]
+
+
+def breakdown_section(scores: dict) -> list[str]:
+    """Every cell scored with `cq score --by FIELD`: a table per cell, one row per group, the columns of its task's
+    first family above (the value and its interval, `--ci`)."""
+    columns = {}
+    for _, task, _, cols, _ in FAMILIES:
+        columns.setdefault(task, cols)
+    cells = [(name, s) for name, s in scores.items() if s.get("by") and isinstance(s.get("groups"), dict)
+             and s.get("task") in columns]
+    if not cells:
+        return []
+    lines = ["## Breakdowns", "",
+             "`cq score --by FIELD` (docs/metrics.md): each group of records with the same FIELD scored alone, with "
+             "its own interval; a group's n can be small, so read its interval before its value.", ""]
+    for name, s in cells:
+        cols = columns[s["task"]]
+        lines += [f"**[{name}](#{anchor(name)})** by `{s['by']}`:", "",
+                  "| group | n | " + " | ".join(label for _, label in cols) + " |", "|---|---|" + "---|" * len(cols)]
+        lines += [f"| {group} | {g.get('n')} | " + " | ".join(fmt_ci(g, key) for key, _ in cols) + " |"
+                  for group, g in sorted(s["groups"].items())]
+        lines.append("")
+    return lines
+
+
+def oracle_section(scores: dict, used: set) -> list[str]:
+    """The simulated user's agreement with gold (`cq score --task oracle`, one row per oracle cell) and, for every
+    score of several oracle runs together (`cq score --task oracle A B C`), the spread of agreement across them."""
+    cells = [(name, s) for name, s in scores.items() if s.get("task") == "oracle"]
+    spreads = [(name, s) for name, s in scores.items() if isinstance(s.get("spread"), dict)
+               and all(r.get("task") == "oracle" for r in s.get("runs", []))]
+    if not cells and not spreads:
+        return []
+    lines = ["## Oracle agreement", "",
+             "`cq score --task oracle` (docs/metrics.md): how often the simulated user's reply is the option of the DQ "
+             "it was told it meant, with the agreement of a user picking at random (chance) and the questions left "
+             "out (skipped: no CQ, no option of the intended DQ). A CLAM number made with an oracle near chance "
+             "measures the oracle as much as the system.", "",
+             "| cell | oracle | n | skipped | agreement | chance | Wilson 95% |", "|---|---|---|---|---|---|---|"]
+    for name, s in cells:
+        used.add(name)
+        oracle = s.get("oracle")
+        said = ", ".join(str(o.get("method", "?")) + (f" {o['template']}" if o.get("template") else "")
+                         for o in (oracle if isinstance(oracle, list) else [oracle]) if isinstance(o, dict)) or "–"
+        wilson = s.get("wilson_95")
+        lines.append(f"| [{name}](#{anchor(name)}) | {said} | {s.get('n')} | {s.get('skipped')} | "
+                     f"{fmt_ci(s, 'agreement')} | {fmt(s.get('chance'))} | "
+                     + (f"[{wilson[0]:.1f}, {wilson[1]:.1f}]" if isinstance(wilson, list) else "–") + " |")
+    for name, s in spreads:
+        used.add(name)
+        m = s["spread"]["metrics"].get("agreement")
+        if m:
+            runs = [Path(r).name for r in s["spread"]["runs"]]
+            lines += ["", f"Spread of agreement across {len(runs)} oracles ([{name}](#{anchor(name)}), on the "
+                          f"{s['spread']['n']} questions all score): {fmt(m['range'])} [{fmt(m['low'])}, {fmt(m['high'])}] "
+                          "(max − min, paired bootstrap interval); per oracle: "
+                          + ", ".join(f"{run} {fmt(v)}" for run, v in zip(runs, m["values"])) + "."]
+    return lines + [""]
 
 
 def figures_section(scores_dir: Path, pairs_dir: Path | None) -> list[str]:
@@ -306,7 +387,9 @@ def write_results(args) -> None:
     used: set = set()
     for title, task, prefix, columns, paper in FAMILIES:
         lines += table(title, task, prefix, columns, paper, scores, scores_dir, used)
+    lines += breakdown_section({name: s for name, s in scores.items() if name in used})
     lines += cost_section({name: s for name, s in scores.items() if name in used}, scores_dir)
+    lines += oracle_section(scores, used)
     lines += paired_section(Path(args.pairs) if args.pairs else None, args.min_paired_n)
     lines += figures_section(scores_dir, Path(args.pairs) if args.pairs else None)
     lines += ["## Commands", ""]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from . import api_http
+from . import api_http, usage
 from .api import ECHO_TOLERANCE, SEED, ApiError, Bound, NoLogprobs, RequestError, continuation_logprob, \
     next_token_logprobs
 
@@ -46,6 +46,11 @@ class LogprobScoring:
         pairs = [(prefix + p, c) for p, c in zip(prompts, continuations)]
         if any(c and not ctx for ctx, c in pairs):
             raise ValueError("cannot score a continuation with no context; pass a prompt or prefix")
+        usage.add(calls=len(pairs))  # no tokens: the server's counts are not read here (cqtools/models/usage.py)
+        with usage.timed():
+            return self._score_pairs(pairs)
+
+    def _score_pairs(self, pairs: list[tuple[str, str]]) -> list[float]:
         todo = [pair for pair in dict.fromkeys(pairs) if pair[1]]
         scores: dict[tuple[str, str], float] = {}
         if todo and self._score_mode is None:

@@ -16,6 +16,7 @@ from .gguf import to_safetensors
 from .resolve import ResolvedModel
 from .runtime import input_device, load_kwargs, pick_dtype, prompt_seeds, remote_code
 from .scoring import ContinuationScoring
+from . import usage
 
 log = logging.getLogger("cqtools")
 
@@ -80,6 +81,11 @@ class LocalGenerator(ContinuationScoring):
         (``top_p``, no top-k cut), each prompt alone with torch seeded by
         :func:`~cqtools.models.runtime.prompt_seed` of ``seed`` and its text. ``num_beams`` above 1
         searches that many beams (Hugging Face's beam search, no sampling; the best beam is returned)."""
+        with usage.timed():
+            return self._generate(prompts, max_new_tokens, chat, stop, batch_size, temperature, top_p, seed, num_beams)
+
+    def _generate(self, prompts, max_new_tokens, chat, stop, batch_size, temperature, top_p, seed,
+                  num_beams) -> list[str]:
         use_chat = self.has_chat if chat is None else (chat and self.has_chat)
         texts = [self.chat_prompt(p) if use_chat else p for p in prompts]
         special = use_chat  # a chat template already contains the special tokens
@@ -100,13 +106,18 @@ class LocalGenerator(ContinuationScoring):
             keys = {i: self.cache.key(seqs[i], max_new_tokens, stop, {**decoding, "seed": seeds[i]} if sampling
                                       else decoding or None) for i in order}
             order = self._from_cache(keys, order, outputs)
+        made: dict[int, int] = {}  # generated tokens of each input that ran (usage.py)
         for idx in groups(order, 1 if alone else (batch_size or self.batch_size)):
             done = self._generate_group([seqs[i] for i in idx], seeds[idx[0]] if sampling else None, max_new_tokens,
                                         stop, temperature, top_p, num_beams)
-            for i, text in zip(idx, done):
-                outputs[i] = text
+            for i, (text, tokens) in zip(idx, done):
+                outputs[i], made[i] = text, tokens
                 if keys:
                     self.cache.put(keys[i], outputs[i])
+        if usage.active():
+            usage.add(calls=len(seqs), prompt_tokens=sum(map(len, seqs)),
+                      generated_tokens=sum(made[i] if i in made else len(self.tokenizer(
+                          outputs[i], add_special_tokens=False, verbose=False).input_ids) for i in same))
         return [outputs[i] for i in same]
 
     def _from_cache(self, keys: dict[int, str], order: list[int], outputs: list[str]) -> list[int]:
@@ -118,9 +129,10 @@ class LocalGenerator(ContinuationScoring):
         return [i for i in order if keys[i] not in found]
 
     def _generate_group(self, seqs: list[list[int]], seed: int | None, max_new_tokens: int, stop, temperature: float,
-                        top_p: float, num_beams: int) -> list[str]:
-        """One call of the model's ``generate`` on a group of inputs (one alone, or a padded batch), each
-        output cut at its first stop string; ``seed`` (sampling only) seeds torch first."""
+                        top_p: float, num_beams: int) -> list[tuple[str, int]]:
+        """One call of the model's ``generate`` on a group of inputs (one alone, or a padded batch): each
+        output cut at its first stop string, with the tokens generated (up to the first end or padding token);
+        ``seed`` (sampling only) seeds torch first."""
         import torch
 
         sample = {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0} if temperature > 0 \
@@ -135,12 +147,31 @@ class LocalGenerator(ContinuationScoring):
                                       pad_token_id=self.pad_id,
                                       stopping_criteria=_stop_criteria(self.tokenizer, stop, start))
         out = out[:, start:]
-        return [cut_at_stop(self.tokenizer.decode(row, skip_special_tokens=True), stop) for row in out]
+        return [(cut_at_stop(self.tokenizer.decode(row, skip_special_tokens=True), stop),
+                 _generated(row.tolist(), _eos_ids(self.model), self.pad_id, self.kind == "seq2seq")) for row in out]
 
     def _pad(self, seqs: list[list[int]], left: bool, value: int | None = None):
         """(ids, attention mask) tensors, padded with ``value`` (default: the pad token); a single sequence gets
         no padding at all."""
         return pad(seqs, left, self.pad_id if value is None else value)
+
+
+def _eos_ids(model) -> set:
+    eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    return {e for e in (eos if isinstance(eos, (list, tuple)) else [eos]) if isinstance(e, int)}
+
+
+def _generated(row: list[int], eos: set, pad: int, seq2seq: bool) -> int:
+    """Tokens a model generated in ``row`` (its output after the input): up to and with the first end-of-sequence
+    token, else up to the first padding (a padded batch's row that stopped early); a seq2seq row's first token is
+    the decoder's start, not generated."""
+    row = row[1:] if seq2seq else row
+    for n, token in enumerate(row):
+        if token in eos:
+            return n + 1
+        if token == pad:
+            return n
+    return len(row)
 
 
 def _model_config(name: str, path: str, remote: dict):

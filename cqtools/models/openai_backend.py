@@ -36,6 +36,7 @@ from .api import (ECHO_TOLERANCE, MAX_STOP, OPENAI_BASE, RETRY_STATUS, SEED, Api
 from .api_scoring import LogprobScoring
 from .batching import RequestPool
 from .cutting import cut_at_stop
+from . import usage
 from .load import route  # noqa: F401  (where a name goes: the stages ask it here)
 from .runtime import prompt_seeds
 
@@ -203,26 +204,39 @@ class OpenAIGenerator(LogprobScoring):
         if temperature > 0:
             items = list(zip(items, prompt_seeds(seed, items)))
 
-        def one(item) -> str:
+        def one(item) -> tuple[str, dict]:
             prompt, body_seed = item if temperature > 0 else (item, SEED)
-            text = self._complete(endpoint, prompt, {**params, "seed": body_seed}, use_chat)
-            return cut_at_stop(text, stop)
+            text, used = self._complete(endpoint, prompt, {**params, "seed": body_seed}, use_chat)
+            return cut_at_stop(text, stop), used
 
-        return self.pool.distinct_map(one, items)
+        with usage.timed():
+            done = self.pool.distinct_map(one, items)
+        if usage.active():  # the server's own counts (cqtools/models/usage.py); 0 where it gives none
+            usage.add(calls=len(done), prompt_tokens=sum(_tokens(u, "prompt_tokens") for _, u in done),
+                      generated_tokens=sum(_tokens(u, "completion_tokens") for _, u in done))
+        return [text for text, _ in done]
 
-    def _complete(self, endpoint: str, prompt: str, params: dict, use_chat: bool) -> str:
+    def _complete(self, endpoint: str, prompt: str, params: dict, use_chat: bool) -> tuple[str, dict]:
+        """The answer's text and its ``usage`` (the server's token counts; {} when it gives none)."""
         if use_chat:
             body = {"model": self.model, "messages": [{"role": "user", "content": prompt}], **params}
-            choice = self.request(endpoint, body)["choices"][0]
-            message = choice.get("message")
+            answer = self.request(endpoint, body)
+            message = answer["choices"][0].get("message")
             text = (message.get("content") if isinstance(message, dict) else message) or ""
         else:
             body = {"model": self.model, "prompt": prompt, **params}
-            text = self.request(endpoint, body)["choices"][0].get("text") or ""
+            answer = self.request(endpoint, body)
+            text = answer["choices"][0].get("text") or ""
         if not isinstance(text, str):
             raise ApiError(f"{self.where(endpoint)}: the answer's text is a {type(text).__name__}, not a string; "
                            f"is --api-base an OpenAI-compatible server?")
-        return text
+        used = answer.get("usage")
+        return text, used if isinstance(used, dict) else {}
+
+
+def _tokens(used: dict, key: str) -> int:
+    value = used.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def request_params(max_new_tokens: int, stop: Sequence[str] | None, temperature: float = 0.0,

@@ -7,6 +7,7 @@ import copy
 
 from .batching import groups, shared_runs
 from .cutting import fit, fit_prompts, input_limit
+from . import usage
 
 
 def cache_named(module, kwargs: dict) -> dict:
@@ -43,6 +44,13 @@ class ContinuationScoring:
             raise ValueError("prompts and continuations must have the same length")
         if not prompts:
             return []
+        if usage.active():  # what the model reads of each pair (cqtools/models/usage.py)
+            usage.add(calls=len(prompts), prompt_tokens=sum(len(self._ids(prefix + p)) + len(self._ids(c))
+                                                            for p, c in zip(prompts, continuations)))
+        with usage.timed():
+            return self._score(prompts, continuations, prefix, batch_size)
+
+    def _score(self, prompts, continuations, prefix: str, batch_size: int | None) -> list[float]:
         if self.kind == "seq2seq":
             return self._score_seq2seq([prefix + p for p in prompts], continuations, batch_size)
         return self._score_causal(prompts, continuations, prefix, use_cache=True, batch_size=batch_size)

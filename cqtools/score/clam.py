@@ -24,7 +24,8 @@ class ClamScoring:
                         flag="--lambda")
     curves: bool = option(False, "also report the cost of clarifying: adjusted accuracy at lambda 0, 0.1 .. 1, "
                                  "and accuracy against the share clarified at every threshold of ambiguity.score "
-                                 "(a risk-coverage curve); --plot draws both.")
+                                 "(a risk-coverage curve); --plot draws both. With meta.usage on the records (stages "
+                                 "run with CQ_USAGE=1): LM calls, tokens and seconds per answered question (cost).")
     direct: str | None = option(None, "--curves: a run of the same records that never asked (the question "
                                       "answered alone); a clarified record's direct answer is read from it by id.",
                                 metavar="FILE.jsonl")
@@ -43,7 +44,9 @@ class ClamTask(Task):
                "unamb", "unamb_correct", "unamb_adjusted", "unamb_asked",
                # --curves: the detector's score, the answer's correctness on each path (None: no record holds
                # it), and a correct answer to a needlessly clarified question (what lambda weighs)
-               "score", "cq_correct", "direct_correct", "needless_correct")
+               "score", "cq_correct", "direct_correct", "needless_correct",
+               # --curves: the LM cost noted in meta.usage (summed over stages), and the record's answered flag
+               "lm_calls", "lm_prompt_tokens", "lm_generated_tokens", "lm_seconds", "with_usage", "answered")
     direct_answers: dict | None = field(default=None, repr=False)  # --direct: {id: first answer text or None}
 
     oracles: OraclesSeen = field(default_factory=OraclesSeen)  # meta.oracle of the records: the summary's "oracle"
@@ -67,7 +70,9 @@ class ClamTask(Task):
                                   asked=bool(record.get("cq")), ambiguous=bool(gold["ambiguous"]),
                                   lam=self.options.lam)
         values = {"n": 1.0, "correct": row["correct"], "adjusted": row["adjusted"], "asked": float(row["asked"]),
-                  **self.path_values(record, gold["answers"][intended], row)}
+                  **self.path_values(record, gold["answers"][intended], row),
+                  **(clam_curves.usage_values(record, answered=bool(texts)) if self.options.curves
+                     else dict.fromkeys(clam_curves.USAGE_COLUMNS, 0.0))}
         for group, own in (("ambiguous", row["ambiguous"]), ("unambiguous", not row["ambiguous"])):
             for column, total in zip(GROUP_COLUMNS[group], GROUP_COLUMNS["all"]):
                 values[column] = float(own) * values[total]
@@ -97,7 +102,8 @@ class ClamTask(Task):
                         ratio(f"{group}.clarification_rate", asked, n), count(f"{group}.n", n)]
         metrics += [value("lambda", self.options.lam), *self.oracles.metrics()]
         if self.options.curves:
-            metrics.append(Metric("curves", self.curves, resampled=False))
+            metrics += [Metric("curves", self.curves, resampled=False),
+                        Metric("cost", clam_curves.cost, resampled=False)]
         return metrics
 
     def curves(self, rows) -> dict:
@@ -105,7 +111,8 @@ class ClamTask(Task):
                 "threshold": clam_curves.threshold_curve(rows, self.options.lam)}
 
     def notes_for(self, rows, values):
-        return clam_curves.curve_notes(rows, values.get("curves"))
+        notes = clam_curves.curve_notes(rows, values.get("curves"))
+        return notes + (clam_curves.cost_notes(rows, values.get("cost")) if self.options.curves else [])
 
     def plot(self, path):
         if not self.options.curves:

@@ -96,3 +96,45 @@ def curve_notes(rows, curves: dict | None) -> list[str]:
                      "(\"unknown\", scored 0): score a run that clarified every question with --direct NEVER.jsonl "
                      "for the whole curve")
     return notes
+
+
+USAGE = ("calls", "prompt_tokens", "generated_tokens", "seconds")
+USAGE_COLUMNS = (*(f"lm_{key}" for key in USAGE), "with_usage", "answered")
+
+
+def usage_values(record: dict, answered: bool) -> dict:
+    """The cost columns of a record: its ``meta.usage`` shares summed over stages (cqtools/stream/usage.py), whether
+    it has any, and whether it was answered and has them (what the cost is divided by). A stage's entry that is not an object of numbers is an error."""
+    meta = record.get("meta") if isinstance(record.get("meta"), dict) else {}
+    stages = meta.get("usage")
+    out = dict.fromkeys(USAGE_COLUMNS, 0.0)
+    noted = isinstance(stages, dict) and bool(stages)
+    out.update(answered=float(answered and noted), with_usage=float(noted))
+    for stage, share in (stages.items() if isinstance(stages, dict) else ()):
+        for key in USAGE:
+            value = share.get(key, 0) if isinstance(share, dict) else None
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise InputError(f"record {record['id']}: meta.usage.{stage}.{key} must be a number; was it "
+                                 "written by cq with CQ_USAGE=1?", record_id=record["id"])
+            out[f"lm_{key}"] += value
+    return out
+
+
+def cost(rows) -> dict | None:
+    """LM calls, prompt and generated tokens and seconds per answered question: the ``meta.usage`` of every record
+    that has it (answered or not: an unanswered question cost its calls too) over the answered records among them;
+    None when no record carries ``meta.usage``."""
+    if not rows.n or not rows.sum("with_usage"):
+        return None
+    answered = rows.sum("answered")
+    per = {key: (rows.sum(f"lm_{key}") / answered if answered else None) for key in USAGE}
+    return {"answered": int(answered), "with_usage": int(rows.sum("with_usage")), "per_answered_question": per}
+
+
+def cost_notes(rows, value: dict | None) -> list[str]:
+    """Records without ``meta.usage`` beside some with it (none with it: ``cost`` is null, docs/metrics.md)."""
+    if not rows.n or value is None:
+        return []
+    missing = rows.n - value["with_usage"]
+    return [f"--curves: {missing} record(s) carry no meta.usage; the cost per answered question leaves them out"] \
+        if missing else []

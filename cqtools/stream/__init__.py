@@ -199,10 +199,14 @@ def run_stream(process: BatchFn, spec: StreamSpec, stdin=None, stdout=None) -> i
     preset = spec.preset or getattr(process, "cq_preset", None)
     if preset and spec.params is not None:
         spec.params = {**spec.params, "preset": preset}  # the run record names it, from the CLI or Python
+    stage = spec.stage or spec.command or getattr(process, "cq_command", None) or spec.desc
     if preset:
-        stage = spec.stage or spec.command or getattr(process, "cq_command", None) or spec.desc
         process = _noting_preset(process, stage, preset, spec.fanout,
                                  spec.preset_rows or getattr(process, "cq_preset_rows", None))
+    if spec.config.usage:
+        from .usage import noting_usage
+
+        process = noting_usage(process, stage, spec.fanout)
     if _world_size() > 1:
         from .distributed import run_distributed
 
