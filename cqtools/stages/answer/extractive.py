@@ -28,6 +28,10 @@ A span made only of the question's own words (SQuAD-normalised: "Georgia" for "W
 Georgia?") is never an answer: ``skip_question_spans`` drops it before decoding, so the next span
 of that passage competes instead.
 
+``type_prior`` (``--type-prior W``; 0, the default: off) takes ``W`` off the score of each span not of the
+kind the question asks for (who: a name, when: a date, how many: a number, ...) before ordering and the
+multi threshold: :mod:`.anstype`.
+
 Each (question, passage) pair runs alone at its own length, so answers never depend on
 ``--batch-size`` (``CQ_PADDED_BATCHES=1`` pads batches instead: faster, batch-dependent).
 """
@@ -37,6 +41,7 @@ from dataclasses import asdict, dataclass
 
 from ...errors import ResourceError
 from ...records import distinct_texts, passage_text
+from .anstype import apply_prior, prior
 from .options import READER_PASSAGES, ExtractiveReaderOptions
 
 
@@ -53,6 +58,7 @@ class ExtractiveOptions:
     max_passage_tokens: int | None = None  # evidence budget (--max-passage-tokens; 0: the model's input length)
     skip_question_spans: bool = ExtractiveReaderOptions.question_spans == "skip"  # drop spans of the question's words alone
     order: str = ExtractiveReaderOptions.span_order  # rank: each passage's best span in passage order first; score: by score alone
+    type_prior: float = ExtractiveReaderOptions.type_prior  # score off spans not of the question's answer type (anstype.py)
 
     def params(self) -> dict:
         out = asdict(self)
@@ -211,7 +217,8 @@ class ExtractiveReader:
         o = self.options
         out = []
         for question, ps in zip(questions, passages):
-            candidates = self.spans(question, ps or [])
+            candidates = apply_prior(self.spans(question, ps or []), question, o.type_prior)
+            score = prior(question, o.type_prior)
             if o.order == "rank":
                 candidates = passage_order(candidates)
             keep = set(distinct_texts(a["text"] for a in candidates))
@@ -221,7 +228,7 @@ class ExtractiveReader:
                     seen.add(a["text"])
                     answers.append(a)
             if multi:
-                answers = answers[:1] + [a for a in answers[1:o.max_answers] if a["score"] >= o.multi_threshold]
+                answers = answers[:1] + [a for a in answers[1:o.max_answers] if score(a) >= o.multi_threshold]
             else:
                 answers = answers[:1]
             out.append(answers)
@@ -268,4 +275,4 @@ def extractive_reader(options, config, batch_size: int | None = None) -> Extract
     """The extractive reader of ``options.model`` (:class:`.options.ExtractiveReaderOptions`)."""
     return load_extractive(options.model, config, batch_size, n_passages=options.n_passages,
                            max_passage_tokens=options.max_passage_tokens, order=options.span_order,
-                           skip_question_spans=options.question_spans == "skip")
+                           skip_question_spans=options.question_spans == "skip", type_prior=options.type_prior)

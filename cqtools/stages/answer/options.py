@@ -190,6 +190,8 @@ class ExtractiveReaderOptions:
                                      "alone)", choices=("rank", "score"))
     question_spans: str = option("skip", "spans made only of the question's own words: skip or keep",
                                  choices=("skip", "keep"))
+    type_prior: float = option(0.0, "answer-type prior: score taken off spans not of the kind the question asks for "
+                               "(who: a name, when: a date, how many: a number); 0: off", min=0.0)
 
 
 @dataclass(frozen=True)
