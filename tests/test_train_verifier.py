@@ -1,4 +1,4 @@
-"""`cq train verifier` (issue 45 item 2): REFUEL's LM verifier, a Fusion-in-Decoder seq2seq model trained on gold
+"""`cq train verifier` and `cq train spanseqgen --input-layout askcq` (issue 45 item 2): REFUEL's LM verifier, a Fusion-in-Decoder seq2seq model trained on gold
 (disambiguated question, answer) pairs, and `cq answer --verify --verifier-model DIR` scoring the answers with it in
 the reader's place (tiny random BART, a few steps)."""
 import json
@@ -108,3 +108,70 @@ def test_preset_refuel_trains_the_verifier_with_refuels_recipe(runner, tmp_path,
     config = report(out)["config"]
     assert {k: config[k] for k in ("passages", "batch_size", "lr", "epochs", "max_answer_tokens")} == {
         "passages": 100, "batch_size": 64, "lr": 3e-5, "epochs": 30, "max_answer_tokens": 20}
+
+
+# --- AskCQ's clarification-based QA reader (cq train spanseqgen --input-layout askcq, cq answer --mode cq) ---------
+
+def test_askcq_examples_are_the_question_revised_by_each_gold_option_with_its_answers(tiny_bart):
+    from cqtools.stages.answer.questions import released_revision
+    from cqtools.stages.answer.seqgen import askcq_input
+    from cqtools.train.spanseqgen import SpanSeqGenTrainConfig, askcq_examples, seqgen_tokenizer
+
+    tokenizer = seqgen_tokenizer(tiny_bart)
+    passages = [{"title": "Joker", "text": "Heath Ledger played him."}]
+    gold = {"cq": "Which film: The Dark Knight, or Joker?",
+            "dqs": [{"question": "q1", "answers": ["Heath Ledger", "Ledger"]}, {"question": "q2", "answers": ["JP"]}]}
+    records = [{"id": "r", "question": "Who played the Joker?", "passages": passages, "gold": gold},
+               {"id": "s", "question": "Who?", "passages": passages, "gold": {"annotations": []}}]  # no CQ: none
+    cfg = SpanSeqGenTrainConfig(train="-", dev=None, model=tiny_bart, out="-", input_layout="askcq",
+                                max_input_tokens=64)
+    examples = askcq_examples(records, tokenizer, cfg)
+    assert [t for _, t, _ in examples] == ["Heath Ledger", "Ledger", "JP"]
+    first = released_revision("Who played the Joker?", "Which film", "The Dark Knight")
+    assert first == "Who played the Joker? Which film The Dark Knight?"
+    ids = askcq_input(tokenizer, first, passages, 64)
+    assert examples[0][0] == ids and ids[:len(tokenizer(first).input_ids)] == tokenizer(first).input_ids
+    assert tokenizer.decode(ids, skip_special_tokens=True).startswith("who played the joker? which film the dark")
+
+
+def test_a_trained_askcq_reader_answers_each_option_in_cq_answer_mode_cq(runner, tmp_path, tiny_bart, with_passages,
+                                                                         tiny_cross_encoder):
+    from cqtools.stages.answer import seqgen
+
+    out = str(tmp_path / "askcq")
+    done = runner.invoke(cli, ["train", "spanseqgen", "--input-layout", "askcq", "--model", tiny_bart, "--train",
+                               with_passages, "--batch-size", "4", "--max-steps", "4", "--max-input-tokens", "256",
+                               "--max-answer-tokens", "8", "--num-beams", "1", "--dev", with_passages, "--dev-limit",
+                               "3", "--seed", "5", "--lr", "1e-3", "--out", out, "-q"])
+    assert done.exit_code == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert report(out)["config"]["input_layout"] == "askcq" and summary["dev"]["n"] > 0
+    assert 0 <= summary["dev"]["em"] <= 1
+    import orjson
+
+    records = [orjson.loads(line) for line in open(with_passages, "rb")]
+    records = [{**r, "cq": r["gold"]["cq"], "passages": r["passages"][:1]} for r in records if r["gold"].get("cq")][:2]
+    result = runner.invoke(cli, ["answer", "--mode", "cq", "--reader", "seqgen", "--model", out, "--revised-question",
+                                 "askcq", "--reranker", tiny_cross_encoder, "-q"], input=jsonl(records))
+    assert result.exit_code == 0, result.stderr
+    answered = parse_jsonl(result.stdout)
+    assert answered[0]["meta"]["answer"]["input_layout"] == "askcq"
+    model, tokenizer, trained = seqgen.load_seqgen(out, "cpu")
+    reader = seqgen.SeqGenReader(model, tokenizer, trained, seqgen.SeqGenOptions(), "cpu", out)
+    for record, source in zip(answered, records):
+        asked = [a["question"] for a in record["answers"]]
+        assert asked and all(q.endswith(f" {a['option']}?") for q, a in zip(asked, record["answers"]))
+        made = seqgen.decode_rows(reader, [seqgen.askcq_input(tokenizer, q, source["passages"], 256) for q in asked])
+        assert [a["generated"] for a in record["answers"]] == made
+
+
+def test_preset_askcq_trains_the_reader_with_askcqs_recipe(runner, tmp_path, tiny_bart, with_passages):
+    out = str(tmp_path / "recipe")
+    done = runner.invoke(cli, ["train", "spanseqgen", "--preset", "askcq", "--model", tiny_bart, "--train",
+                               with_passages, "--max-steps", "1", "--out", out, "-q"])
+    assert done.exit_code == 0, done.stderr
+    config = report(out)["config"]
+    assert {k: config[k] for k in ("input_layout", "max_input_tokens", "batch_size", "grad_accum", "lr", "epochs",
+                                   "num_beams", "max_answer_tokens")} == {
+        "input_layout": "askcq", "max_input_tokens": 1024, "batch_size": 10, "grad_accum": 2, "lr": 1e-5,
+        "epochs": 100, "num_beams": 4, "max_answer_tokens": 128}

@@ -175,7 +175,10 @@ def spanseqgen_cmd(quiet, dtype, out, overwrite, train_path, dev_path, **kwargs)
     `cq retrieve`); the targets are the gold answers found in them, joined by <SEP>. With --dev,
     keeps the weights with the best dev F1_ans (scored every --eval-every steps); the directory
     is what `cq answer --reader seqgen` loads.
-    --preset ambigqa trains with AmbigQA's recipe (BART-large, batch 24, lr 5e-6, beam 4).
+    --preset ambigqa trains with AmbigQA's recipe (BART-large, batch 24, lr 5e-6, beam 4);
+    --preset askcq trains AskCQ's clarification-based QA reader instead (--input-layout askcq:
+    the question revised by each gold CQ option -> its answer; read by `cq answer --mode cq
+    --reader seqgen --revised-question askcq`).
 
     \b
     Example:
