@@ -1,6 +1,7 @@
-"""`cq train verifier` and `cq train spanseqgen --input-layout askcq` (issue 45 item 2): REFUEL's LM verifier, a Fusion-in-Decoder seq2seq model trained on gold
-(disambiguated question, answer) pairs, and `cq answer --verify --verifier-model DIR` scoring the answers with it in
-the reader's place (tiny random BART, a few steps)."""
+"""`cq train verifier` and `cq train spanseqgen --input-layout askcq` (issue 45 item 2): REFUEL's LM verifier, a
+Fusion-in-Decoder seq2seq model trained on gold (disambiguated question, answer) pairs, scoring answers in the reader's
+place with `cq answer --verify --verifier-model DIR`; AskCQ's clarification-based QA reader, read by `cq answer --mode
+cq`. Tiny random BART, a few steps."""
 import json
 
 from cqtools.cli import cli

@@ -247,7 +247,8 @@ def askcq_dev_em(cfg: TrainConfig, device: str) -> dict:
         if gold.get("cq") and gold.get("dqs"):
             _, category, options = read_cq(gold["cq"], record.get("id"))
             jobs += [(released_revision(record["question"], category, option), record.get("passages") or [],
-                      {normalize_answer(a) for a in dq.get("answers") or []}) for option, dq in zip(options, gold["dqs"])]
+                      {normalize_answer(a) for a in dq.get("answers") or []})
+                     for option, dq in zip(options, gold["dqs"])]
     if not jobs:
         return {"em": None, "n": 0}
     read = reader.read([q for q, _, _ in jobs], [ps for _, ps, _ in jobs])

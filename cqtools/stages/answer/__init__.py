@@ -9,9 +9,10 @@ Modes:
           answered by retrieval QA: retrieved for from ``index``, reranked, read.
 Extras (REFUEL, :mod:`.refuel`): ``round_trip`` re-asks the question until no new answer appears
 (cq's "Q [title]" variant, or REFUEL's: a DQ for every answer, every DQ re-asked); ``verify``
-scores answers with the reader's LM (cq's threshold rule, or REFUEL's keep-best over (DQ, answer)
-pairs). Evidence: a reader given ``max_passage_tokens`` reads passages in order up to that budget
-(:mod:`cqtools.stages.evidence`), and each record notes how many (``meta.passages_read.answer``).
+scores answers with the reader's LM or a `cq train verifier` model (cq's threshold rule, or REFUEL's
+keep-best over (DQ, answer) pairs). Evidence: a reader given ``max_passage_tokens`` reads passages
+in order up to that budget (:mod:`cqtools.stages.evidence`), and each record notes how many
+(``meta.passages_read.answer``).
 
 Readers are registered in :data:`cqtools.registry.READERS` (``cq answer --reader``; plugins add
 more) and have the shape of :class:`cqtools.protocols.Reader`. The built-in ``generative`` reader
