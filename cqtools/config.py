@@ -87,6 +87,8 @@ ENV: tuple[EnvVar, ...] = (
                                            "question-disambiguation model"),
     EnvVar("CQ_MODEL_TRAIN_FID", None, str, "cq train fid --model: the seq2seq model fine-tuned as REFUEL's "
                                             "Fusion-in-Decoder reader"),
+    EnvVar("CQ_MODEL_TRAIN_VERIFIER", None, str, "cq train verifier --model: the seq2seq model fine-tuned as REFUEL's "
+                                                 "LM verifier"),
 )
 
 BY_NAME = {v.name: v for v in ENV}

@@ -20,6 +20,7 @@ from ..train.span_reader import ReaderTrainConfig
 from ..train.fid import FiDTrainConfig
 from ..train.qd import QDTrainConfig
 from ..train.spanseqgen import BASE_MODEL, SpanSeqGenTrainConfig
+from ..train.verifier import VerifierTrainConfig
 from .declared import declared_flags
 from .method_flags import preset_option
 
@@ -174,7 +175,10 @@ def spanseqgen_cmd(quiet, dtype, out, overwrite, train_path, dev_path, **kwargs)
     `cq retrieve`); the targets are the gold answers found in them, joined by <SEP>. With --dev,
     keeps the weights with the best dev F1_ans (scored every --eval-every steps); the directory
     is what `cq answer --reader seqgen` loads.
-    --preset ambigqa trains with AmbigQA's recipe (BART-large, batch 24, lr 5e-6, beam 4).
+    --preset ambigqa trains with AmbigQA's recipe (BART-large, batch 24, lr 5e-6, beam 4);
+    --preset askcq trains AskCQ's clarification-based QA reader instead (--input-layout askcq:
+    the question revised by each gold CQ option -> its answer; read by `cq answer --mode cq
+    --reader seqgen --revised-question askcq`).
 
     \b
     Example:
@@ -248,6 +252,31 @@ def fid_cmd(quiet, dtype, out, overwrite, train_path, dev_path, **kwargs):
     from ..train.fid import train_fid
 
     _fine_tune(train_fid, FiDTrainConfig, out, overwrite, quiet, train_path, dev_path, kwargs)
+
+
+@click.command(name="verifier")
+@preset_option("train verifier")
+@model_option("train-verifier", BASE_MODEL, help="Seq2seq model to fine-tune (REFUEL's: BART-large, first trained "
+                                                 "as its NQ-open reader).")
+@_common(VerifierTrainConfig)
+@declared_flags(VerifierTrainConfig, exclude=COMMON_SETTINGS)
+def verifier_cmd(quiet, dtype, out, overwrite, train_path, dev_path, **kwargs):
+    """Fine-tune REFUEL's LM verifier: a Fusion-in-Decoder model answering gold disambiguated questions.
+
+    Each gold QA pair (a multipleQAs pair's DQ, a singleAnswer's question) is read with each of
+    the record's passages (records from `cq retrieve`); the target is its first alias found in
+    them. With --dev, keeps the weights with the best dev EM on the gold QA pairs. The directory
+    is what `cq answer --verify --verifier-model DIR` scores (DQ, answer) pairs with.
+    --preset refuel trains with REFUEL's recipe (BART-large, 100 passages, batch 64, lr 3e-5).
+
+    \b
+    Example:
+      cq train verifier --train train.ret.jsonl --out models/verifier --passages 10 --max-steps 2000
+      cq answer --preset refuel --verifier-model models/verifier < dev.ret.jsonl | cq score --task ambigqa
+    """
+    from ..train.verifier import train_verifier
+
+    _fine_tune(train_verifier, VerifierTrainConfig, out, overwrite, quiet, train_path, dev_path, kwargs)
 
 
 @click.command(name="reader")

@@ -225,7 +225,8 @@ def command_settings(command: str) -> dict:
 TRAINER_SETTINGS = {"train detect": ("cqtools.train.settings", "DetectTrainConfig"),
                     "train spanseqgen": ("cqtools.train.spanseqgen", "SpanSeqGenTrainConfig"),
                     "train qd": ("cqtools.train.qd", "QDTrainConfig"),
-                    "train fid": ("cqtools.train.fid", "FiDTrainConfig")}
+                    "train fid": ("cqtools.train.fid", "FiDTrainConfig"),
+                    "train verifier": ("cqtools.train.verifier", "VerifierTrainConfig")}
 
 
 def check(preset: Preset) -> None:

@@ -128,6 +128,37 @@ ASKCQ = Preset(
                 "steps, the best checkpoint kept", "the release keeps the lowest dev loss; cq keeps the best --select "
                 "(F1 at 0.5, or AUROC) and stops after --patience evaluations without a gain",
                 setting="evaluation steps", applies=COMMAND),
+
+        # --- train spanseqgen (the clarification-based QA reader's recipe) ---
+        Setting("train spanseqgen", "input_layout", "askcq", "§6.1 Task 3; run_cambigqa_train.sh:15,24 @d8be017: "
+                "TASK=cqa, dq_type=gold_cq; CQDataset.py:186-233: the question revised by each gold option (AQ + "
+                "category + option + '?') then the reranked passages, target that option's answer",
+                "the passages are the records' own in their order (the release reranks them per revised question at "
+                "training too); each answer alias is a target (the release draws one a step)",
+                setting="input layout", applies=COMMAND),
+        Setting("train spanseqgen", "model", "facebook/bart-large", "run_cambigqa_train.sh:22-23 @d8be017: "
+                "bert_name=facebook/bart-large, from AmbigQA's NQ-pretrained BART-large checkpoint",
+                "train an NQ-open reader first (`cq train spanseqgen`) and pass its directory as --model",
+                setting="base model", applies=COMMAND),
+        Setting("train spanseqgen", "max_input_tokens", 1024, "run_cambigqa_train.sh:21 @d8be017: max_token_nums=1024",
+                setting="input tokens", applies=COMMAND),
+        Setting("train spanseqgen", "batch_size", 10, "run_cambigqa_train.sh:18 @d8be017: train_batch_size=10 "
+                "(originally 20)", setting="batch (per process)", applies=COMMAND),
+        Setting("train spanseqgen", "grad_accum", 2, "run_cambigqa_train.sh:17 @d8be017: "
+                "gradient_accumulation_steps=2", setting="gradient accumulation", applies=COMMAND),
+        Setting("train spanseqgen", "lr", 1e-5, "cli.py:92 @d8be017: --learning_rate default 1e-5 (the script "
+                "sets none)", setting="learning rate", applies=COMMAND),
+        Setting("train spanseqgen", "epochs", 100, "run_cambigqa_train.sh:20 @d8be017: num_train_epochs=100",
+                "cq keeps the best dev EM with --dev; the release stops after 10 evaluations without a gain "
+                "(--wait_step 10)", setting="epochs", applies=COMMAND),
+        Setting("train spanseqgen", "eval_every", 500, "run_cambigqa_train.sh:19 @d8be017: eval_period=500",
+                setting="dev evaluation steps", applies=COMMAND),
+        Setting("train spanseqgen", "num_beams", 4, "run.py:262-266 @d8be017: generate(num_beams=4)",
+                setting="beam search (cq answer)", applies=COMMAND),
+        Setting("train spanseqgen", "max_answer_tokens", 128, "run.py:256 and run_cambigqa_train.sh:16 @d8be017: "
+                "generation max_length = max_question_length = 128 for task cqa",
+                "cq counts generated tokens (max_new_tokens), the release the whole output",
+                setting="answer tokens", applies=COMMAND),
     ),
     departures=(
         "gen-cq: AskCQ writes 'which one?' as the target of an unambiguous question and adds no answers "

@@ -59,9 +59,10 @@ REFUEL = Preset(
         Setting("answer", "verify_rule", "refuel", "Eq. 1; models/lm_filtering.py:32-59 (summed loss over the answer's "
                 "tokens and its EOS), QALMFilteringData.py:288-300 (each answer keeps its best DQ) and 655-663 (pairs "
                 "with lm_score < Th kept; none kept: the best pair) @159090e",
-                "the verifier is the reader's own LM prompted with the passages and the DQ (the end it scores: the "
-                "newline of the reader's answer line, or a seq2seq model's EOS); REFUEL fine-tunes a separate BART on "
-                "gold (DQ, answer) pairs (App. A); a kept answer keeps its surface text (the release writes the "
+                "without --verifier-model the verifier is the reader's own LM prompted with the passages and the DQ "
+                "(the end it scores: the newline of the reader's answer line, or a seq2seq model's EOS); REFUEL's own, "
+                "a separate FiD BART fine-tuned on gold (DQ, answer) pairs (App. A), is `cq train verifier --preset "
+                "refuel`, given as --verifier-model DIR; a kept answer keeps its surface text (the release writes the "
                 "normalised one)", setting="verification rule"),
         Setting("answer", "verify_threshold", -6.1, "§2.3: Th = 6.1 on -log p, tuned on dev (QALMFilteringData.py:"
                 "654-679 @159090e sweeps 20.5 down to 0.5)",
@@ -102,6 +103,31 @@ REFUEL = Preset(
                 setting="beam search (cq answer)", applies=COMMAND),
         Setting("train fid", "max_answer_tokens", 64, "train_aq.sh:49 @159090e: --max_answer_length=64",
                 "cq counts generated tokens (max_new_tokens), the release the whole output",
+                setting="answer tokens", applies=COMMAND),
+
+        # --- train verifier (the LM verifier's recipe) ---
+        Setting("train verifier", "model", "facebook/bart-large", "§2.3 and App. A 'LM Verification'; "
+                "scripts/round_trip/train_verification.sh:37-45 @159090e: --task=qa_noamb_aq --bert_name=bart-large",
+                "REFUEL starts from its NQ-open FiD reader (App. A; train_verification.sh:30,45 --checkpoint): train "
+                "that first (`cq train fid` on NQ-open records) and pass its directory as --model",
+                setting="base model", applies=COMMAND),
+        Setting("train verifier", "passages", 100, "scripts/round_trip/lm_verification.sh:29 @159090e: "
+                "TOP_K_PASSAGES=100 (train_verification.sh:32,50 takes PSG as an argument)",
+                "the passages are the records' own (cq retrieve/rerank), not REFUEL's reranker's",
+                setting="passages per question", applies=COMMAND),
+        Setting("train verifier", "max_passage_input_tokens", 160, "QAData.py:712-717 @159090e: question (32 tokens) "
+                "+ passage (128)", setting="tokens per question + passage", applies=COMMAND),
+        Setting("train verifier", "batch_size", 64, "App. A 'LM Verification'; train_verification.sh:53 @159090e: "
+                "--train_batch_size=64", "with fewer GPUs keep the product of --batch-size, --grad-accum and "
+                "processes at 64", setting="batch (per process)", applies=COMMAND),
+        Setting("train verifier", "lr", 3e-5, "App. A 'LM Verification': learning rate 3e-5",
+                "the paper's; the released script trains with 1e-5 (train_verification.sh:55 @159090e)",
+                setting="learning rate", applies=COMMAND),
+        Setting("train verifier", "epochs", 30, "App. A 'LM Verification': epoch 30, the best model on dev EM",
+                "the paper's; the released script trains 10 epochs (train_verification.sh:60 @159090e); cq keeps the "
+                "best dev EM with --dev (else the last weights)", setting="epochs", applies=COMMAND),
+        Setting("train verifier", "max_answer_tokens", 20, "train_verification.sh:46 @159090e: "
+                "--max_answer_length=20", "cq cuts targets at 20 tokens and decodes 20 for dev EM",
                 setting="answer tokens", applies=COMMAND),
     ),
     departures=(

@@ -8,6 +8,10 @@ Targets as the release builds them (shmsw25/AmbigQA @5c8cdb1 QAData.py:610-652, 
 ``--discard_not_found_answers``): for each annotation, each answer cluster's aliases found in the input; one
 target per combination of found aliases (one alias per cluster, clusters without a found alias left out), at
 most 100 an annotation, cut at 30 tokens; an annotation with no alias found gives none.
+
+``--input-layout askcq`` trains AskCQ's clarification-based QA reader instead (:func:`askcq_examples`; ``--preset
+askcq``): one answer for the question revised by each option of the gold CQ, read by ``cq answer --mode cq --reader
+seqgen --revised-question askcq``.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ from .loop import load_records, log, peak_rss_mb, set_seed, start, total_steps, 
 from .settings import TrainConfig
 
 TARGET_TOKENS = 30  # QAData.py:642 @5c8cdb1: answers[:30]
+ASKCQ_TARGET_TOKENS = 50  # AskCQ @d8be017 run.py:76 max_target_length = cli.py:111 --max_answer_length (50)
 MAX_TARGETS = 100  # QAData.py:648: cnt==100: break (combinations of found aliases per annotation)
 BASE_MODEL = "facebook/bart-base"  # cq's default base; AmbigQA's recipe (`--preset ambigqa`) trains BART-large
 
@@ -36,7 +41,10 @@ class SpanSeqGenTrainConfig(TrainConfig):
     passages: int | None = option(None, "Top passages in the input [default: as many as fill --max-input-tokens].",
                                   min=1)
     input_layout: str = option("ambigqa", "The input as AmbigQA's release writes it (\"<s> question? title </s> "
-                                          "passage ...\", lower-cased); cq answer reads it from cq_train.json.",
+                                          "passage ...\", lower-cased; targets every answer), or askcq: AskCQ's "
+                                          "clarification-based QA reader (the question revised by each option of "
+                                          "the gold CQ, then the passages; target that option's answer); cq answer "
+                                          "reads it from cq_train.json.",
                                choices=stage.LAYOUTS)
     max_input_tokens: int = option(stage.INPUT_TOKENS, "Input tokens (question and passages), saved with the model.",
                                    min=16)
@@ -61,6 +69,8 @@ def record_targets(record: dict, source: str, limit: int = MAX_TARGETS) -> list[
 
 def seqgen_examples(records: list[dict], tokenizer, cfg: SpanSeqGenTrainConfig) -> list[tuple[list[int], str, dict]]:
     """(input ids, target, record) for every target of every record (records without one are left out)."""
+    if cfg.input_layout == "askcq":
+        return askcq_examples(records, tokenizer, cfg)
     out = []
     for record in records:
         ids = stage.ambigqa_input(tokenizer, record["question"], (record.get("passages") or [])[:cfg.passages],
@@ -69,6 +79,30 @@ def seqgen_examples(records: list[dict], tokenizer, cfg: SpanSeqGenTrainConfig) 
         out += [(ids, target, record) for target in record_targets(record, source)]
     return out
 
+
+
+def askcq_examples(records: list[dict], tokenizer, cfg: SpanSeqGenTrainConfig) -> list[tuple[list[int], str, dict]]:
+    """AskCQ's clarification-based QA examples (CQDataset.py:186-233 @d8be017, dq_type gold_cq): for each option of
+    a record's gold CQ (``gold.cq``, CAmbigNQ's clarification_question), the question revised by it as the release
+    writes it (:func:`cqtools.stages.answer.questions.released_revision`: cq answer --mode cq --revised-question
+    askcq asks the same) with the record's passages; the targets, that option's answers (``gold.dqs``, aligned
+    with the options as CAmbigNQ's clarification_answers are), each alias once (the release draws one a step,
+    CQDataset.py:155-156), not lower-cased."""
+    from ..records import read_cq
+    from ..stages.answer.questions import released_revision
+
+    out = []
+    for record in records:
+        gold = record.get(GOLD) or {}
+        if not gold.get("cq") or not gold.get("dqs"):
+            continue
+        _, category, options = read_cq(gold["cq"], record.get("id"))
+        passages = (record.get("passages") or [])[:cfg.passages]
+        for option, dq in zip(options, gold["dqs"]):
+            ids = stage.askcq_input(tokenizer, released_revision(record["question"], category, option), passages,
+                                    cfg.max_input_tokens)
+            out += [(ids, alias.strip(), record) for alias in dict.fromkeys(dq.get("answers") or []) if alias.strip()]
+    return out
 
 def seqgen_tokenizer(path: str):
     """The base model's tokenizer with AmbigQA's <SEP> token added (run.py ``tokenizer.add_tokens``)."""
@@ -171,7 +205,12 @@ def fine_tune(cfg: TrainConfig, task: str, examples, target_tokens: int, nothing
 
 def train_spanseqgen(cfg: SpanSeqGenTrainConfig) -> dict:
     """Fine-tune SpanSeqGen; returns the report written to ``cfg.out``/cq_train.json. With ``cfg.dev`` the weights
-    kept are the best on dev F1_ans, AmbigQA's dev metric (QAData.py:491 @5c8cdb1, chosen at run.py:166-174)."""
+    kept are the best on dev F1_ans, AmbigQA's dev metric (QAData.py:491 @5c8cdb1, chosen at run.py:166-174); with
+    ``input_layout`` askcq, the best dev EM of each gold option's answer."""
+    if cfg.input_layout == "askcq":
+        return fine_tune(cfg, stage.TASK, lambda records, tok: askcq_examples(records, tok, cfg), ASKCQ_TARGET_TOKENS,
+                         "no record has a gold CQ with an answer per option (gold.cq, gold.dqs); give records from "
+                         "`cq convert cambignq` with passages (`cq retrieve`)", dev=("em", askcq_dev_em))
     return fine_tune(cfg, stage.TASK, lambda records, tok: seqgen_examples(records, tok, cfg), TARGET_TOKENS,
                      "no record has a gold answer (gold.annotations) found in its passages; give records "
                      "from `cq convert ambignq` with passages (`cq retrieve`)", dev=("f1_ans", dev_scores))
@@ -191,3 +230,27 @@ def dev_scores(cfg: TrainConfig, device: str, reader_class=None, options=None, t
     found = reader.read([r["question"] for r in records], [r.get("passages") or [] for r in records], multi=True)
     scores = [f1_answer(r[GOLD]["annotations"], [a["text"] for a in answers]) for r, answers in zip(records, found)]
     return {"f1_ans": sum(scores) / len(scores), "n": len(scores)}
+
+
+def askcq_dev_em(cfg: TrainConfig, device: str) -> dict:
+    """Exact match (SQuAD-normalised) of the answer the saved model generates for the question revised by each
+    option of the dev records' gold CQ, against that option's answers (as `cq answer --mode cq` reads)."""
+    from ..metrics.normalize import normalize_answer
+    from ..records import read_cq
+    from ..stages.answer.questions import released_revision
+
+    model, tokenizer, trained = stage.load_seqgen(cfg.out, device)
+    reader = stage.SeqGenReader(model, tokenizer, trained, stage.SeqGenOptions(), device, cfg.out)
+    jobs = []
+    for record in load_records(cfg.dev, cfg.dev_limit):
+        gold = record.get(GOLD) or {}
+        if gold.get("cq") and gold.get("dqs"):
+            _, category, options = read_cq(gold["cq"], record.get("id"))
+            jobs += [(released_revision(record["question"], category, option), record.get("passages") or [],
+                      {normalize_answer(a) for a in dq.get("answers") or []})
+                     for option, dq in zip(options, gold["dqs"])]
+    if not jobs:
+        return {"em": None, "n": 0}
+    read = reader.read([q for q, _, _ in jobs], [ps for _, ps, _ in jobs])
+    hits = [bool(got) and normalize_answer(got[0]["text"]) in golds for got, (_, _, golds) in zip(read, jobs)]
+    return {"em": sum(hits) / len(hits), "n": len(hits)}

@@ -9,9 +9,10 @@ Modes:
           answered by retrieval QA: retrieved for from ``index``, reranked, read.
 Extras (REFUEL, :mod:`.refuel`): ``round_trip`` re-asks the question until no new answer appears
 (cq's "Q [title]" variant, or REFUEL's: a DQ for every answer, every DQ re-asked); ``verify``
-scores answers with the reader's LM (cq's threshold rule, or REFUEL's keep-best over (DQ, answer)
-pairs). Evidence: a reader given ``max_passage_tokens`` reads passages in order up to that budget
-(:mod:`cqtools.stages.evidence`), and each record notes how many (``meta.passages_read.answer``).
+scores answers with the reader's LM or a `cq train verifier` model (cq's threshold rule, or REFUEL's
+keep-best over (DQ, answer) pairs). Evidence: a reader given ``max_passage_tokens`` reads passages
+in order up to that budget (:mod:`cqtools.stages.evidence`), and each record notes how many
+(``meta.passages_read.answer``).
 
 Readers are registered in :data:`cqtools.registry.READERS` (``cq answer --reader``; plugins add
 more) and have the shape of :class:`cqtools.protocols.Reader`. The built-in ``generative`` reader
@@ -32,16 +33,17 @@ from ...errors import InputError
 from ...protocols import AnswerVerifier
 from ...metrics.normalize import normalize_answer
 from ...records import ANSWERS, set_meta
-from ..evidence import note_cut, note_read
 from ..options import CommandSettings
 from ...registry import READERS, non_default
 from . import options as O
 from .grounding import MAX_SPAN_WORDS, Span, candidate_spans, ground, snap_spans
-from .questions import Question, questions_of, record_cq, rerank_questions, revised_question
+from .questions import (Question, fit_inputs, note_counts, questions_of, record_cq, rerank_questions,
+                        revised_question)
 from .reader import DEFAULT_READER, GenerativeReader, ReaderOptions
 from .seqgen import READER_OF_TASK, trained_task
 from .support import drop_unsupported
 from .refuel import refuel_round_trip, refuel_verify, round_trip, verify
+from .verifier import verifier_for
 from .text import (MULTI_PROMPT, SINGLE_PROMPT, VERIFY_QUERY, clean_answer, passage_block,
                    shown_passages, split_answers)
 
@@ -112,6 +114,7 @@ class AnswerStage:
     cross_encoder: object = None
     searcher: object = None            # dqs mode: retrieves for each DQ (a Searcher)
     qd_writer: object = None           # REFUEL's round trip: writes a DQ per answer (refuel.QDWriter)
+    verifier: object = None            # --verifier-model: scores answers in the reader's place (verifier.FiDVerifier)
 
     def meta(self, seed: int | None = None) -> dict:
         """``meta.answer``: the reader's model, the mode, the reader's and the stage's options."""
@@ -122,6 +125,8 @@ class AnswerStage:
             info["reranker"] = self.cross_encoder.info["model"]
         if self.qd_writer is not None:
             info.update(qd_model=self.qd_writer.generator.info["model"], **self.qd_writer.params)
+        if self.verifier is not None:
+            info["verifier_model"] = self.verifier.path
         return info
 
 
@@ -210,6 +215,7 @@ def qa_mode(mode: str):
     def factory(options, config, *, reader: str, model: str | None, reader_options: dict, seed, batch_size: int):
         mode_options = dataclasses.asdict(options)
         reranker, qd_model = mode_options.pop("reranker", None), mode_options.pop("qd_model", None)
+        verifier_model = mode_options.pop("verifier_model", None)
         qd_settings = {k: mode_options.pop(k) for k in ("qd_layout", "qd_num_beams") if k in mode_options}
         chosen = READERS.get(reader)
         names = {f.name for f in fields(AnswerConfig)}
@@ -222,7 +228,8 @@ def qa_mode(mode: str):
                              f"and multi); --mode {mode} answers other questions: use --verify-rule threshold")
         the_reader = chosen.build(config, batch_size=batch_size, **({"model": model} if model else {}),
                                   **reader_options)
-        if answer_config.verify and not isinstance(the_reader, AnswerVerifier):
+        verifier = verifier_for(verifier_model, answer_config.verify, config, batch_size)
+        if answer_config.verify and verifier is None and not isinstance(the_reader, AnswerVerifier):
             raise InputError(f"--verify needs a reader that scores answers; {reader!r} does not "
                              "(use --reader generative)")
         if answer_config.max_passage_tokens is not None and not hasattr(the_reader, "evidence"):
@@ -241,7 +248,7 @@ def qa_mode(mode: str):
             searcher = dqs_searcher(answer_config, config)
         if answer_config.refuel_round_trip:
             qd_writer = qd_writer_for(the_reader, qd_model, config, **qd_settings)
-        stage = AnswerStage(answer_config, the_reader, cross_encoder, searcher, qd_writer)
+        stage = AnswerStage(answer_config, the_reader, cross_encoder, searcher, qd_writer, verifier)
         return functools.partial(answer_batch, stage=stage, info={"reader": reader, **stage.meta(seed)})
 
     return factory
@@ -321,9 +328,9 @@ def answer_batch(records: list[dict], stage: AnswerStage, info: dict) -> list[di
     elif c.round_trip and c.mode not in ("cq", "dqs"):
         round_trip(questions, per_record, reader, c.max_rounds)
     if c.verify and c.verify_rule == "refuel":
-        pairs = refuel_verify(records, questions, per_record, pairs, reader, c.verify_threshold)
+        pairs = refuel_verify(records, questions, per_record, pairs, stage.verifier or reader, c.verify_threshold)
     elif c.verify:
-        verify(questions, per_record, reader)
+        verify(questions, per_record, stage.verifier or reader)
     for n, (record, answers) in enumerate(zip(records, per_record)):
         if c.verify and c.verify_rule == "threshold":
             answers = [a for a in answers if a["verify_score"] >= c.verify_threshold]
@@ -374,26 +381,3 @@ def fill_dqs(record: dict, questions: list[Question]) -> None:
     for dq, q in zip(record[DQS], questions):
         dq["answer"] = q.answers[0]["text"] if q.answers else ""
 
-
-def fit_inputs(records: list[dict], questions: list[Question], reader, mode: str) -> None:
-    """Each question's passages as its prompt keeps them whole within the model's input (a reader with
-    ``fit_input``: the generative one), the passages dropped noted in ``meta.passages_cut.answer`` (as
-    :func:`note_counts` notes those read)."""
-    if not hasattr(reader, "fit_input"):
-        return
-    per: list[list[int]] = [[] for _ in records]
-    for q in questions:
-        q.passages, q.cut = reader.fit_input(q.text, q.passages, mode == "multi")
-        per[q.record].append(q.cut)
-    for record, cuts in zip(records, per):
-        note_cut(record, "answer", cuts if mode in ("cq", "dqs") else (cuts[0] if cuts else 0))
-
-
-def note_counts(records: list[dict], questions: list[Question], mode: str) -> None:
-    """``meta.passages_read.answer``: how many passages were read, per record (a number), or per
-    question it asked (a list: cq mode's options, dqs mode's DQs)."""
-    per: list[list[int]] = [[] for _ in records]
-    for q in questions:
-        per[q.record].append(len(q.passages))
-    for record, counts in zip(records, per):
-        note_read(record, "answer", counts if mode in ("cq", "dqs") else (counts[0] if counts else 0))

@@ -55,6 +55,12 @@ def verify_rule():
                                "threshold, keep the best pair when none is left)", choices=("threshold", "refuel"))
 
 
+def verifier_model():
+    return option(None, "with --verify: a `cq train verifier` directory (REFUEL's LM verifier, a Fusion-in-Decoder "
+                        "model trained on gold (DQ, answer) pairs) that scores the answers [default: the reader "
+                        "scores its own answers]")
+
+
 def verify_threshold():
     return option(-8.0, "with --verify, answers scoring below this are dropped")
 
@@ -136,6 +142,7 @@ class SingleOptions:
     verify: bool = verify()
     verify_rule: str = verify_rule()
     verify_threshold: float = verify_threshold()
+    verifier_model: str | None = verifier_model()
     min_rerank_score: float | None = min_rerank()
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from ...errors import InputError
 from ...metrics.cq import INVALID
 from ...records import PASSAGES, read_cq, require
+from ..evidence import note_cut, note_read
 from ..rerank import RUN_RETRIEVE, rerank_lists
 from .options import CQModeOptions
 
@@ -119,3 +120,27 @@ def rerank_questions(questions: list[Question], cross_encoder, depth: int, top: 
                          top, batch_size)
     for q, passages in zip(questions, lists):
         q.passages = passages
+
+
+def fit_inputs(records: list[dict], questions: list[Question], reader, mode: str) -> None:
+    """Each question's passages as its prompt keeps them whole within the model's input (a reader with
+    ``fit_input``: the generative one), the passages dropped noted in ``meta.passages_cut.answer`` (as
+    :func:`note_counts` notes those read)."""
+    if not hasattr(reader, "fit_input"):
+        return
+    per: list[list[int]] = [[] for _ in records]
+    for q in questions:
+        q.passages, q.cut = reader.fit_input(q.text, q.passages, mode == "multi")
+        per[q.record].append(q.cut)
+    for record, cuts in zip(records, per):
+        note_cut(record, "answer", cuts if mode in ("cq", "dqs") else (cuts[0] if cuts else 0))
+
+
+def note_counts(records: list[dict], questions: list[Question], mode: str) -> None:
+    """``meta.passages_read.answer``: how many passages were read, per record (a number), or per
+    question it asked (a list: cq mode's options, dqs mode's DQs)."""
+    per: list[list[int]] = [[] for _ in records]
+    for q in questions:
+        per[q.record].append(len(q.passages))
+    for record, counts in zip(records, per):
+        note_read(record, "answer", counts if mode in ("cq", "dqs") else (counts[0] if counts else 0))

@@ -21,7 +21,7 @@ from ...registry import option
 
 SEP = "<SEP>"
 TASK = "spanseqgen"  # cq_train.json's "task" for a model this reader loads
-LAYOUTS = ("ambigqa",)
+LAYOUTS = ("ambigqa", "askcq")
 # The release's sizes (@5c8cdb1: question 32 tokens, QAData.py:141; passages 128, PassageData.py:63; input 1,024,
 # QAData.py:592; run.py:279-283 num_beams=4, early_stopping; codes/README.md:198 --max_answer_length 25 on AmbigQA).
 QUESTION_TOKENS, PASSAGE_TOKENS, INPUT_TOKENS, ANSWER_TOKENS, BEAMS = 32, 128, 1024, 25, 4
@@ -43,6 +43,25 @@ def ambigqa_input(tokenizer, question: str, passages: list[dict], max_tokens: in
     (128 tokens, its BOS dropped) while the input is shorter than ``max_tokens``, cut at ``max_tokens``."""
     ids = question_ids(tokenizer, question)
     return (ids + passage_ids(tokenizer, passages, max_tokens - len(ids)))[:max_tokens]
+
+
+def askcq_input(tokenizer, question: str, passages: list[dict], max_tokens: int = INPUT_TOKENS) -> list[int]:
+    """The token ids AskCQ's clarification-based QA reader reads (CQDataset.py:252-277 @d8be017): the question as
+    written (AskCQ's "AQ revised by CQ", not lower-cased), then each passage encoded whole ("title SEP text": cq's
+    passage; the release decodes AmbigQA's tokenized passages) followed by a SEP, cut at ``max_tokens``."""
+    _, sep = markers(tokenizer)
+    ids = list(tokenizer(question.strip()).input_ids)
+    for passage in passages:
+        if len(ids) >= max_tokens:
+            break
+        ids += tokenizer(f"{passage.get('title') or ''} {sep} {passage.get('text') or ''}").input_ids
+        ids.append(tokenizer.convert_tokens_to_ids(sep))
+    return ids[:max_tokens]
+
+
+def layout_input(layout: str, tokenizer, question: str, passages: list[dict], max_tokens: int) -> list[int]:
+    """The input of ``layout`` (LAYOUTS): AmbigQA's SpanSeqGen's or AskCQ's clarification-based QA's."""
+    return (askcq_input if layout == "askcq" else ambigqa_input)(tokenizer, question, passages, max_tokens)
 
 
 def question_ids(tokenizer, question: str) -> list[int]:
@@ -124,7 +143,7 @@ class SeqGenReader:
         """The generated sequence of each question (special tokens dropped, the separator kept)."""
         out = []
         for start in range(0, len(questions), self.batch_size):
-            rows = [ambigqa_input(self.tokenizer, q, ps[:self.n_passages], self.max_input)
+            rows = [layout_input(self.layout, self.tokenizer, q, ps[:self.n_passages], self.max_input)
                     for q, ps in zip(questions[start:start + self.batch_size], passages[start:start + self.batch_size])]
             out += decode_rows(self, rows)
         return out
