@@ -74,7 +74,8 @@ def main() -> None:
     direct = [t for t in turns if not t["asked"]]
     lines = ["# `cq chat` latency", "",
              f"Command: `make bench-chat` (bench/chat.py, --n {args.n}). Machine: {machine()}, no GPU; 1-min load "
-             f"average at the start {load:.1f}. Date: {time.strftime('%Y-%m-%d')}.",
+             f"average at the start {load:.1f}" + (" (a shared machine: every number here is slower than on a quiet "
+                                                  "one)" if load > 1.5 else "") + f". Date: {time.strftime('%Y-%m-%d')}.",
              f"Index: {args.index}. `cq chat`'s defaults: hybrid retrieval (10 passages), rerank to 3 (MiniLM-L12 "
              "INT8 ONNX), llm detector and llm CQ writer (SmolLM2-135M, offline GGUF copy), and "
              f"`cq answer`'s default reader, here the {reader['reader']} one ({reader['model']}; $CQ_MODELS="

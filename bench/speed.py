@@ -120,6 +120,7 @@ def main() -> None:
               f"{total['before'] / total['spin']:.2f}x | |", "",
               "Load (1-minute average) when each run started: "
               + ", ".join(f"{tag} {load:.1f}" for tag, load in loads.items())
+              + (" (a shared machine: slower than a quiet one)" if max(loads.values()) > 1.5 else "")
               + ". `answer cq (SmolLM2 reader)` runs only in this checkout and is timed against before's",
               "default (SmolLM2) answer: the same model both sides, on CQs that differ (gen-cq's options changed).",
               "`padded batches` (CQ_PADDED_BATCHES=1) batches the prompts of one call with padding: faster, and",

@@ -73,6 +73,8 @@ ENV: tuple[EnvVar, ...] = (
     EnvVar("CQ_DEBUG", "debug", _bool, "tracebacks instead of one-line errors; library logs on"),
     EnvVar("CQ_SERVER", None, str, "a cq fork server's socket: a run goes to it when it can take it exactly "
            "(cqtools/forkserver; make compare's SERVE)"),
+    EnvVar("CQ_SERVER_WAIT", None, str, "seconds cq waits for the fork server to take a run before it runs it in a "
+           "process of its own, with a note on stderr (not a bound on the run) [30]"),
     EnvVar("CQ_BATCH_SIZE", None, int, "--batch-size: records per stream batch"),
     EnvVar("CQ_API_KEY", None, str, "the API key (else OPENAI_API_KEY); read when a request is sent, never stored"),
     EnvVar("CQ_INDEX", None, str, "--index: the index cq retrieve, cq chat and cq answer --mode dqs read"),

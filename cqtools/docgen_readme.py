@@ -1,6 +1,9 @@
 """README's "Reproduce a paper" section, generated from the presets' rows (``make docs``; tests/test_docs.py
-checks it is current): one pipeline per preset, what it needs, and how many of its settings still differ."""
+checks it is current): one pipeline per preset, what it needs, its expected time, and how many of its settings
+still differ."""
 from __future__ import annotations
+
+from pathlib import Path
 
 BEGIN = "<!-- generated:begin presets (make docs) -->"
 END = "<!-- generated:end -->"
@@ -61,9 +64,32 @@ def _pipeline(name: str, preset) -> str:
     return " \\\n  | ".join(parts + [score])
 
 
+# Each block's expected time: bench/preset_times.py's measurement (`make bench-smoke` writes it), in the checkout.
+TIMES = Path(__file__).resolve().parent.parent / "docs" / "benchmarks" / "preset-times.json"
+
+
+def expected_time(name: str, times: dict) -> str:
+    """The line under a preset's block saying how long it takes a question, and where that was measured."""
+    row = times.get("presets", {}).get(name)
+    if row is None:
+        return "Expected time: not measured (`make bench-smoke` measures every preset's block)."
+    n = row["questions"]
+    busy = ": a shared machine, slower than a quiet one" if times["load"] > 1.5 else ""
+    return (f"Expected time: about {row['seconds_per_question']} s a question with SmolLM2-135M on "
+            f"{times['machine']} (load {times['load']}{busy}), measured {times['measured']} by `{times['command']}` "
+            f"(`make bench-smoke`) as its cell {row['cell']} on {n} question{'s' if n != 1 else ''}, every stage "
+            f"from the questions on (its differences: {row['differs']}"
+            + (f"; {row['cached_generations']} generations read from the grid's cache, made by other cells"
+               if row.get("cached_generations") else "") + "; "
+            "[docs/benchmarks/preset-times.json](docs/benchmarks/preset-times.json)).")
+
+
 def presets_section() -> str:
+    import json
+
     from . import presets
 
+    times = json.loads(TIMES.read_text()) if TIMES.exists() else {}
     lines = [BEGIN, "", "| preset | paper | stages it sets | settings that still differ |", "|---|---|---|---|"]
     blocks = []
     for name in presets.names():
@@ -75,6 +101,7 @@ def presets_section() -> str:
         blocks += ["", f"`--preset {name}`: {preset.help}.", "", "```text", _pipeline(name, preset), "```"]
         if name in NOTES:
             blocks += ["", NOTES[name]]
+        blocks += ["", expected_time(name, times)]
     lines += blocks
     lines += ["", "Every stage reads the offline SmolLM2-135M unless `--model` names another (any Hugging Face id, "
                   "local directory or `openai:NAME` on an OpenAI-compatible server: "

@@ -52,6 +52,30 @@ def test_readme_reproduce_a_paper_section_is_current():
     assert all(f"--preset {name}" in current for name in presets.names())
 
 
+def test_every_reproduce_block_states_its_measured_time():
+    """Issue 48: each preset's block in README's "Reproduce a paper" says how long it takes a question, measured
+    (bench/preset_times.py from `make bench-smoke`'s grid run: docs/benchmarks/preset-times.json) on a stated
+    number of questions, machine and load: the line right after the block's notes, before the next block."""
+    import json
+    import re
+
+    from cqtools import presets
+    from cqtools.docgen_readme import BEGIN, END
+
+    section = (ROOT / "README.md").read_text().split(BEGIN, 1)[1].split(END, 1)[0]
+    times = json.loads((ROOT / "docs" / "benchmarks" / "preset-times.json").read_text())
+    parts = re.split(r"\n`--preset ([a-z-]+)`: ", section)[1:]
+    blocks = dict(zip(parts[::2], parts[1::2]))
+    assert sorted(blocks) == sorted(presets.names())
+    for name, text in blocks.items():
+        row = times["presets"][name]
+        assert row["seconds_per_question"] > 0 and row["questions"] >= 1, name
+        [line] = [line for line in text.splitlines() if line.startswith("Expected time: ")]
+        assert f"about {row['seconds_per_question']} s a question" in line and f"on {row['questions']} question" in line
+        assert f"(load {times['load']}" in line and times["machine"] in line, line
+        assert text.index("```\n") < text.index(line), f"{name}: the time comes after its block"
+
+
 def test_the_architecture_page_names_every_plugin_hook():
     """docs/architecture.md's "to add" table has a row per hook a plugin (and cq's built-ins) can implement."""
     from cqtools.plugins import Hooks

@@ -169,7 +169,9 @@ def header(args, scores: dict) -> list[str]:
         "../shared/data/corpus (9,532 passages).", "",
         f"Each number is `value [low, high]`: the value and its {interval}. n: questions scored (CLAM: one "
         "record per intended DQ). **wall s**: wall-clock seconds of this machine's run "
-        f"({os.cpu_count()} CPU cores, DEVICE={args.device}) from the question file to the score, every stage the "
+        f"({os.cpu_count()} CPU cores, DEVICE={args.device}; 15-minute load average {os.getloadavg()[2]:.1f} when "
+        "this report was written: above the core count, the machine was shared and every cell slower) from the "
+        "question file to the score, every stage the "
         "cell reads from included (shared stages count in each cell, so the column does not add up; the corpus "
         f"index, built once for every tier, is not counted{index}). {RESUMED}: some stage was killed and resumed; its attempts are summed, each up to "
         f"the last record it wrote. {SHARED}: some stage ran beside other cells (`make -jN`), so its seconds are "

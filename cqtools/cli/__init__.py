@@ -171,7 +171,11 @@ def main() -> None:
     if env("CQ_SERVER"):
         from ..forkserver.client import delegate, exit_with
 
-        status = delegate(sys.argv)
+        try:
+            status = delegate(sys.argv)
+        except CQError as err:  # CQ_SERVER_WAIT not a number of seconds
+            sys.stderr.write(f"cq: error: {safe(err, one_line=True)}\n")
+            sys.exit(err.exit_code)
         if status is not None:
             exit_with(status)
     _closed_streams()

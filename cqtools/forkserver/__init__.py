@@ -3,12 +3,14 @@ cqtools once, then run each ``cq`` invocation in a forked child of that process.
 
 Most of a small model cell is a process importing torch and transformers (3-6 s of a 6-10 s cell on 2 busy
 cores, docs/benchmarks/smoke.md); a forked child starts with them imported. With ``CQ_SERVER=PATH`` set, ``cq``
-(cqtools.cli.main) first offers its run to the server listening on the Unix socket PATH: its argv, working
+(cqtools.cli.main) first offers its run to the server listening on the Unix socket PATH, once it greets: its argv, working
 directory, environment, umask and standard streams (the file descriptors themselves, passed over the socket),
 its resource limits, priority, ignored signals and blocked mask (process.py), and waits for the child's exit
 status, forwarding SIGINT, SIGTERM, SIGHUP and SIGQUIT (those it does not ignore) to it. The child sends the
 client its pid before it reads anything and its exit status when done (the server sends the status too, and
-the signal that killed it): a client without a pid runs the cq itself, one without a status fails. The child
+the signal that killed it), and runs only once the client, holding the pid, says so on a pipe it sent with its
+streams: a client with no greeting or no pid within ``CQ_SERVER_WAIT`` seconds (30; a hung server) says so on
+stderr and runs the cq itself (its child, if one comes, then ends unrun), one without a status fails. The child
 runs ``cqtools.cli.main`` as a new process would, so its records are byte for byte those of a separate process
 (tests/test_forkserver.py, tests/test_forkserver_exact.py). Whenever the server cannot take a run exactly as a
 new process would, ``cq`` runs in its own process, as without ``CQ_SERVER``: no server at PATH (or one still
@@ -68,7 +70,7 @@ def recv(sock: socket.socket, with_fds: bool = False):
     other side closed before a whole message came."""
     fds: list[int] = []
     if with_fds:
-        data, fds, _flags, _addr = socket.recv_fds(sock, 65536, 3)
+        data, fds, _flags, _addr = socket.recv_fds(sock, 65536, 4)
     else:
         data = sock.recv(65536)
     size = struct.unpack("!I", data[:4])[0] if len(data) >= 4 else None

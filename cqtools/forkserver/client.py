@@ -10,6 +10,7 @@ import sys
 import time
 
 from ..config import child_environment, env
+from ..errors import InputError
 from . import FORWARDED, identity, process, read, send, streams
 
 SERVED = False  # True in a server's child: it is the run, and never offers itself to the server again
@@ -17,29 +18,73 @@ SERVED = False  # True in a server's child: it is the run, and never offers itse
 
 def delegate(argv: list[str]) -> int | None:
     """Run ``cq argv`` in the server at $CQ_SERVER and return its exit status (a negative number: killed by
-    that signal); None when no server takes it (run it here, as without CQ_SERVER)."""
+    that signal); None when no server takes it (run it here, as without CQ_SERVER). The server has
+    $CQ_SERVER_WAIT seconds (WAIT) to greet us (only then does it get our streams) and to take the run (answer
+    with its child's pid); one that accepts and never answers (hung, stopped) gets a one-line note on stderr
+    and the run is a process of its own. The wait for the run itself has no bound."""
     path = env("CQ_SERVER")
     if not path or SERVED or env("CQ_DEBUG") or process.plain_only(argv) or _tty(0) or not _ours(path):
         return None
+    wait = handshake_wait()
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    go_read, go = os.pipe()  # the child runs only on our byte here: end of file (we gave up) ends it unrun
     try:
-        sock.connect(path)
-        if _peer_uid(sock) != os.getuid():  # a socket another user put there: it gets nothing of ours
-            sock.close()
-            return None
-        request = {**identity(), "argv": list(argv), "cwd": os.getcwd(), "env": child_environment(),
-                   "umask": _umask(), "streams": streams(), "path": list(sys.path), "executable": sys.executable,
-                   **process.attributes(), "plugins": process.plugins()}
-        send(sock, request, fds=(0, 1, 2))
-        answers = sock.makefile("rb")
-        answer = read(answers)
+        answers, answer = _offer(sock, argv, path, time.monotonic() + wait, go_read)
+        if answer and "pid" in answer:
+            os.write(go, b"1")
+    except TimeoutError:
+        sys.stderr.write(f"cq: the cq server at {path} did not take this run within {wait:g}s "
+                         "(CQ_SERVER_WAIT); running it in a process of its own\n")
+        answer = None
     except OSError:
-        sock.close()
-        return None
-    if not answer or "pid" not in answer:  # refused (the reason is in the server's log), or no child
+        answer = None
+    finally:
+        os.close(go)
+        os.close(go_read)
+    if not answer or "pid" not in answer:  # refused (the reason is in the server's log), no child, or no word
         sock.close()
         return None
     return _wait(sock, answers, int(answer["pid"]))
+
+
+def _offer(sock: socket.socket, argv: list[str], path: str, deadline: float, go_read: int):
+    """Connect, wait for the server's greeting, send the request with our streams and ``go_read``, and read its
+    answer (the child's pid, or a refusal): (the socket's reader, the answer). TimeoutError past ``deadline``."""
+    sock.settimeout(max(deadline - time.monotonic(), 0.001))
+    sock.connect(path)
+    if _peer_uid(sock) != os.getuid():  # a socket another user put there: it gets nothing of ours
+        raise OSError("another user's socket")
+    answers = sock.makefile("rb")
+    sock.settimeout(max(deadline - time.monotonic(), 0.001))
+    if not (read(answers) or {}).get("hello"):  # a hung server never greets: it gets no descriptor of ours
+        return answers, None
+    request = {**identity(), "argv": list(argv), "cwd": os.getcwd(), "env": child_environment(),
+               "umask": _umask(), "streams": streams(), "path": list(sys.path), "executable": sys.executable,
+               **process.attributes(), "plugins": process.plugins()}
+    sock.settimeout(max(deadline - time.monotonic(), 0.001))
+    send(sock, request, fds=(0, 1, 2, go_read))
+    sock.settimeout(max(deadline - time.monotonic(), 0.001))
+    answer = read(answers)
+    sock.settimeout(None)
+    return answers, answer
+
+
+WAIT = 30.0  # seconds: a server takes a run in well under one (a fork), several on a busy machine
+
+
+def handshake_wait() -> float:
+    """How long a client waits for the server to take its run: $CQ_SERVER_WAIT seconds, else WAIT."""
+    text = env("CQ_SERVER_WAIT") or ""
+    if not text.strip():
+        return WAIT
+    try:
+        wait = float(text)
+    except ValueError:
+        wait = -1.0
+    if not wait > 0:
+        raise InputError(f"CQ_SERVER_WAIT={text!r} is not a number of seconds above 0; set it to one (default "
+                         f"{WAIT:g}) or unset it")
+    return wait
 
 
 def _ours(path: str) -> bool:

@@ -80,6 +80,7 @@ class Server:
         conn, _ = listener.accept()
         conn.settimeout(10)  # a client that connects and says nothing must not hold the loop
         try:
+            send(conn, {"hello": os.getpid()})  # only now does the client send its streams (a hung server gets none)
             request, fds = recv(conn, with_fds=True)
             conn.settimeout(None)
         except (OSError, ValueError):
@@ -103,7 +104,7 @@ class Server:
 
     def refusal(self, conn: socket.socket, request, fds) -> str:
         """Why this request cannot run here exactly as in a process of its own ('' when it can)."""
-        if request is None or len(fds) != 3:
+        if request is None or len(fds) != 4:
             return "an incomplete request"
         if len(self.runs) >= MAX_RUNS:
             return f"{len(self.runs)} runs in flight already"
@@ -140,7 +141,8 @@ class Server:
             listener.close()
             for other in self.clients:
                 other.close()
-            send(conn, {"pid": os.getpid()})  # before anything is read: a client without it runs the cq itself
+            if not self.taken(conn, fds.pop()):
+                return
             _become(request, fds)
             process.apply(request)
             client.SERVED = True
@@ -152,6 +154,20 @@ class Server:
             traceback.print_exc()
         finally:
             os._exit(code)
+
+    def taken(self, conn: socket.socket, go: int) -> bool:
+        """In the child: send the client this child's pid (before anything is read: a client without it runs the
+        cq itself), then wait for its word on the pipe ``go``, the last descriptor it sent: a byte when it waits
+        for this run, end of file when it stopped waiting (CQ_SERVER_WAIT) and runs the cq itself."""
+        try:
+            send(conn, {"pid": os.getpid()})
+            taken = os.read(go, 1) == b"1"
+        except OSError:  # the client is gone
+            taken = False
+        os.close(go)
+        if not taken:
+            self.say(f"run {os.getpid()}: not run: its client stopped waiting for it and runs the cq itself")
+        return taken
 
     def reap(self) -> None:
         while self.runs:
