@@ -596,7 +596,7 @@ $(foreach o,$(ORACLES),$(S)/oracle.$(o).json):
 	$(call score,oracle)
 $(S)/oracle.spread.json: $(foreach o,$(ORACLES),$(call oracle_run,$(o)))
 	@mkdir -p $(dir $@)
-	@$(call cell,$(CQ) score --task oracle $^ --format json --n-boot $(N_BOOT) --seed 0 > $@.part,,$<) && mv $@.part $@ && rm -f $@.part.attempts
+	@$(call cell,$(call slurm,$(CQ) score)$(CQ) score --task oracle $^ --format json --n-boot $(N_BOOT) --seed 0 > $@.part,,$<) && mv $@.part $@ && rm -f $@.part.attempts
 	@echo '  | cq score --task oracle $(notdir $^) --n-boot $(N_BOOT) --seed 0' > $@.cmd
 exp-oracle: $(foreach o,$(ORACLES),$(S)/oracle.$(o).json) $(S)/oracle.spread.json
 

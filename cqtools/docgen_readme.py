@@ -77,8 +77,8 @@ def expected_time(name: str, times: dict) -> str:
     busy = ": a shared machine, slower than a quiet one" if times["load"] > 1.5 else ""
     return (f"Expected time: about {row['seconds_per_question']} s a question with SmolLM2-135M on "
             f"{times['machine']} (load {times['load']}{busy}), measured {times['measured']} by `{times['command']}` "
-            f"(`make bench-smoke`) as its cell {row['cell']} on {n} question{'s' if n != 1 else ''}, every stage "
-            f"from the questions on (its differences: {row['differs']}"
+            f"(`make bench-smoke`), cell {row['cell']}, on {n} question{'s' if n != 1 else ''}, every stage "
+            f"from the questions on (it differs: {row['differs']}"
             + (f"; {row['cached_generations']} generations read from the grid's cache, made by other cells"
                if row.get("cached_generations") else "") + "; "
             "[docs/benchmarks/preset-times.json](docs/benchmarks/preset-times.json)).")
@@ -99,9 +99,7 @@ def presets_section() -> str:
         lines.append(f"| `{name}` | {paper} | {', '.join(preset.commands())} | {differs} "
                      f"([docs/methods.md](docs/methods.md)) |")
         blocks += ["", f"`--preset {name}`: {preset.help}.", "", "```text", _pipeline(name, preset), "```"]
-        if name in NOTES:
-            blocks += ["", NOTES[name]]
-        blocks += ["", expected_time(name, times)]
+        blocks += ["", expected_time(name, times) + (f" {NOTES[name]}" if name in NOTES else "")]
     lines += blocks
     lines += ["", "Every stage reads the offline SmolLM2-135M unless `--model` names another (any Hugging Face id, "
                   "local directory or `openai:NAME` on an OpenAI-compatible server: "

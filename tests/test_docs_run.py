@@ -22,8 +22,10 @@ How a block runs:
 """
 from __future__ import annotations
 
+import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -36,6 +38,7 @@ import pytest
 
 from .conftest import FIXTURES, ROOT
 from .slurm_cluster import sbatch_wait
+from .test_convert_benchmarks import CLAMBER_LINES, CONDAMBIGQA
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 MAX_SKIPS = 2
@@ -56,6 +59,10 @@ SUBSTITUTE: dict[str, list[tuple[str, str]]] = {
         ("data/psgs_w100.tsv", "fixtures/corpus.jsonl"),  # 155 passages, in 8 chunks of 20
         ("--shard $I/$N --device cuda", "--shard $I/$N --device cpu --chunk 20"),
     ],
+    "docs/benchmarks/field.md": [  # the benchmark's commands on hand-written lines of each format, a tiny LLM
+        ("HuggingFaceTB/SmolLM2-135M-Instruct", "{tiny_llm}"),
+        ("../shared/data/ambignq/dev_light.json", "fixtures/ambignq_light.json"),
+    ],
 }
 
 # Per doc: the inputs it reads but does not make, made from the fixtures before its first block.
@@ -70,6 +77,11 @@ SETUP: dict[str, str] = {
     "docs/cluster.md": (  # 6 fixture questions with passages; with silver CQs for `cq answer --mode cq`
         "mkdir -p work && head -n 6 fixtures/questions.jsonl | cq retrieve -q --index {index} --hits 5 > in.jsonl "
         "&& cq gen-cq -q --method from-dqs --all < in.jsonl > work/with_cq.jsonl"),
+    "docs/benchmarks/field.md": (  # DIR as `cq data get` fills it, with tests/test_convert_benchmarks.py's lines
+        "mkdir -p DIR/clamber DIR/condambigqa bench/grid "
+        f"&& cp {shlex.quote(str(ROOT / 'bench/grid/oracle_terse.txt'))} bench/grid/ "
+        f"&& printf '%s\\n' {' '.join(shlex.quote(line) for line in CLAMBER_LINES)} > DIR/clamber/clamber_benchmark.jsonl "
+        f"&& printf '%s' {shlex.quote(json.dumps(CONDAMBIGQA))} > DIR/condambigqa/mcaqa.json"),
 }
 
 # Per doc: environment variables (make variables included) on top of the shared ones.
