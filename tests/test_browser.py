@@ -190,14 +190,23 @@ def check_nothing_ran(driver, page: str) -> None:
 
 
 def submit(driver) -> None:
-    """Click the page's only button and wait for the next page."""
+    """Click the page's only button and wait for the next page: a mark set on this page's window is gone from
+    the next one's, once it has loaded. (Waiting for the old <html> to go stale raced on a quiet machine:
+    chromedriver answered "Node with given id does not belong to the document" instead of a stale element.)"""
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
-    old = driver.find_element(By.TAG_NAME, "html")
+    driver.execute_script("window.cqSubmitted = true")
+
+    def next_page(d) -> bool:
+        try:
+            return d.execute_script("return !window.cqSubmitted && document.readyState === 'complete'")
+        except WebDriverException:  # the page is being replaced
+            return False
+
     driver.find_element(By.TAG_NAME, "button").click()
-    WebDriverWait(driver, 30).until(expected_conditions.staleness_of(old))
+    WebDriverWait(driver, 30).until(next_page)
 
 
 def listed(driver) -> list[str]:
