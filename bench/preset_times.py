@@ -58,7 +58,8 @@ def write(exp: Path, command: str, load: float, date: str, out: Path = OUT) -> N
         if not (exp / cell).exists():
             raise SystemExit(f"{exp / cell} is missing: run the grid first (make compare N=5)")
         seconds, n, stages, hits = per_question(exp, cell, start)
-        presets[preset] = {"cell": cell[:-len(".jsonl")], "questions": n, "seconds_per_question": round(seconds),
+        per = round(seconds) if seconds >= 10 else round(seconds, 1)  # a cached cell takes under a second
+        presets[preset] = {"cell": cell[:-len(".jsonl")], "questions": n, "seconds_per_question": per,
                            "stages": len(stages), "cached_generations": hits, "differs": differs}
     out.write_text(json.dumps({"measured": date, "command": command, "machine": machine(), "load": round(load, 1),
                                "presets": presets}, indent=1) + "\n")

@@ -82,7 +82,8 @@ def render(args) -> None:
              f"Load: the 1-minute load average was {done['load_start_1min']:.1f} when the run started and the "
              f"15-minute one {done['load_end_15min']:.1f} when it ended, on {os.cpu_count()} cores: "
              + ("the machine was shared with other work, so every number here is slower than on a quiet machine "
-                "(the 900 s target was set on one)." if done["load_end_15min"] > 1.5 else "a quiet machine."), "",
+                "(the 900 s target was set on one)." if done["load_end_15min"] > os.cpu_count()
+                else "no other work (the run's own two cells load it to about the core count)."), "",
              "| slowest stages | seconds |", "|---|---|"]
     lines += [f"| {name} | {s:.0f} |" for s, name in walls[:12]]
     args.out.write_text("\n".join(lines) + "\n")

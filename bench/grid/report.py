@@ -170,7 +170,8 @@ def header(args, scores: dict) -> list[str]:
         f"Each number is `value [low, high]`: the value and its {interval}. n: questions scored (CLAM: one "
         "record per intended DQ). **wall s**: wall-clock seconds of this machine's run "
         f"({os.cpu_count()} CPU cores, DEVICE={args.device}; 15-minute load average {os.getloadavg()[2]:.1f} when "
-        "this report was written: above the core count, the machine was shared and every cell slower) from the "
+        "this report was written" + (": above the core count, the machine was shared and every cell slower"
+                                      if os.getloadavg()[2] > os.cpu_count() else "") + ") from the "
         "question file to the score, every stage the "
         "cell reads from included (shared stages count in each cell, so the column does not add up; the corpus "
         f"index, built once for every tier, is not counted{index}). {RESUMED}: some stage was killed and resumed; its attempts are summed, each up to "
@@ -351,7 +352,7 @@ def oracle_section(scores: dict, used: set) -> list[str]:
         said = ", ".join(str(o.get("method", "?")) + (f" {o['template']}" if o.get("template") else "")
                          for o in (oracle if isinstance(oracle, list) else [oracle]) if isinstance(o, dict)) or "–"
         wilson = s.get("wilson_95")
-        lines.append(f"| [{name}](#{anchor(name)}) | {said} | {s.get('n')} | {s.get('skipped')} | "
+        lines.append(f"| [{name}](#{anchor(name)}) | {said} | {s.get('n')} | {s.get('skipped', s.get('missing', 0))} | "
                      f"{fmt_ci(s, 'agreement')} | {fmt(s.get('chance'))} | "
                      + (f"[{wilson[0]:.1f}, {wilson[1]:.1f}]" if isinstance(wilson, list) else "–") + " |")
     for name, s in spreads:
