@@ -20,6 +20,17 @@ def cache_named(module, kwargs: dict) -> dict:
     return {("cache" if k == "past_key_values" else k): v for k, v in kwargs.items()}
 
 
+def summed_logprobs(logits, labels, scored=None):
+    """Per row, the sum of log p(label) over the positions ``scored`` marks (default: every label that is not
+    -100): a seq2seq target's log-likelihood from the logits of a forward pass given ``labels``."""
+    import torch
+
+    logprobs = torch.log_softmax(logits.float(), dim=-1)
+    labels = labels.to(logprobs.device)
+    keep = (labels != -100) if scored is None else scored.to(logprobs.device)
+    return (logprobs.gather(-1, labels.clamp(min=0)[..., None])[..., 0] * keep).sum(-1)
+
+
 def returned_cache(out):
     """The KV cache a forward pass returned (``cache`` in transformers 5, ``past_key_values`` before)."""
     cache = out.get("cache") if hasattr(out, "get") else None
@@ -133,10 +144,8 @@ class ContinuationScoring:
             with torch.inference_mode():
                 logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
                                     labels=label_ids.to(self.device)).logits
-                logprobs = torch.log_softmax(logits.float(), dim=-1)
-                safe = label_ids.clamp(min=0).to(logprobs.device)
-                token_lp = logprobs.gather(-1, safe[..., None])[..., 0] * (label_ids != -100).to(logprobs.device)
+                sums = summed_logprobs(logits, label_ids)
             for row, i in enumerate(idx):
-                scores[i] = float(token_lp[row].sum())
+                scores[i] = float(sums[row])
         return scores
 

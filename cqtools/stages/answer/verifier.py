@@ -5,6 +5,7 @@ tokens and its end (models/lm_filtering.py:32-59 of amzn/refuel-open-domain-qa @
 negative). Without ``--verifier-model`` the reader verifies its own answers (cq's default, unchanged)."""
 from __future__ import annotations
 
+from ...models.scoring import summed_logprobs
 from . import fid, seqgen
 
 TASK = "verifier"
@@ -39,18 +40,12 @@ class FiDVerifier:
             ids, mask = fid.padded(rows, self.tokenizer.pad_token_id)
             lab = self.tokenizer(text_target=[a for _, a in chunk], padding=True, return_tensors="pt")
             labels = lab.input_ids.masked_fill(lab.attention_mask == 0, -100)
+            scored = labels != -100
             if self.tokenizer.bos_token_id is not None and bool((labels[:, 0] == self.tokenizer.bos_token_id).all()):
-                # the BOS every target starts with is given, as the release's decoder input starts the answer
-                scored = labels.clone()
-                scored[:, 0] = -100
-            else:
-                scored = labels
+                scored[:, 0] = False  # the BOS every target starts with is given, as the release's decoder input
             with torch.no_grad():
                 logits = self.fid(ids.to(self.device), mask.to(self.device), labels=labels.to(self.device)).logits
-            logp = torch.log_softmax(logits.float(), dim=-1)
-            keep = scored.to(self.device) != -100
-            picked = logp.gather(-1, labels.clamp(min=0).to(self.device).unsqueeze(-1)).squeeze(-1)
-            out += (picked * keep).sum(-1).tolist()
+            out += summed_logprobs(logits, labels, scored).tolist()
         return out
 
     def verify(self, question: str, passages: list[dict], answers: list[str], end: bool = True) -> list[float]:
