@@ -609,7 +609,7 @@ exp-oracle: $(foreach o,$(ORACLES),$(S)/oracle.$(o).json) $(S)/oracle.spread.jso
 #   field.condambigqa.multi    CondAmbigQA: every answer, read from the passages the data set hands the system
 #                              (cq answer --mode multi), scored against the answers of its conditions (--task cbqa)
 # Not reachable on this project's machines (no Hugging Face hub): AmbigDocs and ALCE's ASQA; AMBIGNQ-CQ's CSVs are
-# git-LFS files its fetched repository does not hold. `cq convert ambigdocs|alce-asqa|ambignq-cq` reads them
+# git blobs whose content its fetched repository does not hold. `cq convert ambigdocs|alce-asqa|ambignq-cq` reads them
 # where they are.
 FIELD_DATA       ?= $(DATA)
 N_FIELD          ?= $(N_MODEL)
@@ -641,7 +641,7 @@ FIELD_CELLS := $(if $(wildcard $(CLAMBER_FILE)),$(S)/field.clamber.det.clam.json
 exp-field: $(FIELD_CELLS)
 	@$(if $(wildcard $(CLAMBER_FILE)),,echo 'skip  CLAMBER: no $(CLAMBER_FILE); get it: cq data get clamber --dir $(FIELD_DATA)')
 	@$(if $(wildcard $(CONDAMBIGQA_FILE)),,echo 'skip  CondAmbigQA: no $(CONDAMBIGQA_FILE); get it: cq data get condambigqa --dir $(FIELD_DATA)')
-	@echo 'skip  AmbigDocs, ALCE-ASQA: on the Hugging Face hub, not reachable here; AMBIGNQ-CQ: its CSVs are git-LFS files absent here'
+	@echo 'skip  AmbigDocs, ALCE-ASQA: on the Hugging Face hub, not reachable here; AMBIGNQ-CQ: its CSV content is absent here'
 
 # ---- everything, one report -------------------------------------------------------------------
 # The report from the score files present: `make compare` writes it at the end; `make report

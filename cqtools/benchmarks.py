@@ -219,27 +219,36 @@ def alce_asqa(path: str) -> Iterator[dict]:
                "passages": passages_of(docs, str(item["sample_id"])), "gold": gold}
 
 
-# AMBIGNQ-CQ's CSV header could not be read where this was written (the repository's CSV files were absent
-# from the fetched copy), so the column names below are cq's reading of the paper's description, not
-# verified: an id joins the CQ to AmbigNQ's record (--join), and a file with other names is refused with
-# its header named.
-AMBIGNQ_CQ_COLUMNS = {"id": ("id",), "question": ("question", "ambiguous_question"),
-                      "cq": ("clarifying_question", "cq", "clarification_question")}
+# AMBIGNQ-CQ's CSV header could not be read where this was written (the repository's CSV blobs were absent
+# from the fetched copy; `cq data get ambignq-cq` pins the file by its git blob id), so the column names
+# below are cq's reading of the paper's description, not verified. A header is matched with case, spaces and
+# hyphens ignored; an id joins the CQ to AmbigNQ's record (--join), and a file with other names is refused
+# in one line that names its header and the names cq takes.
+AMBIGNQ_CQ_COLUMNS = {"id": ("id", "qid", "question_id", "example_id", "ambignq_id"),
+                      "question": ("question", "ambiguous_question", "original_question", "query", "q"),
+                      "cq": ("clarifying_question", "cq", "clarification_question", "clarifying_questions",
+                             "generated_cq", "generated_clarifying_question", "gpt3_cq")}
+
+
+def _column_name(name: str) -> str:
+    return re.sub(r"[^0-9a-z]+", "_", name.strip().lower()).strip("_")
 
 
 def ambignq_cq(path: str) -> Iterator[dict]:
-    """AMBIGNQ-CQ (emnlppaper4012/AMBIGNQ-CQ, dev.csv/test.csv/train.csv): AmbigNQ questions with a GPT-3
+    """AMBIGNQ-CQ (emnlppaper4012/AMBIGNQ-CQ, data/dev.csv, test.csv, train.csv): AmbigNQ questions with a GPT-3
     clarifying question; gold.cq_source says so. Join onto AmbigNQ: ``--join ambignq-cq:dev.csv``."""
     unused = Unused("ambignq-cq")
     with open_input(path) as fh:
-        text = io.TextIOWrapper(fh, encoding="utf-8", newline="")
+        text = io.TextIOWrapper(fh, encoding="utf-8-sig", newline="")
         reader = csv.reader(text)
         header = next(reader, None) or []
-        cols = {role: next((header.index(n) for n in names if n in header), None)
-                for role, names in AMBIGNQ_CQ_COLUMNS.items()}
+        names = [_column_name(h) for h in header]
+        cols = {role: next((names.index(n) for n in aliases if n in names), None)
+                for role, aliases in AMBIGNQ_CQ_COLUMNS.items()}
         if cols["id"] is None or cols["cq"] is None:
-            raise InputError(f"expected a CSV header with an id column and a clarifying-question column "
-                             f"({' or '.join(AMBIGNQ_CQ_COLUMNS['cq'])}), got {header[:8]}", where=f"{path} line 1")
+            raise InputError(f"expected a CSV header with an id column ({', '.join(AMBIGNQ_CQ_COLUMNS['id'])}) "
+                             f"and a clarifying-question column ({', '.join(AMBIGNQ_CQ_COLUMNS['cq'])}), got "
+                             f"{header[:8]}: rename those two columns in the header line", where=f"{path} line 1")
         unused.note([h for i, h in enumerate(header) if i not in cols.values()],
                     "AmbigNQ's own fields come from `cq convert ambignq` (join this file onto it)")
         yield from _cq_rows(path, reader, header, cols)

@@ -29,13 +29,11 @@ import zipfile
 from dataclasses import dataclass, field
 from typing import Callable
 
-import orjson
-
+from .data_files import CHUNK, Atomic, asqa_dev, dpr_tsv_gz, git_blob_of, nq_open_dev, remove, sha256_of
 from .errors import InputError, ResourceError
 
 log = logging.getLogger("cqtools")
 SUMS = "SHA256SUMS"
-CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -52,6 +50,7 @@ class Dataset:
     members: tuple[str, ...] = ()
     optional_members: tuple[str, ...] = ()
     sha256: str | None = None  # None: not pinned yet (see the module docstring)
+    git_blob: str | None = None  # the file's git blob id at the commit its URL names (when only that is known)
     derive: Callable[[str], list[str]] | None = field(default=None, compare=False)
     check: Callable[[str], None] | None = field(default=None, compare=False)  # the source file's format (raises)
 
@@ -66,68 +65,8 @@ class Dataset:
 
     def describe(self, root: str) -> dict:
         return {"name": self.name, "url": self.url, "help": self.help, "dir": os.path.join(root, self.subdir),
-                "source": self.source, "files": [f"{self.subdir}/{o}" for o in self.outputs], "sha256": self.sha256}
-
-
-def _nq_open_dev(directory: str) -> list[str]:
-    """nq_open/dev.jsonl ({"question", "answer": [...]}, one per line) from the archive's dev.json list."""
-    target = os.path.join(directory, "dev.jsonl")
-    source = os.path.join(directory, "dev.json")
-    if not os.path.exists(source):
-        return []  # the archive held dev.jsonl itself
-    with open(source, "rb") as fh:
-        try:
-            items = orjson.loads(fh.read())
-        except orjson.JSONDecodeError as err:
-            raise InputError(f"{source}: not valid JSON ({err}); delete it and run cq data get nq-open again") from None
-    if not isinstance(items, list):
-        raise InputError(f"{source}: expected a JSON list of {{question, answer}} objects")
-    with _Atomic(target) as out:
-        for n, item in enumerate(items):
-            if not isinstance(item, dict) or "question" not in item or "answer" not in item:
-                raise InputError(f"{source} item {n}: expected {{question, answer}}")
-            record = {"question": item["question"], "answer": list(item["answer"])}
-            if "id" in item:
-                record["id"] = str(item["id"])
-            out.write(orjson.dumps(record) + b"\n")
-    return ["dev.jsonl"]
-
-
-def _asqa_dev(directory: str) -> list[str]:
-    """asqa/dev.json: ASQA.json's dev split as a list with ids, the shape ``cq convert asqa`` reads."""
-    source = os.path.join(directory, "ASQA.json")
-    with open(source, "rb") as fh:
-        try:
-            data = orjson.loads(fh.read())
-        except orjson.JSONDecodeError as err:
-            raise InputError(f"{source}: not valid JSON ({err}); delete it and run cq data get asqa again") from None
-    if not isinstance(data, dict) or not isinstance(data.get("dev"), dict):
-        raise InputError(f"{source}: expected ASQA's {{\"train\": {{id: ...}}, \"dev\": {{id: ...}}}} layout")
-    with _Atomic(os.path.join(directory, "dev.json")) as out:
-        out.write(orjson.dumps([{"id": str(k), **v} for k, v in data["dev"].items()]))
-    return ["dev.json"]
-
-
-def _dpr_tsv_gz(path: str) -> None:
-    """DPR's psgs_w100.tsv.gz: gzip whose first line is DPR's header and whose stream runs whole to its
-    end (an HTML error page, or a download cut short, is refused: not recorded as the corpus)."""
-    import gzip
-    import zlib
-
-    name = os.path.basename(path)
-    with open(path, "rb") as fh:
-        if fh.read(2) != b"\x1f\x8b":
-            raise InputError(f"{name} is not gzip (an HTML page or an error message instead of the file?)")
-    try:
-        with gzip.open(path, "rb") as fh:
-            head = fh.readline(1 << 16).rstrip(b"\r\n")
-            if head != b"id\ttext\ttitle":
-                raise InputError(f"{name} does not start with DPR's header line 'id<TAB>text<TAB>title' "
-                                 f"(it starts {head[:40]!r})")
-            while fh.read(CHUNK):  # to the end: a cut stream fails here, the CRC and length are checked there
-                pass
-    except (EOFError, OSError, zlib.error) as err:
-        raise InputError(f"{name} is cut short or damaged ({err})") from None
+                "source": self.source, "files": [f"{self.subdir}/{o}" for o in self.outputs], "sha256": self.sha256,
+                "git_blob": self.git_blob}
 
 
 AMBIGQA = "https://nlp.cs.washington.edu/ambigqa/data/"
@@ -140,12 +79,13 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in (
             members=("train.json", "dev.json")),
     Dataset("nq-open", AMBIGQA + "nqopen.zip", "nq_open", ("dev.jsonl",),
             "NQ-open, AmbigQA's release of its splits (Natural Questions; CC BY-SA 3.0)",
-            optional_members=("train.json", "dev.json", "test.json", "dev.jsonl"), derive=_nq_open_dev),
+            optional_members=("train.json", "dev.json", "test.json", "dev.jsonl"), derive=nq_open_dev),
     Dataset("asqa", "https://storage.googleapis.com/gresearch/ASQA/ASQA.json", "asqa", ("dev.json",),
-            "ASQA (Stelmakh et al. 2022; Apache-2.0); asqa/dev.json is its dev split", derive=_asqa_dev),
-    # Issue 46. CLAMBER, CondAmbigQA: the authors' file at a fixed commit, SHA-256 from that commit's blob. Not
-    # pinned (not readable here): ALCE and AmbigDocs (Hugging Face hub; AmbigDocs' name from its README's
-    # data/test.json, unchecked), AMBIGNQ-CQ (its CSV blobs were absent from the fetched repository).
+            "ASQA (Stelmakh et al. 2022; Apache-2.0); asqa/dev.json is its dev split", derive=asqa_dev),
+    # Issue 46. CLAMBER, CondAmbigQA: the authors' file at a fixed commit, SHA-256 from that commit's blob.
+    # AMBIGNQ-CQ: its CSV's content was absent from the fetched repository, but the commit's tree names its blob
+    # id, so the file is pinned by that (git's SHA-1 of "blob <size>\0" and the bytes). Not pinned (not readable
+    # here): ALCE and AmbigDocs (Hugging Face hub; AmbigDocs' name from its README's data/test.json, unchecked).
     Dataset("clamber", GITHUB + "zt991211/CLAMBER/764fa21a973afb768b81c03dbe0790f329255a6b/clamber_benchmark.jsonl",
             "clamber", ("clamber_benchmark.jsonl",), "CLAMBER (Zhang et al. 2024): 3,202 queries in an ambiguity "
             "taxonomy, with clarifying questions",
@@ -159,11 +99,12 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in (
             members=("asqa_eval_gtr_top100.json",)),
     Dataset("ambigdocs", "https://huggingface.co/datasets/yoonsanglee/AmbigDocs/resolve/main/test.json", "ambigdocs",
             ("test.json",), "AmbigDocs (Lee et al. 2024): questions whose documents name different entities"),
-    Dataset("ambignq-cq", GITHUB + "emnlppaper4012/AMBIGNQ-CQ/20c4d285d6fdc085e556c1ecd030a713e55338b2/dev.csv",
-            "ambignq_cq", ("dev.csv",), "AMBIGNQ-CQ: GPT-3 clarifying questions for AmbigNQ (join onto ambignq)"),
+    Dataset("ambignq-cq", GITHUB + "emnlppaper4012/AMBIGNQ-CQ/20c4d285d6fdc085e556c1ecd030a713e55338b2/data/"
+            "dev.csv", "ambignq_cq", ("dev.csv",), "AMBIGNQ-CQ: GPT-3 clarifying questions for AmbigNQ (join onto "
+            "ambignq)", git_blob="ebd40a1e2a6863e446ac64c7c27a552e4fb0394d"),
     Dataset("psgs-w100", "https://dl.fbaipublicfiles.com/dpr/wikipedia_split/psgs_w100.tsv.gz", "wikipedia",
             ("psgs_w100.tsv.gz",), "DPR's Wikipedia passages, 21M x 100 words (CC BY-SA; about 4.7 GB): "
-            "cq index --corpus reads it as it is", check=_dpr_tsv_gz),
+            "cq index --corpus reads it as it is", check=dpr_tsv_gz),
 )}
 
 
@@ -181,14 +122,6 @@ def dataset(name: str) -> Dataset:
 def source_url(ds: Dataset, mirror: str | None) -> str:
     """The official URL, or the same file name under ``mirror`` (a directory of the same files)."""
     return f"{mirror.rstrip('/')}/{ds.filename}" if mirror else ds.url
-
-
-def sha256_of(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def read_sums(root: str) -> dict[str, str]:
@@ -209,7 +142,7 @@ def read_sums(root: str) -> dict[str, str]:
 
 
 def write_sums(root: str, sums: dict[str, str]) -> None:
-    with _Atomic(os.path.join(root, SUMS)) as out:
+    with Atomic(os.path.join(root, SUMS)) as out:
         out.write("".join(f"{d}  {p}\n" for p, d in sorted(sums.items())).encode())
 
 
@@ -244,7 +177,8 @@ def get(name: str, root: str, mirror: str | None = None, timeout: float = 60.0) 
         digest = sums.get(rel) if rel not in written else sha256_of(path)
         if rel in written:
             sums[rel] = digest
-        files.append({"path": rel, "sha256": digest, "pinned": rel == source and ds.sha256 is not None})
+        files.append({"path": rel, "sha256": digest,
+                      "pinned": rel == source and (ds.sha256 or ds.git_blob) is not None})
     missing = [o for o in outputs if not os.path.exists(os.path.join(root, o))]
     if missing:
         raise InputError(f"{ds.source} did not give {', '.join(missing)}: is it {ds.url}? Delete it and run "
@@ -262,13 +196,16 @@ def _check_recorded(root: str, rel: str, sums: dict[str, str], ds: Dataset) -> N
 
 
 def _check_pinned(ds: Dataset, path: str, digest: str, keep: bool) -> None:
-    if ds.sha256 is None or digest == ds.sha256:
+    if ds.sha256 is not None and digest != ds.sha256:
+        found = f"sha256 {digest}, not the pinned {ds.sha256}"
+    elif ds.git_blob is not None and git_blob_of(path) != ds.git_blob:
+        found = f"git blob id {git_blob_of(path)}, not the pinned {ds.git_blob}"
+    else:
         return
     if not keep:
         os.remove(path)
     what = "placed by hand, left as it is" if keep else "refused, nothing kept"
-    raise InputError(f"{ds.filename} has sha256 {digest}, not the pinned {ds.sha256} ({what}); "
-                     f"fetch {ds.url} again")
+    raise InputError(f"{ds.filename} has {found} ({what}); fetch {ds.url} again")
 
 
 def _check_format(ds: Dataset, path: str, keep: bool) -> None:
@@ -279,7 +216,7 @@ def _check_format(ds: Dataset, path: str, keep: bool) -> None:
         ds.check(path)
     except InputError as err:
         if not keep:
-            _remove(path)
+            remove(path)
         what = "placed by hand, left as it is" if keep else "refused, nothing kept"
         raise InputError(f"{err.message} ({what}); fetch {ds.url} again") from None
 
@@ -299,14 +236,14 @@ def _download(ds: Dataset, url: str, target: str, timeout: float) -> None:
                 received += len(chunk)
             _check_length(response.headers.get("Content-Length"), received)
     except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as err:
-        _remove(part)
+        remove(part)
         if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
             raise  # a full disk is not the network's fault: the CLI says so (cqtools/cli/__init__.py)
         reason = getattr(err, "reason", None) or err
         raise ResourceError(f"cannot download {url} ({reason}); without network, fetch it elsewhere and put "
                             f"{ds.filename} in {directory}/, then run cq data get {ds.name} again") from None
     except BaseException:
-        _remove(part)
+        remove(part)
         raise
     _check_pinned(ds, part, digest.hexdigest(), keep=False)
     _check_format(ds, part, keep=False)
@@ -337,7 +274,7 @@ def _unpack(ds: Dataset, source: str, directory: str) -> list[str]:
                                      f"run cq data get {ds.name} again")
                 for member in ds.members + ds.optional_members:
                     if member in by_name:
-                        with archive.open(by_name[member]) as src, _Atomic(os.path.join(directory, member)) as out:
+                        with archive.open(by_name[member]) as src, Atomic(os.path.join(directory, member)) as out:
                             shutil.copyfileobj(src, out, CHUNK)
                         written.append(member)
         except zipfile.BadZipFile as err:
@@ -364,37 +301,9 @@ def _untar(ds: Dataset, source: str, directory: str) -> list[str]:
                 raise InputError(f"{source} lacks {', '.join(lacking)}: is it {ds.url}? Delete it and run "
                                  f"cq data get {ds.name} again")
             for member in ds.members:
-                with archive.extractfile(by_name[member]) as src, _Atomic(os.path.join(directory, member)) as out:
+                with archive.extractfile(by_name[member]) as src, Atomic(os.path.join(directory, member)) as out:
                     shutil.copyfileobj(src, out, CHUNK)
     except tarfile.TarError as err:
         raise InputError(f"{source} is not a tar archive ({err}); delete it and run cq data get {ds.name} "
                          "again") from None
     return list(ds.members)
-
-
-class _Atomic:
-    """A binary file written to ``path.part-PID`` and renamed over ``path`` when the block ends well."""
-
-    def __init__(self, path: str):
-        self.path = path
-        self.part = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.part-{os.getpid()}")
-
-    def __enter__(self):
-        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-        self.fh = open(self.part, "wb")
-        return self.fh
-
-    def __exit__(self, kind, value, tb):
-        self.fh.close()
-        if kind is None:
-            os.replace(self.part, self.path)
-        else:
-            _remove(self.part)
-        return False
-
-
-def _remove(path: str) -> None:
-    try:
-        os.remove(path)
-    except FileNotFoundError:
-        pass

@@ -134,6 +134,18 @@ def test_ambignq_cq_joins_a_clarifying_question_onto_ambignq(runner, tmp_path):
     assert record["gold"]["cq_source"] == "ambignq-cq (GPT-3)" and record["gold"]["answers"] == [["Ann"], ["Bo"]]
 
 
+@pytest.mark.parametrize("header", ["\ufeffID,Question,Clarifying Question", "qid,ambiguous_question,cq",
+                                    "example_id,question,generated-CQ"])
+def test_ambignq_cq_takes_its_header_in_the_spellings_a_csv_writer_gives(runner, tmp_path, header):
+    """The real header is unverified (issue 46): case, spaces, hyphens and a spreadsheet's BOM do not matter,
+    and the names the paper's description suggests are taken."""
+    row = 'q1,who wrote the tiny song?,"Do you mean the words, or the tune?"\n'
+    (record,), _ = convert(runner, "ambignq-cq", write(tmp_path, "dev.csv", header + "\n" + row))
+    assert record == {"id": "q1", "question": "who wrote the tiny song?",
+                      "gold": {"ambiguous": True, "cq": "Do you mean the words, or the tune?",
+                               "cq_source": "ambignq-cq (GPT-3)"}}
+
+
 @pytest.mark.parametrize("fmt, name, content, said", [
     ("clamber", "c.jsonl", CLAMBER_LINES[1] + "\n{not json\n", "line 2: not valid JSON"),
     ("clamber", "c.jsonl", CLAMBER_LINES[1] + "\n" + CLAMBER_LINES[1].replace('"require_clarification": 0',
@@ -146,7 +158,8 @@ def test_ambignq_cq_joins_a_clarifying_question_onto_ambignq(runner, tmp_path):
      "entry 2: CondAmbigQA field 'properties' must be a list"),
     ("alce-asqa", "a.json", [{**ALCE[0], "docs": [{"title": "t"}]}], "entry 1 docs[0]: ALCE-ASQA entry lacks text"),
     ("ambignq-cq", "d.csv", AMBIGNQ_CQ + "q2,only two\n", "line 3: 2 fields where the header has 3"),
-    ("ambignq-cq", "d.csv", "qid,text\n1,x\n", "line 1: expected a CSV header with an id column"),
+    ("ambignq-cq", "d.csv", "key,text\n1,x\n", "line 1: expected a CSV header with an id column"),
+    ("ambignq-cq", "d.csv", "id,question,answer\n1,x,y\n", "got ['id', 'question', 'answer']: rename those"),
 ])
 def test_a_bad_entry_is_a_one_line_error_naming_its_line(runner, tmp_path, fmt, name, content, said):
     result = runner.invoke(cli, ["convert", fmt, write(tmp_path, name, content)])

@@ -89,9 +89,13 @@ def _tar(members: dict[str, bytes]) -> bytes:
 def pinned_to_the_served_files(monkeypatch):
     """Data sets pinned to their official file's checksum are pinned to the tiny file served here instead."""
     for name, ds in data.DATASETS.items():
-        if ds.sha256 is not None and ds.filename in _served_files():
-            digest = hashlib.sha256(_served_files()[ds.filename]).hexdigest()
+        content = _served_files().get(ds.filename)
+        if ds.sha256 is not None and content is not None:
+            digest = hashlib.sha256(content).hexdigest()
             monkeypatch.setitem(data.DATASETS, name, data.Dataset(**{**ds.__dict__, "sha256": digest}))
+        if ds.git_blob is not None and content is not None:
+            blob = hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()
+            monkeypatch.setitem(data.DATASETS, name, data.Dataset(**{**ds.__dict__, "git_blob": blob}))
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -201,6 +205,29 @@ def test_a_pinned_checksum_that_does_not_match_keeps_nothing(runner, served_unde
     assert result.exit_code == 0, result.stderr
     files = {f["path"]: f for f in parse_jsonl(result.stdout)[0]["files"]}
     assert files["asqa/ASQA.json"] == {"path": "asqa/ASQA.json", "sha256": right, "pinned": True}
+
+
+def test_a_file_pinned_by_its_git_blob_id_is_checked_as_git_names_it(runner, served_under_files, tmp_path,
+                                                                      monkeypatch):
+    """AMBIGNQ-CQ is pinned by the blob id its commit's tree names: the id is git's own (git hash-object), a
+    download with another is refused and nothing kept, and the right one is reported pinned."""
+    served = tmp_path / "served" / "dev.csv"
+    if shutil.which("git"):
+        named = subprocess.run(["git", "hash-object", str(served)], capture_output=True, text=True, check=True)
+        assert data.git_blob_of(str(served)) == named.stdout.strip()
+    assert data.DATASETS["ambignq-cq"].url.endswith("/20c4d285d6fdc085e556c1ecd030a713e55338b2/data/dev.csv")
+    wrong = data.Dataset(**{**data.DATASETS["ambignq-cq"].__dict__, "git_blob": "0" * 40})
+    monkeypatch.setitem(data.DATASETS, "ambignq-cq", wrong)
+    root = tmp_path / "data"
+    result = _get(runner, "ambignq-cq", "--dir", str(root), "--mirror", served_under_files)
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert "git blob id" in result.stderr and "refused, nothing kept" in result.stderr
+    assert not [p for p in root.rglob("*") if p.is_file()]
+    monkeypatch.setitem(data.DATASETS, "ambignq-cq",
+                        data.Dataset(**{**wrong.__dict__, "git_blob": data.git_blob_of(str(served))}))
+    result = _get(runner, "ambignq-cq", "--dir", str(root), "--mirror", served_under_files)
+    assert result.exit_code == 0, result.stderr
+    assert parse_jsonl(result.stdout)[0]["files"][0]["pinned"] is True
 
 
 def _refused_url() -> str:
