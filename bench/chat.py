@@ -1,8 +1,8 @@
 """`make bench-chat`: how long a person waits in `cq chat` with the default models on this CPU.
 
 One :class:`cqtools.chat.Session` with `cq chat`'s defaults (hybrid retrieval of 10 passages,
-rerank to 3, llm detector and CQ writer, generative reader; the offline SmolLM2 and MiniLM copies),
-built once, as `cq chat` builds it. Then, per question (the first ``--n`` AmbigNQ dev questions,
+rerank to 3, and the detector, CQ writer and reader `cq chat` picks when given no model; the page
+names them from the session built), built once, as `cq chat` builds it. Then, per question (the first ``--n`` AmbigNQ dev questions,
 in order), what the person waits for:
 
   first response  question typed -> the CQ is shown (or, for a question judged unambiguous,
@@ -37,6 +37,19 @@ def summary(values: list[float]) -> str:
             if values else "– | – | –")
 
 
+def shown(path: str) -> str:
+    """A model path as the page shows it: relative to the checkout when inside it (no developer's home)."""
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return path
+
+
+def shown_home(path: str) -> str:
+    home = os.path.expanduser("~")
+    return "~" + path[len(home):] if path.startswith(home + os.sep) else path
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default="../shared/data")
@@ -60,6 +73,7 @@ def main() -> None:
     session = Session(ChatOptions(index_dir=args.index))
     startup = time.perf_counter() - start
     reader = session.answer_selected.keywords["info"]  # meta.answer of every answered turn
+    opts = session.opts  # the options the session was built with (its defaults filled in)
     turns = []
     for record in read_jsonl(questions):
         start = time.perf_counter()
@@ -76,10 +90,10 @@ def main() -> None:
              f"Command: `make bench-chat` (bench/chat.py, --n {args.n}). Machine: {machine()}, no GPU; 1-min load "
              f"average at the start {load:.1f}" + (" (a shared machine: every number here is slower than on a quiet "
                                                   "one)" if load > 1.5 else "") + f". Date: {time.strftime('%Y-%m-%d')}.",
-             f"Index: {args.index}. `cq chat`'s defaults: hybrid retrieval (10 passages), rerank to 3 (MiniLM-L12 "
-             "INT8 ONNX), llm detector and llm CQ writer (SmolLM2-135M, offline GGUF copy), and "
-             f"`cq answer`'s default reader, here the {reader['reader']} one ({reader['model']}; $CQ_MODELS="
-             f"{os.environ.get('CQ_MODELS', 'unset')}).",
+             f"Index: {args.index}. `cq chat`'s defaults: {opts.retrieve} retrieval ({opts.hits} passages), rerank "
+             f"to {opts.rerank_top} (MiniLM-L12 INT8 ONNX), the {opts.detect} detector, the {opts.gen_cq} CQ "
+             f"writer, and `cq answer`'s default reader, here the {reader['reader']} one "
+             f"({shown(reader['model'])}; $CQ_MODELS={shown_home(os.environ.get('CQ_MODELS', 'unset'))}).",
              f"Questions: the first {args.n} AmbigNQ dev questions, in order; for a CQ the person picks its first "
              "option. Seconds; the person's own time is not counted.", "",
              f"Session start (index opened, models loaded, once): **{startup:.1f} s**.", "",
