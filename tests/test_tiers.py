@@ -36,6 +36,8 @@ KNOWN_HEAVY = {
     "tests/test_docs_run.py::": "the README's pipelines in subprocesses",
     "tests/test_chat.py::": "cq chat in terminals",
     "tests/test_invariance.py::": "every stage, twice",
+    "tests/test_encode.py::test_shards_merged_equal_the_one_process_index": "the corpus's BM25 index (JVM)",
+    "tests/test_faiss_index.py::test_hybrid_takes_the_knobs_too": "a BM25 and HNSW index with MiniLM (JVM)",
 }
 KNOWN_FAST = ["tests/test_metrics_detect.py::", "tests/test_code_bounds.py::", "tests/test_stream_unit.py::",
               "tests/test_score_cli.py::test_sweep_threshold_applied_by_cq_detect_reproduces_its_f1",

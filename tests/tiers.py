@@ -6,8 +6,10 @@ A test is heavy when it lives in a module of HEAVY_MODULES, is a case of HEAVY_T
 of HEAVY_FIXTURES (directly or through another fixture), or is marked ``@pytest.mark.heavy(reason=...)``:
 it starts the JVM, loads a model that is not one of the tests' tiny random ones, trains, or runs cq in
 subprocesses at length.
-Under the fast tier a test that starts the JVM or loads a real model in-process fails, naming this
-file; tests/test_tiers.py checks the fast tier's selection from the default tier.
+A test of the fast tier (one not heavy, slow, cluster or browser) that starts the JVM or loads a real model
+in-process fails, naming this file, in whatever tier it runs: `make test` (CI) catches one the fast tier would,
+unless a heavy test before it started the JVM or loaded that model first. tests/test_tiers.py checks the fast
+tier's selection from the default tier.
 (Hooks, imported by tests/conftest.py.)"""
 from __future__ import annotations
 
@@ -40,6 +42,8 @@ HEAVY_FIXTURES = {  # a fixture's name, or test_module::name for a name several 
     "dpr_index": "builds a dense index",
     "plugin_path": "pip-installs the demo plugin",
     "test_reader_extractive::trained": "trains a reader",
+    "test_encode::one_process": "builds the corpus's BM25 index beside the tiny dense one (JVM)",
+    "test_faiss_index::hnsw_index": "builds a BM25 and an HNSW index with MiniLM (JVM, a real encoder)",
 }
 HEAVY_TESTS = {  # test_module::name[parameters], for one case of a parametrized test
     "test_model_overrides::test_variable_reaches_the_command[encoder]": "cq index builds a Lucene index (JVM)",
@@ -76,8 +80,9 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.heavy(reason=reason))
 
 
-def _fast_tier(config) -> bool:
-    return "not heavy" in (config.getoption("markexpr", "") or "")
+def _in_fast_tier(item) -> bool:
+    """Whether ``item`` is a test `make test-fast` runs (collection has marked the heavy ones)."""
+    return not any(item.get_closest_marker(name) for name in ("heavy", "slow", "cluster", "browser"))
 
 
 _REAL_LOADS: list[str] = []  # weights loaded outside TINY_ROOTS since the current test started
@@ -91,10 +96,8 @@ def _record_real(path) -> None:
 
 
 def pytest_configure(config):
-    """Under the fast tier, watch where model weights come from (transformers, onnxruntime and the
-    shipped models' compact weights: the ways cq loads them)."""
-    if not _fast_tier(config):
-        return
+    """Watch where model weights come from (transformers, onnxruntime and the shipped models' compact
+    weights: the ways cq loads them)."""
     import onnxruntime
     from transformers import PreTrainedModel
 
@@ -133,14 +136,14 @@ def pytest_runtest_setup(item):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
-    """Under the fast tier, a test whose fixtures or body start the JVM or load a real model fails."""
+    """A test of the fast tier whose fixtures or body start the JVM or load a real model fails."""
     result = yield
-    if not _fast_tier(item.config):
+    if not _in_fast_tier(item):
         return result
     if not item.stash.get(_JVM_BEFORE, True) and "jnius" in sys.modules:
-        pytest.fail(f"{item.nodeid} started the JVM under the fast tier: make it heavy (tests/tiers.py)",
+        pytest.fail(f"{item.nodeid} started the JVM, a test of the fast tier: make it heavy (tests/tiers.py)",
                     pytrace=False)
     if _REAL_LOADS:
-        pytest.fail(f"{item.nodeid} loaded {_REAL_LOADS[0]}, not a tiny test model, under the fast tier: make "
-                    f"it heavy (tests/tiers.py)", pytrace=False)
+        pytest.fail(f"{item.nodeid} loaded {_REAL_LOADS[0]}, not a tiny test model, a test of the fast tier: "
+                    f"make it heavy (tests/tiers.py)", pytrace=False)
     return result
