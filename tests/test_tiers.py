@@ -32,6 +32,8 @@ KNOWN_HEAVY = {
     "tests/test_prebuilt.py::": "Anserini's prebuilt indexes (JVM)",
     "tests/test_shipped.py::": "the shipped classifier and reader",
     "tests/test_train.py::": "training",
+    "tests/test_train_best.py::": "training", "tests/test_train_paper_models.py::": "training",
+    "tests/test_train_verifier.py::": "training",
     "tests/test_askcq_detect.py::test_training_with_passages_on_records_without_them_says_so": "training MiniLM",
     "tests/test_docs_run.py::": "the README's pipelines in subprocesses",
     "tests/test_chat.py::": "cq chat in terminals",

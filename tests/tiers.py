@@ -26,6 +26,9 @@ HEAVY_MODULES = {
     "test_docs_run": "runs the commands of README.md and docs/ in subprocesses (make, pipelines)",
     "test_train": "trains models",
     "test_train_resume": "trains models, kills and resumes them, and trains in two processes (torchrun)",
+    "test_train_best": "trains tiny models with dev evaluations (5-12 s a test)",
+    "test_train_paper_models": "trains the papers' models at tiny sizes and reads them back (up to 21 s a test)",
+    "test_train_verifier": "trains REFUEL's verifier and AskCQ's reader at tiny sizes",
     "test_invariance": "runs every stage twice, with the JVM, real models and accelerate",
     "test_chat": "drives cq chat in terminals (tmux) and subprocesses",
     "test_pyserini_cli": "runs Pyserini's tools (JVM)",
@@ -51,6 +54,8 @@ HEAVY_TESTS = {  # test_module::name[parameters], for one case of a parametrized
         "two cq index processes build Lucene indexes (JVM)",
     "test_reliability::test_an_api_outage_under_skip_stops_the_run_and_resume_redoes_the_rest":
         "a test server and cq processes that wait through their retries",
+    "test_faiss_index::test_the_same_vectors_and_seed_give_the_same_bytes_at_any_thread_count[IVF16,PQ8]":
+        "trains an IVF-PQ index at three thread counts (30 s)",
     "test_bench::test_report_on_real_score_summaries": "eleven cq subprocesses (detect, gen-cq, score --ci, score --paired)",
 }
 # Where the tiny random models live (tmp_path_factory): weights loaded from anywhere else are real.
