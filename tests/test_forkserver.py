@@ -122,9 +122,15 @@ def test_a_signal_to_cq_reaches_the_served_run(served):
 def test_a_changed_source_file_makes_the_server_refuse_and_stop(tmp_path):
     source = tmp_path / "m.py"
     source.write_text("x = 1\n")
-    seen = {str(source): source.stat().st_mtime_ns}
+    seen = {str(source): fs.stamp(str(source))}
     assert fs._changed(seen) == ""
     os.utime(source, ns=(source.stat().st_atime_ns, source.stat().st_mtime_ns + 10**9))
+    assert fs._changed(seen) == str(source)
+    # an edit that puts the modification time back is seen too (its change time and size)
+    seen = {str(source): fs.stamp(str(source))}
+    mtime = source.stat().st_mtime_ns
+    source.write_text("x = 22\n")
+    os.utime(source, ns=(mtime, mtime))
     assert fs._changed(seen) == str(source)
 
 

@@ -19,7 +19,8 @@ the server's in anything read at import time (only ``CQ_*`` variables, read when
 shell's own PWD, OLDPWD, SHLVL and _ may differ), a terminal on stdin, a standard stream closed, an argument
 naming one of its descriptors (/dev/fd/N, /proc/self/fd/N, ``<(...)``) or a pipe, limits or a priority the
 child cannot take on, other plugins installed (or one the server could not load: its warning is the run's),
-or a cqtools source file changed since the server imported it (the server then exits).
+or a cqtools source file changed since the server started importing it (its modification or change time, size or
+inode: an edit that puts the time back, or one made while the server imports, counts; the server then exits).
 
     python -m cqtools.forkserver PATH [--idle SECONDS]
 

@@ -31,6 +31,7 @@ class Server:
         self.runs: dict[int, socket.socket] = {}  # child pid -> its client's connection (None: client gone)
         self.clients: dict[socket.socket, int] = {}
         self.stale = ""
+        seen = _stamps()  # before the imports: a file edited while they run is one the server may hold old
         _as_cq_starts()
         from ..cli import COMMANDS
 
@@ -39,7 +40,7 @@ class Server:
                 importlib.import_module(name)
             except Exception as err:  # an optional package missing or broken: the child imports it (or not)
                 self.say(f"not preloaded: {name} ({type(err).__name__})")
-        self.sources = _sources()
+        self.sources = {path: seen.get(path) for path in _sources()}
         self.plugins = process.plugins()
 
     def say(self, text: str) -> None:
@@ -103,7 +104,13 @@ class Server:
         self.say(f"run {pid}: cq {' '.join(request['argv'][1:3])}")
 
     def refusal(self, conn: socket.socket, request, fds) -> str:
-        """Why this request cannot run here exactly as in a process of its own ('' when it can)."""
+        """Why this request cannot run here exactly as in a process of its own ('' when it can). A changed source
+        file first: whatever else this request has, the server stops (a newer client's request may be one it
+        cannot read)."""
+        changed = _changed(self.sources)
+        if changed:
+            self.stale = f"{changed} changed since the server imported it"
+            return self.stale
         if request is None or len(fds) != 4:
             return "an incomplete request"
         if len(self.runs) >= MAX_RUNS:
@@ -128,10 +135,6 @@ class Server:
         inherited = process.refusal(request)
         if inherited:
             return inherited
-        changed = _changed(self.sources)
-        if changed:
-            self.stale = f"{changed} changed since the server imported it"
-            return self.stale
         return ""
 
     def child(self, listener, conn, request: dict, fds: list[int]) -> None:
@@ -258,21 +261,43 @@ def _exit_code(code) -> int:
     return 1
 
 
-def _sources() -> dict[str, int]:
-    """cqtools' imported source files and their modification times (a changed one makes the server stale)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # cqtools
+
+
+def _sources() -> list[str]:
+    """cqtools' imported source files (normalized, as ROOT and the stamps' paths are)."""
+    paths = (os.path.abspath(getattr(module, "__file__", None) or "/") for module in list(sys.modules.values()))
+    return sorted({path for path in paths if path.startswith(ROOT + os.sep)})
+
+
+def _stamps() -> dict[str, tuple]:
+    """Every file of cqtools (its compiled caches and links aside) and its stamp."""
     out = {}
-    for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None) or ""
-        if path.startswith(root) and os.path.exists(path):
-            out[path] = os.stat(path).st_mtime_ns
+    for folder, dirs, files in os.walk(ROOT):
+        dirs[:] = [name for name in dirs if name != "__pycache__"]
+        for name in files:
+            path = os.path.join(folder, name)
+            try:
+                out[path] = stamp(path)
+            except OSError:
+                continue
     return out
 
 
-def _changed(sources: dict[str, int]) -> str:
-    for path, mtime in sources.items():
+def stamp(path: str) -> tuple:
+    """What tells that a file changed: its modification time, and what an edit that puts that time back
+    (``touch -r``, ``cp -p``, ``rsync -a``) still changes: its change time (no call sets it), size and inode (an
+    editor's save renames a new file over it)."""
+    info = os.stat(path)
+    return info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino, info.st_dev
+
+
+def _changed(sources: dict[str, tuple | None]) -> str:
+    """The first of ``sources`` whose stamp is no longer the one seen (None: seen only once imported, so
+    perhaps changed meanwhile), or ''."""
+    for path, seen in sources.items():
         try:
-            if os.stat(path).st_mtime_ns != mtime:
+            if stamp(path) != seen:
                 return path
         except OSError:
             return path
