@@ -234,16 +234,18 @@ RERANK := $(CQ) rerank --top 5 --model $(MODEL_RERANK) --device $(DEVICE)
 $(RR): $(EXP)/ambignq.m.ret.bm25.jsonl
 	$(call stage,$(RERANK))
 # The preset cells read passages up to their papers' token budgets (1,024 tokens: about 8-10 passages), so
-# they get a deeper pool: HITS_DEEP retrieved and all of them reranked (the papers rerank 100; 40 leave the
-# budget full at a third of the reranking cost).
-HITS_DEEP ?= 40
+# they get a deeper pool: HITS_DEEP retrieved and all of them reranked. With the dense index (DENSE=1, the full
+# grid) it is the papers' pool: the dense top 100, all reranked (AmbigQA §5, REFUEL: DPR's 100); a smoke run
+# (BM25 only) retrieves 40 with BM25, which leave the budget full at a third of the reranking cost.
+DEEP_METHOD := $(if $(DENSE),dense,bm25)
+HITS_DEEP ?= $(if $(DENSE),100,40)
 # N_DEEP (smoke runs: 1; set with the tiers above) cuts the cells that read this pool to its first N_DEEP
 # questions (pairs compare on the shared ids); empty: the whole model tier.
 RR_DEEP_ALL := $(EXP)/ambignq.m.rr.deep.jsonl
 RR_DEEP := $(if $(N_DEEP),$(EXP)/ambignq.m.rr.deep.first$(N_DEEP).jsonl,$(RR_DEEP_ALL))
-$(EXP)/ambignq.m.ret.bm25.deep.jsonl: $(EXP)/ambignq.m.jsonl $(INDEX)/cq_index.json
-	$(call stage,$(CQ) retrieve --index $(INDEX) --method bm25 --hits $(HITS_DEEP))
-$(RR_DEEP_ALL): $(EXP)/ambignq.m.ret.bm25.deep.jsonl
+$(EXP)/ambignq.m.ret.$(DEEP_METHOD).deep.jsonl: $(EXP)/ambignq.m.jsonl $(INDEX)/cq_index.json
+	$(call stage,$(CQ) retrieve --index $(INDEX) --method $(DEEP_METHOD) --hits $(HITS_DEEP))
+$(RR_DEEP_ALL): $(EXP)/ambignq.m.ret.$(DEEP_METHOD).deep.jsonl
 	$(call stage,$(CQ) rerank --top $(HITS_DEEP) --model $(MODEL_RERANK) --device $(DEVICE))
 ifdef N_DEEP
 $(RR_DEEP): $(RR_DEEP_ALL)
@@ -424,7 +426,7 @@ $(TUNE)/tune.ids: $(EXP)/covered.ids $(EXP)/ambignq.m.jsonl
 $(TUNE)/ambignq.jsonl: $(TUNE)/tune.ids
 	$(BIN)/cq convert ambignq $(DATA)/ambignq/dev_light.json --ids $< --limit $(N_TUNE) -o $@.part && mv $@.part $@
 $(TUNE)/ambignq.ret.jsonl: $(TUNE)/ambignq.jsonl $(INDEX)/cq_index.json
-	$(call stage,$(CQ) retrieve --index $(INDEX) --method bm25 --hits $(HITS_DEEP))
+	$(call stage,$(CQ) retrieve --index $(INDEX) --method $(DEEP_METHOD) --hits $(HITS_DEEP))
 $(TUNE)/ambignq.rr.jsonl: $(TUNE)/ambignq.ret.jsonl
 	$(call stage,$(CQ) rerank --top $(HITS_DEEP) --model $(MODEL_RERANK) --device $(DEVICE))
 $(TUNE)/ambignq.refuel.jsonl: $(TUNE)/ambignq.rr.jsonl
@@ -521,7 +523,9 @@ $(S)/asqa.toc.%.json: $(EXP)/asqa.toc.%.jsonl
 # The released loop (--preset toc, cqtools/presets/toc.py), on the first N_TOC of the ASQA questions:
 # it costs about 16 expansions and their verifications per question (docs/benchmarks/toc.md). Its
 # records keep the whole retrieved pool (retrieve --preset toc: 100 passages, no rerank --top: the
-# method reranks the pool for each node); its kNN demos come from the ASQA dev questions the grid
+# method reranks the pool for each node), pooled from BM25 and dense as the preset says where the index
+# has dense vectors (DENSE=1: cell asqa.toc.preset.hybrid), BM25 alone in a smoke run (asqa.toc.preset.bm25);
+# its kNN demos come from the ASQA dev questions the grid
 # does not score (asqa.shots.jsonl, with their long answers); it writes the long answer in the same run.
 # cq's own variants above stay as cells: rac/tree/prune (does a tree, does pruning help over the
 # same 5 passages) and dense/hybrid (which retriever).
@@ -531,11 +535,13 @@ $(EXP)/asqa.shots.jsonl: $(EXP)/asqa.jsonl
 	@echo '$(CONVERT_SHOTS)' > $@.cmd
 $(EXP)/asqa.t.jsonl: $(EXP)/asqa.jsonl
 	$(call first,$(N_TOC))
-$(EXP)/asqa.t.pool.bm25.jsonl: $(EXP)/asqa.t.jsonl $(INDEX)/cq_index.json
-	$(call stage,$(CQ) retrieve --preset toc --index $(INDEX) --method bm25)
-$(EXP)/asqa.toc.preset.bm25.jsonl: $(EXP)/asqa.t.pool.bm25.jsonl $(EXP)/asqa.shots.jsonl
+TOC_POOL := $(if $(DENSE),hybrid,bm25)
+$(EXP)/asqa.t.pool.$(TOC_POOL).jsonl: $(EXP)/asqa.t.jsonl $(INDEX)/cq_index.json
+	$(call stage,$(CQ) retrieve --preset toc --index $(INDEX)$(if $(DENSE),, --method bm25))
+$(EXP)/asqa.toc.preset.$(TOC_POOL).jsonl: $(EXP)/asqa.t.pool.$(TOC_POOL).jsonl $(EXP)/asqa.shots.jsonl
 	$(call stage,$(CQ) disambiguate --preset toc --shots $(EXP)/asqa.shots.jsonl $(LLM))
-exp-toc: $(foreach c,$(TOC) asqa.toc.preset.bm25,$(S)/$(c).json) $(foreach m,$(RETRIEVERS),$(S)/asqa.ret.$(m).retrieval.json)
+exp-toc: $(foreach c,$(TOC) asqa.toc.preset.$(TOC_POOL),$(S)/$(c).json) \
+         $(foreach m,$(RETRIEVERS),$(S)/asqa.ret.$(m).retrieval.json)
 
 # ---- paired comparisons: cq score --paired B < A on the ids both score --------------------------
 # $(call pair,TASK,A,B): $(P)/A--B.json, the paired bootstrap of B - A for every metric of TASK
@@ -575,7 +581,7 @@ $(eval $(call pair,clam,clam.never,clam.fromdqs))
 $(eval $(call pair,clam,clam.prompting,clam.clam))
 $(eval $(call pair,clam,clam.clam,clam.openbook))
 $(eval $(call pair,asqa,asqa.toc.rac.bm25,asqa.toc.prune.bm25))
-$(eval $(call pair,asqa,asqa.toc.prune.bm25,asqa.toc.preset.bm25))
+$(eval $(call pair,asqa,asqa.toc.prune.bm25,asqa.toc.preset.$(TOC_POOL)))
 pairs: $(PAIRS)
 
 # ---- the simulated user's agreement (issue 46 item 5) ----------------------------------------------

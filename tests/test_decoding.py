@@ -207,8 +207,11 @@ def test_the_askcq_layout_trains_with_the_releases_settings_unless_set():
     base = {"train": "t.jsonl", "dev": "d.jsonl", "model": "m", "out": "o"}
     askcq = layout_defaults(GenCQTrainConfig(**base, input_layout="askcq"))
     assert (askcq.lr, askcq.batch_size, askcq.passages, askcq.max_passage_tokens) == (1e-5, 10, 100, 1024)
+    # batches of 10 summed over 2, dev every 500 batches (250 steps), stopped after 10 without gain (issue 48)
+    assert (askcq.grad_accum, askcq.eval_every, askcq.patience) == (2, 250, 10)
     cq = layout_defaults(GenCQTrainConfig(**base))
     assert (cq.lr, cq.batch_size, cq.passages, cq.max_passage_tokens) == (5e-5, 8, 3, None)  # as before
+    assert (cq.grad_accum, cq.eval_every, cq.patience) == (1, None, None)
     given = layout_defaults(GenCQTrainConfig(**base, input_layout="askcq", lr=3e-5, passages=5))
     assert (given.lr, given.passages, given.max_passage_tokens) == (3e-5, 5, 1024)
 

@@ -430,6 +430,29 @@ def test_make_compare_n5_is_a_smoke_run_that_trains_nothing_and_builds_no_dense_
     assert "deep.first" not in full and "toc_10/" in full and "deep_" not in full
 
 
+def test_the_preset_cells_retrieve_the_papers_pools_where_the_index_has_dense_vectors(tmp_path):
+    """Issue 48: with the dense index (the full grid), ToC's preset cell pools BM25 and dense hits as its preset
+    says (it retrieved with --method bm25 in every grid, so it never pooled), and the cells reading the deep pool
+    (the AmbigQA, AskCQ and REFUEL presets) read the dense top 100, all reranked (it was BM25's 40); a smoke run,
+    whose index has no dense vectors, keeps BM25."""
+    def retrievals(plan: str, marker: str) -> list[str]:  # the cells' commands (not the .cmd lines echoed)
+        return [line for line in plan.splitlines()
+                if "cell.py run " in line and " retrieve " in line and marker in line]
+
+    full = _dry_run("compare", f"WORK={tmp_path}/w", f"CQ_MODELS={tmp_path}/models")
+    [pool] = retrievals(full, "/asqa.t.pool.")
+    assert "--preset toc" in pool and "--method" not in pool and "/asqa.t.pool.hybrid.jsonl" in pool
+    assert "asqa.toc.preset.hybrid.jsonl" in full and "asqa.toc.preset.bm25" not in full
+    [deep] = retrievals(full, ".deep.jsonl")
+    assert "--method dense --hits 100" in deep and "/ambignq.m.ret.dense.deep.jsonl" in deep
+    assert "rerank --top 100 " in full
+    smoke = _dry_run("compare", "N=5", f"WORK={tmp_path}/w", f"CQ_MODELS={tmp_path}/models")
+    [pool] = retrievals(smoke, "/asqa.t.pool.")
+    assert "--preset toc" in pool and "--method bm25" in pool and "asqa.toc.preset.bm25.jsonl" in smoke
+    [deep] = retrievals(smoke, ".deep.jsonl")
+    assert "--method bm25 --hits 40" in deep
+
+
 def test_a_cell_that_reads_another_cells_generations_waits_for_it(tmp_path):
     """Under make -jN, ToC's tree waits for RAC (its root is RAC's prompt) and REFUEL's round trip for the plain
     reading, so they read those generations from the grid's cache instead of making them beside each other; without

@@ -36,6 +36,8 @@ def _plain_records() -> bytes:
 @pytest.mark.parametrize("script", [
     f"$CQ {DETECT} -o /dev/fd/3 3> out.jsonl < {QUESTIONS}",  # the sweep's --run /dev/fd/3 and -o /dev/fd/3
     f"$CQ {DETECT} --output=/dev/fd/3 3> out.jsonl < {QUESTIONS}",
+    f"$CQ {DETECT} -o/dev/fd/3 3> out.jsonl < {QUESTIONS}",  # a short option's value written on to it
+    f"ln -s /dev/fd/3 link; $CQ {DETECT} -qolink 3> out.jsonl < {QUESTIONS}",
     f"ln -s /dev/fd/3 link; $CQ {DETECT} -o link 3> out.jsonl < {QUESTIONS}",
     f"$CQ {DETECT} /dev/fd/3 3< {QUESTIONS} > out.jsonl",
     f"$CQ {DETECT} /proc/self/fd/3 3< {QUESTIONS} > out.jsonl",

@@ -124,3 +124,22 @@ def test_the_report_links_the_figures_written_beside_it(tmp_path):
     scores = {"ambignq.cqa.llm": summary("cbqa", f1=[28.0, 24.8, 31.2])}
     text = report(tmp_path, scores, {"a--b": pair(40, 4.0, 1.5, 6.5)})
     assert "- [forest-cbqa.png](figures/forest-cbqa.png)\n- [forest-pairs.png](figures/forest-pairs.png)" in text
+
+
+def test_the_page_names_no_path_of_this_machine(tmp_path):
+    """The tracked results.md named /work/main/cqtools/shipped/reader (a developer's checkout) and a trained model
+    under /root/.cache: the models line and each cell's command read from the repository's root and from ~."""
+    import os
+
+    home = os.path.expanduser("~")
+    scores = {"ambignq.cqa.llm": summary("cbqa", f1=[28.0, 24.8, 31.2])}
+    (tmp_path / "exp" / "scores").mkdir(parents=True)
+    (tmp_path / "exp" / "scores" / "ambignq.cqa.llm.json.cmd").write_text(
+        f"cq convert ambignq {ROOT}/data/dev.json\n  | cq answer --mode cq --model {ROOT}/cqtools/shipped/reader\n"
+        f"  | cq gen-cq --method seq2seq --model {home}/.cache/cqtools/models/gencq (cwd {ROOT})\n")
+    text = report(tmp_path, scores, None, None, "--models",
+                  f"extractive reader {ROOT}/cqtools/shipped/reader; CQ generator {home}/.cache/cqtools/models/gencq")
+    assert "Models: extractive reader cqtools/shipped/reader; CQ generator ~/.cache/cqtools/models/gencq;" in text
+    assert "cq answer --mode cq --model cqtools/shipped/reader" in text and "(cwd .)" in text
+    assert "--model ~/.cache/cqtools/models/gencq" in text and "cq convert ambignq data/dev.json" in text
+    assert str(ROOT) not in text and f"{home}/" not in text

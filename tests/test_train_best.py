@@ -86,6 +86,21 @@ def test_the_best_dev_checkpoint_is_kept_not_a_later_worse_one(runner, tmp_path,
     assert not _same_file_weights(kept, os.path.join(copies, "eval-3"))
 
 
+def test_gen_cq_stops_after_patience_evaluations_without_a_better_one(runner, tmp_path, monkeypatch, tiny_seq2seq):
+    """Issue 48: AskCQ's CQ generator trains until 10 dev evaluations bring no better BLEU (--wait_step 10,
+    run_cq_training.sh); `cq train gen-cq --patience N` stops so (the askcq layout's default: 10). Evaluations at
+    steps 2, 4, 6 score 0.3, 0.8, 0.1: with --patience 1 the run ends at step 6 of 8, keeping step 4's weights."""
+    out = str(tmp_path / "out")
+    given = scripted(monkeypatch, "gen-cq", str(tmp_path / "copies"))
+    args = _args("gen-cq", tiny_seq2seq, QUESTIONS, out)
+    args[args.index("--max-steps") + 1] = "8"
+    done = runner.invoke(cli, [*args, "--patience", "1"])
+    assert done.exit_code == 0, done.stderr
+    saved = report(out)
+    assert given == SCRIPT and saved["steps"] == 6 and saved["stopped"] == "early stop"
+    assert saved["best"]["step"] == 4 and saved["config"]["patience"] == 1
+
+
 def test_evaluating_on_dev_does_not_change_the_training(runner, tmp_path, tiny_bart, with_passages):  # noqa: F811
     """One evaluation, at the last step (--eval-every beyond the budget): the weights kept equal a run without
     --dev, tensor for tensor (scoring the saved weights leaves the RNGs and the model as they were)."""

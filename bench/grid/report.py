@@ -14,11 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
 
 from bench.grid.floor import gold_reads_file, load, records_of, undefined, zero_reason  # noqa: E402
 from bench.grid.wall import read_wall, wall_start, wall_stop  # noqa: E402,F401 (read_wall: the report reads F.wall)
@@ -141,6 +143,17 @@ def pair_sentence(a: str, b: str, label: str, metric: dict | None, n: int, unit:
     return f"{label}: no difference shown (d = {diff:+.1f} [{interval}], n = {n})."
 
 
+def portable(text: str) -> str:
+    """``text`` without the paths of this machine: the checkout's folder goes (a path under it reads as from the
+    repository's root, as the Makefile runs) and the home folder reads ``~``, so the page names no developer's
+    checkout or home (a model under $CQ_MODELS, ~/.cache/cqtools/models by default, is ``~/.cache/...``)."""
+    for folder, short in ((str(ROOT), "."), (os.path.expanduser("~"), "~")):
+        if len(folder) > 1:  # a path, not "/" (a home of "/" names nothing)
+            text = re.sub(re.escape(folder) + r"(/|(?![\w.-]))", lambda m: "" if short == "." and m.group(1)
+                          else short + m.group(1), text)
+    return text
+
+
 def anchor(name: str) -> str:
     return "cmd-" + name.replace(".", "-")
 
@@ -165,7 +178,7 @@ def header(args, scores: dict) -> list[str]:
         f"that calls the LLM or the reranker on the first {n_model} of them{deep} (pairs across tiers compare on "
         "the shared questions); "
         f"Tree of Clarifications on the first {n_asqa} covered ASQA dev questions (the released loop, "
-        f"`--preset toc`, on the first {n_toc} of those). Models: {args.models}; corpus "
+        f"`--preset toc`, on the first {n_toc} of those). Models: {portable(args.models)}; corpus "
         "../shared/data/corpus (9,532 passages).", "",
         f"Each number is `value [low, high]`: the value and its {interval}. n: questions scored (CLAM: one "
         "record per intended DQ). **wall s**: wall-clock seconds of this machine's run "
@@ -399,7 +412,7 @@ def write_results(args) -> None:
     for name in sorted(used):
         cmd = scores_dir / f"{name}.json.cmd"
         lines += [f'<a id="{anchor(name)}"></a>**{name}**', "", "```",
-                  cmd.read_text().rstrip() if cmd.exists() else "(no command recorded)", "```", ""]
+                  portable(cmd.read_text().rstrip()) if cmd.exists() else "(no command recorded)", "```", ""]
     Path(args.out).write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out} ({len(used)} cells)")
 

@@ -128,10 +128,19 @@ def plain_only(argv: list[str]) -> str:
         except OSError:
             return f"descriptor {fd} is closed"
     for arg in argv[1:]:
-        for path in {arg, arg.split("=", 1)[-1]} if arg.startswith("-") else {arg}:
+        for path in _paths_of(arg):
             if path and (_names_own_descriptor(path) or _a_pipe(path)):
                 return f"{path} names a descriptor or a pipe"
     return ""
+
+
+def _paths_of(arg: str) -> set[str]:
+    """What ``arg`` may name as a file: itself, an option's value after '=', and a short option's value written
+    on to it (click reads -o/dev/fd/3 as -o /dev/fd/3, and -qolink as -q -o link): each of its tails."""
+    if not arg.startswith("-"):
+        return {arg}
+    tails = {arg[k:] for k in range(2, len(arg))} if not arg.startswith("--") else set()
+    return {arg, arg.split("=", 1)[-1], *tails}
 
 
 def plugins() -> list[list[str]]:

@@ -175,9 +175,15 @@ DISAMBIG_FIRST = Preset(
                 "the cross-encoder orders all 100 for the DQ; DPR's reader scores all 100 itself",
                 setting="passages reranked per DQ"),
         Setting("answer", "max_passage_tokens", 0, "§5, §6.1: DPR's reader reads the DQ's retrieved set (its 100 "
-                "passages), not a top 3", "one reader input holds as many of the reranked 100 as fit the reader's "
-                "context (0: its input length; meta.passages_read.answer counts them per DQ); DPR reads each "
-                "passage apart and picks the best span over all of them", setting="passages read per DQ", applies=LAYOUT),
+                "passages, each in an input of its own), not a top 3", "the extractive reader reads each of the "
+                "reranked 100 in an input of its own, as DPR's (0: the model's input length, which holds any one "
+                "passage); a reader that reads one input (--reader generative) holds as many as fit its context. "
+                "meta.passages_read.answer counts them per DQ", setting="passages read per DQ", applies=LAYOUT),
+        Setting("answer", "span_order", "score", "§5 (Karpukhin et al. 2020 predicts 'an answer span from the top 1 "
+                "passage'): DPR's reader ranks the passages by its own selection score, then reads the best span "
+                "of the first", "cq's span reader has no selection head: a passage's score is its best span's "
+                "(start + end logits), so the best span over all 100 answers, not the best span of the passage the "
+                "cross-encoder ranks first", setting="which passage answers", applies=LAYOUT),
 
         # --- disambiguate ---
         Setting("disambiguate", "method", "disambig-first", "§5 DISAMBIG-FIRST step (2): an ambiguous question "

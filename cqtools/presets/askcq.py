@@ -79,9 +79,10 @@ ASKCQ = Preset(
                 "how a passage's title joins its text is in the unreleased .pkl files; cq writes 'title: text'. "
                 "Train a generator on this layout with `cq train gen-cq --input-layout askcq --two-options comma` "
                 "(a tokenizer with sep, bos and eos tokens, e.g. BART's): it trains on the input cq gen-cq generates "
-                "from (up to 100 whole passages within 1,024 tokens) with the release's lr 1e-5 and batch 10, keeping "
-                "the best dev CQ BLEU every --eval-every steps (the release: 500, run_cq_training.sh:20; run.py:216-229), "
-                "not its gradient accumulation (2) or early stopping on dev; cq gen-cq then reads the layout from it",
+                "from (up to 100 whole passages within 1,024 tokens) with the release's lr 1e-5, batch 10 with "
+                "gradients summed over 2, the best dev CQ BLEU kept every 250 steps (its 500 batches) and a stop after "
+                "10 evaluations without gain (run_cq_training.sh:17-20; run.py:216-229), not its 100 epochs "
+                "(--epochs); cq gen-cq then reads the layout from it",
                 setting="input layout", applies=LAYOUT),
         Setting("gen-cq", "max_passage_tokens", 1024, "CQDataset.py:126 @d8be017 and cli.py:47 "
                 "(max_token_nums 1024): passages until BART's 1,024 input tokens are full",

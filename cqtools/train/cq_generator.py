@@ -22,9 +22,13 @@ TARGETS = ("auto", "silver")  # auto: gold.cq where a record has one, else the s
 # What --input-layout sets where the user set nothing: cq's own, or AskCQ's release (DongryeolLee96/AskCQ @d8be017:
 # cli.py --max_token_nums 1024 and --learning_rate 1e-5, run_cq_training.sh train_batch_size=10; every relevant passage
 # read until the 1,024 tokens are full, CQDataset.py:119-126), the same input `cq gen-cq --preset askcq` generates from.
-# Not followed here: its gradient accumulation (2) and early stopping on dev (wait_step 10).
-LAYOUT_DEFAULTS = {"cq": {"batch_size": 8, "lr": 5e-5, "passages": 3, "max_passage_tokens": None},
-                   "askcq": {"batch_size": 10, "lr": 1e-5, "passages": 100, "max_passage_tokens": 1024}}
+# Its batches: 10, gradients summed over 2 (run_cq_training.sh:17-18 @d8be017); dev every 500 batches, which are 250
+# optimiser steps (eval_period=500 counts batches, run.py:train @d8be017), stopped after 10 evaluations without a
+# better one (--wait_step 10). Not followed: its 100 epochs (--epochs stays cq's 1; give --epochs 100 for them).
+LAYOUT_DEFAULTS = {"cq": {"batch_size": 8, "lr": 5e-5, "passages": 3, "max_passage_tokens": None, "grad_accum": 1,
+                          "eval_every": None, "patience": None},
+                   "askcq": {"batch_size": 10, "lr": 1e-5, "passages": 100, "max_passage_tokens": 1024,
+                             "grad_accum": 2, "eval_every": 250, "patience": 10}}
 CQ_INPUT_TOKENS = 384  # where a cq-layout input without a budget is cut (as before)
 # The weights kept: the best dev CQ BLEU-4 (corpus BLEU against the gold CQ), as AskCQ keeps its best-model.pt for
 # CQ generation (run.py:219-229 @d8be017, CQ_evaluate.py:45-47: evaluate.load("bleu")).
@@ -195,7 +199,7 @@ def train_gen_cq(cfg: GenCQTrainConfig) -> dict:
              "seq2seq" if seq2seq else "causal LM", total, device)
     every = every_of(cfg.eval_every, len(train), cfg.batch_size * per_step)
     keeper = BestOnDev(model, scoring_saved(run, save, lambda: dev_cq_scores(cfg, dev, device)), metric_key(DEV_METRIC),
-                       every, name="train gen-cq") if dev else None
+                       every, patience=cfg.patience, name="train gen-cq") if dev else None
     timing = {"evaluate_at": eval_steps(every, total), "on_eval": keeper, "keep": (keeper,)} if keeper else {}
     state = train_loop(run, model, len(train), loss_of, log_every=10, name="train gen-cq", **timing)
     if not run.is_main:

@@ -99,5 +99,15 @@ class GenCQTrainConfig(TrainConfig):
                                      "AskCQ's CQDataset layout (needs a tokenizer with sep/bos/eos tokens, e.g. "
                                      "BART's). cq gen-cq reads it from the model's cq_train.json.",
                                choices=("cq", "askcq"))
+    grad_accum: int | None = option(None, "Batches whose gradients are summed into one optimiser step (accelerate's "
+                                          "gradient accumulation). [default: 1; 2 with --input-layout askcq, AskCQ's "
+                                          "run_cq_training.sh]", min=1, metavar="N")
+    eval_every: int | None = option(None, "With --dev: score the weights on dev every N steps and at the last step, "
+                                          "and keep the best (cq_train.json: best, history). [default: once per "
+                                          "epoch; 250 with --input-layout askcq: AskCQ's eval_period of 500 "
+                                          "batches]", min=1, metavar="N")
+    patience: int | None = option(None, "Dev evaluations without a better CQ BLEU before stopping early. [default: "
+                                        "none, never early; 10 with --input-layout askcq, AskCQ's --wait_step]",
+                                  min=1)
     two_options: str = option(FromDqsOptions.two_options, "Silver CQs with two options as \"A or B\" or \"A, or B\" "
                                                           "(AskCQ's form).", choices=("or", "comma"))

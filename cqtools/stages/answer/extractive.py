@@ -117,19 +117,16 @@ class ExtractiveReader:
     def evidence(self, question: str, passages: list[dict], multi: bool = False) -> list[dict]:
         """The passages read for ``question``: the top ``n_passages``, or with ``max_passage_tokens``
         as many as fit that budget in order, "title: text" counted with the model's tokenizer and the
-        question counting toward it (0: the model's input length, less the question)."""
+        question counting toward it. 0 is the model's input length, and this reader reads each passage in
+        an input of its own (as DPR's reader does), so it holds every passage: none is dropped (a budget summed
+        over passages read apart read 5-11 of a DQ's 100)."""
         from ..evidence import fit, token_counter
 
         o = self.options
-        if o.max_passage_tokens is None:
+        if o.max_passage_tokens is None or o.max_passage_tokens == 0:
             return list(passages[:o.n_passages])
         count = token_counter(self)
-        budget = o.max_passage_tokens
-        if budget == 0:
-            from ...models.cutting import context_length
-
-            budget = context_length(self.model.config, self.tokenizer)
-        return fit(passages, budget, count, count(question), render=context_of, limit=o.n_passages)
+        return fit(passages, o.max_passage_tokens, count, count(question), render=context_of, limit=o.n_passages)
 
     # -- scoring -------------------------------------------------------------------------------
 

@@ -99,8 +99,9 @@ def hits():
 
 def passage_budget():
     return option(None, "evidence budget: read passages in order while the question and the passages fit this many "
-                        "tokens of the reader's tokenizer (0: the reader model's whole input length); replaces "
-                        "--passages, which then only caps the count [default: --passages]", min=0)
+                        "tokens of the reader's tokenizer (0: the reader model's whole input length; the "
+                        "extractive reader reads each passage in an input of its own, so 0 reads every one); "
+                        "replaces --passages, which then only caps the count [default: --passages]", min=0)
 
 
 def min_rerank():
