@@ -62,6 +62,8 @@ SUBSTITUTE: dict[str, list[tuple[str, str]]] = {
     "docs/benchmarks/field.md": [  # the benchmark's commands on hand-written lines of each format, a tiny LLM
         ("HuggingFaceTB/SmolLM2-135M-Instruct", "{tiny_llm}"),
         ("../shared/data/ambignq/dev_light.json", "fixtures/ambignq_light.json"),
+        ("--index work/exp-index", "--index {index}"),  # the grid's corpus index: the fixture corpus's
+        ("../shared/data/corpus/passages.jsonl", "corpus.sample.jsonl"),  # SETUP's: names 6 fixture questions
     ],
 }
 
@@ -77,11 +79,14 @@ SETUP: dict[str, str] = {
     "docs/cluster.md": (  # 6 fixture questions with passages; with silver CQs for `cq answer --mode cq`
         "mkdir -p work && head -n 6 fixtures/questions.jsonl | cq retrieve -q --index {index} --hits 5 > in.jsonl "
         "&& cq gen-cq -q --method from-dqs --all < in.jsonl > work/with_cq.jsonl"),
-    "docs/benchmarks/field.md": (  # DIR as `cq data get` fills it, with tests/test_convert_benchmarks.py's lines
+    "docs/benchmarks/field.md": (  # DIR as `cq data get` fills it, with tests/test_convert_benchmarks.py's lines;
+        # a corpus whose passages name 6 fixture questions (source_qid), for the covered-questions block
         "mkdir -p DIR/clamber DIR/condambigqa bench/grid "
         f"&& cp {shlex.quote(str(ROOT / 'bench/grid/oracle_terse.txt'))} bench/grid/ "
         f"&& printf '%s\\n' {' '.join(shlex.quote(line) for line in CLAMBER_LINES)} > DIR/clamber/clamber_benchmark.jsonl "
-        f"&& printf '%s' {shlex.quote(json.dumps(CONDAMBIGQA))} > DIR/condambigqa/mcaqa.json"),
+        f"&& printf '%s' {shlex.quote(json.dumps(CONDAMBIGQA))} > DIR/condambigqa/mcaqa.json "
+        "&& python -c 'import json; [print(json.dumps({\"source_qid\": q[\"id\"]})) "
+        "for q in json.load(open(\"fixtures/ambignq_light.json\"))[:6]]' > corpus.sample.jsonl"),
 }
 
 # Per doc: environment variables (make variables included) on top of the shared ones.
