@@ -60,3 +60,15 @@ def test_a_declared_option_names_what_its_value_is(runner):
     for flag in ("--api-base URL", "--prompt FILE", "--shots FILE"):
         assert flag in shown, flag
     assert "--api-base URL" in runner.invoke(cli, ["answer", "--help"]).output
+
+
+def test_answer_help_names_the_reader_used_without_a_trained_one(runner, tmp_path, monkeypatch):
+    """With nothing in $CQ_MODELS, cq answer reads with the reader cq ships: its --model help says so (it said
+    SmolLM2, which only --mode long and --verify use)."""
+    from cqtools.config import RunConfig
+    from cqtools.models.roles import SHIPPED_DIR, installed_reader
+
+    monkeypatch.setenv("CQ_MODELS", str(tmp_path))
+    assert installed_reader(RunConfig.from_env()) == f"{SHIPPED_DIR}/reader"
+    text = " ".join(runner.invoke(cli, ["answer", "--help"]).stdout.split())
+    assert re.search(r"`cq train reader --out DIR`\), else the one cq ships \(cqtools/shipped/reader\)", text), text

@@ -26,8 +26,8 @@ MODE_AND_READER_OPTIONS, OPTION_NAMES = method_options(ANSWER_MODES, READERS)
                    + READERS.help() + ".")
 @model_option("reader", None, help="Reader model: Hugging Face id, local directory, or offline copy "
                                    "[default: the extractive reader installed in $CQ_MODELS/reader by `make models` "
-                                   f"(or `cq train reader --out DIR`), else {DEFAULT_READER}; --mode long and "
-                                   f"--verify: {DEFAULT_READER}].")
+                                   "(or `cq train reader --out DIR`), else the one cq ships (cqtools/shipped/reader), "
+                                   f"else {DEFAULT_READER}; --mode long and --verify: {DEFAULT_READER}].")
 @MODE_AND_READER_OPTIONS
 @compose(batch_option, device_options, load_options, max_input_option, api_options, seed_option, stream_options,
          scale_options)
