@@ -245,10 +245,11 @@ def ambignq_cq(path: str) -> Iterator[dict]:
         names = [_column_name(h) for h in header]
         cols = {role: next((names.index(n) for n in aliases if n in names), None)
                 for role, aliases in AMBIGNQ_CQ_COLUMNS.items()}
-        if cols["id"] is None or cols["cq"] is None:
-            raise InputError(f"expected a CSV header with an id column ({', '.join(AMBIGNQ_CQ_COLUMNS['id'])}) "
-                             f"and a clarifying-question column ({', '.join(AMBIGNQ_CQ_COLUMNS['cq'])}), got "
-                             f"{header[:8]}: rename those two columns in the header line", where=f"{path} line 1")
+        if (cols["id"] is None and cols["question"] is None) or cols["cq"] is None:
+            raise InputError(f"expected a CSV header with an id column ({', '.join(AMBIGNQ_CQ_COLUMNS['id'])}) or "
+                             f"a question column ({', '.join(AMBIGNQ_CQ_COLUMNS['question'])}), and a "
+                             f"clarifying-question column ({', '.join(AMBIGNQ_CQ_COLUMNS['cq'])}), got {header[:8]}: "
+                             "rename those columns in the header line", where=f"{path} line 1")
         unused.note([h for i, h in enumerate(header) if i not in cols.values()],
                     "AmbigNQ's own fields come from `cq convert ambignq` (join this file onto it)")
         yield from _cq_rows(path, reader, header, cols)
@@ -263,8 +264,11 @@ def _cq_rows(path, reader, header, cols) -> Iterator[dict]:
             if len(row) != len(header):
                 raise InputError(f"{len(row)} fields where the header has {len(header)}: fix the quoting of the "
                                  f"line", where=f"{path} line {lineno}")
-            record = {"id": row[cols["id"]], "gold": {"ambiguous": True, "cq": row[cols["cq"]],
-                                                     "cq_source": "ambignq-cq (GPT-3)"}}
+            gold = {"ambiguous": True, "cq": row[cols["cq"]], "cq_source": "ambignq-cq (GPT-3)"}
+            if cols["id"] is None:  # no AmbigNQ id: named by its line, joined onto AmbigNQ by its question
+                record = {"id": f"ambignq-cq:{lineno}", "gold": {**gold, "join_on": "question"}}
+            else:
+                record = {"id": row[cols["id"]], "gold": gold}
             if cols["question"] is not None:
                 record["question"] = row[cols["question"]]
             yield record

@@ -134,6 +134,23 @@ def test_ambignq_cq_joins_a_clarifying_question_onto_ambignq(runner, tmp_path):
     assert record["gold"]["cq_source"] == "ambignq-cq (GPT-3)" and record["gold"]["answers"] == [["Ann"], ["Bo"]]
 
 
+def test_an_ambignq_cq_csv_without_ids_joins_onto_ambignq_by_its_question(runner, tmp_path):
+    """The paper's example table shows a question, its intents and answers, and the CQ: a CSV of those
+    columns has no AmbigNQ id, so --join matches the question (case and spacing aside)."""
+    light = write(tmp_path, "dev_light.json", [
+        {"id": "q1", "question": "who wrote the tiny song?", "annotations": [{"type": "singleAnswer", "answer": ["Ann"]}]},
+        {"id": "q2", "question": "who sang the tiny song?", "annotations": [{"type": "singleAnswer", "answer": ["Bo"]}]}])
+    csv_path = write(tmp_path, "dev.csv", 'Question,Intents,CQ\n"Who wrote the  tiny song?","a; b",Words or tune?\n')
+    alone, err = convert(runner, "ambignq-cq", csv_path)
+    assert alone == [{"id": "ambignq-cq:2", "question": "Who wrote the  tiny song?",
+                      "gold": {"ambiguous": True, "cq": "Words or tune?", "cq_source": "ambignq-cq (GPT-3)",
+                               "join_on": "question"}}]
+    assert "Intents" in err
+    joined, _ = convert(runner, "ambignq", light, "--join", f"ambignq-cq:{csv_path}")
+    assert joined[0]["gold"]["cq"] == "Words or tune?" and "join_on" not in joined[0]["gold"]
+    assert "cq" not in joined[1]["gold"]
+
+
 @pytest.mark.parametrize("header", ["\ufeffID,Question,Clarifying Question", "qid,ambiguous_question,cq",
                                     "example_id,question,generated-CQ"])
 def test_ambignq_cq_takes_its_header_in_the_spellings_a_csv_writer_gives(runner, tmp_path, header):
@@ -159,6 +176,7 @@ def test_ambignq_cq_takes_its_header_in_the_spellings_a_csv_writer_gives(runner,
     ("alce-asqa", "a.json", [{**ALCE[0], "docs": [{"title": "t"}]}], "entry 1 docs[0]: ALCE-ASQA entry lacks text"),
     ("ambignq-cq", "d.csv", AMBIGNQ_CQ + "q2,only two\n", "line 3: 2 fields where the header has 3"),
     ("ambignq-cq", "d.csv", "key,text\n1,x\n", "line 1: expected a CSV header with an id column"),
+    ("ambignq-cq", "d.csv", "key,cq\n1,x\n", "line 1: expected a CSV header with an id column"),
     ("ambignq-cq", "d.csv", "id,question,answer\n1,x,y\n", "got ['id', 'question', 'answer']: rename those"),
 ])
 def test_a_bad_entry_is_a_one_line_error_naming_its_line(runner, tmp_path, fmt, name, content, said):

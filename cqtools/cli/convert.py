@@ -43,6 +43,31 @@ def _join_arg(ctx, param, values):
     return joins
 
 
+class _Joins:
+    """The --join sources' gold by record id, and by question for a source without the records' ids."""
+
+    def __init__(self, joins):
+        self.by_id, self.by_question = {}, {}
+        for jfmt, jpath in joins:
+            for record in convert(jfmt, jpath):
+                gold = dict(record.get("gold", {}))
+                if gold.pop("join_on", None) == "question":
+                    self.by_question[_question_key(record.get("question"))] = gold
+                else:
+                    self.by_id[record["id"]] = gold
+
+    def of(self, record: dict) -> dict | None:
+        found = self.by_id.get(record["id"])
+        if found is None and self.by_question:
+            found = self.by_question.get(_question_key(record.get("question")))
+        return found
+
+
+def _question_key(question) -> str:
+    """A question as a --join source without ids matches it: case and spacing aside."""
+    return " ".join(str(question or "").lower().split())
+
+
 def _add_gold(record: dict, joined: dict, silver_cq: bool) -> None:
     """Fill the keys ``record``'s gold lacks from a --join source's gold (an unknown ``ambiguous`` too), then
     a silver CQ when asked."""
@@ -59,7 +84,8 @@ def _add_gold(record: dict, joined: dict, silver_cq: bool) -> None:
 @click.argument("fmt", metavar="FORMAT", type=click.Choice(FORMATS.names()))
 @click.argument("path", metavar="FILE", type=click.Path(dir_okay=False))
 @click.option("--join", "joins", multiple=True, callback=_join_arg, metavar="FORMAT:FILE",
-              help="Add gold fields from another source with the same ids (fills keys the first lacks).")
+              help="Add gold fields from another source with the same ids (fills keys the first lacks); a "
+                   "source without ids (an AMBIGNQ-CQ CSV with no id column) matches by question text.")
 @click.option("--ids", "ids_file", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
               help="Keep only records whose id is listed in FILE (one id per line).")
 @click.option("--exclude-ids", "exclude_file", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
@@ -105,10 +131,7 @@ def cli(fmt, path, joins, ids_file, exclude_file, limit, silver_cq, output):
     if fmt in LAYOUT_FORMATS and (joins or silver_cq):
         raise InputError(f"{fmt} writes CAmbigNQ's layout, not cq records: drop --join and "
                          "--silver-cq (cq convert cambignq reads its output)")
-    extra = {}
-    for jfmt, jpath in joins:
-        for record in convert(jfmt, jpath):
-            extra[record["id"]] = record.get("gold", {})
+    joined_gold = _Joins(joins)
     keep = _read_ids(ids_file) if ids_file else None
     drop = _read_ids(exclude_file) if exclude_file else set()
     out = AtomicFile(output) if output else None
@@ -119,8 +142,9 @@ def cli(fmt, path, joins, ids_file, exclude_file, limit, silver_cq, output):
         for n, record in enumerate(records):
             if limit is not None and n >= limit:
                 break
-            if record["id"] in extra or silver_cq:
-                _add_gold(record, extra.get(record["id"], {}), silver_cq)
+            joined = joined_gold.of(record)
+            if joined is not None or silver_cq:
+                _add_gold(record, joined or {}, silver_cq)
             writer.write(record)
         writer.stream.flush()
         if out:
