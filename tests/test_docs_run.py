@@ -69,7 +69,8 @@ SUBSTITUTE: dict[str, list[tuple[str, str]]] = {
         ("--hits 100", "--hits 5"),
         ("--top 100", "--top 5"),
         ("--model CLASSIFIER_DIR", "--model {tiny_classifier}"),  # a random 2-label BERT, as `cq train detect` writes
-        ("--model GENERATOR_DIR", "--model gencq-askcq"),  # SETUP: the tiny T5 with BART's bos/eos, as AskCQ needs
+        ("--model GENERATOR_DIR", "--model gencq-askcq"),
+        ("cq detect --preset clam", "cq detect --preset clam --model {tiny_llm}"),  # doc_env sets no CQ_MODEL_DETECT  # SETUP: the tiny T5 with BART's bos/eos, as AskCQ needs
     ],
     "docs/benchmarks/field.md": [  # the benchmark's commands on hand-written lines of each format, a tiny LLM
         ("HuggingFaceTB/SmolLM2-135M-Instruct", "{tiny_llm}"),
