@@ -1,6 +1,6 @@
 """README's "Reproduce a paper" section, generated from the presets' rows (``make docs``; tests/test_docs.py
-checks it is current): one pipeline per preset, what it needs, its expected time, and how many of its settings
-still differ."""
+checks it is current): one pipeline per preset (a ```bash block, which tests/test_docs_run.py runs on the
+fixtures), what it needs, its expected time, and how many of its settings still differ."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,6 +19,9 @@ RERANKED = "cq retrieve --index IDX --method dense --hits 100 < questions.jsonl 
 FIRST = {"clam": "cq oracle --expand < questions.jsonl | cq detect --preset clam",  # one record per interpretation
          "askcq": "cq retrieve --index IDX --hits 100 < questions.jsonl | cq rerank --top 100",
          "ambigqa": RERANKED, "refuel": RERANKED}
+# The questions a block reads, where not the AmbigNQ ones of README's pipeline (`cq score --task asqa` scores only
+# records with ASQA's long answers).
+QUESTIONS = {"toc": "asqa_dev.jsonl"}
 # The order the stages run in, where it is not the order of the preset's rows.
 ORDER = {"disambig-first": ("detect", "disambiguate", "answer"), "askcq": ("detect", "answer:ambigqa", "gen-cq", "answer")}
 # What a stage needs beyond the offline defaults (a model cq cannot ship, a demo pool), per preset.
@@ -30,7 +33,8 @@ NOTES = {"askcq": "CLASSIFIER_DIR: a classifier trained on the question with its
                   "refused); GENERATOR_DIR: `cq train gen-cq --input-layout askcq --two-options comma` "
                   "(docs/methods.md); the first `cq answer` (`--preset ambigqa`: SpanSeqGen's reading) gives gen-cq "
                   "its predicted answers.",
-         "toc": "ASQA_TRAIN: ASQA records with their long answers, the pool ToC's kNN demos are drawn from (ToC's "
+         "toc": "asqa_dev.jsonl: ASQA's dev questions (`cq convert asqa dev.json > asqa_dev.jsonl`, `make data`'s "
+                "asqa/dev.json). ASQA_TRAIN: ASQA records with their long answers, the pool ToC's kNN demos are drawn from (ToC's "
                 "is ASQA train: `cq convert asqa train.json > asqa_train.jsonl`; `make compare` uses dev questions it "
                 "does not score); without --shots the built-in demos are used.",
          "clam": "`cq oracle --expand`: one record per interpretation (gold DQ) of each question, as CLAM evaluates.",
@@ -57,7 +61,7 @@ def _pipeline(name: str, preset) -> str:
             parts.append("cq answer --preset ambigqa")
             continue
         extra = " --index IDX" if command == "answer" and preset.values("answer").get("mode") == "dqs" else ""
-        tail = " < questions.jsonl" if command == "retrieve" else ""
+        tail = f" < {QUESTIONS.get(name, 'questions.jsonl')}" if command == "retrieve" else ""
         parts.append(f"cq {command} --preset {name}{extra}{NEEDS.get((name, command), '')}"
                      + (" --index IDX" if command == "retrieve" else "") + tail)
     score = "cq score --preset clam" if "score" in preset.commands() else f"cq score --task {SCORE_TASK.get(name, 'ambigqa')}"
@@ -99,14 +103,15 @@ def presets_section() -> str:
         paper = preset.paper.split(" (")[0].replace("../shared/papers/", "")
         lines.append(f"| `{name}` | {paper} | {', '.join(preset.commands())} | {differs} "
                      f"([docs/methods.md](docs/methods.md)) |")
-        blocks += ["", f"`--preset {name}`: {preset.help}.", "", "```text", _pipeline(name, preset), "```"]
+        blocks += ["", f"`--preset {name}`: {preset.help}.", "", "```bash", _pipeline(name, preset), "```"]
         blocks += ["", expected_time(name, times) + (f" {NOTES[name]}" if name in NOTES else "")]
     lines += blocks
     lines += ["", "Every stage reads the offline SmolLM2-135M unless `--model` names another (any Hugging Face id, "
                   "local directory or `openai:NAME` on an OpenAI-compatible server: "
                   "[docs/cluster.md](docs/cluster.md)); the papers' numbers need the papers' model sizes. Data: "
-                  "`make data` (AmbigNQ, ASQA, NQ-open; [docs/data.md](docs/data.md)), an index of their passages "
-                  "(`cq index`, or Pyserini's prebuilt `wikipedia-dpr-100w`).", "", END]
+                  "`make data` (AmbigNQ, ASQA, NQ-open; [docs/data.md](docs/data.md)), IDX, an index of their "
+                  "passages (`cq index`, or Pyserini's prebuilt `wikipedia-dpr-100w`). tests/test_docs_run.py runs "
+                  "every block on the fixtures.", "", END]
     return "\n".join(lines)
 
 

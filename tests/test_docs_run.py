@@ -59,6 +59,19 @@ SUBSTITUTE: dict[str, list[tuple[str, str]]] = {
         ("data/psgs_w100.tsv", "fixtures/corpus.jsonl"),  # 155 passages, in 8 chunks of 20
         ("--shard $I/$N --device cuda", "--shard $I/$N --device cpu --chunk 20"),
     ],
+    "README.md": [  # "Reproduce a paper": each preset's pipeline on the fixture index, 5 passages, tiny models
+        ("cq retrieve --preset toc --index IDX", "cq retrieve --preset toc --hits 5 --index IDX"),  # not its 100
+        ("--shots ASQA_TRAIN", "--shots asqa_train.jsonl"),  # SETUP converts fixtures/asqa.json
+        # the span reader a user's run reads (the shipped one), not the tiny LLM that CQ_MODEL_READER names here
+        ("cq answer --preset disambig-first --index IDX",
+         "env -u CQ_MODEL_READER cq answer --preset disambig-first --hits 5 --rerank-depth 5 --index IDX"),
+        ("--index IDX", "--index {index}"),  # BM25 and dense vectors (--method dense), of the 155 fixture passages
+        ("--hits 100", "--hits 5"),
+        ("--top 100", "--top 5"),
+        ("--model CLASSIFIER_DIR", "--model {tiny_classifier}"),  # a random 2-label BERT, as `cq train detect` writes
+        ("--model GENERATOR_DIR", "--model gencq-askcq"),
+        ("cq detect --preset clam", "cq detect --preset clam --model {tiny_llm}"),  # doc_env sets no CQ_MODEL_DETECT  # SETUP: the tiny T5 with BART's bos/eos, as AskCQ needs
+    ],
     "docs/benchmarks/field.md": [  # the benchmark's commands on hand-written lines of each format, a tiny LLM
         ("HuggingFaceTB/SmolLM2-135M-Instruct", "{tiny_llm}"),
         ("../shared/data/ambignq/dev_light.json", "fixtures/ambignq_light.json"),
@@ -73,7 +86,13 @@ SETUP: dict[str, str] = {
     "README.md": (  # the first 4 AmbigNQ-light questions; the 8-passage DPR tsv; `make demo`'s index
         "python -c 'import json; json.dump(json.load(open(\"fixtures/ambignq_light.json\"))[:4], "
         "open(\"dev_light.json\", \"w\"))' && cp fixtures/formats/psgs_w100.tsv psgs_w100.tsv "
-        "&& mkdir -p work && ln -s {index} work/fixture-index"),
+        "&& mkdir -p work && ln -s {index} work/fixture-index "
+        # "Reproduce a paper": ToC's 2 ASQA questions and its demo pool (ASQA_TRAIN, the other 4), AskCQ's CQ
+        # generator (GENERATOR_DIR)
+        "&& cq convert asqa fixtures/asqa.json > asqa.jsonl && head -n 2 asqa.jsonl > asqa_dev.jsonl "
+        "&& tail -n +3 asqa.jsonl > asqa_train.jsonl && cp -r {tiny_seq2seq} gencq-askcq "
+        "&& python -c 'from transformers import AutoTokenizer as T; t = T.from_pretrained(\"gencq-askcq\"); "
+        "t.bos_token, t.eos_token = \"[CLS]\", \"[SEP]\"; t.save_pretrained(\"gencq-askcq\")'"),
     "docs/reference.md": (  # README's questions and index, as its pipeline block left them
         "head -n 4 fixtures/questions.jsonl > questions.jsonl && ln -s {index} idx"),
     "docs/cluster.md": (  # 6 fixture questions with passages; with silver CQs for `cq answer --mode cq`
@@ -158,12 +177,16 @@ def known_bug(block: Block) -> tuple[str, str, tuple[str, ...]] | None:
     return next((why for (doc, needle), why in KNOWN_BUGS.items() if doc == block.doc and needle in block.text), None)
 
 
+def _fill(text: str, fills: dict[str, str]) -> str:
+    for key, value in fills.items():
+        text = text.replace("{" + key + "}", value)
+    return text
+
+
 def substitute(block: Block, fills: dict[str, str]) -> str:
     text = block.text
     for old, new in SUBSTITUTE.get(block.doc, []):
-        for key, value in fills.items():
-            new = new.replace("{" + key + "}", value)
-        text = text.replace(old, new)
+        text = text.replace(old, _fill(new, fills))
     return text
 
 
@@ -175,7 +198,7 @@ class DocRun:
         self.results: dict[str, subprocess.CompletedProcess] = {}
         _checkout_like(workdir)
         if doc in SETUP:
-            self._bash(SETUP[doc].replace("{index}", fills["index"]), check=True)
+            self._bash(_fill(SETUP[doc], fills), check=True)
 
     def _bash(self, script: str, check: bool = False, extra_env: dict | None = None):
         proc = subprocess.run(["bash", "-eo", "pipefail", "-c", script], cwd=self.workdir, capture_output=True,
@@ -235,8 +258,9 @@ def doc_env(tiny_causal: str, scratch: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def doc_runs(tmp_path_factory, tiny_causal, fixture_index):
-    fills = {"tiny_llm": tiny_causal, "index": fixture_index}
+def doc_runs(tmp_path_factory, tiny_causal, fixture_index, tiny_classifier, tiny_seq2seq):
+    fills = {"tiny_llm": tiny_causal, "index": fixture_index, "tiny_classifier": tiny_classifier,
+             "tiny_seq2seq": tiny_seq2seq}
     env = doc_env(tiny_causal, tmp_path_factory.mktemp("scratch"))
     runs: dict[str, DocRun] = {}
 
@@ -262,6 +286,17 @@ def test_doc_block_runs(block, doc_runs):
             pytest.xfail(f"needs the output of {failed[0].id}, which fails on a known bug")
     assert proc.returncode == 0, (f"{block.id} exited {proc.returncode}\n--- block as run:\n"
                                   f"{substitute(block, run.fills)}--- stderr:\n{proc.stderr[-4000:]}")
+    nothing = scored_nothing(block, proc.stdout)
+    assert not nothing, f"{block.id}: {nothing}\n--- block as run:\n{substitute(block, run.fills)}"
+
+
+def scored_nothing(block: Block, stdout: str) -> str | None:
+    """A pipeline that ends in `cq score` (its JSON report) must score some record: one that scores none ran on
+    the wrong questions (ASQA's metrics on AmbigNQ records) or lost its records on the way."""
+    if not re.search(r"\|\s*cq score [^|]*$", block.text.rstrip()) or "--format" in block.text.splitlines()[-1]:
+        return None
+    report = json.loads(stdout.strip().splitlines()[-1])
+    return None if report.get("n") else f"its `cq score` scored no record: {report.get('notes')}"
 
 
 def test_the_harness_finds_the_docs_blocks():
