@@ -19,6 +19,9 @@ from bench.grid.eta import grid_cpu  # noqa: E402
 from bench.preset_times import write as write_times  # noqa: E402
 
 
+NOTES = "## What these numbers say"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--work", type=Path, required=True, help="emptied first")
@@ -86,7 +89,9 @@ def render(args) -> None:
                 else "no other work (the run's own two cells load it to about the core count)."), "",
              "| slowest stages | seconds |", "|---|---|"]
     lines += [f"| {name} | {s:.0f} |" for s, name in walls[:12]]
-    args.out.write_text("\n".join(lines) + "\n")
+    notes = args.out.read_text().split(NOTES, 1) if args.out.exists() else []
+    tail = "\n" + NOTES + notes[1] if len(notes) == 2 else ""  # hand-written notes survive a regeneration
+    args.out.write_text("\n".join(lines) + "\n" + tail)
     print("\n".join(lines))
     write_times(exp, f"make compare N={args.n}", load=done["load_end_15min"], date=done["date"])
 
