@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import CQ, ROOT, machine, read_jsonl  # noqa: E402
+from bench.common import CQ, ROOT, machine, portable, read_jsonl  # noqa: E402
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -35,19 +35,6 @@ def percentile(values: list[float], q: float) -> float:
 def summary(values: list[float]) -> str:
     return (f"{statistics.median(values):.2f} | {percentile(values, 0.9):.2f} | {max(values):.2f}"
             if values else "– | – | –")
-
-
-def shown(path: str) -> str:
-    """A model path as the page shows it: relative to the checkout when inside it (no developer's home)."""
-    try:
-        return str(Path(path).resolve().relative_to(ROOT))
-    except ValueError:
-        return path
-
-
-def shown_home(path: str) -> str:
-    home = os.path.expanduser("~")
-    return "~" + path[len(home):] if path.startswith(home + os.sep) else path
 
 
 def main() -> None:
@@ -93,7 +80,7 @@ def main() -> None:
              f"Index: {args.index}. `cq chat`'s defaults: {opts.retrieve} retrieval ({opts.hits} passages), rerank "
              f"to {opts.rerank_top} (MiniLM-L12 INT8 ONNX), the {opts.detect} detector, the {opts.gen_cq} CQ "
              f"writer, and `cq answer`'s default reader, here the {reader['reader']} one "
-             f"({shown(reader['model'])}; $CQ_MODELS={shown_home(os.environ.get('CQ_MODELS', 'unset'))}).",
+             f"({portable(reader['model'])}; $CQ_MODELS={portable(os.environ.get('CQ_MODELS', 'unset'))}).",
              f"Questions: the first {args.n} AmbigNQ dev questions, in order; for a CQ the person picks its first "
              "option. Seconds; the person's own time is not counted.", "",
              f"Session start (index opened, models loaded, once): **{startup:.1f} s**.", "",

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -108,3 +109,14 @@ def ambiguous_retrieved(data: Path, work: Path, n: int) -> tuple[list[dict], Pat
     timed(CQ + ["retrieve", "--index", str(index), "--hits", "20", "-q"], stdin=str(work / "chosen.jsonl"),
           stdout=str(src))
     return chosen, src
+
+
+def portable(text: str) -> str:
+    """``text`` without the paths of this machine: the checkout's folder goes (a path under it reads as from the
+    repository's root, as the Makefile runs) and the home folder reads ``~``, so the page names no developer's
+    checkout or home (a model under $CQ_MODELS, ~/.cache/cqtools/models by default, is ``~/.cache/...``)."""
+    for folder, short in ((str(ROOT), "."), (os.path.expanduser("~"), "~")):
+        if len(folder) > 1:  # a path, not "/" (a home of "/" names nothing)
+            text = re.sub(re.escape(folder) + r"(/|(?![\w.-]))", lambda m: "" if short == "." and m.group(1)
+                          else short + m.group(1), text)
+    return text

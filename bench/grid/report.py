@@ -22,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.common import portable  # noqa: E402
 from bench.grid.floor import gold_reads_file, load, records_of, undefined, zero_reason  # noqa: E402
 from bench.grid.wall import read_wall, wall_start, wall_stop  # noqa: E402,F401 (read_wall: the report reads F.wall)
 from cqtools.score import ci  # noqa: E402
@@ -141,17 +142,6 @@ def pair_sentence(a: str, b: str, label: str, metric: dict | None, n: int, unit:
         return f"{label}: {higher} is higher than {lower} by {d:.1f} [{lo:.1f}, {hi:.1f}] on {counted(n, unit)}."
     interval = "–" if low is None or high is None else f"{low:.1f}, {high:.1f}"
     return f"{label}: no difference shown (d = {diff:+.1f} [{interval}], n = {n})."
-
-
-def portable(text: str) -> str:
-    """``text`` without the paths of this machine: the checkout's folder goes (a path under it reads as from the
-    repository's root, as the Makefile runs) and the home folder reads ``~``, so the page names no developer's
-    checkout or home (a model under $CQ_MODELS, ~/.cache/cqtools/models by default, is ``~/.cache/...``)."""
-    for folder, short in ((str(ROOT), "."), (os.path.expanduser("~"), "~")):
-        if len(folder) > 1:  # a path, not "/" (a home of "/" names nothing)
-            text = re.sub(re.escape(folder) + r"(/|(?![\w.-]))", lambda m: "" if short == "." and m.group(1)
-                          else short + m.group(1), text)
-    return text
 
 
 def anchor(name: str) -> str:
