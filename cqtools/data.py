@@ -196,10 +196,11 @@ def _check_recorded(root: str, rel: str, sums: dict[str, str], ds: Dataset) -> N
 
 
 def _check_pinned(ds: Dataset, path: str, digest: str, keep: bool) -> None:
+    blob = git_blob_of(path) if ds.git_blob is not None else None
     if ds.sha256 is not None and digest != ds.sha256:
         found = f"sha256 {digest}, not the pinned {ds.sha256}"
-    elif ds.git_blob is not None and git_blob_of(path) != ds.git_blob:
-        found = f"git blob id {git_blob_of(path)}, not the pinned {ds.git_blob}"
+    elif blob != ds.git_blob:
+        found = f"git blob id {blob}, not the pinned {ds.git_blob}"
     else:
         return
     if not keep:
