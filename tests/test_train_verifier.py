@@ -101,12 +101,17 @@ def test_a_verifier_model_that_is_not_one_or_without_verify_is_a_one_line_error(
     assert unused.exit_code != 0 and "add --verify" in unused.stderr and "Traceback" not in unused.stderr
 
 
-def test_preset_refuel_trains_the_verifier_with_refuels_recipe(runner, tmp_path, tiny_bart, with_passages):
+def trained_config(runner, tmp_path, trainer: str, preset: str, model: str, train: str) -> dict:
+    """The config `cq train TRAINER --preset PRESET` records after one step."""
     out = str(tmp_path / "recipe")
-    done = runner.invoke(cli, ["train", "verifier", "--preset", "refuel", "--model", tiny_bart, "--train",
-                               with_passages, "--max-steps", "1", "--out", out, "-q"])
+    done = runner.invoke(cli, ["train", trainer, "--preset", preset, "--model", model, "--train", train,
+                               "--max-steps", "1", "--out", out, "-q"])
     assert done.exit_code == 0, done.stderr
-    config = report(out)["config"]
+    return report(out)["config"]
+
+
+def test_preset_refuel_trains_the_verifier_with_refuels_recipe(runner, tmp_path, tiny_bart, with_passages):
+    config = trained_config(runner, tmp_path, "verifier", "refuel", tiny_bart, with_passages)
     assert {k: config[k] for k in ("passages", "batch_size", "lr", "epochs", "max_answer_tokens")} == {
         "passages": 100, "batch_size": 64, "lr": 3e-5, "epochs": 30, "max_answer_tokens": 20}
 
@@ -167,11 +172,7 @@ def test_a_trained_askcq_reader_answers_each_option_in_cq_answer_mode_cq(runner,
 
 
 def test_preset_askcq_trains_the_reader_with_askcqs_recipe(runner, tmp_path, tiny_bart, with_passages):
-    out = str(tmp_path / "recipe")
-    done = runner.invoke(cli, ["train", "spanseqgen", "--preset", "askcq", "--model", tiny_bart, "--train",
-                               with_passages, "--max-steps", "1", "--out", out, "-q"])
-    assert done.exit_code == 0, done.stderr
-    config = report(out)["config"]
+    config = trained_config(runner, tmp_path, "spanseqgen", "askcq", tiny_bart, with_passages)
     assert {k: config[k] for k in ("input_layout", "max_input_tokens", "batch_size", "grad_accum", "lr", "epochs",
                                    "num_beams", "max_answer_tokens")} == {
         "input_layout": "askcq", "max_input_tokens": 1024, "batch_size": 10, "grad_accum": 2, "lr": 1e-5,
