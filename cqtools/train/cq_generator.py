@@ -14,7 +14,7 @@ from ..errors import InputError, ResourceError
 from ..records import GOLD
 from ..stages import evidence, gen_cq as gen_stage
 from .best import BestOnDev, dev_report, eval_steps, every_of, metric_key, scoring_saved
-from .loop import (GenCQTrainConfig, keep_model_inputs, load_records, log, peak_rss_mb, set_seed, start, total_steps,
+from .loop import (GenCQTrainConfig, decoded_batch, keep_model_inputs, load_records, log, peak_rss_mb, set_seed, start, total_steps,
                    train_loop, write_report)
 
 
@@ -25,10 +25,15 @@ TARGETS = ("auto", "silver")  # auto: gold.cq where a record has one, else the s
 # Its batches: 10, gradients summed over 2 (run_cq_training.sh:17-18 @d8be017); dev every 500 batches, which are 250
 # optimiser steps (eval_period=500 counts batches, run.py:train @d8be017), stopped after 10 evaluations without a
 # better one (--wait_step 10). Not followed: its 100 epochs (--epochs stays cq's 1; give --epochs 100 for them).
+# Its schedule: AdamW without warm-up (cli.py:106 warmup_steps 0) or weight decay (cli.py:96), decaying linearly over
+# 100,000 optimiser steps (run.py:144-146); dev CQs decoded with beam 4 and max_length 128 (run.py:256-266,
+# run_cq_training.sh:17 MAX_QUESTION_LENGTH), which counts BART's decoder start token: 127 generated.
 LAYOUT_DEFAULTS = {"cq": {"batch_size": 8, "lr": 5e-5, "passages": 3, "max_passage_tokens": None, "grad_accum": 1,
-                          "eval_every": None, "patience": None},
+                          "eval_every": None, "patience": None, "warmup_ratio": 0.1, "weight_decay": 0.01,
+                          "decay_steps": None, "num_beams": 1, "max_cq_tokens": 48},
                    "askcq": {"batch_size": 10, "lr": 1e-5, "passages": 100, "max_passage_tokens": 1024,
-                             "grad_accum": 2, "eval_every": 250, "patience": 10}}
+                             "grad_accum": 2, "eval_every": 250, "patience": 10, "warmup_ratio": 0.0,
+                             "weight_decay": 0.0, "decay_steps": 100000, "num_beams": 4, "max_cq_tokens": 127}}
 CQ_INPUT_TOKENS = 384  # where a cq-layout input without a budget is cut (as before)
 # The weights kept: the best dev CQ BLEU-4 (corpus BLEU against the gold CQ), as AskCQ keeps its best-model.pt for
 # CQ generation (run.py:219-229 @d8be017, CQ_evaluate.py:45-47: evaluate.load("bleu")).
@@ -201,7 +206,8 @@ def train_gen_cq(cfg: GenCQTrainConfig) -> dict:
     keeper = BestOnDev(model, scoring_saved(run, save, lambda: dev_cq_scores(cfg, dev, device)), metric_key(DEV_METRIC),
                        every, patience=cfg.patience, name="train gen-cq") if dev else None
     timing = {"evaluate_at": eval_steps(every, total), "on_eval": keeper, "keep": (keeper,)} if keeper else {}
-    state = train_loop(run, model, len(train), loss_of, log_every=10, name="train gen-cq", **timing)
+    state = train_loop(run, model, len(train), loss_of, log_every=10, name="train gen-cq",
+                       peek=lambda idx: decoded_batch(tokenizer, encode([train[i] for i in idx])), **timing)
     if not run.is_main:
         return {}
     kept = keeper is not None and keeper.restore()
@@ -214,7 +220,7 @@ def train_gen_cq(cfg: GenCQTrainConfig) -> dict:
               "steps": state.step, "stopped": state.stopped, "train_seconds": round(state.seconds(), 1),
               "peak_rss_mb": round(peak_rss_mb()), "train_examples": len(train), "dev_examples": len(dev),
               "targets": {"train": train_counts, "dev": dev_counts},
-              "final_loss": state.mean_loss(10) if state.losses else None, "dev": dev_scores,
+              "final_loss": state.mean_loss(10) if state.losses else None, "dev": dev_scores, **state.recipe(),
               **dev_report(keeper, DEV_METRIC)}
     write_report(cfg.out, report)
     return report
@@ -226,7 +232,8 @@ def dev_cq_scores(cfg: GenCQTrainConfig, dev: list, device: str) -> dict:
     from ..models.backends import load_generator
 
     generator = load_generator(cfg.out, device=device)
-    options = gen_stage.Seq2SeqOptions(n_passages=cfg.passages, with_answers=cfg.with_answers, max_new_tokens=48,
+    options = gen_stage.Seq2SeqOptions(n_passages=cfg.passages, with_answers=cfg.with_answers,
+                                       max_new_tokens=cfg.max_cq_tokens, num_beams=cfg.num_beams,
                                        input_layout=cfg.input_layout, two_options=cfg.two_options,
                                        max_passage_tokens=cfg.max_passage_tokens)
     preds = gen_stage.seq2seq_method(generator, options).run([r for _, _, r in dev])

@@ -11,7 +11,7 @@ from dataclasses import asdict
 from ..errors import InputError, ResourceError
 from ..stages import detect as detect_stage
 from .best import BestOnDev, eval_steps, every_of
-from .loop import (DetectTrainConfig, LoopState, gold_label, load_records, log, peak_rss_mb, set_seed, split_holdout,
+from .loop import (DetectTrainConfig, LoopState, decoded_batch, gold_label, load_records, log, peak_rss_mb, set_seed, split_holdout,
                    start, total_steps, train_loop, write_report)
 
 
@@ -20,8 +20,8 @@ def _data(cfg: DetectTrainConfig) -> tuple[list[dict], list[dict]]:
     if (cfg.dev is None) == (cfg.holdout is None):
         raise InputError("train detect needs either --dev FILE or --holdout N (records held out of --train) "
                          "for early stopping, not both")
-    if cfg.select not in ("f1", "auroc"):
-        raise InputError(f"select must be f1 or auroc, not {cfg.select!r}")
+    if cfg.select not in ("f1", "auroc", "loss"):
+        raise InputError(f"select must be f1, auroc or loss, not {cfg.select!r}")
     set_seed(cfg.seed)
     train = load_records(cfg.train, cfg.limit)
     if cfg.holdout is None:
@@ -51,8 +51,13 @@ class Checkpoints(BestOnDev):
     (ties: F1), early stopping after ``patience`` evaluations without gain."""
 
     def __init__(self, cfg: DetectTrainConfig, model, evaluate, eval_every: int):
-        key = self.auroc_key if cfg.select == "auroc" else self.f1_key
+        key = {"auroc": self.auroc_key, "loss": self.loss_key}.get(cfg.select, self.f1_key)
         super().__init__(model, evaluate, key, eval_every, cfg.patience, "train detect")
+
+    @staticmethod
+    def loss_key(scores: dict) -> tuple:
+        """The lowest dev loss first (AskCQ's Trainer: metric_for_best_model loss, run_ambiguity_detection.sh:35-36)."""
+        return (-scores["dev_loss"],)
 
     @staticmethod
     def auroc_key(scores: dict) -> tuple:
@@ -63,7 +68,7 @@ class Checkpoints(BestOnDev):
         return (scores["f1"], scores["accuracy"])
 
     def entry(self, scores: dict) -> dict:
-        return {k: scores[k] for k in ("accuracy", "precision", "recall", "f1", "auroc")}
+        return {k: scores[k] for k in ("accuracy", "precision", "recall", "f1", "auroc", "dev_loss")}
 
     def log(self, step: int, state: LoopState, scores: dict) -> None:
         log.info("step %d (%.0f s): loss %.3f dev F1 %.3f acc %.3f AUROC %s", step, state.budget.elapsed(),
@@ -81,9 +86,10 @@ def _with_passages(cfg: DetectTrainConfig, train: list[dict]) -> int:
     return with_passages
 
 
-def _evaluator(model, tokenizer, x_dev: list, y_dev: list[bool], max_length: int, device: str):
+def _evaluator(model, tokenizer, x_dev: list, y_dev: list[bool], max_length: int, device: str, layout: str = "pair"):
     """A function scoring ``model`` on the dev texts (label = P(ambiguous) > 0.5; AUROC of that
-    probability), in eval mode and back to train mode after."""
+    probability; the mean cross-entropy, ``dev_loss``, as a Trainer's eval loss), in eval mode and back to train
+    mode after."""
     import torch
 
     from ..metrics.detect import auroc, confusion
@@ -91,13 +97,18 @@ def _evaluator(model, tokenizer, x_dev: list, y_dev: list[bool], max_length: int
     def evaluate() -> dict:
         model.eval()
         probs: list[float] = []
+        loss = 0.0
         with torch.inference_mode():
             for start in range(0, len(x_dev), 64):
-                enc = detect_stage.encode_pairs(tokenizer, x_dev[start:start + 64], max_length).to(device)
-                probs.extend(torch.softmax(model(**enc).logits.float(), -1)[:, 1].tolist())
+                enc = detect_stage.encode_pairs(tokenizer, x_dev[start:start + 64], max_length, layout).to(device)
+                logits = model(**enc).logits.float()
+                gold = torch.tensor([int(y) for y in y_dev[start:start + 64]], device=logits.device)
+                loss += torch.nn.functional.cross_entropy(logits, gold, reduction="sum").item()
+                probs.extend(torch.softmax(logits, -1)[:, 1].tolist())
         model.train()
         scores = confusion(y_dev, [p > 0.5 for p in probs])
         scores["auroc"] = auroc(y_dev, probs)
+        scores["dev_loss"] = loss / max(1, len(y_dev))
         return scores
 
     return evaluate
@@ -116,11 +127,14 @@ def train_detect(cfg: DetectTrainConfig) -> dict:
     run = start(cfg)
     device = run.device
     resolved, tokenizer, model = _load(cfg, device)
-    evaluate = _evaluator(model, tokenizer, x_dev, y_dev, cfg.max_length, device)
+    evaluate = _evaluator(model, tokenizer, x_dev, y_dev, cfg.max_length, device, cfg.input_layout)
+
+    def batch(idx: list[int]) -> dict:
+        enc = detect_stage.encode_pairs(tokenizer, [x_train[i] for i in idx], cfg.max_length, cfg.input_layout)
+        return {**enc, "labels": torch.tensor([int(y_train[i]) for i in idx])}
 
     def loss_of(net, idx: list[int]):
-        enc = detect_stage.encode_pairs(tokenizer, [x_train[i] for i in idx], cfg.max_length).to(device)
-        return net(**enc, labels=torch.tensor([int(y_train[i]) for i in idx], device=device)).loss
+        return net(**{k: v.to(device) for k, v in batch(idx).items()}).loss
 
     per_step = cfg.grad_accum * run.accelerator.num_processes
     total = total_steps(len(train), cfg.batch_size, cfg.epochs, cfg.max_steps, per_step)
@@ -130,7 +144,8 @@ def train_detect(cfg: DetectTrainConfig) -> dict:
              "held-out train" if cfg.holdout is not None else "dev", total, device)
     state = train_loop(run, model, len(train), loss_of,
                        evaluate_at=eval_steps(eval_every, total),
-                       on_eval=checkpoints, name="train detect", keep=(checkpoints,))
+                       on_eval=checkpoints, name="train detect", keep=(checkpoints,),
+                       peek=lambda idx: decoded_batch(tokenizer, batch(idx)))
     if not run.is_main:
         return {}
     best = checkpoints.best
@@ -146,7 +161,7 @@ def train_detect(cfg: DetectTrainConfig) -> dict:
               "train_with_passages": with_passages,
               "dev_records": len(dev), "dev_ambiguous": sum(y_dev),
               "dev_source": "holdout" if cfg.holdout is not None else "dev", "best": best,
-              "history": checkpoints.history}
+              "history": checkpoints.history, **state.recipe()}
     if cfg.holdout is not None:
         report["holdout_ids"] = [r.get("id") for r in dev]
     write_report(cfg.out, report)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ..registry import option
 from ..stages.answer import fid as stage
-from .settings import TrainConfig
+from .settings import TrainConfig, patience_option
 from .spanseqgen import dev_scores, fine_tune, record_targets
 
 TARGET_TOKENS = 48  # train_aq.sh:48 --max_cat_answer_length=48
@@ -30,6 +30,7 @@ class FiDTrainConfig(TrainConfig):
     num_beams: int = option(stage.BEAMS, "Beams when cq answer decodes (saved with the model).", min=1)
     max_answer_tokens: int = option(stage.ANSWER_TOKENS, "Tokens generated per question by cq answer (saved with "
                                                          "the model).", min=1)
+    patience: int | None = patience_option()
 
 
 def fid_examples(records: list[dict], tokenizer, cfg: FiDTrainConfig) -> list[tuple[list[list[int]], str, dict]]:

@@ -33,6 +33,9 @@ from .settings import (COMMON_SETTINGS, LOOP_SETTINGS, DetectTrainConfig, GenCQT
 
 log = logging.getLogger("cqtools")
 REPORT = "cq_train.json"
+# the releases' no_decay list, matched as they match it (a substring of the parameter's name): BERT's LayerNorm weights
+# are spared, BART's (``*_layer_norm.weight``) are not, only its biases
+NO_DECAY = ("bias", "LayerNorm.weight")
 
 
 # --- data ------------------------------------------------------------------------------------
@@ -104,13 +107,66 @@ class Budget:
         return None
 
 
-def make_optimizer(model, lr: float, total_steps: int):
+def schedule(cfg: TrainConfig, total: int) -> tuple[int, int]:
+    """(warm-up steps, decay horizon) of a run of ``total`` optimiser steps: ``cfg.decay_steps`` (default
+    ``total``) and ``cfg.warmup_steps``, else ``cfg.warmup_ratio`` of the horizon rounded down (REFUEL's
+    ``int(num_training_steps * warmup_proportion)``, run.py:241-242 @159090e)."""
+    horizon = max(1, cfg.decay_steps or total)
+    warmup = cfg.warmup_steps if cfg.warmup_steps is not None else int(horizon * cfg.warmup_ratio)
+    return warmup, horizon
+
+
+def learning_rate(cfg: TrainConfig, total: int, step: int) -> float:
+    """The learning rate of optimiser step ``step + 1`` (after ``step`` scheduler steps): transformers'
+    get_linear_schedule_with_warmup, as every release uses it."""
+    warmup, horizon = schedule(cfg, total)
+    if step < warmup:
+        return cfg.lr * step / max(1, warmup)
+    return cfg.lr * max(0.0, (horizon - step) / max(1, horizon - warmup))
+
+
+def make_optimizer(model, cfg: TrainConfig, total_steps: int):
+    """AdamW at ``cfg.lr`` with ``cfg.weight_decay`` (not on biases and LayerNorm weights with ``no_decay``
+    bias-layernorm, as the releases group them: AmbigQA run.py:93-97 @5c8cdb1, REFUEL run.py:222-226 @159090e,
+    AskCQ run.py:138-142 @d8be017), and the linear schedule of :func:`schedule`."""
     import torch
     from transformers import get_linear_schedule_with_warmup
 
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.01)
-    sched = get_linear_schedule_with_warmup(opt, max(1, total_steps // 10), max(1, total_steps))
-    return opt, sched
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    spared = [p for n, p in named if cfg.no_decay == "bias-layernorm" and any(k in n for k in NO_DECAY)]
+    decayed = [p for n, p in named if not any(p is q for q in spared)]
+    groups = [{"params": decayed, "weight_decay": cfg.weight_decay}]
+    if spared:
+        groups.append({"params": spared, "weight_decay": 0.0})
+    opt = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    warmup, horizon = schedule(cfg, total_steps)
+    return opt, get_linear_schedule_with_warmup(opt, warmup, horizon)
+
+
+def schedule_report(cfg: TrainConfig, total: int) -> dict:
+    """What cq_train.json says of the schedule: warm-up, horizon, and the learning rate at steps 0, 1 and the last."""
+    warmup, horizon = schedule(cfg, total)
+    return {"warmup_steps": warmup, "decay_steps": horizon, "weight_decay": cfg.weight_decay,
+            "no_decay": cfg.no_decay, "lr": {"0": learning_rate(cfg, total, 0), "1": learning_rate(cfg, total, 1),
+                                             "last": learning_rate(cfg, total, max(0, total - 1))}}
+
+
+def decoded_batch(tokenizer, batch: dict) -> dict:
+    """A batch as the model reads it, for the report: its size, its first example's input decoded with the special
+    tokens (Fusion-in-Decoder's: each passage's row), its segment ids where it has them, and its target (the labels
+    but the ignored ones) or label."""
+    ids = batch["input_ids"][0]
+    rows = ids.tolist() if ids.dim() > 1 else [ids.tolist()]
+    pad = tokenizer.pad_token_id
+    out = {"size": int(batch["input_ids"].shape[0]),
+           "input": [tokenizer.decode([t for t in row if t != pad]) for row in rows]}
+    if "token_type_ids" in batch:
+        out["segments"] = sorted(set(batch["token_type_ids"][0].tolist()))
+    labels = batch.get("labels")
+    if labels is not None:
+        first = labels[0]
+        out["target"] = tokenizer.decode([t for t in first.tolist() if t != -100]) if first.dim() else int(first)
+    return out
 
 
 def write_report(out: str, report: dict) -> None:
@@ -156,6 +212,12 @@ class LoopState:
     losses: list = field(default_factory=list)
     history: list = field(default_factory=list)
     seconds_before: float = 0.0
+    schedule: dict = field(default_factory=dict)  # :func:`schedule_report` of the run
+    first_batch: dict | None = None  # :func:`decoded_batch` of the first batch (None on a resumed run)
+
+    def recipe(self) -> dict:
+        """What cq_train.json says of how the run trained: its schedule and its first batch, decoded."""
+        return {"schedule": self.schedule, "first_batch": self.first_batch}
 
     def mean_loss(self, last: int) -> float:
         window = self.losses[-last:]
@@ -204,7 +266,7 @@ def _prepare(run: TrainRun, model, examples: int, total: int, keep: tuple):
     from torch.utils.data import DataLoader
 
     cfg, acc = run.cfg, run.accelerator
-    opt, sched = make_optimizer(model, cfg.lr, total)
+    opt, sched = make_optimizer(model, cfg, total)
     # its own generator: iterating a DataLoader draws a seed, which must not come from torch's global RNG (dropout's)
     loader = DataLoader(range(examples), batch_sampler=SeededBatches(examples, cfg.batch_size, cfg.epochs, cfg.seed),
                         collate_fn=list, generator=torch.Generator().manual_seed(cfg.seed))
@@ -257,16 +319,17 @@ def _interrupted(run: TrainRun, step: int) -> None:
 def train_loop(run: TrainRun, model, examples: int, loss_of: Callable[[object, list[int]], object], *,
                evaluate_at: Callable[[int, "LoopState"], bool] = lambda step, state: False,
                on_eval: Callable[[int, int, LoopState], bool] | None = None, log_every: int = 0,
-               name: str = "train", keep: tuple = ()) -> LoopState:
+               name: str = "train", keep: tuple = (), peek: Callable[[list[int]], dict] | None = None) -> LoopState:
     """Train ``model`` on ``examples`` items with ``run.cfg``'s budget: ``loss_of(net, indices)`` is one
     batch's loss (``net``: the model as accelerate wraps it). After a step for which ``evaluate_at(step,
     state)`` holds, ``on_eval(step, epoch, state)`` runs (on every process, alike) and returns True to stop
     early; otherwise every ``log_every`` steps the mean loss is logged. ``keep``: further objects with
-    ``state_dict``/``load_state_dict`` (a trainer's best weights) saved in each checkpoint."""
+    ``state_dict``/``load_state_dict`` (a trainer's best weights) saved in each checkpoint; ``peek(indices)``:
+    the first batch as the report shows it (:func:`decoded_batch`)."""
     cfg, acc = run.cfg, run.accelerator
     per_step = cfg.grad_accum * acc.num_processes
     total = total_steps(examples, cfg.batch_size, cfg.epochs, cfg.max_steps, per_step)
-    state = LoopState(Budget(cfg.max_steps, cfg.max_seconds))
+    state = LoopState(Budget(cfg.max_steps, cfg.max_seconds), schedule=schedule_report(cfg, total))
     net, opt, sched, loader = _prepare(run, model, examples, total, (state, *keep))
     per_epoch, micro = -(-examples // cfg.batch_size), []
     net.train()
@@ -275,6 +338,8 @@ def train_loop(run: TrainRun, model, examples: int, loss_of: Callable[[object, l
         for idx in loader:
             if not micro and _stop(run, state, total, name):
                 break
+            if peek is not None and state.first_batch is None and state.step == 0 and not micro:
+                state.first_batch = peek(idx)
             with acc.accumulate(net):
                 loss = loss_of(net, idx)
                 acc.backward(loss)

@@ -17,7 +17,7 @@ from ..registry import option
 from ..stages.answer import seqgen
 from ..stages.disambiguate import qd_model
 from .loop import load_records
-from .settings import TrainConfig
+from .settings import TrainConfig, patience_option
 from .spanseqgen import fine_tune
 
 
@@ -33,6 +33,7 @@ class QDTrainConfig(TrainConfig):
     num_beams: int = option(qd_model.BEAMS, "Beams when cq disambiguate decodes (saved with the model).", min=1)
     max_question_tokens: int = option(qd_model.QUESTION_TOKENS, "Tokens of a target DQ, and generated per DQ by cq "
                                                                 "disambiguate (saved with the model).", min=4)
+    patience: int | None = patience_option()
 
 
 def _found(aliases: list[str], source: str) -> list[str]:

@@ -22,10 +22,13 @@ log = logging.getLogger("cqtools")
 MARKER = "cq_checkpoint.json"
 KEEP = 2  # checkpoints kept: the newest, and the one before in case the newest is being written
 # Settings a resumed run must share with the one that saved the checkpoint (else it is not the same run).
-SAME_RUN = ("batch_size", "grad_accum", "epochs", "lr", "max_steps", "seed", "limit", "mixed_precision")
-# ... and what decides the dev evaluations a checkpoint carries (its best weights so far: cqtools/train/best.py);
-# a setting a trainer lacks counts as None
-SAME_EVALUATION = ("dev", "eval_every", "keep")
+SAME_RUN = ("batch_size", "grad_accum", "epochs", "lr", "warmup_steps", "warmup_ratio", "weight_decay", "no_decay",
+            "decay_steps", "max_steps", "seed", "limit", "mixed_precision")
+# ... and what decides the dev evaluations a checkpoint carries (its best weights so far: cqtools/train/best.py): the
+# records, how often, how they are decoded (beams, tokens) and scored, when to stop; a setting a trainer lacks counts
+# as None
+SAME_EVALUATION = ("dev", "dev_limit", "holdout", "eval_every", "keep", "select", "patience", "num_beams",
+                   "max_answer_tokens", "max_cq_tokens", "eval_passages")
 
 
 class Interrupted(CQError):

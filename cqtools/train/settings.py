@@ -3,7 +3,7 @@ precision, accumulation and checkpoints, device) and each trainer's own subclass
 generated from these fields (cli/declared.py), so the command line and Python share one set of defaults."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..config import RunConfig
 from ..registry import option
@@ -12,8 +12,9 @@ from ..stages.gen_cq import FromDqsOptions
 from ..stages.options import CommandSettings
 
 # The loop's settings every trainer shares (`cq train NAME` places these flags first).
-LOOP_SETTINGS = ("epochs", "batch_size", "lr", "max_steps", "max_seconds", "limit", "dev_limit", "mixed_precision",
-                 "grad_accum", "save_every", "resume", "resume_from")
+LOOP_SETTINGS = ("epochs", "batch_size", "lr", "warmup_steps", "warmup_ratio", "weight_decay", "no_decay",
+                 "decay_steps", "max_steps", "max_seconds", "limit", "dev_limit", "mixed_precision", "grad_accum",
+                 "save_every", "resume", "resume_from")
 COMMON_SETTINGS = (*LOOP_SETTINGS, "passages")  # flags every `cq train` subcommand places first
 BATCH_HELP = "Examples per batch on each process (the effective batch: this x --grad-accum x processes)."
 CHECKPOINTS = "checkpoints"  # OUT/checkpoints/step-N: what --save-every writes and --resume reads
@@ -26,13 +27,26 @@ class TrainConfig:
     flag) is where checkpoints go, default ``out``/checkpoints (`cq train` passes --out's, not its staging
     directory's)."""
 
-    train: str
-    dev: str | None
-    model: str
-    out: str
+    train: str = field(kw_only=True)
+    model: str = field(kw_only=True)
+    out: str = field(kw_only=True)
+    dev: str | None = None
     epochs: int = option(3, min=1)
     batch_size: int = option(16, BATCH_HELP, min=1)
     lr: float = option(5e-5, "AdamW learning rate.")
+    # the schedule: linear warm-up from 0 to --lr, then linear decay to 0 at --decay-steps (cqtools/train/loop.py
+    # make_optimizer); AmbigQA's and AskCQ's releases warm up 0 steps and decay over 100,000, REFUEL's warms up a
+    # tenth of its steps and decays over them (the presets set each: cqtools/presets/)
+    warmup_steps: int | None = option(None, "Optimiser steps of linear warm-up from 0 to --lr [default: --warmup-ratio "
+                                            "of --decay-steps].", min=0, metavar="N")
+    warmup_ratio: float = option(0.1, "Warm-up as a share of --decay-steps, rounded down (when --warmup-steps is "
+                                      "unset).", min=0, max=1)
+    weight_decay: float = option(0.01, "AdamW weight decay.", min=0)
+    no_decay: str = option("none", "Parameters kept out of weight decay: none, or the biases and LayerNorm weights "
+                                   "(bias-layernorm, the releases' AdamW groups).", choices=("none", "bias-layernorm"))
+    decay_steps: int | None = option(None, "Optimiser steps the learning rate decays linearly over, reaching 0 at "
+                                           "the last [default: this run's own steps]; a longer horizon (AmbigQA's "
+                                           "and AskCQ's 100,000) stops partway down.", min=1, metavar="N")
     max_steps: int | None = option(None, "Stop after N optimiser steps.", min=0)
     max_seconds: float | None = option(None, "Stop after this much training time.", min=0)
     limit: int | None = option(None, "Use only the first N records of each train file.", min=1)
@@ -58,16 +72,29 @@ class TrainConfig:
     checkpoints: str | None = None
 
 
+def patience_option(default: int | None = None, metric: str = "the dev metric"):
+    """The ``patience`` field of a trainer that selects on dev: evaluations without a gain before it stops."""
+    never = "; default: none, never early" if default is None else ""
+    return option(default, f"Dev evaluations without a better {metric} before stopping early (the releases' "
+                           f"--wait_step{never}).", min=1, metavar="N")
+
+
 @dataclass
 class DetectTrainConfig(TrainConfig):
     """`cq train detect`'s settings: the shared ones and the classifier's own."""
 
     eval_every: int | None = option(None, "Steps between dev evaluations (default: once per epoch).", min=1)
-    patience: int = option(3, "Dev evaluations without improvement (of --select) before stopping early.", min=1)
+    patience: int | None = option(3, "Dev evaluations without improvement (of --select) before stopping early.",
+                                  min=1)
     holdout: int | None = option(None, "Early-stop on N --train records held out by a seeded draw (instead of "
                                        "--dev); their ids go into cq_train.json.", min=1, metavar="N")
-    select: str = option("f1", "Checkpoint metric on the early-stopping records: F1 at 0.5 (ties: accuracy) or "
-                               "AUROC (ties: F1).", choices=("f1", "auroc"))
+    select: str = option("f1", "Checkpoint metric on the early-stopping records: F1 at 0.5 (ties: accuracy), "
+                               "AUROC (ties: F1), or the lowest mean cross-entropy (loss, as AskCQ's Trainer keeps "
+                               "it).", choices=("f1", "auroc", "loss"))
+    input_layout: str = option("pair", "The input: (question, passages) as a pair of segments, the passages cut "
+                                       "first; or joined: one sequence \"question[SEP]passage[SEP]...\" cut at its "
+                                       "end, segment ids 0 (AskCQ's run_ambiguity_detection.py:441-444); cq detect "
+                                       "reads it from cq_train.json.", choices=("pair", "joined"))
     max_length: int = option(detect_stage.MAX_INPUT_TOKENS, "Tokens per input (question [+ passages]); cq detect "
                                                             "reuses the value saved with the model.", min=8)
 
@@ -82,6 +109,14 @@ class GenCQTrainConfig(TrainConfig):
                                                        "run_cq_training.sh]", min=1)
     lr: float | None = option(None, "AdamW learning rate. [default: 5e-05; 1e-05 with --input-layout askcq, AskCQ's "
                                     "cli.py]")
+    warmup_ratio: float | None = option(None, "Warm-up as a share of --decay-steps, rounded down (when "
+                                              "--warmup-steps is unset). [default: 0.1; 0 with --input-layout askcq, "
+                                              "AskCQ's cli.py:106 warmup_steps 0]", min=0, max=1)
+    weight_decay: float | None = option(None, "AdamW weight decay. [default: 0.01; 0 with --input-layout askcq, "
+                                              "AskCQ's cli.py:96]", min=0)
+    decay_steps: int | None = option(None, "Optimiser steps the learning rate decays linearly over, reaching 0 at "
+                                           "the last. [default: this run's own steps; 100000 with --input-layout "
+                                           "askcq, AskCQ's run.py:144-146]", min=1, metavar="N")
     passages: int | None = option(None, "Top passages in the input when the records have them (0: question only). "
                                         "[default: 3; 100 with --input-layout askcq, --max-passage-tokens deciding]",
                                   min=0)
@@ -109,5 +144,10 @@ class GenCQTrainConfig(TrainConfig):
     patience: int | None = option(None, "Dev evaluations without a better CQ BLEU before stopping early. [default: "
                                         "none, never early; 10 with --input-layout askcq, AskCQ's --wait_step]",
                                   min=1)
+    num_beams: int | None = option(None, "Beams when dev CQs are generated to choose the weights kept. [default: 1; "
+                                         "4 with --input-layout askcq, AskCQ's run.py:262-266]", min=1)
+    max_cq_tokens: int | None = option(None, "Tokens generated per dev CQ. [default: 48; 127 with --input-layout "
+                                             "askcq: generate's max_length 128 (run_cq_training.sh:17, run.py:256) "
+                                             "less BART's start token]", min=1)
     two_options: str = option(FromDqsOptions.two_options, "Silver CQs with two options as \"A or B\" or \"A, or B\" "
                                                           "(AskCQ's form).", choices=("or", "comma"))

@@ -36,36 +36,23 @@ from ..errors import InputError, ResourceError
 from ..models.backends import set_seed
 from ..records import GOLD, PASSAGES
 from ..stages.answer.extractive import ExtractiveOptions, ExtractiveReader, context_of
-from ..registry import declared_as, option
+from ..registry import option
 from .best import BestOnDev, eval_steps, every_of
 from .settings import BATCH_HELP
-from .loop import TrainConfig, load_records, peak_rss_mb, split_holdout, start, total_steps, train_loop, write_report
+from .loop import TrainConfig, decoded_batch, load_records, peak_rss_mb, split_holdout, start, total_steps, train_loop, write_report
 
 log = logging.getLogger("cqtools")
 
 
 @dataclass
-class ReaderTrainConfig:
-    train: str
-    model: str
-    out: str
-    dev: str | None = None
+class ReaderTrainConfig(TrainConfig):
+    """`cq train reader`'s settings: the shared ones (:class:`.settings.TrainConfig`) and the span reader's."""
+
     holdout: int | None = option(None, "Validate on N --train records held out by a seeded draw (by question id; "
                                        "ids in cq_train.json).", min=1, metavar="N")
     more_train: tuple = field(default_factory=tuple)  # further training files (never held out)
     epochs: int = option(1, min=1)
     batch_size: int = option(16, BATCH_HELP, min=1)
-    lr: float = declared_as(TrainConfig, "lr")
-    max_steps: int | None = declared_as(TrainConfig, "max_steps")
-    max_seconds: float | None = declared_as(TrainConfig, "max_seconds")
-    limit: int | None = declared_as(TrainConfig, "limit")
-    dev_limit: int | None = declared_as(TrainConfig, "dev_limit")
-    mixed_precision: str = declared_as(TrainConfig, "mixed_precision")
-    grad_accum: int = declared_as(TrainConfig, "grad_accum")
-    save_every: int | None = declared_as(TrainConfig, "save_every")
-    resume: bool = declared_as(TrainConfig, "resume")
-    resume_from: str | None = declared_as(TrainConfig, "resume_from")
-    seed: int = TrainConfig.seed
     passages: int = option(10, "Top passages searched for a gold answer per training question.", min=1)
     positives: int = option(1, "Passages holding an answer trained per question (their first match is the target "
                                "span).", min=1)
@@ -83,8 +70,6 @@ class ReaderTrainConfig:
     keep: str = option("last", "The weights saved: the last step's, or (best) those of the validation with the "
                                "best EM (ties: F1), scored every --eval-every steps and at the last.",
                        choices=("last", "best"))
-    device: str = declared_as(TrainConfig, "device")
-    checkpoints: str | None = None  # default: OUT/checkpoints
 
 
 # --- distant supervision ---------------------------------------------------------------------------
@@ -319,7 +304,9 @@ def train_reader(cfg: ReaderTrainConfig) -> dict:
 
     every = every_of(cfg.eval_every, len(examples), cfg.batch_size * per_step)
     keeper, timing = _evaluations(cfg, model, evaluate, every, total)
-    state = train_loop(run, model, len(examples), loss_of, log_every=20, name="train reader", **timing)
+    state = train_loop(run, model, len(examples), loss_of, log_every=20, name="train reader", **timing,
+                       peek=lambda idx: decoded_batch(tokenizer, tokenizer.pad([examples[i][0] for i in idx],
+                                                                               return_tensors="pt")))
     if not run.is_main:
         return {}
     train_seconds = state.seconds()
@@ -331,7 +318,7 @@ def train_reader(cfg: ReaderTrainConfig) -> dict:
     tokenizer.save_pretrained(cfg.out)
     report = {"task": "reader", "config": {**asdict(cfg), "more_train": list(cfg.more_train)},
               "base_model": resolved.describe(), "device": device, "processes": run.accelerator.num_processes,
-              "steps": state.step, "stopped": state.stopped,
+              "steps": state.step, "stopped": state.stopped, **state.recipe(),
               "train_seconds": round(train_seconds, 1), "peak_rss_mb": round(peak_rss_mb()),
               "train_records": len(train), "examples": len(examples), "supervision": counts,
               **_loss_summary(state.losses), "validation": final,

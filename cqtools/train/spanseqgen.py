@@ -24,8 +24,8 @@ from ..records import GOLD, annotation_clusters
 from ..registry import option
 from ..stages.answer import seqgen as stage
 from .best import BestOnDev, dev_report, eval_steps, every_of, metric_key, scoring_saved
-from .loop import load_records, log, peak_rss_mb, set_seed, start, total_steps, train_loop, write_report
-from .settings import TrainConfig
+from .loop import decoded_batch, load_records, log, peak_rss_mb, set_seed, start, total_steps, train_loop, write_report
+from .settings import TrainConfig, patience_option
 
 TARGET_TOKENS = 30  # QAData.py:642 @5c8cdb1: answers[:30]
 ASKCQ_TARGET_TOKENS = 50  # AskCQ @d8be017 run.py:76 max_target_length = cli.py:111 --max_answer_length (50)
@@ -51,6 +51,7 @@ class SpanSeqGenTrainConfig(TrainConfig):
     num_beams: int = option(stage.BEAMS, "Beams when decoding (dev and cq answer), saved with the model.", min=1)
     max_answer_tokens: int = option(stage.ANSWER_TOKENS, "Tokens generated per question (dev and cq answer), saved "
                                                          "with the model.", min=1)
+    patience: int | None = patience_option()
 
 
 def record_targets(record: dict, source: str, limit: int = MAX_TARGETS) -> list[str]:
@@ -184,10 +185,10 @@ def fine_tune(cfg: TrainConfig, task: str, examples, target_tokens: int, nothing
         metric, scores = dev
         every = every_of(cfg.eval_every, len(train), cfg.batch_size * per_step)
         keeper = BestOnDev(model, scoring_saved(run, save, lambda: scores(cfg, device)), metric_key(metric), every,
-                           name=f"train {task}")
+                           patience=getattr(cfg, "patience", None), name=f"train {task}")
         timing = {"evaluate_at": eval_steps(every, total), "on_eval": keeper, "keep": (keeper,)}
     state = train_loop(run, wrap(model) if wrap else model, len(train), loss_of, log_every=10, name=f"train {task}",
-                       **timing)
+                       peek=lambda idx: decoded_batch(tokenizer, encode([train[i] for i in idx])), **timing)
     if not run.is_main:
         return {}
     kept = keeper is not None and keeper.restore()
@@ -196,6 +197,7 @@ def fine_tune(cfg: TrainConfig, task: str, examples, target_tokens: int, nothing
               "processes": run.accelerator.num_processes, "steps": state.step, "stopped": state.stopped,
               "train_seconds": round(state.seconds(), 1), "peak_rss_mb": round(peak_rss_mb()),
               "train_targets": len(train), "final_loss": state.mean_loss(10) if state.losses else None,
+              **state.recipe(),
               **dev_report(keeper, dev[0] if dev else "")}
     if cfg.dev and dev:  # the kept weights' scores (no step taken: the base model's)
         report["dev"] = keeper.best_scores() if kept else dev[1](cfg, device)

@@ -69,8 +69,15 @@ def classifier_text(record: dict, n_passages: int) -> tuple[str, str | None]:
     return record["question"], (" [SEP] ".join(snippets) if snippets else None)
 
 
-def encode_pairs(tokenizer, pairs: list[tuple[str, str | None]], max_length: int = MAX_INPUT_TOKENS):
-    """Tokenize (question, passages) pairs; passages are cut first, then the question."""
+def encode_pairs(tokenizer, pairs: list[tuple[str, str | None]], max_length: int = MAX_INPUT_TOKENS,
+                 layout: str = "pair"):
+    """Tokenize (question, passages) pairs; passages are cut first, then the question. ``layout`` joined (``cq
+    train detect --input-layout joined``): one sequence "question[SEP]passage[SEP]..." cut at its end, its segment
+    ids all 0, as AskCQ's run_ambiguity_detection.py:441-444 @d8be017 writes it."""
+    if layout == "joined":
+        sep = tokenizer.sep_token or " "
+        texts = [q if p is None else sep.join([q, *p.split(" [SEP] ")]) for q, p in pairs]
+        return tokenizer(texts, truncation=True, max_length=max_length, padding=True, return_tensors="pt")
     firsts = [q for q, _ in pairs]
     if all(p is None for _, p in pairs):
         return tokenizer(firsts, truncation=True, max_length=max_length, padding=True, return_tensors="pt")
@@ -102,6 +109,7 @@ class SequenceClassifier:
                                 "(not ambiguous, ambiguous)")
         self.device = device
         self.max_length = trained_max_length(path)
+        self.layout = trained_config(path).get("input_layout") or "pair"
         self._torch = torch
 
     def predict(self, pairs: list[tuple[str, str | None]], batch_size: int = 32) -> list[float]:
@@ -111,7 +119,7 @@ class SequenceClassifier:
         step = batch_size if self.padded else 1
         out: list[float] = []
         for start in range(0, len(pairs), step):
-            enc = encode_pairs(self.tokenizer, pairs[start:start + step], self.max_length).to(self.device)
+            enc = encode_pairs(self.tokenizer, pairs[start:start + step], self.max_length, self.layout).to(self.device)
             with torch.inference_mode():
                 probs = torch.softmax(self.model(**enc).logits.float(), dim=-1)[:, 1]
             out.extend(float(p) for p in probs)
