@@ -7,6 +7,22 @@ from .base import COMMAND, LAYOUT, Preset, Setting  # noqa: F401
 CODE = "shmsw25/AmbigQA @5c8cdb1"
 PAPER = "../shared/papers/ambigqa.txt (Min, Michael, Hajishirzi, Zettlemoyer, EMNLP 2020)"
 
+
+
+def SCHEDULE(command: str) -> tuple:
+    """The release's optimiser schedule for a trainer ``command``: AdamW without warm-up or weight decay, the learning
+    rate decaying linearly over 100,000 steps whatever the run's length."""
+    return (
+        Setting(command, "warmup_steps", 0, "codes/cli.py:117 @5c8cdb1: --warmup_steps default 0 (run.py:99-100 "
+                "passes it; --warmup_proportion is never read)", setting="warm-up steps", applies=COMMAND),
+        Setting(command, "weight_decay", 0.0, "codes/cli.py:107 @5c8cdb1: --weight_decay default 0.0 (run.py:93-98)",
+                setting="weight decay", applies=COMMAND),
+        Setting(command, "decay_steps", 100000, "codes/run.py:99-101 @5c8cdb1: get_linear_schedule_with_warmup(..., "
+                "num_training_steps=100000): 15 epochs end far above 0", setting="decay horizon (steps)",
+                applies=COMMAND),
+    )
+
+
 AMBIGQA = Preset(
     name='ambigqa',
     help='AmbigQA: answers read from reranked passages up to 1,024 tokens, one DQ per answer conditioned on the question, that answer, the other answers and the passages in reranked order, both decoded with beam 4',
@@ -95,17 +111,17 @@ AMBIGQA = Preset(
                 "with fewer GPUs keep the product of --batch-size, --grad-accum and processes at 24",
                 setting="batch (per process)", applies=COMMAND),
         Setting("train spanseqgen", "lr", 5e-6, "codes/README.md:205 @5c8cdb1: learning_rate=5e-6 on AmbigQA",
-                "cq's loop warms up over a tenth of the steps and decays linearly to 0 (the release: no warm-up, "
-                "decay over 100,000 steps, run.py:99-101, cli.py:117); weight decay 0.01 on every weight (the "
-                "release: 0, cli.py:107)",
                 setting="learning rate", applies=COMMAND),
+        *SCHEDULE("train spanseqgen"),
         Setting("train spanseqgen", "epochs", 15, "Appendix, Model implementation: 15 epochs on AmbigNQ, the best "
                 "checkpoint on dev", "with --dev cq keeps the best dev F1_ans (see below)", setting="epochs",
                 applies=COMMAND),
-        Setting("train spanseqgen", "eval_every", 500, "codes/README.md:198 @5c8cdb1: --eval_period 500; "
-                "codes/run.py:166-174 keeps best-model.pt, the best dev F1 (QAData.py:491)", "the release also stops "
-                "after 10 evaluations without a gain (--wait_step 10); cq trains the whole --epochs / --max-steps",
+        Setting("train spanseqgen", "eval_every", 500, "codes/README.md:198 @5c8cdb1: --eval_period 500, counted in "
+                "batches (run.py:129,154), one optimiser step each (gradient_accumulation_steps 1, cli.py:113); "
+                "codes/run.py:166-174 keeps best-model.pt, the best dev F1 (QAData.py:491)",
                 setting="dev evaluation steps", applies=COMMAND),
+        Setting("train spanseqgen", "patience", 10, "codes/README.md:198 @5c8cdb1: --wait_step 10; run.py:180-186 "
+                "stops after 10 evaluations without a better dev F1", setting="early stop", applies=COMMAND),
         Setting("train spanseqgen", "num_beams", 4, "codes/run.py:279-283 @5c8cdb1: model.generate(num_beams=4, "
                 "early_stopping=True)", setting="beam search (dev, cq answer)", applies=COMMAND),
         Setting("train spanseqgen", "max_answer_tokens", 25, "codes/README.md:198 @5c8cdb1: --max_answer_length 25 "
@@ -125,11 +141,14 @@ AMBIGQA = Preset(
                 "simply; `cq score --task ambigqa` tokenizes as the paper does)", setting="epochs", applies=COMMAND),
         Setting("train qd", "eval_every", 500, "codes/README.md:198 @5c8cdb1: --eval_period 500; codes/run.py:166-174 "
                 "keeps the best on the dev metric, EDIT-F1 for QD (QGData.py:211)", "stated for SpanSeqGen (QD's "
-                "command line is not released); no early stop (--wait_step 10 in the release)",
-                setting="dev evaluation steps", applies=COMMAND),
+                "command line is not released): --eval-every sets another", setting="dev evaluation steps",
+                applies=COMMAND),
+        Setting("train qd", "patience", 10, "codes/cli.py:119 @5c8cdb1: --wait_step default 10; run.py:180-186",
+                "the QD command line is not released (README.md:289-290): --patience sets another",
+                setting="early stop", applies=COMMAND),
         Setting("train qd", "lr", 5e-6, "Appendix, Model implementation: learning rate 5e-6 on both tasks",
-                "cq's linear schedule warms up over a tenth of the steps (fairseq's summarization defaults "
-                "otherwise)", setting="learning rate", applies=COMMAND),
+                setting="learning rate", applies=COMMAND),
+        *SCHEDULE("train qd"),
         Setting("train qd", "batch_size", 24, "codes/README.md:205 @5c8cdb1: train_batch_size=24 for BART on "
                 "AmbigQA", "stated for SpanSeqGen; the QD model's batch is not given (QD's code is 'coming soon', "
                 "README.md:289-290)", setting="batch (per process)", applies=COMMAND),
@@ -139,10 +158,9 @@ AMBIGQA = Preset(
                 "--max_question_length 32 (targets and decoding)", setting="DQ tokens", applies=COMMAND),
     ),
     departures=(
-        "cq train spanseqgen and qd: the paper keeps the best checkpoint on dev (Appendix); the release evaluates dev "
-        "F1 every 500 steps and stops after 10 evaluations without a gain (codes/cli.py:115-119, codes/run.py:154-187 "
-        "@5c8cdb1); cq trains for --epochs / --max-steps, scores dev every --eval-every steps (500 with this preset) "
-        "and keeps the best weights (F1_ans, EDIT-F1), without stopping early; without --dev it keeps the last.",
+        "cq train spanseqgen and qd: as the release (codes/cli.py:115-119, codes/run.py:154-187 @5c8cdb1) cq scores "
+        "dev every 500 steps, keeps the best weights (F1_ans, EDIT-F1) and stops after 10 evaluations without a gain; "
+        "without --dev it keeps the last.",
     ),
 )
 

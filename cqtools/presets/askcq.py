@@ -112,8 +112,11 @@ ASKCQ = Preset(
                 "ambiguity_detection/run_ambiguity_detection.sh:5 @d8be017", setting="base model", applies=COMMAND),
         Setting("train detect", "passages", 100, "README.md:74 @d8be017: the top-100 retrieved passages; "
                 "run_ambiguity_detection.py:441-444: the question and every passage joined by [SEP]",
-                "cq encodes (question, passages) as a pair, the passages cut first (as cq detect reads them)",
-                setting="passages in the input", applies=COMMAND),
+                "each passage is cut to 256 words and written \"title: text\" (the release's passage text is in "
+                "its unreleased data files)", setting="passages in the input", applies=COMMAND),
+        Setting("train detect", "input_layout", "joined", "run_ambiguity_detection.py:441-444 @d8be017: "
+                "tokenizer.sep_token.join([question] + passages), one sequence cut at its end (segment ids 0); cq "
+                "detect reads the layout from the model's cq_train.json", setting="input layout", applies=COMMAND),
         Setting("train detect", "max_length", 512, "run_ambiguity_detection.sh:21 (--max_seq_length 1024) and "
                 "run_ambiguity_detection.py:433 @d8be017 (cut to the tokenizer's 512)", setting="input tokens",
                 applies=COMMAND),
@@ -121,14 +124,22 @@ ASKCQ = Preset(
                 "--per_device_train_batch_size 8", "the release trains in fp16 (line 19): add --mixed-precision fp16 "
                 "(or bf16) on a GPU; a CPU refuses fp16", setting="batch (per process)", applies=COMMAND),
         Setting("train detect", "lr", 1e-5, "run_ambiguity_detection.sh:26 @d8be017: --learning_rate 1e-5",
-                "cq warms up over a tenth of the steps (the Trainer's default: none) and decays weights by 0.01 (0)",
                 setting="learning rate", applies=COMMAND),
+        Setting("train detect", "warmup_steps", 0, "run_ambiguity_detection.sh:10-37 @d8be017 sets no warm-up: "
+                "transformers' TrainingArguments default warmup_steps 0, linear decay to 0 over the run's steps",
+                setting="warm-up steps", applies=COMMAND),
+        Setting("train detect", "weight_decay", 0.0, "run_ambiguity_detection.sh:10-37 @d8be017 sets none: "
+                "TrainingArguments default weight_decay 0.0", setting="weight decay", applies=COMMAND),
         Setting("train detect", "epochs", 10, "run_ambiguity_detection.sh:27 @d8be017: --num_train_epochs 10",
                 setting="epochs", applies=COMMAND),
-        Setting("train detect", "eval_every", 500, "run_ambiguity_detection.sh:31-36 @d8be017: evaluated every 500 "
-                "steps, the best checkpoint kept", "the release keeps the lowest dev loss; cq keeps the best --select "
-                "(F1 at 0.5, or AUROC) and stops after --patience evaluations without a gain",
+        Setting("train detect", "eval_every", 500, "run_ambiguity_detection.sh:31-32 @d8be017: --evaluation_strategy "
+                "steps --eval_steps 500 (optimiser steps; no gradient accumulation, line 24)",
                 setting="evaluation steps", applies=COMMAND),
+        Setting("train detect", "select", "loss", "run_ambiguity_detection.sh:35-36 @d8be017: "
+                "--load_best_model_at_end --metric_for_best_model loss: the lowest dev loss",
+                setting="checkpoint kept", applies=COMMAND),
+        Setting("train detect", "patience", None, "run_ambiguity_detection.sh:10-37 @d8be017: no early-stopping "
+                "callback, all 10 epochs run", setting="early stop (none)", applies=COMMAND),
 
         # --- train spanseqgen (the clarification-based QA reader's recipe) ---
         Setting("train spanseqgen", "input_layout", "askcq", "§6.1 Task 3; run_cambigqa_train.sh:15,24 @d8be017: "
@@ -149,11 +160,23 @@ ASKCQ = Preset(
                 "gradient_accumulation_steps=2", setting="gradient accumulation", applies=COMMAND),
         Setting("train spanseqgen", "lr", 1e-5, "cli.py:92 @d8be017: --learning_rate default 1e-5 (the script "
                 "sets none)", setting="learning rate", applies=COMMAND),
+        Setting("train spanseqgen", "warmup_steps", 0, "cli.py:106 @d8be017: --warmup_steps default 0 (run.py:144-145)",
+                setting="warm-up steps", applies=COMMAND),
+        Setting("train spanseqgen", "weight_decay", 0.0, "cli.py:96 @d8be017: --weight_decay default 0.0 "
+                "(run.py:138-143)", setting="weight decay", applies=COMMAND),
+        Setting("train spanseqgen", "decay_steps", 100000, "run.py:144-146 @d8be017: "
+                "get_linear_schedule_with_warmup(..., num_training_steps=100000)", setting="decay horizon (steps)",
+                applies=COMMAND),
+        Setting("train spanseqgen", "shuffle", False, "run.py:84 @d8be017: DataLoader(train_dataset, ..., "
+                "shuffle=False): every epoch in the file's order", setting="example order", applies=COMMAND),
         Setting("train spanseqgen", "epochs", 100, "run_cambigqa_train.sh:20 @d8be017: num_train_epochs=100",
-                "cq keeps the best dev EM with --dev; the release stops after 10 evaluations without a gain "
-                "(--wait_step 10)", setting="epochs", applies=COMMAND),
-        Setting("train spanseqgen", "eval_every", 500, "run_cambigqa_train.sh:19 @d8be017: eval_period=500",
+                "cq keeps the best dev EM with --dev", setting="epochs", applies=COMMAND),
+        Setting("train spanseqgen", "eval_every", 250, "run_cambigqa_train.sh:19 @d8be017: eval_period=500, counted "
+                "in batches (run.py:179-199: global_step grows each batch), gradients summed over 2 (line 17): 250 "
+                "optimiser steps", "--grad-accum N changes what 500 batches are: give --eval-every 500/N",
                 setting="dev evaluation steps", applies=COMMAND),
+        Setting("train spanseqgen", "patience", 10, "run_cambigqa_train.sh:39 @d8be017: --wait_step 10; run.py:232-236",
+                setting="early stop", applies=COMMAND),
         Setting("train spanseqgen", "num_beams", 4, "run.py:262-266 @d8be017: generate(num_beams=4)",
                 setting="beam search (cq answer)", applies=COMMAND),
         Setting("train spanseqgen", "max_answer_tokens", 128, "run.py:256 and run_cambigqa_train.sh:16 @d8be017: "

@@ -8,6 +8,28 @@ from .base import COMMAND, LAYOUT, Preset, Setting  # noqa: F401
 CODE = "amzn/refuel-open-domain-qa @159090e"
 PAPER = "../shared/papers/refuel.txt (Gao, Zhang, Chang, Wang, ACL 2021)"
 
+
+
+def SCHEDULE(command: str, script: str) -> tuple:
+    """REFUEL's optimiser schedule for a trainer ``command``, set in ``script``: warm-up over a tenth of the steps,
+    then linear decay to 0 at the last; weight decay 0.01 but on biases."""
+    return (
+        Setting(command, "warmup_ratio", 0.1, f"{script} @159090e: --warmup_proportion=0.1; run.py:241-245: "
+                "int(num_training_steps * 0.1) warm-up steps", setting="warm-up (share of the steps)",
+                applies=COMMAND),
+        Setting(command, "weight_decay", 0.01, f"{script} @159090e: --weight_decay=0.01", setting="weight decay",
+                applies=COMMAND),
+        Setting(command, "no_decay", "bias-layernorm", "run.py:222-226 @159090e: no decay on parameters named "
+                "'bias' or 'LayerNorm.weight' (BART's layer norms are named otherwise, so only its biases)",
+                setting="spared from weight decay", applies=COMMAND),
+        Setting(command, "decay_steps", None, "run.py:241-245 @159090e: num_training_steps = num_train_epochs x "
+                "int(questions / train_batch_size), the run's own length",
+                "cq's run counts its steps over targets (one per combination of found aliases, each a step's "
+                "example), REFUEL's over questions (one target drawn per question, DataLoader.py:60-63): --decay-steps "
+                "N gives REFUEL's horizon", setting="decay horizon (steps)", applies=COMMAND),
+    )
+
+
 REFUEL = Preset(
     name='refuel',
     help='REFUEL: answers from as many passages as fit, a DQ for every answer (from the answer, the question and the passages; beam 4), every DQ re-asked until no new answer appears, (DQ, answer) pairs verified with keep-best',
@@ -89,9 +111,9 @@ REFUEL = Preset(
         Setting("train fid", "batch_size", 64, "App. A; train_aq.sh:56 @159090e: --train_batch_size=64 (over 8 GPUs, "
                 "gradient accumulation 8)", "with fewer GPUs keep the product of --batch-size, --grad-accum and "
                 "processes at 64", setting="batch (per process)", applies=COMMAND),
-        Setting("train fid", "lr", 3e-5, "App. A; train_aq.sh:58-60 @159090e: learning rate 3e-5, warm-up 0.1, weight "
-                "decay 0.01", "cq's loop warms up over a tenth of the steps and decays weights by 0.01, as here",
+        Setting("train fid", "lr", 3e-5, "App. A; train_aq.sh:58 @159090e: --learning_rate=3e-5",
                 setting="learning rate", applies=COMMAND),
+        *SCHEDULE("train fid", "scripts/answer_prediction/train_aq.sh:59-60"),
         Setting("train fid", "epochs", 30, "App. A; train_aq.sh:63 @159090e: --num_train_epochs=30",
                 "REFUEL keeps the best checkpoint on dev F1_ans (App. A); cq does with --dev (else it keeps the "
                 "last weights)", setting="epochs", applies=COMMAND),
@@ -121,11 +143,16 @@ REFUEL = Preset(
                 "--train_batch_size=64", "with fewer GPUs keep the product of --batch-size, --grad-accum and "
                 "processes at 64", setting="batch (per process)", applies=COMMAND),
         Setting("train verifier", "lr", 3e-5, "App. A 'LM Verification': learning rate 3e-5",
-                "the paper's; the released script trains with 1e-5 (train_verification.sh:55 @159090e)",
-                setting="learning rate", applies=COMMAND),
+                "the paper's; the released script trains with 1e-5 (train_verification.sh:55 @159090e): --lr 1e-5 "
+                "for it", setting="learning rate", applies=COMMAND),
+        *SCHEDULE("train verifier", "scripts/round_trip/train_verification.sh:56-57"),
+        Setting("train verifier", "eval_every", 10, "scripts/round_trip/train_verification.sh:63 @159090e: "
+                "--eval_period=10, counted in optimiser steps (one batch of 64 a step, run.py:584-652); "
+                "--wait_step=1000000 (line 61): no early stop", setting="dev evaluation steps", applies=COMMAND),
         Setting("train verifier", "epochs", 30, "App. A 'LM Verification': epoch 30, the best model on dev EM",
-                "the paper's; the released script trains 10 epochs (train_verification.sh:60 @159090e); cq keeps the "
-                "best dev EM with --dev (else the last weights)", setting="epochs", applies=COMMAND),
+                "the paper's; the released script trains 10 epochs (train_verification.sh:60 @159090e): --epochs 10 "
+                "for it; cq keeps the best dev EM with --dev (else the last weights)", setting="epochs",
+                applies=COMMAND),
         Setting("train verifier", "max_answer_tokens", 20, "train_verification.sh:46 @159090e: "
                 "--max_answer_length=20", "cq cuts targets at 20 tokens and decodes 20 for dev EM",
                 setting="answer tokens", applies=COMMAND),

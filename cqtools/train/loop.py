@@ -62,12 +62,13 @@ def gold_label(record: dict) -> bool:
     return bool(value)
 
 
-def batches(n: int, size: int, epochs: int, seed: int) -> Iterator[tuple[int, list[int]]]:
-    """(epoch, indices) for every step: a fresh seeded shuffle each epoch."""
+def batches(n: int, size: int, epochs: int, seed: int, shuffle: bool = True) -> Iterator[tuple[int, list[int]]]:
+    """(epoch, indices) for every step: a fresh seeded shuffle each epoch (file order without ``shuffle``)."""
     rng = random.Random(seed)
     for epoch in range(epochs):
         order = list(range(n))
-        rng.shuffle(order)
+        if shuffle:
+            rng.shuffle(order)
         for start in range(0, n, size):
             yield epoch, order[start:start + size]
 
@@ -247,9 +248,9 @@ class SeededBatches:
     """The batch sampler of :func:`batches` (every epoch's seeded shuffle, one list of indices a batch), for a
     DataLoader accelerate shards across processes (batch i to process i mod P) and skips into on resume."""
 
-    def __init__(self, n: int, size: int, epochs: int, seed: int):
+    def __init__(self, n: int, size: int, epochs: int, seed: int, shuffle: bool = True):
         self.batch_size, self.drop_last = size, False
-        self.order = [idx for _, idx in batches(n, size, epochs, seed)]
+        self.order = [idx for _, idx in batches(n, size, epochs, seed, shuffle)]
 
     def __iter__(self):
         return iter(self.order)
@@ -268,7 +269,8 @@ def _prepare(run: TrainRun, model, examples: int, total: int, keep: tuple):
     cfg, acc = run.cfg, run.accelerator
     opt, sched = make_optimizer(model, cfg, total)
     # its own generator: iterating a DataLoader draws a seed, which must not come from torch's global RNG (dropout's)
-    loader = DataLoader(range(examples), batch_sampler=SeededBatches(examples, cfg.batch_size, cfg.epochs, cfg.seed),
+    loader = DataLoader(range(examples), batch_sampler=SeededBatches(examples, cfg.batch_size, cfg.epochs, cfg.seed,
+                                                                      cfg.shuffle is not False),
                         collate_fn=list, generator=torch.Generator().manual_seed(cfg.seed))
     net, opt, sched, loader = acc.prepare(model, opt, sched, loader)
     acc.register_for_checkpointing(*keep)

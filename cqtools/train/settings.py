@@ -13,7 +13,7 @@ from ..stages.options import CommandSettings
 
 # The loop's settings every trainer shares (`cq train NAME` places these flags first).
 LOOP_SETTINGS = ("epochs", "batch_size", "lr", "warmup_steps", "warmup_ratio", "weight_decay", "no_decay",
-                 "decay_steps", "max_steps", "max_seconds", "limit", "dev_limit", "mixed_precision", "grad_accum",
+                 "decay_steps", "shuffle", "max_steps", "max_seconds", "limit", "dev_limit", "mixed_precision", "grad_accum",
                  "save_every", "resume", "resume_from")
 COMMON_SETTINGS = (*LOOP_SETTINGS, "passages")  # flags every `cq train` subcommand places first
 BATCH_HELP = "Examples per batch on each process (the effective batch: this x --grad-accum x processes)."
@@ -47,6 +47,9 @@ class TrainConfig:
     decay_steps: int | None = option(None, "Optimiser steps the learning rate decays linearly over, reaching 0 at "
                                            "the last [default: this run's own steps]; a longer horizon (AmbigQA's "
                                            "and AskCQ's 100,000) stops partway down.", min=1, metavar="N")
+    shuffle: bool = option(True, "A seeded shuffle of the examples each epoch, or (--no-shuffle) their order in "
+                                 "the file, as AskCQ's DataLoader(shuffle=False) reads them.",
+                           flag="--shuffle/--no-shuffle")
     max_steps: int | None = option(None, "Stop after N optimiser steps.", min=0)
     max_seconds: float | None = option(None, "Stop after this much training time.", min=0)
     limit: int | None = option(None, "Use only the first N records of each train file.", min=1)
@@ -149,5 +152,8 @@ class GenCQTrainConfig(TrainConfig):
     max_cq_tokens: int | None = option(None, "Tokens generated per dev CQ. [default: 48; 127 with --input-layout "
                                              "askcq: generate's max_length 128 (run_cq_training.sh:17, run.py:256) "
                                              "less BART's start token]", min=1)
+    shuffle: bool | None = option(None, "A seeded shuffle of the examples each epoch, or (--no-shuffle) their "
+                                        "order in the file. [default: shuffled; in file order with --input-layout "
+                                        "askcq, AskCQ's run.py:84 shuffle=False]", flag="--shuffle/--no-shuffle")
     two_options: str = option(FromDqsOptions.two_options, "Silver CQs with two options as \"A or B\" or \"A, or B\" "
                                                           "(AskCQ's form).", choices=("or", "comma"))
