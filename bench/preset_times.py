@@ -53,7 +53,11 @@ def per_question(exp: Path, name: str, start: str) -> tuple[float, int, list[str
 
 def write(exp: Path, command: str, load: float, date: str, out: Path = OUT) -> None:
     """``out``: each preset's cell in the grid run ``exp`` (made by ``command``) and its seconds a question."""
-    presets = {}
+    from cqtools import presets as registered
+    from cqtools.docgen_readme import NOT_MEASURED
+
+    # a preset no grid cell runs yet (a new one) is "not measured yet": README says so
+    presets = {name: {"status": NOT_MEASURED} for name in registered.names() if name not in CELLS}
     for preset, (cell, start, differs) in CELLS.items():
         if not (exp / cell).exists():
             raise SystemExit(f"{exp / cell} is missing: run the grid first (make compare N=5)")

@@ -173,11 +173,18 @@ def methods_block() -> str:
         for s in preset.settings:
             value = orjson.dumps(s.value).decode()
             lines.append(f"| `cq {s.command}` | {_cell(s.setting or s.option)} | {s.applies} | {_cell(s.source)} | "
-                         f"`{s.option} = {_cell(value)}` | {_cell(s.differs) or 'nothing known'} |")
+                         f"`{s.option} = {_cell(value)}` | {_differs(s)} |")
         if preset.departures:
             lines += ["", "Beyond single option values:", ""] + [f"- {_cell(d)}" for d in preset.departures]
         lines.append("")
     return "\n".join(lines + [END])
+
+
+def _differs(s) -> str:
+    """A row's "what still differs" cell: the difference, and why it stays (forced here, or a flag switches it)."""
+    if not s.differs:
+        return "nothing known"
+    return f"{'**' + s.stays + ':** ' if s.stays else ''}{_cell(s.differs)}"
 
 
 def templates_block() -> str:

@@ -70,13 +70,15 @@ def _pipeline(name: str, preset) -> str:
 
 # Each block's expected time: bench/preset_times.py's measurement (`make bench-smoke` writes it), in the checkout.
 TIMES = Path(__file__).resolve().parent.parent / "docs" / "benchmarks" / "preset-times.json"
+NOT_MEASURED = "not measured yet"  # a preset's row before `make bench-smoke` has timed its block (or without one)
 
 
 def expected_time(name: str, times: dict) -> str:
     """The line under a preset's block saying how long it takes a question, and where that was measured."""
     row = times.get("presets", {}).get(name)
-    if row is None:
-        return "Expected time: not measured (`make bench-smoke` measures every preset's block)."
+    if row is None or row.get("status") == NOT_MEASURED:
+        return (f"Expected time: {NOT_MEASURED} (`make bench-smoke` measures every preset's block into "
+                "[docs/benchmarks/preset-times.json](docs/benchmarks/preset-times.json)).")
     n = row["questions"]
     cores = int(times["machine"].split(" CPU cores")[0].split()[-1]) if " CPU cores" in times["machine"] else 1
     busy = ": a shared machine, slower than a quiet one" if times["load"] > cores else ""  # the grid runs 2 cells

@@ -60,7 +60,7 @@ def test_every_reproduce_block_states_its_measured_time():
     import re
 
     from cqtools import presets
-    from cqtools.docgen_readme import BEGIN, END
+    from cqtools.docgen_readme import BEGIN, END, NOT_MEASURED
 
     section = (ROOT / "README.md").read_text().split(BEGIN, 1)[1].split(END, 1)[0]
     times = json.loads((ROOT / "docs" / "benchmarks" / "preset-times.json").read_text())
@@ -68,9 +68,12 @@ def test_every_reproduce_block_states_its_measured_time():
     blocks = dict(zip(parts[::2], parts[1::2]))
     assert sorted(blocks) == sorted(presets.names())
     for name, text in blocks.items():
-        row = times["presets"][name]
-        assert row["seconds_per_question"] > 0 and row["questions"] >= 1, name
         [line] = [line for line in text.splitlines() if line.startswith("Expected time: ")]
+        row = times["presets"].get(name) or {"status": NOT_MEASURED}
+        if row.get("status") == NOT_MEASURED:  # a new preset before `make bench-smoke` (issue 55 item 6)
+            assert line.startswith(f"Expected time: {NOT_MEASURED} ") and text.index("```\n") < text.index(line)
+            continue
+        assert row["seconds_per_question"] > 0 and row["questions"] >= 1, name
         assert f"about {row['seconds_per_question']} s a question" in line and f"on {row['questions']} question" in line
         assert f"(load {times['load']}" in line and times["machine"] in line, line
         assert text.index("```\n") < text.index(line), f"{name}: the time comes after its block"

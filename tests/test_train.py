@@ -34,7 +34,8 @@ def test_train_detect_writes_a_model_and_report(detect_model):
     with open(os.path.join(out, "cq_train.json")) as fh:
         report = json.load(fh)
     assert len(report["history"]) == 2 and report["config"]["seed"] == 1
-    assert "max_length" in report["config"] and not {"two_options", "input_layout", "targets"} & set(report["config"])
+    assert "max_length" in report["config"] and not {"two_options", "targets"} & set(report["config"])
+    assert report["config"]["input_layout"] == "pair"  # detect's own layout (issue 55: AskCQ's is "joined")
 
 
 def test_trained_model_loads_in_detect(runner, detect_model, questions):

@@ -121,7 +121,7 @@ def test_preset_ambigqa_trains_with_ambigqas_recipe(runner, tmp_path, tiny_bart,
     config = report(out)["config"]
     assert {k: config[k] for k in ("batch_size", "lr", "num_beams", "max_answer_tokens", "max_input_tokens",
                                    "input_layout", "model")} == {
-        "batch_size": 24, "lr": 5e-6, "num_beams": 4, "max_answer_tokens": 25, "max_input_tokens": 1024,
+        "batch_size": 24, "lr": 5e-6, "num_beams": 4, "max_answer_tokens": 24, "max_input_tokens": 1024,
         "input_layout": "ambigqa", "model": tiny_bart}
 
 
@@ -301,7 +301,7 @@ def test_preset_refuel_trains_fid_with_refuels_recipe(runner, tmp_path, tiny_bar
     assert done.exit_code == 0, done.stderr
     config = report(out)["config"]
     assert {k: config[k] for k in ("passages", "batch_size", "lr", "epochs", "num_beams", "max_answer_tokens")} == {
-        "passages": 100, "batch_size": 64, "lr": 3e-5, "epochs": 30, "num_beams": 1, "max_answer_tokens": 64}
+        "passages": 100, "batch_size": 64, "lr": 3e-5, "epochs": 30, "num_beams": 1, "max_answer_tokens": 63}
 
 
 def test_preset_askcq_trains_detect_with_askcqs_recipe(runner, tmp_path, tiny_classifier, with_passages):

@@ -176,4 +176,4 @@ def test_preset_askcq_trains_the_reader_with_askcqs_recipe(runner, tmp_path, tin
     assert {k: config[k] for k in ("input_layout", "max_input_tokens", "batch_size", "grad_accum", "lr", "epochs",
                                    "num_beams", "max_answer_tokens")} == {
         "input_layout": "askcq", "max_input_tokens": 1024, "batch_size": 10, "grad_accum": 2, "lr": 1e-5,
-        "epochs": 100, "num_beams": 4, "max_answer_tokens": 128}
+        "epochs": 100, "num_beams": 4, "max_answer_tokens": 127}

@@ -159,17 +159,18 @@ def _config_field(field: str, remember: bool = True, only_set: bool = False):
     return callback
 
 
+device_option = click.option(
+    "--device",
+    type=click.Choice(["auto", "cpu", "cuda", "mps"]),
+    default=RunConfig.device,
+    show_default=True,
+    envvar="CQ_DEVICE",
+    callback=_config_field("device", remember=False),
+    help="Where models run, encoders included (auto: this process's GPU if there is one, under "
+         "accelerate launch its own GPU; else cpu).",
+)
 device_options = compose(
-    click.option(
-        "--device",
-        type=click.Choice(["auto", "cpu", "cuda", "mps"]),
-        default=RunConfig.device,
-        show_default=True,
-        envvar="CQ_DEVICE",
-        callback=_config_field("device", remember=False),
-        help="Where models run, encoders included (auto: this process's GPU if there is one, under "
-             "accelerate launch its own GPU; else cpu).",
-    ),
+    device_option,
     click.option(
         "--dtype",
         type=click.Choice(["auto", "float32", "bfloat16", "float16"]),

@@ -213,20 +213,14 @@ def command_settings(command: str) -> dict:
         return {o.name: o for o in schema_of(RerankSettings)}
     if command == "answer":
         return {"reader_name": Option("reader_name", str, "auto", choices=("auto", *READERS.names()))}
-    if command in TRAINER_SETTINGS:  # a trainer's recipe: its configuration's fields
-        import importlib
+    if command.startswith("train "):  # a trainer's recipe: the fields of the settings it is registered with
+        from ..registry import TRAINERS
 
-        module, name = TRAINER_SETTINGS[command]
-        return {o.name: o for o in schema_of(getattr(importlib.import_module(module), name))}
+        name = command.split(" ", 1)[1]
+        trainer = TRAINERS.get(name) if name in TRAINERS.names() else None
+        return {} if trainer is None or trainer.options_class is None else \
+            {o.name: o for o in schema_of(trainer.options_class)}
     return {}
-
-
-# The `cq train` commands a preset may set (a paper's recipe): their settings' dataclasses.
-TRAINER_SETTINGS = {"train detect": ("cqtools.train.settings", "DetectTrainConfig"),
-                    "train spanseqgen": ("cqtools.train.spanseqgen", "SpanSeqGenTrainConfig"),
-                    "train qd": ("cqtools.train.qd", "QDTrainConfig"),
-                    "train fid": ("cqtools.train.fid", "FiDTrainConfig"),
-                    "train verifier": ("cqtools.train.verifier", "VerifierTrainConfig")}
 
 
 def check(preset: Preset) -> None:

@@ -2,7 +2,7 @@
 and the DISAMBIG-FIRST baseline, as the paper and the released code (shmsw25/AmbigQA @5c8cdb1) run them."""
 from __future__ import annotations
 
-from .base import COMMAND, LAYOUT, Preset, Setting  # noqa: F401
+from .base import COMMAND, FLAG, LAYOUT, MACHINE, Preset, Setting  # noqa: F401
 
 CODE = "shmsw25/AmbigQA @5c8cdb1"
 PAPER = "../shared/papers/ambigqa.txt (Min, Michael, Hajishirzi, Zettlemoyer, EMNLP 2020)"
@@ -98,23 +98,23 @@ AMBIGQA = Preset(
                 "--bert_name bart-large", "initialised from BART-large itself: the release starts from its "
                 "SpanSeqGen trained on NQ-open (codes/README.md:158, 'initialize weights from models trained on "
                 "NQ-open'); train that first with cq on NQ-open records and pass its directory as --model",
-                setting="base model", applies=COMMAND),
+                setting="base model", applies=COMMAND, stays=FLAG),
         Setting("train spanseqgen", "input_layout", "ambigqa", "codes/QAData.py:129-141, 592-596 and "
                 "codes/PassageData.py:60-63 @5c8cdb1: \"<s> question?\" then each passage \"title </s> text\" "
                 "(128 tokens), lower-cased", "the passages are the records' own (cq retrieve/rerank), not DPR's "
-                "reader-selected ones (--psg_sel_dir); an answer counts as found when its text is in the decoded "
-                "input, not as a token subsequence", setting="input layout", applies=COMMAND),
+                "reader-selected ones (--psg_sel_dir: the NQ-trained DPR reader is not available offline); an answer counts as found when its text is in the decoded "
+                "input, not as a token subsequence", setting="input layout", applies=COMMAND, stays=MACHINE),
         Setting("train spanseqgen", "max_input_tokens", 1024, "codes/QAData.py:592, 655 @5c8cdb1: passages "
                 "appended until 1,024 tokens, cut there", setting="input tokens", applies=COMMAND),
         Setting("train spanseqgen", "batch_size", 24, "codes/README.md:205 @5c8cdb1: train_batch_size=24 for "
                 "BART on AmbigQA (over four 32GB GPUs)", "the README's command line says 20 (codes/README.md:197); "
                 "with fewer GPUs keep the product of --batch-size, --grad-accum and processes at 24",
-                setting="batch (per process)", applies=COMMAND),
+                setting="batch (per process)", applies=COMMAND, stays=FLAG),
         Setting("train spanseqgen", "lr", 5e-6, "codes/README.md:205 @5c8cdb1: learning_rate=5e-6 on AmbigQA",
                 setting="learning rate", applies=COMMAND),
         *SCHEDULE("train spanseqgen"),
         Setting("train spanseqgen", "epochs", 15, "Appendix, Model implementation: 15 epochs on AmbigNQ, the best "
-                "checkpoint on dev", "with --dev cq keeps the best dev F1_ans (see below)", setting="epochs",
+                "checkpoint on dev", setting="epochs",
                 applies=COMMAND),
         Setting("train spanseqgen", "eval_every", 500, "codes/README.md:198 @5c8cdb1: --eval_period 500, counted in "
                 "batches (run.py:129,154), one optimiser step each (gradient_accumulation_steps 1, cli.py:113); "
@@ -124,13 +124,12 @@ AMBIGQA = Preset(
                 "stops after 10 evaluations without a better dev F1", setting="early stop", applies=COMMAND),
         Setting("train spanseqgen", "num_beams", 4, "codes/run.py:279-283 @5c8cdb1: model.generate(num_beams=4, "
                 "early_stopping=True)", setting="beam search (dev, cq answer)", applies=COMMAND),
-        Setting("train spanseqgen", "max_answer_tokens", 25, "codes/README.md:198 @5c8cdb1: --max_answer_length 25 "
-                "(generate's max_length)", "cq counts generated tokens (max_new_tokens), the release the whole "
-                "output with its start tokens", setting="answer tokens", applies=COMMAND),
+        Setting("train spanseqgen", "max_answer_tokens", 24, "codes/README.md:198 @5c8cdb1: --max_answer_length 25 "
+                "(generate's max_length, which counts the decoder start token: 24 generated)", setting="answer tokens", applies=COMMAND),
         # --- train qd (the question-disambiguation model's recipe) ---
         Setting("train qd", "model", "facebook/bart-large", "§5 and Appendix, Model implementation: BART-large",
                 "initialised from BART-large itself: the paper's QD model is pretrained on NQ-open (§5), with "
-                "nothing of that step released; pass such a model as --model", setting="base model", applies=COMMAND),
+                "nothing of that step released; pass such a model as --model", setting="base model", applies=COMMAND, stays=FLAG),
         Setting("train qd", "max_input_tokens", 1024, "codes/QGData.py:354-371 and 237 @5c8cdb1: answer <SEP> "
                 "question <SEP> other answers, then passages, cut at 1,024 tokens",
                 "at this commit the loop never advances its passage offset and repeats the first passage "
@@ -142,16 +141,16 @@ AMBIGQA = Preset(
         Setting("train qd", "eval_every", 500, "codes/README.md:198 @5c8cdb1: --eval_period 500; codes/run.py:166-174 "
                 "keeps the best on the dev metric, EDIT-F1 for QD (QGData.py:211)", "stated for SpanSeqGen (QD's "
                 "command line is not released): --eval-every sets another", setting="dev evaluation steps",
-                applies=COMMAND),
+                applies=COMMAND, stays=FLAG),
         Setting("train qd", "patience", 10, "codes/cli.py:119 @5c8cdb1: --wait_step default 10; run.py:180-186",
                 "the QD command line is not released (README.md:289-290): --patience sets another",
-                setting="early stop", applies=COMMAND),
+                setting="early stop", applies=COMMAND, stays=FLAG),
         Setting("train qd", "lr", 5e-6, "Appendix, Model implementation: learning rate 5e-6 on both tasks",
                 setting="learning rate", applies=COMMAND),
         *SCHEDULE("train qd"),
         Setting("train qd", "batch_size", 24, "codes/README.md:205 @5c8cdb1: train_batch_size=24 for BART on "
                 "AmbigQA", "stated for SpanSeqGen; the QD model's batch is not given (QD's code is 'coming soon', "
-                "README.md:289-290)", setting="batch (per process)", applies=COMMAND),
+                "README.md:289-290): --batch-size sets another", setting="batch (per process)", applies=COMMAND, stays=FLAG),
         Setting("train qd", "num_beams", 4, "codes/run.py:279-283 @5c8cdb1: the same model.generate(num_beams=4)",
                 setting="beam search (cq disambiguate)", applies=COMMAND),
         Setting("train qd", "max_question_tokens", 32, "codes/cli.py:73 and QGData.py:388 @5c8cdb1: "

@@ -3,7 +3,7 @@ question, the answers (Pred-Answers / Gold-Answers) and the passages, and clarif
 paper and the released code (DongryeolLee96/AskCQ @d8be017) run them."""
 from __future__ import annotations
 
-from .base import COMMAND, LAYOUT, Preset, Setting  # noqa: F401
+from .base import COMMAND, FLAG, LAYOUT, MACHINE, Preset, Setting  # noqa: F401
 
 CODE = "DongryeolLee96/AskCQ @d8be017"
 PAPER = "../shared/papers/askcq-cambignq.txt (Lee, Kim, Kwiatkowski, Hwang, EMNLP 2023)"
@@ -113,7 +113,7 @@ ASKCQ = Preset(
         Setting("train detect", "passages", 100, "README.md:74 @d8be017: the top-100 retrieved passages; "
                 "run_ambiguity_detection.py:441-444: the question and every passage joined by [SEP]",
                 "each passage is cut to 256 words and written \"title: text\" (the release's passage text is in "
-                "its unreleased data files)", setting="passages in the input", applies=COMMAND),
+                "its unreleased data files)", setting="passages in the input", applies=COMMAND, stays=MACHINE),
         Setting("train detect", "input_layout", "joined", "run_ambiguity_detection.py:441-444 @d8be017: "
                 "tokenizer.sep_token.join([question] + passages), one sequence cut at its end (segment ids 0); cq "
                 "detect reads the layout from the model's cq_train.json", setting="input layout", applies=COMMAND),
@@ -122,7 +122,7 @@ ASKCQ = Preset(
                 applies=COMMAND),
         Setting("train detect", "batch_size", 8, "run_ambiguity_detection.sh:23 @d8be017: "
                 "--per_device_train_batch_size 8", "the release trains in fp16 (line 19): add --mixed-precision fp16 "
-                "(or bf16) on a GPU; a CPU refuses fp16", setting="batch (per process)", applies=COMMAND),
+                "(or bf16) on a GPU; a CPU refuses fp16", setting="batch (per process)", applies=COMMAND, stays=FLAG),
         Setting("train detect", "lr", 1e-5, "run_ambiguity_detection.sh:26 @d8be017: --learning_rate 1e-5",
                 setting="learning rate", applies=COMMAND),
         Setting("train detect", "warmup_steps", 0, "run_ambiguity_detection.sh:10-37 @d8be017 sets no warm-up: "
@@ -151,7 +151,7 @@ ASKCQ = Preset(
         Setting("train spanseqgen", "model", "facebook/bart-large", "run_cambigqa_train.sh:22-23 @d8be017: "
                 "bert_name=facebook/bart-large, from AmbigQA's NQ-pretrained BART-large checkpoint",
                 "train an NQ-open reader first (`cq train spanseqgen`) and pass its directory as --model",
-                setting="base model", applies=COMMAND),
+                setting="base model", applies=COMMAND, stays=FLAG),
         Setting("train spanseqgen", "max_input_tokens", 1024, "run_cambigqa_train.sh:21 @d8be017: max_token_nums=1024",
                 setting="input tokens", applies=COMMAND),
         Setting("train spanseqgen", "batch_size", 10, "run_cambigqa_train.sh:18 @d8be017: train_batch_size=10 "
@@ -170,19 +170,18 @@ ASKCQ = Preset(
         Setting("train spanseqgen", "shuffle", False, "run.py:84 @d8be017: DataLoader(train_dataset, ..., "
                 "shuffle=False): every epoch in the file's order", setting="example order", applies=COMMAND),
         Setting("train spanseqgen", "epochs", 100, "run_cambigqa_train.sh:20 @d8be017: num_train_epochs=100",
-                "cq keeps the best dev EM with --dev", setting="epochs", applies=COMMAND),
+                setting="epochs", applies=COMMAND),
         Setting("train spanseqgen", "eval_every", 250, "run_cambigqa_train.sh:19 @d8be017: eval_period=500, counted "
                 "in batches (run.py:179-199: global_step grows each batch), gradients summed over 2 (line 17): 250 "
                 "optimiser steps", "--grad-accum N changes what 500 batches are: give --eval-every 500/N",
-                setting="dev evaluation steps", applies=COMMAND),
+                setting="dev evaluation steps", applies=COMMAND, stays=FLAG),
         Setting("train spanseqgen", "patience", 10, "run_cambigqa_train.sh:39 @d8be017: --wait_step 10; run.py:232-236",
                 setting="early stop", applies=COMMAND),
         Setting("train spanseqgen", "num_beams", 4, "run.py:262-266 @d8be017: generate(num_beams=4)",
                 setting="beam search (cq answer)", applies=COMMAND),
-        Setting("train spanseqgen", "max_answer_tokens", 128, "run.py:256 and run_cambigqa_train.sh:16 @d8be017: "
-                "generation max_length = max_question_length = 128 for task cqa",
-                "cq counts generated tokens (max_new_tokens), the release the whole output",
-                setting="answer tokens", applies=COMMAND),
+        Setting("train spanseqgen", "max_answer_tokens", 127, "run.py:256 and run_cambigqa_train.sh:16 @d8be017: "
+                "generation max_length = max_question_length = 128 for task cqa, which counts the decoder start "
+                "token: 127 generated", setting="answer tokens", applies=COMMAND),
     ),
     departures=(
         "gen-cq: AskCQ writes 'which one?' as the target of an unambiguous question and adds no answers "

@@ -10,6 +10,10 @@ METHOD = "method"    # the paper's setting of its own method: applied only while
 LAYOUT = "layout"    # the paper's input layout (passages, budget, answers shown, form): any method declaring it takes it
 COMMAND = "command"  # the command's own setting (cq retrieve --hits, cq answer --reader): whatever method runs
 APPLIES = (METHOD, LAYOUT, COMMAND)
+# Why what still differs stays (Setting.stays), as docs/methods.md says it
+MACHINE = "forced here"  # no GPU, no BART-large or CAmbigNQ offline, the papers' unreleased files
+FLAG = "switch with a flag"  # the row names the flag that gives the release's value
+STAYS = (MACHINE, FLAG)
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,8 @@ class Setting:
     differs: str = ""
     setting: str = ""  # what this value sets, in words (for the docs' first column)
     applies: str = METHOD
+    stays: str = ""    # why a difference stays: MACHINE (this machine forces it) or FLAG (a flag the row names
+    #                    switches it); docs/methods.md says which
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ round trip over every DQ until no new answer appears, and LM verification of (DQ
 paper and the released code (amzn/refuel-open-domain-qa @159090e) run them."""
 from __future__ import annotations
 
-from .base import COMMAND, LAYOUT, Preset, Setting  # noqa: F401
+from .base import COMMAND, FLAG, LAYOUT, MACHINE, Preset, Setting  # noqa: F401
 
 CODE = "amzn/refuel-open-domain-qa @159090e"
 PAPER = "../shared/papers/refuel.txt (Gao, Zhang, Chang, Wang, ACL 2021)"
@@ -26,7 +26,7 @@ def SCHEDULE(command: str, script: str) -> tuple:
                 "int(questions / train_batch_size), the run's own length",
                 "cq's run counts its steps over targets (one per combination of found aliases, each a step's "
                 "example), REFUEL's over questions (one target drawn per question, DataLoader.py:60-63): --decay-steps "
-                "N gives REFUEL's horizon", setting="decay horizon (steps)", applies=COMMAND),
+                "N gives REFUEL's horizon", setting="decay horizon (steps)", applies=COMMAND, stays=FLAG),
     )
 
 
@@ -102,49 +102,50 @@ REFUEL = Preset(
                 "scripts/answer_prediction/train_aq.sh:46 @159090e: --bert_name=bart-large",
                 "initialised from BART-large itself: REFUEL first trains it on NQ-open (App. A; train_aq.sh:47 "
                 "--checkpoint); train that first with cq on NQ-open records and pass its directory as --model",
-                setting="base model", applies=COMMAND),
+                setting="base model", applies=COMMAND, stays=FLAG),
         Setting("train fid", "passages", 100, "§2.2; train_aq.sh:33 @159090e: PSG=100 (top_k_passages)",
-                "the passages are the records' own (cq retrieve/rerank), not REFUEL's reranker's",
-                setting="passages per question", applies=COMMAND),
+                "the passages are the records' own (cq retrieve/rerank), not REFUEL's reranker's (its trained "
+                "BERT reranker is not available offline)",
+                setting="passages per question", applies=COMMAND, stays=MACHINE),
         Setting("train fid", "max_passage_input_tokens", 160, "QAData.py:712-717 @159090e: question (32 tokens) + "
                 "passage (128), each input padded to 160", setting="tokens per question + passage", applies=COMMAND),
         Setting("train fid", "batch_size", 64, "App. A; train_aq.sh:56 @159090e: --train_batch_size=64 (over 8 GPUs, "
                 "gradient accumulation 8)", "with fewer GPUs keep the product of --batch-size, --grad-accum and "
-                "processes at 64", setting="batch (per process)", applies=COMMAND),
+                "processes at 64", setting="batch (per process)", applies=COMMAND, stays=FLAG),
         Setting("train fid", "lr", 3e-5, "App. A; train_aq.sh:58 @159090e: --learning_rate=3e-5",
                 setting="learning rate", applies=COMMAND),
         *SCHEDULE("train fid", "scripts/answer_prediction/train_aq.sh:59-60"),
         Setting("train fid", "epochs", 30, "App. A; train_aq.sh:63 @159090e: --num_train_epochs=30",
-                "REFUEL keeps the best checkpoint on dev F1_ans (App. A); cq does with --dev (else it keeps the "
-                "last weights)", setting="epochs", applies=COMMAND),
+                setting="epochs", applies=COMMAND),
         Setting("train fid", "eval_every", 30, "train_aq.sh:66 @159090e: --eval_period=30; run.py:669-686 keeps "
                 "best-model.pt, the best dev F1_ans (AmbigQAData, QAData.py:624, 841); --wait_step=1000000: no early "
                 "stop", "each evaluation decodes the --dev records (use --dev-limit on a large dev set)",
-                setting="dev evaluation steps", applies=COMMAND),
+                setting="dev evaluation steps", applies=COMMAND, stays=FLAG),
         Setting("train fid", "num_beams", 1, "run.py:1015-1018 @159090e: answers are decoded greedily (num_beams = 1)",
                 setting="beam search (cq answer)", applies=COMMAND),
-        Setting("train fid", "max_answer_tokens", 64, "train_aq.sh:49 @159090e: --max_answer_length=64",
-                "cq counts generated tokens (max_new_tokens), the release the whole output",
-                setting="answer tokens", applies=COMMAND),
+        Setting("train fid", "max_answer_tokens", 63, "train_aq.sh:49 @159090e: --max_answer_length=64, generate's "
+                "max_length, which counts the decoder start token: 63 generated", setting="answer tokens",
+                applies=COMMAND),
 
         # --- train verifier (the LM verifier's recipe) ---
         Setting("train verifier", "model", "facebook/bart-large", "§2.3 and App. A 'LM Verification'; "
                 "scripts/round_trip/train_verification.sh:37-45 @159090e: --task=qa_noamb_aq --bert_name=bart-large",
                 "REFUEL starts from its NQ-open FiD reader (App. A; train_verification.sh:30,45 --checkpoint): train "
                 "that first (`cq train fid` on NQ-open records) and pass its directory as --model",
-                setting="base model", applies=COMMAND),
+                setting="base model", applies=COMMAND, stays=FLAG),
         Setting("train verifier", "passages", 100, "scripts/round_trip/lm_verification.sh:29 @159090e: "
                 "TOP_K_PASSAGES=100 (train_verification.sh:32,50 takes PSG as an argument)",
-                "the passages are the records' own (cq retrieve/rerank), not REFUEL's reranker's",
-                setting="passages per question", applies=COMMAND),
+                "the passages are the records' own (cq retrieve/rerank), not REFUEL's reranker's (its trained "
+                "BERT reranker is not available offline)",
+                setting="passages per question", applies=COMMAND, stays=MACHINE),
         Setting("train verifier", "max_passage_input_tokens", 160, "QAData.py:712-717 @159090e: question (32 tokens) "
                 "+ passage (128)", setting="tokens per question + passage", applies=COMMAND),
         Setting("train verifier", "batch_size", 64, "App. A 'LM Verification'; train_verification.sh:53 @159090e: "
                 "--train_batch_size=64", "with fewer GPUs keep the product of --batch-size, --grad-accum and "
-                "processes at 64", setting="batch (per process)", applies=COMMAND),
+                "processes at 64", setting="batch (per process)", applies=COMMAND, stays=FLAG),
         Setting("train verifier", "lr", 3e-5, "App. A 'LM Verification': learning rate 3e-5",
                 "the paper's; the released script trains with 1e-5 (train_verification.sh:55 @159090e): --lr 1e-5 "
-                "for it", setting="learning rate", applies=COMMAND),
+                "for it", setting="learning rate", applies=COMMAND, stays=FLAG),
         *SCHEDULE("train verifier", "scripts/round_trip/train_verification.sh:56-57"),
         Setting("train verifier", "eval_every", 10, "scripts/round_trip/train_verification.sh:63 @159090e: "
                 "--eval_period=10, counted in optimiser steps (one batch of 64 a step, run.py:584-652); "
@@ -152,10 +153,10 @@ REFUEL = Preset(
         Setting("train verifier", "epochs", 30, "App. A 'LM Verification': epoch 30, the best model on dev EM",
                 "the paper's; the released script trains 10 epochs (train_verification.sh:60 @159090e): --epochs 10 "
                 "for it; cq keeps the best dev EM with --dev (else the last weights)", setting="epochs",
-                applies=COMMAND),
+                applies=COMMAND, stays=FLAG),
         Setting("train verifier", "max_answer_tokens", 20, "train_verification.sh:46 @159090e: "
-                "--max_answer_length=20", "cq cuts targets at 20 tokens and decodes 20 for dev EM",
-                setting="answer tokens", applies=COMMAND),
+                "--max_answer_length=20 (targets cut there, and dev EM's decoding)", setting="answer tokens",
+                applies=COMMAND),
     ),
     departures=(
         "cq train fid: targets are every combination of found aliases in the gold order; REFUEL adds up to 500 "

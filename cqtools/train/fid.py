@@ -8,20 +8,40 @@ each answer cluster's aliases found in the passages, one target per combination 
 48 tokens (scripts/answer_prediction/train_aq.sh:48); a record with no alias found is left out."""
 from __future__ import annotations
 
+from typing import ClassVar
+
 from dataclasses import dataclass
 
 from ..registry import option
 from ..stages.answer import fid as stage
 from .settings import TrainConfig, patience_option
-from .spanseqgen import dev_scores, fine_tune, record_targets
+from .spanseqgen import BASE_MODEL, dev_scores, fine_tune, record_targets
 
 TARGET_TOKENS = 48  # train_aq.sh:48 --max_cat_answer_length=48
 
 
 @dataclass
 class FiDTrainConfig(TrainConfig):
-    """`cq train fid`'s settings: the shared ones and the reader's (saved with the model); REFUEL's recipe is
-    ``--preset refuel`` (cqtools/presets/refuel.py, rows of cq train fid)."""
+    """Fine-tune REFUEL's Fusion-in-Decoder reader: each passage encoded with the question, one decoder over all.
+
+    The targets are the gold answers found in the passages, joined by <SEP> (records with
+    passages, from `cq retrieve`). With --dev, keeps the weights with the best dev F1_ans (scored
+    every --eval-every steps); the directory is what
+    `cq answer --reader fid` loads.
+    --preset refuel trains with REFUEL's recipe (BART-large, 100 passages, batch 64, lr 3e-5).
+
+    \b
+    Example:
+      cq retrieve --index idx --hits 100 < train.jsonl > train.ret.jsonl
+      cq train fid --train train.ret.jsonl --out models/fid --passages 10 --max-steps 2000
+      cq retrieve --index idx --hits 100 < dev.jsonl \\
+        | cq answer --reader fid --model models/fid --mode multi | cq score --task ambigqa
+    """
+
+    command: ClassVar[str] = "fid"
+    run: ClassVar[str] = "cqtools.train.fid:train_fid"
+    base_model: ClassVar[tuple] = ("train-fid", BASE_MODEL, "Seq2seq model to fine-tune (REFUEL's: BART-large; T5 "
+                                                            "works too).")
 
     passages: int = option(stage.PASSAGES, "Top passages per question, each encoded with the question (REFUEL: "
                                            "100).", min=1)

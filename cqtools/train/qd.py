@@ -10,6 +10,8 @@ target answer, the other pairs' chosen aliases the other answers, the pair's que
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from dataclasses import dataclass
 
 from ..records import GOLD
@@ -18,13 +20,31 @@ from ..stages.answer import seqgen
 from ..stages.disambiguate import qd_model
 from .loop import load_records
 from .settings import TrainConfig, patience_option
-from .spanseqgen import fine_tune
+from .spanseqgen import BASE_MODEL, fine_tune
 
 
 @dataclass
 class QDTrainConfig(TrainConfig):
-    """`cq train qd`'s settings: the shared ones and the input's and decoding's (saved with the model); AmbigQA's
-    recipe is ``--preset ambigqa`` (cqtools/presets/ambigqa.py, rows of cq train qd)."""
+    """Fine-tune AmbigQA's question-disambiguation model: one DQ per answer of an ambiguous question.
+
+    The input is the answer, the question, the other answers and the passages in AmbigQA's
+    layout (records with passages, from `cq retrieve`); the target is the gold DQ of that answer
+    (multipleQAs annotations). With --dev, keeps the weights with the best dev EDIT-F1 given the
+    gold answers (scored every --eval-every steps). The directory
+    is what `cq disambiguate --method qd --model DIR` loads. --preset ambigqa trains with AmbigQA's recipe (BART-large, beam 4).
+
+    \b
+    Example:
+      cq retrieve --index idx --hits 100 < train.jsonl > train.ret.jsonl
+      cq train qd --train train.ret.jsonl --out models/qd --max-steps 2000
+      cq answer --reader seqgen --model models/seqgen --mode multi < dev.ret.jsonl \\
+        | cq disambiguate --method qd --model models/qd | cq score --task ambigqa
+    """
+
+    command: ClassVar[str] = "qd"
+    run: ClassVar[str] = "cqtools.train.qd:train_qd"
+    base_model: ClassVar[tuple] = ("train-qd", BASE_MODEL, "Seq2seq model to fine-tune (AmbigQA's: BART-large).")
+    dev_help: ClassVar[str] = "Dev records: the weights are scored (EDIT-F1) on them and the best kept."
 
     passages: int | None = option(None, "Top passages in the input [default: as many as fill --max-input-tokens].",
                                   min=1)

@@ -4,8 +4,10 @@ generated from these fields (cli/declared.py), so the command line and Python sh
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from ..config import RunConfig
+from ..models.roles import ENCODER, LLM
 from ..registry import option
 from ..stages import detect as detect_stage
 from ..stages.gen_cq import FromDqsOptions
@@ -25,7 +27,22 @@ class TrainConfig:
     """What every fine-tuning trainer shares (data, budget, loop, device); each trainer's own settings are
     fields of its subclass (:class:`DetectTrainConfig`, :class:`GenCQTrainConfig`). ``checkpoints`` (not a
     flag) is where checkpoints go, default ``out``/checkpoints (`cq train` passes --out's, not its staging
-    directory's)."""
+    directory's).
+
+    A trainer is one subclass, registered (cqtools/cli/trainers.py ``register_trainers``, as a plugin registers
+    one): `cq train NAME` and its flags are generated from it (cqtools/cli/train.py ``trainer_command``). Its
+    fields with :func:`cqtools.registry.option` are the flags; its class variables name the command
+    (``command``), the function that trains on an instance (``run``, "module:function", returning the report),
+    the base model's ``--model`` (``base_model``: a role of cqtools/models/roles.py or a name, its default and help),
+    what --train and --dev hold, and which report keys the command prints; the subclass's docstring is the
+    command's --help."""
+
+    command: ClassVar[str] = ""
+    run: ClassVar[str] = ""
+    base_model: ClassVar[tuple] = ("", None, "")  # --model: (role or name, default, help)
+    train_help: ClassVar[str] = "Training records (JSONL from `cq convert ambignq train_light.json`)."
+    dev_help: ClassVar[str] = "Dev records: the weights are scored on them every --eval-every steps and the best kept."
+    printed: ClassVar[tuple | None] = None  # the report's keys printed on stdout (None: all but HIDDEN)
 
     train: str = field(kw_only=True)
     model: str = field(kw_only=True)
@@ -84,7 +101,26 @@ def patience_option(default: int | None = None, metric: str = "the dev metric"):
 
 @dataclass
 class DetectTrainConfig(TrainConfig):
-    """`cq train detect`'s settings: the shared ones and the classifier's own."""
+    """Fine-tune an encoder as the ambiguity classifier (label: gold.ambiguous).
+
+    Keeps the checkpoint with the best early-stopping score (--select), measured either on
+    --dev or on --holdout N records taken out of --train. --preset askcq trains AskCQ's passage
+    classifier (BERT-base-cased over the question and 100 passages, 512 tokens, lr 1e-5).
+
+    \b
+    Example:
+      cq convert ambignq train_light.json > train.jsonl
+      cq convert ambignq dev_light.json > dev.jsonl
+      cq train detect --train train.jsonl --holdout 1000 --passages 0 --max-length 48 \\
+        --batch-size 32 --select auroc --eval-every 50 --out models/detect --max-seconds 1200
+      cq detect --method classifier --model models/detect --passages 0 < dev.jsonl \\
+        | cq score --task detect --sweep
+    """
+
+    command: ClassVar[str] = "detect"
+    run: ClassVar[str] = "cqtools.train.detector:train_detect"
+    base_model: ClassVar[tuple] = ("train-detect", ENCODER, "Encoder to fine-tune.")
+    dev_help: ClassVar[str] = "Dev records for early stopping / the report (or use --holdout)."
 
     eval_every: int | None = option(None, "Steps between dev evaluations (default: once per epoch).", min=1)
     patience: int | None = option(3, "Dev evaluations without improvement (of --select) before stopping early.",
@@ -104,7 +140,23 @@ class DetectTrainConfig(TrainConfig):
 
 @dataclass
 class GenCQTrainConfig(TrainConfig):
-    """`cq train gen-cq`'s settings: the shared ones and the CQ generator's own."""
+    """Fine-tune a generator on gold CQs (gold.cq, e.g. from `cq convert cambignq` or `--join cambignq:`)
+    and, for records without one, silver CQs built from gold DQs (cq gen-cq --method from-dqs).
+
+    Scores dev every --eval-every steps (default once per epoch) and keeps the weights with the
+    best CQ BLEU-4, as AskCQ does; reports options P/R/F1 and category accuracy too (against
+    gold.cq where present, else the dev silver CQs).
+
+    \b
+    Example:
+      cq train gen-cq --train train.jsonl --dev dev.jsonl --out models/gencq --max-steps 200
+      cq detect < dev.jsonl | cq gen-cq --method seq2seq --model models/gencq
+    """
+
+    command: ClassVar[str] = "gen-cq"
+    run: ClassVar[str] = "cqtools.train.cq_generator:train_gen_cq"
+    base_model: ClassVar[tuple] = ("train-gen-cq", LLM, "Generator to fine-tune: seq2seq (encoder-decoder) if it is "
+                                                        "one, else a causal LM.")
 
     epochs: int = option(1, min=1)
     # the input layout's defaults (cqtools/train/cq_generator.py LAYOUT_DEFAULTS): cq's, or AskCQ's release's

@@ -27,13 +27,16 @@ The model directory (``AutoModelForQuestionAnswering`` + tokenizer + cq_train.js
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 import logging
 import os
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 from ..errors import InputError, ResourceError
 from ..models.backends import set_seed
+from ..models.roles import ENCODER
 from ..records import GOLD, PASSAGES
 from ..stages.answer.extractive import ExtractiveOptions, ExtractiveReader, context_of
 from ..registry import option
@@ -46,11 +49,36 @@ log = logging.getLogger("cqtools")
 
 @dataclass
 class ReaderTrainConfig(TrainConfig):
-    """`cq train reader`'s settings: the shared ones (:class:`.settings.TrainConfig`) and the span reader's."""
+    """Train the extractive span reader by distant supervision (gold aliases found in passages).
+
+    Each training question's first passage holding a gold alias is trained to that span, its
+    top passages holding none to "no answer" ([CLS]). Reports single-answer EM/F1 on the held-out
+    (or --dev) records; the directory is what `cq answer --reader extractive` loads.
+
+    \b
+    Example:
+      cq retrieve --index idx --hits 10 < dev.jsonl > dev.ret.jsonl
+      cq retrieve --index idx --hits 10 < train.jsonl > train.ret.jsonl
+      cq train reader --train dev.ret.jsonl --holdout 300 --more-train train.ret.jsonl \\
+        --out models/reader --max-seconds 1200
+      cq retrieve --index idx --hits 10 < questions.jsonl \\
+        | cq answer --reader extractive --model models/reader --mode multi
+    """
+
+    command: ClassVar[str] = "reader"
+    run: ClassVar[str] = "cqtools.train.span_reader:train_reader"
+    base_model: ClassVar[tuple] = ("train-reader", ENCODER, "Encoder to put the span head on.")
+    train_help: ClassVar[str] = ("Records with passages (`cq retrieve` output) and gold answers; --holdout draws from "
+                                 "these.")
+    dev_help: ClassVar[str] = "Validation records with passages (or use --holdout)."
+    printed: ClassVar[tuple] = ("steps", "stopped", "train_seconds", "train_records", "examples", "first_loss",
+                                "last_loss", "validation")
 
     holdout: int | None = option(None, "Validate on N --train records held out by a seeded draw (by question id; "
                                        "ids in cq_train.json).", min=1, metavar="N")
-    more_train: tuple = field(default_factory=tuple)  # further training files (never held out)
+    more_train: tuple = option((), "Further training records with passages (e.g. AmbigNQ train or NQ-open); never "
+                                   "held out, and held-out ids / questions are dropped from them. Repeatable.",
+                               metavar="PATH")
     epochs: int = option(1, min=1)
     batch_size: int = option(16, BATCH_HELP, min=1)
     passages: int = option(10, "Top passages searched for a gold answer per training question.", min=1)

@@ -15,6 +15,8 @@ seqgen --revised-question askcq``.
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 import itertools
 import os
 from dataclasses import asdict, dataclass
@@ -35,8 +37,28 @@ BASE_MODEL = "facebook/bart-base"  # cq's default base; AmbigQA's recipe (`--pre
 
 @dataclass
 class SpanSeqGenTrainConfig(TrainConfig):
-    """`cq train spanseqgen`'s settings: the shared ones and the layout's and decoding's (saved with the model);
-    AmbigQA's recipe is ``--preset ambigqa`` (cqtools/presets/ambigqa.py, rows of cq train spanseqgen)."""
+    """Fine-tune AmbigQA's SpanSeqGen: a seq2seq model generating every answer as one sequence.
+
+    The input is the question and its passages in AmbigQA's layout (records with passages, from
+    `cq retrieve`); the targets are the gold answers found in them, joined by <SEP>. With --dev,
+    keeps the weights with the best dev F1_ans (scored every --eval-every steps); the directory
+    is what `cq answer --reader seqgen` loads.
+    --preset ambigqa trains with AmbigQA's recipe (BART-large, batch 24, lr 5e-6, beam 4);
+    --preset askcq trains AskCQ's clarification-based QA reader instead (--input-layout askcq:
+    the question revised by each gold CQ option -> its answer; read by `cq answer --mode cq
+    --reader seqgen --revised-question askcq`).
+
+    \b
+    Example:
+      cq retrieve --index idx --hits 100 < train.jsonl > train.ret.jsonl
+      cq train spanseqgen --train train.ret.jsonl --dev dev.ret.jsonl --out models/seqgen --max-steps 2000
+      cq retrieve --index idx --hits 100 < dev.jsonl \\
+        | cq answer --reader seqgen --model models/seqgen --mode multi | cq score --task answers
+    """
+
+    command: ClassVar[str] = "spanseqgen"
+    run: ClassVar[str] = "cqtools.train.spanseqgen:train_spanseqgen"
+    base_model: ClassVar[tuple] = ("train-spanseqgen", BASE_MODEL, "Seq2seq model to fine-tune (AmbigQA's: BART-large).")
 
     passages: int | None = option(None, "Top passages in the input [default: as many as fill --max-input-tokens].",
                                   min=1)

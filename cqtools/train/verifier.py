@@ -12,6 +12,8 @@ left out; cq takes the first found, lower-cased as the FiD targets are), cut at 
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from dataclasses import dataclass
 
 from ..records import GOLD
@@ -19,15 +21,31 @@ from ..registry import option
 from ..stages.answer import fid as stage
 from ..stages.answer.verifier import TASK
 from .fid import FiDTrainConfig, fid_batch_encoder
-from .spanseqgen import fine_tune
+from .spanseqgen import BASE_MODEL, fine_tune
 
 TARGET_TOKENS = 20  # train_verification.sh: --max_answer_length=20
 
 
 @dataclass
 class VerifierTrainConfig(FiDTrainConfig):
-    """`cq train verifier`'s settings: FiD's (the input's saved with the model); REFUEL's recipe is ``--preset
-    refuel`` (cqtools/presets/refuel.py, rows of cq train verifier)."""
+    """Fine-tune REFUEL's LM verifier: a Fusion-in-Decoder model answering gold disambiguated questions.
+
+    Each gold QA pair (a multipleQAs pair's DQ, a singleAnswer's question) is read with each of
+    the record's passages (records from `cq retrieve`); the target is its first alias found in
+    them. With --dev, keeps the weights with the best dev EM on the gold QA pairs. The directory
+    is what `cq answer --verify --verifier-model DIR` scores (DQ, answer) pairs with.
+    --preset refuel trains with REFUEL's recipe (BART-large, 100 passages, batch 64, lr 3e-5).
+
+    \b
+    Example:
+      cq train verifier --train train.ret.jsonl --out models/verifier --passages 10 --max-steps 2000
+      cq answer --preset refuel --verifier-model models/verifier < dev.ret.jsonl | cq score --task ambigqa
+    """
+
+    command: ClassVar[str] = "verifier"
+    run: ClassVar[str] = "cqtools.train.verifier:train_verifier"
+    base_model: ClassVar[tuple] = ("train-verifier", BASE_MODEL, "Seq2seq model to fine-tune (REFUEL's: BART-large, "
+                                                                 "first trained as its NQ-open reader).")
 
     max_answer_tokens: int = option(TARGET_TOKENS, "Tokens of a target answer, and generated per question for dev EM "
                                                    "(saved with the model).", min=1)
