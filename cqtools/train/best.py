@@ -112,6 +112,22 @@ def scoring_saved(run, save: Callable[[], None], score: Callable[[], dict]) -> C
     return evaluate
 
 
+def selection(run, model, examples: int, save: Callable[[], None], score: Callable[[], dict] | None, metric: str,
+              name: str, patience: int | None = None) -> tuple[BestOnDev | None, dict, int]:
+    """(the keeper of the best dev weights on ``metric``, the loop's evaluation arguments, the run's total steps) of
+    a trainer of ``examples`` items: ``score()`` scores the weights ``save()`` wrote (None: no dev, no keeper)."""
+    from .loop import total_steps
+
+    cfg = run.cfg
+    per_step = cfg.grad_accum * run.accelerator.num_processes
+    total = total_steps(examples, cfg.batch_size, cfg.epochs, cfg.max_steps, per_step)
+    if score is None:
+        return None, {}, total
+    every = every_of(cfg.eval_every, examples, cfg.batch_size * per_step)
+    keeper = BestOnDev(model, scoring_saved(run, save, score), metric_key(metric), every, patience=patience, name=name)
+    return keeper, {"evaluate_at": eval_steps(every, total), "on_eval": keeper, "keep": (keeper,)}, total
+
+
 def dev_report(keeper: BestOnDev | None, metric: str) -> dict:
     """What cq_train.json says of the selection: the metric, the evaluation whose weights were kept (``best``:
     its step and scores) and every evaluation (``history``); {} without one."""

@@ -6,16 +6,15 @@ trained by the shared loop (:mod:`.loop`); dev CQ metrics against the dev silver
 where the records carry one). The directory is what ``cq gen-cq --method seq2seq --model DIR`` loads."""
 from __future__ import annotations
 
-import os
 from dataclasses import asdict
 from types import SimpleNamespace
 
 from ..errors import InputError, ResourceError
 from ..records import GOLD
 from ..stages import evidence, gen_cq as gen_stage
-from .best import BestOnDev, dev_report, eval_steps, every_of, metric_key, scoring_saved
-from .loop import (GenCQTrainConfig, decoded_batch, keep_model_inputs, load_records, log, peak_rss_mb, set_seed, start, total_steps,
-                   train_loop, write_report)
+from .best import dev_report, selection
+from .loop import (GenCQTrainConfig, batch_loss, decoded_batch, keep_model_inputs, load_records, log, peak_rss_mb,
+                   saver, set_seed, start, train_loop, write_report)
 
 
 TARGETS = ("auto", "silver")  # auto: gold.cq where a record has one, else the silver CQ; silver: silver only
@@ -188,26 +187,14 @@ def train_gen_cq(cfg: GenCQTrainConfig) -> dict:
     model, seq2seq, eos = _load_model(cfg.model, path, tokenizer, device)
     encode = batch_encoder(tokenizer, seq2seq, eos, cfg.max_passage_tokens or CQ_INPUT_TOKENS)
 
-    def loss_of(net, idx: list[int]):
-        return net(**{k: v.to(device) for k, v in encode([train[i] for i in idx]).items()}).loss
-
-    def save():
-        os.makedirs(cfg.out, exist_ok=True)
-        model.save_pretrained(cfg.out)
-        tokenizer.save_pretrained(cfg.out)
-        keep_model_inputs(cfg.out, model)
-        write_report(cfg.out, {"task": "gen-cq", "config": asdict(cfg)})  # what cq gen-cq reads (the report follows)
-
-    per_step = cfg.grad_accum * run.accelerator.num_processes
-    total = total_steps(len(train), cfg.batch_size, cfg.epochs, cfg.max_steps, per_step)
+    save = saver(cfg.out, model, tokenizer, {"task": "gen-cq", "config": asdict(cfg)},
+                 then=lambda: keep_model_inputs(cfg.out, model))
+    keeper, timing, total = selection(run, model, len(train), save, (lambda: dev_cq_scores(cfg, dev, device)) if dev
+                                      else None, DEV_METRIC, "train gen-cq", cfg.patience)
     log.info("train gen-cq: %d train CQs (%d gold, %d silver) / %d dev CQs, %s, %d steps at most, device %s",
              len(train), train_counts["gold_cq"], train_counts["silver_cq"], len(dev),
              "seq2seq" if seq2seq else "causal LM", total, device)
-    every = every_of(cfg.eval_every, len(train), cfg.batch_size * per_step)
-    keeper = BestOnDev(model, scoring_saved(run, save, lambda: dev_cq_scores(cfg, dev, device)), metric_key(DEV_METRIC),
-                       every, patience=cfg.patience, name="train gen-cq") if dev else None
-    timing = {"evaluate_at": eval_steps(every, total), "on_eval": keeper, "keep": (keeper,)} if keeper else {}
-    state = train_loop(run, model, len(train), loss_of, log_every=10, name="train gen-cq",
+    state = train_loop(run, model, len(train), batch_loss(encode, train, device), log_every=10, name="train gen-cq",
                        peek=lambda idx: decoded_batch(tokenizer, encode([train[i] for i in idx])), **timing)
     if not run.is_main:
         return {}

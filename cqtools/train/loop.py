@@ -170,6 +170,25 @@ def decoded_batch(tokenizer, batch: dict) -> dict:
     return out
 
 
+def batch_loss(encode: Callable[[list], dict], items: list, device: str):
+    """The loop's ``loss_of`` for a model that returns its loss: ``encode`` the batch's ``items`` onto ``device``."""
+    return lambda net, idx: net(**{k: v.to(device) for k, v in encode([items[i] for i in idx]).items()}).loss
+
+
+def saver(out: str, model, tokenizer, head: dict, then: Callable[[], None] | None = None) -> Callable[[], None]:
+    """``save()``: the model and tokenizer into ``out`` (``then()`` after them) and cq_train.json's ``head``, what the
+    stage reads (the full report is written over it at the end)."""
+    def save() -> None:
+        os.makedirs(out, exist_ok=True)
+        model.save_pretrained(out)
+        tokenizer.save_pretrained(out)
+        if then is not None:
+            then()
+        write_report(out, head)
+
+    return save
+
+
 def write_report(out: str, report: dict) -> None:
     """cq_train.json, with the CPU threads torch trained on (they change float rounding, so a rebuild
     that should give the same weights needs the same count)."""

@@ -18,15 +18,14 @@ from __future__ import annotations
 from typing import ClassVar
 
 import itertools
-import os
 from dataclasses import asdict, dataclass
 
 from ..errors import InputError
 from ..records import GOLD, annotation_clusters
 from ..registry import option
 from ..stages.answer import seqgen as stage
-from .best import BestOnDev, dev_report, eval_steps, every_of, metric_key, scoring_saved
-from .loop import decoded_batch, load_records, log, peak_rss_mb, set_seed, start, total_steps, train_loop, write_report
+from .best import dev_report, selection
+from .loop import batch_loss, decoded_batch, load_records, log, peak_rss_mb, saver, set_seed, start, train_loop, write_report
 from .settings import TrainConfig, patience_option
 
 TARGET_TOKENS = 30  # QAData.py:642 @5c8cdb1: answers[:30]
@@ -189,27 +188,14 @@ def fine_tune(cfg: TrainConfig, task: str, examples, target_tokens: int, nothing
     model = seqgen_model(resolved.path, tokenizer).to(device)
     encode = encoder(tokenizer, target_tokens)
 
-    def loss_of(net, idx: list[int]):
-        return net(**{k: v.to(device) for k, v in encode([train[i] for i in idx]).items()}).loss
-
-    def save():
-        os.makedirs(cfg.out, exist_ok=True)
-        model.save_pretrained(cfg.out)
-        tokenizer.save_pretrained(cfg.out)
-        write_report(cfg.out, {"task": task, "config": asdict(cfg)})  # what the stage reads (the report follows)
-
-    per_step = cfg.grad_accum * run.accelerator.num_processes
-    total = total_steps(len(train), cfg.batch_size, cfg.epochs, cfg.max_steps, per_step)
+    save = saver(cfg.out, model, tokenizer, {"task": task, "config": asdict(cfg)})
+    score = (lambda: dev[1](cfg, device)) if cfg.dev and dev else None
+    keeper, timing, total = selection(run, model, len(train), save, score, dev[0] if dev else "", f"train {task}",
+                                      getattr(cfg, "patience", None))
     log.info("train %s: %d targets of %d questions, %d steps at most, device %s", task, len(train),
              len({id(r) for _, _, r in train}), total, device)
-    keeper, timing = None, {}
-    if cfg.dev and dev:
-        metric, scores = dev
-        every = every_of(cfg.eval_every, len(train), cfg.batch_size * per_step)
-        keeper = BestOnDev(model, scoring_saved(run, save, lambda: scores(cfg, device)), metric_key(metric), every,
-                           patience=getattr(cfg, "patience", None), name=f"train {task}")
-        timing = {"evaluate_at": eval_steps(every, total), "on_eval": keeper, "keep": (keeper,)}
-    state = train_loop(run, wrap(model) if wrap else model, len(train), loss_of, log_every=10, name=f"train {task}",
+    state = train_loop(run, wrap(model) if wrap else model, len(train), batch_loss(encode, train, device), log_every=10,
+                       name=f"train {task}",
                        peek=lambda idx: decoded_batch(tokenizer, encode([train[i] for i in idx])), **timing)
     if not run.is_main:
         return {}
