@@ -32,7 +32,7 @@ def _commands():
 def _flag_default(param):
     """What the command gets when the flag is not given (a boolean flag's unset default is False)."""
     default = param.default
-    if default is None or isinstance(default, (bool, int, float, str)):
+    if default is None or isinstance(default, (bool, int, float, str, tuple)):  # tuple: a repeatable flag's
         return default
     return False if getattr(param, "is_flag", False) else None
 

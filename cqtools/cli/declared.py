@@ -52,7 +52,8 @@ def declared_flag(opt, param: str | None = None, kind=None):
     registry's names, known only once its plugins are loaded)."""
     name = param or opt.name
     if opt.type is tuple:  # a repeatable flag (cq train reader --more-train FILE ...)
-        return click.option(opt.cli_flag, name, multiple=True, metavar=opt.metavar, help=opt.help or None)
+        return click.option(opt.cli_flag, name, multiple=True, default=opt.default, metavar=opt.metavar,
+                            help=opt.help or None)
     if opt.type is bool and "/" not in opt.cli_flag:
         return click.option(opt.cli_flag, name, is_flag=True, default=bool(opt.default), help=opt.help or None)
     show = opt.shown or (opt.default is not None and (opt.default is not False or "/" in opt.cli_flag))

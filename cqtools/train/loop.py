@@ -62,7 +62,7 @@ def gold_label(record: dict) -> bool:
     return bool(value)
 
 
-def batches(n: int, size: int, epochs: int, seed: int, shuffle: bool = True) -> Iterator[tuple[int, list[int]]]:
+def batches(n: int, size: int, epochs: int, seed: int, shuffle: bool) -> Iterator[tuple[int, list[int]]]:
     """(epoch, indices) for every step: a fresh seeded shuffle each epoch (file order without ``shuffle``)."""
     rng = random.Random(seed)
     for epoch in range(epochs):
@@ -267,7 +267,7 @@ class SeededBatches:
     """The batch sampler of :func:`batches` (every epoch's seeded shuffle, one list of indices a batch), for a
     DataLoader accelerate shards across processes (batch i to process i mod P) and skips into on resume."""
 
-    def __init__(self, n: int, size: int, epochs: int, seed: int, shuffle: bool = True):
+    def __init__(self, n: int, size: int, epochs: int, seed: int, shuffle: bool):
         self.batch_size, self.drop_last = size, False
         self.order = [idx for _, idx in batches(n, size, epochs, seed, shuffle)]
 
