@@ -146,12 +146,12 @@ def test_stopping_and_selection_are_the_releases(trained):
     assert (config[("verifier", "refuel")]["patience"], config[("verifier", "refuel")]["eval_every"]) == (None, 10)
     # AskCQ run_cambigqa_train.sh:17-19,39 @d8be017: eval_period 500 batches = 250 steps of 2; --wait_step 10; no
     # shuffle (run.py:84)
-    assert {k: config[("spanseqgen", "askcq")][k] for k in ("eval_every", "patience", "shuffle")} == {
-        "eval_every": 250, "patience": 10, "shuffle": False}
+    assert {k: config[("spanseqgen", "askcq")][k] for k in ("eval_every", "patience", "shuffle", "accumulate")} == {
+        "eval_every": 250, "patience": 10, "shuffle": False, "accumulate": "sum"}
     # AskCQ run_cq_training.sh:17-20,38 and run.py:262-266: the same, dev CQs decoded with beam 4, max_length 128
     assert {k: config[("gen-cq", "askcq")][k] for k in ("eval_every", "patience", "shuffle", "num_beams",
-                                                         "max_cq_tokens")} == {
-        "eval_every": 250, "patience": 10, "shuffle": False, "num_beams": 4, "max_cq_tokens": 127}
+                                                         "max_cq_tokens", "accumulate")} == {
+        "eval_every": 250, "patience": 10, "shuffle": False, "num_beams": 4, "max_cq_tokens": 127, "accumulate": "sum"}
     # AskCQ run_ambiguity_detection.sh:31-36: every 500 steps, the lowest dev loss kept, no early stop
     assert {k: config[("detect", "askcq")][k] for k in ("eval_every", "select", "patience", "input_layout")} == {
         "eval_every": 500, "select": "loss", "patience": None, "input_layout": "joined"}
@@ -237,3 +237,22 @@ def test_resume_refuses_a_changed_selection_or_a_finished_run(tmp_path, tiny_cla
     changed = runner.invoke(cli, [*args[:-3], "--dev-limit", "5", "-q", "--out", str(tmp_path / "n"),
                                   "--resume-from", step])
     assert changed.exit_code != 0 and "dev_limit=4" in changed.output and "Traceback" not in changed.output
+
+
+@pytest.mark.parametrize("accumulate, per_batch", [("mean", 0.5), ("sum", 1.0)])
+def test_accumulated_batches_are_averaged_or_summed_as_the_release_does(tmp_path, accumulate, per_batch):
+    """--accumulate sum: each of --grad-accum 2 batches adds its loss's whole gradient, as AskCQ's loop calls
+    backward on each (run.py:190-197 @d8be017); accelerate's default halves each."""
+    import torch
+
+    from cqtools.train.loop import train_loop
+    from cqtools.train.run import start
+    from cqtools.train.settings import TrainConfig
+
+    cfg = TrainConfig(train="-", model="-", out=str(tmp_path), batch_size=1, grad_accum=2, max_steps=1, device="cpu",
+                      accumulate=accumulate)
+    model = torch.nn.Linear(1, 1, bias=False)
+    seen = []
+    model.weight.register_hook(lambda grad: seen.append(grad.item()))
+    train_loop(start(cfg), model, 2, lambda net, idx: net.weight.sum())
+    assert seen == [per_batch, per_batch]

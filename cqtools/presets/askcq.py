@@ -81,8 +81,10 @@ ASKCQ = Preset(
                 "(a tokenizer with sep, bos and eos tokens, e.g. BART's): it trains on the input cq gen-cq generates "
                 "from (up to 100 whole passages within 1,024 tokens) with the release's lr 1e-5, batch 10 with "
                 "gradients summed over 2, the best dev CQ BLEU kept every 250 steps (its 500 batches) and a stop after "
-                "10 evaluations without gain (run_cq_training.sh:17-20; run.py:216-229), not its 100 epochs "
-                "(--epochs); cq gen-cq then reads the layout from it",
+                "10 evaluations without gain (run_cq_training.sh:17-20; run.py:216-229), no warm-up or weight decay "
+                "and a decay over 100,000 steps (run.py:138-146), the batches in file order (run.py:84) and dev CQs "
+                "decoded with beam 4 (run.py:262-266), not its 100 epochs (--epochs); cq gen-cq then reads the layout "
+                "from it",
                 setting="input layout", applies=LAYOUT),
         Setting("gen-cq", "max_passage_tokens", 1024, "CQDataset.py:126 @d8be017 and cli.py:47 "
                 "(max_token_nums 1024): passages until BART's 1,024 input tokens are full",
@@ -158,6 +160,9 @@ ASKCQ = Preset(
                 "(originally 20)", setting="batch (per process)", applies=COMMAND),
         Setting("train spanseqgen", "grad_accum", 2, "run_cambigqa_train.sh:17 @d8be017: "
                 "gradient_accumulation_steps=2", setting="gradient accumulation", applies=COMMAND),
+        Setting("train spanseqgen", "accumulate", "sum", "run.py:190-197 @d8be017: loss.backward() on each batch's "
+                "loss as it is, the optimiser stepping every 2: the two batches' gradients summed",
+                setting="accumulated gradients", applies=COMMAND),
         Setting("train spanseqgen", "lr", 1e-5, "cli.py:92 @d8be017: --learning_rate default 1e-5 (the script "
                 "sets none)", setting="learning rate", applies=COMMAND),
         Setting("train spanseqgen", "warmup_steps", 0, "cli.py:106 @d8be017: --warmup_steps default 0 (run.py:144-145)",

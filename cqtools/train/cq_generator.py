@@ -24,16 +24,17 @@ TARGETS = ("auto", "silver")  # auto: gold.cq where a record has one, else the s
 # Its batches: 10, gradients summed over 2 (run_cq_training.sh:17-18 @d8be017); dev every 500 batches, which are 250
 # optimiser steps (eval_period=500 counts batches, run.py:train @d8be017), stopped after 10 evaluations without a
 # better one (--wait_step 10). Not followed: its 100 epochs (--epochs stays cq's 1; give --epochs 100 for them).
-# Its batches in file order (run.py:84 shuffle=False). Its schedule: AdamW without warm-up (cli.py:106 warmup_steps 0) or weight decay (cli.py:96), decaying linearly over
+# Its batches in file order (run.py:84 shuffle=False), two batches' losses summed into a step (run.py:190-197). Its schedule: AdamW without warm-up (cli.py:106 warmup_steps 0) or weight decay (cli.py:96), decaying linearly over
 # 100,000 optimiser steps (run.py:144-146); dev CQs decoded with beam 4 and max_length 128 (run.py:256-266,
 # run_cq_training.sh:17 MAX_QUESTION_LENGTH), which counts BART's decoder start token: 127 generated.
 LAYOUT_DEFAULTS = {"cq": {"batch_size": 8, "lr": 5e-5, "passages": 3, "max_passage_tokens": None, "grad_accum": 1,
                           "eval_every": None, "patience": None, "warmup_ratio": 0.1, "weight_decay": 0.01,
-                          "decay_steps": None, "num_beams": 1, "max_cq_tokens": 48, "shuffle": True},
+                          "decay_steps": None, "num_beams": 1, "max_cq_tokens": 48, "shuffle": True,
+                          "accumulate": "mean"},
                    "askcq": {"batch_size": 10, "lr": 1e-5, "passages": 100, "max_passage_tokens": 1024,
                              "grad_accum": 2, "eval_every": 250, "patience": 10, "warmup_ratio": 0.0,
                              "weight_decay": 0.0, "decay_steps": 100000, "num_beams": 4, "max_cq_tokens": 127,
-                             "shuffle": False}}
+                             "shuffle": False, "accumulate": "sum"}}
 CQ_INPUT_TOKENS = 384  # where a cq-layout input without a budget is cut (as before)
 # The weights kept: the best dev CQ BLEU-4 (corpus BLEU against the gold CQ), as AskCQ keeps its best-model.pt for
 # CQ generation (run.py:219-229 @d8be017, CQ_evaluate.py:45-47: evaluate.load("bleu")).

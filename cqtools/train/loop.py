@@ -363,7 +363,8 @@ def train_loop(run: TrainRun, model, examples: int, loss_of: Callable[[object, l
                 state.first_batch = peek(idx)
             with acc.accumulate(net):
                 loss = loss_of(net, idx)
-                acc.backward(loss)
+                # accelerate divides each batch's loss by --grad-accum; "sum" undoes it (the releases' unscaled sum)
+                acc.backward(loss * cfg.grad_accum if getattr(cfg, "accumulate", "mean") == "sum" else loss)
                 micro.append(loss.detach())
                 if acc.sync_gradients:
                     acc.clip_grad_norm_(net.parameters(), 1.0)

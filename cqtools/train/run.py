@@ -23,7 +23,7 @@ MARKER = "cq_checkpoint.json"
 KEEP = 2  # checkpoints kept: the newest, and the one before in case the newest is being written
 # Settings a resumed run must share with the one that saved the checkpoint (else it is not the same run).
 SAME_RUN = ("batch_size", "grad_accum", "epochs", "lr", "warmup_steps", "warmup_ratio", "weight_decay", "no_decay",
-            "decay_steps", "shuffle", "max_steps", "seed", "limit", "mixed_precision")
+            "decay_steps", "shuffle", "accumulate", "max_steps", "seed", "limit", "mixed_precision")
 # ... and what decides the dev evaluations a checkpoint carries (its best weights so far: cqtools/train/best.py): the
 # records, how often, how they are decoded (beams, tokens) and scored, when to stop; a setting a trainer lacks counts
 # as None

@@ -16,7 +16,7 @@ from ..stages.options import CommandSettings
 # The loop's settings every trainer shares (`cq train NAME` places these flags first).
 LOOP_SETTINGS = ("epochs", "batch_size", "lr", "warmup_steps", "warmup_ratio", "weight_decay", "no_decay",
                  "decay_steps", "shuffle", "max_steps", "max_seconds", "limit", "dev_limit", "mixed_precision", "grad_accum",
-                 "save_every", "resume", "resume_from")
+                 "accumulate", "save_every", "resume", "resume_from")
 COMMON_SETTINGS = (*LOOP_SETTINGS, "passages")  # flags every `cq train` subcommand places first
 BATCH_HELP = "Examples per batch on each process (the effective batch: this x --grad-accum x processes)."
 CHECKPOINTS = "checkpoints"  # OUT/checkpoints/step-N: what --save-every writes and --resume reads
@@ -78,6 +78,10 @@ class TrainConfig:
                                         "autocast, or float32 (no).", choices=("no", "bf16", "fp16"))
     grad_accum: int = option(1, "Batches whose gradients are summed into one optimiser step (accelerate's "
                                 "gradient accumulation).", min=1, metavar="N")
+    accumulate: str = option("mean", "How --grad-accum's batches make one step's gradient: the mean of their losses "
+                                     "(accelerate's), or their sum, as AmbigQA's and AskCQ's loops call backward on "
+                                     "each batch's loss unscaled (the norm clipped at 1 then differs).",
+                             choices=("mean", "sum"))
     save_every: int | None = option(None, "Save a checkpoint (weights, optimiser, scheduler, RNG states, data "
                                           "position) into OUT/checkpoints/step-N every N steps; the 2 newest are "
                                           "kept. SIGTERM then saves one after the step under way and stops (exit "
@@ -204,6 +208,9 @@ class GenCQTrainConfig(TrainConfig):
     max_cq_tokens: int | None = option(None, "Tokens generated per dev CQ. [default: 48; 127 with --input-layout "
                                              "askcq: generate's max_length 128 (run_cq_training.sh:17, run.py:256) "
                                              "less BART's start token]", min=1)
+    accumulate: str | None = option(None, "How --grad-accum's batches make one step's gradient: the mean of their "
+                                          "losses, or their sum. [default: mean; sum with --input-layout askcq, "
+                                          "AskCQ's run.py:190-197]", choices=("mean", "sum"))
     shuffle: bool | None = option(None, "A seeded shuffle of the examples each epoch, or (--no-shuffle) their "
                                         "order in the file. [default: shuffled; in file order with --input-layout "
                                         "askcq, AskCQ's run.py:84 shuffle=False]", flag="--shuffle/--no-shuffle")
