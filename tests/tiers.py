@@ -29,6 +29,7 @@ HEAVY_MODULES = {
     "test_train_best": "trains tiny models with dev evaluations (5-12 s a test)",
     "test_train_paper_models": "trains the papers' models at tiny sizes and reads them back (up to 21 s a test)",
     "test_train_verifier": "trains REFUEL's verifier and AskCQ's reader at tiny sizes",
+    "test_recipes": "trains one step of each paper's recipe at tiny sizes (40 s the file)",
     "test_invariance": "runs every stage twice, with the JVM, real models and accelerate",
     "test_chat": "drives cq chat in terminals (tmux) and subprocesses",
     "test_pyserini_cli": "runs Pyserini's tools (JVM)",
