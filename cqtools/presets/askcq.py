@@ -30,9 +30,10 @@ ASKCQ = Preset(
         Setting("detect", "n_passages", 100, "run_ambiguity_detection.py:441-444 @d8be017: the question and every "
                 "relevant passage joined by [SEP], cut at max_seq_length 1024 (run_ambiguity_detection.sh), which "
                 "becomes BERT's 512 (line 433); README: the top-100 retrieved passages",
-                "cq encodes (question, passages) as a pair (passages in the second segment, cut first) where "
-                "the released code encodes one joined sequence cut at its end; each passage is cut to 256 words "
-                "and written \"title: text\"", setting="passages read (cut at the model's max length)"),
+                "cq detect encodes them as the classifier was trained (its cq_train.json input_layout): one joined "
+                "sequence cut at its end, as the release, for one `cq train detect --preset askcq` trained; (question, "
+                "passages) as a pair, passages cut first, for any other; each passage is cut to 256 words and "
+                "written \"title: text\"", setting="passages read (cut at the model's max length)"),
 
         # --- answer ---
         Setting("answer", "reader_name", "generative", "§6.3: a BART reader answers each revised question",
