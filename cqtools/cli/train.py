@@ -202,6 +202,9 @@ def _fine_tune(train, config, out, overwrite, quiet, train_path, dev_path, setti
         _echo({k: v for k, v in report.items() if k != "config"}, staging, out)
 
 
+common_options, fine_tune = _common, _fine_tune  # for trainers whose command has its own module (cli/train_rerank.py)
+
+
 @click.command(name="qd")
 @preset_option("train qd")
 @model_option("train-qd", BASE_MODEL, help="Seq2seq model to fine-tune (AmbigQA's: BART-large).")

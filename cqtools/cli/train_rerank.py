@@ -3,20 +3,20 @@ cqtools/train/rerank.py). Registered beside cq's other trainers (cqtools/cli/tra
 they share in cqtools/cli/train.py."""
 from __future__ import annotations
 
+import click
+
 from ..models.roles import RERANKER
 from ..train.rerank import RerankTrainConfig
 from ..train.settings import COMMON_SETTINGS
 from .declared import declared_flags
 from .options import model_option
-from .train import _common, _fine_tune
-
-import click
+from .train import common_options, fine_tune
 
 
 @click.command(name="rerank")
 @model_option("train-rerank", RERANKER, help="Cross-encoder (or encoder, given a new 1-label head) to fine-tune "
                                              "(REFUEL's: bert-large-uncased).")
-@_common(RerankTrainConfig)
+@common_options(RerankTrainConfig)
 @declared_flags(RerankTrainConfig, exclude=COMMON_SETTINGS)
 def rerank_cmd(quiet, dtype, out, overwrite, train_path, dev_path, **kwargs):
     """Fine-tune a cross-encoder as REFUEL trains its reranker: each question against one passage holding a gold
@@ -36,4 +36,4 @@ def rerank_cmd(quiet, dtype, out, overwrite, train_path, dev_path, **kwargs):
     """
     from ..train.rerank import train_rerank
 
-    _fine_tune(train_rerank, RerankTrainConfig, out, overwrite, quiet, train_path, dev_path, kwargs)
+    fine_tune(train_rerank, RerankTrainConfig, out, overwrite, quiet, train_path, dev_path, kwargs)
