@@ -135,3 +135,40 @@ def test_records_without_an_answer_passage_are_a_one_line_error(runner, tmp_path
                                str(tmp_path / "m"), "-q"])
     assert done.exit_code != 0 and "no record has a retrieved passage holding a gold answer" in done.stderr
     assert "Traceback" not in done.output
+
+
+def test_the_default_offline_int8_reranker_trains_from_a_dequantised_copy(runner, tmp_path, monkeypatch):
+    """With no --model, cq train rerank starts from the offline ms-marco-MiniLM-L-12-v2 (INT8 ONNX): its weights are
+    dequantised once into a BERT classifier under $CQ_CACHE that scores pairs as the ONNX copy does (within INT8's
+    rounding), and trains."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from cqtools.models import load_cross_encoder
+    from cqtools.models.onnx_torch import torch_copy
+    from cqtools.models.resolve import resolve
+    from cqtools.models.roles import RERANKER
+
+    resolved = resolve(RERANKER)
+    if resolved.fmt != "onnx":
+        pytest.skip(f"{RERANKER} resolves to {resolved.source}, not the offline INT8 copy")
+    monkeypatch.setenv("CQ_CACHE", str(tmp_path / "cache"))
+    train = tmp_path / "train.jsonl"
+    train.write_text(jsonl([_record()]))
+    out = str(tmp_path / "rerank")
+    done = runner.invoke(cli, ["train", "rerank", "--train", str(train), "--out", out, "--batch-size", "1",
+                               "--train-negatives", "2", "--max-steps", "1", "--max-length", "48", "-q"])
+    assert done.exit_code == 0, done.output
+    copy = torch_copy(resolved, str(tmp_path / "cache"))  # the one training built (cached)
+    assert os.path.dirname(copy) == str(tmp_path / "cache" / "torch-copies")
+    pairs = [("Who played the Joker?", "Joker\nHeath Ledger played the Joker in The Dark Knight."),
+             ("Who played the Joker?", "Paris\nParis is the capital of France."),
+             ("how many people live in berlin", "Berlin\nBerlin has a population of 3.7 million.")]
+    tok, model = AutoTokenizer.from_pretrained(copy), AutoModelForSequenceClassification.from_pretrained(copy).eval()
+    with torch.inference_mode():
+        enc = tok([q for q, _ in pairs], [p for _, p in pairs], padding=True, return_tensors="pt")
+        torch_scores = model(**enc).logits[:, 0].tolist()
+    onnx_scores = load_cross_encoder(RERANKER, "cpu").predict(pairs)
+    assert torch_scores == pytest.approx(onnx_scores, abs=0.5) and onnx_scores[0] > 0 > onnx_scores[1]
+    with open(os.path.join(out, "cq_train.json")) as fh:
+        assert json.load(fh)["base_model"].startswith(RERANKER)
