@@ -207,7 +207,8 @@ def fine_tune(cfg: TrainConfig, task: str, examples, target_tokens: int, nothing
 
     per_step = cfg.grad_accum * run.accelerator.num_processes
     total = total_steps(len(train), cfg.batch_size, cfg.epochs, cfg.max_steps, per_step)
-    log.info("train %s: %d targets of %d questions, %d steps at most, device %s", task, len(train),
+    targets = sum(1 if isinstance(t, str) else len(t) for _, t, _ in train)  # FiD's examples hold a question's all
+    log.info("train %s: %d targets of %d questions, %d steps at most, device %s", task, targets,
              len({id(r) for _, _, r in train}), total, device)
     keeper, timing = None, {}
     if cfg.dev and dev:
@@ -225,7 +226,7 @@ def fine_tune(cfg: TrainConfig, task: str, examples, target_tokens: int, nothing
     report = {"task": task, "config": asdict(cfg), "base_model": resolved.describe(), "device": device,
               "processes": run.accelerator.num_processes, "steps": state.step, "stopped": state.stopped,
               "train_seconds": round(state.seconds(), 1), "peak_rss_mb": round(peak_rss_mb()),
-              "train_targets": len(train), "final_loss": state.mean_loss(10) if state.losses else None,
+              "train_targets": targets, "train_examples": len(train), "final_loss": state.mean_loss(10) if state.losses else None,
               **dev_report(keeper, dev[0] if dev else "")}
     if cfg.dev and dev:  # the kept weights' scores (no step taken: the base model's)
         report["dev"] = keeper.best_scores() if kept else dev[1](cfg, device)
