@@ -28,7 +28,8 @@
 # (a smoke run: below). Other variables: DATA (the Makefile's: `make data` fills it), MODEL_LLM, MODEL_RERANK, MODEL_DETECT (a
 # `cq train detect` dir), MODEL_READER (the extractive reader that answers: a `cq train reader` dir,
 # by default the one `make models` installs; the cells marked .llm answer with MODEL_LLM instead, for
-# the reader comparison), DEVICE (auto|cpu|cuda), HITS (retrieval depth), N_BOOT (bootstrap
+# the reader comparison), MODEL_DETECT_ASKCQ / MODEL_GENCQ_ASKCQ (AskCQ's trained classifier and CQ generator for
+# the ambignq.cqa.preset cell), DEVICE (auto|cpu|cuda), HITS (retrieval depth), N_BOOT (bootstrap
 # resamples), RESULTS (where `make compare` writes the report: docs/results.md; a smoke run, N=K:
 # results.md in its EXP directory under WORK).
 
@@ -337,7 +338,21 @@ $(EXP)/ambignq.cqa.fromdqs.llm.jsonl: $(EXP)/ambignq.m.cq.fromdqs.jsonl
 # AskCQ's clarification-based QA as its preset runs it (answer --preset askcq: the LLM reads each option's passages,
 # all reranked, up to 1,024 tokens) on the Predicted-Answers CQs. (gen-cq --preset askcq itself needs a seq2seq
 # generator with BART's separators, which the offline models lack: cq.llm.pred gives its inputs to the LLM.)
-$(EXP)/ambignq.cqa.preset.jsonl: $(EXP)/ambignq.cq.llm.pred.jsonl
+# With AskCQ's trained models the cell runs README's pipeline: MODEL_DETECT_ASKCQ=DIR (`cq train detect --preset
+# askcq`) labels the questions first, SpanSeqGen's reading (answer --preset ambigqa) gives the predicted answers and
+# MODEL_GENCQ_ASKCQ=DIR (`cq train gen-cq --input-layout askcq --two-options comma --with-answers gold`) writes the
+# CQs (for the ambiguous ones when the classifier ran, else for all); either one alone leaves the other step as above.
+MODEL_DETECT_ASKCQ ?=
+MODEL_GENCQ_ASKCQ  ?=
+ASKCQ_TRAINED := $(or $(MODEL_DETECT_ASKCQ),$(MODEL_GENCQ_ASKCQ))
+$(EXP)/ambignq.det.askcq.jsonl: $(RR_DEEP)
+	$(call stage,$(CQ) detect --preset askcq --model $(MODEL_DETECT_ASKCQ) --device $(DEVICE))
+$(EXP)/ambignq.multi.askcq.jsonl: $(EXP)/ambignq.det.askcq.jsonl
+	$(call stage,$(CQ) answer --preset ambigqa $(LLM))
+$(EXP)/ambignq.cq.askcq.jsonl: $(if $(MODEL_DETECT_ASKCQ),$(EXP)/ambignq.multi.askcq.jsonl,$(EXP)/ambignq.multi.preset.jsonl)
+	$(call stage,$(CQ) gen-cq --preset askcq $(if $(MODEL_DETECT_ASKCQ),,--all) $(if $(MODEL_GENCQ_ASKCQ),--model \
+	  $(MODEL_GENCQ_ASKCQ) --device $(DEVICE),--method llm $(LLM)))
+$(EXP)/ambignq.cqa.preset.jsonl: $(if $(ASKCQ_TRAINED),$(EXP)/ambignq.cq.askcq.jsonl,$(EXP)/ambignq.cq.llm.pred.jsonl)
 	$(call stage,$(CQ) answer --preset askcq $(LLM) --reranker $(MODEL_RERANK))
 $(S)/ambignq.cqa.%.json: $(EXP)/ambignq.cqa.%.jsonl
 	$(call score,cbqa)

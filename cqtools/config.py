@@ -91,6 +91,8 @@ ENV: tuple[EnvVar, ...] = (
                                             "Fusion-in-Decoder reader"),
     EnvVar("CQ_MODEL_TRAIN_VERIFIER", None, str, "cq train verifier --model: the seq2seq model fine-tuned as REFUEL's "
                                                  "LM verifier"),
+    EnvVar("CQ_MODEL_TRAIN_RERANK", None, str, "cq train rerank --model: the cross-encoder fine-tuned as REFUEL's "
+                                               "passage reranker"),
 )
 
 BY_NAME = {v.name: v for v in ENV}

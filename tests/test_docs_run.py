@@ -393,7 +393,8 @@ def test_each_role_names_a_variable_the_code_reads(role):
 def test_every_model_variable_the_code_reads_has_a_role():
     # training starts from a base model (cq train --model); BERTScore's model is a metric's, not a stage's
     not_roles = {"CQ_MODEL_TRAIN_DETECT", "CQ_MODEL_TRAIN_GEN_CQ", "CQ_MODEL_TRAIN_READER", "CQ_MODEL_TRAIN_SPANSEQGEN",
-                 "CQ_MODEL_TRAIN_QD", "CQ_MODEL_TRAIN_FID", "CQ_MODEL_TRAIN_VERIFIER", "CQ_MODEL_BERTSCORE"}
+                 "CQ_MODEL_TRAIN_QD", "CQ_MODEL_TRAIN_FID", "CQ_MODEL_TRAIN_VERIFIER", "CQ_MODEL_TRAIN_RERANK",
+                 "CQ_MODEL_BERTSCORE"}
     envs = {r.env for r in _roles()}
     missing = _model_envvars() - envs - not_roles
     assert not missing, f"read by the commands but not listed by `cq models`: {sorted(missing)}"

@@ -14,7 +14,7 @@ from ..plugins import hookimpl
 SETTINGS = ("cqtools.train.settings:DetectTrainConfig", "cqtools.train.settings:GenCQTrainConfig",
             "cqtools.train.span_reader:ReaderTrainConfig", "cqtools.train.spanseqgen:SpanSeqGenTrainConfig",
             "cqtools.train.qd:QDTrainConfig", "cqtools.train.fid:FiDTrainConfig",
-            "cqtools.train.verifier:VerifierTrainConfig")
+            "cqtools.train.verifier:VerifierTrainConfig", "cqtools.train.rerank:RerankTrainConfig")
 
 
 def settings_classes() -> list[type]:

@@ -40,8 +40,9 @@ ASKCQ = Preset(
                 "an LM reads instead of the fine-tuned BART; set even where `make models` installed an extractive "
                 "reader (whose options differ)", setting="reader", applies=COMMAND),
         Setting("answer", "mode", "cq", "§5.3 (CBQA): one answer per option of the CQ, for the AQ revised by the CQ",
-                "cq revises as \"AQ, Which category: option\"; the release writes \"AQ category option?\" "
-                "(CQDataset.py:251 @d8be017)", setting="answer mode"),
+                "the preset revises the question as the release writes it, \"AQ category option?\" (the revised "
+                "question row); cq's own form, \"AQ, Which category: option\", is --revised-question cq",
+                setting="answer mode"),
         Setting("answer", "revised_question", "askcq", "CQDataset.py:251 @d8be017 (process_data_for_inference): the revised "
                 "question is the question, the CQ's category as parse_clarification_question reads it, the option and "
                 "'?', joined by spaces", setting="revised question"),
@@ -78,8 +79,10 @@ ASKCQ = Preset(
         Setting("gen-cq", "input_layout", "askcq", "CQDataset.py:97-121 @d8be017: the question, each answer "
                 "closed by the tokenizer's separator, then each passage encoded alone (<s>P</s>)",
                 "how a passage's title joins its text is in the unreleased .pkl files; cq writes 'title: text'. "
-                "Train a generator on this layout with `cq train gen-cq --input-layout askcq --two-options comma` "
-                "(a tokenizer with sep, bos and eos tokens, e.g. BART's): it trains on the input cq gen-cq generates "
+                "Train a generator on this layout with `cq train gen-cq --input-layout askcq --two-options comma "
+                "--with-answers gold` (a tokenizer with sep, bos and eos tokens, e.g. BART's), with gold answers in "
+                "the input as the release trained the generator its predicted-answers runs read "
+                "(run_cambigqa_inference.sh:36-48 @d8be017: one model, 19904, for gold and predicted answers): it trains on the input cq gen-cq generates "
                 "from (up to 100 whole passages within 1,024 tokens) with the release's lr 1e-5, batch 10 with "
                 "gradients summed over 2, the best dev CQ BLEU kept every 250 steps (its 500 batches) and a stop after "
                 "10 evaluations without gain (run_cq_training.sh:17-20; run.py:216-229), no warm-up or weight decay "
@@ -148,8 +151,9 @@ ASKCQ = Preset(
         Setting("train spanseqgen", "input_layout", "askcq", "§6.1 Task 3; run_cambigqa_train.sh:15,24 @d8be017: "
                 "TASK=cqa, dq_type=gold_cq; CQDataset.py:186-233: the question revised by each gold option (AQ + "
                 "category + option + '?') then the reranked passages, target that option's answer",
-                "the passages are the records' own in their order (the release reranks them per revised question at "
-                "training too); each answer alias is a target (the release draws one a step)",
+                "each revised question's passages are reranked as cq answer reranks them at inference (CQDataset.py:"
+                "201-213: the ms-marco cross-encoder over the record's passages; `cq train spanseqgen --reranker`); "
+                "each answer alias is a target (the release draws one a step)",
                 setting="input layout", applies=COMMAND),
         Setting("train spanseqgen", "model", "facebook/bart-large", "run_cambigqa_train.sh:22-23 @d8be017: "
                 "bert_name=facebook/bart-large, from AmbigQA's NQ-pretrained BART-large checkpoint",

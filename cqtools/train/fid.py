@@ -3,21 +3,30 @@ encoded with the question on its own, one decoder over all of them generating ev
 (:mod:`cqtools.stages.answer.fid`). Trained by the shared loop through :func:`.spanseqgen.fine_tune` (the loop
 trains the wrapper; the seq2seq model's own weights are saved); ``cq answer --reader fid --model DIR`` loads it.
 
-Targets as REFUEL builds them (amzn/refuel-open-domain-qa @159090e QAData.py:765-805, --discard_not_found_answers):
-each answer cluster's aliases found in the passages, one target per combination (one alias a cluster), cut at
-48 tokens (scripts/answer_prediction/train_aq.sh:48); a record with no alias found is left out."""
+Targets as REFUEL builds them (amzn/refuel-open-domain-qa @159090e QAData.py:765-821, --discard_not_found_answers;
+:func:`fid_targets`): for each annotation, each answer cluster's aliases found in the passages; for every combination
+(one alias a cluster) every order of its answers, at most 500 orders a combination (QAData.py:789-805); an
+annotation with more than 100 targets keeps a seeded draw of 100 (QAData.py:807-813). A record's targets are every
+annotation's, duplicates kept; each step trains a question on one of them drawn afresh (DataLoader.py:51-61:
+``np.random.choice`` over the question's targets; here torch's seeded RNG, which checkpoints carry), cut at 48
+tokens (scripts/answer_prediction/train_aq.sh:48); a record with no alias found is left out."""
 from __future__ import annotations
 
+import itertools
+import random
+from dataclasses import dataclass
 from typing import ClassVar
 
-from dataclasses import dataclass
-
+from ..records import GOLD, annotation_clusters
 from ..registry import option
 from ..stages.answer import fid as stage
+from ..stages.answer.seqgen import join_answers
 from .settings import TrainConfig, patience_option
-from .spanseqgen import BASE_MODEL, dev_scores, fine_tune, record_targets
+from .spanseqgen import BASE_MODEL, dev_scores, fine_tune
 
 TARGET_TOKENS = 48  # train_aq.sh:48 --max_cat_answer_length=48
+ORDERS = 500  # QAData.py:804-805: cnt_perm == 500: break (orders of one combination)
+PER_ANNOTATION = 100  # QAData.py:808-812: more than 100 targets of an annotation: random.sample 100 of them
 
 
 @dataclass
@@ -53,22 +62,57 @@ class FiDTrainConfig(TrainConfig):
     patience: int | None = patience_option()
 
 
-def fid_examples(records: list[dict], tokenizer, cfg: FiDTrainConfig) -> list[tuple[list[list[int]], str, dict]]:
-    """(one input row per passage, target, record) for every target of every record."""
+def fid_targets(record: dict, source: str, rng: random.Random) -> list[str]:
+    """The targets of one record whose passages decode to ``source`` (lower-cased text), in the release's order
+    (QAData.py:765-821): per annotation, the aliases of each cluster found in ``source`` (each once), every order of
+    every combination (one alias a cluster; 500 orders at most a combination), a draw of 100 by ``rng`` where an
+    annotation has more (``random.sample``, the release's global RNG seeded once, cli.py:434)."""
     out = []
+    for annotation in (record.get(GOLD) or {}).get("annotations") or []:
+        found = []
+        for cluster in annotation_clusters(annotation):
+            aliases = list(dict.fromkeys(a.strip().lower() for a in cluster if a.strip().lower() in source))
+            if aliases:
+                found.append(aliases)
+        if not found:
+            continue
+        targets = [join_answers(list(order)) for combination in itertools.product(*found)
+                   for order in itertools.islice(itertools.permutations(combination), ORDERS)]
+        if len(targets) > PER_ANNOTATION:
+            targets = [targets[i] for i in rng.sample(range(len(targets)), PER_ANNOTATION)]
+        out += targets
+    return out
+
+
+def fid_examples(records: list[dict], tokenizer, cfg: FiDTrainConfig) -> list[tuple[list[list[int]], list[str], dict]]:
+    """(one input row per passage, the record's targets, record) for every record with a target (one example a
+    question, as the release's dataset has: :func:`fid_batch_encoder` draws its target each time)."""
+    out, rng = [], random.Random(cfg.seed)
     for record in records:
         rows = stage.fid_inputs(tokenizer, record["question"], record.get("passages") or [], cfg.passages,
                                 cfg.max_passage_input_tokens)
         source = " ".join(tokenizer.decode(row, skip_special_tokens=True) for row in rows).lower()
-        out += [(rows, target, record) for target in record_targets(record, source)]
+        targets = fid_targets(record, source, rng)
+        if targets:
+            out.append((rows, targets, record))
     return out
 
 
+def draw_targets(items) -> list[str]:
+    """Each example's target: its one (a string: the verifier's examples, :mod:`.verifier`), or one of its list
+    drawn uniformly by torch's RNG (DataLoader.py:59-60)."""
+    import torch
+
+    return [targets if isinstance(targets, str) else targets[int(torch.randint(len(targets), ()))]
+            for _, targets, _ in items]
+
+
 def fid_batch_encoder(tokenizer, target_tokens: int):
-    """examples -> a (batch, passages, length) batch with its labels (-100 on padding)."""
+    """examples -> a (batch, passages, length) batch with its labels (-100 on padding), each example's target
+    drawn afresh (:func:`draw_targets`)."""
     def encode(items):
         ids, mask = stage.padded([rows for rows, _, _ in items], tokenizer.pad_token_id)
-        lab = tokenizer(text_target=[t for _, t, _ in items], truncation=True, max_length=target_tokens,
+        lab = tokenizer(text_target=draw_targets(items), truncation=True, max_length=target_tokens,
                         padding=True, return_tensors="pt")
         return {"input_ids": ids, "attention_mask": mask,
                 "labels": lab.input_ids.masked_fill(lab.attention_mask == 0, -100)}

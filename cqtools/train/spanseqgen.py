@@ -10,8 +10,9 @@ target per combination of found aliases (one alias per cluster, clusters without
 most 100 an annotation, cut at 30 tokens; an annotation with no alias found gives none.
 
 ``--input-layout askcq`` trains AskCQ's clarification-based QA reader instead (:func:`askcq_examples`; ``--preset
-askcq``): one answer for the question revised by each option of the gold CQ, read by ``cq answer --mode cq --reader
-seqgen --revised-question askcq``.
+askcq``): one answer for the question revised by each option of the gold CQ, over the record's passages reranked
+for that revised question as ``cq answer --mode cq --reader seqgen --revised-question askcq`` reranks and reads them
+(AskCQ's CQDataset.py:201-213 @d8be017 reranks at training too; ``--reranker none`` keeps the records' order).
 """
 from __future__ import annotations
 
@@ -27,6 +28,11 @@ from ..stages.answer import seqgen as stage
 from .best import dev_report, selection
 from .loop import batch_loss, decoded_batch, load_records, log, peak_rss_mb, saver, set_seed, start, train_loop, write_report
 from .settings import TrainConfig, patience_option
+from ..stages.options import reranker_option
+from ..stages.rerank import DEFAULT_RERANKER
+from .best import BestOnDev, dev_report, eval_steps, every_of, metric_key, scoring_saved
+from .loop import load_records, log, peak_rss_mb, set_seed, start, total_steps, train_loop, write_report
+from .settings import TrainConfig
 
 TARGET_TOKENS = 30  # QAData.py:642 @5c8cdb1: answers[:30]
 ASKCQ_TARGET_TOKENS = 50  # AskCQ @d8be017 run.py:76 max_target_length = cli.py:111 --max_answer_length (50)
@@ -73,6 +79,12 @@ class SpanSeqGenTrainConfig(TrainConfig):
     max_answer_tokens: int = option(stage.ANSWER_TOKENS, "Tokens generated per question (dev and cq answer), saved "
                                                          "with the model.", min=1)
     patience: int | None = patience_option()
+    reranker: str = reranker_option(DEFAULT_RERANKER, "With --input-layout askcq: the cross-encoder reranking each "
+                                                      "revised question's passages before they are read, at training "
+                                                      "and dev (as cq answer --mode cq reranks them; AskCQ's "
+                                                      "CQDataset.py:201-213); none: the records' order.")
+    rerank_depth: int = option(100, "With --input-layout askcq: passages reranked per revised question (AskCQ: all "
+                                    "100 retrieved; cq answer --rerank-depth).", min=1)
 
 
 def record_targets(record: dict, source: str, limit: int = MAX_TARGETS) -> list[str]:
@@ -103,28 +115,49 @@ def seqgen_examples(records: list[dict], tokenizer, cfg: SpanSeqGenTrainConfig) 
 
 
 
-def askcq_examples(records: list[dict], tokenizer, cfg: SpanSeqGenTrainConfig) -> list[tuple[list[int], str, dict]]:
-    """AskCQ's clarification-based QA examples (CQDataset.py:186-233 @d8be017, dq_type gold_cq): for each option of
-    a record's gold CQ (``gold.cq``, CAmbigNQ's clarification_question), the question revised by it as the release
-    writes it (:func:`cqtools.stages.answer.questions.released_revision`: cq answer --mode cq --revised-question
-    askcq asks the same) with the record's passages; the targets, that option's answers (``gold.dqs``, aligned
-    with the options as CAmbigNQ's clarification_answers are), each alias once (the release draws one a step,
-    CQDataset.py:155-156), not lower-cased."""
+def askcq_questions(records: list[dict], cross_encoder=None, depth: int = 100) -> list[tuple[dict, str, list, dict]]:
+    """(record, revised question, its passages, gold DQ) for each option of each record's gold CQ (``gold.cq``,
+    CAmbigNQ's clarification_question, its options aligned with ``gold.dqs`` as clarification_answers are), the
+    question revised as the release writes it (:func:`cqtools.stages.answer.questions.released_revision`); with
+    ``cross_encoder``, the first ``depth`` passages reranked for the revised question (CQDataset.py:201-213, one
+    model call; :func:`cqtools.stages.rerank.rerank_lists`, as cq answer --mode cq reranks)."""
     from ..records import read_cq
     from ..stages.answer.questions import released_revision
+    from ..stages.rerank import rerank_lists
 
     out = []
     for record in records:
         gold = record.get(GOLD) or {}
-        if not gold.get("cq") or not gold.get("dqs"):
-            continue
-        _, category, options = read_cq(gold["cq"], record.get("id"))
-        passages = (record.get("passages") or [])[:cfg.passages]
-        for option, dq in zip(options, gold["dqs"]):
-            ids = stage.askcq_input(tokenizer, released_revision(record["question"], category, option), passages,
-                                    cfg.max_input_tokens)
-            out += [(ids, alias.strip(), record) for alias in dict.fromkeys(dq.get("answers") or []) if alias.strip()]
+        if gold.get("cq") and gold.get("dqs"):
+            _, category, options = read_cq(gold["cq"], record.get("id"))
+            out += [(record, released_revision(record["question"], category, option),
+                     list(record.get("passages") or []), dq) for option, dq in zip(options, gold["dqs"])]
+    if cross_encoder is not None and out:
+        lists = rerank_lists(cross_encoder, [q for _, q, _, _ in out], [ps[:depth] for _, _, ps, _ in out], None)
+        out = [(record, q, ps, dq) for (record, q, _, dq), ps in zip(out, lists)]
     return out
+
+
+def askcq_examples(records: list[dict], tokenizer, cfg: SpanSeqGenTrainConfig,
+                   cross_encoder=None) -> list[tuple[list[int], str, dict]]:
+    """AskCQ's clarification-based QA examples (CQDataset.py:186-233 @d8be017, dq_type gold_cq): for each option of
+    a record's gold CQ, the question revised by it with the record's passages (reranked for it by ``cross_encoder``:
+    :func:`askcq_questions`); the targets, that option's answers, each alias once (the release draws one a step,
+    CQDataset.py:155-156), not lower-cased."""
+    out = []
+    for record, question, passages, dq in askcq_questions(records, cross_encoder, cfg.rerank_depth):
+        ids = stage.askcq_input(tokenizer, question, passages[:cfg.passages], cfg.max_input_tokens)
+        out += [(ids, alias.strip(), record) for alias in dict.fromkeys(dq.get("answers") or []) if alias.strip()]
+    return out
+
+
+def askcq_reranker(cfg: SpanSeqGenTrainConfig):
+    """The cross-encoder of ``cfg.reranker`` (None for "none")."""
+    if cfg.reranker == "none":
+        return None
+    from ..models import load_cross_encoder
+
+    return load_cross_encoder(cfg.reranker, cfg.device)
 
 def seqgen_tokenizer(path: str):
     """The base model's tokenizer with AmbigQA's <SEP> token added (run.py ``tokenizer.add_tokens``)."""
@@ -192,7 +225,8 @@ def fine_tune(cfg: TrainConfig, task: str, examples, target_tokens: int, nothing
     score = (lambda: dev[1](cfg, device)) if cfg.dev and dev else None
     keeper, timing, total = selection(run, model, len(train), save, score, dev[0] if dev else "", f"train {task}",
                                       getattr(cfg, "patience", None))
-    log.info("train %s: %d targets of %d questions, %d steps at most, device %s", task, len(train),
+    targets = sum(1 if isinstance(t, str) else len(t) for _, t, _ in train)  # FiD's examples hold a question's all
+    log.info("train %s: %d targets of %d questions, %d steps at most, device %s", task, targets,
              len({id(r) for _, _, r in train}), total, device)
     state = train_loop(run, wrap(model) if wrap else model, len(train), batch_loss(encode, train, device), log_every=10,
                        name=f"train {task}",
@@ -204,8 +238,8 @@ def fine_tune(cfg: TrainConfig, task: str, examples, target_tokens: int, nothing
     report = {"task": task, "config": asdict(cfg), "base_model": resolved.describe(), "device": device,
               "processes": run.accelerator.num_processes, "steps": state.step, "stopped": state.stopped,
               "train_seconds": round(state.seconds(), 1), "peak_rss_mb": round(peak_rss_mb()),
-              "train_targets": len(train), "final_loss": state.mean_loss(10) if state.losses else None,
-              **state.recipe(),
+              "train_targets": targets, "train_examples": len(train),
+              "final_loss": state.mean_loss(10) if state.losses else None, **state.recipe(),
               **dev_report(keeper, dev[0] if dev else "")}
     if cfg.dev and dev:  # the kept weights' scores (no step taken: the base model's)
         report["dev"] = keeper.best_scores() if kept else dev[1](cfg, device)
@@ -218,9 +252,12 @@ def train_spanseqgen(cfg: SpanSeqGenTrainConfig) -> dict:
     kept are the best on dev F1_ans, AmbigQA's dev metric (QAData.py:491 @5c8cdb1, chosen at run.py:166-174); with
     ``input_layout`` askcq, the best dev EM of each gold option's answer."""
     if cfg.input_layout == "askcq":
-        return fine_tune(cfg, stage.TASK, lambda records, tok: askcq_examples(records, tok, cfg), ASKCQ_TARGET_TOKENS,
-                         "no record has a gold CQ with an answer per option (gold.cq, gold.dqs); give records from "
-                         "`cq convert cambignq` with passages (`cq retrieve`)", dev=("em", askcq_dev_em))
+        encoder = askcq_reranker(cfg)
+        asked = askcq_questions(load_records(cfg.dev, cfg.dev_limit), encoder, cfg.rerank_depth) if cfg.dev else []
+        return fine_tune(cfg, stage.TASK, lambda records, tok: askcq_examples(records, tok, cfg, encoder),
+                         ASKCQ_TARGET_TOKENS, "no record has a gold CQ with an answer per option (gold.cq, gold.dqs); "
+                         "give records from `cq convert cambignq` with passages (`cq retrieve`)",
+                         dev=("em", lambda cfg, device: askcq_dev_em(cfg, device, asked)))
     return fine_tune(cfg, stage.TASK, lambda records, tok: seqgen_examples(records, tok, cfg), TARGET_TOKENS,
                      "no record has a gold answer (gold.annotations) found in its passages; give records "
                      "from `cq convert ambignq` with passages (`cq retrieve`)", dev=("f1_ans", dev_scores))
@@ -242,23 +279,18 @@ def dev_scores(cfg: TrainConfig, device: str, reader_class=None, options=None, t
     return {"f1_ans": sum(scores) / len(scores), "n": len(scores)}
 
 
-def askcq_dev_em(cfg: TrainConfig, device: str) -> dict:
+def askcq_dev_em(cfg: TrainConfig, device: str, asked: list | None = None) -> dict:
     """Exact match (SQuAD-normalised) of the answer the saved model generates for the question revised by each
-    option of the dev records' gold CQ, against that option's answers (as `cq answer --mode cq` reads)."""
+    option of the dev records' gold CQ, against that option's answers (as `cq answer --mode cq` reads); ``asked``:
+    :func:`askcq_questions` of the dev records (their passages reranked once; default: in the records' order)."""
     from ..metrics.normalize import normalize_answer
-    from ..records import read_cq
-    from ..stages.answer.questions import released_revision
 
     model, tokenizer, trained = stage.load_seqgen(cfg.out, device)
     reader = stage.SeqGenReader(model, tokenizer, trained, stage.SeqGenOptions(), device, cfg.out)
-    jobs = []
-    for record in load_records(cfg.dev, cfg.dev_limit):
-        gold = record.get(GOLD) or {}
-        if gold.get("cq") and gold.get("dqs"):
-            _, category, options = read_cq(gold["cq"], record.get("id"))
-            jobs += [(released_revision(record["question"], category, option), record.get("passages") or [],
-                      {normalize_answer(a) for a in dq.get("answers") or []})
-                     for option, dq in zip(options, gold["dqs"])]
+    if asked is None:
+        asked = askcq_questions(load_records(cfg.dev, cfg.dev_limit))
+    jobs = [(question, passages, {normalize_answer(a) for a in dq.get("answers") or []})
+            for _, question, passages, dq in asked]
     if not jobs:
         return {"em": None, "n": 0}
     read = reader.read([q for q, _, _ in jobs], [ps for _, ps, _ in jobs])
