@@ -208,7 +208,7 @@ def test_a_trainer_is_one_registered_settings_class():
     from cqtools.registry import TRAINERS, schema_of
 
     classes = settings_classes()
-    assert sorted(c.command for c in classes) == ["detect", "fid", "gen-cq", "qd", "reader", "spanseqgen", "verifier"]
+    assert sorted(c.command for c in classes) == ["detect", "fid", "gen-cq", "qd", "reader", "rerank", "spanseqgen", "verifier"]
     for settings in classes:
         assert TRAINERS.get(settings.command).options_class is settings
         flags = {p.name for p in trainer_command(settings).params}

@@ -149,7 +149,7 @@ def test_one_training_loop_serves_every_trainer():
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "train_loop":
                 steppers.add("uses:" + path.name)
     # spanseqgen.py's fine_tune is the loop's one caller for spanseqgen, qd and fid
-    assert steppers == {"cqtools/train/loop.py", "uses:detector.py", "uses:cq_generator.py", "uses:span_reader.py",
+    assert steppers == {"cqtools/train/loop.py", "uses:detector.py", "uses:cq_generator.py", "uses:span_reader.py", "uses:rerank.py",
                         "uses:spanseqgen.py"}
 
 
