@@ -39,8 +39,9 @@ AMBIGQA = Preset(
                 "and read with `--reader seqgen --model DIR`); set even where `make models` installed an extractive "
                 "reader (whose options differ)", setting="reader", applies=COMMAND, stays=FLAG),
         Setting("answer", "mode", "multi", "§5 (SpanSeqGen): the distinct answers, separated by [SEP]",
-                "an LM prompted for a list instead of BART fine-tuned on NQ-open, then AmbigNQ: `--reader seqgen --model "
-                "DIR` reads one `cq train spanseqgen --preset ambigqa` trained", setting="answer mode", stays=FLAG),
+                "an LM prompted for a list instead of BART fine-tuned on NQ-open, then AmbigNQ: `--reader seqgen "
+                "--model DIR` reads one `cq train spanseqgen --preset ambigqa` "
+                "trained", setting="answer mode", stays=FLAG),
         Setting("answer", "max_passage_tokens", 1024, "§5: the question and the top passages in order up to 1,024 "
                 "tokens; codes/QAData.py:212-227 @5c8cdb1",
                 "counted with the reader's tokenizer, not BART's; the release cuts the last passage at token 1,024, cq "
@@ -53,7 +54,7 @@ AMBIGQA = Preset(
                 setting="answer grounding", applies=LAYOUT),
         Setting("answer", "num_beams", 4, "codes/run.py:279-283 @5c8cdb1: SpanSeqGen decodes with model.generate("
                 "num_beams=4, early_stopping=True)", "the local LM reader (no fine-tuned BART offline) has no EOS after "
-                "the list, so cq stops a beam at the list's end as well; an API model searches no beams " \
+                "the list, so cq stops a beam at the list's end as well; an API model searches no beams "
                 "(the row is not applied to one: meta.preset_rows says so)", setting="beam search", stays=MACHINE),
 
         # --- disambiguate ---
@@ -65,8 +66,8 @@ AMBIGQA = Preset(
         Setting("disambiguate", "layout", "ambigqa", "codes/QGData.py:358-366 @5c8cdb1: target answer <SEP> "
                 "question <SEP> each other answer, then the passages",
                 "labels (Answer:/Question:/Other answers:/Passage:) and the closing request are cq's; the paper's "
-                "§5 lists the question before the answer. --prompt FILE gives other words; a `cq train qd` model given as "
-                "--model reads the release's input, no labels", setting="prompt order", stays=FLAG),
+                "§5 lists the question before the answer. --prompt FILE gives other words; a `cq train qd` model "
+                "given as --model reads the release's input, no labels", setting="prompt order", stays=FLAG),
         Setting("disambiguate", "max_others", 0, "codes/QGData.py:362-365 @5c8cdb1: every other answer",
                 setting="other answers shown (0: all)"),
         Setting("disambiguate", "passage_order", "reranked", "§5 (the top passages as SpanSeqGen reads them); "
@@ -188,16 +189,16 @@ DISAMBIG_FIRST = Preset(
                 "cq's reader (the installed extractive one, or --reader/--model) reads the DQ's passages reranked "
                 "by the cross-encoder; DPR's reader selects among them itself", setting="answer mode"),
         Setting("answer", "retriever", "dense", "§5, §6.1: DPR's dense retriever",
-                "cq's dense searcher over the user's index (cq index --dense; its encoder, not DPR's NQ model, which is "
-                "not offline)", setting="retrieval per DQ", stays=MACHINE),
+                "cq's dense searcher over the user's index (cq index --dense; its encoder, not DPR's NQ model, "
+                "which is not offline)", setting="retrieval per DQ", stays=MACHINE),
         Setting("answer", "hits", 100, "§5: 100 passages retrieved per question", setting="passages retrieved per DQ"),
         Setting("answer", "rerank_depth", 100, "§5: the reader considers the 100 retrieved passages",
                 "the cross-encoder orders all 100 for the DQ; DPR's reader scores all 100 itself",
                 setting="passages reranked per DQ"),
         Setting("answer", "max_passage_tokens", 0, "§5, §6.1: DPR's reader reads the DQ's retrieved set (its 100 "
-                "passages, each in an input of its own), not a top 3; cq's extractive reader reads each of the reranked 100 "
-                "in an input of its own, as DPR's (0: the model's input length, which holds any one passage); a reader "
-                "that reads one input (--reader generative) holds as many as fit its context. "
+                "passages, each in an input of its own), not a top 3; cq's extractive reader reads each of the "
+                "reranked 100 in an input of its own, as DPR's (0: the model's input length, which holds any one "
+                "passage); a reader that reads one input (--reader generative) holds as many as fit its context. "
                 "meta.passages_read.answer counts them per DQ", setting="passages read per DQ", applies=LAYOUT),
         Setting("answer", "span_order", "rank", "§5 (Karpukhin et al. 2020 predicts 'an answer span from the top 1 "
                 "passage'): DPR's reader ranks the passages by its own selection score, then reads the best span "

@@ -23,8 +23,8 @@ PRESET = Preset(
                 "no instruction, label words True./False., score = log p(next token = True)",
                 "own shot questions and " + OWN_WORDS, setting="ambiguity detection", stays=FLAG),
         Setting("detect", "threshold", -0.3, "§5.1: τ = -0.3, tuned on held-out data for QA accuracy",
-                "tuned for text-davinci-002, which is not offline; re-tune for the model at hand (cq score --task detect "
-                "--sweep, or end-to-end accuracy on a held-out split) and give it as --threshold",
+                "tuned for text-davinci-002, which is not offline; re-tune for the model at hand (cq score --task "
+                "detect --sweep, or end-to-end accuracy on a held-out split) and give it as --threshold",
                 setting="decision threshold", stays=MACHINE),
         Setting("gen-cq", "method", "clam", "§3, Algorithm 1 line 4: zero-shot, the question followed by one "
                 "sentence asking for a clarifying question; closed-book", OWN_WORDS + "; greedy, 40 tokens, one "

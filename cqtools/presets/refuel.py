@@ -67,8 +67,8 @@ REFUEL = Preset(
         Setting("answer", "qd_layout", "refuel", "QGInferenceData.py:199 @159090e: the QD input is <s> answer <SEP> "
                 "prompt question </s> followed by each passage; no other answer is shown",
                 "the labels (Answer:/Question:/Passage:), the instruction and the 3 shots are cq's; cq's LM reads "
-                "the passages in one prompt where REFUEL's BART encodes each (answer, question, passage) apart: REFUEL's "
-                "QD BART is not offline (`cq train qd` trains AmbigQA's layout; --qd-model takes any LM)",
+                "the passages in one prompt where REFUEL's BART encodes each (answer, question, passage) apart: "
+                "REFUEL's QD BART is not offline (`cq train qd` trains AmbigQA's layout; --qd-model takes any LM)",
                 setting="DQ writer's input", applies=LAYOUT, stays=MACHINE),
         Setting("answer", "qd_num_beams", 4, "run.py:1067-1071 @159090e: the QD model decodes with model.generate("
                 "num_beams=4, early_stopping=True)", "the local LM (REFUEL's QD BART is not offline) has no EOS after "

@@ -19,8 +19,8 @@ def _d(option, value, source, differs="", setting="", stays=""):
 SETTINGS = (
     Setting("retrieve", "method", "hybrid", "paper, retrieval step; toc/rac.py:5-8" + AT + ": two retrieval systems "
             "(ColBERT over Wikipedia and the Bing search engine), 'over 200 passages by combining' them",
-            "cq's two retrievers are BM25 and the index's dense encoder (cq index --dense), not ColBERTv2 and Bing: neither "
-            "ColBERTv2's Wikipedia index nor Bing is reachable offline", "retrievers pooled", stays=MACHINE),
+            "cq's two retrievers are BM25 and the index's dense encoder (cq index --dense), not ColBERTv2 and Bing: "
+            "neither ColBERTv2's Wikipedia index nor Bing is reachable offline", "retrievers pooled", stays=MACHINE),
     Setting("retrieve", "fusion", "pool", "paper, retrieval step: the systems' passages are combined, then "
             "reranked for each node",
             "the union of cq's two searchers' top --hits (up to 200; ColBERTv2 and Bing are not offline), ordered by "
