@@ -16,7 +16,7 @@ from cqtools.presets.base import DIVERGES, FLAG, MACHINE, STAYS
 # (preset, command, option): why the difference is neither forced here nor a flag away (docs/methods.md says
 # each as "a real divergence"; docs/audit/issue55.md has the training ones)
 DIVERGENCES = {
-    ("toc", "disambiguate", "reranker"): "cross-encoder score ties go to the earlier passage, the release's to the later",
+    ("toc", "disambiguate", "reranker"): "equal scores: cq's order is deterministic, the release's numpy's",
     ("ambigqa", "answer", "max_passage_tokens"): "cq reads whole passages; the release cuts the last at token 1,024",
     ("ambigqa", "disambiguate", "passage_order"): "the release repeats its first passage (a bug not copied)",
     ("ambigqa", "train qd", "max_input_tokens"): "the same loop at training",

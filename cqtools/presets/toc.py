@@ -51,7 +51,10 @@ SETTINGS = (
     _d("encoder", "sentence-transformers/all-MiniLM-L6-v2", "dsp/modules/sentence_vectorizer.py:42-45" + AT +
        " (cq: exact L2 over the pool in numpy, the ranking of the release's Faiss flat index)", "", "kNN demo encoder"),
     _d("reranker", "cross-encoder/ms-marco-MiniLM-L-12-v2", "dsp/modules/sbert.py:5" + AT + "; §3.1",
-       "ties go to the earlier passage (numpy's reversed argsort may put them last)", "cross-encoder"),
+       "equal scores go to the earlier passage: the release reverses numpy's argsort (toc/retrieval/combine.py:5), "
+       "which puts the later first in a short list and, being unstable, mixes them in a long one (numpy 2.4 "
+       "here: 40 ties come out 39, 35, 38, 37, ...)",
+       "cross-encoder"),
     _d("max_nodes", 10, "--max_nodes, run_toc.py:138" + AT + "; §5", "", "valid nodes"),
     _d("max_depth", 3, "--max_depth, run_toc.py:139,216" + AT + " (cq counts the root as level 0: nodes on levels "
        "1-3, levels 0-2 expanded, the code's depth 1-4 and 1-3: the same tree)", "", "deepest level"),
