@@ -181,10 +181,13 @@ def methods_block() -> str:
 
 
 def _differs(s) -> str:
-    """A row's "what still differs" cell: the difference, and why it stays (forced here, or a flag switches it)."""
+    """A row's "what still differs" cell: the difference, and its kind (forced here, a flag switches it, or else
+    a real divergence)."""
+    from .presets.base import DIVERGES
+
     if not s.differs:
         return "nothing known"
-    return f"{'**' + s.stays + ':** ' if s.stays else ''}{_cell(s.differs)}"
+    return f"**{s.stays or DIVERGES}:** {_cell(s.differs)}"
 
 
 def templates_block() -> str:

@@ -91,6 +91,18 @@ def expected_time(name: str, times: dict) -> str:
             "[docs/benchmarks/preset-times.json](docs/benchmarks/preset-times.json)).")
 
 
+def _differs_count(preset) -> str:
+    """How many of a preset's settings still differ, by kind (docs/methods.md marks each row), and the departures
+    that are not one option's value."""
+    from .presets.base import FLAG, MACHINE
+
+    rows = [s for s in preset.settings if s.differs]
+    forced, flag = sum(s.stays == MACHINE for s in rows), sum(s.stays == FLAG for s in rows)
+    real = len(rows) - forced - flag
+    return (f"{len(rows) + len(preset.departures)}: {forced} forced here, {flag} a flag switches, {real} real "
+            f"divergence{'s' * (real != 1)}, {len(preset.departures)} beyond one option")
+
+
 def presets_section() -> str:
     import json
 
@@ -101,9 +113,8 @@ def presets_section() -> str:
     blocks = []
     for name in presets.names():
         preset = presets.get(name)
-        differs = sum(bool(s.differs) for s in preset.settings) + len(preset.departures)
         paper = preset.paper.split(" (")[0].replace("../shared/papers/", "")
-        lines.append(f"| `{name}` | {paper} | {', '.join(preset.commands())} | {differs} "
+        lines.append(f"| `{name}` | {paper} | {', '.join(preset.commands())} | {_differs_count(preset)} "
                      f"([docs/methods.md](docs/methods.md)) |")
         blocks += ["", f"`--preset {name}`: {preset.help}.", "", "```bash", _pipeline(name, preset), "```"]
         blocks += ["", expected_time(name, times) + (f" {NOTES[name]}" if name in NOTES else "")]

@@ -179,27 +179,6 @@ def test_the_report_says_the_schedule_a_run_trained_with(trained):
     assert not os.path.isabs(schedule.get("no_decay", ""))
 
 
-# What still differs in a training row stays only when this machine forces it or a flag the row names switches it
-# (issue 55's acceptance); these three are said in docs/audit/issue55.md, each with why it is neither.
-UNCLASSIFIED = {("ambigqa", "train qd", "max_input_tokens"),  # the release's loop repeats one passage: a bug not copied
-                ("ambigqa", "train qd", "epochs"),  # dev EDIT-F1 split simply (PTB needs the JVM inside training)
-                ("askcq", "train spanseqgen", "input_layout")}  # reranking at training: h55b's item of issue 55
-
-
-def test_every_training_difference_says_why_it_stays():
-    from cqtools import presets
-    from cqtools.presets.base import FLAG, STAYS
-
-    for name in presets.names():
-        for row in presets.get(name).settings:
-            if not row.command.startswith("train ") or not row.differs or (name, row.command, row.option) in UNCLASSIFIED:
-                continue
-            assert row.stays in STAYS, (name, row.command, row.option)
-            assert row.stays != FLAG or "--" in row.differs, (name, row.command, row.option)  # the flag is named
-    text = open(os.path.join(os.path.dirname(__file__), "..", "docs", "methods.md")).read()
-    assert "**switch with a flag:**" in text and "**forced here:**" in text
-
-
 def test_a_trainer_is_one_registered_settings_class():
     """`cq train X`'s flags are its settings class's declared fields; presets read them from the registry."""
     from cqtools.cli.train import trainer_command

@@ -37,10 +37,11 @@ AMBIGQA = Preset(
         Setting("answer", "reader_name", "generative", "§5: SpanSeqGen generates the answers (BART)",
                 "an LM reads instead of the fine-tuned BART (train that with `cq train spanseqgen --preset ambigqa` "
                 "and read with `--reader seqgen --model DIR`); set even where `make models` installed an extractive "
-                "reader (whose options differ)", setting="reader", applies=COMMAND),
+                "reader (whose options differ)", setting="reader", applies=COMMAND, stays=FLAG),
         Setting("answer", "mode", "multi", "§5 (SpanSeqGen): the distinct answers, separated by [SEP]",
-                "an LM prompted for a list instead of BART fine-tuned on NQ-open, then AmbigNQ",
-                setting="answer mode"),
+                "an LM prompted for a list instead of BART fine-tuned on NQ-open, then AmbigNQ: `--reader seqgen "
+                "--model DIR` reads one `cq train spanseqgen --preset ambigqa` "
+                "trained", setting="answer mode", stays=FLAG),
         Setting("answer", "max_passage_tokens", 1024, "§5: the question and the top passages in order up to 1,024 "
                 "tokens; codes/QAData.py:212-227 @5c8cdb1",
                 "counted with the reader's tokenizer, not BART's; the release cuts the last passage at token 1,024, cq "
@@ -49,22 +50,24 @@ AMBIGQA = Preset(
         Setting("answer", "passage_chars", 0, "codes/QAData.py:218-224 @5c8cdb1: passages are concatenated whole",
                 setting="passage text shown", applies=LAYOUT),
         Setting("answer", "grounding", "none", "§5: SpanSeqGen, a BART seq2seq model, generates the answers "
-                "(no span is extracted)", "cq's default snaps a generated answer to a passage span; here "
-                "answers stay as generated", setting="answer grounding", applies=LAYOUT),
+                "(no span is extracted): answers stay as generated, where cq's default snaps one to a passage span",
+                setting="answer grounding", applies=LAYOUT),
         Setting("answer", "num_beams", 4, "codes/run.py:279-283 @5c8cdb1: SpanSeqGen decodes with model.generate("
-                "num_beams=4, early_stopping=True)", "cq stops a beam at the answer list's end as well; an API model "
-                "searches no beams (the row is not applied to one: meta.preset_rows says so)",
-                setting="beam search"),
+                "num_beams=4, early_stopping=True)", "the local LM reader (no fine-tuned BART offline) has no EOS after "
+                "the list, so cq stops a beam at the list's end as well; an API model searches no beams "
+                "(the row is not applied to one: meta.preset_rows says so)", setting="beam search", stays=MACHINE),
 
         # --- disambiguate ---
         Setting("disambiguate", "method", "qd", "§5 Question Disambiguation; codes/QGData.py:244-401 @5c8cdb1",
                 "an instruction-following causal LM prompted with cq's own wording and 3 shots instead of BART "
                 "pretrained on NQ-OPEN and finetuned on AmbigNQ (train that with `cq train qd --preset ambigqa` and "
-                "pass it as --model: it reads the release's input, no prompt)", setting="disambiguation method"),
+                "pass it as --model: it reads the release's input, no prompt)", setting="disambiguation method",
+                stays=FLAG),
         Setting("disambiguate", "layout", "ambigqa", "codes/QGData.py:358-366 @5c8cdb1: target answer <SEP> "
                 "question <SEP> each other answer, then the passages",
                 "labels (Answer:/Question:/Other answers:/Passage:) and the closing request are cq's; the paper's "
-                "§5 lists the question before the answer", setting="prompt order"),
+                "§5 lists the question before the answer. --prompt FILE gives other words; a `cq train qd` model "
+                "given as --model reads the release's input, no labels", setting="prompt order", stays=FLAG),
         Setting("disambiguate", "max_others", 0, "codes/QGData.py:362-365 @5c8cdb1: every other answer",
                 setting="other answers shown (0: all)"),
         Setting("disambiguate", "passage_order", "reranked", "§5 (the top passages as SpanSeqGen reads them); "
@@ -75,17 +78,17 @@ AMBIGQA = Preset(
         Setting("disambiguate", "max_passage_tokens", 1024, "§5 (SpanSeqGen: passages in order up to 1024 "
                 "tokens); codes/QGData.py:237 @5c8cdb1 (the input cut at 1,024)",
                 "counted with the LM's tokenizer (4 characters a token for an API model), not BART's; the "
-                "instruction and shots are not counted", setting="evidence budget (tokens)"),
+                "instruction and shots are not counted; a `cq train qd` model given as --model counts BART's, with no "
+                "instruction", setting="evidence budget (tokens)", stays=FLAG),
         Setting("disambiguate", "n_passages", 100, "§5: 100 retrieved passages, reranked; codes/QGData.py:276-280 "
-                "@5c8cdb1 (DPR's passages, the reader's selection)",
-                "the pool is what the record carries: keep it (`cq rerank` without --top 5)",
-                setting="passages considered"),
+                "@5c8cdb1 (DPR's passages, the reader's selection); the pool is what the record carries: keep it "
+                "(`cq rerank` without --top 5)", setting="passages considered"),
         Setting("disambiguate", "passage_words", 100, "codes/PassageData.py:60-63 @5c8cdb1: title </s> text, at "
                 "most 128 BART tokens (Wikipedia split into 100-word passages)", setting="words per passage"),
         Setting("disambiguate", "num_beams", 4, "codes/run.py:279-283 @5c8cdb1: the QD model decodes with the same "
-                "model.generate(num_beams=4, early_stopping=True)", "cq stops a beam at a newline as well; an API "
-                "model searches no beams (the row is not applied to one: meta.preset_rows says so)",
-                setting="beam search"),
+                "model.generate(num_beams=4, early_stopping=True)", "the local LM (no fine-tuned BART offline) has no "
+                "EOS after the DQ, so cq stops a beam at a newline as well; an API model searches no beams "
+                "(the row is not applied to one: meta.preset_rows says so)", setting="beam search", stays=MACHINE),
         Setting("disambiguate", "duplicates", "keep", "codes/QGData.py:420-460 @5c8cdb1: predictions are scored "
                 "as generated", setting="an echoed or repeated DQ"),
 
@@ -174,8 +177,9 @@ DISAMBIG_FIRST = Preset(
         # --- detect ---
         Setting("detect", "method", "classifier", "§5 DISAMBIG-FIRST step (1): a BERT-based binary classifier",
                 "cq's classifier is the encoder `cq train detect` fine-tunes (MiniLM by default, not BERT); "
-                "without --model, the one trained here ($CQ_MODELS/detect) or else the one cq ships (question only)",
-                setting="ambiguity detection"),
+                "without --model, the one trained here ($CQ_MODELS/detect) or else the one cq ships (question only); "
+                "--model DIR reads a BERT one (`cq train detect --model bert-base-cased`)",
+                setting="ambiguity detection", stays=FLAG),
         Setting("detect", "n_passages", 0, "§5: the baseline disambiguates \"without any context from plausible "
                 "answers or reference passages\"", setting="passages read (question only)"),
 
@@ -185,14 +189,14 @@ DISAMBIG_FIRST = Preset(
                 "cq's reader (the installed extractive one, or --reader/--model) reads the DQ's passages reranked "
                 "by the cross-encoder; DPR's reader selects among them itself", setting="answer mode"),
         Setting("answer", "retriever", "dense", "§5, §6.1: DPR's dense retriever",
-                "cq's dense searcher over the user's index (cq index --dense; its encoder, not DPR's NQ model)",
-                setting="retrieval per DQ"),
+                "cq's dense searcher over the user's index (cq index --dense; its encoder, not DPR's NQ model, "
+                "which is not offline)", setting="retrieval per DQ", stays=MACHINE),
         Setting("answer", "hits", 100, "§5: 100 passages retrieved per question", setting="passages retrieved per DQ"),
         Setting("answer", "rerank_depth", 100, "§5: the reader considers the 100 retrieved passages",
                 "the cross-encoder orders all 100 for the DQ; DPR's reader scores all 100 itself",
                 setting="passages reranked per DQ"),
         Setting("answer", "max_passage_tokens", 0, "§5, §6.1: DPR's reader reads the DQ's retrieved set (its 100 "
-                "passages, each in an input of its own), not a top 3", "the extractive reader reads each of the "
+                "passages, each in an input of its own), not a top 3; cq's extractive reader reads each of the "
                 "reranked 100 in an input of its own, as DPR's (0: the model's input length, which holds any one "
                 "passage); a reader that reads one input (--reader generative) holds as many as fit its context. "
                 "meta.passages_read.answer counts them per DQ", setting="passages read per DQ", applies=LAYOUT),
@@ -209,7 +213,8 @@ DISAMBIG_FIRST = Preset(
         Setting("disambiguate", "method", "disambig-first", "§5 DISAMBIG-FIRST step (2): an ambiguous question "
                 "becomes DQs x1..xn separated by [SEP]; otherwise x1 = q",
                 "a few-shot causal LM with cq's own wording (one reading per line) instead of a fine-tuned BART; "
-                "no code was released for this baseline", setting="disambiguation method"),
+                "no code or model was released for this baseline, and no such BART is offline",
+                setting="disambiguation method", stays=MACHINE),
 
         # --- gen-cq ---
 

@@ -26,30 +26,31 @@ ASKCQ = Preset(
                 "DETECT_MAX_LENGTH=512); cq detect reuses the model's max length. Measured here: a MiniLM trained so "
                 "(5 passages, 256 tokens, 202 CPU steps) did worse than the question-only one on held-out questions, "
                 "the shared corpus holding passages for dev questions only (docs/benchmarks/detect_askcq.md)",
-                setting="ambiguity detection"),
+                setting="ambiguity detection", stays=FLAG),
         Setting("detect", "n_passages", 100, "run_ambiguity_detection.py:441-444 @d8be017: the question and every "
                 "relevant passage joined by [SEP], cut at max_seq_length 1024 (run_ambiguity_detection.sh), which "
                 "becomes BERT's 512 (line 433); README: the top-100 retrieved passages",
                 "cq detect encodes them as the classifier was trained (its cq_train.json input_layout): one joined "
                 "sequence cut at its end, as the release, for one `cq train detect --preset askcq` trained; (question, "
-                "passages) as a pair, passages cut first, for any other; each passage is cut to 256 words and "
-                "written \"title: text\"", setting="passages read (cut at the model's max length)"),
+                "passages) as a pair, passages cut first, for any other: give the joined one as --model DIR; each "
+                "passage is cut to 256 words and written \"title: text\" (the release's text is in its unreleased "
+                "data files)",
+                setting="passages read (cut at the model's max length)", stays=FLAG),
 
         # --- answer ---
         Setting("answer", "reader_name", "generative", "§6.3: a BART reader answers each revised question",
-                "an LM reads instead of the fine-tuned BART; set even where `make models` installed an extractive "
-                "reader (whose options differ)", setting="reader", applies=COMMAND),
-        Setting("answer", "mode", "cq", "§5.3 (CBQA): one answer per option of the CQ, for the AQ revised by the CQ",
-                "the preset revises the question as the release writes it, \"AQ category option?\" (the revised "
-                "question row); cq's own form, \"AQ, Which category: option\", is --revised-question cq",
-                setting="answer mode"),
+                "an LM reads instead of the fine-tuned BART (train that with `cq train spanseqgen --preset askcq` "
+                "and read with `--reader seqgen --model DIR`); set even where `make models` installed an extractive "
+                "reader (whose options differ)", setting="reader", applies=COMMAND, stays=FLAG),
+        Setting("answer", "mode", "cq", "§5.3 (CBQA): one answer per option of the CQ, for the AQ revised by the CQ "
+                "(in the release's form: the revised_question row)", setting="answer mode"),
         Setting("answer", "revised_question", "askcq", "CQDataset.py:251 @d8be017 (process_data_for_inference): the revised "
                 "question is the question, the CQ's category as parse_clarification_question reads it, the option and "
                 "'?', joined by spaces", setting="revised question"),
         Setting("answer", "rerank_depth", 100, "CQDataset.py:251-264 @d8be017: each revised question reranks all "
-                "100 retrieved passages with cross-encoder/ms-marco-MiniLM-L-12-v2 (CQDataset.py:9)",
-                "keep 100 passages on the record (cq retrieve --hits 100, no cq rerank --top)",
-                setting="passages reranked per option"),
+                "100 retrieved passages with cross-encoder/ms-marco-MiniLM-L-12-v2 (CQDataset.py:9); keep 100 "
+                "passages on the record (cq retrieve --hits 100, no cq rerank "
+                "--top)", setting="passages reranked per option"),
         Setting("answer", "max_passage_tokens", 1024, "CQDataset.py:265-272 and run_cambigqa_inference.sh "
                 "(max_token_nums=1024) @d8be017: the revised question, then passages in reranked order, cut at "
                 "1,024 BART tokens",
@@ -58,24 +59,25 @@ ASKCQ = Preset(
         Setting("answer", "passage_chars", 0, "CQDataset.py:266-268 @d8be017: passages are concatenated whole",
                 setting="passage text shown", applies=LAYOUT),
         Setting("answer", "grounding", "none", "§6.3: an NQ-pretrained BART-large reader generates the "
-                "answer for each option's revised question (its target label is the option's answer)", "cq's default snaps a generated answer "
-                "to a passage span (under this preset it replaced every option's answer); here answers stay as "
-                "generated", setting="answer grounding", applies=LAYOUT),
+                "answer for each option's revised question (its target label is the option's answer): answers stay as "
+                "generated, where cq's default snaps one to a passage span (under this preset it replaced every "
+                "option's answer)", setting="answer grounding", applies=LAYOUT),
         Setting("answer", "num_beams", 4, "run.py:262-266 @d8be017: the release's one seq2seq inference "
                 "(model.generate(num_beams=4, early_stopping=True)) decodes the cqa task's answers too",
-                "cq stops a beam at the answer's end as well; an API model searches no beams (the row is not applied "
-                "to one: meta.preset_rows says so)", setting="beam search"),
+                "the local LM reader (no BART fine-tuned on CAmbigNQ offline) has no EOS after the answer, so cq "
+                "stops a beam at its end as well; an API model searches no beams (the row is not applied to one: "
+                "meta.preset_rows says so)", setting="beam search", stays=MACHINE),
 
         # --- disambiguate ---
 
         # --- gen-cq ---
         Setting("gen-cq", "method", "seq2seq", "§6.2: a fine-tuned BART-large generates the CQ; run.py:69 "
                 "(CQGDataset) @d8be017", "any `cq train gen-cq` model (--model DIR); BART-large trained for "
-                "18/41 epochs in the paper", setting="clarifying question"),
+                "18/41 epochs in the paper", setting="clarifying question", stays=FLAG),
         Setting("gen-cq", "with_answers", "pred", "§6.2, Table 4 'Predicted Answers for AQ': the answers "
                 "SpanSeqGen predicted; CQDataset.py:108-110 @d8be017 (MA_type with_predicted_answers)",
-                "gold: the Ground-Truth-Answers upper bound (MA_type with_groundtruth_answers); drop it for "
-                "'No Answers'", setting="answers in the input", applies=LAYOUT),
+                "--with-answers gold: the Ground-Truth-Answers upper bound (MA_type with_groundtruth_answers); drop "
+                "it for 'No Answers'", setting="answers in the input", applies=LAYOUT, stays=FLAG),
         Setting("gen-cq", "input_layout", "askcq", "CQDataset.py:97-121 @d8be017: the question, each answer "
                 "closed by the tokenizer's separator, then each passage encoded alone (<s>P</s>)",
                 "how a passage's title joins its text is in the unreleased .pkl files; cq writes 'title: text'. "
@@ -89,27 +91,29 @@ ASKCQ = Preset(
                 "and a decay over 100,000 steps (run.py:138-146), the batches in file order (run.py:84) and dev CQs "
                 "decoded with beam 4 (run.py:262-266), not its 100 epochs (--epochs); cq gen-cq then reads the layout "
                 "from it",
-                setting="input layout", applies=LAYOUT),
+                setting="input layout", applies=LAYOUT, stays=MACHINE),
         Setting("gen-cq", "max_passage_tokens", 1024, "CQDataset.py:126 @d8be017 and cli.py:47 "
                 "(max_token_nums 1024): passages until BART's 1,024 input tokens are full",
                 "whole passages while they fit (the first always); AskCQ cuts the last one mid-passage",
                 setting="passage budget (tokens)", applies=LAYOUT),
         Setting("gen-cq", "n_passages", 100, "CQDataset.py:119-121 @d8be017 reads every relevant passage of "
-                "the record (the budget stops it first)", "a cap only: the budget decides how many are read",
+                "the record (the budget stops it first); a cap only: the budget decides how many are read",
                 setting="passages at most", applies=LAYOUT),
         Setting("gen-cq", "primer", False, "CQDataset.py:97-121 @d8be017: the generator's input is the question, the "
-                "answers and the passages; no word of the CQ is given to continue",
-                "seq2seq has no primer; an LM's few-shot prompt otherwise ends with the CQ's first word ('Which')",
-                setting="CQ's first word given", applies=LAYOUT),
+                "answers and the passages; no word of the CQ is given to continue (seq2seq has no primer; an LM's "
+                "few-shot prompt otherwise ends with the CQ's first word, "
+                "'Which')", setting="CQ's first word given", applies=LAYOUT),
         Setting("gen-cq", "num_beams", 4, "run.py:262-266 @d8be017: model.generate(num_beams=4, "
-                "early_stopping=True)", "cq stops a beam at a newline as well", setting="beam search"),
+                "early_stopping=True)", "a local LM (no BART fine-tuned on CAmbigNQ offline) has no EOS after the CQ, "
+                "so cq stops a beam at a newline as well", setting="beam search", stays=MACHINE),
         Setting("gen-cq", "max_new_tokens", 32, "cli.py:74 @d8be017: --max_question_length 32 is generate's "
-                "max_length (run.py:255,265)", "run_cq_inference.sh passes 128; BART's max_length also "
-                "counts the decoder's start token", setting="tokens generated"),
+                "max_length (run.py:255,265)", "run_cq_inference.sh passes 128 (--max-new-tokens 127 gives it); BART's max_length also "
+                "counts the decoder's start token", setting="tokens generated", stays=FLAG),
         Setting("gen-cq", "two_options", "comma", "§3.2 and Table 9: 'Which [category]: [option_1], ..., or "
                 "[option_n]?' ('In terms of what: time, or the number of games?'); CQDataset.py:"
-                "parse_clarification_question splits at ', or' and ',' only, so 'A or B' reads as one option",
-                "CAmbigNQ's editors also wrote 'A or B' (Appendix C)", setting="two options written", applies=LAYOUT),
+                "parse_clarification_question splits at ', or' and ',' only, so 'A or B' reads as one option "
+                "(CAmbigNQ's editors also wrote 'A or B', Appendix C)",
+                setting="two options written", applies=LAYOUT),
 
         # --- score ---
 

@@ -14,6 +14,7 @@ APPLIES = (METHOD, LAYOUT, COMMAND)
 MACHINE = "forced here"  # no GPU, no BART-large or CAmbigNQ offline, the papers' unreleased files
 FLAG = "switch with a flag"  # the row names the flag that gives the release's value
 STAYS = (MACHINE, FLAG)
+DIVERGES = "a real divergence"  # a difference with neither kind (stays ""): tests/test_preset_rows.py lists each
 
 
 @dataclass(frozen=True)
@@ -29,8 +30,8 @@ class Setting:
     differs: str = ""
     setting: str = ""  # what this value sets, in words (for the docs' first column)
     applies: str = METHOD
-    stays: str = ""    # why a difference stays: MACHINE (this machine forces it) or FLAG (a flag the row names
-    #                    switches it); docs/methods.md says which
+    stays: str = ""    # the kind of a difference: MACHINE (this machine forces it) or FLAG (a flag of the row's
+    #                    command, named in ``differs``, switches it); none: DIVERGES. docs/methods.md says which
 
 
 @dataclass(frozen=True)

@@ -48,12 +48,13 @@ REFUEL = Preset(
                 "a prompted LM cannot fuse: one prompt reads as many reranked passages as fit the reader's input (0 = "
                 "its context length); FiD's 100 passages (about 16,000 subwords) fit no single context. REFUEL's "
                 "FiD reader itself: `cq train fid --preset refuel`, read with `--reader fid --model DIR`. "
-                "meta.passages_read.answer says how many were read", setting="evidence budget (tokens)", applies=LAYOUT),
+                "meta.passages_read.answer says how many were read", setting="evidence budget (tokens)", applies=LAYOUT,
+                stays=FLAG),
         Setting("answer", "passage_chars", 0, "QAInferenceData.py:229-236 @159090e: each 100-word passage is read "
                 "whole (question + passage in 32 + 128 tokens)", setting="passage text shown", applies=LAYOUT),
         Setting("answer", "grounding", "none", "§2.2: answer prediction generates the answers with a "
-                "Fusion-in-Decoder seq2seq model, never snapped to a span", "cq's default snaps a generated answer to a passage span; here "
-                "answers stay as generated", setting="answer grounding", applies=LAYOUT),
+                "Fusion-in-Decoder seq2seq model, never snapped to a span: answers stay as generated, where cq's "
+                "default snaps one to a passage span", setting="answer grounding", applies=LAYOUT),
         Setting("answer", "round_trip", True, "§2.3: round-trip prediction", setting="round trip"),
         Setting("answer", "round_trip_method", "refuel", "§2.3; run.py:1093-1122, QAInferenceData.py:114-117, "
                 "scripts/round_trip/round_trip_generation.sh (IS_REPLACE=0) @159090e: each pass writes a DQ for every "
@@ -66,12 +67,13 @@ REFUEL = Preset(
         Setting("answer", "qd_layout", "refuel", "QGInferenceData.py:199 @159090e: the QD input is <s> answer <SEP> "
                 "prompt question </s> followed by each passage; no other answer is shown",
                 "the labels (Answer:/Question:/Passage:), the instruction and the 3 shots are cq's; cq's LM reads "
-                "the passages in one prompt where REFUEL's BART encodes each (answer, question, passage) apart",
-                setting="DQ writer's input", applies=LAYOUT),
+                "the passages in one prompt where REFUEL's BART encodes each (answer, question, passage) apart: "
+                "REFUEL's QD BART is not offline (`cq train qd` trains AmbigQA's layout; --qd-model takes any LM)",
+                setting="DQ writer's input", applies=LAYOUT, stays=MACHINE),
         Setting("answer", "qd_num_beams", 4, "run.py:1067-1071 @159090e: the QD model decodes with model.generate("
-                "num_beams=4, early_stopping=True)", "cq stops a beam at a newline as well; an API model searches "
-                "no beams (the row is not applied to one: meta.preset_rows says so)",
-                setting="DQ writer's beam search"),
+                "num_beams=4, early_stopping=True)", "the local LM (REFUEL's QD BART is not offline) has no EOS after "
+                "the DQ, so cq stops a beam at a newline as well; an API model searches no beams (the row is not "
+                "applied to one: meta.preset_rows says so)", setting="DQ writer's beam search", stays=MACHINE),
         Setting("answer", "max_rounds", 9, "README.md:240-243 @159090e (passes 1-9 after pass 0, 'X = 10'); §2.3: "
                 "until no new answer appears",
                 "cq stops at the first pass that finds no new answer (the paper's rule; with deterministic models the "
@@ -85,11 +87,13 @@ REFUEL = Preset(
                 "(the end it scores: the newline of the reader's answer line, or a seq2seq model's EOS); REFUEL's own, "
                 "a separate FiD BART fine-tuned on gold (DQ, answer) pairs (App. A), is `cq train verifier --preset "
                 "refuel`, given as --verifier-model DIR; a kept answer keeps its surface text (the release writes the "
-                "normalised one)", setting="verification rule"),
+                "normalised one)", setting="verification rule", stays=FLAG),
         Setting("answer", "verify_threshold", -6.1, "§2.3: Th = 6.1 on -log p, tuned on dev (QALMFilteringData.py:"
                 "654-679 @159090e sweeps 20.5 down to 0.5)",
-                "tuned for REFUEL's BART verifier: re-tune for another reader with `make tune-refuel-threshold` "
-                "(AmbigNQ dev questions the grid does not score)", setting="verification threshold (log p)"),
+                "tuned for REFUEL's BART verifier, which --verifier-model DIR gives (`cq train verifier --preset "
+                "refuel`); for another verifier re-tune with `make tune-refuel-threshold` (AmbigNQ dev questions the "
+                "grid does not score) and give --verify-threshold", setting="verification threshold (log p)",
+                stays=FLAG),
 
         # --- disambiguate ---
 
