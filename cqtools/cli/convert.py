@@ -6,9 +6,9 @@ import sys
 import click
 import orjson
 
-from ..benchmarks import FORMATS as BENCHMARK_FORMATS
+from ..data.benchmarks import FORMATS as BENCHMARK_FORMATS
+from ..data.formats import LAYOUT_FORMATS, QUESTION_FORMATS, convert
 from ..errors import InputError
-from ..formats import LAYOUT_FORMATS, QUESTION_FORMATS, convert
 from ..jsonl import AtomicFile, JsonlWriter, open_input
 from ..stages.gen_cq.silver import add_silver_cq
 from ..registry import FORMATS

@@ -127,7 +127,7 @@ def index_vectors(vectors_dir: str, corpus: str, out_dir: str, encoder: str | No
     list count is checked against its training sample by :func:`~.faiss_index.build_faiss`."""
     import faiss
 
-    from ..formats import iter_corpus
+    from ..data.formats import iter_corpus
     from .vectors import VectorSet
 
     found = VectorSet(vectors_dir, corpus)

@@ -81,7 +81,7 @@ def register_disambiguators(register):
 
 @hookimpl
 def register_formats(register):
-    from .. import benchmarks, formats
+    from ..data import benchmarks, formats
 
     for name, reader in {**formats.QUESTION_FORMATS, **benchmarks.FORMATS, **formats.CORPUS_FORMATS,
                          **formats.LAYOUT_FORMATS}.items():

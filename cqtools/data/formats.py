@@ -10,9 +10,9 @@ from typing import Callable, Iterator
 
 import orjson
 
-from .errors import InputError, ResourceError
-from .jsonl import AtomicFile, GzipDamaged, load_json_or_jsonl, open_input
-from .records import gold_from_annotations
+from ..errors import InputError, ResourceError
+from ..jsonl import AtomicFile, GzipDamaged, load_json_or_jsonl, open_input
+from ..records import gold_from_annotations
 
 # AmbigNQ full-format fields that are annotation by-products: gold, never system input.
 _AMBIGNQ_EXTRA = ("nq_answer", "nq_doc_title", "viewed_doc_titles", "used_queries")
@@ -185,7 +185,7 @@ def estimate_passages(path: str, sample: int = 1 << 20) -> int | None:
     """About how many passages (lines) the corpus file at ``path`` holds, for a progress estimate: its size
     over the bytes a line takes in its first MiB (for gzip, compressed bytes: the ratio there is assumed
     throughout). Exact when the file is shorter than that; None when it cannot be told (a pipe)."""
-    from .jsonl import open_input
+    from ..jsonl import open_input
 
     try:
         size = os.path.getsize(path)
@@ -217,7 +217,7 @@ QUESTION_FORMATS: dict[str, Callable[[str], Iterator[dict]]] = {
     "topics": topics,
 }
 def chat_log(path: str) -> Iterator[dict]:
-    from .chat.export import chat_log_items
+    from ..chat.export import chat_log_items
 
     return chat_log_items(path)
 
@@ -247,7 +247,7 @@ DESCRIPTIONS = {
 
 def convert(fmt: str, path: str) -> Iterator[dict]:
     """Records of ``path`` in format ``fmt`` (a FORMATS registry name: cq's own, or a plugin's)."""
-    from .registry import FORMATS
+    from ..registry import FORMATS
 
     method = FORMATS.get(fmt)
     _open_check(path)
