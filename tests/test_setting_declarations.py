@@ -307,14 +307,15 @@ def test_what_a_run_record_ignores_is_marked_where_it_is_declared():
     from cqtools.registry import schema_of
     from cqtools.stages.retrieve import RetrieveSettings
     from cqtools.stream import StreamSpec
+    from cqtools.stream.spec import not_shaping
 
-    ignored = runrecord.not_shaping("retrieve", {"method": "hybrid"})
+    ignored = not_shaping("retrieve", {"method": "hybrid"})
     assert {"batch_size", "on_error", "quiet", "resume", "force_resume", "output", "device", "threads", "run_file",
             "run_tag", "bm25_scorer", "api_base", "api_timeout", "concurrency"} <= ignored
     assert not ({"hits", "query_field", "method", "model", "k1", "b", "shard", "max_input_tokens"} & ignored)
     assert {o.name for o in schema_of(RetrieveSettings) if not o.shaping} == {"threads", "run_file", "run_tag"}
     assert {f.name for f in dc.fields(StreamSpec) if f.metadata.get("shaping") is False} <= ignored
-    assert "threads" not in runrecord.not_shaping("detect", {"method": "classifier"})  # cq retrieve's own mark
+    assert "threads" not in not_shaping("detect", {"method": "classifier"})  # cq retrieve's own mark
     assert {"api_base", "concurrency", "device"} <= runrecord.config_not_shaping()
     config = RunConfig(device="cpu")
     assert "device" not in config.shaping() and "max_input_tokens" in config.shaping()
@@ -326,6 +327,7 @@ def test_a_methods_mark_does_not_hide_another_methods_option_of_that_name():
     set: by name across every registry, it did)."""
     from cqtools import runrecord
     from cqtools.registry import DETECTORS, option
+    from cqtools.stream.spec import not_shaping
 
     @dataclasses.dataclass(frozen=True)
     class Loose:
@@ -334,9 +336,10 @@ def test_a_methods_mark_does_not_hide_another_methods_option_of_that_name():
     DETECTORS.names()  # cq's own first
     DETECTORS.register("loose", lambda options, config: None, options=Loose)
     try:
-        assert "threshold" in runrecord.not_shaping("detect", {"method": "loose", "threshold": 0.1})
-        assert "threshold" not in runrecord.not_shaping("detect", {"method": "clam", "threshold": -0.3})
-        assert runrecord.build("detect", {"method": "clam", "threshold": -0.3})["params"]["threshold"] == -0.3
+        assert "threshold" in not_shaping("detect", {"method": "loose", "threshold": 0.1})
+        assert "threshold" not in not_shaping("detect", {"method": "clam", "threshold": -0.3})
+        params = {"method": "clam", "threshold": -0.3}
+        assert runrecord.build("detect", params, ignore=not_shaping("detect", params))["params"]["threshold"] == -0.3
     finally:
         DETECTORS._methods.pop("loose", None)
 

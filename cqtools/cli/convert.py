@@ -6,8 +6,9 @@ import sys
 import click
 import orjson
 
+from ..chat.export import LAYOUT_FORMATS
 from ..data.benchmarks import FORMATS as BENCHMARK_FORMATS
-from ..data.formats import LAYOUT_FORMATS, QUESTION_FORMATS, convert
+from ..data.formats import QUESTION_FORMATS, convert
 from ..errors import InputError
 from ..jsonl import AtomicFile, JsonlWriter, open_input
 from ..stages.gen_cq.silver import add_silver_cq

@@ -216,16 +216,6 @@ QUESTION_FORMATS: dict[str, Callable[[str], Iterator[dict]]] = {
     "nq-open": nq_open,
     "topics": topics,
 }
-def chat_log(path: str) -> Iterator[dict]:
-    from ..chat.export import chat_log_items
-
-    return chat_log_items(path)
-
-
-# Formats that write another dataset's layout (not cq records): no --join, no --silver-cq
-LAYOUT_FORMATS: dict[str, Callable[[str], Iterator[dict]]] = {
-    "chat-log": chat_log,
-}
 CORPUS_FORMATS: dict[str, Callable[[str], Iterator[dict]]] = {
     "dpr": dpr_tsv,
     "passages": passages_jsonl,
@@ -240,8 +230,6 @@ DESCRIPTIONS = {
     "topics": "Anserini/Pyserini topic TSV: qid<TAB>query per line (no gold)",
     "dpr": "DPR psgs_w100.tsv (id, text, title)",
     "passages": "JSONL {id, title, text}",
-    "chat-log": "cq chat --log FILE -> CAmbigNQ's layout (question, CQ, the picked reading as its DQ and the answer "
-                "given, passages); cq convert cambignq reads it back",
 }
 
 
@@ -318,4 +306,4 @@ def need(item, keys, n, what) -> None:
                          f"is this really {what} data?")
 
 
-__all__ = ["convert", "iter_corpus", "QUESTION_FORMATS", "CORPUS_FORMATS", "LAYOUT_FORMATS", "TrecRun", "topics"]
+__all__ = ["convert", "iter_corpus", "QUESTION_FORMATS", "CORPUS_FORMATS", "TrecRun", "topics"]

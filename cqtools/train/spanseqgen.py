@@ -20,7 +20,8 @@ import os
 from dataclasses import asdict, dataclass
 
 from ..errors import InputError
-from ..records import GOLD, annotation_clusters
+from ..metrics.ambigqa import annotation_clusters
+from ..records import GOLD
 from ..registry import option
 from ..stages.answer import seqgen as stage
 from .best import BestOnDev, dev_report, eval_steps, every_of, metric_key, scoring_saved
