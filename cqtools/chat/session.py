@@ -102,7 +102,7 @@ class Session:
     def ask(self, question: str | dict) -> dict:
         """A new turn's record: the question (a string, or a record that may carry an id and gold,
         which no stage reads) retrieved, reranked, judged and, when ambiguous, clarified."""
-        from ..models.backends import set_seed
+        from ..models.load import set_seed
 
         self.turns += 1
         record = dict(question) if isinstance(question, dict) else {"question": question}
@@ -126,7 +126,7 @@ class Session:
         """Answer the turn: ``choice`` is "option" or "other" (``selected`` is the person's
         interpretation), "all" (every option), or "direct" (the question itself; a CQ that offered
         nothing usable is kept in the record but not used)."""
-        from ..models.backends import set_seed
+        from ..models.load import set_seed
 
         if choice not in CHOICES:
             raise InputError(f"unknown choice {choice!r}; one of {', '.join(CHOICES)}")

@@ -44,7 +44,7 @@ def cli(mode, reader_name, model, device, dtype, seed, **kwargs):
       ... | cq answer --mode multi --round-trip --verify
     """
     from .options import run_config
-    from ..models.backends import set_seed
+    from ..models.load import set_seed
     from ..stages import answer
 
     options = method_values(ANSWER_MODES, mode, kwargs, OPTION_NAMES, also=(READERS,))

@@ -142,7 +142,7 @@ def for_model(name: str, command: str, rows: dict, options: dict, config=None) -
         if rows.get(option, 1) == 1:
             continue
         model = next((str(options[k]) for k in keys if options.get(k)), "")
-        if route(model, config=config) is not None:
+        if route(model) is not None:
             dropped[option] = f"{model or 'the model'} is served by an API, which searches no beams (greedy)"
     if dropped:
         logging.getLogger("cqtools").warning(

@@ -33,7 +33,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from ..errors import InputError, ResourceError
-from ..models.backends import set_seed
+from ..models.load import set_seed
 from ..records import GOLD, PASSAGES
 from ..stages.answer.extractive import ExtractiveOptions, ExtractiveReader, context_of
 from ..registry import declared_as, option

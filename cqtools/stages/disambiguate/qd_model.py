@@ -105,7 +105,7 @@ def trained_qd_writer(options, run, seed: int):
     """``--method qd``'s batch function over a `cq train qd` model (written with ``meta.disambiguate``)."""
     import functools
 
-    from ...models.backends import pick_device, set_seed
+    from ...models.load import pick_device, set_seed
 
     set_seed(seed)
     writer = TrainedQD(options.model, pick_device(run.device), options)

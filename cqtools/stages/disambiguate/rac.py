@@ -211,7 +211,7 @@ def rac_batch(records: list[dict], clarifier: Clarifier, info: dict | None = Non
 
 def rac_disambiguator(options: RacOptions, run, *, seed: int = 0, batch_size: int = 32):
     """The batch function of ``--method rac`` (the registry's factory)."""
-    from ...models import load_cross_encoder
+    from ...models.load import load_cross_encoder
     from ..rerank import DEFAULT_RERANKER
     from ..shots import DEFAULT_ENCODER, ShotSelector, builtin_shots, load_shots
 

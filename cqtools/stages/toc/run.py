@@ -180,8 +180,8 @@ def toc_disambiguator(options: TocConfig, run, *, seed: int = 0, batch_size: int
     """The batch function of ``--method toc`` with its checked options (the registry's factory)."""
     import functools
 
-    from ...models import load_cross_encoder, load_generator
-    from ...models.backends import set_seed
+    from ...models.load import load_cross_encoder, load_generator
+    from ...models.load import set_seed
     from .. import templates
     from ..rerank import DEFAULT_RERANKER
     from ..shots import DEFAULT_ENCODER, ShotSelector, load_shots
