@@ -95,9 +95,10 @@ def test_every_trainer_flag_is_its_configuration_field():
     assert found == []
 
 
-def _declared_settings() -> dict[str, set]:
+def _declared_settings(plain: bool = True) -> dict[str, set]:
     """{name: {repr(default)}} of every declared setting: the registry's method options and the settings
-    dataclasses the commands' flags are generated from."""
+    dataclasses the commands' flags are generated from (``plain``: the run configuration's and the stream engine's
+    plain fields too)."""
     from cqtools import registry, train
     from cqtools.chat.session import ChatOptions
     from cqtools.config import RunConfig
@@ -116,7 +117,7 @@ def _declared_settings() -> dict[str, set]:
         for opt in registry.schema_of(cls):
             if opt.default is not None and registry.OPTION_META in cls.__dataclass_fields__[opt.name].metadata:
                 declared.setdefault(opt.name, set()).add(repr(opt.default))
-    for cls in (RunConfig, StreamSpec):  # plain fields: the run configuration's and the stream engine's defaults
+    for cls in (RunConfig, StreamSpec) if plain else ():  # plain fields: the run configuration's and the stream engine's defaults
         for f in dataclasses.fields(cls):
             if f.default is not dataclasses.MISSING and f.default is not None:
                 declared.setdefault(f.name, set()).add(repr(f.default))
@@ -150,6 +151,51 @@ def copied_flag_defaults(root=ROOT / "cqtools") -> list[str]:
             if name in declared and repr(default.value) in declared[name]:
                 out.append(f"{path.relative_to(root.parent).as_posix()}:{node.lineno} --{name}={default.value!r}")
     return out
+
+
+# Library signatures whose literal default is the model layer's own call shape (a Generator's max_new_tokens, top_p and
+# num_beams, a loader's kind): the model layer stands below the methods that declare those options, which pass their
+# values; and what another helper rewrites now (issue 55: the trainers' signatures).
+OWN_DEFAULTS = ("cqtools/models/", "cqtools/protocols.py")
+LEFT_TO_ISSUE_55 = {"cqtools/train/cq_generator.py cq_examples targets='auto'"}
+
+
+def copied_signature_defaults(root=ROOT / "cqtools") -> list[str]:
+    """``path name param=value`` of every library function whose signature writes a literal default that a declared
+    option of that name holds (take the declared options object, or default to its field: ``CommandSettings.seed``)."""
+    declared = _declared_settings(plain=False)  # the declared options: what a signature reads, not types again
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        where = path.relative_to(root.parent).as_posix()
+        if where.startswith(OWN_DEFAULTS):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            args = node.args
+            positional = args.posonlyargs + args.args
+            pairs = [*zip(positional[len(positional) - len(args.defaults):], args.defaults),
+                     *((a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)]
+            for arg, default in pairs:
+                if (isinstance(default, ast.Constant) and default.value is not None and arg.arg in declared
+                        and repr(default.value) in declared[arg.arg]):
+                    found = f"{where} {node.name} {arg.arg}={default.value!r}"
+                    if found not in LEFT_TO_ISSUE_55:
+                        out.append(found)
+    return out
+
+
+def test_no_library_signature_types_a_declared_default_again():
+    assert copied_signature_defaults() == []
+
+
+def test_the_signature_walk_finds_a_copy(tmp_path):
+    pkg = tmp_path / "cqtools"
+    pkg.mkdir()
+    (pkg / "m.py").write_text("def f(x, seed=0, *, n_boot=1000, reader='auto', fine=7):\n    pass\n"
+                              "def g(seed=CommandSettings.seed):\n    pass\n")
+    assert copied_signature_defaults(pkg) == ["cqtools/m.py f seed=0", "cqtools/m.py f n_boot=1000",
+                                              "cqtools/m.py f reader='auto'"]
 
 
 def test_no_flag_writes_a_declared_default_again():

@@ -50,7 +50,7 @@ class ChatOptions:
                                       "typed questions lack. [default: pred-answers; llm when --model or "
                                       "--gen-cq-model names an LM]")
     gen_cq_model: str | None = option(None, "cq gen-cq --model.", env="CQ_MODEL_GEN_CQ")
-    reader: str = option("auto", "Reader (cq answer --reader).")  # the extractive reader when installed, else generative
+    reader: str = option(CommandSettings.reader, "Reader (cq answer --reader).")  # extractive when installed, else generative
     reader_model: str | None = option(None, "cq answer --model.", env="CQ_MODEL_READER")
     n_passages: int = option(READER_PASSAGES, "Passages shown to the reader (cq answer --passages).", min=1,
                              flag="--passages")

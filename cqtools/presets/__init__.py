@@ -212,7 +212,9 @@ def command_settings(command: str) -> dict:
 
         return {o.name: o for o in schema_of(RerankSettings)}
     if command == "answer":
-        return {"reader_name": Option("reader_name", str, "auto", choices=("auto", *READERS.names()))}
+        from ..stages.options import CommandSettings
+
+        return {"reader_name": Option("reader_name", str, CommandSettings.reader, choices=("auto", *READERS.names()))}
     if command in TRAINER_SETTINGS:  # a trainer's recipe: its configuration's fields
         import importlib
 

@@ -175,7 +175,7 @@ def _span_model(model: str, config) -> bool:
     return found is not None and is_span_model(os.path.dirname(found))
 
 
-def build(mode: str = "single", reader: str = "auto", *, seed: int = CommandSettings.seed, config=None,
+def build(mode: str = "single", reader: str = CommandSettings.reader, *, seed: int = CommandSettings.seed, config=None,
           **options) -> Callable[[list[dict]], list[dict]]:
     """The answer stage as a batch function (records -> records). ``mode``: an ANSWER_MODES name
     (single, cq, multi, long); ``reader``: a READERS name or ``auto`` (:func:`choose_reader`).

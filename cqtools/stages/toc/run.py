@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ...models.runtime import prompt_seed
 from ...records import PASSAGES, require, set_meta
+from ..options import CommandSettings
 from . import prompt as TP
 from . import EXPAND_STOP, VERIFY_STOP, TocConfig, TocTree
 
@@ -176,7 +177,7 @@ class TocRunner:
                                         **used})
 
 
-def toc_disambiguator(options: TocConfig, run, *, seed: int = 0, batch_size: int = 32):
+def toc_disambiguator(options: TocConfig, run, *, seed: int = CommandSettings.seed, batch_size: int = 32):
     """The batch function of ``--method toc`` with its checked options (the registry's factory)."""
     import functools
 
