@@ -28,7 +28,8 @@ sys.path.insert(0, str(ROOT))
 from click.testing import CliRunner  # noqa: E402
 
 from cqtools.cli import cli  # noqa: E402
-from cqtools.models import backends  # noqa: E402
+from cqtools.models import cache  # noqa: E402
+from cqtools.models import load as loader  # noqa: E402
 from tests.conftest import FIXTURES, _save_tiny_model, jsonl, parse_jsonl  # noqa: E402
 from tests.test_invariance import N_RECORDS, STAGES, command, records_diff, run_cut  # noqa: E402
 
@@ -46,7 +47,7 @@ def padded(on: bool) -> None:
         os.environ["CQ_PADDED_BATCHES"] = "1"
     else:
         os.environ.pop("CQ_PADDED_BATCHES", None)
-    backends.LOADED.clear()
+    cache.LOADED.clear()
 
 
 # --- 1. invariance ------------------------------------------------------------------------------
@@ -146,20 +147,20 @@ def speed(data: Path | None, n_pairs: int, n_llm: int, repeats: int) -> tuple[li
     rows = []
     jobs = [
         ("rerank: INT8 ONNX cross-encoder (MiniLM-L-12)", "pairs", len(pairs),
-         lambda: backends.load_cross_encoder(RERANKER, "cpu"), lambda m: m.predict(pairs, batch_size=32)),
+         lambda: loader.load_cross_encoder(RERANKER, "cpu"), lambda m: m.predict(pairs, batch_size=32)),
         ("dense: all-MiniLM-L6-v2 (torch), passages", "passages", len(passages),
-         lambda: backends.load_encoder("sentence-transformers/all-MiniLM-L6-v2", "cpu"),
+         lambda: loader.load_encoder("sentence-transformers/all-MiniLM-L6-v2", "cpu"),
          lambda m: m.encode(passages, batch_size=32, normalize_embeddings=True)),
         ("bge-small INT8 ONNX, passages", "passages", len(passages),
-         lambda: backends.load_encoder("BAAI/bge-small-en-v1.5", "cpu"),
+         lambda: loader.load_encoder("BAAI/bge-small-en-v1.5", "cpu"),
          lambda m: m.encode(passages, batch_size=32, normalize_embeddings=True)),
         ("detect --method llm: SmolLM2-135M scoring", "questions", len(questions),
-         lambda: backends.load_generator(LLM, "cpu"),
+         lambda: loader.load_generator(LLM, "cpu"),
          lambda m: m.score([prompts.detect_prompt(q) for q in questions] * 2,
                            [prompts.DETECT_LABELS[0]] * len(questions) + [prompts.DETECT_LABELS[1]] * len(questions),
                            prefix=prompts.detect_prefix())),
         ("answer/gen-cq: SmolLM2-135M greedy, 16 new tokens", "prompts", len(questions),
-         lambda: backends.load_generator(LLM, "cpu"),
+         lambda: loader.load_generator(LLM, "cpu"),
          lambda m: m.generate([f"Question: {q}\nAnswer:" for q in questions], max_new_tokens=16, chat=False)),
     ]
     for name, unit, n, load, run in jobs:
@@ -211,7 +212,7 @@ def report(table: dict, cuts: list[str], rows: list[dict], source: str, argv: li
              "- faiss `IndexFlatIP.search` switches from its one-query loop to a BLAS matrix product at 20 queries, "
              "so a query's dense scores depended (in the last bits) on how many queries came with it.", "",
              "## Fix", "",
-             "The model layer (cqtools/models/backends.py) computes **each input alone, at its own length**: "
+             "The model layer (cqtools/models/, its front door load.py) computes **each input alone, at its own length**: "
              "no padding, no batch mates. That makes every record's numbers a function of the record and the "
              "model only: independent of `--batch-size`, `--shard`, a resume inside a batch and the number of "
              "processes. Dense search sends one query per faiss call. `CQ_PADDED_BATCHES=1` brings back padded "

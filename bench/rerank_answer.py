@@ -49,7 +49,7 @@ def main() -> None:
         return
 
     from cqtools.metrics.normalize import normalize_answer
-    from cqtools.models import load_cross_encoder, load_generator
+    from cqtools.models.load import load_cross_encoder, load_generator
     from cqtools.retrieval import open_searcher
     from cqtools.stages import prompts
     from cqtools.stages.answer import AnswerConfig, AnswerStage, GenerativeReader, answer_batch

@@ -71,7 +71,7 @@ def decode_child() -> None:
     """Print the milliseconds of one greedy decode step of the offline SmolLM2 (after a 300-token prompt)."""
     import torch
 
-    from cqtools.models import load_generator
+    from cqtools.models.load import load_generator
 
     model = load_generator("HuggingFaceTB/SmolLM2-135M-Instruct", "cpu").model
     ids = torch.arange(300)[None] * 13 % 20000 + 100

@@ -1,4 +1,4 @@
 """``python -m cqtools`` runs ``cq`` (also how ``accelerate launch -m cqtools ...`` starts it)."""
-from .cli import main
+from .forkserver.client import cq
 
-main()
+cq()

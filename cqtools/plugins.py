@@ -40,6 +40,7 @@ log = logging.getLogger("cqtools")
 # cq's built-in methods, one default plugin module per package area.
 DEFAULT_PLUGINS = (
     "cqtools.stages.builtin_methods",
+    "cqtools.chat.builtin_methods",
     "cqtools.retrieval.builtin_methods",
     "cqtools.models.builtin_methods",
     "cqtools.score.builtin_methods",

@@ -15,7 +15,7 @@ No inference stage may read ``gold`` (or ``source_qid`` of a passage).
 The accessors below are the one place each of these is read: :func:`answer_texts` /
 :func:`distinct_texts` (predicted answers), :func:`passage_text` / :func:`snippets` /
 :func:`passage_snippets` (passages as model input), :func:`read_cq` (a clarifying question),
-:func:`annotation_clusters` (AmbigNQ answers).
+:func:`gold_from_annotations` (AmbigNQ answers, read by :func:`cqtools.metrics.ambigqa.annotation_clusters`).
 """
 from __future__ import annotations
 
@@ -164,19 +164,14 @@ def answer_confidence(answer: dict) -> str:
 
 # --- gold ----------------------------------------------------------------------------------------
 
-def annotation_clusters(annotation: dict) -> list[list[str]]:
-    """AmbigNQ annotation -> answer clusters: one for singleAnswer, one per QA pair otherwise."""
-    if annotation["type"] == "singleAnswer":
-        return [list(annotation["answer"])]
-    return [list(pair["answer"]) for pair in annotation["qaPairs"]]
-
-
 def gold_from_annotations(annotations: list[dict]) -> dict:
     """Gold fields derived from AmbigNQ annotations (several annotators allowed).
 
     ``ambiguous`` is true when any annotation is multipleQAs; ``answers``/``dqs`` come from the
     first multipleQAs annotation if there is one, else from the first singleAnswer.
     """
+    from .metrics.ambigqa import annotation_clusters
+
     if not annotations:
         raise InputError("no annotations")
     multi = [a for a in annotations if a["type"] == "multipleQAs"]

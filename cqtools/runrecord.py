@@ -36,29 +36,6 @@ def config_not_shaping() -> frozenset:
     return RunConfig.not_shaping(frozenset(o.name for m in BACKENDS.methods() for o in m.options if not o.shaping))
 
 
-def not_shaping(command: str | None = None, params: dict | None = None) -> frozenset:
-    """The parameters of ``command`` run with ``params`` that a run record does not compare: those that never change
-    a record (where and how fast the work runs, where the output goes: docs/benchmarks/determinism.md), each marked
-    where it is declared: the stream engine's (:class:`cqtools.stream.spec.StreamSpec`, ``NO_RECORD``), the run
-    configuration's, the command's own (cq retrieve's threads and TREC run) and the options of the method
-    ``params`` chose (``option(shaping=False)``: Lucene or the BM25 matrix, the same bytes). Another method's
-    option of the same name is compared."""
-    from dataclasses import fields
-
-    from .presets import CHOOSERS, command_settings
-    from .stream.spec import StreamSpec
-    from . import registry
-
-    marked = {f.name for f in fields(StreamSpec) if f.metadata.get("shaping") is False}
-    marked |= {name for name, option in command_settings(command).items() if not option.shaping}
-    key, registry_name = CHOOSERS.get(command, (None, None))
-    chosen = (params or {}).get(key)
-    methods = getattr(registry, registry_name) if registry_name else None
-    if methods is not None and isinstance(chosen, str) and chosen in methods.names():
-        marked |= {o.name for o in methods.get(chosen).options if not o.shaping}
-    return frozenset(marked | config_not_shaping())
-
-
 PROMPT_MODULES = ("stages/prompts.py", "stages/prompts_disamb.py", "stages/shots.py")
 _HEAD = 1 << 20  # bytes hashed at each end of a large file
 
@@ -107,17 +84,17 @@ def models_in_use() -> list[dict]:
             for m in sorted(RESOLVED.values(), key=lambda m: m.name)]
 
 
-def build(command: str, params: dict, config=None) -> dict:
+def build(command: str, params: dict, config=None, ignore: frozenset = frozenset()) -> dict:
     """The configuration part of a run record for ``command`` called with ``params`` under the run
     configuration ``config`` (cqtools/config.py; default: one from the environment): its fields that can
-    change a record, environment variables included."""
+    change a record, environment variables included, all but the parameters ``ignore`` names (those that never
+    change a record: the stream engine asks the registries, ``cqtools.stream.spec.not_shaping``)."""
     from .config import RunConfig
     from .models.backend_options import environment_settings
 
     config = config or RunConfig.from_env()  # the backends' settings from their variables too (flags win)
     config = config.replace(backend_settings=tuple(sorted({**environment_settings(),
                                                            **dict(config.backend_settings)}.items())))
-    ignore = not_shaping(command, params)
     ignore = ignore - {"batch_size"} if config.padded_batches else ignore  # padded: batch mates matter
     shaping = {k: _plain(v) for k, v in sorted(params.items()) if k not in ignore}
     shaping.update({k: file_digest(v) for k, v in shaping.items() if k in CONTENT_PARAMS and v})
@@ -207,132 +184,16 @@ def config_of(record: dict) -> dict:
     return {k: record[k] for k in ("command", "params", "config", "models", "prompts", "cqtools") if k in record}
 
 
-# ---------------------------------------------------------------------------------------------
-# --resume
-
-
-ENDING_WAIT = 60.0  # s a lock held by a process that is ending may take to be freed (SLURM's KillWait: 30 s)
-STARTING_GRACE = 2.0  # s to see a holder that got a signal mark its lock "ending" (it may be inside a long call)
-_HELD: dict[int, str] = {}  # this process's --resume locks: fd -> lock file
-
-
-def lock(out: str) -> int:
-    """An exclusive lock on ``--resume OUT`` for this process: ``OUT.cq.lock`` (flock; the kernel
-    releases it when the process ends, however it ends). It holds the holder's pid, and ``ending``
-    once the holder was told to stop (:func:`mark_ending`). A second process on the same OUT gets a
-    one-line error instead of appending the same records again, unless the holder is ending: then it
-    waits (up to :data:`ENDING_WAIT`) for the lock. Why: a job restarted at once after a kill (a
-    scheduler's requeue told to start now, a person) may start while the killed run is still cleaning
-    up; a stand-in job under SLURM was relaunched 1.9 s after the kill, alive 2 s longer. (The requeue
-    test's one FAILED, once blamed on this, was SLURM refusing a launch in the kill's second: see
-    tests/test_cluster.py; in 40 runs cq never met a held lock there.) OUT
-    itself, when it exists, is locked too, so a hard link to it is the same OUT (:func:`_lock_itself`)."""
-    import fcntl
-    import time
-
-    path = os.path.realpath(out) + ".cq.lock"  # the file's lock, whichever name (a symlink) it is reached by
-    try:
-        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as err:
-        raise InputError(f"--resume {out}: cannot create its lock file {path} ({err.strerror})") from None
-    start, waiting = time.monotonic(), False
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
-        except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").split() or ["unknown"]
-            waited = time.monotonic() - start
-            ending = holder[1:2] == ["ending"]
-            if waited < (ENDING_WAIT if ending else STARTING_GRACE):
-                if ending and not waiting:
-                    log.warning("--resume %s: waiting for the cq process that is ending (pid %s) to release "
-                                "it", out, holder[0])
-                    waiting = True
-                time.sleep(0.1)
-                continue
-            os.close(fd)
-            if ending:
-                raise InputError(f"--resume {out} is held by a cq process that is ending (pid {holder[0]}) and "
-                                 f"still holds it after {ENDING_WAIT:.0f} s; stop it, or write to another "
-                                 f"file") from None
-            raise InputError(f"--resume {out} is being written by another cq process (pid {holder[0]}); wait "
-                             f"for it to end (or stop it), or write to another file") from None
-    try:
-        itself = _lock_itself(out)
-    except BaseException:
-        os.close(fd)
-        raise
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    _HELD[fd] = path
-    if itself is not None:
-        _ITSELF[fd] = itself
-    return fd
-
-
-_ITSELF: dict[int, int] = {}  # lock fd -> an fd of OUT itself, flocked too (see _lock_itself)
-
-
-def _lock_itself(out: str) -> int | None:
-    """OUT itself locked too (flock on its own open file), when it is already a regular file: the lock
-    file is found by OUT's name (a symlink resolved), and another name of the same file, a hard link,
-    would find another one. None when OUT does not exist yet (no other name can reach it)."""
-    import fcntl
-    import stat
-    import time
-
-    try:
-        fd = os.open(out, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
-        return None  # not written yet, or not readable: the lock file alone stands
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        return None
-    start = time.monotonic()
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            if time.monotonic() - start < STARTING_GRACE:  # a holder that is exiting frees both locks
-                time.sleep(0.1)
-                continue
-            os.close(fd)
-            raise InputError(f"--resume {out} is being written by another cq process under another name (a hard "
-                             f"link to the same file); wait for it to end (or stop it), or write to another "
-                             f"file") from None
-
-
-def unlock(fd: int) -> None:
-    """Release a lock from :func:`lock` (closing its files)."""
-    _HELD.pop(fd, None)
-    itself = _ITSELF.pop(fd, None)
-    if itself is not None:
-        os.close(itself)
-    os.close(fd)
-
-
-def mark_ending() -> None:
-    """Mark every lock this process holds ``ending`` (it was told to stop and is cleaning up), so a
-    run started on the same output meanwhile waits for it instead of failing (see :func:`lock`)."""
-    for fd in list(_HELD):
-        try:
-            os.pwrite(fd, f"{os.getpid()} ending\n".encode(), 0)
-        except OSError:
-            pass
-
-
-def open_resume(out: str, force: bool = False, shard: list | None = None, command: str | None = None,
-                params: dict | None = None, config=None) -> tuple[dict, int]:
-    """Check ``--resume OUT`` against this run's configuration (``config``: the run configuration the stage runs
+def open_resume(out: str, command: str, params: dict, force: bool = False, shard: list | None = None,
+                config=None, ignore: frozenset = frozenset()) -> tuple[dict, int]:
+    """Check ``--resume OUT`` against this run's configuration (``command`` run with ``params``, ``ignore`` those
+    that never change a record: :func:`build`; ``config``: the run configuration the stage runs
     under; None: one from the environment); returns the run record to keep
     writing and how many records OUT already holds (a torn last line is cut off; a torn gzip tail is
     cut back to its last whole member and the lines that still decompress are rewritten as a new one)."""
     parent = os.path.dirname(os.path.abspath(out))
     os.makedirs(parent, exist_ok=True)
-    new = build(command, params or {}, config) if command else build(*_command_and_params(), config)
+    new = build(command, params, config, ignore)
     new.update(shard=shard, complete=False)
     done, good_end, recovered = scan_output(out)
     old = read(out)
@@ -357,7 +218,8 @@ def open_resume(out: str, force: bool = False, shard: list | None = None, comman
     return new, done
 
 
-def _command_and_params() -> tuple[str, dict]:
+def command_and_params() -> tuple[str, dict]:
+    """The click command running and its parameters (a stage's build() that named none)."""
     import click
 
     ctx = click.get_current_context(silent=True)

@@ -37,14 +37,14 @@ def retrieved(bm25_index) -> list[dict]:
 
 @pytest.fixture(scope="session")
 def generator():
-    from cqtools.models import load_generator
+    from cqtools.models.load import load_generator
 
     return load_generator(READER, "cpu")
 
 
 @pytest.fixture(scope="session")
 def cross_encoder():
-    from cqtools.models import load_cross_encoder
+    from cqtools.models.load import load_cross_encoder
 
     return load_cross_encoder(RERANKER, "cpu")
 

@@ -23,7 +23,7 @@ def long_text(n: int, words: int = 120) -> str:
 @pytest.fixture
 def lm(monkeypatch):
     """Echoes the question (a qd prompt), or writes two readings (a disambig-first prompt)."""
-    import cqtools.models as models
+    from cqtools.models import load as loader
 
     def reply(p: str) -> str:
         if p.rstrip().endswith("Rewritten question:"):
@@ -32,7 +32,7 @@ def lm(monkeypatch):
         return f" {question} in the film?\n2. {question} in the novel?\n3. {question} in the film?"
 
     gen = FakeGenerator(reply, name="fake-lm")
-    monkeypatch.setattr(models, "load_generator", lambda *a, **k: gen)
+    monkeypatch.setattr(loader, "load_generator", lambda *a, **k: gen)
     return gen
 
 

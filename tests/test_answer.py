@@ -245,14 +245,14 @@ def test_cq_mode_on_fixtures_with_gold_cq(runner, retrieved):
 # --- the reader registry and build() ---------------------------------------------------------------
 
 def test_build_uses_the_registered_generative_reader_and_passes_batch_size_per_call(monkeypatch):
-    from cqtools import models
+    from cqtools.models import load as loader
     from cqtools.protocols import AnswerVerifier
     from cqtools.protocols import Reader as ReaderProtocol
     from cqtools.registry import READERS
     from cqtools.stages import answer
 
     gen = FakeGenerator({"Who?": "Alpha"}, batch_size=16)
-    monkeypatch.setattr(models, "load_generator", lambda name, device="auto", dtype="auto", kind="auto", config=None: gen)
+    monkeypatch.setattr(loader, "load_generator", lambda name, device="auto", dtype="auto", kind="auto", config=None: gen)
     assert "generative" in READERS.names()
     reader = READERS.build("generative", model="m", n_passages=2, batch_size=4)
     assert isinstance(reader, ReaderProtocol) and isinstance(reader, AnswerVerifier)

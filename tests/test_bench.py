@@ -19,7 +19,7 @@ BENCH = ROOT / "bench"
 LIBRARIES = {"__init__.py", "common.py", "scale_report.py", "synthetic.py"}  # imported by scripts, not run
 SCRIPTS = sorted(p.name for p in BENCH.glob("*.py") if p.name not in LIBRARIES) + sorted(
     f"grid/{p.name}" for p in (BENCH / "grid").glob("*.py")
-    if p.name not in {"__init__.py", "eta.py", "floor.py", "wall.py"})
+    if p.name not in {"__init__.py", "eta.py", "floor.py", "pairs.py", "wall.py"})
 
 
 def bench(script: str, *args: str, timeout: int = 600, makeflags: str = "") -> subprocess.CompletedProcess:
@@ -41,7 +41,7 @@ def test_every_script_starts(script):
 
 
 @pytest.mark.parametrize("script", SCRIPTS + sorted(LIBRARIES - {"__init__.py"})
-                         + ["grid/eta.py", "grid/floor.py", "grid/wall.py"])
+                         + ["grid/eta.py", "grid/floor.py", "grid/pairs.py", "grid/wall.py"])
 def test_every_imported_cqtools_name_exists(script):
     """Names imported inside functions too (the scripts import late): a refactor that moves one breaks
     the benchmark only when it runs, hours in; this finds it now."""

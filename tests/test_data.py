@@ -163,7 +163,7 @@ def test_get_puts_every_data_set_where_the_makefile_reads_it(runner, served_unde
     assert parse_jsonl((root / "nq_open/dev.jsonl").read_text()) == NQ
     nq = parse_jsonl(runner.invoke(cli, ["convert", "nq-open", str(root / "nq_open/dev.jsonl")]).stdout)
     assert nq[0]["gold"]["answers"] == [["red", "crimson"]]
-    from cqtools.formats import iter_corpus
+    from cqtools.data.formats import iter_corpus
 
     assert [p["title"] for p in iter_corpus(str(root / "wikipedia/psgs_w100.tsv.gz"))] == ["Tiny door", "Tiny town"]
     # every file written is in SHA256SUMS, in sha256sum's format

@@ -26,10 +26,10 @@ def _replies(prompt: str) -> str:
 
 @pytest.fixture
 def lm(monkeypatch):
-    import cqtools.models as models
+    from cqtools.models import load as loader
 
     holder = {"gen": FakeGenerator(_replies, name="fake-lm")}
-    monkeypatch.setattr(models, "load_generator", lambda *a, **k: holder["gen"])
+    monkeypatch.setattr(loader, "load_generator", lambda *a, **k: holder["gen"])
     return holder
 
 

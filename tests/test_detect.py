@@ -102,7 +102,7 @@ def log_odds_table(questions) -> dict[str, tuple[float, float, float]]:
 def test_llm_on_fixtures(runner, monkeypatch, questions, questions_text, threshold):
     """CLAM: score = log p(" True") - log p(" False") after the few-shot prefix, label = score > threshold;
     a fake generator gives known log-probs per question, both signs."""
-    from cqtools.models import backends
+    from cqtools.models import load as loader
     from cqtools.stages import prompts
 
     table = log_odds_table(questions)
@@ -113,7 +113,7 @@ def test_llm_on_fixtures(runner, monkeypatch, questions, questions_text, thresho
         return {" True": true, " False": false}[continuation]
 
     fake = FakeGenerator("", logp, name="fake-clam")
-    monkeypatch.setattr(backends, "load_generator", lambda name, device="auto", dtype="auto", kind="auto", config=None: fake)
+    monkeypatch.setattr(loader, "load_generator", lambda name, device="auto", dtype="auto", kind="auto", config=None: fake)
     args = ["--method", "llm", "--model", "m", "--batch-size", "4"] + (["--threshold", threshold] if threshold else [])
     result = detect(runner, questions_text, *args)
     assert result.exit_code == 0, result.stderr
@@ -139,7 +139,7 @@ def test_llm_on_fixtures(runner, monkeypatch, questions, questions_text, thresho
 def test_llm_real_model_on_fixtures(runner, questions, questions_text):
     """CLAM-style scoring with the real SmolLM2 (loaded once per process by load_generator): the score
     is the model's own log-odds of " True" over " False"."""
-    from cqtools.models import load_generator
+    from cqtools.models.load import load_generator
     from cqtools.stages import prompts
 
     result = detect(runner, questions_text, "--method", "llm", "--model", SMOLLM, "--batch-size", "16")

@@ -39,7 +39,7 @@ def scripted_lm(echo: bool = False) -> FakeGenerator:
 
 @pytest.fixture
 def fakes(monkeypatch):
-    import cqtools.models as models
+    from cqtools.models import load as loader
 
     gen = scripted_lm()
     made = {"generator": gen, "cross_encoder": 0, "encoder": 0}
@@ -55,9 +55,9 @@ def fakes(monkeypatch):
         made["encoder"] += 1
         return FakeEncoder()
 
-    monkeypatch.setattr(models, "load_generator", load_generator)
-    monkeypatch.setattr(models, "load_cross_encoder", load_cross_encoder)
-    monkeypatch.setattr(models, "load_encoder", load_encoder)
+    monkeypatch.setattr(loader, "load_generator", load_generator)
+    monkeypatch.setattr(loader, "load_cross_encoder", load_cross_encoder)
+    monkeypatch.setattr(loader, "load_encoder", load_encoder)
     return made
 
 

@@ -54,7 +54,7 @@ def test_score_plot_adds_a_calibration_diagram(runner, tmp_path):
 
 def test_the_paired_plot_names_each_pair_and_metric_as_the_text_does(tmp_path):
     """Issue 48: the plot named a--b.json "a vs b" while results.md reads it as b − a, and drew other metrics (F1
-    for detection) than the text states (AUROC, accuracy). Both now come from report.py's PAIR_METRICS, and a
+    for detection) than the text states (AUROC, accuracy). Both now come from pairs.py's PAIR_METRICS, and a
     pair the text cannot tell about (too few shared questions) is drawn as such, not as a finding."""
     sys.path.insert(0, str(ROOT))
     from bench.grid.figures import pairs

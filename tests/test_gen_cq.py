@@ -103,9 +103,9 @@ def test_option_misuse_is_a_usage_error(runner, questions_text):
 
 
 def fake_model(monkeypatch, fake):
-    from cqtools.models import backends
+    from cqtools.models import load as loader
 
-    monkeypatch.setattr(backends, "load_generator", lambda name, device="auto", dtype="auto", kind="auto", config=None: fake)
+    monkeypatch.setattr(loader, "load_generator", lambda name, device="auto", dtype="auto", kind="auto", config=None: fake)
     return fake
 
 

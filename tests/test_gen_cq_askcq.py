@@ -31,9 +31,9 @@ class WordTokenizer:
 
 
 def fake_model(monkeypatch, fake):
-    from cqtools.models import backends
+    from cqtools.models import load as loader
 
-    monkeypatch.setattr(backends, "load_generator", lambda name, device="auto", dtype="auto", kind="auto", config=None: fake)
+    monkeypatch.setattr(loader, "load_generator", lambda name, device="auto", dtype="auto", kind="auto", config=None: fake)
     return fake
 
 
@@ -218,7 +218,7 @@ def test_no_primer_lets_the_model_write_any_head(runner, monkeypatch):
 
 def training_records(questions):
     """Two records with a gold CQ (CAmbigNQ's) and one with gold DQs only."""
-    from cqtools.formats import cambignq
+    from cqtools.data.formats import cambignq
 
     gold = list(cambignq(str(FIXTURES / "cambignq.json")))[:2]
     silver = next(q for q in questions if len((q.get("gold") or {}).get("dqs") or []) >= 2 or q["gold"].get("annotations"))

@@ -63,7 +63,7 @@ def test_a_heap_size_the_jvm_refuses_is_one_line_before_anything_is_built(runner
 
 
 def test_estimate_of_passages_for_progress(tmp_path):
-    from cqtools.formats import estimate_passages
+    from cqtools.data.formats import estimate_passages
 
     small = write(tmp_path / "small.jsonl", passages(50))
     assert estimate_passages(small) == 50  # shorter than the sample: exact

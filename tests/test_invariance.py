@@ -176,7 +176,7 @@ def test_stage_output_is_the_same_under_accelerate_launch(stage, models, inputs,
 def test_int8_cross_encoder_scores_do_not_depend_on_batch_mates():
     """The bug itself: the same pair scored alone and among long passages (padded batches moved
     scores by up to 0.9 before)."""
-    from cqtools.models import load_cross_encoder
+    from cqtools.models.load import load_cross_encoder
 
     ce = load_cross_encoder("cross-encoder/ms-marco-MiniLM-L-12-v2", "cpu")
     pair = ("who played the joker", "Heath Ledger played the Joker in The Dark Knight.")
@@ -189,7 +189,7 @@ def test_int8_cross_encoder_scores_do_not_depend_on_batch_mates():
 # --- inputs longer than the model's context ----------------------------------------------------------
 
 def test_cut_middle_keeps_start_and_end():
-    from cqtools.models.backends import cut_middle
+    from cqtools.models.cutting import cut_middle
 
     assert cut_middle(list(range(10)), 4) == [0, 1, 8, 9]
     assert cut_middle(list(range(10)), 5) == [0, 1, 7, 8, 9]
@@ -216,7 +216,7 @@ def test_a_huge_question_is_cut_with_a_warning(stage, models, inputs, caplog):
 
 def test_max_input_tokens_cuts_scored_prompts_to_the_limit(tiny_causal):
     from cqtools.config import RunConfig
-    from cqtools.models import load_generator
+    from cqtools.models.load import load_generator
 
     long = "the joker " * 400
     capped = load_generator(tiny_causal, "cpu", config=RunConfig.from_env().replace(max_input_tokens=32))
@@ -230,7 +230,7 @@ def test_max_input_tokens_cuts_scored_prompts_to_the_limit(tiny_causal):
 def test_repeated_prompts_run_once_with_the_same_outputs(tiny_causal, monkeypatch):
     """Prompts run alone (the default), so a prompt repeated in a call (CLAM's expanded records share
     their question's CQ prompt) is generated once and its output copied: same outputs, fewer runs."""
-    from cqtools.models import load_generator
+    from cqtools.models.load import load_generator
 
     gen = load_generator(tiny_causal, "cpu")
     prompts = ["who played the joker", "capital of france", "who played the joker", "capital of france", "x"]

@@ -339,7 +339,7 @@ def test_a_configuration_given_to_build_is_passed_to_the_loaders_not_made_ambien
     """build(method, config) hands ``config`` to the loader it calls; the process's current configuration is
     never switched to it (no side channel: the loader sees the ambient one unchanged)."""
     from cqtools import config as cfg
-    from cqtools.models import backends
+    from cqtools.models import load as loader
     from cqtools.stages import detect
 
     from .fakes import FakeGenerator
@@ -350,7 +350,7 @@ def test_a_configuration_given_to_build_is_passed_to_the_loaders_not_made_ambien
         seen.append((device, config.trust_remote_code, config.max_input_tokens, cfg.RunConfig.from_env().max_input_tokens))
         return FakeGenerator("x")
 
-    monkeypatch.setattr(backends, "load_generator", fake_load)
+    monkeypatch.setattr(loader, "load_generator", fake_load)
     detect.build("llm", cfg.RunConfig(device="cpu", trust_remote_code=True, max_input_tokens=64), model="m")
     assert seen == [("cpu", True, 64, None)]
 
@@ -359,7 +359,7 @@ def test_a_model_keeps_the_configuration_it_was_loaded_under(tiny_causal):
     """A loader given a configuration builds the model under it, whatever the process's is: the input cap,
     batching and the generator's info come from the given one (they came from the ambient one before)."""
     from cqtools import config as cfg
-    from cqtools.models import load_generator
+    from cqtools.models.load import load_generator
 
     given = cfg.RunConfig(max_input_tokens=24, padded_batches=True, model_batch_size=3)
     gen = load_generator(tiny_causal, "cpu", config=given)

@@ -217,7 +217,7 @@ def test_encoders_follow_the_device(tiny_cross_encoder, monkeypatch):
     assert onnx_providers("cuda:1", ["CUDAExecutionProvider", "CPUExecutionProvider"])[0] == (
         "CUDAExecutionProvider", {"device_id": 1})
     assert onnx_providers("cuda", ["CPUExecutionProvider"]) == ["CPUExecutionProvider"]
-    from cqtools.models import load_cross_encoder
+    from cqtools.models.load import load_cross_encoder
 
     assert load_cross_encoder(tiny_cross_encoder, "cpu").info["device"] == "cpu"
 
@@ -293,7 +293,7 @@ def test_padded_scores_equal_unbatched_on_gpu_fp32(tiny_causal, monkeypatch):
 
 @needs_gpu
 def test_encoder_auto_device_is_the_gpu():
-    from cqtools.models import load_encoder
+    from cqtools.models.load import load_encoder
 
     encoder = load_encoder("sentence-transformers/all-MiniLM-L6-v2", "auto")
     assert str(encoder.model.device).startswith("cuda")
@@ -452,7 +452,7 @@ def test_cq_models_openai_model_sends_nothing(runner, monkeypatch):
     (row,) = parse_jsonl(result.stdout)
     assert row["backend"] == "openai" and row["api_base"] == "http://node1:8000/v1" and row["api_model"] == "my-model"
     assert row["device"] is None and row["dtype"] is None and "secret" not in result.stdout
-    result = runner.invoke(cli, ["models", "--api-base", "http://node2:9000/v1", "--model", "served-model"])
+    result = runner.invoke(cli, ["models", "--api-base", "http://node2:9000/v1", "--model", "openai:served-model"])
     assert result.exit_code == 0, result.stderr
     assert "openai" in result.stdout and "server http://node2:9000/v1" in result.stdout
 
@@ -478,7 +478,7 @@ def test_cq_models_says_an_openai_model_without_a_key_is_not_usable(runner, monk
 def test_thread_count_does_not_change_smollm2_outputs():
     """`make -j2 compare` runs cells side by side with OMP_NUM_THREADS=1: the offline LLM's logits
     (a long prefill and a decode step) are bitwise those of two threads, so are greedy texts."""
-    from cqtools.models import load_generator
+    from cqtools.models.load import load_generator
 
     gen = load_generator("HuggingFaceTB/SmolLM2-135M-Instruct", "cpu")
     ids = torch.arange(100, 700)[None] * 7 % 20000

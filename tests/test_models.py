@@ -10,7 +10,8 @@ import pytest
 
 from cqtools.cli import cli
 from cqtools.errors import ResourceError
-from cqtools.models import load_cross_encoder, load_encoder, load_generator, resolve
+from cqtools.models import resolve
+from cqtools.models.load import load_cross_encoder, load_encoder, load_generator
 
 from .conftest import ROOT, jsonl, parse_jsonl
 from .conftest_models import (MINILM, READER, bm25_index, generator, retrieved, tiny_cross_encoder,  # noqa: F401

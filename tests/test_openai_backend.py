@@ -178,10 +178,18 @@ def test_gen_cq_through_the_cli_uses_completions_with_stop(runner, server, quest
     assert all(r["body"]["stop"] == ["\n"] and r["body"]["max_tokens"] == 40 for r in sent)
 
 
-def test_api_base_sends_the_default_model_name(runner, server, questions3):
-    result = cq(runner, ["detect", "--method", "llm"], questions3, CQ_API_BASE=server.url)
+def test_the_name_picks_the_backend_and_api_base_is_only_the_openai_servers(runner, server, questions3):
+    """Issue 58: a model's name says which backend loads it (``openai:NAME`` the openai backend); --api-base
+    (CQ_API_BASE) says where that backend's server is, and no longer sends every other name there."""
+    result = cq(runner, ["detect", "--method", "llm", "--model", "openai:HuggingFaceTB/SmolLM2-135M-Instruct"],
+                questions3, CQ_API_BASE=server.url)
     assert result.exit_code == 0, result.stderr
     assert {r["body"]["model"] for r in server.requests()} == {"HuggingFaceTB/SmolLM2-135M-Instruct"}
+    sent = len(server.requests())
+    result = cq(runner, ["detect", "--method", "llm", "--model", "no-such-local-model"], questions3,
+                CQ_API_BASE=server.url)
+    assert result.exit_code != 0 and len(server.requests()) == sent
+    assert "a model served at --api-base is named openai:no-such-local-model" in result.stderr, result.stderr
 
 
 # --- errors and retries -------------------------------------------------------------------------------------
@@ -419,7 +427,7 @@ def test_llama_cpp_server_scores_like_the_local_model(llama_server):
     """Scores through llama.cpp's server equal the local (dequantised) SmolLM2's log p within a
     tolerance. llama-cpp-python 0.3 echoes prompt logprobs one position off (its issue #1983): the
     check against its next-token logprobs catches that and scoring goes token by token."""
-    from cqtools.models import load_generator
+    from cqtools.models.load import load_generator
 
     gen = OpenAIGenerator("smollm2", llama_server, concurrency=2)
     prompts = ["The capital of France is", "Water boils at 100 degrees"]

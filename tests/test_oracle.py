@@ -114,7 +114,7 @@ def meaning_lm() -> FakeGenerator:
 
 @pytest.mark.parametrize("method", ["overlap", "llm"])
 def test_oracle_reads_only_the_gold_dq_and_the_cq(runner, with_cqs, monkeypatch, method):
-    import cqtools.models as models
+    from cqtools.models import load as loader
 
     lms = []
 
@@ -122,7 +122,7 @@ def test_oracle_reads_only_the_gold_dq_and_the_cq(runner, with_cqs, monkeypatch,
         lms.append(meaning_lm())
         return lms[-1]
 
-    monkeypatch.setattr(models, "load_generator", load_generator)
+    monkeypatch.setattr(loader, "load_generator", load_generator)
     asked = [r for r in with_cqs if r.get("cq")]
     free = copy.deepcopy(asked[0])
     free["id"] = "free-form"
@@ -148,9 +148,9 @@ def test_oracle_reads_only_the_gold_dq_and_the_cq(runner, with_cqs, monkeypatch,
 
 
 def test_llm_oracle_with_fake_model_picks_the_meant_option(runner, with_cqs, monkeypatch):
-    import cqtools.models as models
+    from cqtools.models import load as loader
 
-    monkeypatch.setattr(models, "load_generator", lambda *a, **k: meaning_lm())
+    monkeypatch.setattr(loader, "load_generator", lambda *a, **k: meaning_lm())
     asked = [r for r in with_cqs if r.get("cq")]
     result = runner.invoke(cli, ["oracle", "--method", "llm", "-q"], input=jsonl(asked))
     assert result.exit_code == 0, result.stderr

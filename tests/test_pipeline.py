@@ -23,11 +23,11 @@ def test_asqa_disambig_f1_with_a_generative_reader(monkeypatch, runner, tmp_path
     import orjson
 
     from cqtools.cli import cli
-    from cqtools.models import backends
+    from cqtools.models import load as loader
     from cqtools.models.resolve import ResolvedModel
 
     fake = FakeGenerator({"1989": "Jack Nicholson", "2008": "Heath Ledger", "2019": "Tom Hanks"})
-    monkeypatch.setattr(backends, "load_generator", lambda name, device="auto", **kw: fake)
+    monkeypatch.setattr(loader, "load_generator", lambda name, device="auto", **kw: fake)
     monkeypatch.setattr("cqtools.models.resolve", lambda name, announce=True, config=None: ResolvedModel(name, "/x", "test", "gguf"))
     record = {"id": "a", "question": "Who played the Joker?",
               "long_answer": "Jack Nicholson played him in 1989, Heath Ledger in 2008 and Joaquin Phoenix in 2019.",

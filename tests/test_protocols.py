@@ -73,7 +73,8 @@ def shape_problems(cls, proto) -> list[str]:
 
 
 def real_classes():
-    from cqtools.models.backends import HFCrossEncoder, LocalGenerator, OnnxCrossEncoder, OnnxEncoder, SentenceEncoder
+    from cqtools.models.encoders import HFCrossEncoder, OnnxCrossEncoder, OnnxEncoder, SentenceEncoder
+    from cqtools.models.generator import LocalGenerator
     from cqtools.models.dpr import DPREncoder
     from cqtools.models.openai_backend import OpenAIGenerator
     from cqtools.retrieval.dense import DenseSearcher
@@ -131,7 +132,7 @@ def test_real_classes_have_the_protocol_shapes(cls, proto):
 # --- real objects (cheap ones) ------------------------------------------------------------------
 
 def test_tiny_generators_are_generators(tiny_causal, tiny_seq2seq):
-    from cqtools.models import load_generator
+    from cqtools.models.load import load_generator
 
     for path in (tiny_causal, tiny_seq2seq):
         assert isinstance(load_generator(path, "cpu"), P.Generator)
@@ -139,8 +140,8 @@ def test_tiny_generators_are_generators(tiny_causal, tiny_seq2seq):
 
 @pytest.mark.heavy(reason="loads the INT8 reranker, MiniLM and bge-small")
 def test_cross_encoders_and_encoders(tiny_cross_encoder):  # noqa: F811
-    from cqtools.models import load_cross_encoder, load_encoder
-    from cqtools.models.backends import HFCrossEncoder, OnnxCrossEncoder, OnnxEncoder, SentenceEncoder
+    from cqtools.models.load import load_cross_encoder, load_encoder
+    from cqtools.models.encoders import HFCrossEncoder, OnnxCrossEncoder, OnnxEncoder, SentenceEncoder
 
     onnx = load_cross_encoder(RERANKER, "cpu")
     hf = load_cross_encoder(tiny_cross_encoder, "cpu")
@@ -162,15 +163,13 @@ def test_bm25_searcher_is_a_searcher(bm25_index):  # noqa: F811
 
 
 def test_registered_detectors_cq_methods_and_readers(monkeypatch):
-    from cqtools import models
-    from cqtools.models import backends
+    from cqtools.models import load
     from cqtools.registry import CQ_METHODS, DETECTORS, READERS
     from cqtools.stages.detect import llm_detector
     from cqtools.stages.gen_cq import LlmOptions, Seq2SeqOptions, llm_method, seq2seq_method
 
     fake = FakeGenerator("x")
-    for module in (models, backends):
-        monkeypatch.setattr(module, "load_generator", lambda name, device="auto", dtype="auto", kind="auto", config=None: fake)
+    monkeypatch.setattr(load, "load_generator", lambda name, device="auto", dtype="auto", kind="auto", config=None: fake)
     def model_if_taken(registry, name):  # a method that declares no model option refuses one
         return {"model": "m"} if registry.get(name).option("model") else {}
 

@@ -12,16 +12,16 @@ import time
 
 import pytest
 
-from cqtools import runrecord
+from cqtools import resume_lock
 from cqtools.cli import _terminated
 from cqtools.errors import InputError
 
 HOLDER = """
 import sys, time
-from cqtools import runrecord
-fd = runrecord.lock(sys.argv[1])
+from cqtools import resume_lock
+fd = resume_lock.lock(sys.argv[1])
 if sys.argv[2] == "ending":
-    runrecord.mark_ending()
+    resume_lock.mark_ending()
 print("locked", flush=True)
 time.sleep(float(sys.argv[3]))
 """
@@ -44,24 +44,24 @@ def test_a_run_started_while_the_holder_is_ending_waits_for_it(tmp_path):
     try:
         assert lock_file(out) == f"{holder.pid} ending\n"
         start = time.monotonic()
-        fd = runrecord.lock(str(out))
+        fd = resume_lock.lock(str(out))
         waited = time.monotonic() - start
         assert holder.poll() is not None, "the lock was taken while the holder was alive"
-        assert 0.8 < waited < runrecord.ENDING_WAIT, waited
+        assert 0.8 < waited < resume_lock.ENDING_WAIT, waited
         assert lock_file(out) == f"{os.getpid()}\n"
-        runrecord.unlock(fd)
+        resume_lock.unlock(fd)
     finally:
         holder.kill()
         holder.wait()
 
 
 def test_a_live_holder_still_stops_a_second_run(tmp_path, monkeypatch):
-    monkeypatch.setattr(runrecord, "STARTING_GRACE", 0.3)
+    monkeypatch.setattr(resume_lock, "STARTING_GRACE", 0.3)
     out = tmp_path / "out.jsonl"
     holder = hold(out, "live", 30)
     try:
         with pytest.raises(InputError, match=rf"being written by another cq process \(pid {holder.pid}\)"):
-            runrecord.lock(str(out))
+            resume_lock.lock(str(out))
         assert holder.poll() is None
     finally:
         holder.kill()
@@ -69,13 +69,13 @@ def test_a_live_holder_still_stops_a_second_run(tmp_path, monkeypatch):
 
 
 def test_an_ending_holder_that_never_ends_is_an_error_after_the_wait(tmp_path, monkeypatch):
-    monkeypatch.setattr(runrecord, "ENDING_WAIT", 0.5)
+    monkeypatch.setattr(resume_lock, "ENDING_WAIT", 0.5)
     out = tmp_path / "out.jsonl"
     holder = hold(out, "ending", 30)
     try:
         start = time.monotonic()
         with pytest.raises(InputError, match=rf"ending \(pid {holder.pid}\) and still holds it after 0 s"):
-            runrecord.lock(str(out))
+            resume_lock.lock(str(out))
         assert time.monotonic() - start >= 0.5
     finally:
         holder.kill()
@@ -84,14 +84,14 @@ def test_an_ending_holder_that_never_ends_is_an_error_after_the_wait(tmp_path, m
 
 def test_sigterm_marks_the_held_lock_ending_and_a_released_one_never(tmp_path):
     out, other = tmp_path / "out.jsonl", tmp_path / "other.txt"
-    fd = runrecord.lock(str(out))
+    fd = resume_lock.lock(str(out))
     try:
         with pytest.raises(SystemExit) as ended:
             _terminated(signal.SIGTERM, None)
         assert ended.value.code == 128 + signal.SIGTERM
         assert lock_file(out) == f"{os.getpid()} ending\n"
     finally:
-        runrecord.unlock(fd)
+        resume_lock.unlock(fd)
     reused = os.open(other, os.O_RDWR | os.O_CREAT)  # likely the released lock's fd number
     try:
         with pytest.raises(SystemExit):

@@ -14,7 +14,7 @@ from cqtools.cli import cli
 from cqtools.metrics import bootstrap as boot
 from cqtools.metrics.cq import parse_cq
 from cqtools.score import Scored, ScoreOptions, Task, score_records
-from cqtools.score.base import NO_VALUE, group_of
+from cqtools.score.reading import NO_VALUE, group_of
 from cqtools.score.ci import BootstrapOptions, paired, with_intervals
 from cqtools.score.rows import mean, value
 
@@ -205,7 +205,7 @@ def test_a_metric_added_to_a_task_gets_summary_interval_paired_and_groups_for_fr
     assert {k: v for k, v in after.items() if k not in ("avg_words", "ci", "groups")} == \
         {k: v for k, v in before.items() if k not in ("ci", "groups")}
     hand = boot.bootstrap(lambda idx: {"avg_words": float(words[idx].mean())}, len(words),
-                          {"avg_words": float(words.mean())}, n_boot=300)["avg_words"]
+                          {"avg_words": float(words.mean())}, options)["avg_words"]
     assert after["ci"]["intervals"]["avg_words"] == pytest.approx([hand.low, hand.high], abs=1e-9)
     assert after["ci"]["intervals"]["long"] == before["ci"]["intervals"]["long"]
     for group, body in after["groups"].items():

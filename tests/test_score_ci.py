@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 from cqtools.cli import cli
 from cqtools.metrics import bootstrap as boot
+from cqtools.score.settings import BootstrapOptions
 from cqtools.score import ScoreOptions, score_records
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,7 +22,7 @@ def mean_of(values):
 
 
 def ci_of(values, **kw):
-    return boot.bootstrap(mean_of(values), len(values), {"mean": float(np.mean(values))}, **kw)["mean"]
+    return boot.bootstrap(mean_of(values), len(values), {"mean": float(np.mean(values))}, BootstrapOptions(**kw))["mean"]
 
 
 # ---------------------------------------------------------------- the pure functions
@@ -49,10 +50,10 @@ def test_percentile_and_basic_intervals():
     values = np.arange(101, dtype=float)  # quantiles 2.5 and 97.5 are exact here
     assert boot.interval(values, 30.0, 0.95, "percentile") == pytest.approx((2.5, 97.5))
     assert boot.interval(values, 30.0, 0.95, "basic") == pytest.approx((2 * 30 - 97.5, 2 * 30 - 2.5))
-    assert boot.interval(np.array([np.nan, 1.0, np.nan]), 1.0) == (1.0, 1.0)  # undefined values left out
-    assert boot.interval(np.array([np.nan]), 1.0) == (None, None)
+    assert boot.interval(np.array([np.nan, 1.0, np.nan]), 1.0, 0.95, "percentile") == (1.0, 1.0)  # undefined values left out
+    assert boot.interval(np.array([np.nan]), 1.0, 0.95, "percentile") == (None, None)
     with pytest.raises(ValueError):
-        boot.interval(values, 1.0, method="bca")
+        boot.interval(values, 1.0, 0.95, "bca")
 
 
 def test_undefined_resamples_are_counted():
@@ -62,13 +63,13 @@ def test_undefined_resamples_are_counted():
         positives = [i for i in idx if gold[i]]
         return {"recall": 1.0 if positives else None}
 
-    iv = boot.bootstrap(recall, 10, {"recall": 1.0}, n_boot=500)["recall"]
+    iv = boot.bootstrap(recall, 10, {"recall": 1.0}, BootstrapOptions(n_boot=500))["recall"]
     assert 0 < iv.used < 500 and (iv.low, iv.high) == (1.0, 1.0)
 
 
 def test_paired_difference_of_identical_systems_is_exactly_zero():
     values = np.random.default_rng(1).random(40)
-    diffs = boot.paired_bootstrap(mean_of(values), mean_of(values.copy()), 40)
+    diffs = boot.paired_bootstrap(mean_of(values), mean_of(values.copy()), 40, BootstrapOptions())
     d = diffs["mean"]
     assert d.diff == 0 and (d.interval.low, d.interval.high) == (0.0, 0.0)
     assert not d.interval.excludes(0.0)
@@ -78,12 +79,12 @@ def test_paired_bootstrap_detects_a_known_difference_that_unpaired_intervals_mis
     rng = np.random.default_rng(7)
     a = rng.random(200)
     b = a + 0.02  # every question a little better: the unpaired intervals overlap, the paired one does not
-    d = boot.paired_bootstrap(mean_of(a), mean_of(b), 200)["mean"]
+    d = boot.paired_bootstrap(mean_of(a), mean_of(b), 200, BootstrapOptions())["mean"]
     assert d.diff == pytest.approx(0.02)
     assert d.interval.low == pytest.approx(0.02) and d.interval.excludes(0.0)
     ia, ib = ci_of(a), ci_of(b)
     assert ib.low < ia.high
-    noise = boot.paired_bootstrap(mean_of(a), mean_of(rng.permutation(a)), 200)["mean"]
+    noise = boot.paired_bootstrap(mean_of(a), mean_of(rng.permutation(a)), 200, BootstrapOptions())["mean"]
     assert not noise.interval.excludes(0.0)
 
 

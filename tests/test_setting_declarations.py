@@ -95,9 +95,10 @@ def test_every_trainer_flag_is_its_configuration_field():
     assert found == []
 
 
-def _declared_settings() -> dict[str, set]:
+def _declared_settings(plain: bool = True) -> dict[str, set]:
     """{name: {repr(default)}} of every declared setting: the registry's method options and the settings
-    dataclasses the commands' flags are generated from."""
+    dataclasses the commands' flags are generated from (``plain``: the run configuration's and the stream engine's
+    plain fields too)."""
     from cqtools import registry, train
     from cqtools.chat.session import ChatOptions
     from cqtools.config import RunConfig
@@ -116,7 +117,7 @@ def _declared_settings() -> dict[str, set]:
         for opt in registry.schema_of(cls):
             if opt.default is not None and registry.OPTION_META in cls.__dataclass_fields__[opt.name].metadata:
                 declared.setdefault(opt.name, set()).add(repr(opt.default))
-    for cls in (RunConfig, StreamSpec):  # plain fields: the run configuration's and the stream engine's defaults
+    for cls in (RunConfig, StreamSpec) if plain else ():  # plain fields: the run configuration's and the stream engine's defaults
         for f in dataclasses.fields(cls):
             if f.default is not dataclasses.MISSING and f.default is not None:
                 declared.setdefault(f.name, set()).add(repr(f.default))
@@ -150,6 +151,51 @@ def copied_flag_defaults(root=ROOT / "cqtools") -> list[str]:
             if name in declared and repr(default.value) in declared[name]:
                 out.append(f"{path.relative_to(root.parent).as_posix()}:{node.lineno} --{name}={default.value!r}")
     return out
+
+
+# Library signatures whose literal default is the model layer's own call shape (a Generator's max_new_tokens, top_p and
+# num_beams, a loader's kind): the model layer stands below the methods that declare those options, which pass their
+# values; and what another helper rewrites now (issue 55: the trainers' signatures).
+OWN_DEFAULTS = ("cqtools/models/", "cqtools/protocols.py")
+LEFT_TO_ISSUE_55 = {"cqtools/train/cq_generator.py cq_examples targets='auto'"}
+
+
+def copied_signature_defaults(root=ROOT / "cqtools") -> list[str]:
+    """``path name param=value`` of every library function whose signature writes a literal default that a declared
+    option of that name holds (take the declared options object, or default to its field: ``CommandSettings.seed``)."""
+    declared = _declared_settings(plain=False)  # the declared options: what a signature reads, not types again
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        where = path.relative_to(root.parent).as_posix()
+        if where.startswith(OWN_DEFAULTS):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            args = node.args
+            positional = args.posonlyargs + args.args
+            pairs = [*zip(positional[len(positional) - len(args.defaults):], args.defaults),
+                     *((a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)]
+            for arg, default in pairs:
+                if (isinstance(default, ast.Constant) and default.value is not None and arg.arg in declared
+                        and repr(default.value) in declared[arg.arg]):
+                    found = f"{where} {node.name} {arg.arg}={default.value!r}"
+                    if found not in LEFT_TO_ISSUE_55:
+                        out.append(found)
+    return out
+
+
+def test_no_library_signature_types_a_declared_default_again():
+    assert copied_signature_defaults() == []
+
+
+def test_the_signature_walk_finds_a_copy(tmp_path):
+    pkg = tmp_path / "cqtools"
+    pkg.mkdir()
+    (pkg / "m.py").write_text("def f(x, seed=0, *, n_boot=1000, reader='auto', fine=7):\n    pass\n"
+                              "def g(seed=CommandSettings.seed):\n    pass\n")
+    assert copied_signature_defaults(pkg) == ["cqtools/m.py f seed=0", "cqtools/m.py f n_boot=1000",
+                                              "cqtools/m.py f reader='auto'"]
 
 
 def test_no_flag_writes_a_declared_default_again():
@@ -307,14 +353,15 @@ def test_what_a_run_record_ignores_is_marked_where_it_is_declared():
     from cqtools.registry import schema_of
     from cqtools.stages.retrieve import RetrieveSettings
     from cqtools.stream import StreamSpec
+    from cqtools.stream.spec import not_shaping
 
-    ignored = runrecord.not_shaping("retrieve", {"method": "hybrid"})
+    ignored = not_shaping("retrieve", {"method": "hybrid"})
     assert {"batch_size", "on_error", "quiet", "resume", "force_resume", "output", "device", "threads", "run_file",
             "run_tag", "bm25_scorer", "api_base", "api_timeout", "concurrency"} <= ignored
     assert not ({"hits", "query_field", "method", "model", "k1", "b", "shard", "max_input_tokens"} & ignored)
     assert {o.name for o in schema_of(RetrieveSettings) if not o.shaping} == {"threads", "run_file", "run_tag"}
     assert {f.name for f in dc.fields(StreamSpec) if f.metadata.get("shaping") is False} <= ignored
-    assert "threads" not in runrecord.not_shaping("detect", {"method": "classifier"})  # cq retrieve's own mark
+    assert "threads" not in not_shaping("detect", {"method": "classifier"})  # cq retrieve's own mark
     assert {"api_base", "concurrency", "device"} <= runrecord.config_not_shaping()
     config = RunConfig(device="cpu")
     assert "device" not in config.shaping() and "max_input_tokens" in config.shaping()
@@ -326,6 +373,7 @@ def test_a_methods_mark_does_not_hide_another_methods_option_of_that_name():
     set: by name across every registry, it did)."""
     from cqtools import runrecord
     from cqtools.registry import DETECTORS, option
+    from cqtools.stream.spec import not_shaping
 
     @dataclasses.dataclass(frozen=True)
     class Loose:
@@ -334,9 +382,10 @@ def test_a_methods_mark_does_not_hide_another_methods_option_of_that_name():
     DETECTORS.names()  # cq's own first
     DETECTORS.register("loose", lambda options, config: None, options=Loose)
     try:
-        assert "threshold" in runrecord.not_shaping("detect", {"method": "loose", "threshold": 0.1})
-        assert "threshold" not in runrecord.not_shaping("detect", {"method": "clam", "threshold": -0.3})
-        assert runrecord.build("detect", {"method": "clam", "threshold": -0.3})["params"]["threshold"] == -0.3
+        assert "threshold" in not_shaping("detect", {"method": "loose", "threshold": 0.1})
+        assert "threshold" not in not_shaping("detect", {"method": "clam", "threshold": -0.3})
+        params = {"method": "clam", "threshold": -0.3}
+        assert runrecord.build("detect", params, ignore=not_shaping("detect", params))["params"]["threshold"] == -0.3
     finally:
         DETECTORS._methods.pop("loose", None)
 

@@ -16,7 +16,7 @@ from .fakes import FakeCrossEncoder, FakeEncoder, FakeGenerator
 
 
 def test_local_sampling_is_seeded_per_prompt_and_batch_free(tiny_causal, monkeypatch):
-    from cqtools.models import load_generator
+    from cqtools.models.load import load_generator
 
     gen = load_generator(tiny_causal, "cpu")
     prompts = ["a question about ships", "another prompt", "a question about ships"]
@@ -297,12 +297,12 @@ def seeded_lm() -> FakeGenerator:
 
 @pytest.fixture
 def toc_models(monkeypatch):
-    import cqtools.models as models
+    from cqtools.models import load as loader
 
     made = {"generator": seeded_lm()}
-    monkeypatch.setattr(models, "load_generator", lambda *a, **k: made["generator"])
-    monkeypatch.setattr(models, "load_cross_encoder", lambda *a, **k: FakeCrossEncoder(query_words))
-    monkeypatch.setattr(models, "load_encoder", lambda *a, **k: UnitEncoder())
+    monkeypatch.setattr(loader, "load_generator", lambda *a, **k: made["generator"])
+    monkeypatch.setattr(loader, "load_cross_encoder", lambda *a, **k: FakeCrossEncoder(query_words))
+    monkeypatch.setattr(loader, "load_encoder", lambda *a, **k: UnitEncoder())
     return made
 
 
@@ -396,7 +396,7 @@ def test_openai_backend_samples_expansions_and_verifies_greedily(runner, monkeyp
     and the long answer at temperature 0 (seed 0); 300 tokens each; raw completions."""
     import sys
 
-    import cqtools.models as models
+    from cqtools.models import load as loader
     from cqtools.models import openai_backend
 
     from .test_openai_backend import Server
@@ -406,8 +406,8 @@ def test_openai_backend_samples_expansions_and_verifies_greedily(runner, monkeyp
         server.control(reset=True, reply="DQ 1: Who won the first Pellham derby?\nDA 1: Pellham Rovers\nAnswer: True")
         monkeypatch.setenv("CQ_CACHE", str(tmp_path / "cache"))
         monkeypatch.setenv("CQ_API_KEY", "sk-test")
-        monkeypatch.setattr(models, "load_cross_encoder", lambda *a, **k: FakeCrossEncoder(query_words))
-        monkeypatch.setattr(models, "load_encoder", lambda *a, **k: UnitEncoder())
+        monkeypatch.setattr(loader, "load_cross_encoder", lambda *a, **k: FakeCrossEncoder(query_words))
+        monkeypatch.setattr(loader, "load_encoder", lambda *a, **k: UnitEncoder())
         openai_backend._GENERATORS.clear()
         text = json.dumps(toy_record("dC")) + "\n"
         records = cq(runner, ["--model", "openai:fake", "--api-base", server.url, "--seed", "2"], text)

@@ -4,7 +4,7 @@ import gzip
 import pytest
 
 from cqtools.cli import cli
-from cqtools.formats import TrecRun
+from cqtools.data.formats import TrecRun
 
 from .conftest import jsonl, parse_jsonl
 

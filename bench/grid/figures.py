@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench.grid.report import MIN_PAIRED_N, PAIR_METRICS, UNITS, cannot_tell  # noqa: E402
+from bench.grid.pairs import MIN_PAIRED_N, PAIR_METRICS, UNITS, cannot_tell  # noqa: E402
 
 # The metrics a task's forest plot shows (those its summaries give intervals for).
 MAIN = {"detect": ["f1", "auroc"], "cq": ["options_f1"], "cbqa": ["f1"], "ambigqa": ["f1_ans", "f1_ans_multi"],
@@ -51,7 +51,7 @@ def cells(scores: Path) -> dict:
 
 def pairs(pairs_dir: Path | None, min_n: int = MIN_PAIRED_N) -> list:
     """[(label, point, low, high, readable)]: each pair's differences on the metrics results.md states it on
-    (report.py's PAIR_METRICS), named as its text names it, "B − A" (file A--B.json); ``readable`` is False where
+    (pairs.py's PAIR_METRICS), named as its text names it, "B − A" (file A--B.json); ``readable`` is False where
     the text says "cannot tell" (too few shared questions, or a zero-width interval)."""
     out = []
     for path in sorted(pairs_dir.glob("*--*.json")) if pairs_dir and pairs_dir.is_dir() else []:

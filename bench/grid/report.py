@@ -24,8 +24,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.common import portable  # noqa: E402
 from bench.grid.floor import gold_reads_file, load, records_of, undefined, zero_reason  # noqa: E402
+from bench.grid.pairs import MIN_PAIRED_N, PAIR_METRICS, UNITS, cannot_tell  # noqa: E402
 from bench.grid.wall import read_wall, wall_start, wall_stop  # noqa: E402,F401 (read_wall: the report reads F.wall)
-from cqtools.score import ci  # noqa: E402
 from cqtools.score.ci import counted  # noqa: E402
 
 # (title, task, score-name prefix, columns, papers)
@@ -68,23 +68,6 @@ FAMILIES = [
      "ToC reports AC@k of its retrieval on ASQA; our corpus is the small shared one (9,532 passages)."),
 ]
 
-# The metrics each paired comparison is read on, by task.
-PAIR_METRICS = {
-    "detect": [("auroc", "AUROC"), ("accuracy", "accuracy")],
-    "cq": [("options_f1", "options F1")],
-    "cbqa": [("f1", "F1")],
-    "ambigqa": [("f1_ans", "F1 ans (all)")],
-    "clam": [("all.adjusted_accuracy", "adjusted accuracy (all)")],
-    "asqa": [("disambig_f1", "D-F1"), ("dr", "DR")],
-}
-UNITS = {"clam": "evaluation records"}  # what a paired comparison's n counts; others: questions
-# The fewest shared questions a paired claim is read on (`results --min-paired-n`; `cq score --paired` applies
-# the same default). Below it the percentile bootstrap cannot be trusted: with n = 1 every resample is the same
-# question (a zero-width interval), and for n < 10 the resampled differences take only a handful of distinct
-# values and the interval is too narrow (it covers the spread of the n observed differences, not the uncertainty
-# about their mean); ten is also the fewest at which a single question moves a mean difference by at most a tenth
-# of its range.
-MIN_PAIRED_N = ci.MIN_PAIRED_N
 RESUMED = "†"
 SHARED = "‡"
 CACHED = "§"
@@ -119,11 +102,6 @@ def fmt_wall(wall: dict | None) -> str:
         return "–"
     return (f"{wall['total_s']:.0f}" + (RESUMED if wall.get("resumed") else "")
             + (SHARED if wall.get("shared") else "") + (CACHED if wall.get("gen_cache") else ""))
-
-
-def cannot_tell(metric: dict, n, unit: str, min_n: int) -> str | None:
-    """:func:`cqtools.score.ci.cannot_tell` of a pair file's metric (one rule for `cq score --paired` and here)."""
-    return ci.cannot_tell(metric.get("low"), metric.get("high"), n, unit, min_n)
 
 
 def pair_sentence(a: str, b: str, label: str, metric: dict | None, n: int, unit: str = "questions",

@@ -9,6 +9,7 @@ import orjson
 
 from ..errors import CQError
 from ..records import ANSWERS, set_meta
+from ..stages.options import CommandSettings
 from .session import OTHER, SHOW_ALL, Session, TurnLog, options_of, render_answers, render_cq
 
 # --- the dialogue -------------------------------------------------------------------------------
@@ -135,7 +136,7 @@ def _question_of(line: str) -> str | dict:
 PRESENTATIONS = ("cq", "answers")
 
 
-def study_loop(session: Session, term: Terminal, log: TurnLog, questions: Iterable[dict], seed: int = 0) -> None:
+def study_loop(session: Session, term: Terminal, log: TurnLog, questions: Iterable[dict], seed: int = CommandSettings.seed) -> None:
     """For each question: the CQ presentation (pick, then the answer) and the multiple-answers
     presentation (every option's answer), in an order drawn from ``seed``; the person says which
     helped more. The record holds the CQ, the option picked, every option's answers and

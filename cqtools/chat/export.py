@@ -64,3 +64,11 @@ def chat_log_items(path: str) -> Iterator[dict]:
         yield item
     if left_out:
         log.info("convert chat-log: %d turn(s) left out: no clarifying question, or no reading picked", left_out)
+
+
+# Formats that write another dataset's layout (not cq records): no --join, no --silver-cq (cq convert)
+LAYOUT_FORMATS = {"chat-log": chat_log_items}
+DESCRIPTIONS = {
+    "chat-log": "cq chat --log FILE -> CAmbigNQ's layout (question, CQ, the picked reading as its DQ and the answer "
+                "given, passages); cq convert cambignq reads it back",
+}

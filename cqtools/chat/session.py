@@ -50,7 +50,7 @@ class ChatOptions:
                                       "typed questions lack. [default: pred-answers; llm when --model or "
                                       "--gen-cq-model names an LM]")
     gen_cq_model: str | None = option(None, "cq gen-cq --model.", env="CQ_MODEL_GEN_CQ")
-    reader: str = option("auto", "Reader (cq answer --reader).")  # the extractive reader when installed, else generative
+    reader: str = option(CommandSettings.reader, "Reader (cq answer --reader).")  # extractive when installed, else generative
     reader_model: str | None = option(None, "cq answer --model.", env="CQ_MODEL_READER")
     n_passages: int = option(READER_PASSAGES, "Passages shown to the reader (cq answer --passages).", min=1,
                              flag="--passages")
@@ -102,7 +102,7 @@ class Session:
     def ask(self, question: str | dict) -> dict:
         """A new turn's record: the question (a string, or a record that may carry an id and gold,
         which no stage reads) retrieved, reranked, judged and, when ambiguous, clarified."""
-        from ..models.backends import set_seed
+        from ..models.load import set_seed
 
         self.turns += 1
         record = dict(question) if isinstance(question, dict) else {"question": question}
@@ -126,7 +126,7 @@ class Session:
         """Answer the turn: ``choice`` is "option" or "other" (``selected`` is the person's
         interpretation), "all" (every option), or "direct" (the question itself; a CQ that offered
         nothing usable is kept in the record but not used)."""
-        from ..models.backends import set_seed
+        from ..models.load import set_seed
 
         if choice not in CHOICES:
             raise InputError(f"unknown choice {choice!r}; one of {', '.join(CHOICES)}")

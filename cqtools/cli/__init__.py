@@ -147,8 +147,8 @@ def _terminated(signum, frame) -> None:
     """SIGTERM (SLURM's time limit, ``timeout``, ``kill``) and SIGHUP end a run as Ctrl-C does: the
     cleanup of every ``finally`` runs (``-o`` and index temp files removed, --resume's run record
     left incomplete), then exit 128 + the signal's number. A ``--resume`` lock is marked ending first:
-    a requeued job started meanwhile on the same output waits for this process to end (runrecord.lock)."""
-    held = sys.modules.get("cqtools.runrecord")  # imported by every run that took one
+    a requeued job started meanwhile on the same output waits for this process to end (resume_lock.lock)."""
+    held = sys.modules.get("cqtools.resume_lock")  # imported by every run that took one
     if held is not None:
         held.mark_ending()
     raise SystemExit(128 + signum)
@@ -163,21 +163,19 @@ def _full_message(err: OSError) -> str:
             "content, a --resume output continues where it stopped); free space and run again")
 
 
+def ahead() -> list[str]:
+    """What a process that runs many cq commands (the fork server) does ahead of them: the environment defaults cq
+    sets before torch loads (libgomp reads them once); returns the command modules to import."""
+    share_cores()
+    quiet_libraries()
+    return [f"cqtools.cli.{module}" for module in COMMANDS.values()]
+
+
 def main() -> None:
-    """Console entry point: quiet on a closed pipe (``cq ... | head -1``); SIGTERM and SIGHUP clean up. With
-    CQ_SERVER set, the run goes to that fork server when it takes it (cqtools/forkserver)."""
+    """cq in this process: quiet on a closed pipe (``cq ... | head -1``); SIGTERM and SIGHUP clean up. The console
+    entry point (cqtools/forkserver/client.py ``cq``) first offers the run to a fork server when CQ_SERVER is set."""
     import signal
 
-    if env("CQ_SERVER"):
-        from ..forkserver.client import delegate, exit_with
-
-        try:
-            status = delegate(sys.argv)
-        except CQError as err:  # CQ_SERVER_WAIT not a number of seconds
-            sys.stderr.write(f"cq: error: {safe(err, one_line=True)}\n")
-            sys.exit(err.exit_code)
-        if status is not None:
-            exit_with(status)
     _closed_streams()
 
     for sig in (signal.SIGTERM, signal.SIGHUP):

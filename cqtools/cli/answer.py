@@ -8,6 +8,7 @@ from .options import (batch_option, compose, device_options, load_options, max_i
 from .method_flags import api_options, method_options, method_values, preset_option
 from ..models.roles import LLM, RERANKER
 from ..registry import ANSWER_MODES, READERS
+from ..stages.options import CommandSettings
 from .stream import run_stream, spec_from
 
 DEFAULT_READER, DEFAULT_RERANKER = LLM, RERANKER
@@ -20,8 +21,8 @@ MODE_AND_READER_OPTIONS, OPTION_NAMES = method_options(ANSWER_MODES, READERS)
 @preset_option("answer")
 @click.option("--mode", type=click.Choice(ANSWER_MODES.names()), default="single", show_default=True,
               help=ANSWER_MODES.help() + ".")
-@click.option("--reader", "reader_name", type=click.Choice(["auto", *READERS.names()]), default="auto",
-              show_default=True,
+@click.option("--reader", "reader_name", type=click.Choice(["auto", *READERS.names()]),
+              default=CommandSettings.reader, show_default=True,
               help="auto: extractive when the model is a span (question-answering) model, else generative; "
                    + READERS.help() + ".")
 @model_option("reader", None, help="Reader model: Hugging Face id, local directory, or offline copy "
@@ -44,7 +45,7 @@ def cli(mode, reader_name, model, device, dtype, seed, **kwargs):
       ... | cq answer --mode multi --round-trip --verify
     """
     from .options import run_config
-    from ..models.backends import set_seed
+    from ..models.load import set_seed
     from ..stages import answer
 
     options = method_values(ANSWER_MODES, mode, kwargs, OPTION_NAMES, also=(READERS,))

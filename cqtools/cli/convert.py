@@ -6,9 +6,10 @@ import sys
 import click
 import orjson
 
-from ..benchmarks import FORMATS as BENCHMARK_FORMATS
+from ..chat.export import LAYOUT_FORMATS
+from ..data.benchmarks import FORMATS as BENCHMARK_FORMATS
+from ..data.formats import QUESTION_FORMATS, convert
 from ..errors import InputError
-from ..formats import LAYOUT_FORMATS, QUESTION_FORMATS, convert
 from ..jsonl import AtomicFile, JsonlWriter, open_input
 from ..stages.gen_cq.silver import add_silver_cq
 from ..registry import FORMATS

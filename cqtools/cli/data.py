@@ -1,5 +1,5 @@
 """`cq data`: the public data sets (AmbigNQ, ASQA, NQ-open, DPR's Wikipedia) from their official sources
-(cqtools/data.py)."""
+(cqtools/data/)."""
 from __future__ import annotations
 
 import sys
@@ -58,7 +58,7 @@ def get(names, directory, mirror, timeout):
     without downloading; data sets whose files are all there are left as they are. Writes one JSON
     object per data set: {"name", "dir", "action" (present|placed|downloaded), "files": [{"path",
     "sha256", "pinned"}]}. Most official checksums are not pinned yet: the printed sha256 of a source
-    file is what to pin in cqtools/data.py (docs/data.md).
+    file is what to pin in cqtools/data/__init__.py (docs/data.md).
 
     \b
     Example:

@@ -90,7 +90,7 @@ def export_command(name, out, overwrite):
 def _try_load(row: dict, device: str, dtype: str, config) -> None:
     """Load the model for its role and run one tiny input; failures mark the row unusable."""
     from ..errors import CQError
-    from ..models import load_cross_encoder, load_encoder, load_generator
+    from ..models.load import load_cross_encoder, load_encoder, load_generator
     from ..models.roles import loader_of
 
     name, loader = row["model"], loader_of(row["role"], row["format"])

@@ -33,7 +33,7 @@ def cli(index_dir, method, hits, threads, query_field, run_file, run_tag, device
         | cq rerank --top 10 | cq answer --mode single
       cq retrieve --index idx --hits 1000 --run run.trec -o retrieved.jsonl.gz < questions.jsonl
     """
-    from ..formats import TrecRun
+    from ..data.formats import TrecRun
     from ..stages import retrieve
 
     from .options import run_config

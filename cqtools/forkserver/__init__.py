@@ -3,7 +3,7 @@ cqtools once, then run each ``cq`` invocation in a forked child of that process.
 
 Most of a small model cell is a process importing torch and transformers (3-6 s of a 6-10 s cell on 2 busy
 cores, docs/benchmarks/smoke.md); a forked child starts with them imported. With ``CQ_SERVER=PATH`` set, ``cq``
-(cqtools.cli.main) first offers its run to the server listening on the Unix socket PATH, once it greets: its argv, working
+(cqtools/forkserver/client.py, the console entry) first offers its run to the server listening on the Unix socket PATH, once it greets: its argv, working
 directory, environment, umask and standard streams (the file descriptors themselves, passed over the socket),
 its resource limits, priority, ignored signals and blocked mask (process.py), and waits for the child's exit
 status, forwarding SIGINT, SIGTERM, SIGHUP and SIGQUIT (those it does not ignore) to it. The child sends the

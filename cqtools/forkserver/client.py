@@ -11,6 +11,7 @@ import time
 
 from ..config import child_environment, env
 from ..errors import InputError
+from ..terminal import safe
 from . import FORWARDED, identity, process, read, send, streams
 
 SERVED = False  # True in a server's child: it is the run, and never offers itself to the server again
@@ -161,3 +162,25 @@ def exit_with(status: int) -> None:
         os.kill(os.getpid(), -status)
         time.sleep(1)  # pragma: no cover (the signal ends us first)
     sys.exit(status if status >= 0 else 128 - status)
+
+
+def cq() -> None:
+    """The ``cq`` console entry point: with CQ_SERVER set, the run goes to that fork server when it takes it;
+    else (or when it does not) cq runs in this process (``cqtools.cli.main``)."""
+    if env("CQ_SERVER"):
+        try:
+            status = delegate(sys.argv)
+        except InputError as err:  # CQ_SERVER_WAIT not a number of seconds
+            sys.stderr.write(f"cq: error: {safe(err, one_line=True)}\n")
+            sys.exit(err.exit_code)
+        if status is not None:
+            exit_with(status)
+    command_line().main()
+
+
+def command_line():
+    """cqtools.cli, the fork server's one entry into it: ``main`` runs a cq, ``ahead`` prepares a server's imports.
+    Imported late: a server notes its sources' stamps before it imports them."""
+    from .. import cli
+
+    return cli

@@ -32,10 +32,7 @@ class Server:
         self.clients: dict[socket.socket, int] = {}
         self.stale = ""
         seen = _stamps()  # before the imports: a file edited while they run is one the server may hold old
-        _as_cq_starts()
-        from ..cli import COMMANDS
-
-        for name in [*preload, *(f"cqtools.cli.{module}" for module in COMMANDS.values())]:
+        for name in [*preload, *client.command_line().ahead()]:  # ahead: cq's environment defaults first
             try:
                 importlib.import_module(name)
             except Exception as err:  # an optional package missing or broken: the child imports it (or not)
@@ -197,14 +194,6 @@ class Server:
             pass
 
 
-def _as_cq_starts() -> None:
-    """The environment defaults cq sets before torch loads (libgomp reads them once), set here too."""
-    from ..cli import quiet_libraries, share_cores
-
-    share_cores()
-    quiet_libraries()
-
-
 def _become(request: dict, fds: list[int]) -> None:
     """This process takes the client's streams, directory, environment, umask and argv (its limits, priority
     and signals: process.apply)."""
@@ -236,10 +225,8 @@ def _run_cq(argv: list[str]) -> int:
     """``cq`` as its console script runs it; the exit code a new process would end with."""
     import atexit
 
-    from ..cli import main
-
     try:
-        main()
+        client.command_line().main()
         code = 0
     except SystemExit as end:
         code = _exit_code(end.code)

@@ -11,9 +11,15 @@ from __future__ import annotations
 from collections import Counter
 from typing import Callable, Sequence
 
-from ..records import annotation_clusters
 from .bleu import coco_bleu
 from .normalize import normalize_answer
+
+
+def annotation_clusters(annotation: dict) -> list[list[str]]:
+    """AmbigNQ annotation -> answer clusters: one for singleAnswer, one per QA pair otherwise."""
+    if annotation["type"] == "singleAnswer":
+        return [list(annotation["answer"])]
+    return [list(pair["answer"]) for pair in annotation["qaPairs"]]
 
 
 def is_multi(annotations: Sequence[dict]) -> bool:

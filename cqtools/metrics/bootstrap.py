@@ -53,8 +53,7 @@ def resamples(n: int, n_boot: int, seed: int) -> Iterator[np.ndarray]:
         yield rng.integers(0, n, size=n)
 
 
-def interval(values: np.ndarray, point: float | None, level: float = 0.95,
-             method: str = "percentile") -> tuple[float | None, float | None]:
+def interval(values: np.ndarray, point: float | None, level: float, method: str) -> tuple[float | None, float | None]:
     """The ``method`` interval of the bootstrap ``values`` (NaN = undefined, left out) around ``point``."""
     if method not in METHODS:
         raise ValueError(f"unknown interval method {method!r}; use one of {', '.join(METHODS)}")
@@ -87,15 +86,15 @@ def _draw(statistics: list[Statistic], names: list[str], n: int, n_boot: int, se
     return out
 
 
-def bootstrap(statistic: Statistic, n: int, point: Mapping[str, float | None], n_boot: int = 1000,
-              seed: int = 0, level: float = 0.95, method: str = "percentile") -> dict[str, Interval]:
+def bootstrap(statistic: Statistic, n: int, point: Mapping[str, float | None], boot) -> dict[str, Interval]:
     """{metric: Interval} for every metric of ``point`` (the estimate on all n questions) that is a
-    number; ``statistic`` recomputes the metrics on a resample. No questions: every bound is None."""
+    number; ``statistic`` recomputes the metrics on a resample. No questions: every bound is None. ``boot``: the
+    bootstrap's settings, as declared (cqtools.score.settings.BootstrapOptions: n_boot, seed, level, method)."""
     names = [name for name, value in point.items() if _defined(value)]
     if n == 0 or not names:
         return {name: Interval(None, None, 0) for name in names}
-    (values,) = _draw([statistic], names, n, n_boot, seed)
-    return {name: Interval(*interval(values[:, j], point[name], level, method),
+    (values,) = _draw([statistic], names, n, boot.n_boot, boot.seed)
+    return {name: Interval(*interval(values[:, j], point[name], boot.level, boot.method),
                            used=int((~np.isnan(values[:, j])).sum()))
             for j, name in enumerate(names)}
 
@@ -108,23 +107,22 @@ class Difference:
     interval: Interval
 
 
-def paired_bootstrap(statistic_a: Statistic, statistic_b: Statistic, n: int, n_boot: int = 1000, seed: int = 0,
-                     level: float = 0.95, method: str = "percentile") -> dict[str, Difference]:
+def paired_bootstrap(statistic_a: Statistic, statistic_b: Statistic, n: int, boot) -> dict[str, Difference]:
     """{metric: Difference} of system B minus system A on the same n questions (position i is the
     same question for both). Each resample draws the same questions for A and B and recomputes
-    both; a metric undefined for either system on all questions is left out."""
+    both; a metric undefined for either system on all questions is left out. ``boot``: as :func:`bootstrap`'s."""
     everything = np.arange(n)
     point_a, point_b = statistic_a(everything), statistic_b(everything)
     names = [name for name in point_a if _defined(point_a.get(name)) and _defined(point_b.get(name))]
     if n == 0 or not names:
         return {}
-    values_a, values_b = _draw([statistic_a, statistic_b], names, n, n_boot, seed)
+    values_a, values_b = _draw([statistic_a, statistic_b], names, n, boot.n_boot, boot.seed)
     diffs = values_b - values_a
     out = {}
     for j, name in enumerate(names):
         diff = point_b[name] - point_a[name]
         out[name] = Difference(point_a[name], point_b[name], diff,
-                               Interval(*interval(diffs[:, j], diff, level, method),
+                               Interval(*interval(diffs[:, j], diff, boot.level, boot.method),
                                         used=int((~np.isnan(diffs[:, j])).sum())))
     return out
 

@@ -1,4 +1,4 @@
-"""How a call's inputs are grouped for the model (cqtools/models/backends.py has the why): each input alone at
+"""How a call's inputs are grouped for the model (cqtools/models/__init__.py has the why): each input alone at
 its own length unless ``CQ_PADDED_BATCHES=1`` (then padded groups, longest first), the same input run once,
 and for an API model the distinct requests sent ``--concurrency`` at a time."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Local cross-encoders (INT8 ONNX or transformers) and bi-encoders (sentence-transformers or INT8
-ONNX), each input alone at its own length (cqtools/models/backends.py); cqtools/models/load.py loads them."""
+ONNX), each input alone at its own length (cqtools/models/__init__.py); cqtools/models/load.py loads them."""
 from __future__ import annotations
 
 import logging

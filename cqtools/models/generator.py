@@ -1,5 +1,5 @@
 """Local generators (causal LM, seq2seq; GGUF copies converted once: gguf.py): greedy generation here, continuation
-scoring in cqtools/models/scoring.py, each input alone at its own length (cqtools/models/backends.py). What a call
+scoring in cqtools/models/scoring.py, each input alone at its own length (cqtools/models/__init__.py). What a call
 cuts (inputs over the limit, text after a stop string) is cqtools/models/cutting.py; how it groups its inputs,
 cqtools/models/batching.py; cqtools/models/load.py loads a generator."""
 from __future__ import annotations

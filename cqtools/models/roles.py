@@ -157,7 +157,7 @@ def status(name: str | None, config, role: str = "-", device: str | None = None,
     """Where ``name`` resolves from, whether its loader's packages are installed, and (with
     ``device``, e.g. ``auto``) which backend, device and dtype loading it would use; nothing is loaded
     and no request is sent. None (an optional role left unset) is usable: nothing needs loading.
-    ``openai:NAME`` (or any name under ``config``'s ``--api-base``) is an API model: its server, no device or
+    ``openai:NAME`` (or a plugin backend's ``PREFIX:NAME``) is an API model: its server, no device or
     dtype."""
     empty = {"backend": None, "device": None, "dtype": None}
     if name is None:
@@ -166,7 +166,7 @@ def status(name: str | None, config, role: str = "-", device: str | None = None,
     from ..registry import BACKENDS
     from .load import route
 
-    api = route(name, config=config)
+    api = route(name)
     if api is not None:  # the backend says where its model lives (a server, a service ...)
         own = getattr(BACKENDS.get(api[0]).factory, "status", None)
         row = _backend_status(own, api[1], config) if own else {"source": f"backend {api[0]}", "format": "api"}

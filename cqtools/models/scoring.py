@@ -1,5 +1,5 @@
 """Continuation scoring of a local language model: summed log p(continuation | prefix + prompt), each input
-alone at its own length (cqtools/models/backends.py). The scoring half of
+alone at its own length (cqtools/models/__init__.py). The scoring half of
 :class:`~cqtools.models.generator.LocalGenerator`, which loads the model and generates."""
 from __future__ import annotations
 

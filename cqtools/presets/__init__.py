@@ -142,7 +142,7 @@ def for_model(name: str, command: str, rows: dict, options: dict, config=None) -
         if rows.get(option, 1) == 1:
             continue
         model = next((str(options[k]) for k in keys if options.get(k)), "")
-        if route(model, config=config) is not None:
+        if route(model) is not None:
             dropped[option] = f"{model or 'the model'} is served by an API, which searches no beams (greedy)"
     if dropped:
         logging.getLogger("cqtools").warning(
@@ -212,7 +212,9 @@ def command_settings(command: str) -> dict:
 
         return {o.name: o for o in schema_of(RerankSettings)}
     if command == "answer":
-        return {"reader_name": Option("reader_name", str, "auto", choices=("auto", *READERS.names()))}
+        from ..stages.options import CommandSettings
+
+        return {"reader_name": Option("reader_name", str, CommandSettings.reader, choices=("auto", *READERS.names()))}
     if command.startswith("train "):  # a trainer's recipe: the fields of the settings it is registered with
         from ..registry import TRAINERS
 

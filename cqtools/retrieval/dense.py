@@ -38,7 +38,7 @@ def load_encoder(name: str, device: str = "cpu", role: str | None = None, config
     checks which), else the cached sentence-transformers bi-encoder (the index manifest records which model built
     the vectors)."""
     from ..models import dpr
-    from ..models.backends import load_encoder as load_bi_encoder
+    from ..models.load import load_encoder as load_bi_encoder
 
     model = resolve(name, announce=False, config=config)
     if dpr.dpr_kind(model):
@@ -127,7 +127,7 @@ def index_vectors(vectors_dir: str, corpus: str, out_dir: str, encoder: str | No
     list count is checked against its training sample by :func:`~.faiss_index.build_faiss`."""
     import faiss
 
-    from ..formats import iter_corpus
+    from ..data.formats import iter_corpus
     from .vectors import VectorSet
 
     found = VectorSet(vectors_dir, corpus)

@@ -21,6 +21,7 @@ DEFAULT_FACTORY = "Flat"
 # centroid and subsamples above 256), 1,024 a centroid for PQ's 256; 384 MiB at 384 dimensions. Capped at
 # the corpus size.
 DEFAULT_TRAIN_SAMPLE = 262144
+SAMPLE_SEED = 0  # the training sample is drawn with this fixed seed (a run sets another with build_faiss(seed=...))
 MIN_PER_LIST = 39  # faiss's k-means warns below 39 training points a centroid
 EXAMPLES = "e.g. Flat, HNSW32, IVF4096,Flat, IVF4096,PQ64, SQ8 (faiss's index_factory strings)"
 KNOBS = {"ef_search": ("efSearch", "--ef-search", "HNSW"), "nprobe": ("nprobe", "--nprobe", "IVF")}
@@ -55,7 +56,7 @@ def check_factory(factory: str, dim: int, vectors: int | None = None, train_samp
     return index
 
 
-def draw_sample(chunks: Callable[[], Iterator], size: int, seed: int = 0):
+def draw_sample(chunks: Callable[[], Iterator], size: int, seed: int = SAMPLE_SEED):
     """A uniform sample of ``size`` vectors of the stream (all of them when it has fewer), by reservoir
     sampling with a seeded generator: the same stream and seed give the same sample; memory is the sample's."""
     import numpy as np
@@ -84,7 +85,7 @@ def draw_sample(chunks: Callable[[], Iterator], size: int, seed: int = 0):
 
 
 def build_faiss(factory: str, dim: int, chunks: Callable[[], Iterator], train_sample: int = DEFAULT_TRAIN_SAMPLE,
-                seed: int = 0):
+                seed: int = SAMPLE_SEED):
     """The ``factory`` index of the vectors ``chunks()`` yields (float32 arrays, corpus order). A type that
     needs training (IVF, PQ, SQ) reads the stream twice: once for a sample of at most ``train_sample``
     vectors drawn with ``seed`` (:func:`draw_sample`), once to add; faiss's own k-means seeds are its

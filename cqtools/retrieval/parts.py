@@ -66,7 +66,7 @@ class BuildContext:
         """The corpus' passages {id, title, text}, read afresh (a stream: memory does not grow with it); with
         ``progress``, counted on stderr (rate and, from the corpus's size, the time left)."""
         from .. import progress as bars
-        from ..formats import estimate_passages, iter_corpus
+        from ..data.formats import estimate_passages, iter_corpus
 
         stream = iter_corpus(self.corpus)
         if not progress:

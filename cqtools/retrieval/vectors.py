@@ -155,7 +155,7 @@ def encode_shard(corpus: str, vectors_dir: str, shard: tuple[int, int], encoder,
     :class:`~.dense.PassageEncoder`: ``info`` and ``encode_chunk``), skipping chunks finished before; returns the
     shard's manifest."""
     from .. import __version__, progress
-    from ..formats import iter_corpus
+    from ..data.formats import iter_corpus
     from ..jsonl import batched
 
     index, total = shard

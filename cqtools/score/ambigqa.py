@@ -7,7 +7,8 @@ from typing import Callable
 
 from ..metrics import ambigqa as m_ambigqa
 from ..registry import option
-from .base import Scored, ScoreOptions, Task, answer_texts, gold_of
+from .base import Scored, ScoreOptions, Task
+from .reading import answer_texts, gold_of
 from .rows import Metric, count, mean, ratio, value
 from .tokenizers import make_tokenizer
 

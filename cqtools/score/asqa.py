@@ -9,7 +9,8 @@ from ..metrics import asqa as m_asqa
 from ..metrics.ambigqa import set_f1
 from ..metrics.normalize import safe_div
 from ..registry import option
-from .base import Scored, ScoreOptions, Task, gold_of, pct
+from .base import Scored, ScoreOptions, Task
+from .reading import gold_of, pct
 from .rows import Metric, mean, ratio, value
 from .reader import DisambigF1Reader
 from .tokenizers import sentence_splitter

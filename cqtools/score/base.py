@@ -1,5 +1,6 @@
-"""What every `cq score --task` shares: :class:`ScoreOptions`, the :class:`Task` base class,
-:func:`score_records` (the batch loop) and small record helpers.
+"""What every `cq score --task` shares: :class:`ScoreOptions`, the :class:`Task` base class and
+:func:`score_records` (the batch loop); what a task reads of a record (gold, predictions' shapes, the ``--by``
+group) is :mod:`.reading`'s.
 
 A task is built by a factory registered in :data:`cqtools.registry.SCORE_TASKS` with its options
 dataclass (its flags, ``-O``, --help, validation and presets derive from it, as for a stage's
@@ -77,7 +78,7 @@ one more column).
     read with ``rows.distinct(column)``, never resampled.
 ``plot(path)``  (optional)
     Write a figure for ``--plot`` (from ``self.rows()``); the default says the task has none.
-``reads``         (optional, class attribute) the predictions it reads (keys of :data:`PREDICTIONS`):
+``reads``         (optional, class attribute) the predictions it reads (keys of :data:`.reading.PREDICTIONS`):
                   each is checked for its shape first (an error; under ``--on-error skip`` a warning,
                   and the record counts as missing that prediction)
 ``variant_keys``  (optional, class attribute)
@@ -97,9 +98,8 @@ from itertools import islice
 from typing import Callable, ClassVar, Iterable, Iterator
 
 from ..errors import InputError
-from ..records import answer_texts  # noqa: F401 (the tasks' accessor: None when a record has no answers)
-from ..registry import option
 from .identity import identity
+from .reading import group_of, malformed_prediction
 from .rows import Metric, Population, Resample, Rows, RowTable, evaluate
 
 DEFAULT_BERTSCORE_MODEL = "roberta-large"
@@ -117,53 +117,6 @@ class ScoreOptions:
     keep_questions: bool = False  # keep the scored question ids, to resample and pair them (--ci, --paired)
     on_error: str = "fail"  # skip: a record whose prediction is malformed scores as missing, with a warning
     by: str | None = None  # --by: a dotted key path into the record; the summary has a group per value
-
-
-NO_VALUE = "(none)"  # the --by group of a record without the field (or with null there)
-
-
-def group_of(record: dict, path: str) -> str:
-    """The ``--by`` group of ``record``: the value at the dotted key ``path`` (a string as it is,
-    anything else as JSON), or :data:`NO_VALUE` where the record lacks it."""
-    value = record
-    for key in path.split("."):
-        if not isinstance(value, dict) or value.get(key) is None:
-            return NO_VALUE
-        value = value[key]
-    if isinstance(value, str):
-        return value
-    import orjson
-
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
-
-
-def matcher_option():
-    """cq and cbqa's partial-match length (one declaration for both tasks)."""
-    from ..metrics.normalize import RELEASED_MATCHER
-
-    return option(RELEASED_MATCHER, "partial-match length: difflib's SequenceMatcher as AskCQ ships it (autojunk on "
-                             "for 200+ characters) or the exact longest common substring.", choices=("difflib", "lcs"))
-
-
-# The predictions the stages write, and the shape each must have (checked before any task reads them).
-PREDICTIONS = {
-    "passages": (list, dict, "a list of {title, text} objects (as `cq retrieve` writes)"),
-    "answers": (list, (dict, str), "a list of {text, ...} objects (as `cq answer` writes)"),
-    "dqs": (list, dict, "a list of {question, answer} objects (as `cq disambiguate` writes)"),
-    "cq": (dict, None, "a {text, options, ...} object (as `cq gen-cq` writes) or null"),
-    "ambiguity": (dict, None, "a {label, score, ...} object (as `cq detect` writes)"),
-}
-
-
-def malformed_prediction(record: dict, key: str) -> str | None:
-    """What is wrong with ``record[key]`` (a prediction of :data:`PREDICTIONS`), or None."""
-    value = record.get(key)
-    if value is None:
-        return None
-    outer, inner, shape = PREDICTIONS[key]
-    if isinstance(value, outer) and (inner is None or all(isinstance(item, inner) for item in value)):
-        return None
-    return f"'{key}' must be {shape}, not {type(value).__name__}"
 
 
 @dataclass
@@ -190,7 +143,7 @@ class Task:
     task's columns and aggregation (see the module docstring for what a subclass implements)."""
 
     variant_keys: ClassVar[tuple[str, ...]] = ()
-    reads: ClassVar[tuple[str, ...]] = ()  # the predictions (PREDICTIONS keys) it reads, checked by readable()
+    reads: ClassVar[tuple[str, ...]] = ()  # the predictions (reading.PREDICTIONS keys) it reads, checked by readable()
     columns: ClassVar[tuple[str, ...]] = ()  # the numbers of one question's row
     set_columns: ClassVar[tuple[str, ...]] = ()  # set-valued columns, pooled per group (rows.distinct)
 
@@ -343,16 +296,6 @@ def _nulled(value):
     if isinstance(value, dict):
         return {k: v if k == "n" else _nulled(v) for k, v in value.items()}
     return None if isinstance(value, float) else value
-
-
-def gold_of(record: dict) -> dict:
-    """The record's ``gold`` object ({} when absent or not an object)."""
-    gold = record.get("gold")
-    return gold if isinstance(gold, dict) else {}
-
-
-def pct(value: float | None) -> float | None:
-    return None if value is None else 100.0 * value
 
 
 def make_task(opts: ScoreOptions, **options) -> Task:

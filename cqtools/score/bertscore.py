@@ -30,7 +30,7 @@ class BertScore:
 
     def _load(self):
         from ..models import resolve
-        from ..models.backends import pick_device
+        from ..models.load import pick_device
 
         try:
             import bert_score

@@ -8,7 +8,8 @@ from ..metrics import cbqa as m_cbqa
 from ..metrics import cq as m_cq
 from ..metrics.normalize import safe_div
 from ..registry import option
-from .base import Scored, ScoreOptions, Task, answer_texts, gold_of, matcher_option, pct
+from .base import Scored, ScoreOptions, Task
+from .reading import answer_texts, gold_of, matcher_option, pct
 from .rows import Metric, count, ratio, value
 
 

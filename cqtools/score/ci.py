@@ -43,8 +43,7 @@ def _intervals(task: Task, rows: Population, boot: BootstrapOptions) -> tuple[di
     """({metric: [low, high]} nested like the summary, notes) of ``rows``' resampled questions."""
     n = len(rows.unit_ids)
     statistic = task.statistic(rows)
-    intervals = m_boot.bootstrap(statistic, n, statistic(np.arange(n)), boot.n_boot, boot.seed, boot.level,
-                                 boot.method)
+    intervals = m_boot.bootstrap(statistic, n, statistic(np.arange(n)), boot)
     notes = _left_out_notes(intervals, boot.n_boot)
     if not n:
         notes.append("ci: no scored questions to resample")
@@ -97,7 +96,7 @@ def _compare(sides: tuple, boot: BootstrapOptions, names: tuple[str, str], inter
     idx_b = np.array([pos_b[q] for q in shared], dtype=int)
     stat_a, stat_b = task_a.statistic(rows_a), task_b.statistic(rows_b)
     diffs = m_boot.paired_bootstrap(lambda idx: stat_a(idx_a[idx]), lambda idx: stat_b(idx_b[idx]),
-                                    len(shared), boot.n_boot, boot.seed, boot.level, boot.method) if shared else {}
+                                    len(shared), boot) if shared else {}
     metrics = {}
     for name, d in diffs.items():
         refused = cannot_tell(d.interval.low, d.interval.high, len(shared))

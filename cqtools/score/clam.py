@@ -10,7 +10,8 @@ from ..errors import InputError
 from ..metrics import clam as m_clam
 from ..registry import option
 from . import clam_curves
-from .base import Scored, ScoreOptions, Task, answer_texts, gold_of
+from .base import Scored, ScoreOptions, Task
+from .reading import answer_texts, gold_of
 from .oracle import OraclesSeen, question_of
 from .rows import Metric, count, ratio, value
 

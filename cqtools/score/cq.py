@@ -10,7 +10,8 @@ from ..metrics.bleu import BleuStats
 from ..metrics.normalize import safe_div
 from . import plots
 from ..registry import option
-from .base import DEFAULT_BERTSCORE_MODEL, Scored, ScoreOptions, Task, gold_of, matcher_option, pct
+from .base import DEFAULT_BERTSCORE_MODEL, Scored, ScoreOptions, Task
+from .reading import gold_of, matcher_option, pct
 from .rows import Metric, value
 from .bertscore import BertScore
 

@@ -9,7 +9,8 @@ from ..errors import InputError
 from ..metrics import detect as m_detect
 from . import plots
 from ..registry import option
-from .base import Scored, ScoreOptions, Task, gold_of, pct
+from .base import Scored, ScoreOptions, Task
+from .reading import gold_of, pct
 from .rows import Metric, count, value
 
 

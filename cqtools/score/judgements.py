@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from ..errors import InputError
 from ..metrics.agreement import cohen_kappa, fleiss_kappa, sign_test
 from ..view.study import KINDS, SIDES, TURN_QUESTIONS
-from .base import Scored, ScoreOptions, Task, pct
+from .base import Scored, ScoreOptions, Task
+from .reading import pct
 from .rows import Metric, mean, value
 from .study import wilson
 

@@ -17,7 +17,8 @@ from ..errors import InputError
 from ..metrics.cq import INVALID
 from ..metrics.normalize import normalize_answer, token_f1
 from ..records import read_cq
-from .base import Scored, ScoreOptions, Task, gold_of
+from .base import Scored, ScoreOptions, Task
+from .reading import gold_of
 from .rows import Metric, ratio, value
 from .study import wilson
 

@@ -32,7 +32,7 @@ class ExtractiveReader:
                  max_answer_tokens: int = 30, config=None):
         import torch
 
-        from ..models.backends import load_transformers, pick_device
+        from ..models.load import load_transformers, pick_device
 
         self.torch = torch
         self.device = pick_device(device)
@@ -119,7 +119,7 @@ class DisambigF1Reader:
                               f"({', '.join(architectures) or 'no architecture'}); pass e.g. "
                               f"deepset/roberta-large-squad2")
                 return
-            from ..models.backends import load_generator
+            from ..models.load import load_generator
             from ..stages.answer import GenerativeReader, ReaderOptions
 
             options = ReaderOptions(n_passages=1, passage_chars=4000)

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from ..errors import InputError
 from ..metrics import retrieval as m_retrieval
 from ..registry import option
-from .base import Scored, ScoreOptions, Task, gold_of
+from .base import Scored, ScoreOptions, Task
+from .reading import gold_of
 from .rows import count, ratio
 
 

@@ -54,7 +54,7 @@ def spread(tasks: list, names: list[str], boot: BootstrapOptions, intersect: boo
 
     everything = np.arange(len(shared))
     runs, point = per_run(everything), ranges(everything)
-    intervals = m_boot.bootstrap(ranges, len(shared), point, boot.n_boot, boot.seed, boot.level, boot.method)
+    intervals = m_boot.bootstrap(ranges, len(shared), point, boot)
     metrics = {}
     for name, iv in intervals.items():
         values = [run[name] for run in runs]

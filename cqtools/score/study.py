@@ -7,7 +7,8 @@ import math
 from dataclasses import dataclass
 
 from ..errors import InputError
-from .base import Scored, ScoreOptions, Task, pct
+from .base import Scored, ScoreOptions, Task
+from .reading import pct
 from .rows import Metric, mean, value
 
 PREFERENCES = ("cq", "answers", "same")

@@ -81,10 +81,9 @@ def register_disambiguators(register):
 
 @hookimpl
 def register_formats(register):
-    from .. import benchmarks, formats
+    from ..data import benchmarks, formats
 
-    for name, reader in {**formats.QUESTION_FORMATS, **benchmarks.FORMATS, **formats.CORPUS_FORMATS,
-                         **formats.LAYOUT_FORMATS}.items():
+    for name, reader in {**formats.QUESTION_FORMATS, **benchmarks.FORMATS, **formats.CORPUS_FORMATS}.items():
         help_ = formats.DESCRIPTIONS.get(name) or benchmarks.DESCRIPTIONS.get(name, "")
         register(name, _format(reader), help=help_, options=[])
 

@@ -49,7 +49,7 @@ def _info(generator, tpl: templates.Template, **extra) -> dict:
 
 
 def _generator(model: str, config):
-    from ..models.backends import load_generator
+    from ..models.load import load_generator
 
     return load_generator(model, config.device, config.dtype, config=config)
 

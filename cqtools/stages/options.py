@@ -14,6 +14,8 @@ class CommandSettings:
     (cli/options.py) and the stages' ``build`` functions default to the same value."""
 
     seed: int = option(0, "Random seed.")
+    reader: str = option("auto", "Reader (cq answer --reader): auto picks the extractive reader for a span "
+                                 "(question-answering) model, else the generative one.")
 
 
 # The ambiguity detector a newcomer meets: `cq chat` without --detect (ChatOptions, from the CLI and from Python),

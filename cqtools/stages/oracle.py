@@ -181,7 +181,7 @@ def overlap_oracle(options: OverlapOptions = OverlapOptions(), config=None) -> S
 
 
 def llm_oracle(options: LlmOracleOptions, config) -> SimulatedUser:
-    from ..models import load_generator
+    from ..models.load import load_generator
 
     generator = load_generator(options.model, config.device, config.dtype, config=config)
     tpl = templates.load("oracle_llm", options.prompt)

@@ -64,7 +64,7 @@ def build(model: str = DEFAULT_RERANKER, top: int | None = RerankSettings.top,
           device: str = RunConfig.device, config=None, **_) -> Callable[[list[dict]], list[dict]]:
     """The rerank stage as a batch function (records -> records); ``batch_size`` counts pairs; the model loads
     under the run configuration ``config`` (None: one from the environment)."""
-    from ..models import load_cross_encoder
+    from ..models.load import load_cross_encoder
 
     encoder = load_cross_encoder(model, device, config)
     info = {**encoder.info, "top": top, "query_field": query_field}

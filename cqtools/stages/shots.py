@@ -102,7 +102,7 @@ class ShotSelector:
     @property
     def encoder(self):
         if self._encoder is None:
-            from ..models import load_encoder
+            from ..models.load import load_encoder
 
             self._encoder = load_encoder(self.encoder_name, self.device, self.config)
         return self._encoder

@@ -30,14 +30,14 @@ import sys
 from itertools import islice
 from typing import Callable
 
-from .. import progress, runrecord
+from .. import progress, resume_lock, runrecord
 from ..config import RunConfig, env
 from ..jsonl import AtomicFile, JsonlWriter, Skipped, batched, open_append, open_input, read_records
 from . import refusals
 from .batches import ERRORS, apply, record_problem
 from .batches import checked_items
 from .inputs import Counted, take_shard, already_there, count_records, count_stdin, read_files
-from .spec import StreamSpec
+from .spec import StreamSpec, not_shaping
 
 log = logging.getLogger("cqtools")
 
@@ -99,11 +99,11 @@ class _Run:
         self.filled = 0  # records written whose stage output (EMPTY_HINTS) is not empty
         self.lock = None
         if spec.resume:
-            self.lock = runrecord.lock(spec.resume)  # held until close() (or this process's end)
+            self.lock = resume_lock.lock(spec.resume)  # held until close() (or this process's end)
             try:
                 records = self._open_resume(spec, records)
             except BaseException:
-                runrecord.unlock(self.lock)
+                resume_lock.unlock(self.lock)
                 self.lock = None
                 raise
         elif spec.output:
@@ -114,9 +114,10 @@ class _Run:
 
     def _open_resume(self, spec: StreamSpec, records):
         """Check OUT's run record, skip the records it holds, open it for appending."""
-        self.record, self.done = runrecord.open_resume(spec.resume, spec.force_resume,
+        command, params = (spec.command, spec.params or {}) if spec.command else runrecord.command_and_params()
+        self.record, self.done = runrecord.open_resume(spec.resume, command, params, spec.force_resume,
                                                        shard=list(spec.shard) if spec.shard else None,
-                                                       command=spec.command, params=spec.params, config=spec.config)
+                                                       config=spec.config, ignore=not_shaping(command, params))
         if self.done:
             log.info("resume: %d records already in %s", self.done, spec.resume)
             records = runrecord.skip_done(records, spec.resume, self.done)
@@ -178,7 +179,7 @@ class _Run:
         elif self.out_fh:
             self.out_fh.close()
         if self.lock is not None:
-            runrecord.unlock(self.lock)
+            resume_lock.unlock(self.lock)
             self.lock = None
 
 

@@ -1,5 +1,6 @@
-"""What a command asked of the stream engine (:class:`StreamSpec`), apart from the engine itself, so that the run
-record (cqtools/runrecord.py) reads which of its fields never change a record without importing the engine."""
+"""What a command asked of the stream engine (:class:`StreamSpec`), apart from the engine itself, and which of a
+command's parameters never change a record (:func:`not_shaping`: what the run record of cqtools/runrecord.py leaves
+out, asked of the registries that declare them)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -32,3 +33,27 @@ class StreamSpec:
     preset_rows: dict | None = None  # which of the preset's rows applied (meta.preset_rows.<stage>; default: the
     #                                  batch function's cq_preset_rows)
     refused: int = 0  # records set aside because a server refused their request (stream/refusals.py)
+
+
+def not_shaping(command: str, params: dict) -> frozenset:
+    """The parameters of ``command`` run with ``params`` that a run record does not compare: those that never change
+    a record (where and how fast the work runs, where the output goes: docs/benchmarks/determinism.md), each marked
+    where it is declared: the stream engine's (:class:`StreamSpec`, ``NO_RECORD``), the run configuration's and the
+    model backends' (cqtools/runrecord.py ``config_not_shaping``), the command's own (cq retrieve's threads and TREC
+    run: ``cqtools.presets.command_settings``) and the options of the method ``params`` chose
+    (``option(shaping=False)``: Lucene or the BM25 matrix, the same bytes). Another method's option of the same name
+    is compared."""
+    from dataclasses import fields
+
+    from .. import registry
+    from ..presets import CHOOSERS, command_settings
+    from ..runrecord import config_not_shaping
+
+    marked = {f.name for f in fields(StreamSpec) if f.metadata.get("shaping") is False}
+    marked |= {name for name, option in command_settings(command).items() if not option.shaping}
+    key, registry_name = CHOOSERS.get(command, (None, None))
+    chosen = params.get(key)
+    methods = getattr(registry, registry_name) if registry_name else None
+    if methods is not None and isinstance(chosen, str) and chosen in methods.names():
+        marked |= {o.name for o in methods.get(chosen).options if not o.shaping}
+    return frozenset(marked | config_not_shaping())

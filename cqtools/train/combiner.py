@@ -18,11 +18,12 @@ import numpy as np
 
 from ..config import RunConfig
 from ..errors import InputError
-from ..registry import option
-from ..stages.options import CommandSettings
 from ..metrics import bootstrap as m_boot
 from ..metrics.detect import auroc
+from ..registry import option
+from ..score.settings import BootstrapOptions
 from ..stages.detect import combined as dc
+from ..stages.options import CommandSettings
 from .loop import REPORT, gold_label, load_records
 
 log = logging.getLogger("cqtools")
@@ -40,9 +41,9 @@ class CombinerConfig:
                                max=1)
     folds: int = option(5, "Cross-validation folds on the training part that choose the threshold.", min=2)
     k: int = option(dc.TOP_K, "Top passages the retrieval signals read.", min=1, flag="--top-k")
-    l2: float = option(1.0, "L2 penalty on the weights.", min=0)
+    l2: float = option(dc.L2, "L2 penalty on the weights.", min=0)
     seed: int = CommandSettings.seed
-    n_boot: int = option(1000, "Bootstrap resamples for the validation intervals.", min=1)
+    n_boot: int = option(BootstrapOptions.n_boot, "Bootstrap resamples for the validation intervals.", min=1)
     device: str = RunConfig.device
 
 
@@ -66,15 +67,15 @@ def detection_metrics(y: np.ndarray, scores: np.ndarray, threshold: float | None
 def with_ci(y: np.ndarray, scores: np.ndarray, threshold: float | None, cfg: CombinerConfig) -> dict:
     point = detection_metrics(y, scores, threshold)
     ivs = m_boot.bootstrap(lambda idx: detection_metrics(y[idx], scores[idx], threshold), len(y), point,
-                           cfg.n_boot, cfg.seed)
+                           BootstrapOptions(n_boot=cfg.n_boot, seed=cfg.seed))
     return {name: {"value": value, "ci": [ivs[name].low, ivs[name].high] if name in ivs else None}
             for name, value in point.items()}
 
 
-def paired_auroc(y: np.ndarray, a: np.ndarray, b: np.ndarray, n_boot: int = 1000, seed: int = 0) -> dict:
-    """AUROC(b) - AUROC(a) on the same questions, with its paired-bootstrap interval."""
+def paired_auroc(y: np.ndarray, a: np.ndarray, b: np.ndarray, boot: BootstrapOptions = BootstrapOptions()) -> dict:
+    """AUROC(b) - AUROC(a) on the same questions, with its paired-bootstrap interval (``boot``: its settings)."""
     diffs = m_boot.paired_bootstrap(lambda idx: detection_metrics(y[idx], a[idx], None),
-                                    lambda idx: detection_metrics(y[idx], b[idx], None), len(y), n_boot, seed)
+                                    lambda idx: detection_metrics(y[idx], b[idx], None), len(y), boot)
     if "auroc" not in diffs:  # one class only: AUROC undefined
         return {"a": None, "b": None, "diff": None, "ci": None, "excludes_zero": False}
     d = diffs["auroc"]
@@ -143,7 +144,8 @@ def train_combiner(cfg: CombinerConfig) -> dict:
                   "signals_alone": {c: with_ci(yv, xv[:, j], None, cfg)["auroc"] for j, c in enumerate(columns)}}
     if "classifier" in cfg.features:
         validation["combined_minus_classifier_auroc"] = paired_auroc(yv, xv[:, columns.index("classifier")], pv,
-                                                                          cfg.n_boot, cfg.seed)
+                                                                          BootstrapOptions(n_boot=cfg.n_boot,
+                                                                                           seed=cfg.seed))
     os.makedirs(cfg.out, exist_ok=True)
     with open(os.path.join(cfg.out, dc.COMBINER_FILE), "w") as fh:
         json.dump(combiner.to_json(), fh, indent=1)

@@ -218,7 +218,7 @@ def train_gen_cq(cfg: GenCQTrainConfig) -> dict:
 def dev_cq_scores(cfg: GenCQTrainConfig, dev: list, device: str) -> dict:
     """Generate with the saved model exactly as `cq gen-cq --method seq2seq` would, and score the CQs
     against gold.cq where a record has one, else its silver CQ."""
-    from ..models.backends import load_generator
+    from ..models.load import load_generator
 
     generator = load_generator(cfg.out, device=device)
     options = gen_stage.Seq2SeqOptions(n_passages=cfg.passages, with_answers=cfg.with_answers,

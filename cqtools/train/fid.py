@@ -17,7 +17,8 @@ import random
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..records import GOLD, annotation_clusters
+from ..metrics.ambigqa import annotation_clusters
+from ..records import GOLD
 from ..registry import option
 from ..stages.answer import fid as stage
 from ..stages.answer.seqgen import join_answers

@@ -25,7 +25,7 @@ from typing import Callable, Iterator
 from .. import progress
 from ..errors import InputError, ResourceError
 from ..jsonl import read_records
-from ..models.backends import set_seed  # noqa: F401  (re-exported: the tasks seed through here)
+from ..models.load import set_seed  # noqa: F401  (re-exported: the tasks seed through here)
 from ..records import GOLD
 from .run import Interrupted, StopSignal, TrainRun, start  # noqa: F401  (start: each trainer's run begins here)
 from .settings import (COMMON_SETTINGS, LOOP_SETTINGS, DetectTrainConfig, GenCQTrainConfig,  # noqa: F401

@@ -83,7 +83,7 @@ def accelerator_for(cfg: TrainConfig):
     from accelerate import Accelerator
     from accelerate.state import AcceleratorState
 
-    from ..models.backends import pick_device
+    from ..models.load import pick_device
 
     device = pick_device(cfg.device)
     if cfg.mixed_precision == "fp16" and not device.startswith("cuda"):

@@ -35,7 +35,7 @@ import re
 from dataclasses import asdict, dataclass
 
 from ..errors import InputError, ResourceError
-from ..models.backends import set_seed
+from ..models.load import set_seed
 from ..models.roles import ENCODER
 from ..records import GOLD, PASSAGES
 from ..stages.answer.extractive import ExtractiveOptions, ExtractiveReader, context_of

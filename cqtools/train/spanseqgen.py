@@ -22,7 +22,8 @@ import itertools
 from dataclasses import asdict, dataclass
 
 from ..errors import InputError
-from ..records import GOLD, annotation_clusters
+from ..metrics.ambigqa import annotation_clusters
+from ..records import GOLD
 from ..registry import option
 from ..stages.answer import seqgen as stage
 from .best import dev_report, selection

@@ -162,20 +162,20 @@ def _span_model(model: str, config) -> bool:
     and anything whose config cannot be read count as generators (their loader says what is wrong)."""
     import os
 
-    from ...models import openai_backend
+    from ...models.load import route
     from ...models.resolve import hub_file
     from ...models.roles import is_span_model
 
     path = os.path.expanduser(model)
     if os.path.isdir(path):
         return is_span_model(path)
-    if model == DEFAULT_READER or openai_backend.route(model, config=config) is not None or "/" not in model:
+    if model == DEFAULT_READER or route(model) is not None or "/" not in model:
         return False
     found = hub_file(model, "config.json", config)  # None: offline and not cached, no such repo
     return found is not None and is_span_model(os.path.dirname(found))
 
 
-def build(mode: str = "single", reader: str = "auto", *, seed: int = CommandSettings.seed, config=None,
+def build(mode: str = "single", reader: str = CommandSettings.reader, *, seed: int = CommandSettings.seed, config=None,
           **options) -> Callable[[list[dict]], list[dict]]:
     """The answer stage as a batch function (records -> records). ``mode``: an ANSWER_MODES name
     (single, cq, multi, long); ``reader``: a READERS name or ``auto`` (:func:`choose_reader`).
@@ -241,7 +241,7 @@ def qa_mode(mode: str):
             raise InputError("--verify-rule refuel is a way of verifying: add --verify")
         cross_encoder = searcher = qd_writer = None
         if mode in ("cq", "dqs"):
-            from ...models import load_cross_encoder
+            from ...models.load import load_cross_encoder
 
             cross_encoder = load_cross_encoder(reranker, config.device, config)
         if mode == "dqs":
@@ -267,7 +267,7 @@ def dqs_searcher(answer_config: AnswerConfig, config):
 def qd_writer_for(reader, qd_model: str | None, config, **settings):
     """REFUEL's DQ writer: ``qd_model``, else the generative reader's own LM, else the default
     question writer of ``cq disambiguate``; ``settings``: its qd_layout and qd_num_beams."""
-    from ...models import load_generator
+    from ...models.load import load_generator
     from ..disambiguate import DEFAULT_MODEL
     from .refuel import QDWriter
 
@@ -282,7 +282,7 @@ def long_mode(options: O.LongOptions, config, *, reader: str, model: str | None,
               batch_size: int | None):
     """``mode="long"``: Tree of Clarifications' long answer from the record's DQs (:mod:`..long_answer`)."""
     n_passages, max_new_tokens, prompt = options.n_passages, options.max_new_tokens, options.prompt
-    from ...models import load_generator
+    from ...models.load import load_generator
     from .. import templates
     from ..long_answer import long_answer_batch
 

@@ -245,7 +245,7 @@ def passage_order(spans: list[dict]) -> list[dict]:
 def load_extractive(model: str, config, batch_size: int | None = None, **options) -> ExtractiveReader:
     """The extractive reader of ``model`` (a ``cq train reader`` directory, or any hub id / local
     directory of an ``AutoModelForQuestionAnswering``) on ``config``'s device, loaded once per process."""
-    from ...models.backends import load_transformers, pick_device
+    from ...models.load import load_transformers, pick_device
     from ...models.roles import architectures, is_span_model
     from ...models.resolve import resolve
 

@@ -128,7 +128,7 @@ class FiDReader(seqgen.SeqGenReader):
 def fid_reader(options: FiDOptions, config, batch_size: int | None = None) -> FiDReader:
     """The registered factory of ``cq answer --reader fid``."""
     from ...errors import InputError
-    from ...models.backends import pick_device
+    from ...models.load import pick_device
 
     if not options.model:
         raise InputError("--reader fid needs --model DIR (a `cq train fid` directory)")

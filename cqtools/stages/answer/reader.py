@@ -191,7 +191,7 @@ def input_length(model) -> int:
 
 def generative_reader(options: GenerativeOptions, config, batch_size: int | None = None) -> GenerativeReader:
     """Load ``options.model`` (cached per process) and read with it."""
-    from ...models import load_generator
+    from ...models.load import load_generator
 
     generator = load_generator(options.model, config.device, config.dtype, options.kind, config=config)
     return GenerativeReader(generator, reader_options(dataclasses.asdict(options)), batch_size)

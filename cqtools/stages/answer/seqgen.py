@@ -181,7 +181,7 @@ def seqgen_reader(options: SeqGenOptions, config, batch_size: int | None = None)
     """The registered factory of ``cq answer --reader seqgen``."""
     if not options.model:
         raise InputError("--reader seqgen needs --model DIR (a `cq train spanseqgen` directory)")
-    from ...models.backends import pick_device
+    from ...models.load import pick_device
 
     model, tokenizer, trained = load_seqgen(options.model, pick_device(config.device))
     return SeqGenReader(model, tokenizer, trained, options, str(model.device), options.model, batch_size)

@@ -61,6 +61,6 @@ def verifier_for(path: str | None, verifying: bool, config, batch_size: int | No
         from ...errors import InputError
 
         raise InputError(f"--verifier-model {path} scores answers when verifying: add --verify")
-    from ...models.backends import pick_device
+    from ...models.load import pick_device
 
     return FiDVerifier(path, pick_device(config.device), batch_size)

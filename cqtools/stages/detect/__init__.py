@@ -98,7 +98,7 @@ class SequenceClassifier:
     def __init__(self, path: str, config, device: str = "cpu"):
         import torch
 
-        from ...models.backends import load_transformers
+        from ...models.load import load_transformers
 
         self.tokenizer, self.model = load_transformers(
             path, "AutoModelForSequenceClassification", device, "a sequence classifier",
@@ -149,7 +149,7 @@ def classifier_detector(options: ClassifierOptions, config) -> ScoredDetector:
     if not model:
         raise ResourceError("--method classifier needs --model DIR, a model saved by `cq train detect --out DIR` "
                             "(none is installed in $CQ_MODELS/detect and this install ships none)")
-    from ...models.backends import pick_device
+    from ...models.load import pick_device
     from ...models.resolve import resolve
 
     resolved = resolve(model, config=config)
@@ -189,7 +189,7 @@ class LlmDetectorOptions:
 
 
 def load_llm_detector(options: LlmDetectorOptions, config) -> ScoredDetector:
-    from ...models.backends import load_generator
+    from ...models.load import load_generator
 
     return llm_detector(load_generator(options.model, config.device, config.dtype, config=config), options.threshold,
                         prompts.detect_template(options.prompt))

@@ -38,6 +38,7 @@ COMBINER_FILE = "combiner.json"
 FEATURES = ("classifier", "titles", "namesakes", "parens", "scores", "answers")
 RETRIEVAL_FEATURES = ("titles", "namesakes", "parens", "scores")
 TOP_K = 10
+L2 = 1.0  # the logistic fit's L2 penalty on the weights (cq train combiner --l2)
 _QUALIFIER = re.compile(r"\s*\(([^()]*)\)\s*$")
 
 
@@ -149,7 +150,7 @@ class Combiner:
                    int(d.get("classifier_passages", 0)), d.get("retrieval"))
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = L2) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """(mean, scale, weights, bias): L2-regularised logistic regression on standardised features
     (L-BFGS, deterministic)."""
     from scipy.optimize import minimize

@@ -9,6 +9,7 @@ from ...errors import InputError
 from ...metrics.normalize import normalize_answer
 from ...registry import option
 from .. import prompts_disamb as P, templates
+from ..options import CommandSettings
 from ..templates import Template
 from .parsing import LIST_MARKER, clean_question, dq_writer, model_option, template_option, tokens_option
 
@@ -80,6 +81,6 @@ def _tpl_text(tpl: Template | None, part: str) -> str:
     return (tpl or templates.builtin("disambig_first")).text(part)
 
 
-def disambig_first_disambiguator(options: DisambigFirstOptions, run, *, seed: int = 0, **context):
+def disambig_first_disambiguator(options: DisambigFirstOptions, run, *, seed: int = CommandSettings.seed, **context):
     """The batch function of ``--method disambig-first`` (the registry's factory)."""
     return dq_writer(disambig_first_batch, "disambig-first", options, run, seed)

@@ -121,8 +121,8 @@ def method_info(generator, options, seed: int, tpl) -> dict:
 
 def loaded(model: str, run, seed: int, method: str, prompt: str | None):
     """(generator, template) of a method: the seed set first, the model loaded once per process."""
-    from ...models import load_generator
-    from ...models.backends import set_seed
+    from ...models.load import load_generator
+    from ...models.load import set_seed
     from .. import templates
 
     set_seed(seed)

@@ -16,6 +16,7 @@ import os
 from ...metrics.normalize import normalize_answer
 from ...registry import non_default
 from ..answer import seqgen
+from ..options import CommandSettings
 from .parsing import clean_question
 
 TASK = "qd"
@@ -105,7 +106,7 @@ def trained_qd_writer(options, run, seed: int):
     """``--method qd``'s batch function over a `cq train qd` model (written with ``meta.disambiguate``)."""
     import functools
 
-    from ...models.backends import pick_device, set_seed
+    from ...models.load import pick_device, set_seed
 
     set_seed(seed)
     writer = TrainedQD(options.model, pick_device(run.device), options)
@@ -121,7 +122,7 @@ def write_trained(records: list[dict], writer: TrainedQD, options, info: dict) -
     return write_dqs(records, trained_qd_batch(records, writer, options), info)
 
 
-def qd_disambiguator(options, run, *, seed: int = 0, **context):
+def qd_disambiguator(options, run, *, seed: int = CommandSettings.seed, **context):
     """The batch function of ``--method qd`` (the registry's factory): a `cq train qd` directory writes the DQs
     itself, from AmbigQA's input; any other model is prompted (:func:`.qd.qd_batch`), an API model given beams
     refused before any record is read. It lives here, beside the trained writer, so qd.py need not import it."""

@@ -16,7 +16,7 @@ from ...errors import InputError
 from ...records import PASSAGES, require, set_meta, snippets
 from ...registry import option
 from .. import prompts_disamb as P, templates
-from ..options import encoder_option, reranker_option
+from ..options import CommandSettings, encoder_option, reranker_option
 from ..templates import Template
 from ..tree import MAX_DEPTH, MAX_FAILURES, MAX_NODES, Tree, TreeLimits, answer_passage, grow
 from .parsing import (DQS, NEED_PASSAGES, TREE, loaded, method_info, model_option, parse_pairs, passage_words_option,
@@ -209,9 +209,9 @@ def rac_batch(records: list[dict], clarifier: Clarifier, info: dict | None = Non
     return out
 
 
-def rac_disambiguator(options: RacOptions, run, *, seed: int = 0, batch_size: int = 32):
+def rac_disambiguator(options: RacOptions, run, *, seed: int = CommandSettings.seed, batch_size: int = 32):
     """The batch function of ``--method rac`` (the registry's factory)."""
-    from ...models import load_cross_encoder
+    from ...models.load import load_cross_encoder
     from ..rerank import DEFAULT_RERANKER
     from ..shots import DEFAULT_ENCODER, ShotSelector, builtin_shots, load_shots
 

@@ -208,7 +208,7 @@ class Seq2SeqOptions:
 
 
 def load_llm_method(options: LlmOptions, config) -> CQWriter:
-    from ...models.backends import load_generator
+    from ...models.load import load_generator
 
     return llm_method(load_generator(options.model, config.device, config.dtype, config=config), options,
                       prompts.gencq_template(options.prompt))
@@ -218,7 +218,7 @@ def load_seq2seq_method(options: Seq2SeqOptions, config) -> CQWriter:
     """``input_layout`` None: the layout the model was trained on (its cq_train.json), else cq's."""
     if not options.model:
         raise InputError("--method seq2seq needs --model DIR from `cq train gen-cq`")
-    from ...models.backends import load_generator
+    from ...models.load import load_generator
 
     generator = load_generator(options.model, config.device, config.dtype, config=config)
     if options.input_layout is None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ...models.runtime import prompt_seed
 from ...records import PASSAGES, require, set_meta
+from ..options import CommandSettings
 from . import prompt as TP
 from . import EXPAND_STOP, VERIFY_STOP, TocConfig, TocTree
 
@@ -176,12 +177,12 @@ class TocRunner:
                                         **used})
 
 
-def toc_disambiguator(options: TocConfig, run, *, seed: int = 0, batch_size: int = 32):
+def toc_disambiguator(options: TocConfig, run, *, seed: int = CommandSettings.seed, batch_size: int = 32):
     """The batch function of ``--method toc`` with its checked options (the registry's factory)."""
     import functools
 
-    from ...models import load_cross_encoder, load_generator
-    from ...models.backends import set_seed
+    from ...models.load import load_cross_encoder, load_generator
+    from ...models.load import set_seed
     from .. import templates
     from ..rerank import DEFAULT_RERANKER
     from ..shots import DEFAULT_ENCODER, ShotSelector, load_shots

@@ -7,7 +7,7 @@ import os
 
 import orjson
 
-from .errors import InputError
+from ..errors import InputError
 
 CHUNK = 1 << 20
 

@@ -15,9 +15,9 @@ from typing import Iterator
 
 import orjson
 
-from .errors import InputError
+from ..errors import InputError
+from ..jsonl import open_input
 from .formats import asqa_gold
-from .jsonl import open_input
 
 log = logging.getLogger("cqtools")
 

@@ -10,9 +10,9 @@ from typing import Callable, Iterator
 
 import orjson
 
-from .errors import InputError, ResourceError
-from .jsonl import AtomicFile, GzipDamaged, load_json_or_jsonl, open_input
-from .records import gold_from_annotations
+from ..errors import InputError, ResourceError
+from ..jsonl import AtomicFile, GzipDamaged, load_json_or_jsonl, open_input
+from ..records import gold_from_annotations
 
 # AmbigNQ full-format fields that are annotation by-products: gold, never system input.
 _AMBIGNQ_EXTRA = ("nq_answer", "nq_doc_title", "viewed_doc_titles", "used_queries")
@@ -185,7 +185,7 @@ def estimate_passages(path: str, sample: int = 1 << 20) -> int | None:
     """About how many passages (lines) the corpus file at ``path`` holds, for a progress estimate: its size
     over the bytes a line takes in its first MiB (for gzip, compressed bytes: the ratio there is assumed
     throughout). Exact when the file is shorter than that; None when it cannot be told (a pipe)."""
-    from .jsonl import open_input
+    from ..jsonl import open_input
 
     try:
         size = os.path.getsize(path)
@@ -216,16 +216,6 @@ QUESTION_FORMATS: dict[str, Callable[[str], Iterator[dict]]] = {
     "nq-open": nq_open,
     "topics": topics,
 }
-def chat_log(path: str) -> Iterator[dict]:
-    from .chat.export import chat_log_items
-
-    return chat_log_items(path)
-
-
-# Formats that write another dataset's layout (not cq records): no --join, no --silver-cq
-LAYOUT_FORMATS: dict[str, Callable[[str], Iterator[dict]]] = {
-    "chat-log": chat_log,
-}
 CORPUS_FORMATS: dict[str, Callable[[str], Iterator[dict]]] = {
     "dpr": dpr_tsv,
     "passages": passages_jsonl,
@@ -240,14 +230,12 @@ DESCRIPTIONS = {
     "topics": "Anserini/Pyserini topic TSV: qid<TAB>query per line (no gold)",
     "dpr": "DPR psgs_w100.tsv (id, text, title)",
     "passages": "JSONL {id, title, text}",
-    "chat-log": "cq chat --log FILE -> CAmbigNQ's layout (question, CQ, the picked reading as its DQ and the answer "
-                "given, passages); cq convert cambignq reads it back",
 }
 
 
 def convert(fmt: str, path: str) -> Iterator[dict]:
     """Records of ``path`` in format ``fmt`` (a FORMATS registry name: cq's own, or a plugin's)."""
-    from .registry import FORMATS
+    from ..registry import FORMATS
 
     method = FORMATS.get(fmt)
     _open_check(path)
@@ -318,4 +306,4 @@ def need(item, keys, n, what) -> None:
                          f"is this really {what} data?")
 
 
-__all__ = ["convert", "iter_corpus", "QUESTION_FORMATS", "CORPUS_FORMATS", "LAYOUT_FORMATS", "TrecRun", "topics"]
+__all__ = ["convert", "iter_corpus", "QUESTION_FORMATS", "CORPUS_FORMATS", "TrecRun", "topics"]

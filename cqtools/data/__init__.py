@@ -29,8 +29,8 @@ import zipfile
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .data_files import CHUNK, Atomic, asqa_dev, dpr_tsv_gz, git_blob_of, nq_open_dev, remove, sha256_of
-from .errors import InputError, ResourceError
+from ..errors import InputError, ResourceError
+from .files import CHUNK, Atomic, asqa_dev, dpr_tsv_gz, git_blob_of, nq_open_dev, remove, sha256_of
 
 log = logging.getLogger("cqtools")
 SUMS = "SHA256SUMS"
