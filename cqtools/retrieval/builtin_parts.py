@@ -164,7 +164,7 @@ class DensePart(Part):
 
     def open(self, index, options: DenseOptions):
         """The faiss index searched with the query encoder ``encoder`` (default: the one the manifest records) and
-        the knobs ``ef_search`` / ``nprobe`` (None: the type's default)."""
+        the knobs ``ef_search`` / ``nprobe`` (None: the ones `cq index` calibrated, else the type's default)."""
         from .dense import DenseSearcher, encoder_device
 
         info = index.manifest["dense"]
@@ -172,7 +172,8 @@ class DensePart(Part):
                              options.encoder or info.get("query_encoder") or info["encoder"],
                              docstore=index.passages(), device=encoder_device(index.config),
                              normalize=info.get("normalized", True), config=index.config,
-                             ef_search=options.ef_search, nprobe=options.nprobe, factory=info.get("faiss_index"))
+                             ef_search=options.ef_search, nprobe=options.nprobe, factory=info.get("faiss_index"),
+                             calibrated=info.get("calibrated"))
 
 
 def register_parts(register) -> None:

@@ -53,10 +53,11 @@ class DenseOptions:
                                        "DPR index, its DPR question encoder]")
     ef_search: int | None = option(None, "HNSW dense indexes: candidates kept while searching the graph (faiss's "
                                          "efSearch, raised to --hits when lower; more: higher recall, slower) "
-                                         "[default: faiss's, 16]", min=1,
+                                         "[default: the one `cq index` calibrated, else faiss's 16]", min=1,
                                    metavar="N")
     nprobe: int | None = option(None, "IVF dense indexes: inverted lists searched per query (faiss's nprobe; more: "
-                                      "higher recall, slower) [default: faiss's, 1]", min=1, metavar="N")
+                                      "higher recall, slower) [default: the one `cq index` calibrated, else faiss's "
+                                      "1]", min=1, metavar="N")
 
 
 @dataclass(frozen=True)
