@@ -190,6 +190,17 @@ def test_an_hnsw_index_is_built_recorded_and_searched_with_ef_search(runner, hns
         [[p["id"] for p in r["passages"]] for r in runs[str(fixture_index)]]
 
 
+def test_the_calibrated_ef_search_is_stored_and_searched_with(runner, hnsw_index, questions_text):
+    """`cq index` stores the efSearch it calibrated; `cq retrieve` without --ef-search searches with it."""
+    calibrated = json.loads((hnsw_index / "cq_index.json").read_text())["dense"]["calibrated"]
+    assert calibrated["ef_search"] >= 1 and calibrated["recall"] >= calibrated["target"] == 0.98
+    assert (calibrated["k"], calibrated["queries"]) == (100, 155)  # the fixture's 155 passages: all of them
+    result = runner.invoke(cli, ["retrieve", "--index", str(hnsw_index), "--method", "dense", "--hits", "5"],
+                           input=questions_text)
+    assert result.exit_code == 0, result.stderr
+    assert {r["meta"]["retrieve"]["ef_search"] for r in parse_jsonl(result.stdout)} == {calibrated["ef_search"]}
+
+
 def test_hybrid_takes_the_knobs_too(runner, hnsw_index, questions_text):
     result = runner.invoke(cli, ["retrieve", "--index", str(hnsw_index), "--method", "hybrid", "--hits", "3",
                                  "--ef-search", "32"], input=questions_text)

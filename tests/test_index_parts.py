@@ -72,6 +72,29 @@ def test_hybrid_fuses_the_plugin_part_with_any_other(plugin_path, impact_index, 
     assert meta["parts"] == [first, second] and meta["fusion"] == "rrf"
 
 
+REPEATED = [{"id": "r", "question": "Joker Joker Joker Joker film"}]
+
+
+def test_the_plugin_parts_query_encoder_is_its_own_flag(plugin_path, impact_index):
+    """--impact-encoder (the toy part's search option) reaches the impact part alone and, in a fusion, the impact
+    side only; given to a fusion without that part, it is refused."""
+    from cqtools.retrieval.hybrid import rrf
+
+    args = ["retrieve", "--index", str(impact_index), "--hits", "100"]
+    words, unique = (_passages(cq(args + ["--method", "impact"] + extra, plugin_path, jsonl(REPEATED)))[0]
+                     for extra in ([], ["--impact-encoder", "unique"]))
+    assert [h["id"] for h in words] != [h["id"] for h in unique]  # "joker" counts four times, or once
+    dense = _passages(cq(args + ["--method", "dense"], plugin_path, jsonl(REPEATED)))[0]
+    fused = cq(args[:-1] + ["10", "--method", "hybrid", "--parts", "impact,dense", "--impact-encoder", "unique"],
+               plugin_path, jsonl(REPEATED))
+    assert _passages(fused)[0] == rrf([unique, dense], 10)
+    assert orjson.loads(fused.stdout)["meta"]["retrieve"]["parts"] == ["impact", "dense"]
+    refused = cq(args + ["--method", "hybrid", "--impact-encoder", "unique"], plugin_path, jsonl(REPEATED))
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    assert "--impact-encoder is an option of index part impact, which --method hybrid --parts bm25,dense does not " \
+        "search" in refused.stderr
+
+
 def test_a_part_no_plugin_registers_is_a_one_line_error(impact_index, plugin_path):
     """Without the plugin, the index's manifest names a part cq does not know: one line naming it and the fix."""
     result = cq(["retrieve", "--index", str(impact_index), "--hits", "3"], None, jsonl(QUESTIONS))

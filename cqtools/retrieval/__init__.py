@@ -24,18 +24,8 @@ def open_searcher(index_dir: str, method: str = "bm25", config=None, **options):
     return SEARCHERS.build(method, config, index_dir=index_dir, **options)
 
 
-def bm25_searcher(options, config, *, index_dir: str, **context):
-    """:class:`.options.Bm25Options`."""
-    return compose(index_dir, ("bm25",), options, config)
-
-
-def dense_searcher(options, config, *, index_dir: str, **context):
-    """``options.encoder``: the query encoder (default: the one recorded in the index, or for a prebuilt
-    DPR index the question encoder Pyserini's DPR runs use)."""
-    return compose(index_dir, ("dense",), options, config)
-
-
 def hybrid_searcher(options, config, *, index_dir: str, **context):
+    """Two parts (``options.parts``, default bm25,dense) fused, each opened with its own of ``options``."""
     from .hybrid import DEFAULT_PAIR
 
     parts = tuple(options.parts.split(",")) if options.parts else DEFAULT_PAIR
@@ -43,7 +33,9 @@ def hybrid_searcher(options, config, *, index_dir: str, **context):
 
 
 def part_searcher(name: str, options, config, *, index_dir: str, **context):
-    """The index part ``name`` searched alone (``cq retrieve --method NAME``)."""
+    """The index part ``name`` searched alone (``cq retrieve --method NAME``) with its search options: bm25's
+    (:class:`.options.Bm25Options`), dense's (:class:`.options.DenseOptions`: the query encoder, by default the
+    one recorded in the index, or for a prebuilt DPR index the one Pyserini's DPR runs use), a plugin part's."""
     return compose(index_dir, (name,), options, config)
 
 
@@ -55,6 +47,8 @@ def compose(index_dir: str, parts: tuple[str, ...], options, config):
     from .parts import open_composed
 
     _searchable(parts)
+    if len(parts) == 2:
+        _for_the_parts(options, parts)
     values = dataclasses.asdict(options)
     if prebuilt.looks_like_name(index_dir):
         return prebuilt.open_searcher(index_dir, parts, values, config)
@@ -65,6 +59,23 @@ def compose(index_dir: str, parts: tuple[str, ...], options, config):
         return fuse([index.part(name) for name in parts], parts, values)
 
     return open_composed(index_dir, config, values, searcher)
+
+
+def _for_the_parts(options, parts: tuple[str, ...]) -> None:
+    """A hybrid option set to other than its default belongs to the fusion or to one of the two parts fused
+    (else a one-line error: it would reach no part)."""
+    from ..registry import INDEX_PARTS, schema_of
+    from .options import FusionOptions, search_options
+
+    declared = {f.name for f in dataclasses.fields(FusionOptions)}
+    for name in parts:
+        declared |= {f.name for f in dataclasses.fields(search_options(INDEX_PARTS.get(name).factory))}
+    for opt in schema_of(type(options)):
+        if opt.name not in declared and getattr(options, opt.name) != opt.default:
+            owners = [m.name for m in INDEX_PARTS.methods() if opt.name in
+                      {f.name for f in dataclasses.fields(search_options(m.factory))}]
+            raise InputError(f"{opt.cli_flag} is an option of index part {' / '.join(owners)}, which --method "
+                             f"hybrid --parts {','.join(parts)} does not search; drop it, or fuse that part")
 
 
 def _searchable(parts: tuple[str, ...]) -> None:

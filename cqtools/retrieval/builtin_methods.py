@@ -7,19 +7,22 @@ from ..plugins import hookimpl
 
 @hookimpl
 def register_searchers(register):
-    """bm25, dense and hybrid; then every other searchable index part (a plugin's) under its own name."""
+    """Every searchable index part under its own name, with the search options it declares (bm25 and dense
+    first, then hybrid, fusing any two with each one's own, then a plugin's parts)."""
     import functools
 
     from ..registry import INDEX_PARTS
-    from . import bm25_searcher, dense_searcher, hybrid_searcher, options, part_searcher
+    from . import hybrid_searcher, options, part_searcher
 
-    register("bm25", bm25_searcher, options=options.Bm25Options)
-    register("dense", dense_searcher, options=options.DenseOptions)
-    register("hybrid", hybrid_searcher, options=options.HybridOptions)
-    for part in INDEX_PARTS.methods():
-        if getattr(part.factory, "searchable", False) and part.name not in ("bm25", "dense", "hybrid"):
-            register(part.name, functools.partial(part_searcher, part.name), options=options.PartOptions,
-                     help=part.help, plugin=part.plugin)
+    parts = [part for part in INDEX_PARTS.methods() if getattr(part.factory, "searchable", False)]
+    ours = [part for part in parts if part.name in ("bm25", "dense")]
+    for part in ours:  # their help is their options' docstring
+        register(part.name, functools.partial(part_searcher, part.name), options=options.search_options(part.factory))
+    register("hybrid", hybrid_searcher, options=options.hybrid_options([part.factory for part in parts]))
+    for part in parts:
+        if part not in ours and part.name != "hybrid":
+            register(part.name, functools.partial(part_searcher, part.name),
+                     options=options.search_options(part.factory), help=part.help, plugin=part.plugin)
 
 
 @hookimpl

@@ -1,7 +1,8 @@
 """cq's own index parts (:mod:`.parts`): ``bm25`` (a Lucene index and the passage store), ``bm25_matrix``
 (the BM25 term-document matrix, a scorer of ``bm25``) and ``dense`` (a faiss index). Their ``cq index``
 flags are the command's own (``--bm25-matrix``, ``--dense``, ``--encoder`` ...), read from the build's
-settings."""
+settings; their search options are their own (``search_options``: bm25's k1, b and scorer, dense's query
+encoder and faiss knobs, :mod:`.options`), the flags of `cq retrieve --method bm25 / dense / hybrid`."""
 from __future__ import annotations
 
 import logging
@@ -10,7 +11,8 @@ import time
 from dataclasses import dataclass
 
 from ..errors import ResourceError
-from .base import B, DENSE_DIR, K1, LUCENE_DIR, MATRIX_MAX_PASSAGES
+from .base import DENSE_DIR, LUCENE_DIR, MATRIX_MAX_PASSAGES
+from .options import Bm25Options, DenseOptions
 
 log = logging.getLogger("cqtools")
 
@@ -34,6 +36,7 @@ class Bm25Part(Part):
     """BM25 over a Lucene index (Anserini's), with the passage store every part's hits are read from"""
 
     searchable = True
+    search_options = Bm25Options
 
     def build(self, ctx) -> dict:
         """The Lucene index and its passage store (with Lucene's document numbers)."""
@@ -51,12 +54,11 @@ class Bm25Part(Part):
         log.info("bm25: indexed %d passages in %.1f s", count, seconds)
         return {"passages": count, "lucene": LUCENE_DIR, "docstore": ds.NAME, "bm25_seconds": seconds}
 
-    def open(self, index):
+    def open(self, index, options: Bm25Options):
         """LuceneBM25 with ``k1``, ``b``, scored by the index's BM25 matrix unless ``bm25_scorer`` is lucene."""
         from .lucene import LuceneBM25
 
-        scorer, k1, b = index.options.get("bm25_scorer", "auto"), index.options.get("k1", K1), \
-            index.options.get("b", B)
+        scorer, k1, b = options.bm25_scorer, options.k1, options.b
         matrix = index.store is not None and scorer != "lucene" and index.has("bm25_matrix")
         if scorer == "matrix" and not matrix:
             raise ResourceError(f"index {index.name} has no BM25 matrix (--bm25-scorer matrix); " + (
@@ -70,6 +72,7 @@ class MatrixPart(Part):
     """the BM25 term-document matrix: Lucene's exact BM25 scores from numpy (a scorer of bm25)"""
 
     flag = "--overwrite --bm25-matrix yes"
+    search_options = Bm25Options  # bm25's k1 and b
 
     def build(self, ctx) -> dict | None:
         """The matrix (:mod:`.matrix`) with ``--bm25-matrix yes``, or ``auto`` up to MATRIX_MAX_PASSAGES."""
@@ -101,12 +104,11 @@ class MatrixPart(Part):
         log.info("bm25: matrix written in %.1f s", seconds)
         return {"bm25_matrix": matrix.FILE, "bm25_matrix_seconds": seconds}
 
-    def open(self, index):
+    def open(self, index, options: Bm25Options):
         """A :class:`~.matrix.MatrixScorer` with the search's ``k1`` and ``b`` (None: its scores would not be exact)."""
         from .matrix import open_scorer
 
-        return open_scorer(index.path(index.manifest["bm25_matrix"]), index.options.get("k1", K1),
-                           index.options.get("b", B))
+        return open_scorer(index.path(index.manifest["bm25_matrix"]), options.k1, options.b)
 
 
 class DensePart(Part):
@@ -114,6 +116,7 @@ class DensePart(Part):
 
     searchable = True
     flag = "--dense"
+    search_options = DenseOptions
 
     def check(self, ctx) -> None:
         """With ``--dense``: ``--faiss-index`` is a type faiss builds for the vectors' dimension (the encoder's,
@@ -159,18 +162,18 @@ class DensePart(Part):
                  info["passages"], info["seconds"])
         return {"dense": info | {"dir": DENSE_DIR}}
 
-    def open(self, index):
+    def open(self, index, options: DenseOptions):
         """The faiss index searched with the query encoder ``encoder`` (default: the one the manifest records) and
-        the knobs ``ef_search`` / ``nprobe`` (None: the type's default)."""
+        the knobs ``ef_search`` / ``nprobe`` (None: the ones `cq index` calibrated, else the type's default)."""
         from .dense import DenseSearcher, encoder_device
 
         info = index.manifest["dense"]
         return DenseSearcher(index.path(info.get("dir") or DENSE_DIR),
-                             index.options.get("encoder") or info.get("query_encoder") or info["encoder"],
+                             options.encoder or info.get("query_encoder") or info["encoder"],
                              docstore=index.passages(), device=encoder_device(index.config),
                              normalize=info.get("normalized", True), config=index.config,
-                             ef_search=index.options.get("ef_search"), nprobe=index.options.get("nprobe"),
-                             factory=info.get("faiss_index"))
+                             ef_search=options.ef_search, nprobe=options.nprobe, factory=info.get("faiss_index"),
+                             calibrated=info.get("calibrated"))
 
 
 def register_parts(register) -> None:

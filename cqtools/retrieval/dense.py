@@ -19,8 +19,8 @@ from ..models.roles import role
 from . import generation
 from .base import rank, spread
 from .base import contents
-from .faiss_index import DEFAULT_FACTORY, DEFAULT_TRAIN_SAMPLE, build_faiss, built_info, check_factory, \
-    set_knobs
+from .faiss_index import DEFAULT_FACTORY, DEFAULT_TRAIN_SAMPLE, Knobs, build_faiss, built_info, calibrate, \
+    check_factory
 
 log = logging.getLogger("cqtools")
 
@@ -124,7 +124,8 @@ def index_vectors(vectors_dir: str, corpus: str, out_dir: str, encoder: str | No
     """The faiss index (``index``, of type ``faiss_index``) and its row ids (``docid``) in ``out_dir`` from the
     vector files of ``vectors_dir``, once they are checked to be every chunk of ``corpus`` (its ids in order) by one
     encoder (``encoder``/``query_encoder``: the ones asked for, None: any); returns manifest info. The type's
-    list count is checked against its training sample by :func:`~.faiss_index.build_faiss`."""
+    list count is checked against its training sample by :func:`~.faiss_index.build_faiss`; a type with a search
+    knob (HNSW's efSearch, IVF's nprobe) records the one :func:`~.faiss_index.calibrate` chose."""
     import faiss
 
     from ..data.formats import iter_corpus
@@ -135,8 +136,10 @@ def index_vectors(vectors_dir: str, corpus: str, out_dir: str, encoder: str | No
     os.makedirs(out_dir, exist_ok=True)
     count = found.write_docid(iter_corpus(corpus), os.path.join(out_dir, "docid"))
     index = build_faiss(faiss_index, found.info["dim"], found.chunks, train_sample)
+    calibrated = calibrate(index, found.chunks)
     faiss.write_index(index, os.path.join(out_dir, "index"))
-    return {**found.info, "passages": count, **built_info(index, faiss_index, train_sample)}
+    return {**found.info, "passages": count, **built_info(index, faiss_index, train_sample),
+            **({"calibrated": calibrated} if calibrated else {})}
 
 
 def encoder_dimension(name: str, device: str = "cpu", config=None) -> int:
@@ -154,10 +157,11 @@ class DenseSearcher:
 
     def __init__(self, dense_dir: str, encoder: str, docstore, device: str = "cpu", batch_size: int = 64,
                  normalize: bool = True, config=None, ef_search: int | None = None, nprobe: int | None = None,
-                 factory: str | None = None):
+                 factory: str | None = None, calibrated: dict | None = None):
         """``config``: the run configuration the query encoder loads under (None: one from the environment);
-        ``ef_search`` / ``nprobe``: HNSW's and IVF's search knobs (None: the type's default; one the index has not
-        is an error naming its type, ``factory`` the string it was built from when known)."""
+        ``ef_search`` / ``nprobe``: HNSW's and IVF's search knobs (None: the one ``cq index`` calibrated, the
+        manifest's ``calibrated``, else the type's default; one the index has not is an error naming its type,
+        ``factory`` the string it was built from when known; :class:`~.faiss_index.Knobs`)."""
         path = os.path.join(dense_dir, "index")
         if not os.path.exists(path):
             raise ResourceError(f"no dense index in {dense_dir}; rebuild with `cq index --dense`")
@@ -168,7 +172,7 @@ class DenseSearcher:
             self.generation = (files.text(generation.FILE) or "").strip() or None
         finally:
             files.close()
-        knobs = set_knobs(self.index, ef_search, nprobe, factory)
+        self.knobs = Knobs(self.index, ef_search, nprobe, calibrated, factory)
         self.model, self.encoder = load_encoder(encoder, device, role="question", config=config)
         if _dimension(self.encoder) != self.index.d:
             raise ResourceError(f"query encoder {encoder} gives {_dimension(self.encoder)}-"
@@ -177,7 +181,7 @@ class DenseSearcher:
         self.docstore = docstore
         self.batch_size = batch_size
         self.normalize = normalize
-        self.params = {"encoder": self.model.name, **knobs}
+        self.params = {"encoder": self.model.name, **self.knobs.params}
 
     def mixed(self) -> str | None:
         """Why the open faiss index and passage store are not one build (its row ids, spread over
@@ -207,6 +211,7 @@ class DenseSearcher:
                                       convert_to_numpy=True, show_progress_bar=False)
         vectors = np.ascontiguousarray(vectors, dtype="float32")
         k = min(k, self.index.ntotal)
+        self.knobs.apply(k)
         # one query per faiss call: from 20 queries on faiss computes the inner products with a
         # BLAS matrix product whose sums differ in the last bits from the one-query loop, which
         # could reorder near-tied passages depending on the batch a query came in

@@ -165,3 +165,117 @@ def set_knobs(index, ef_search: int | None = None, nprobe: int | None = None, fa
                              f"{flag}, or rebuild with `cq index --dense --faiss-index` of an {kind} type") from None
         done[name] = int(value)
     return done
+
+
+# `cq index` calibrates a type's search knob: passages drawn (seeded) from the corpus are searched as queries, and
+# the smallest efSearch / nprobe finding TARGET of Flat's top K for them is stored in the manifest (questions lie
+# farther from the passages than passages do from each other, hence a target above the 0.95 asked of questions).
+CALIBRATION = {"k": 100, "queries": 256, "target": 0.98, "seed": 1}
+EF_FACTORS = (1, 1.5, 2, 3, 4, 6, 8, 12, 16, 24, 32)  # efSearch tried, in multiples of K
+
+
+def _graph(index):
+    """The HNSW index that answers ``index``'s searches (through a pre-transform or a refine), or None."""
+    import faiss
+
+    index = faiss.downcast_index(index)
+    while not isinstance(index, faiss.IndexHNSW):
+        if isinstance(index, faiss.IndexPreTransform):
+            index = faiss.downcast_index(index.index)
+        elif isinstance(index, faiss.IndexRefine):
+            index = faiss.downcast_index(index.base_index)
+        else:
+            return None
+    return index
+
+
+def knob_of(index) -> str | None:
+    """The search knob of ``index``'s type: ``nprobe`` (inverted lists), ``ef_search`` (an HNSW graph), or None."""
+    import faiss
+
+    if faiss.try_extract_index_ivf(index) is not None:
+        return "nprobe"
+    return "ef_search" if _graph(index) is not None else None
+
+
+class Knobs:
+    """The search knobs of an open index: those given (``--ef-search`` / ``--nprobe``; a knob the type has not is
+    a one-line error) over those ``cq index`` calibrated (``calibrated``, the manifest's). :meth:`apply` sets them
+    for a search of ``k`` hits: an HNSW graph's efSearch is raised to ``k`` when lower (faiss's own search keeps
+    efSearch candidates however many hits are asked for), a calibrated one in proportion to the hits above those
+    it was calibrated for. ``params``: the knobs in use (before any raise), for the records' meta."""
+
+    def __init__(self, index, ef_search: int | None = None, nprobe: int | None = None,
+                 calibrated: dict | None = None, factory: str | None = None):
+        self.params = set_knobs(index, ef_search, nprobe, factory)
+        calibrated = calibrated or {}
+        knob = knob_of(index)
+        if knob and knob not in self.params and calibrated.get(knob):
+            self.params |= set_knobs(index, **{knob: calibrated[knob]})
+        self.graph, self.per = _graph(index), None
+        if self.graph is not None:
+            self.ef = self.params.get("ef_search") or int(self.graph.hnsw.efSearch)
+            self.per = calibrated.get("k") if ef_search is None and calibrated.get("ef_search") else None
+
+    def apply(self, k: int) -> None:
+        if self.graph is not None:
+            ef = self.ef if self.per is None else -(-self.ef * k // self.per)  # ceil(ef * k / per)
+            self.graph.hnsw.efSearch = max(self.ef, ef, int(k))
+
+
+def _exact_top(queries, chunks: Callable[[], Iterator], k: int):
+    """Flat's top ``k`` row numbers for each of ``queries`` over the vectors ``chunks()`` yields (memory: a chunk)."""
+    import faiss
+    import numpy as np
+
+    heap, start = faiss.ResultHeap(len(queries), k, keep_max=True), 0
+    for chunk in chunks():
+        chunk = np.ascontiguousarray(chunk, dtype="float32")
+        scores, rows = faiss.knn(queries, chunk, min(k, len(chunk)), metric=faiss.METRIC_INNER_PRODUCT)
+        heap.add_result(scores, np.where(rows >= 0, rows + start, -1))
+        start += len(chunk)
+    heap.finalize()
+    return heap.I
+
+
+def calibrate(index, chunks: Callable[[], Iterator], k: int = CALIBRATION["k"], queries: int = CALIBRATION["queries"],
+              target: float = CALIBRATION["target"], seed: int = CALIBRATION["seed"]) -> dict | None:
+    """The smallest value of ``index``'s search knob (:func:`knob_of`; None: a type without one) with which
+    :class:`Knobs` finds ``target`` of Flat's top ``k`` for ``queries`` vectors drawn from ``chunks()`` with
+    ``seed``; where no value does (a PQ's codes bound the recall), the smallest within 0.005 of the best
+    recall, and a warning. The index's own knobs are left as they were. Returns the manifest's record of it."""
+    import numpy as np
+
+    knob = knob_of(index)
+    if knob is None or index.ntotal == 0:
+        return None
+    k = min(k, int(index.ntotal))
+    sample = draw_sample(chunks, queries, seed)
+    exact = _exact_top(sample, chunks, k)
+    if knob == "nprobe":
+        import faiss
+
+        ivf = faiss.extract_index_ivf(index)
+        saved, values = ivf.nprobe, [2 ** i for i in range(int(np.log2(ivf.nlist)) + 1)] + [ivf.nlist]
+    else:
+        saved = _graph(index).hnsw.efSearch
+        values = [int(k * f) for f in EF_FACTORS if k * f < index.ntotal] + [int(index.ntotal)]
+    tried = {}
+    try:
+        for value in dict.fromkeys(values):  # in order, once each
+            Knobs(index, **{knob: value}).apply(k)
+            found = index.search(sample, k)[1]
+            tried[value] = float(np.mean([len(set(a) & set(b)) / k for a, b in zip(found, exact)]))
+            if tried[value] >= target:
+                break
+    finally:
+        set_knobs(index, **{knob: saved})
+    value = next(v for v, r in tried.items() if r >= min(target, max(tried.values()) - 0.005))
+    recall = tried[value]
+    if recall < target:
+        log.warning("dense: no %s of this index finds %.2f of Flat's top %d (at best %.3f, %s %d); searches use "
+                    "that; a type with finer codes (e.g. IVF...,Flat, SQ8) gets nearer", KNOBS[knob][1], target, k,
+                    recall, KNOBS[knob][1], value)
+    log.info("dense: calibrated %s %d: %.3f of Flat's top %d for %d corpus passages as queries", KNOBS[knob][1],
+             value, recall, k, len(sample))
+    return {knob: value, "recall": round(recall, 4), "target": target, "k": k, "queries": len(sample), "seed": seed}

@@ -6,8 +6,9 @@ A part is registered in :data:`cqtools.registry.INDEX_PARTS` through the ``regis
 * ``build(ctx: BuildContext) -> dict | None``: write the part into ``ctx.out`` at ``cq index`` time and
   return its manifest entries (None: not built, e.g. not asked for). Parts build in registration order
   (cq's first), each seeing the entries of those before it in ``ctx.manifest``;
-* ``open(index: Index)``: the open part, read from ``index.path(...)`` and ``index.manifest``, with the
-  search's options in ``index.options``: a Searcher when the class says ``searchable = True`` (then
+* ``open(index: Index, options)``: the open part, read from ``index.path(...)`` and ``index.manifest``, with
+  its own search options (``options``, of the dataclass the class names as ``search_options``: its fields are
+  ``cq retrieve`` flags, :mod:`.options`; a class that names none opens as ``open(index)``): a Searcher when the class says ``searchable = True`` (then
   ``cq retrieve --method NAME`` searches it alone, so a plugin registers no searcher of that name, and
   ``--method hybrid --parts A,B`` fuses it with any other), else a helper another part opens (the BM25
   matrix, a scorer of ``bm25``);
@@ -104,7 +105,7 @@ def build_index(corpus: str, out: str, settings: dict, options: dict, config) ->
 
 class Index:
     """A ``cq index`` directory (or a plain Pyserini Lucene index) as its parts: :meth:`part` opens one,
-    once, with the search's ``options`` (``k1``, ``b``, ``bm25_scorer``, ``encoder`` ...)."""
+    once, with its own of the search's ``options`` (the method's option values: ``k1``, ``b``, ``encoder`` ...)."""
 
     def __init__(self, index_dir: str, config, options: dict):
         self.name, self.config, self.options = index_dir, config, options
@@ -134,14 +135,18 @@ class Index:
         return part in self.parts
 
     def part(self, name: str):
+        """The part ``name``, opened once with its own search options (those of the search's it declares)."""
         if name not in self._open:
             from ..registry import INDEX_PARTS
+            from .options import part_values
 
             if not self.has(name):
                 flag = getattr(INDEX_PARTS.get(name).factory, "flag", None) or "--overwrite"
                 raise ResourceError(f"index {self.name} has no {name} part; rebuild it with "
                                     f"`cq index --corpus FILE --out {self.name} {flag}`")
-            self._open[name] = INDEX_PARTS.build(name, self.config).open(self)
+            part = INDEX_PARTS.build(name, self.config)
+            declared = getattr(type(part), "search_options", None)
+            self._open[name] = part.open(self, part_values(type(part), self.options)) if declared else part.open(self)
         return self._open[name]
 
     def passages(self):

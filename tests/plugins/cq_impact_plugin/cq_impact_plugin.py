@@ -1,7 +1,8 @@
 """A toy index part: an impact index (term -> [(passage id, impact)], the impact being the term's count in
 the passage), built by `cq index --impact` into the index directory and listed in its manifest; then
 `cq retrieve --method impact` searches it alone and `--method hybrid --parts impact,dense` fuses it with
-another part. Everything else (the build directory and its swap, the manifest, the passage store, the
+another part. Its query encoder (how a question becomes weighted terms) is a search option of the part's own:
+`cq retrieve --impact-encoder unique` (hybrid passes it to the impact side only). Everything else (the build directory and its swap, the manifest, the passage store, the
 checks that the open parts are one build) is cq's."""
 import json
 import re
@@ -26,9 +27,19 @@ class ImpactOptions:
     impact: bool = option(False, "also build the toy impact index (term -> passages and counts)")
 
 
+@dataclass(frozen=True)
+class ImpactSearch:
+    """how the impact part is searched"""
+
+    impact_encoder: str = option("words", "the impact part's query encoder: words (each word of the question, as "
+                                          "often as it occurs) or unique (each distinct word once)",
+                                 choices=("words", "unique"))
+
+
 class ImpactPart:
     searchable = True
     flag = "--impact"
+    search_options = ImpactSearch
 
     def __init__(self, options, config):
         self.options = options
@@ -44,16 +55,17 @@ class ImpactPart:
             json.dump({"generation": ctx.generation, "postings": postings}, fh)
         return {"impact": {"file": FILE, "terms": len(postings)}}
 
-    def open(self, index):
-        return ImpactSearcher(index.path(index.manifest["impact"]["file"]), index.passages())
+    def open(self, index, options):
+        return ImpactSearcher(index.path(index.manifest["impact"]["file"]), index.passages(), options.impact_encoder)
 
 
 class ImpactSearcher:
-    def __init__(self, path, passages):
+    def __init__(self, path, passages, encoder="words"):
         with open(path) as fh:
             data = json.load(fh)
         self.generation, self.postings, self.passages = data["generation"], data["postings"], passages
-        self.params = {"part": "impact"}
+        self.encode = (lambda query: sorted(set(terms(query)))) if encoder == "unique" else terms
+        self.params = {"part": "impact", "impact_encoder": encoder}
 
     def mixed(self):
         """Why this file and the index's passage store are of two builds (a swap mid-open), or None."""
@@ -67,7 +79,7 @@ class ImpactSearcher:
         scored = []
         for query in queries:
             scores = Counter()
-            for term in terms(query):
+            for term in self.encode(query):
                 for passage, impact in self.postings.get(term, ()):
                     scores[passage] += impact
             scored.append(scores)
