@@ -163,7 +163,7 @@ def _several_runs(runs, opts, task, task_opts, on_error, boot: BootstrapFlags, s
         return orjson.dumps(_rounded(report)).decode()
     metrics = list(dict.fromkeys(name for s in summaries for name in _flat(s)))
     header = ["run", *metrics]
-    rows = [[path, *(_number(_flat(s).get(m)) for m in metrics)] for path, s in zip(runs, summaries)]
+    rows = [[_run_label(path, s), *(_number(_flat(s).get(m)) for m in metrics)] for path, s in zip(runs, summaries)]
     for path, diff in zip(runs[1:], diffs):
         cells = []
         for m in metrics:
@@ -184,6 +184,14 @@ def _several_runs(runs, opts, task, task_opts, on_error, boot: BootstrapFlags, s
              f"{summaries[0]['metric']['version']} with the same variant (--format json shows it)"]
     notes += [f"{path}: {note}" for path, s in zip(runs, summaries) for note in _notes(s)]
     return _grid(header, rows, notes, fmt=fmt)
+
+
+def _run_label(path: str, summary: dict) -> str:
+    """A run's row name: its path, and the persona of its simulated user where `cq oracle --persona` set one."""
+    oracle = summary.get("oracle")
+    personas = sorted({o["persona"] for o in (oracle if isinstance(oracle, list) else [oracle])
+                       if isinstance(o, dict) and o.get("persona")})
+    return f"{path} (persona {', '.join(personas)})" if personas else path
 
 
 def curve_tables(summary: dict, fmt: str) -> str:
