@@ -220,7 +220,7 @@ def oracle_batch(records: list[dict], oracle: SimulatedUser, persona: str = DEFA
     asked = [(r, t) for r, t in zip(records, turns) if t is not None]
     replies = oracle.reply([t for _, t in asked])
     said = personas.apply(PERSONAS.build(persona), [t for _, t in asked], replies, [str(r["id"]) for r, _ in asked],
-                          oracle.generator, int(oracle.info.get("max_new_tokens") or 16))
+                          oracle.generator, oracle.info.get("max_new_tokens") or LlmOracleOptions.max_new_tokens)
     own = {} if persona == DEFAULT_PERSONA else {"persona": persona}
     for (record, turn), (selected, reply, rule_used) in zip(asked, said):
         free_form = not turn.options

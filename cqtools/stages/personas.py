@@ -136,10 +136,10 @@ def lm_prompt(turn, option: str | None, reply: str, instruction: str) -> str:
 
 
 def apply(persona: Persona, turns: list, replies: list, keys: list[str], generator=None,
-          max_new_tokens: int = 16) -> list[tuple[str | None, str, bool]]:
+          max_new_tokens: int | None = None) -> list[tuple[str | None, str, bool]]:
     """``[(selected_option, reply, rule_used)]`` of the oracle's ``replies`` said as ``persona`` would.
-    ``generator``: the LM oracle's model (None: the rule-based reply); ``rule_used``: a model's reply was
-    replaced by the rule's."""
+    ``generator``: the LM oracle's model (None: the rule-based reply), writing ``max_new_tokens`` at most;
+    ``rule_used``: a model's reply was replaced by the rule's."""
     ruled = [persona.rule(t, selected, reply, key) for t, (selected, reply), key in zip(turns, replies, keys)]
     written = [None] * len(turns)
     if generator is not None and persona.instruction:
