@@ -188,10 +188,11 @@ SCORE_retrieval := --k 5,10,20
 CI              := --ci --n-boot $(N_BOOT) --seed 0
 
 # $(call score,TASK): score the first prerequisite into target (JSON with bootstrap intervals),
-# target.cmd and target.wall (scoring counted in the cell's wall time).
+# target.cmd and target.wall (scoring counted in the cell's wall time), and its per-record scores into
+# target.rows.jsonl.gz (what the reference bundle keeps beside each record).
 define score
 	@mkdir -p $(dir $@)
-	@$(call cell,$(GEN_ENV) $(call slurm,$(SCORE_$(1)))$(CQ) score --task $(1) $(CI) $(SCORE_$(1)) < $< > $@.part,,$<) && mv $@.part $@ && rm -f $@.part.attempts
+	@$(call cell,$(GEN_ENV) $(call slurm,$(SCORE_$(1)))$(CQ) score --task $(1) $(CI) $(SCORE_$(1)) --per-record $@.rows.jsonl.gz < $< > $@.part,,$<) && mv $@.part $@ && rm -f $@.part.attempts
 	@{ cat $<.cmd 2>/dev/null; echo '  | cq score --task $(1) $(strip $(CI) $(SCORE_$(1)))'; } > $@.cmd
 endef
 
@@ -650,6 +651,15 @@ exp-field: $(FIELD_CELLS)
 	@echo 'skip  AmbigDocs, ALCE-ASQA: on the Hugging Face hub, not reachable here; AMBIGNQ-CQ: its CSV content is absent here'
 
 # ---- everything, one report -------------------------------------------------------------------
+# The reference bundle (issue 59; cqtools/score/reference.py): every scored cell's records and per-record scores as
+# $(EXP)/reference/CELL.jsonl.gz with a manifest (commit, models, flags, the data files' checksums); a later run is
+# compared with it by `cq score --task T --against $(EXP)/reference --cell CELL RUN.jsonl`.
+define bundle
+	@$(BIN)/python bench/reference.py grid --scores $(S) --out $(EXP)/reference --commit "$$(git rev-parse HEAD 2>/dev/null)" \
+	  --models 'LLM $(MODEL_LLM); extractive reader $(MODEL_READER); reranker $(MODEL_RERANK); detector $(MODEL_DETECT)' \
+	  --flags '$(MAKEOVERRIDES)' --data $(DATA)/ambignq/dev_light.json $(DATA)/asqa/dev.json $(DATA)/corpus/passages.jsonl
+endef
+
 # The report from the score files present: `make compare` writes it at the end; `make report
 # PARTIAL='why'` writes it from the cells finished so far and says so (make compare resumes the rest).
 define report
@@ -664,6 +674,7 @@ endef
 
 compare: exp-askcq exp-ambigqa exp-refuel exp-clam exp-oracle exp-field exp-toc pairs
 	$(report)
+	$(bundle)
 	@$(BIN)/python bench/grid/cell.py stop
 
 report:

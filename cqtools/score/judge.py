@@ -49,8 +49,10 @@ class JudgeScoring:
                                    "openai:NAME with --api-base / OPENAI_BASE_URL).")
     judge_runs: int = option(3, "runs of every judge prompt (temperature 0): the card gives their spread.", min=1)
     against: str | None = option(None, "a cq view --study clam-turns judgements file: the judge's agreement with "
-                                       "the people (Spearman's rho, Cohen's kappa, bootstrap intervals).",
-                                 metavar="JUDGEMENTS.jsonl")
+                                       "the people (Spearman's rho, Cohen's kappa, bootstrap intervals). With any "
+                                       "other --task: a reference bundle (make compare, bench/reference.py) the run "
+                                       "is compared with per record and per metric; exit 1 when a metric moved "
+                                       "beyond --tolerance.", metavar="JUDGEMENTS|BUNDLE")
 
 
 def prompts(record: dict) -> list[str]:
