@@ -595,17 +595,27 @@ $(EXP)/clam.oracle.fromdqs.llm.jsonl: $(EXP)/clam.cq.fromdqs.jsonl
 	$(call stage,$(CQ) oracle --method llm $(LLM))
 $(EXP)/clam.oracle.fromdqs.terse.jsonl: $(EXP)/clam.cq.fromdqs.jsonl $(ORACLE_TERSE)
 	$(call stage,$(CQ) oracle --method llm --prompt $(ORACLE_TERSE) $(LLM))
+# The same LLM oracle as users of other kinds (issue 59, `cq oracle --persona`): terse, vague, uncooperative; with
+# cq's own prompt (oracle.llm, the cooperative user) they give the spread of agreement across personas.
+PERSONAS := terse vague uncooperative
+$(foreach p,$(PERSONAS),$(EXP)/clam.oracle.fromdqs.persona-$(p).jsonl): $(EXP)/clam.oracle.fromdqs.persona-%.jsonl: $(EXP)/clam.cq.fromdqs.jsonl
+	$(call stage,$(CQ) oracle --method llm --persona $* $(LLM))
 # oracle.NAME scores $(EXP)/clam.oracle.fromdqs[.NAME].jsonl (clam: the preset's, no suffix)
-ORACLES := clam llm terse
+ORACLES := clam llm terse $(foreach p,$(PERSONAS),persona-$(p))
+PERSONA_RUNS = $(call oracle_run,llm) $(foreach p,$(PERSONAS),$(EXP)/clam.oracle.fromdqs.persona-$(p).jsonl)
 oracle_run = $(EXP)/clam.oracle.fromdqs$(if $(filter-out clam,$(1)),.$(1)).jsonl
 $(foreach o,$(ORACLES),$(eval $(S)/oracle.$(o).json: $(call oracle_run,$(o))))
 $(foreach o,$(ORACLES),$(S)/oracle.$(o).json):
 	$(call score,oracle)
-$(S)/oracle.spread.json: $(foreach o,$(ORACLES),$(call oracle_run,$(o)))
+$(S)/oracle.spread.json: $(foreach o,clam llm terse,$(call oracle_run,$(o)))
 	@mkdir -p $(dir $@)
 	@$(call cell,$(call slurm,$(CQ) score)$(CQ) score --task oracle $^ --format json --n-boot $(N_BOOT) --seed 0 > $@.part,,$<) && mv $@.part $@ && rm -f $@.part.attempts
 	@echo '  | cq score --task oracle $(notdir $^) --n-boot $(N_BOOT) --seed 0' > $@.cmd
-exp-oracle: $(foreach o,$(ORACLES),$(S)/oracle.$(o).json) $(S)/oracle.spread.json
+$(S)/oracle.personas.json: $(PERSONA_RUNS)
+	@mkdir -p $(dir $@)
+	@$(call cell,$(call slurm,$(CQ) score)$(CQ) score --task oracle $^ --format json --n-boot $(N_BOOT) --seed 0 > $@.part,,$<) && mv $@.part $@ && rm -f $@.part.attempts
+	@echo '  | cq score --task oracle $(notdir $^) --n-boot $(N_BOOT) --seed 0' > $@.cmd
+exp-oracle: $(foreach o,$(ORACLES),$(S)/oracle.$(o).json) $(S)/oracle.spread.json $(S)/oracle.personas.json
 
 # ---- the field's other ambiguity benchmarks (issue 46 item 6) --------------------------------------------
 # A cell per data set reachable here, on N_FIELD questions each, read from FIELD_DATA (default DATA: `cq data get

@@ -135,3 +135,31 @@ def test_a_plugin_adds_a_persona(runner, with_cqs):
         assert records[0]["meta"]["oracle"]["persona"] == "echo-dq"
     finally:
         PERSONAS._methods.pop("echo-dq")
+
+
+def test_clam_scores_per_persona_and_their_spread(runner, with_cqs, tmp_path):
+    """A CLAM run per persona (a system that answers with the interpretation the user's reply names, a wrong
+    answer when it names none): `cq score --task clam` gives every persona's scores and the spread across them."""
+    import json
+
+    from cqtools.score.oracle import intended_option, reply_option
+
+    paths = []
+    for name in NAMES:
+        records = _oracle(runner, with_cqs, "--persona", name)
+        for r in records:
+            options, _, _ = intended_option(r)
+            picked, _ = reply_option(r["selected_option"], options)
+            answers = r["gold"]["answers"]
+            r["answers"] = [{"text": answers[picked][0] if picked is not None and picked < len(answers) else "?"}]
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text(jsonl(records))
+        paths.append(str(path))
+    result = runner.invoke(cli, ["score", "--task", "clam", "--format", "json", *paths])
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    accuracy = {run["oracle"].get("persona", "cooperative"): run["ambiguous"]["accuracy"] for run in report["runs"]}
+    assert accuracy["cooperative"] == accuracy["terse"] > 50 and accuracy["vague"] == accuracy["uncooperative"] < 10
+    spread = report["spread"]["metrics"]["ambiguous.accuracy"]
+    assert spread["range"] == accuracy["cooperative"] - accuracy["vague"]
+    assert spread["low"] <= spread["range"] <= spread["high"]

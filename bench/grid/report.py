@@ -354,6 +354,7 @@ def oracle_section(scores: dict, used: set) -> list[str]:
         used.add(name)
         oracle = s.get("oracle")
         said = ", ".join(str(o.get("method", "?")) + (f" {o['template']}" if o.get("template") else "")
+                         + (f" persona {o['persona']}" if o.get("persona") else "")
                          for o in (oracle if isinstance(oracle, list) else [oracle]) if isinstance(o, dict)) or "–"
         wilson = s.get("wilson_95")
         lines.append(f"| [{name}](#{anchor(name)}) | {said} | {s.get('n')} | {s.get('skipped', s.get('missing', 0))} | "
