@@ -52,8 +52,9 @@ RESULTS      ?= $(EXP)/results.md
 N_ALL        := $(N)
 N_MODEL      := $(N)
 N_ASQA       := $(N)
-N_TOC        := 1
-N_DEEP       := 1
+# `make paper-table N=K` runs every preset on K questions: its deep and ToC cells too
+N_TOC        := $(if $(filter paper-table,$(MAKECMDGOALS)),$(N),1)
+N_DEEP       := $(if $(filter paper-table,$(MAKECMDGOALS)),$(N),1)
 DENSE        ?=
 SMOKE_JOBS   ?= 2
 SERVE        ?= $(if $(SLURM),,1)
@@ -682,6 +683,19 @@ define report
 	@$(BIN)/python bench/grid/figures.py --scores $(S) --pairs $(P) --out $(dir $(RESULTS))figures
 endef
 
+# ---- the papers' table (issue 59, item 5) -----------------------------------------------------------
+# Every preset's cell scored with its paper's metrics, each number with its 95% interval beside the paper's own
+# (bench/paper_table.py, cited per row), written to PAPER_TABLE. On a served model (docs/paper-table.md says how):
+#   make paper-table MODEL_LLM=openai:NAME API_BASE=http://HOST:PORT/v1 N=200
+PAPER_TABLE ?= docs/paper-table.md
+PAPER_CELLS := $(foreach c,ambignq.disambigfirst.ambigqa ambignq.qd.preset.ambigqa ambignq.refuel.preset.ambigqa \
+  asqa.toc.preset.$(TOC_POOL) ambignq.det.classifier ambignq.cq.llm.pred ambignq.cqa.preset,$(S)/$(c).json)
+paper-table: $(PAPER_CELLS)
+	@$(BIN)/python bench/paper_table.py --scores $(S) --out $(PAPER_TABLE) \
+	  --models 'LLM $(MODEL_LLM)$(if $(API_BASE), at $(API_BASE)); extractive reader $(MODEL_READER); reranker $(MODEL_RERANK); detector $(MODEL_DETECT)' \
+	  --command 'make paper-table MODEL_LLM=$(MODEL_LLM)$(if $(API_BASE), API_BASE=$(API_BASE))$(if $(N), N=$(N))'
+	@$(BIN)/python bench/grid/cell.py stop
+
 compare: exp-askcq exp-ambigqa exp-refuel exp-clam exp-oracle exp-field exp-toc pairs
 	$(report)
 	$(bundle)
@@ -690,5 +704,5 @@ compare: exp-askcq exp-ambigqa exp-refuel exp-clam exp-oracle exp-field exp-toc 
 report:
 	$(report)
 
-.PHONY: report exp-askcq exp-ambigqa exp-refuel exp-clam exp-oracle exp-field exp-toc pairs compare
+.PHONY: paper-table report exp-askcq exp-ambigqa exp-refuel exp-clam exp-oracle exp-field exp-toc pairs compare
 .SECONDARY:
