@@ -117,6 +117,25 @@ def test_a_bad_judgements_file_is_one_line(runner, tmp_path):
     assert "line 1" in result.stderr and "clam-turns" in result.stderr
 
 
+def test_a_judge_served_over_the_openai_api(runner, server, tmp_path, monkeypatch):
+    """The judge through the OpenAI-compatible backend (tests/openai_server.py answers "yes" to everything): every
+    run's prompts reach the server, the card names the served model, and a judge that always says yes agrees with
+    people no better than chance (kappa 0) and has no rank correlation (rho undefined: a constant)."""
+    server.control(reset=True, reply=" yes")
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+    monkeypatch.setenv("CQ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("CQ_API_CACHE", "0")
+    people = _people(tmp_path / "judgements.jsonl", _dialogues())
+    result = runner.invoke(cli, ["score", "--task", "judge", "--judge-model", "openai:fake", "--against", people,
+                                 "--format", "json"], input=jsonl(_dialogues()))
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert "fake" in summary["card"]["model"] and summary["answer_right_yes"] == 100.0
+    assert len(server.requests()) == 3 * 3 * N
+    agreement = summary["agreement"]["answer_right"]
+    assert agreement["items"] == N and agreement["cohen_kappa"] == 0.0 and agreement["spearman_rho"] is None
+
+
 # --- slow: a served judge (llama-cpp-python's server with the offline SmolLM2 GGUF) --------------------------
 
 @pytest.mark.slow
