@@ -6,11 +6,17 @@ answer metric (:data:`ANSWER`: cbqa's F1, ambigqa's F1 ans, clam's accuracy, asq
 interval. Metrics differ between tasks, so each task is its own panel. A point is on the frontier when no other
 cell of its task answers at least as well with no more questions asked (and better on one of the two).
 report.py's frontier section tables the points, figures.py draws figures/frontier.png.
+
+    python bench/grid/frontier.py --scores EXP/scores [--out DIR]   # the section on stdout; --out: the figure too
 """
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 ANSWER = {"cbqa": ("f1", "F1"), "ambigqa": ("f1_ans", "F1 ans"), "clam": ("accuracy", "accuracy (all)"),
           "asqa": ("answer_f1", "answer F1")}
@@ -120,3 +126,18 @@ def draw(scores_dir: Path, out: Path) -> Path | None:
     fig.savefig(target, dpi=100)
     plt.close(fig)
     return target
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--scores", required=True, type=Path)
+    ap.add_argument("--out", type=Path, help="write figures/frontier.png's figure into this directory too")
+    args = ap.parse_args(argv)
+    print("\n".join(section(args.scores)))
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        print(draw(args.scores, args.out) or "no cell scores answers: no figure")
+
+
+if __name__ == "__main__":
+    main()
