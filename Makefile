@@ -31,7 +31,7 @@ export CQ_MODELS
 
 include experiments.mk
 
-.PHONY: install data demo test test-fast test-slow test-cluster test-browser bench-retrieve bench-bm25-process bench-scale bench-scale-dense bench-chat bench-pipeline bench-smoke docs clean
+.PHONY: install data demo test check-reference reference test-fast test-slow test-cluster test-browser bench-retrieve bench-bm25-process bench-scale bench-scale-dense bench-chat bench-pipeline bench-smoke docs clean
 
 install: $(STAMP)
 
@@ -100,8 +100,19 @@ demo: $(WORK)/fixture-index/cq_index.json fixtures/questions.jsonl
 # Test tiers (tests/tiers.py): `make test` is what CI runs, every test but the slow ones; `make test-fast` the
 # pure-Python units and tiny models, no JVM, no real model, no training (about a minute on a quiet 2-core
 # machine); `make test-slow` the real models and the JVM at length. PYTEST_ARGS=... passes options to pytest.
-test: $(STAMP)
+test: $(STAMP) check-reference
 	$(BIN)/python -m pytest -q -m "not slow and not cluster and not browser" $(PYTEST_ARGS)
+
+# Results that guard themselves (issue 59, docs/metrics.md "Reference bundles"): the fixture cells of
+# bench/reference.py (the simulated user in each persona, answer-based detection, the replayed pipeline's scores; no
+# model, no JVM, a few seconds) run again and compared with the bundle kept in fixtures/reference by `cq score
+# --against`; any number or record score that moved fails, naming the records. `make reference` rewrites the bundle
+# (a change meant to move them says so in its commit message).
+check-reference: $(STAMP)
+	$(BIN)/python bench/reference.py check --against fixtures/reference
+
+reference: $(STAMP)
+	$(BIN)/python bench/reference.py write --out fixtures/reference
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow and not heavy and not cluster and not browser" $(PYTEST_ARGS)

@@ -53,8 +53,9 @@ RESULTS      ?= $(EXP)/results.md
 N_ALL        := $(N)
 N_MODEL      := $(N)
 N_ASQA       := $(N)
-N_TOC        := 1
-N_DEEP       := 1
+# `make paper-table N=K` runs every preset on K questions: its deep and ToC cells too
+N_TOC        := $(if $(filter paper-table,$(MAKECMDGOALS)),$(N),1)
+N_DEEP       := $(if $(filter paper-table,$(MAKECMDGOALS)),$(N),1)
 DENSE        ?=
 SMOKE_JOBS   ?= 2
 SERVE        ?= $(if $(SLURM),,1)
@@ -189,10 +190,11 @@ SCORE_retrieval := --k 5,10,20
 CI              := --ci --n-boot $(N_BOOT) --seed 0
 
 # $(call score,TASK): score the first prerequisite into target (JSON with bootstrap intervals),
-# target.cmd and target.wall (scoring counted in the cell's wall time).
+# target.cmd and target.wall (scoring counted in the cell's wall time), and its per-record scores into
+# target.rows.jsonl.gz (what the reference bundle keeps beside each record).
 define score
 	@mkdir -p $(dir $@)
-	@$(call cell,$(GEN_ENV) $(call slurm,$(SCORE_$(1)))$(CQ) score --task $(1) $(CI) $(SCORE_$(1)) < $< > $@.part,,$<) && mv $@.part $@ && rm -f $@.part.attempts
+	@$(call cell,$(GEN_ENV) $(call slurm,$(SCORE_$(1)))$(CQ) score --task $(1) $(CI) $(SCORE_$(1)) --per-record $@.rows.jsonl.gz < $< > $@.part,,$<) && mv $@.part $@ && rm -f $@.part.attempts
 	@{ cat $<.cmd 2>/dev/null; echo '  | cq score --task $(1) $(strip $(CI) $(SCORE_$(1)))'; } > $@.cmd
 endef
 
@@ -609,17 +611,27 @@ $(EXP)/clam.oracle.fromdqs.llm.jsonl: $(EXP)/clam.cq.fromdqs.jsonl
 	$(call stage,$(CQ) oracle --method llm $(LLM))
 $(EXP)/clam.oracle.fromdqs.terse.jsonl: $(EXP)/clam.cq.fromdqs.jsonl $(ORACLE_TERSE)
 	$(call stage,$(CQ) oracle --method llm --prompt $(ORACLE_TERSE) $(LLM))
+# The same LLM oracle as users of other kinds (issue 59, `cq oracle --persona`): terse, vague, uncooperative; with
+# cq's own prompt (oracle.llm, the cooperative user) they give the spread of agreement across personas.
+PERSONAS := terse vague uncooperative
+$(foreach p,$(PERSONAS),$(EXP)/clam.oracle.fromdqs.persona-$(p).jsonl): $(EXP)/clam.oracle.fromdqs.persona-%.jsonl: $(EXP)/clam.cq.fromdqs.jsonl
+	$(call stage,$(CQ) oracle --method llm --persona $* $(LLM))
 # oracle.NAME scores $(EXP)/clam.oracle.fromdqs[.NAME].jsonl (clam: the preset's, no suffix)
-ORACLES := clam llm terse
+ORACLES := clam llm terse $(foreach p,$(PERSONAS),persona-$(p))
+PERSONA_RUNS = $(call oracle_run,llm) $(foreach p,$(PERSONAS),$(EXP)/clam.oracle.fromdqs.persona-$(p).jsonl)
 oracle_run = $(EXP)/clam.oracle.fromdqs$(if $(filter-out clam,$(1)),.$(1)).jsonl
 $(foreach o,$(ORACLES),$(eval $(S)/oracle.$(o).json: $(call oracle_run,$(o))))
 $(foreach o,$(ORACLES),$(S)/oracle.$(o).json):
 	$(call score,oracle)
-$(S)/oracle.spread.json: $(foreach o,$(ORACLES),$(call oracle_run,$(o)))
+$(S)/oracle.spread.json: $(foreach o,clam llm terse,$(call oracle_run,$(o)))
 	@mkdir -p $(dir $@)
 	@$(call cell,$(call slurm,$(CQ) score)$(CQ) score --task oracle $^ --format json --n-boot $(N_BOOT) --seed 0 > $@.part,,$<) && mv $@.part $@ && rm -f $@.part.attempts
 	@echo '  | cq score --task oracle $(notdir $^) --n-boot $(N_BOOT) --seed 0' > $@.cmd
-exp-oracle: $(foreach o,$(ORACLES),$(S)/oracle.$(o).json) $(S)/oracle.spread.json
+$(S)/oracle.personas.json: $(PERSONA_RUNS)
+	@mkdir -p $(dir $@)
+	@$(call cell,$(call slurm,$(CQ) score)$(CQ) score --task oracle $^ --format json --n-boot $(N_BOOT) --seed 0 > $@.part,,$<) && mv $@.part $@ && rm -f $@.part.attempts
+	@echo '  | cq score --task oracle $(notdir $^) --n-boot $(N_BOOT) --seed 0' > $@.cmd
+exp-oracle: $(foreach o,$(ORACLES),$(S)/oracle.$(o).json) $(S)/oracle.spread.json $(S)/oracle.personas.json
 
 # ---- the field's other ambiguity benchmarks (issue 46 item 6) --------------------------------------------
 # A cell per data set reachable here, on N_FIELD questions each, read from FIELD_DATA (default DATA: `cq data get
@@ -665,6 +677,15 @@ exp-field: $(FIELD_CELLS)
 	@echo 'skip  AmbigDocs, ALCE-ASQA: on the Hugging Face hub, not reachable here; AMBIGNQ-CQ: its CSV content is absent here'
 
 # ---- everything, one report -------------------------------------------------------------------
+# The reference bundle (issue 59; cqtools/score/reference.py): every scored cell's records and per-record scores as
+# $(EXP)/reference/CELL.jsonl.gz with a manifest (commit, models, flags, the data files' checksums); a later run is
+# compared with it by `cq score --task T --against $(EXP)/reference --cell CELL RUN.jsonl`.
+define bundle
+	@$(BIN)/python bench/reference.py grid --scores $(S) --out $(EXP)/reference --commit "$$(git rev-parse HEAD 2>/dev/null)" \
+	  --models 'LLM $(MODEL_LLM); extractive reader $(MODEL_READER); reranker $(MODEL_RERANK); detector $(MODEL_DETECT)' \
+	  --flags '$(MAKEOVERRIDES)' --data $(DATA)/ambignq/dev_light.json $(DATA)/asqa/dev.json $(DATA)/corpus/passages.jsonl
+endef
+
 # The report from the score files present: `make compare` writes it at the end; `make report
 # PARTIAL='why'` writes it from the cells finished so far and says so (make compare resumes the rest).
 define report
@@ -677,12 +698,26 @@ define report
 	@$(BIN)/python bench/grid/figures.py --scores $(S) --pairs $(P) --out $(dir $(RESULTS))figures
 endef
 
+# ---- the papers' table (issue 59, item 5) -----------------------------------------------------------
+# Every preset's cell scored with its paper's metrics, each number with its 95% interval beside the paper's own
+# (bench/paper_table.py, cited per row), written to PAPER_TABLE. On a served model (docs/paper-table.md says how):
+#   make paper-table MODEL_LLM=openai:NAME API_BASE=http://HOST:PORT/v1 N=200
+PAPER_TABLE ?= docs/paper-table.md
+PAPER_CELLS := $(foreach c,ambignq.disambigfirst.ambigqa ambignq.qd.preset.ambigqa ambignq.refuel.preset.ambigqa \
+  asqa.toc.preset.$(TOC_POOL) ambignq.det.classifier ambignq.cq.llm.pred ambignq.cqa.preset,$(S)/$(c).json)
+paper-table: $(PAPER_CELLS)
+	@$(BIN)/python bench/paper_table.py --scores $(S) --out $(PAPER_TABLE) \
+	  --models 'LLM $(MODEL_LLM)$(if $(API_BASE), at $(API_BASE)); extractive reader $(MODEL_READER); reranker $(MODEL_RERANK); detector $(MODEL_DETECT)' \
+	  --command 'make paper-table MODEL_LLM=$(MODEL_LLM)$(if $(API_BASE), API_BASE=$(API_BASE))$(if $(N), N=$(N))'
+	@$(BIN)/python bench/grid/cell.py stop
+
 compare: exp-askcq exp-ambigqa exp-refuel exp-clam exp-oracle exp-field exp-toc pairs
 	$(report)
+	$(bundle)
 	@$(BIN)/python bench/grid/cell.py stop
 
 report:
 	$(report)
 
-.PHONY: report exp-askcq exp-ambigqa exp-refuel exp-clam exp-oracle exp-field exp-toc pairs compare
+.PHONY: paper-table report exp-askcq exp-ambigqa exp-refuel exp-clam exp-oracle exp-field exp-toc pairs compare
 .SECONDARY:

@@ -83,6 +83,11 @@ class Hooks:
         """Add simulated users (``cq oracle --method``): factories returning an Oracle."""
 
     @hookspec
+    def register_personas(self, register):
+        """Add personas (``cq oracle --persona``): factories returning a
+        :class:`cqtools.stages.personas.Persona` (how the simulated user says what it means)."""
+
+    @hookspec
     def register_disambiguators(self, register):
         """Add ``cq disambiguate --method`` methods: factories returning a batch function."""
 

@@ -352,6 +352,7 @@ CQ_METHODS = Registry("CQ method", "register_cq_methods")
 READERS = Registry("reader", "register_readers", option="--reader", context=("batch_size",))
 SEARCHERS = Registry("searcher", "register_searchers", context=("index_dir", "hits", "threads", "query_field"))
 ORACLES = Registry("oracle method", "register_oracles")
+PERSONAS = Registry("persona", "register_personas", option="--persona")
 ANSWER_MODES = Registry("answer mode", "register_answer_modes", option="--mode",
                         context=("reader", "model", "reader_options", "seed", "batch_size"))
 DISAMBIGUATORS = Registry("disambiguation method", "register_disambiguators", context=("batch_size", "seed"))
@@ -364,9 +365,9 @@ INDEX_PARTS = Registry("index part", "register_index_parts", option="--parts")
 WEIGHT_FORMATS = Registry("weight format", "register_weight_formats", option="a model's files",
                           context=("resolved", "role", "device", "dtype", "kind"))
 
-ALL = (DETECTORS, CQ_METHODS, ANSWER_MODES, READERS, SEARCHERS, INDEX_PARTS, ORACLES, DISAMBIGUATORS, BACKENDS,
+ALL = (DETECTORS, CQ_METHODS, ANSWER_MODES, READERS, SEARCHERS, INDEX_PARTS, ORACLES, PERSONAS, DISAMBIGUATORS, BACKENDS,
        SCORE_TASKS, FORMATS, WEIGHT_FORMATS, TRAINERS)
 
 __all__ = ["Option", "option", "declared_as", "schema_of", "Method", "Registry", "ALL", "DETECTORS", "CQ_METHODS",
-           "READERS", "SEARCHERS", "INDEX_PARTS", "ORACLES", "ANSWER_MODES",
+           "READERS", "SEARCHERS", "INDEX_PARTS", "ORACLES", "PERSONAS", "ANSWER_MODES",
            "DISAMBIGUATORS", "BACKENDS", "SCORE_TASKS", "FORMATS", "WEIGHT_FORMATS", "TRAINERS"]

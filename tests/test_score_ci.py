@@ -222,7 +222,8 @@ def test_ci_nests_like_the_summary_and_is_reproducible():
     assert first.exit_code == 0, first.stderr
     assert first.stdout == again.stdout and first.stdout != other.stdout
     intervals = json.loads(first.stdout)["ci"]["intervals"]
-    assert set(intervals) == {"ambiguous", "unambiguous", "all"}
+    assert set(intervals) == {"ambiguous", "unambiguous", "all", "over_clarification", "under_clarification",
+                              "questions_asked", "turns"}  # the cost of clarifying (issue 59) gets intervals too
     assert set(intervals["all"]) == {"accuracy", "adjusted_accuracy", "clarification_rate"}
 
 

@@ -119,7 +119,7 @@ def test_clam_curves_reports_the_cost_per_answered_question():
     table = _score(records, "--format", "table")
     assert "cost.per_answered_question.calls" in table.stdout
     plain = json.loads(CliRunner().invoke(cli, ["score", "--task", "clam"], input=jsonl(records)).stdout)
-    assert "cost" not in plain  # only with --curves
+    assert plain["cost"] == summary["cost"]  # issue 59: the cost is reported without --curves too
 
 
 def test_clam_curves_without_usage_has_no_cost_and_bad_usage_is_a_one_line_error():

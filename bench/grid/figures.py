@@ -1,6 +1,7 @@
 """Figures for `make compare`'s report, written next to results.md: a forest plot per task of every cell's
 main metrics with their bootstrap intervals (`cq score --ci` summaries), and one of the paired differences
-(`cq score --paired` outputs, B - A with its interval; the line at 0 is "no difference"). Detection's ROC
+(`cq score --paired` outputs, B - A with its interval; the line at 0 is "no difference"), and frontier.png (answer
+quality against questions asked, every cell: bench/grid/frontier.py). Detection's ROC
 and PR curves are `cq score --task detect --plot`'s.
 
     python bench/grid/figures.py --scores DIR --pairs DIR --out DIR
@@ -14,6 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from bench.grid import frontier  # noqa: E402
 from bench.grid.pairs import MIN_PAIRED_N, PAIR_METRICS, UNITS, cannot_tell  # noqa: E402
 
 # The metrics a task's forest plot shows (those its summaries give intervals for).
@@ -108,6 +110,8 @@ def cost_figures(scores: Path, out: Path) -> list[Path]:
 def write(scores: Path, pairs_dir: Path | None, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = cost_figures(scores, out)
+    drawn = frontier.draw(scores, out)  # answer quality against questions asked, every cell (bench/grid/frontier.py)
+    written += [drawn] if drawn else []
     for task, rows in sorted(cells(scores).items()):
         target = out / f"forest-{task}.png"
         forest([(f"{cell} ({metric})", p, lo, hi) for cell, metric, p, lo, hi in rows],

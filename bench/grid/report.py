@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.common import portable  # noqa: E402
+from bench.grid import frontier  # noqa: E402
 from bench.grid.floor import gold_reads_file, load, records_of, undefined, zero_reason  # noqa: E402
 from bench.grid.pairs import MIN_PAIRED_N, PAIR_METRICS, UNITS, cannot_tell  # noqa: E402
 from bench.grid.wall import read_wall, wall_start, wall_stop  # noqa: E402,F401 (read_wall: the report reads F.wall)
@@ -331,6 +332,7 @@ def oracle_section(scores: dict, used: set) -> list[str]:
         used.add(name)
         oracle = s.get("oracle")
         said = ", ".join(str(o.get("method", "?")) + (f" {o['template']}" if o.get("template") else "")
+                         + (f" persona {o['persona']}" if o.get("persona") else "")
                          for o in (oracle if isinstance(oracle, list) else [oracle]) if isinstance(o, dict)) or "–"
         wilson = s.get("wilson_95")
         lines.append(f"| [{name}](#{anchor(name)}) | {said} | {s.get('n')} | {s.get('skipped', s.get('missing', 0))} | "
@@ -375,6 +377,7 @@ def write_results(args) -> None:
     lines += cost_section({name: s for name, s in scores.items() if name in used}, scores_dir)
     lines += oracle_section(scores, used)
     lines += paired_section(Path(args.pairs) if args.pairs else None, args.min_paired_n)
+    lines += frontier.section(scores_dir)  # bench/grid/frontier.py: answer quality against questions asked
     lines += figures_section(scores_dir, Path(args.pairs) if args.pairs else None)
     lines += ["## Commands", ""]
     for name in sorted(used):

@@ -25,9 +25,14 @@ task_options, TASK_FLAGS = method_options(SCORE_TASKS)
 @output_options
 @task_options
 @bootstrap_options
+@click.option("--cell", metavar="NAME", help="--against BUNDLE: the bundle's cell to compare with (default: its "
+                                            "one cell of --task).")
+@click.option("--tolerance", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="--against BUNDLE: how far (in the metric's units, points for a percentage) a summary metric may "
+                   "move before the comparison fails.")
 @compose(batch_option, device_options, stream_options, seed_option)
-def cli(runs, task, output: OutputFlags, boot: BootstrapFlags, batch_size, device, dtype, on_error, quiet, seed,
-        **flags):
+def cli(runs, task, output: OutputFlags, boot: BootstrapFlags, cell, tolerance, batch_size, device, dtype, on_error,
+        quiet, seed, **flags):
     """Score predicted records against their gold; print a summary on stdout.
 
     Reads records (predictions plus the "gold" key of `cq convert`) from RUN.jsonl (gzipped or
@@ -61,8 +66,12 @@ def cli(runs, task, output: OutputFlags, boot: BootstrapFlags, batch_size, devic
 
     opts = ScoreOptions(task, device=device, batch_size=batch_size, on_error=on_error, by=output.by,
                         keep_questions=boot.ci or boot.paired is not None or len(runs) > 1)
+    bundle = flags.pop("against", None) if task != "judge" else None  # --against: the judge's people, else a bundle
     task_opts = method_values(SCORE_TASKS, task, flags, TASK_FLAGS)  # a flag --task does not take: an error
     SCORE_TASKS.get(task).values(task_opts)  # checked before any record is read
+    if bundle is not None:
+        _against(runs, opts, task, task_opts, on_error, bundle, cell, tolerance, output.fmt)
+        return
     if len(runs) > 1:
         for flag, given in (("--paired", boot.paired), ("--per-record", output.per_record), ("--plot", output.plot)):
             if given:
@@ -81,6 +90,19 @@ def cli(runs, task, output: OutputFlags, boot: BootstrapFlags, batch_size, devic
         click.echo(format_table(summary) + curve_tables(summary, "table"))
     else:
         click.echo(_grid(*_summary_rows(summary), fmt=output.fmt) + curve_tables(summary, output.fmt))
+
+
+def _against(runs, opts, task, task_opts, on_error, bundle, cell, tolerance, fmt) -> None:
+    """--against BUNDLE: the run compared with the reference bundle's cell; exit 1 when it moved."""
+    from ..score import reference
+
+    if len(runs) > 1:
+        raise click.UsageError("--against BUNDLE compares one run with the reference")
+    report = reference.check(read_records(_input(runs), ("question",), on_error), opts, task, task_opts, run_config(),
+                             bundle, cell, tolerance)
+    click.echo(orjson.dumps(_rounded(report)).decode() if fmt == "json" else "\n".join(reference.lines(report)))
+    if not report["passed"]:
+        raise SystemExit(1)
 
 
 def _score_one(runs, opts, task, task_opts, on_error, output: OutputFlags):
@@ -163,7 +185,7 @@ def _several_runs(runs, opts, task, task_opts, on_error, boot: BootstrapFlags, s
         return orjson.dumps(_rounded(report)).decode()
     metrics = list(dict.fromkeys(name for s in summaries for name in _flat(s)))
     header = ["run", *metrics]
-    rows = [[path, *(_number(_flat(s).get(m)) for m in metrics)] for path, s in zip(runs, summaries)]
+    rows = [[_run_label(path, s), *(_number(_flat(s).get(m)) for m in metrics)] for path, s in zip(runs, summaries)]
     for path, diff in zip(runs[1:], diffs):
         cells = []
         for m in metrics:
@@ -184,6 +206,14 @@ def _several_runs(runs, opts, task, task_opts, on_error, boot: BootstrapFlags, s
              f"{summaries[0]['metric']['version']} with the same variant (--format json shows it)"]
     notes += [f"{path}: {note}" for path, s in zip(runs, summaries) for note in _notes(s)]
     return _grid(header, rows, notes, fmt=fmt)
+
+
+def _run_label(path: str, summary: dict) -> str:
+    """A run's row name: its path, and the persona of its simulated user where `cq oracle --persona` set one."""
+    oracle = summary.get("oracle")
+    personas = sorted({o["persona"] for o in (oracle if isinstance(oracle, list) else [oracle])
+                       if isinstance(o, dict) and o.get("persona")})
+    return f"{path} (persona {', '.join(personas)})" if personas else path
 
 
 def curve_tables(summary: dict, fmt: str) -> str:

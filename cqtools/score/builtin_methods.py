@@ -7,8 +7,8 @@ from ..plugins import hookimpl
 
 @hookimpl
 def register_score_tasks(register):
-    from . import ambigqa, asqa, cbqa, clam, cq, detect, judgements, oracle, retrieval, study
+    from . import ambigqa, asqa, cbqa, clam, cq, detect, judge, judgements, oracle, retrieval, study
 
-    for module in (detect, cq, cbqa, ambigqa, asqa, clam, oracle, retrieval, study, judgements):
+    for module in (detect, cq, cbqa, ambigqa, asqa, clam, oracle, retrieval, study, judgements, judge):
         name, factory, options = module.TASK
         register(name, factory, options=options)  # the options dataclass's docstring is the task's help

@@ -14,6 +14,7 @@ from .base import Scored, ScoreOptions, Task
 from .reading import answer_texts, gold_of
 from .oracle import OraclesSeen, question_of
 from .rows import Metric, count, ratio, value
+from .study import wilson
 
 
 
@@ -26,7 +27,7 @@ class ClamScoring:
     curves: bool = option(False, "also report the cost of clarifying: adjusted accuracy at lambda 0, 0.1 .. 1, "
                                  "and accuracy against the share clarified at every threshold of ambiguity.score "
                                  "(a risk-coverage curve); --plot draws both. With meta.usage on the records (stages "
-                                 "run with CQ_USAGE=1): LM calls, tokens and seconds per answered question (cost).")
+                                 "run with CQ_USAGE=1): LM calls, tokens and seconds per answered question (cost, which is reported without --curves too).")
     direct: str | None = option(None, "--curves: a run of the same records that never asked (the question "
                                       "answered alone); a clarified record's direct answer is read from it by id.",
                                 metavar="FILE.jsonl")
@@ -47,7 +48,9 @@ class ClamTask(Task):
                # it), and a correct answer to a needlessly clarified question (what lambda weighs)
                "score", "cq_correct", "direct_correct", "needless_correct",
                # --curves: the LM cost noted in meta.usage (summed over stages), and the record's answered flag
-               "lm_calls", "lm_prompt_tokens", "lm_generated_tokens", "lm_seconds", "with_usage", "answered")
+               "lm_calls", "lm_prompt_tokens", "lm_generated_tokens", "lm_seconds", "with_usage", "answered",
+               # an ambiguous question answered without asking (under-clarification's numerator)
+               "amb_unasked")
     direct_answers: dict | None = field(default=None, repr=False)  # --direct: {id: first answer text or None}
 
     oracles: OraclesSeen = field(default_factory=OraclesSeen)  # meta.oracle of the records: the summary's "oracle"
@@ -72,8 +75,8 @@ class ClamTask(Task):
                                   lam=self.options.lam)
         values = {"n": 1.0, "correct": row["correct"], "adjusted": row["adjusted"], "asked": float(row["asked"]),
                   **self.path_values(record, gold["answers"][intended], row),
-                  **(clam_curves.usage_values(record, answered=bool(texts)) if self.options.curves
-                     else dict.fromkeys(clam_curves.USAGE_COLUMNS, 0.0))}
+                  **clam_curves.usage_values(record, answered=bool(texts)),
+                  "amb_unasked": float(row["ambiguous"] and not row["asked"])}
         for group, own in (("ambiguous", row["ambiguous"]), ("unambiguous", not row["ambiguous"])):
             for column, total in zip(GROUP_COLUMNS[group], GROUP_COLUMNS["all"]):
                 values[column] = float(own) * values[total]
@@ -101,10 +104,11 @@ class ClamTask(Task):
         for group, (n, correct, adjusted, asked) in GROUP_COLUMNS.items():
             metrics += [ratio(f"{group}.accuracy", correct, n), ratio(f"{group}.adjusted_accuracy", adjusted, n),
                         ratio(f"{group}.clarification_rate", asked, n), count(f"{group}.n", n)]
-        metrics += [value("lambda", self.options.lam), *self.oracles.metrics()]
+        metrics += [*clarification_costs(), value("lambda", self.options.lam), *self.oracles.metrics()]
         if self.options.curves:
-            metrics += [Metric("curves", self.curves, resampled=False),
-                        Metric("cost", clam_curves.cost, resampled=False)]
+            metrics.append(Metric("curves", self.curves, resampled=False))
+        if self.options.curves or rows.sum("with_usage"):
+            metrics.append(Metric("cost", clam_curves.cost, resampled=False))
         return metrics
 
     def curves(self, rows) -> dict:
@@ -112,8 +116,7 @@ class ClamTask(Task):
                 "threshold": clam_curves.threshold_curve(rows, self.options.lam)}
 
     def notes_for(self, rows, values):
-        notes = clam_curves.curve_notes(rows, values.get("curves"))
-        return notes + (clam_curves.cost_notes(rows, values.get("cost")) if self.options.curves else [])
+        return clam_curves.curve_notes(rows, values.get("curves")) + clam_curves.cost_notes(rows, values.get("cost"))
 
     def plot(self, path):
         if not self.options.curves:
@@ -122,6 +125,21 @@ class ClamTask(Task):
 
         curves = self.curves(self.rows())
         clarifying_cost(path, curves["lambda"] or [], curves["threshold"] or [])
+
+
+def clarification_costs() -> list[Metric]:
+    """What clarifying cost (issue 59, item 2): ``over_clarification`` (the share of unambiguous questions asked
+    about), ``under_clarification`` (the share of ambiguous ones answered without asking), each with its Wilson
+    95% interval over records (``--ci``: a bootstrap over questions), and per question the clarifying questions
+    asked and the turns (the questions asked and the answer)."""
+    def interval(k: str, n: str):
+        return lambda rows: wilson(int(round(rows.sum(k))), int(round(rows.sum(n))))
+
+    return [ratio("over_clarification", "unamb_asked", "unamb"), ratio("under_clarification", "amb_unasked", "amb"),
+            Metric("over_clarification_wilson_95", interval("unamb_asked", "unamb"), resampled=False),
+            Metric("under_clarification_wilson_95", interval("amb_unasked", "amb"), resampled=False),
+            ratio("questions_asked", "asked", "n", percent=False),
+            Metric("turns", lambda rows: 1 + rows.sum("asked") / rows.n if rows.n else None)]
 
 
 def clam_task(options: ClamScoring, config, opts: ScoreOptions) -> Task:

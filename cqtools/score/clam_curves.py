@@ -136,5 +136,5 @@ def cost_notes(rows, value: dict | None) -> list[str]:
     if not rows.n or value is None:
         return []
     missing = rows.n - value["with_usage"]
-    return [f"--curves: {missing} record(s) carry no meta.usage; the cost per answered question leaves them out"] \
+    return [f"cost: {missing} record(s) carry no meta.usage; the cost per answered question leaves them out"] \
         if missing else []

@@ -68,6 +68,14 @@ def register_oracles(register):
 
 
 @hookimpl
+def register_personas(register):
+    from . import personas
+
+    for name, factory, help in personas.BUILTIN:
+        register(name, factory, help=help, options=[])
+
+
+@hookimpl
 def register_disambiguators(register):
     from .disambiguate import disambig_first, qd, qd_model, rac
     from . import toc

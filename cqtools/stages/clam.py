@@ -170,7 +170,7 @@ def clam_oracle(options: OracleOptions, config):
     generator, tpl = _generator(options.model, config), template(options.prompt)
     tokens = options.max_new_tokens
     return SimulatedUser(NAME, functools.partial(written_replies, generator=generator, tpl=tpl, max_new_tokens=tokens),
-                         _info(generator, tpl, method=NAME, max_new_tokens=tokens))
+                         _info(generator, tpl, method=NAME, max_new_tokens=tokens), generator)
 
 
 def written_replies(turns, generator, tpl: templates.Template, max_new_tokens: int):

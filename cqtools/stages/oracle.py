@@ -31,7 +31,8 @@ from ..metrics.normalize import longest_common_substring, normalize_answer, toke
 from ..records import GOLD, read_cq, set_meta
 from ..registry import ORACLES, option
 from .options import prompt_option
-from . import prompts_disamb as P, templates
+from . import personas, prompts_disamb as P, templates
+from .personas import DEFAULT as DEFAULT_PERSONA, PERSONAS
 from .templates import Template
 
 DEFAULT_MODEL = role("oracle").default
@@ -160,6 +161,7 @@ class SimulatedUser:
     name: str
     reply: Callable[[list[Turn]], list[tuple[str | None, str]]]
     info: dict = field(default_factory=dict)
+    generator: object = None  # an LM oracle's model: a persona with an instruction has it write the reply
 
 
 @dataclass(frozen=True)
@@ -189,14 +191,18 @@ def llm_oracle(options: LlmOracleOptions, config) -> SimulatedUser:
     return SimulatedUser("llm", functools.partial(llm_replies, generator=generator, max_new_tokens=max_new_tokens,
                                                   tpl=tpl),
                          {"method": "llm", **generator.info, "max_new_tokens": max_new_tokens,
-                          **templates.meta(tpl)})
+                          **templates.meta(tpl)}, generator)
 
 
-def build(method: str = "overlap", config=None, **options) -> Callable[[list[dict]], list[dict]]:
-    """The oracle stage as a batch function (records -> records); ``options``: the method's schema."""
+def build(method: str = "overlap", config=None, persona: str = DEFAULT_PERSONA,
+          **options) -> Callable[[list[dict]], list[dict]]:
+    """The oracle stage as a batch function (records -> records); ``options``: the method's schema;
+    ``persona``: how the user says what it means (:mod:`.personas`; checked before any model loads)."""
     from .common import stage_fn
 
-    return stage_fn(oracle_batch, "oracle", method, ORACLES, config, options, "oracle")
+    PERSONAS.get(persona)
+    extra = {"persona": persona} if persona != DEFAULT_PERSONA else {}  # the default's run record as before
+    return stage_fn(oracle_batch, "oracle", method, ORACLES, config, options, "oracle", **extra)
 
 
 def expand_batch(records: list[dict]) -> list[list[dict]]:
@@ -204,17 +210,22 @@ def expand_batch(records: list[dict]) -> list[list[dict]]:
     return [expand_record(r) for r in records]
 
 
-def oracle_batch(records: list[dict], oracle: SimulatedUser) -> list[dict]:
+def oracle_batch(records: list[dict], oracle: SimulatedUser, persona: str = DEFAULT_PERSONA) -> list[dict]:
     """Add ``selected_option`` and ``clarification_answer`` to records with a CQ; others pass
     through unchanged. A written reply (to a free-form CQ, or from an oracle that never picks, such
     as CLAM's) also stands in as ``selected_option`` (so that
-    ``cq answer --mode cq --selected`` can use it) and ``meta.oracle.free_form`` says so."""
+    ``cq answer --mode cq --selected`` can use it) and ``meta.oracle.free_form`` says so. A persona
+    other than cooperative says the reply its own way (:mod:`.personas`), noted as ``meta.oracle.persona``."""
     turns = [cq_turn(r) for r in records]
     asked = [(r, t) for r, t in zip(records, turns) if t is not None]
     replies = oracle.reply([t for _, t in asked])
-    for (record, turn), (selected, reply) in zip(asked, replies):
+    said = personas.apply(PERSONAS.build(persona), [t for _, t in asked], replies, [str(r["id"]) for r, _ in asked],
+                          oracle.generator, oracle.info.get("max_new_tokens") or LlmOracleOptions.max_new_tokens)
+    own = {} if persona == DEFAULT_PERSONA else {"persona": persona}
+    for (record, turn), (selected, reply, rule_used) in zip(asked, said):
         free_form = not turn.options
         record["selected_option"] = selected if selected is not None else reply  # a written reply stands in
         record["clarification_answer"] = reply
-        set_meta(record, "oracle", {**oracle.info, "free_form": free_form})
+        set_meta(record, "oracle", {**oracle.info, **own, "free_form": free_form,
+                                    **({"persona_rule": True} if rule_used else {})})
     return records
