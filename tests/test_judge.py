@@ -63,7 +63,7 @@ def scripted_judge(wrong: set[str] = frozenset()):
 
 
 def _judge(runner, monkeypatch, judge, *args) -> dict:
-    import cqtools.models as models
+    import cqtools.models.load as models
 
     monkeypatch.setattr(models, "load_generator", lambda *a, **k: judge)
     result = runner.invoke(cli, ["score", "--task", "judge", "--format", "json", *args], input=jsonl(_dialogues()))

@@ -77,7 +77,7 @@ def test_unknown_persona_is_a_usage_error(runner, with_cqs):
 def test_lm_oracle_writes_the_persona_reply_and_a_broken_one_is_replaced(runner, with_cqs, monkeypatch):
     """With an LM oracle the model writes the reply from the persona's instruction; a reply that breaks the persona
     (a vague one naming an option) is replaced by the rule's and meta.oracle.persona_rule says so."""
-    import cqtools.models as models
+    import cqtools.models.load as models
 
     def reply(prompt: str) -> str:
         if "one or two words" in prompt:

@@ -29,7 +29,9 @@ from ..metrics.agreement import cohen_kappa
 from ..models.roles import LLM
 from ..registry import option
 from ..view.study import TURN_QUESTIONS
-from .base import Scored, ScoreOptions, Task, answer_texts, gold_of, pct
+from ..records import answer_texts
+from .base import Scored, ScoreOptions, Task
+from .reading import gold_of, pct
 from .rows import Metric, mean, value
 
 TURNS = tuple(key for key, _ in TURN_QUESTIONS)
@@ -135,7 +137,7 @@ class JudgeTask(Task):
 
     def score_scorable(self, records):
         if self.generator is None:
-            from ..models import load_generator
+            from ..models.load import load_generator
 
             self.generator = load_generator(self.options.judge_model, self.opts.device, config=self.config)
         texts = [p for r in records for p in prompts(r)]
