@@ -144,7 +144,7 @@ def test_the_default_offline_int8_reranker_trains_from_a_dequantised_copy(runner
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from cqtools.models import load_cross_encoder
+    from cqtools.models.load import load_cross_encoder
     from cqtools.models.onnx_torch import torch_copy
     from cqtools.models.resolve import resolve
     from cqtools.models.roles import RERANKER

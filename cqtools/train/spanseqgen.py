@@ -156,7 +156,7 @@ def askcq_reranker(cfg: SpanSeqGenTrainConfig):
     """The cross-encoder of ``cfg.reranker`` (None for "none")."""
     if cfg.reranker == "none":
         return None
-    from ..models import load_cross_encoder
+    from ..models.load import load_cross_encoder
 
     return load_cross_encoder(cfg.reranker, cfg.device)
 
