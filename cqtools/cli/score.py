@@ -58,8 +58,9 @@ def cli(runs, task, output: OutputFlags, boot: BootstrapFlags, batch_size, devic
     if quiet:
         logging.getLogger("cqtools").setLevel(logging.WARNING)
     from ..score import ScoreOptions
+    from ..score.base import check_by
 
-    opts = ScoreOptions(task, device=device, batch_size=batch_size, on_error=on_error, by=output.by,
+    opts = ScoreOptions(task, device=device, batch_size=batch_size, on_error=on_error, by=check_by(output.by),
                         keep_questions=boot.ci or boot.paired is not None or len(runs) > 1)
     task_opts = method_values(SCORE_TASKS, task, flags, TASK_FLAGS)  # a flag --task does not take: an error
     SCORE_TASKS.get(task).values(task_opts)  # checked before any record is read
