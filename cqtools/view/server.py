@@ -84,7 +84,10 @@ class Handler(BaseHTTPRequestHandler):
         if not self.host_ok():
             return self.fail(421, "this viewer answers only requests for localhost")
         parts = urlsplit(self.path)
-        params = one(parse_qs(parts.query, max_num_fields=20))
+        try:
+            params = one(parse_qs(parts.query, max_num_fields=20))
+        except ValueError:
+            return self.fail(400, "a page takes at most 20 query fields")
         try:
             body = self.route(parts.path, params)
         except InputError as err:  # the judgements file changed under the study (another study's, a bad line)
@@ -92,6 +95,10 @@ class Handler(BaseHTTPRequestHandler):
         except (OSError, ValueError) as err:  # orjson's JSONDecodeError is a ValueError
             return self.fail(500, f"cannot read the run ({err}): it changed since cq view indexed it; start cq "
                                   "view again")
+        except Exception as err:  # a value of a shape no page expected: a page saying so, not a dropped connection
+            log.warning("view: %s: %s: %s", parts.path, type(err).__name__, err)
+            return self.fail(500, f"cannot show this page: a record holds a value of an unexpected shape "
+                                  f"({type(err).__name__}: {err})")
         if body is None:
             return self.fail(404, "no such page")
         self.send_page(200, body)
