@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from itertools import islice
 
 import click
 import orjson
@@ -162,10 +163,7 @@ def cli(fmt, path, joins, ids_file, exclude_file, limit, silver_cq, output):
         read = _checked(fmt, path)
         records = (r for r in read if (keep is None or r["id"] in keep) and r["id"] not in drop)
         written = 0
-        for record in records:
-            if limit is not None and written >= limit:
-                break
-            written += 1
+        for written, record in enumerate(islice(records, limit), 1):
             joined = joined_gold.of(record)
             if joined is not None or silver_cq:
                 _add_gold(record, joined or {}, silver_cq)

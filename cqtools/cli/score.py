@@ -59,7 +59,7 @@ def cli(runs, task, output: OutputFlags, boot: BootstrapFlags, batch_size, devic
     if quiet:
         logging.getLogger("cqtools").setLevel(logging.WARNING)
     from ..score import ScoreOptions
-    from ..score.base import check_by
+    from ..score.groups import check_by
 
     opts = ScoreOptions(task, device=device, batch_size=batch_size, on_error=on_error, by=check_by(output.by),
                         keep_questions=boot.ci or boot.paired is not None or len(runs) > 1)
