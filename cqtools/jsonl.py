@@ -3,6 +3,7 @@ and out (recognised by its magic bytes when reading, by a ``.gz`` name when writ
 files and the repair of a torn ``--resume`` file (cqtools/outputs.py, re-exported here)."""
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import logging
@@ -159,10 +160,8 @@ class JsonlWriter:
 def load_json_or_jsonl(path: str, what: str | None = None) -> Iterator[dict]:
     """Yield the objects of a JSON list file or a JSONL file, either gzipped (used by ``cq convert``). With
     ``what`` (e.g. "passage"), a JSONL file has one ``what`` a line: an empty line is an error too."""
-    with open_input(path) as fh:
-        head = fh.read(1 << 16)
-    head = head.lstrip()
-    with open_input(path) as fh:
+    with open_peeked(path) as (head, fh):
+        head = head.lstrip()
         if head.startswith(b"[") or (head.startswith(b"{") and not _is_jsonl(head)):
             try:
                 data = orjson.loads(fh.read())
@@ -209,6 +208,34 @@ def _is_jsonl(head: bytes) -> bool:
 
 
 
+
+
+@contextlib.contextmanager
+def open_peeked(path: str, size: int = 1 << 16):
+    """``(head, stream)``: the first ``size`` bytes of ``path`` (decompressed) and a stream of all of it, head
+    included, read once: a pipe or FIFO (``cq convert ambignq <(cat dev.json)``) cannot be opened twice."""
+    with open_input(path) as fh:
+        head = fh.read(size)
+        yield head, io.BufferedReader(_Prefixed(head, fh))
+
+
+class _Prefixed(io.RawIOBase):
+    """``head`` (bytes already read) then the rest of ``rest``, as one raw stream."""
+
+    def __init__(self, head: bytes, rest: IO[bytes]):
+        self.head, self.rest = memoryview(head), rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self.head:
+            n = min(len(buffer), len(self.head))
+            buffer[:n], self.head = self.head[:n], self.head[n:]
+            return n
+        data = self.rest.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
 
 
 def open_input(path: str) -> IO[bytes]:

@@ -238,6 +238,22 @@ def test_a_damaged_chunk_is_refused_then_encoded_again(runner, tmp_path, two_sha
     assert same_bits(vectors_of(tmp_path / "idx")[1], vectors_of(one_process)[1])
 
 
+def test_vectors_swapped_under_intact_ids_are_refused_then_encoded_again(runner, tmp_path, two_shards, tiny_encoder,
+                                                                          one_process):
+    """Issue 57 item 2: `cp chunk-000001.npy chunk-000002.npy` keeps every id and shape; the chunk's sha256 in
+    its manifest tells (6fba24f indexed it, exit 0, and retrieval differed from the real index)."""
+    vecs = copy_of(two_shards, tmp_path)
+    manifest = json.loads((vecs / "vectors.0-of-2.json").read_text())
+    assert sorted(manifest["sha256"], key=int) == ["0", "2", "4", "6"]
+    shutil.copy(vecs / "chunk-000001.npy", vecs / "chunk-000002.npy")
+    line = refused(runner, tmp_path / "idx", "--vectors", str(vecs))
+    assert "chunk-000002.npy holds other vectors" in line and "--shard 0/2" in line
+    result = encode(runner, vecs, "0/2", tiny_encoder)  # the rerun the message names sees it too
+    assert result.exit_code == 0 and "chunk 2" in result.stderr and "sha256" in result.stderr
+    assert index(runner, tmp_path / "idx", "--vectors", str(vecs)).exit_code == 0
+    assert same_bits(vectors_of(tmp_path / "idx")[1], vectors_of(one_process)[1])
+
+
 def test_a_shard_being_written_is_not_written_twice(runner, tmp_path, two_shards, tiny_encoder):
     import fcntl
 

@@ -53,20 +53,32 @@ def test_unknown_model_in_a_stage_is_one_line(runner, command):
     assert result.stdout == ""
 
 
-def test_an_unresolvable_hub_is_asked_once_not_retried(runner, monkeypatch):
+@pytest.mark.parametrize("offline", ["1", None])
+def test_an_unresolvable_hub_is_asked_once_not_retried(runner, monkeypatch, offline):
     """Without DNS the hub cannot answer: huggingface_hub retried each request five times (23 s and six stderr
     lines per model, the test above took 24 s). cq looks the hub's host up once per process and, where it does
-    not resolve, treats the hub as unreachable at once."""
+    not resolve, treats the hub as unreachable at once; under HF_HUB_OFFLINE=1 it does not look at all. Only
+    cq's own lookups are counted: huggingface_hub looks its host up too (its user-agent registry, once a
+    process), which is not a retry (issue 57 item 16: the count was 0 or 2 depending on the environment)."""
     import importlib
     import socket
+    import sys
 
     resolve = importlib.import_module("cqtools.models.resolve")  # the module (cqtools.models.resolve is also a function)
     lookups = []
 
     def no_dns(host, *args, **kwargs):
-        lookups.append(host)
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_code is not resolve._hub_resolves.__wrapped__.__code__:
+            frame = frame.f_back
+        if frame is not None:
+            lookups.append(host)
         raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
 
+    if offline:
+        monkeypatch.setenv("HF_HUB_OFFLINE", offline)
+    else:
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     resolve._hub_resolves.cache_clear()
     monkeypatch.setattr(socket, "getaddrinfo", no_dns)
     try:
@@ -76,7 +88,7 @@ def test_an_unresolvable_hub_is_asked_once_not_retried(runner, monkeypatch):
             assert "hub is unreachable" in result.stderr and "Retrying" not in result.stderr
     finally:
         resolve._hub_resolves.cache_clear()
-    assert len(lookups) == 1, lookups
+    assert len(lookups) == (0 if offline else 1), lookups
 
 
 @pytest.mark.slow  # the first load converts the GGUF copy (~30 s), then 0.3 s

@@ -158,13 +158,14 @@ def test_concurrent_annotators_lose_and_duplicate_nothing(runs, tmp_path):
         (f"a{n}", item) for n in range(6) for item in items)
 
 
-def test_a_torn_last_line_is_cut_before_the_next_append(tmp_path):
+def test_a_last_line_without_its_newline_is_kept_not_cut(tmp_path):
     path = tmp_path / "judged.jsonl"
-    path.write_bytes(b'{"annotator": "ann", "item": "x1"}\n{"annotator": "ann", "ite')  # killed mid-write
+    path.write_bytes(b'{"annotator": "ann", "item": "x1"}\n{"annotator": "ann", "item": "x2"}')  # hand-merged
     log = JudgementLog(str(path))
-    assert log.judged("ann") == {"x1"}
+    assert log.judged("ann") == {"x1", "x2"}
     assert log.append({"annotator": "bob", "item": "x1"})
-    assert path.read_bytes() == b'{"annotator": "ann", "item": "x1"}\n{"annotator":"bob","item":"x1"}\n'
+    assert path.read_bytes() == (b'{"annotator": "ann", "item": "x1"}\n{"annotator": "ann", "item": "x2"}\n'
+                                 b'{"annotator":"bob","item":"x1"}\n')
 
 
 def test_kappa_on_tables_computed_by_hand():

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from itertools import islice
 
 import click
 import orjson
@@ -50,7 +51,7 @@ class _Joins:
     def __init__(self, joins):
         self.by_id, self.by_question = {}, {}
         for jfmt, jpath in joins:
-            for record in convert(jfmt, jpath):
+            for record in _checked(jfmt, jpath):
                 gold = dict(record.get("gold", {}))
                 if gold.pop("join_on", None) == "question":
                     self.by_question[_question_key(record.get("question"))] = gold
@@ -79,6 +80,28 @@ def _add_gold(record: dict, joined: dict, silver_cq: bool) -> None:
         gold.setdefault(key, value)
     if silver_cq:
         add_silver_cq(gold, record["question"])
+
+
+class _checked:
+    """``convert(fmt, path)``'s records, refused at the second record of one id (a question format's ids are
+    what every later stage, --join and cq score pair records by); a file of no record is an error too."""
+
+    def __init__(self, fmt: str, path: str):
+        self.fmt, self.path, self.count = fmt, path, 0
+
+    def __iter__(self):
+        seen: dict | None = {} if self.fmt in QUESTION_FORMATS or self.fmt in BENCHMARK_FORMATS else None
+        for self.count, record in enumerate(convert(self.fmt, self.path), 1):
+            if seen is not None:
+                first = seen.setdefault(record["id"], self.count)
+                if first != self.count:
+                    raise InputError(f"id {record['id']!r} is given twice (records {first} and {self.count} of the "
+                                     f"file): keep one of them, or give them ids of their own", where=self.path,
+                                     record_id=str(record["id"]))
+            yield record
+        if self.count == 0:
+            raise InputError(f"no {self.fmt} record in it (an empty file?); pass the data set's file",
+                             where=self.path)
 
 
 @click.command(name="convert")
@@ -138,16 +161,18 @@ def cli(fmt, path, joins, ids_file, exclude_file, limit, silver_cq, output):
     out = AtomicFile(output) if output else None
     writer = JsonlWriter(out or sys.stdout.buffer)
     try:
-        records = (r for r in convert(fmt, path)
-                   if (keep is None or r["id"] in keep) and r["id"] not in drop)
-        for n, record in enumerate(records):
-            if limit is not None and n >= limit:
-                break
+        read = _checked(fmt, path)
+        records = (r for r in read if (keep is None or r["id"] in keep) and r["id"] not in drop)
+        written = 0
+        for written, record in enumerate(islice(records, limit), 1):
             joined = joined_gold.of(record)
             if joined is not None or silver_cq:
                 _add_gold(record, joined or {}, silver_cq)
             writer.write(record)
         writer.stream.flush()
+        if written == 0:
+            click.echo(f"cq convert: warning: none of the {read.count} records of {path} is kept (--ids, "
+                       "--exclude-ids): the output is empty", err=True)
         if out:
             out.commit()
     finally:

@@ -50,7 +50,9 @@ def list_(directory, as_json, as_table):
 @_DIR
 @click.option("--mirror", metavar="URL", help="Fetch each file by its name under this base URL instead of its "
               "official address [$CQ_DATA_MIRROR].")
-@click.option("--timeout", type=float, default=60.0, show_default=True, help="Seconds to wait for a server.")
+@click.option("--timeout", type=float, default=60.0, show_default=True,
+              help="Seconds to wait for a server; a download still under 10 KiB/s on average after that long is "
+                   "stopped.")
 def get(names, directory, mirror, timeout):
     """Download data sets NAMES from their official sources into the data directory, unpack them where
     the Makefile reads them, and record every file's SHA-256 in DIR/SHA256SUMS; a later `get` checks

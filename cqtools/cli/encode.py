@@ -6,7 +6,6 @@ import logging
 
 import click
 
-from ..errors import ResourceError
 from ..retrieval.vectors import EncodeSettings
 from .declared import declared_flags
 from .options import compose, device_options, load_options, parse_shard
@@ -41,16 +40,15 @@ def cli(corpus, out_dir, shard, encoder, query_encoder, batch_size, chunk, quiet
       cq encode --corpus passages.jsonl --out vecs --shard $I/4 --device cuda
       cq index --corpus passages.jsonl --out idx --dense --vectors vecs
     """
-    import os
-
     from ..retrieval.dense import PassageEncoder
     from ..retrieval.vectors import encode_shard
     from .options import run_config
 
     if quiet:
         log.setLevel(logging.WARNING)
-    if not os.path.isfile(corpus):
-        raise ResourceError(f"corpus {corpus} not found; pass a JSONL or DPR .tsv file of passages")
+    from ..data.formats import corpus_file
+
+    corpus_file(corpus)
     config = run_config()
     passage_encoder = PassageEncoder(encoder, device, query_encoder, config)
     encode_shard(corpus, out_dir, shard or (0, 1), passage_encoder, chunk, batch_size)

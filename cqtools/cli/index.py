@@ -92,8 +92,9 @@ def cli(corpus, out_dir, dense, vectors, encoder, query_encoder, faiss_index, fa
     from ..retrieval import jvm
 
     jvm.heap_option(jvm_heap, exact=True)  # a heap size the JVM takes, checked before anything is read
-    if not os.path.isfile(corpus):
-        raise ResourceError(f"corpus {corpus} not found; pass a JSONL or DPR .tsv file of passages")
+    from ..data.formats import corpus_file
+
+    corpus_file(corpus)
     encoder = _check_dense(corpus, dense, vectors, encoder, query_encoder, faiss_index)
     parent = os.path.dirname(out_dir)
     os.makedirs(parent, exist_ok=True)

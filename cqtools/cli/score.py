@@ -6,6 +6,7 @@ import sys
 import click
 import orjson
 
+from ..errors import InputError
 from ..jsonl import dumps, read_records
 from ..registry import SCORE_TASKS
 from .method_flags import method_options, method_values, preset_option
@@ -63,8 +64,9 @@ def cli(runs, task, output: OutputFlags, boot: BootstrapFlags, cell, tolerance, 
     if quiet:
         logging.getLogger("cqtools").setLevel(logging.WARNING)
     from ..score import ScoreOptions
+    from ..score.groups import check_by
 
-    opts = ScoreOptions(task, device=device, batch_size=batch_size, on_error=on_error, by=output.by,
+    opts = ScoreOptions(task, device=device, batch_size=batch_size, on_error=on_error, by=check_by(output.by),
                         keep_questions=boot.ci or boot.paired is not None or len(runs) > 1)
     bundle = flags.pop("against", None) if task != "judge" else None  # --against: the judge's people, else a bundle
     task_opts = method_values(SCORE_TASKS, task, flags, TASK_FLAGS)  # a flag --task does not take: an error
@@ -123,6 +125,12 @@ def _score_one(runs, opts, task, task_opts, on_error, output: OutputFlags):
         if out:
             out.abort()  # after commit: nothing; after a failure or a kill: no half file is left
     summary = result.summary()
+    if summary.get("n") == 0:  # every record skipped: an error; no record at all: a warning beside the summary
+        why = "; ".join(note for note in summary.get("notes", []) if "record(s) skipped" in note)
+        if summary.get("skipped"):
+            raise InputError(f"--task {task}: no record was scored ({why}): is this {task}'s data (e.g. cq convert "
+                             f"of its data set), or another --task?")
+        click.echo(f"cq score: warning: --task {task}: the input has no record; every metric is null", err=True)
     if skipped.count:
         summary["notes"].append(f"{skipped.count} malformed line(s) skipped (--on-error skip)")
     if output.plot:

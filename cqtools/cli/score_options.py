@@ -55,7 +55,8 @@ output_options = bundle(
                  help="Also score each group of records with the same FIELD, a dotted key path into the record "
                       "(gold.type, dataset): \"groups\" has every metric per group, with --ci its interval, with "
                       "--paired its difference. A record without FIELD (or null there) is in the group \"(none)\", "
-                      "counted, never dropped."),
+                      "counted, never dropped; a string that would read as another value (\"1\" beside 1, "
+                      "\"true\", \"(none)\") is shown quoted."),
 )
 
 

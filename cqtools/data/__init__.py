@@ -21,6 +21,7 @@ import http.client
 import logging
 import os
 import posixpath
+import re
 import shutil
 import urllib.error
 import urllib.parse
@@ -168,7 +169,14 @@ def get(name: str, root: str, mirror: str | None = None, timeout: float = 60.0) 
         else:
             action = "downloaded"
             _download(ds, source_url(ds, mirror), source_path, timeout)
-        written = [source] + [f"{ds.subdir}/{f}" for f in _unpack(ds, source_path, directory)]
+        try:
+            written = [source] + [f"{ds.subdir}/{f}" for f in _unpack(ds, source_path, directory)]
+        except InputError as err:
+            if action != "downloaded":
+                raise
+            remove(source_path)  # what cq downloaded and cannot use is not kept at its final name
+            raise InputError(err.message.replace("delete it and run", "it is removed; run").replace(
+                "Delete it and run", "It is removed; run")) from None
     files = []
     for rel in dict.fromkeys([source] + written + outputs):
         path = os.path.join(root, rel)
@@ -222,19 +230,36 @@ def _check_format(ds: Dataset, path: str, keep: bool) -> None:
         raise InputError(f"{err.message} ({what}); fetch {ds.url} again") from None
 
 
+MIN_RATE = 10 << 10  # bytes a second: a download slower than this on average after --timeout seconds is stopped
+
+
 def _download(ds: Dataset, url: str, target: str, timeout: float) -> None:
+    import time
+
+    from ..outputs import remove_stale
+
     directory = os.path.dirname(target)
-    os.makedirs(directory, exist_ok=True)
     part = os.path.join(directory, f".{ds.filename}.part-{os.getpid()}")
+    try:
+        os.makedirs(directory, exist_ok=True)
+        open(part, "wb").close()
+    except OSError as err:
+        raise ResourceError(f"cannot write into {directory} ({err.strerror}); pass a writable --dir") from None
+    remove_stale(directory, rf"^\.{re.escape(ds.filename)}\.part-(\d+)$")  # a killed download's part
     log.info(f"downloading {url} to {target}")
     try:
         digest = hashlib.sha256()
         with urllib.request.urlopen(url, timeout=timeout) as response, open(part, "wb") as out:
-            received = 0
-            for chunk in iter(lambda: response.read(CHUNK), b""):
+            received, start = 0, time.monotonic()
+            read = getattr(response, "read1", response.read)  # what has arrived: a drip cannot hold one read
+            for chunk in iter(lambda: read(CHUNK), b""):
                 digest.update(chunk)
                 out.write(chunk)
                 received += len(chunk)
+                elapsed = time.monotonic() - start
+                if elapsed > timeout and received < MIN_RATE * elapsed:
+                    raise TimeoutError(f"{received} bytes in {elapsed:.0f} s, under {MIN_RATE >> 10} KiB/s on "
+                                       f"average after --timeout {timeout:g} s")
             _check_length(response.headers.get("Content-Length"), received)
     except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as err:
         remove(part)

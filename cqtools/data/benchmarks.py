@@ -16,7 +16,7 @@ from typing import Iterator
 import orjson
 
 from ..errors import InputError
-from ..jsonl import open_input
+from ..jsonl import open_input, open_peeked
 from .formats import asqa_gold
 
 log = logging.getLogger("cqtools")
@@ -47,10 +47,8 @@ class Unused:
 def entries(path: str, what: str) -> Iterator[tuple[str, object]]:
     """(where, item) for each entry of a JSON list ("PATH entry N") or a JSONL file ("PATH line N"; a file
     whose first character is not ``[``)."""
-    with open_input(path) as fh:
-        head = fh.read(1 << 16).lstrip()
-    with open_input(path) as fh:
-        if head.startswith(b"["):
+    with open_peeked(path) as (head, fh):
+        if head.lstrip().startswith(b"["):
             try:
                 data = orjson.loads(fh.read())
             except orjson.JSONDecodeError as err:

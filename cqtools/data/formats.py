@@ -18,6 +18,21 @@ from ..records import gold_from_annotations
 _AMBIGNQ_EXTRA = ("nq_answer", "nq_doc_title", "viewed_doc_titles", "used_queries")
 
 
+def corpus_file(path: str) -> None:
+    """Refuse a --corpus that is not a regular file, naming what it is: cq index and cq encode read a corpus more
+    than once (its size, BM25 and the dense pass), which a pipe or FIFO (``<(zcat x)``) cannot give."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        raise ResourceError(f"corpus {path} not found; pass a JSONL or DPR .tsv file of passages") from None
+    if not stat.S_ISREG(mode):
+        what = "a pipe or FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else "not a file"
+        raise ResourceError(f"corpus {path} is {what}: the corpus is read more than once, so write it to a file "
+                            f"first (e.g. zcat x.gz > passages.jsonl; a .gz file is read as it is)")
+
+
 def _open_check(path: str) -> None:
     if not os.path.exists(path):
         raise ResourceError(f"file not found: {path}")

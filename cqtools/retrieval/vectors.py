@@ -15,7 +15,9 @@ and last MiB; not its path, which other machines may mount elsewhere), the encod
 or not, DPR's question encoder), the chunk size, I and N, the chunks done, whether the shard finished (then the
 corpus' passage and chunk counts), and the cqtools version. Many shards share one directory, the natural use on a
 cluster; a shard run with other settings than the manifests already there is refused. ``vectors.I-of-N.lock`` is the
-shard's flock: one `cq encode` writes a shard at a time.
+shard's flock: one `cq encode` writes a shard at a time. The manifest also holds each chunk's ``sha256`` (of its
+vectors' float32 bytes, row by row), checked when `cq index --dense --vectors` reads the chunk: vector data copied
+or swapped under intact ids is refused, not indexed.
 """
 from __future__ import annotations
 
@@ -96,6 +98,13 @@ def read_chunk(vectors_dir: str, c: int, dim: int):
     return ids, vectors
 
 
+def vector_sum(vectors) -> str:
+    """The sha256 of ``vectors``' float32 bytes in row order (a chunk's checksum in its shard's manifest)."""
+    import numpy as np
+
+    return hashlib.sha256(np.ascontiguousarray(vectors, dtype=np.float32).data).hexdigest()
+
+
 def _write_json(path: str, data: dict) -> None:
     """``data`` as ``path``, replaced whole (outputs.AtomicFile: a temp file beside it, renamed when written)."""
     from ..outputs import AtomicFile
@@ -165,13 +174,14 @@ def encode_shard(corpus: str, vectors_dir: str, shard: tuple[int, int], encoder,
             "chunk": chunk, "shards": total, "shard": index}
     _refuse_others(vectors_dir, mine)
     lock = _lock(vectors_dir, name)
+    recorded = read_manifests(vectors_dir).get((index, total), {}).get("sha256", {})
     try:
         for stale in os.listdir(vectors_dir):  # a killed run's half-written files of this shard
             m = TMP.match(stale)
             if m and int(m.group(1)) % total == index:
                 os.remove(os.path.join(vectors_dir, stale))
-        done, passages, chunks, encoded = [], 0, 0, 0
-        manifest = {**mine, "chunks_done": done, "complete": False, "passages": None, "chunks": None,
+        done, sums, passages, chunks, encoded = [], {}, 0, 0, 0
+        manifest = {**mine, "chunks_done": done, "sha256": sums, "complete": False, "passages": None, "chunks": None,
                     "cqtools": __version__}
         _write_json(os.path.join(vectors_dir, name), manifest)
         start = time.perf_counter()
@@ -180,8 +190,10 @@ def encode_shard(corpus: str, vectors_dir: str, shard: tuple[int, int], encoder,
                 passages, chunks = passages + len(group), c + 1
                 if c % total != index:
                     continue
-                if not _finished(vectors_dir, c, group, encoder.info["dim"]):
-                    _write_chunk(vectors_dir, c, group, encoder.encode_chunk(group, batch_size, not bar.disable))
+                sums[str(c)] = _finished(vectors_dir, c, group, encoder.info["dim"], recorded.get(str(c)))
+                if sums[str(c)] is None:
+                    sums[str(c)] = _write_chunk(vectors_dir, c, group,
+                                                encoder.encode_chunk(group, batch_size, not bar.disable))
                     encoded += len(group)
                     bar.update(len(group))
                     if bar.disable:
@@ -207,20 +219,25 @@ def _refuse_others(vectors_dir: str, mine: dict) -> None:
                                 f"same settings as they were made with")
 
 
-def _finished(vectors_dir: str, c: int, group: list[dict], dim: int) -> bool:
-    """Whether chunk c is on disk, whole, with these passages' ids (a damaged one is encoded again)."""
+def _finished(vectors_dir: str, c: int, group: list[dict], dim: int, recorded: str | None) -> str | None:
+    """The checksum of chunk c when it is on disk, whole, with these passages' ids and the vectors its manifest
+    recorded (if it did), else None: a damaged one is encoded again."""
     if not os.path.exists(chunk_path(vectors_dir, c, "npy")):
-        return False
+        return None
     found = read_chunk(vectors_dir, c, dim)
-    if isinstance(found, str) or found[0] != [str(p["id"]) for p in group]:
-        log.warning("encode: chunk %d in %s is %s; encoding it again", c, vectors_dir,
-                    found if isinstance(found, str) else "of other passages")
-        return False
-    return True
+    why = found if isinstance(found, str) else "of other passages" if found[0] != [str(p["id"]) for p in group] \
+        else None
+    total = None if why else vector_sum(found[1])
+    if recorded and total and total != recorded:
+        why = "not the vectors its manifest recorded (sha256)"
+    if why:
+        log.warning("encode: chunk %d in %s is %s; encoding it again", c, vectors_dir, why)
+        return None
+    return total
 
 
-def _write_chunk(vectors_dir: str, c: int, group: list[dict], vectors) -> None:
-    """Chunk c's ids and vectors, each to a temporary name, then renamed: the .npy last."""
+def _write_chunk(vectors_dir: str, c: int, group: list[dict], vectors) -> str:
+    """Chunk c's ids and vectors, each to a temporary name, then renamed: the .npy last; returns their checksum."""
     import numpy as np
 
     tmp = {ext: os.path.join(vectors_dir, f".chunk-{c:06d}.{ext}.tmp-{os.getpid()}") for ext in ("ids", "npy")}
@@ -234,6 +251,7 @@ def _write_chunk(vectors_dir: str, c: int, group: list[dict], vectors) -> None:
         os.fsync(fh.fileno())
     os.replace(tmp["ids"], chunk_path(vectors_dir, c, "ids"))
     os.replace(tmp["npy"], chunk_path(vectors_dir, c, "npy"))
+    return vector_sum(vectors)
 
 
 def _same_model(given: str, recorded: str | None) -> bool:
@@ -280,6 +298,7 @@ class VectorSet:
                                 f"chunks, passages): the corpus changed while they ran; encode it again into a new "
                                 f"directory")
         self.count = counts.pop()[0]
+        self.sums = {int(c): total for m in manifests.values() for c, total in (m.get("sha256") or {}).items()}
         self._check_files()
 
     def rerun(self, shard: int) -> str:
@@ -345,5 +364,13 @@ class VectorSet:
         """The vectors, chunk by chunk in corpus order (float32 arrays), read from the files at each call."""
         import numpy as np
 
+        if len(self.sums) < self.count:
+            log.warning("index: %d of the %d chunks in %s have no checksum (encoded by an older cq encode): their "
+                        "vectors are not checked", self.count - len(self.sums), self.count, self.dir)
         for c in range(self.count):
-            yield np.ascontiguousarray(self._read(c)[1])
+            vectors = np.ascontiguousarray(self._read(c)[1])
+            if c in self.sums and vector_sum(vectors) != self.sums[c]:
+                raise ResourceError(f"{chunk_path(self.dir, c, 'npy')} holds other vectors than `cq encode` wrote "
+                                    f"there (its sha256 differs from the manifest's: copied or swapped?); rerun "
+                                    f"`{self.rerun(c % self.shards)}` (it encodes such chunks again)")
+            yield vectors

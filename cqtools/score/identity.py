@@ -44,7 +44,9 @@ def _used(task) -> dict:
         used["bertscore_used"] = scorer.describe() if scorer is not None and getattr(scorer, "layers", None) else None
     if hasattr(task, "split_sentences"):
         name = getattr(task.split_sentences, "__qualname__", str(task.split_sentences))
-        used["sentence_splitter"] = ("nltk.sent_tokenize (punkt)" if name == "sent_tokenize"
+        used["sentence_splitter"] = ("nltk.sent_tokenize (punkt)" if name == "sent_tokenize" else
+                                     "NLTK Punkt, " + task.split_sentences.cq_splitter
+                                     if hasattr(task.split_sentences, "cq_splitter")
                                      else "NLTK untrained Punkt (punkt data not installed)")
     if hasattr(task, "reader"):
         used["reader_used"] = _reader(task.reader)

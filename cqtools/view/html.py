@@ -36,7 +36,22 @@ def number(value, digits: int = 3) -> str:
 
 
 def yes_no(value) -> str:
-    return {True: "yes", False: "no"}.get(value, '<span class="muted">-</span>')
+    """yes/no for a bool, - for none, anything else (a list, a dict, a number) as its JSON text."""
+    if value is None or isinstance(value, bool):
+        return {True: "yes", False: "no"}.get(value, '<span class="muted">-</span>')
+    return odd(value)
+
+
+def odd(value) -> str:
+    """A value of an unexpected type, shown as its JSON text (escaped), marked as such."""
+    import orjson
+
+    try:
+        text = orjson.dumps(value).decode()
+    except TypeError:
+        text = repr(value)
+    return f'<code title="not the expected type">{esc(text)}</code>'
+
 
 
 def options(name: str, choices, selected: str, labels: dict | None = None) -> str:

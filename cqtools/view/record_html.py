@@ -4,11 +4,19 @@ came from, predicted and gold DQs and answers, and what the record adds to each 
 from __future__ import annotations
 
 from ..chat.session import evidence
-from .html import esc, number, table, yes_no
+from .html import esc, number, odd, table, yes_no
+
+
+def _items(value) -> list:
+    """``value`` when a list, else none (a page shows a value of another shape as text elsewhere)."""
+    return value if isinstance(value, list) else []
 
 
 def passages_html(record: dict) -> str:
-    hits = [p for p in record.get("passages") or [] if isinstance(p, dict)]
+    given = record.get("passages")
+    if given is not None and not isinstance(given, list):
+        return f'<p class="muted">passages is not a list:</p> {odd(given)}'
+    hits = [p for p in given or [] if isinstance(p, dict)]
     if not hits:
         return '<p class="muted">no passages</p>'
     reranked = any("rerank_score" in p for p in hits)
@@ -82,14 +90,14 @@ def answers_html(record: dict) -> str:
 def dqs_html(record: dict) -> str:
     gold = record.get("gold") if isinstance(record.get("gold"), dict) else {}
     parts = []
-    dqs = [d for d in record.get("dqs") or [] if isinstance(d, dict)]
+    dqs = [d for d in _items(record.get("dqs")) if isinstance(d, dict)]
     if dqs:
         parts.append("<h3>predicted DQs</h3>" + table(["question", "answer"], [
             [esc(d.get("question")), esc(d.get("answer"))] for d in dqs]))
-    gold_dqs = [d for d in gold.get("dqs") or [] if isinstance(d, dict)]
+    gold_dqs = [d for d in _items(gold.get("dqs")) if isinstance(d, dict)]
     if gold_dqs:
         parts.append("<h3>gold DQs</h3>" + table(["question", "answers"], [
-            [esc(d.get("question")), esc(" / ".join(map(str, d.get("answers") or [])))] for d in gold_dqs]))
+            [esc(d.get("question")), esc(" / ".join(map(str, _items(d.get("answers")))))] for d in gold_dqs]))
     elif isinstance(gold.get("answers"), list):
         shown = ["; ".join(map(str, a)) if isinstance(a, list) else str(a) for a in gold["answers"]]
         parts.append("<h3>gold answers</h3><ul>" + "".join(f"<li>{esc(s)}</li>" for s in shown) + "</ul>")

@@ -12,6 +12,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
+from ..errors import InputError
 from . import pages, study_html
 from .html import esc, layout
 from .index import RunIndex
@@ -83,12 +84,21 @@ class Handler(BaseHTTPRequestHandler):
         if not self.host_ok():
             return self.fail(421, "this viewer answers only requests for localhost")
         parts = urlsplit(self.path)
-        params = one(parse_qs(parts.query, max_num_fields=20))
+        try:
+            params = one(parse_qs(parts.query, max_num_fields=20))
+        except ValueError:
+            return self.fail(400, "a page takes at most 20 query fields")
         try:
             body = self.route(parts.path, params)
+        except InputError as err:  # the judgements file changed under the study (another study's, a bad line)
+            return self.fail(500, str(err))
         except (OSError, ValueError) as err:  # orjson's JSONDecodeError is a ValueError
             return self.fail(500, f"cannot read the run ({err}): it changed since cq view indexed it; start cq "
                                   "view again")
+        except Exception as err:  # a value of a shape no page expected: a page saying so, not a dropped connection
+            log.warning("view: %s: %s: %s", parts.path, type(err).__name__, err)
+            return self.fail(500, f"cannot show this page: a record holds a value of an unexpected shape "
+                                  f"({type(err).__name__}: {err})")
         if body is None:
             return self.fail(404, "no such page")
         self.send_page(200, body)
@@ -142,7 +152,11 @@ class Handler(BaseHTTPRequestHandler):
             record = self.viewer.study.judgement(form)
         except (UnicodeDecodeError, ValueError) as err:  # Rejected is a ValueError, as parse_qs's are
             return self.fail(400, f"not a judgement of this study: {err}")
-        if not self.viewer.study.log.append(record):
+        try:
+            appended = self.viewer.study.log.append(record)
+        except InputError as err:
+            return self.fail(500, f"the judgement was not kept: {err}")
+        if not appended:
             onward = f"/study?annotator={_quote(record['annotator'])}"
             body = layout("409 Conflict", f"<p>{esc(record['annotator'])} already judged this item; it is kept as "
                                           f'it was. <a href="{esc(onward)}">Continue</a></p>')

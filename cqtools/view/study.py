@@ -12,6 +12,7 @@ import hashlib
 import os
 import random
 import re
+import stat
 import time
 from dataclasses import dataclass, field
 
@@ -75,11 +76,10 @@ class Study:
         if not self.items:
             raise InputError(f"--study {self.kind}: no record of the run fits it ({self._needs()})")
         self.item_set = set(self.items)
-        self.log = JudgementLog(self.log_path)
-        other = self.log.kinds - {self.kind}
-        if other:
-            raise InputError(f"--judgements {self.log_path} holds judgements of another study "
-                             f"({', '.join(sorted(map(str, other)))}); pass a file of its own for --study {self.kind}")
+        for run in self.runs:
+            if os.path.exists(self.log_path) and os.path.samefile(run.path, self.log_path):
+                raise InputError(f"--judgements {self.log_path} is the run {run.name} itself; pass a file of its own")
+        self.log = JudgementLog(self.log_path, self.kind)
 
     def _needs(self) -> str:
         return {"askcq-preference": "a record needs a 'cq' and predicted or gold DQs",
@@ -141,14 +141,28 @@ class Study:
 class JudgementLog:
     """The study's JSONL file: one line per judgement, appended under an exclusive lock (``flock``) in
     one write and fsynced before the page answers, so two annotators, two servers or a reload never
-    lose or duplicate one; an (annotator, item) already there is refused. A line a crash left torn
-    (no newline; never acknowledged) is cut off before the next append."""
+    lose or duplicate one; an (annotator, item) already there is refused, and so is a judgement of
+    another study than the file already holds (checked on every append, not only at start). Nothing
+    that cq did not write is ever cut: a last line without its newline is kept (a whole judgement is
+    read and the next one starts on a line of its own; anything else is refused, to be fixed by hand);
+    only an append of ours that failed half-way is taken back. Only a regular file is accepted (not
+    /dev/null, a FIFO or a device: each would acknowledge judgements it does not keep, or hang)."""
 
-    def __init__(self, path: str):
-        self.path = path
+    def __init__(self, path: str, study: str | None = None):
+        self.path, self.study = path, study
         self.seen: set[tuple[str, str]] = set()
         self.kinds: set = set()  # the studies its judgements are of
         self.read_to = self.lines = 0
+        self.open_line = False  # the file ends in a whole judgement without its newline
+        try:
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:
+            mode = None
+        except OSError as err:
+            raise InputError(f"--judgements {path}: cannot read it ({err.strerror}); pass a writable path") from None
+        if mode is not None and not stat.S_ISREG(mode):
+            raise InputError(f"--judgements {path} is not a regular file (a device, FIFO or directory keeps no "
+                             "judgements); pass the path of a file")
         try:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
             with open(path, "ab"):
@@ -164,26 +178,33 @@ class JudgementLog:
         return fh
 
     def _catch_up(self, fh) -> None:
-        """Read the lines appended since last time (by this process or another); cut a torn end."""
+        """Read the lines appended since last time (by this process or another)."""
         fh.seek(self.read_to)
         data = fh.read()
         whole = data.rfind(b"\n") + 1
-        if whole < len(data):
-            fh.truncate(self.read_to + whole)
+        tail = data[whole:]
+        if tail.strip():
+            if not isinstance(_judgement(tail), dict):
+                raise InputError("the last line has no newline and is not a judgement (a write torn by a crash, "
+                                 "or an edit): fix or remove it by hand, or pass another --judgements",
+                                 where=f"{self.path} line {self.lines + len(data[:whole].splitlines()) + 1}")
+            whole = len(data)
+        self.open_line = bool(tail.strip()) or (self.open_line and not data)
         for line in data[:whole].splitlines():
             self.lines += 1
             if not line.strip():
                 continue
-            try:
-                record = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                record = None
+            record = _judgement(line)
             if not isinstance(record, dict):
                 raise InputError("not a judgement (a JSON object); fix or remove that line, or pass another "
                                  "--judgements", where=f"{self.path} line {self.lines}")
             self.seen.add((record.get("annotator"), record.get("item")))
             self.kinds.add(record.get("study"))
         self.read_to += whole
+        other = self.kinds - {self.study} if self.study else set()
+        if other:
+            raise InputError(f"--judgements {self.path} holds judgements of another study "
+                             f"({', '.join(sorted(map(str, other)))}); pass a file of its own for --study {self.study}")
 
     def judged(self, annotator: str) -> set[str]:
         with self._locked() as fh:
@@ -191,19 +212,34 @@ class JudgementLog:
         return {item for name, item in self.seen if name == annotator}
 
     def append(self, record: dict) -> bool:
-        """Write ``record``; False (nothing written) when its annotator already judged its item."""
+        """Write ``record``; False (nothing written) when its annotator already judged its item. An
+        :class:`InputError` when the file now holds another study's judgements or cannot be written
+        (then nothing of ``record`` is left in it)."""
         key = (record["annotator"], record["item"])
         with self._locked() as fh:
             self._catch_up(fh)
             if key in self.seen:
                 return False
-            line = orjson.dumps(record) + b"\n"
-            fh.seek(0, os.SEEK_END)
-            fh.write(line)
-            fh.flush()
-            os.fsync(fh.fileno())
+            line = (b"\n" if self.open_line else b"") + orjson.dumps(record) + b"\n"
+            end = fh.seek(0, os.SEEK_END)
+            try:
+                fh.write(line)
+                fh.flush()
+                os.fsync(fh.fileno())
+            except OSError as err:
+                fh.truncate(end)  # only the bytes this call wrote
+                raise InputError(f"--judgements {self.path}: cannot write the judgement ({err.strerror}); nothing "
+                                 "of it was kept, the earlier ones are intact") from None
+            self.open_line = False
             self.seen.add(key)
             self.kinds.add(record.get("study"))
-            self.read_to += len(line)
+            self.read_to = end + len(line)
             self.lines += 1
         return True
+
+
+def _judgement(line: bytes):
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
