@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from cqtools.cli import cli
-from cqtools.score.base import NO_VALUE, group_of
+from cqtools.score.groups import NO_VALUE, group_of
 
 from .test_score_ci import fixture_records
 
