@@ -139,3 +139,6 @@ def test_unseen_records_are_never_trained_on(tmp_path):
                                                   unseen=str(unseen)))
     assert [r["id"] for r in kept] == [r["id"] for r in RECORDS[3:]]
     assert [r["id"] for r in held] == ["r0"] and [r["id"] for r in hidden] == ["r0", "r1", "new-id"]
+    dev.write_text(jsonl(RECORDS[:2]))  # --dev-limit shortens validation, never what is kept out of training
+    kept, held, _ = _split(ReaderTrainConfig(train=str(train), model="x", out="y", dev=str(dev), dev_limit=1))
+    assert [r["id"] for r in held] == ["r0"] and [r["id"] for r in kept] == [r["id"] for r in RECORDS[2:]]

@@ -240,8 +240,8 @@ def _split(cfg: ReaderTrainConfig) -> tuple[list[dict], list[dict], list[dict]]:
         train, dev = split_holdout(train, cfg.holdout, cfg.seed)
     else:
         dev = load_records(cfg.dev, None)
+    hidden = dev + (load_records(cfg.unseen, None) if cfg.unseen else [])  # all of --dev, whatever --dev-limit
     dev = dev[:cfg.dev_limit] if cfg.dev_limit else dev
-    hidden = dev + (load_records(cfg.unseen, None) if cfg.unseen else [])
     held_ids = {r.get("id") for r in hidden}
     held_questions = {r["question"].strip().lower() for r in hidden}
 
