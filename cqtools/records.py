@@ -150,16 +150,19 @@ def answer_confidence(answer: dict) -> str:
 
     - ``guess``: no passage span (the generative reader's text picked by likelihood after an unusable
       generation, grounding ``score``, or kept ungrounded, ``none``), or an extractive span its reader scores
-      under "no answer here" (score < 0) read from any passage the question found;
-    - ``low``: such a low-scored span read from the passages its option stands for (``option_passage``, from
-      ``cq answer --mode cq`` over a pred-answers CQ): the reading's own passage holds it, the reader is unsure;
+      under "no answer here" (score < 0) read from a passage below the first;
+    - ``low``: such a low-scored span read from the passage ranked first for its question (``passage_rank`` 0:
+      the reranker's first, or ``selected`` by the reader's selection head) or from the passages its option
+      stands for (``option_passage``, from ``cq answer --mode cq`` over a pred-answers CQ): a passage the
+      question was matched to holds it, the reader is unsure;
     - ``sure``: otherwise (an answer saying nothing of its grounding or score counts as sure)."""
     if answer.get("grounding", "exact") not in ("exact", "span"):
         return GUESS
     score = answer.get("score")
     if not isinstance(score, (int, float)) or score >= 0:
         return SURE
-    return LOW if answer.get("option_passage") else GUESS
+    first = answer.get("passage_rank") == 0 or answer.get("selected") is True
+    return LOW if first or answer.get("option_passage") else GUESS
 
 
 # --- gold ----------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from .show_tree import tree_lines
 
 # What `cq show` adds after an answer that is a guess (cqtools.records.answer_confidence; nothing after a sure one).
 GUESS_NOTES = {GUESS: "  (a guess: no passage clearly answers it)",
-               LOW: "  (a guess: read from the option's own passage, with low reader confidence)"}
+               LOW: "  (low reader confidence: read from its question's first passage)"}
 
 
 @dataclass(frozen=True)

@@ -99,11 +99,12 @@ def test_dq_questions_teach_each_reading_its_own_span_and_the_other_passage_as_n
     tok = AutoTokenizer.from_pretrained(tiny_qa)
     cfg = ReaderTrainConfig(train="x", model="x", out="y", positives=2, negatives=1)
     plain, counts = examples_of([GEORGIA], tok, cfg)
-    assert len(plain) == 2 and counts["positive"] == 2 and "dq_questions" not in counts
+    assert [len(group) for group in plain] == [2] and counts["positive"] == 2 and "dq_questions" not in counts
     cfg.dq_questions = True
-    examples, counts = examples_of([GEORGIA], tok, cfg)
+    groups, counts = examples_of([GEORGIA], tok, cfg)  # one group per training question: positives, negatives
     assert counts == {"questions": 1, "questions_used": 1, "without_passages": 0, "positive": 4, "negative": 2,
-                      "dq_questions": 2, "dq_questions_used": 2}
+                      "dq_questions": 2, "dq_questions_used": 2, "held_out_answers_skipped": 0}
+    examples = [example for group in groups for example in group]
 
     def target(example):  # the text a training example points at ("" for [CLS], "no answer")
         features, (start, end) = example
@@ -179,7 +180,7 @@ def test_holdout_is_by_question_id_and_drops_held_questions_from_more_train(tmp_
     train.write_text(jsonl(RECORDS))
     more = tmp_path / "m.jsonl"
     more.write_text(jsonl(RECORDS))  # the same questions again: held-out ones must not come back
-    kept, held = _split(ReaderTrainConfig(train=str(train), model="x", out="y", holdout=3, more_train=(str(more),)))
+    kept, held, _ = _split(ReaderTrainConfig(train=str(train), model="x", out="y", holdout=3, more_train=(str(more),)))
     held_ids = {r["id"] for r in held}
     assert len(held) == 3 and not held_ids & {r["id"] for r in kept}
     assert len(kept) == 2 * (len(RECORDS) - 3)
@@ -192,7 +193,7 @@ def test_dev_records_are_never_trained_on_even_inside_train(tmp_path):
     train.write_text(jsonl(RECORDS))
     dev = tmp_path / "d.jsonl"
     dev.write_text(jsonl([RECORDS[0], {**RECORDS[1], "id": "other-id"}]))  # same id; same question, new id
-    kept, held = _split(ReaderTrainConfig(train=str(train), model="x", out="y", dev=str(dev)))
+    kept, held, _ = _split(ReaderTrainConfig(train=str(train), model="x", out="y", dev=str(dev)))
     assert [r["id"] for r in held] == ["r0", "other-id"]
     assert [r["id"] for r in kept] == [r["id"] for r in RECORDS[2:]]
 

@@ -224,12 +224,13 @@ def render_cq(record: dict, options: list[str]) -> list[str]:
 
 
 NO_ANSWER = "no passage answers this"
-LOW_NOTE = "low reader confidence; read from this option's own passage"
+LOW_NOTE = "low reader confidence; read from its question's first passage"
 
 
 def grounded(answer: dict) -> bool:
     """Whether a passage holds the reader's answer (:func:`cqtools.records.answer_confidence` is not
-    ``guess``): a span the reader scores over "no answer here", or one read from its option's own passage."""
+    ``guess``): a span the reader scores over "no answer here", or one read from its question's first passage
+    or its option's own passage."""
     return answer_confidence(answer) != GUESS
 
 

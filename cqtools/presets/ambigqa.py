@@ -202,8 +202,9 @@ DISAMBIG_FIRST = Preset(
                 "meta.passages_read.answer counts them per DQ", setting="passages read per DQ", applies=LAYOUT),
         Setting("answer", "span_order", "rank", "§5 (Karpukhin et al. 2020 predicts 'an answer span from the top 1 "
                 "passage'): DPR's reader ranks the passages by its own selection score, then reads the best span "
-                "of the first", "cq's span reader has no selection head, and its span scores do not compare across "
-                "passages: the best span over all of them (span_order score) lost F1_ans -10.9 [-22.6, 2.1] and "
+                "of the first", "the shipped span reader has no selection head (`cq train reader --selection-head` "
+                "trains one, and --span-order select then answers from the passage it selects), and its span "
+                "scores do not compare across passages: the best span over all of them (span_order score) lost F1_ans -10.9 [-22.6, 2.1] and "
                 "F1_ans_multi -12.7 [-23.0, -3.2] against this on 30 held-out covered AmbigNQ dev questions' gold "
                 "DQs (BM25 10, docs/benchmarks/disambig-first.md). So the cross-encoder, which scores all of the "
                 "DQ's passages, stands in for the selection head: the best span of the passage it ranks first",

@@ -38,11 +38,14 @@ from ..errors import InputError, ResourceError
 from ..models.load import set_seed
 from ..models.roles import ENCODER
 from ..records import GOLD, PASSAGES
-from ..stages.answer.extractive import ExtractiveOptions, ExtractiveReader, context_of
+from ..stages.answer.extractive import (ExtractiveOptions, ExtractiveReader, attach_head, context_of,
+                                        save_head)
 from ..registry import option
 from .best import BestOnDev, eval_steps, every_of
 from .settings import BATCH_HELP
-from .loop import TrainConfig, decoded_batch, load_records, peak_rss_mb, split_holdout, start, total_steps, train_loop, write_report
+from .span_selection import held_answers, loss_function
+from .loop import (TrainConfig, decoded_batch, load_records, peak_rss_mb, split_holdout, start, total_steps, train_loop,
+                   write_report)
 
 log = logging.getLogger("cqtools")
 
@@ -86,6 +89,13 @@ class ReaderTrainConfig(TrainConfig):
                                "span).", min=1)
     negatives: int = option(1, "Top passages holding no answer trained per question (target: [CLS], \"no "
                                "answer\").", min=0)
+    unseen: str | None = option(None, "Records (cq retrieve output) never trained on, as --dev's are: their ids and "
+                                      "questions are dropped from training, and no training span is one of their "
+                                      "gold answers in one of their own top --passages passages.", metavar="FILE")
+    selection_head: bool = option(False, "Also learn a passage-selection head (DPR's reader): a score per passage "
+                                          "from [CLS], trained so a passage holding the answer outscores the "
+                                          "question's others; cq answer --span-order select reads by it.",
+                                  flag="--selection-head/--no-selection-head")
     dq_questions: bool = option(False, "Also train each disambiguated question of a record's multipleQAs "
                                        "annotations as its own question, over the same passages, with only its own "
                                        "answers.", flag="--dq-questions/--no-dq-questions")
@@ -167,23 +177,33 @@ def training_questions(record: dict, dq_questions: bool) -> list[tuple[str, list
     return out
 
 
-def examples_of(records: list[dict], tokenizer, cfg: ReaderTrainConfig) -> tuple[list[tuple], dict]:
-    """The training examples (features, (start, end)) of ``records`` and counts for the report."""
-    out: list[tuple] = []
-    counts = {"questions": len(records), "questions_used": 0, "without_passages": 0, "positive": 0, "negative": 0}
+def examples_of(records: list[dict], tokenizer, cfg: ReaderTrainConfig,
+                blocked: dict[str, set[str]] | None = None) -> tuple[list[list[tuple]], dict]:
+    """The training groups of ``records``, one per training question: its positive examples (features,
+    (start, end)) then its negatives, and counts for the report. A positive span that ``blocked`` (passage id
+    -> normalised answers of held-out records, :func:`held_answers`) names for its passage is left out."""
+    from ..metrics.normalize import normalize_answer
+
+    blocked = blocked or {}
+    out: list[list[tuple]] = []
+    counts = {"questions": len(records), "questions_used": 0, "without_passages": 0, "positive": 0, "negative": 0,
+              "held_out_answers_skipped": 0}
     if cfg.dq_questions:
         counts.update(dq_questions=0, dq_questions_used=0)
     for record in records:
-        passages = record.get(PASSAGES) or []
+        passages = (record.get(PASSAGES) or [])[:cfg.passages]
         if not passages:
             counts["without_passages"] += 1
             continue
-        contexts = [context_of(p) for p in passages[:cfg.passages]]
+        contexts = [context_of(p) for p in passages]
         for n, (question, aliases) in enumerate(training_questions(record, cfg.dq_questions)):
             pos, neg = [], []
-            for context in contexts:
+            for passage, context in zip(passages, contexts):
                 span = find_answer(aliases, context)
-                if span is not None and len(pos) < cfg.positives:
+                if span is not None and normalize_answer(context[span[0]:span[1]]) in blocked.get(
+                        str(passage.get("id")), ()):
+                    counts["held_out_answers_skipped"] += 1
+                elif span is not None and len(pos) < cfg.positives:
                     example = encode_example(tokenizer, question, context, span, cfg.max_length)
                     if example is not None:
                         pos.append(example)
@@ -195,7 +215,7 @@ def examples_of(records: list[dict], tokenizer, cfg: ReaderTrainConfig) -> tuple
                 counts["dq_questions_used" if n else "questions_used"] += 1
                 counts["positive"] += len(pos)
                 counts["negative"] += len(neg)
-                out += pos + neg
+                out.append(pos + neg)
     return out, counts
 
 
@@ -224,7 +244,8 @@ def validation_scores(reader: ExtractiveReader, records: list[dict], n_passages:
 
 # --- training ----------------------------------------------------------------------------------------
 
-def _split(cfg: ReaderTrainConfig) -> tuple[list[dict], list[dict]]:
+def _split(cfg: ReaderTrainConfig) -> tuple[list[dict], list[dict], list[dict]]:
+    """(training records, validation records, every record never trained on: validation + --unseen)."""
     if (cfg.dev is None) == (cfg.holdout is None):
         raise InputError("train reader needs either --dev FILE or --holdout N (records held out of --train) "
                          "to report on, not both")
@@ -233,9 +254,10 @@ def _split(cfg: ReaderTrainConfig) -> tuple[list[dict], list[dict]]:
         train, dev = split_holdout(train, cfg.holdout, cfg.seed)
     else:
         dev = load_records(cfg.dev, None)
+    hidden = dev + (load_records(cfg.unseen, None) if cfg.unseen else [])  # all of --dev, whatever --dev-limit
     dev = dev[:cfg.dev_limit] if cfg.dev_limit else dev
-    held_ids = {r.get("id") for r in dev}
-    held_questions = {r["question"].strip().lower() for r in dev}
+    held_ids = {r.get("id") for r in hidden}
+    held_questions = {r["question"].strip().lower() for r in hidden}
 
     def unseen(records: list[dict]) -> list[dict]:  # --dev records are never trained on, whichever file holds them
         return [r for r in records if r.get("id") not in held_ids and r["question"].strip().lower() not in held_questions]
@@ -243,12 +265,12 @@ def _split(cfg: ReaderTrainConfig) -> tuple[list[dict], list[dict]]:
     held = len(train)
     train = unseen(train)
     if len(train) < held:
-        log.info("train reader: %d --train records are --dev records; not trained on", held - len(train))
+        log.info("train reader: %d --train records are --dev or --unseen records; not trained on", held - len(train))
     for path in cfg.more_train:
         train += unseen(load_records(path, cfg.limit))
     if not any(r.get(PASSAGES) for r in train):
         raise InputError(f"{cfg.train}: no training record has passages; run `cq retrieve` on the records first")
-    return train, dev
+    return train, dev, hidden
 
 
 def _load(cfg: ReaderTrainConfig, device: str):
@@ -273,12 +295,15 @@ def _evaluator(cfg: ReaderTrainConfig, base_model: str, device: str, tokenizer, 
     """A function scoring ``model`` on the validation records as `cq answer`'s extractive reader reads
     them (the top ``eval_passages``), in eval mode and back to train mode after."""
     options = ExtractiveOptions(n_passages=cfg.eval_passages, max_length=cfg.max_length,
-                                max_answer_tokens=cfg.max_answer_tokens)
+                                max_answer_tokens=cfg.max_answer_tokens,
+                                order="select" if cfg.selection_head else "rank")
     info = {"model": cfg.out, "base_model": base_model, "device": device, "dtype": "float32"}
 
     def evaluate() -> dict:
         model.eval()
-        scores = validation_scores(ExtractiveReader(tokenizer, model, info, options), dev, cfg.eval_passages)
+        head = getattr(model, "cq_selection", None)
+        scores = validation_scores(ExtractiveReader(tokenizer, model, info, options, head=head), dev,
+                                   cfg.eval_passages)
         model.train()
         return scores
 
@@ -306,35 +331,35 @@ def _evaluations(cfg: ReaderTrainConfig, model, evaluate, every: int, total: int
 
 def train_reader(cfg: ReaderTrainConfig) -> dict:
     """Fine-tune the span reader; returns the report written to ``out`` (cq_train.json)."""
-    import torch
-
     set_seed(cfg.seed)
-    train, dev = _split(cfg)
+    train, dev, hidden = _split(cfg)
     run = start(cfg)
     device = run.device
     resolved, tokenizer, model = _load(cfg, device)
-    examples, counts = examples_of(train, tokenizer, cfg)
-    if not examples:
+    groups, counts = examples_of(train, tokenizer, cfg, held_answers(hidden, cfg.passages, gold_aliases))
+    if not groups:
         raise InputError("no training question has a gold answer in its passages (searched the top "
                          f"{cfg.passages}); retrieve more passages (--hits) or raise --passages")
+    if cfg.selection_head:
+        attach_head(model, device)
+        units = groups  # a batch is --batch-size questions, each with all of its passages
+    else:
+        units = [example for group in groups for example in group]
 
     per_step = cfg.grad_accum * run.accelerator.num_processes
-    total = total_steps(len(examples), cfg.batch_size, cfg.epochs, cfg.max_steps, per_step)
+    total = total_steps(len(units), cfg.batch_size, cfg.epochs, cfg.max_steps, per_step)
     evaluate = _evaluator(cfg, resolved.name, device, tokenizer, model, dev)
     log.info("train reader: %d examples (%d positive) from %d of %d questions; %d validation records; "
-             "%d steps at most, device %s", len(examples), counts["positive"], counts["questions_used"],
-             counts["questions"], len(dev), total, device)
-    def loss_of(net, idx: list[int]):
-        batch = tokenizer.pad([examples[i][0] for i in idx], return_tensors="pt").to(device)
-        starts = torch.tensor([examples[i][1][0] for i in idx], device=device)
-        ends = torch.tensor([examples[i][1][1] for i in idx], device=device)
-        return net(**batch, start_positions=starts, end_positions=ends).loss
+             "%d steps at most, device %s", counts["positive"] + counts["negative"], counts["positive"],
+             counts["questions_used"], counts["questions"], len(dev), total, device)
 
-    every = every_of(cfg.eval_every, len(examples), cfg.batch_size * per_step)
+    loss_of = loss_function(cfg.selection_head, tokenizer, model, units, device)
+    every = every_of(cfg.eval_every, len(units), cfg.batch_size * per_step)
     keeper, timing = _evaluations(cfg, model, evaluate, every, total)
-    state = train_loop(run, model, len(examples), loss_of, log_every=20, name="train reader", **timing,
-                       peek=lambda idx: decoded_batch(tokenizer, tokenizer.pad([examples[i][0] for i in idx],
-                                                                               return_tensors="pt")))
+    state = train_loop(run, model, len(units), loss_of, log_every=20, name="train reader", **timing,
+                       peek=lambda idx: decoded_batch(tokenizer, tokenizer.pad(
+                           [ex[0] for i in idx for ex in (units[i] if cfg.selection_head else [units[i]])],
+                           return_tensors="pt")))
     if not run.is_main:
         return {}
     train_seconds = state.seconds()
@@ -342,13 +367,15 @@ def train_reader(cfg: ReaderTrainConfig) -> dict:
     log.info("validation (%d records): EM %.1f F1 %.1f (answer in the top %d passages: %.1f%%)", final["records"],
              final["em"], final["f1"], cfg.eval_passages, final["answer_in_passages"])
     os.makedirs(cfg.out, exist_ok=True)
+    if cfg.selection_head:
+        save_head(model, cfg.out)
     model.save_pretrained(cfg.out)
     tokenizer.save_pretrained(cfg.out)
     report = {"task": "reader", "config": {**asdict(cfg), "more_train": list(cfg.more_train)},
               "base_model": resolved.describe(), "device": device, "processes": run.accelerator.num_processes,
               "steps": state.step, "stopped": state.stopped, **state.recipe(),
               "train_seconds": round(train_seconds, 1), "peak_rss_mb": round(peak_rss_mb()),
-              "train_records": len(train), "examples": len(examples), "supervision": counts,
+              "train_records": len(train), "examples": counts["positive"] + counts["negative"], "supervision": counts,
               **_loss_summary(state.losses), "validation": final,
               "dev_source": "holdout" if cfg.holdout is not None else "dev",
               "losses": [round(x, 4) for x in state.losses],

@@ -15,7 +15,10 @@ passages (``i <= j``, at most ``max_answer_tokens`` tokens, inside the passage),
 come (the reranker's: the passage ranked first gives the first answer, as DPR's reader answers from
 the passage it selects), then every other span by score; ``score`` takes every span by score alone
 (ties by passage rank, start), so a span of a lower passage that looks more answer-like wins.
-Distinct normalised texts. Single: the first span. Multi: the first span, then every distinct span
+``select`` (a reader trained with ``cq train reader --selection-head``) orders the passages by the
+reader's own passage-selection score instead (DPR's selection head: a linear score of each passage's
+[CLS] state, trained so the passage holding the answer outscores the question's others): the passage it
+selects gives the first answer, its spans marked ``selected``. Distinct normalised texts. Single: the first span. Multi: the first span, then every distinct span
 scoring at least ``multi_threshold``, ``max_answers`` at most.
 
 Why ``rank``: the span model is small and reads each passage alone, while the cross-encoder ranked
@@ -91,9 +94,9 @@ class ExtractiveReader:
     name = "extractive"
 
     def __init__(self, tokenizer, model, info: dict, options: ExtractiveOptions | None = None,
-                 batch_size: int | None = None, config=None):
+                 batch_size: int | None = None, config=None, head=None):
         """``config``: the run configuration it was built under (its batching and input cap; None: cq's
-        defaults, each input alone and no cap)."""
+        defaults, each input alone and no cap); ``head``: the passage-selection head (:func:`load_head`)."""
         from ...config import RunConfig
 
         config = config if config is not None else RunConfig()
@@ -101,6 +104,11 @@ class ExtractiveReader:
             raise ResourceError(f"extractive reader {info.get('model')}: needs a fast tokenizer (span offsets)")
         self.tokenizer, self.model = tokenizer, model
         self.options = options if options is not None else ExtractiveOptions()
+        if self.options.order == "select" and head is None:
+            raise ResourceError(f"extractive reader {info.get('model')}: --span-order select reads by a passage-"
+                                "selection head, and this model has none; train one with `cq train reader "
+                                "--selection-head`, or use --span-order rank")
+        self.head = head
         self.batch_size = batch_size or 32
         self.padded = config.padded_batches
         self.input_cap = config.max_input_tokens  # --max-input-tokens of the configuration that built it
@@ -131,7 +139,7 @@ class ExtractiveReader:
     # -- scoring -------------------------------------------------------------------------------
 
     def _logits(self, question: str, contexts: list[str]) -> list[tuple]:
-        """(start logits, end logits, offsets, context token range) per context."""
+        """(start logits, end logits, offsets, context token range, selection score or None) per context."""
         import torch
 
         from ...models.cutting import input_limit
@@ -148,11 +156,13 @@ class ExtractiveReader:
             offsets = enc.pop("offset_mapping").tolist()
             feed = {k: v.to(device) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
             with torch.inference_mode():
-                logits = self.model(**feed)
+                logits = self.model(**feed, output_hidden_states=self.head is not None)
+                selection = (self.head(logits.hidden_states[-1][:, 0]).squeeze(-1).float().cpu().tolist()
+                             if self.head is not None else [None] * len(chunk))
             starts, ends = logits.start_logits.float().cpu(), logits.end_logits.float().cpu()
             for row in range(len(chunk)):
                 in_context = [i for i, s in enumerate(enc.sequence_ids(row)) if s == 1]
-                out.append((starts[row], ends[row], offsets[row], in_context))
+                out.append((starts[row], ends[row], offsets[row], in_context, selection[row]))
         return out
 
     def _fitted_question(self, question: str, limit: int) -> str:
@@ -179,11 +189,12 @@ class ExtractiveReader:
         contexts = [context_of(p) for p in shown]
         asked = set(normalize_answer(question).split()) if o.skip_question_spans else None
         found = []
-        for rank, (passage, context, (s, e, offsets, idx)) in enumerate(
-                zip(shown, contexts, self._logits(question, contexts))):
+        for rank, (passage, context, read) in enumerate(zip(shown, contexts, self._logits(question, contexts))):
+            (s, e, offsets, idx), chosen = read[:4], (read[4] if len(read) > 4 else None)
             if not idx:
                 continue
             null = float(s[0] + e[0])
+            extra = {} if chosen is None else {"selection_score": round(chosen, 4)}
             # "title: text": a span lies in the title or in the text, never across the joint between them
             title_end = len(passage["title"]) if passage.get("title") else -1
             first, last = idx[0], idx[-1]
@@ -204,7 +215,7 @@ class ExtractiveReader:
                     begin += len(text) - len(text.lstrip())
                     found.append({"text": stripped, "score": round(float(s[i] + e[j]) - null, 4),
                                   "passage_id": passage.get("id"), "passage_rank": rank, "start": begin,
-                                  "end": begin + len(stripped), "grounding": "span"})
+                                  "end": begin + len(stripped), "grounding": "span", **extra})
         found.sort(key=lambda a: (-a["score"], a["passage_rank"], a["start"], a["end"]))
         return found
 
@@ -218,6 +229,8 @@ class ExtractiveReader:
             score = prior(question, o.type_prior)
             if o.order == "rank":
                 candidates = passage_order(candidates)
+            elif o.order == "select":
+                candidates = selected_order(candidates)
             keep = set(distinct_texts(a["text"] for a in candidates))
             answers, seen = [], set()
             for a in candidates:
@@ -240,6 +253,66 @@ def passage_order(spans: list[dict]) -> list[dict]:
         firsts.setdefault(span["passage_rank"], span)
     chosen = {id(span) for span in firsts.values()}
     return [firsts[rank] for rank in sorted(firsts)] + [span for span in spans if id(span) not in chosen]
+
+
+def selected_order(spans: list[dict]) -> list[dict]:
+    """``spans`` (best first) in the selection head's passage order: each passage's best span, passages by
+    selection score (ties: rank), then the rest as they were; the selected passage's spans marked
+    ``selected``."""
+    if not spans:
+        return spans
+    top = min(spans, key=lambda a: (-a["selection_score"], a["passage_rank"]))["passage_rank"]
+    spans = [{**a, "selected": True} if a["passage_rank"] == top else a for a in spans]
+    by_selection = sorted(spans, key=lambda a: (-a["selection_score"], a["passage_rank"], -a["score"]))
+    firsts: dict[int, dict] = {}
+    for span in by_selection:
+        firsts.setdefault(span["passage_rank"], span)
+    chosen = {id(span) for span in firsts.values()}
+    return list(firsts.values()) + [span for span in spans if id(span) not in chosen]
+
+
+HEAD_FILE = "selection_head.json"  # the passage-selection head beside a reader's weights (cq train reader)
+
+
+def attach_head(model, device) -> None:
+    """A fresh passage-selection head on ``model`` (``model.cq_selection``: [CLS] state -> one score), trained
+    with it."""
+    import torch
+
+    model.cq_selection = torch.nn.Linear(model.config.hidden_size, 1).to(device)
+
+
+def save_head(model, out: str) -> None:
+    """Write ``model.cq_selection`` to ``out``/selection_head.json and take it off the model (its weights file
+    stays the plain span model every loader reads)."""
+    import json
+    import os
+
+    head = model.cq_selection
+    del model.cq_selection
+    with open(os.path.join(out, HEAD_FILE), "w") as fh:
+        json.dump({"weight": [float(x) for x in head.weight.detach().cpu().reshape(-1)],
+                   "bias": float(head.bias.detach().cpu()[0])}, fh)
+        fh.write("\n")
+
+
+def load_head(path: str, device: str = "cpu"):
+    """The selection head saved in the model directory ``path`` (a torch Linear), or None without one."""
+    import json
+    import os
+
+    file = os.path.join(path, HEAD_FILE)
+    if not os.path.isfile(file):
+        return None
+    import torch
+
+    with open(file) as fh:
+        saved = json.load(fh)
+    head = torch.nn.Linear(len(saved["weight"]), 1)
+    with torch.no_grad():
+        head.weight.copy_(torch.tensor(saved["weight"]).reshape(1, -1))
+        head.bias.fill_(saved["bias"])
+    return head.to(device).eval()
 
 
 def load_extractive(model: str, config, batch_size: int | None = None, **options) -> ExtractiveReader:
@@ -265,7 +338,8 @@ def load_extractive(model: str, config, batch_size: int | None = None, **options
     if settings.get("max_passage_tokens") is not None and options.get("n_passages") is None:
         settings["n_passages"] = None  # an evidence budget and no --passages: every passage that fits
     info = {"model": resolved.name, "source": resolved.source, "device": dev, "dtype": "float32"}
-    return ExtractiveReader(tokenizer, qa_model, info, ExtractiveOptions(**settings), batch_size, config)
+    return ExtractiveReader(tokenizer, qa_model, info, ExtractiveOptions(**settings), batch_size, config,
+                            head=load_head(resolved.path, dev))
 
 
 def extractive_reader(options, config, batch_size: int | None = None) -> ExtractiveReader:

@@ -194,8 +194,10 @@ class ExtractiveReaderOptions:
     n_passages: int | None = reader_passages("top passages read per question")
     max_passage_tokens: int | None = passage_budget()
     span_order: str = option("rank", "which spans answer first: rank (each passage's best span, passages in the "
-                                     "order given, i.e. reranked; then the rest by score) or score (by span score "
-                                     "alone)", choices=("rank", "score"))
+                                     "order given, i.e. reranked; then the rest by score), select (the same, passages "
+                                     "in the order of the reader's selection head: cq train reader "
+                                     "--selection-head) or score (by span score alone)",
+                         choices=("rank", "select", "score"))
     question_spans: str = option("skip", "spans made only of the question's own words: skip or keep",
                                  choices=("skip", "keep"))
     type_prior: float = option(0.0, "answer-type prior: score taken off spans not of the kind the question asks for "

@@ -135,7 +135,7 @@ def answers_cq(record: dict, max_options: int, option_text: str, min_score: floa
                  for option in options}
     if len(options) < 2:
         return None
-    cq = canonical_cq(which("one"), options, "pred-answers")
+    cq = canonical_cq(which("one"), options, "pred-answers", whole=True)
     cq["options_from"] = source
     cq["answers"] = [a["text"] for a in answers]
     cq["answers_from"] = "reader" if record.get(READ_HERE) else "record"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ...metrics.cq import parse_cq
+from ...metrics.cq import QUOTES, SEPARATORS, parse_cq
 from ...metrics.normalize import normalize_answer
 
 INVALID = "invalid form"
@@ -26,11 +26,21 @@ def which(category: str) -> str:
 FORMS = ("or", "comma")  # two options as "A or B" (cq's default) or "A, or B" (AskCQ's: its parser splits at ", or")
 
 
-def format_cq(head: str, options: list[str], form: str = "or") -> str:
+def quoted(option: str) -> str:
+    """``option`` as one option of a CQ's text: in quotes when it holds a separator the parser splits at
+    (a title "Hello, Goodbye" is one option, never "Hello" and "Goodbye"), curly ones when it holds a
+    straight double quote; otherwise as it is."""
+    if not any(sep in option for sep in SEPARATORS) or option[:1] in QUOTES:
+        return option
+    return f"\u201c{option}\u201d" if '"' in option else f'"{option}"'
+
+
+def format_cq(head: str, options: list[str], form: str = "or", whole: bool = False) -> str:
     """``Which film: A, B, or C?`` / ``Which film: A or B?`` / ``Which film: A?`` for head "Which film";
     ``form="comma"`` writes two options as ``A, or B`` (the AskCQ form: its scorer's parser reads
-    "A or B" as one option)."""
-    options = [o for o in (opt.strip() for opt in options) if o]
+    "A or B" as one option). ``whole``: each option is one reading (a title, an answer), quoted when it
+    holds a separator (:func:`quoted`)."""
+    options = [quoted(o) if whole else o for o in (opt.strip() for opt in options) if o]
     if len(options) <= 1:
         body = options[0] if options else ""
     elif len(options) == 2:
@@ -63,18 +73,20 @@ def distinct(options: list[str]) -> tuple[list[str], list[str]]:
     return kept, repeated
 
 
-def canonical_cq(head: str, options: list[str], method: str, dropped: dict | None = None, **extra) -> dict:
+def canonical_cq(head: str, options: list[str], method: str, dropped: dict | None = None, whole: bool = False,
+                 **extra) -> dict:
     """A CQ in the canonical form, stored with what the scorer's parser reads back from it
     (``category`` is the parser's: the whole head, "Which film").
 
     Options repeating an earlier one are left out (also those the parser splits out of the text
     written, e.g. "A or B" next to "A") and added to ``dropped["repeated"]``; ``dropped`` is stored
     when it lists anything. Fewer than two distinct options: ``valid: false``; none: the text is
-    "Which film?", which the parser reads as "invalid form"."""
+    "Which film?", which the parser reads as "invalid form". ``whole``: every option is one reading, written
+    so that it reads back whole (pred-answers' titles: "Hello, Goodbye" is never "Hello" and "Goodbye")."""
     dropped = {reason: list(gone) for reason, gone in (dropped or {}).items()}
     kept, repeated = distinct([o.strip() for o in options if o.strip()])
     for _ in range(_REPARSE):
-        text = format_cq(head, kept) if kept else f"{head.strip()}?"
+        text = format_cq(head, kept, whole=whole) if kept else f"{head.strip()}?"
         category, read = parse_cq(text)
         kept, more = distinct(read)
         if not more:
@@ -107,9 +119,10 @@ def in_form(cq: dict | None, form: str) -> dict | None:
     new text must be the same, else ``cq`` is returned unchanged."""
     if form == "or" or not cq or len(cq.get("options") or []) != 2 or cq.get("category") in (None, INVALID):
         return cq
-    if cq["text"] != format_cq(cq["category"], cq["options"]):
+    whole = cq["text"] != format_cq(cq["category"], cq["options"])
+    if whole and cq["text"] != format_cq(cq["category"], cq["options"], whole=True):
         return cq
-    text = format_cq(cq["category"], cq["options"], form)
+    text = format_cq(cq["category"], cq["options"], form, whole)
     if parse_cq(text) != (cq["category"], list(cq["options"])):
         return cq
     return {**cq, "text": text}
