@@ -12,7 +12,7 @@ from ..registry import SCORE_TASKS
 from .method_flags import method_options, method_values, preset_option
 from .options import batch_option, compose, device_options, run_config, seed_option, stream_options
 from ..score.settings import MIN_PAIRED_N
-from .score_options import BootstrapFlags, OutputFlags, bootstrap_options, output_options
+from .score_options import BootstrapFlags, OutputFlags, bootstrap_options, open_per_record, output_options
 
 # Every task's options as flags (generated from the tasks' options dataclasses, a plugin's too), and -O.
 task_options, TASK_FLAGS = method_options(SCORE_TASKS)
@@ -114,7 +114,7 @@ def _score_one(runs, opts, task, task_opts, on_error, output: OutputFlags):
 
     skipped = Skipped()
     records = read_records(_input(runs), ("question",), on_error, skipped)
-    out = _open_output(output.per_record) if output.per_record else None
+    out = open_per_record(output.per_record) if output.per_record else None
     try:
         scorer = SCORE_TASKS.build(task, run_config(), opts=opts, **task_opts)  # the task's factory (cqtools.score or a plugin)
         result = score_records(records, opts, on_row=(lambda row: out.write(dumps(row))) if out else None,
@@ -326,17 +326,6 @@ def _grid(header: list, rows: list, notes=(), *, fmt: str) -> str:
     lines = ["  ".join(f"{str(c):<{widths[0]}}" if i == 0 else f"{str(c):>{widths[i]}}" for i, c in enumerate(row))
              .rstrip() for row in [header, *rows]]
     return "\n".join(lines + [f"note: {note}" for note in notes])
-
-
-def _open_output(path: str):
-    """``--per-record FILE``, written all or nothing (a temp file renamed when scoring ends well)."""
-    from ..errors import CQError
-    from ..jsonl import AtomicFile
-
-    try:
-        return AtomicFile(path)
-    except CQError as err:
-        raise CQError(f"--per-record {path}: {err}; pass a writable path") from None
 
 
 def _rounded(value):

@@ -84,3 +84,14 @@ bootstrap_options = bundle(
     click.option("--intersect", is_flag=True, help="--paired: compare on the ids both score instead of refusing."),
     declared_flags(BootstrapOptions, "n_boot", "method", params={"method": "ci_method"}),
 )
+
+
+def open_per_record(path: str):
+    """``--per-record FILE``, written all or nothing (a temp file renamed when scoring ends well)."""
+    from ..errors import CQError
+    from ..jsonl import AtomicFile
+
+    try:
+        return AtomicFile(path)
+    except CQError as err:
+        raise CQError(f"--per-record {path}: {err}; pass a writable path") from None
