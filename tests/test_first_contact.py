@@ -147,3 +147,35 @@ def test_show_says_when_an_answer_is_a_guess():
 @pytest.mark.parametrize("score", [0.0, 2.5])
 def test_show_marks_no_answer_the_reader_is_sure_of(score):
     assert "guess" not in render({"id": "s", "question": "q", "answers": [read("Canberra", "c1", score)]})
+
+
+# --- a question called ambiguous gets a CQ or says why not (issue 56) -----------------------------
+
+def test_an_ambiguous_question_without_a_cq_says_why(capsys):
+    from cqtools.chat.dialogue import clarify_and_answer
+    from cqtools.stages import gen_cq
+
+    called = {**CITIES, "ambiguity": {"label": True, "score": 0.6, "method": "classifier", "threshold": 0.15}}
+    direct = {**CITIES, "id": "au2", "ambiguity": {**called["ambiguity"], "label": False, "score": 0.1}}
+    out = gen_cq.build()([dict(called), dict(direct)])
+    assert out[0]["cq"] is None and "3 distinct answers" in out[0][gen_cq.NO_CQ]
+    assert out[1]["cq"] is None and gen_cq.NO_CQ not in out[1]  # judged unambiguous: nothing to explain
+    assert f"clarify: none: {out[0][gen_cq.NO_CQ]}" in render(out[0])
+    assert "clarify" not in render(out[1])
+
+    class Term:
+        def write(self, line):
+            written.append(line)
+
+        def mark(self, text):
+            return text
+
+    class Session:
+        def answer(self, record, choice, selected):
+            assert (choice, selected) == ("direct", None)
+            return {**record, "answers": [read("Canberra", "c1", 2.0)]}
+
+    written = []
+    clarify_and_answer(Session(), Term(), out[0])
+    assert written[0] == f"(no clarifying question: {out[0][gen_cq.NO_CQ]})"
+    assert written[1].startswith("answer: Canberra")
