@@ -44,6 +44,7 @@ from .form import (INVALID, canonical_cq, canonical_head, distinct, extract_opti
                       in_form, make_cq, repair, which)
 from .form import format_cq  # noqa: F401  (re-exported, as before the split)
 from .silver import cq_from_dqs, gold_dq_questions
+from .why import NO_CQ, no_cq_reason  # noqa: F401  (NO_CQ: the key, re-exported for callers)
 
 SEP = " [SEP] "
 DEFAULT_LLM = role("generator").default
@@ -388,20 +389,3 @@ def gen_cq_batch(records: list[dict], method: CQWriter, all_records: bool) -> li
         set_meta(record, "gen_cq", method.info)
     return records
 
-
-NO_CQ = "no_cq"  # why a record to be clarified got no CQ (cq show and cq chat say it)
-
-
-def no_cq_reason(record: dict, writer: str) -> str:
-    """One line for a question to be clarified that got no CQ: what the writer had to offer options from."""
-    from ...records import distinct_texts
-
-    answers = record.get("answers")
-    if isinstance(answers, list):
-        texts = [a.get("text") if isinstance(a, dict) else a for a in answers]
-        n = len(distinct_texts([t for t in texts if isinstance(t, str)]))
-        found = f"the reader found {n} distinct answer{'s' if n != 1 else ''} in the passages"
-    else:
-        found = "no answers were read before it (cq answer --mode multi)"
-    return (f"called ambiguous, but {writer} had fewer than two readings to offer ({found}, and no two passages "
-            "stand for different readings): answered directly")
