@@ -215,11 +215,17 @@ train-detect: $(DETECT_TRAIN)
 	  --batch-size 32 --lr 5e-5 --epochs 3 --select auroc --eval-every 50 --patience 4 --seed 0 \
 	  $(TRAIN_CAP) --out $(DETECT_MODEL)
 
+# The classifier's default threshold, chosen on held-out visible dev (covered 1-550 + uncovered 1-490) and stored
+# with it (cq_threshold.json; docs/benchmarks/first-contact.md): run after train-detect, before ship-models' compact.
+calibrate-detect: $(STAMP)
+	OMP_NUM_THREADS=1 $(BIN)/python bench/detect_threshold.py --data $(DATA) --work $(WORK)/detect-fit \
+	  --model-dir $(DETECT_MODEL)
+
 bench-detect-gencq: $(STAMP)
 	$(BIN)/python bench/detect_gencq.py --data $(DATA) --work $(WORK)/bench-detect --model-dir $(DETECT_MODEL) \
 	  --reuse --out docs/benchmarks/detect_gencq.md
 
-.PHONY: train-detect bench-detect-gencq
+.PHONY: train-detect calibrate-detect bench-detect-gencq
 
 # Batch invariance of every model stage (stage x cut) and the speed cost of per-item model calls.
 bench-determinism: $(STAMP)
@@ -328,13 +334,13 @@ train-gen-cq: $(GENCQ_DATA)/train.jsonl $(GENCQ_DATA)/dev.jsonl
 
 # Every trained model into $(CQ_MODELS) (default ~/.cache/cqtools/models). On 2 cores: the classifier about
 # 15 minutes (849 steps), the reader about 40 (480 steps), the CQ generator about 40 (200 steps), the combiner seconds.
-models: train-detect train-reader train-combiner train-gen-cq
+models: train-detect calibrate-detect train-reader train-combiner train-gen-cq
 
 # The compact classifier and reader that ship in cqtools/shipped/ (what a fresh clone's cq uses): trained as
 # above, compacted (cq train compact: int8 rows), measured against the float32 models on held-out AmbigNQ dev
 # questions (docs/benchmarks/shipped.md) and given model cards (cqtools/shipped/*/README.md).
 SHIPPED := cqtools/shipped
-ship-models: train-detect train-reader $(INDEX)/cq_index.json
+ship-models: train-detect calibrate-detect train-reader $(INDEX)/cq_index.json
 	$(CQ) train compact $(DETECT_MODEL) --out $(SHIPPED)/detect --overwrite
 	$(CQ) train compact $(READER_MODEL) --out $(SHIPPED)/reader --overwrite
 	$(BIN)/python bench/shipped.py --data $(DATA) --index $(INDEX) --float-detect $(DETECT_MODEL) \

@@ -46,6 +46,8 @@ def render(record: dict, passages: int = ShowSettings.passages, gold: bool = Fal
         if isinstance(cq, dict) and "valid" in cq:
             form = f"  ({'options: ' + '; '.join(map(str, cq.get('options') or [])) if cq['valid'] else 'free-form'})"
         lines.append(f"    clarify: {cq.get('text') if isinstance(cq, dict) else cq}{form}")
+    elif isinstance(record.get("no_cq"), str):
+        lines.append(f"    clarify: none: {record['no_cq']}")
     if record.get("selected_option") is not None:
         lines.append(f"    picked: {record['selected_option']}")
     if record.get("clarification_answer") is not None:

@@ -147,3 +147,102 @@ def test_show_says_when_an_answer_is_a_guess():
 @pytest.mark.parametrize("score", [0.0, 2.5])
 def test_show_marks_no_answer_the_reader_is_sure_of(score):
     assert "guess" not in render({"id": "s", "question": "q", "answers": [read("Canberra", "c1", score)]})
+
+
+# --- a question called ambiguous gets a CQ or says why not (issue 56) -----------------------------
+
+def test_an_ambiguous_question_without_a_cq_says_why(capsys):
+    from cqtools.chat.dialogue import clarify_and_answer
+    from cqtools.stages import gen_cq
+
+    called = {**CITIES, "ambiguity": {"label": True, "score": 0.6, "method": "classifier", "threshold": 0.15}}
+    direct = {**CITIES, "id": "au2", "ambiguity": {**called["ambiguity"], "label": False, "score": 0.1}}
+    out = gen_cq.build()([dict(called), dict(direct)])
+    assert out[0]["cq"] is None and "3 distinct answers" in out[0][gen_cq.NO_CQ]
+    assert out[1]["cq"] is None and gen_cq.NO_CQ not in out[1]  # judged unambiguous: nothing to explain
+    assert f"clarify: none: {out[0][gen_cq.NO_CQ]}" in render(out[0])
+    assert "clarify" not in render(out[1])
+
+    class Term:
+        def write(self, line):
+            written.append(line)
+
+        def mark(self, text):
+            return text
+
+    class Session:
+        def answer(self, record, choice, selected):
+            assert (choice, selected) == ("direct", None)
+            return {**record, "answers": [read("Canberra", "c1", 2.0)]}
+
+    written = []
+    clarify_and_answer(Session(), Term(), out[0])
+    assert written[0] == f"(no clarifying question: {out[0][gen_cq.NO_CQ]})"
+    assert written[1].startswith("answer: Canberra")
+
+
+# --- make demo's eight answers, as a reader of their passages would judge them (issue 56) ----------
+# What each fixture question must get: the gold answers (fixtures/questions.jsonl) of the readings named here,
+# and no answer outside the accepted ones. A consequence of the reader and detector, not a target: no stage
+# reads these words. Cases that fail today are xfail with the reason (docs/benchmarks/first-contact.md).
+
+FILM_WRITERS = ["Peter Jackson", "Fran Walsh", "Philippa Boyens"]  # what the film series' passage supports
+DEMO_CASES = {  # id: (readings that must be answered (indices into gold.answers), extra accepted, needs a CQ)
+    "fx01": ((0, 1), ["Jack Nicholson"], True),  # Batman (1989)'s Joker, as its passage says
+    "fx02": ((0,), FILM_WRITERS, False),
+    "fx03": ((0, 1, 2), [], True),
+    "fx04": ((0, 1, 2), [], True),
+    "fx05": ((0,), [], False),
+    "fx06": ((0, 1), [], True),
+    "fx07": ((0,), [], False),
+    "fx08": ((0, 1), ["George Frideric Handel"], True),  # the Hallelujah chorus's
+}
+DEMO_FAILING = {  # today's shipped reader (MiniLM-L6 span reader), measured 2026-12-02
+    "fx03": "the reader answers the 2019 Cricket World Cup's hosts ('England and Wales'), not its winner",
+    "fx02": "the reader answers the film series' actor ('Elijah Wood') for who wrote it",
+    "fx04": "the 2000s reading: the CQ offers 2012 (London), which is not in the 2000s, and misses 2004 (Athens)",
+    "fx05": "'Canberra' is read under the reader's no-answer score: marked a guess beside the passage saying it",
+    "fx06": "the US state's reading (Atlanta) is not offered: only Tbilisi is answered",
+    "fx07": "the reader answers the sitter ('Lisa Gherardini'), not the painter",
+}
+
+
+def _matches(text: str, aliases) -> bool:
+    """SQuAD token F1 over 0.5 with an alias: "the Canadian singer Leonard Cohen" is Leonard Cohen, "England and
+    Wales" (0.5) is not England."""
+    from cqtools.metrics.normalize import token_f1
+
+    return any(token_f1(alias, text) > 0.5 for alias in aliases)
+
+
+@pytest.fixture(scope="module")
+def demo_records(tmp_path_factory):
+    """`make demo` as a newcomer runs it (its own WORK: the fixture index built, every default), its records."""
+    import subprocess
+
+    from .conftest import parse_jsonl
+
+    work = tmp_path_factory.mktemp("demo-work")
+    done = subprocess.run(["make", "-s", "demo", f"WORK={work}"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=3600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {r["id"]: r for r in parse_jsonl((work / "demo.jsonl").read_text())}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("qid", [pytest.param(q, marks=pytest.mark.xfail(reason=DEMO_FAILING[q], strict=False))
+                                 if q in DEMO_FAILING else q for q in DEMO_CASES])
+def test_make_demo_answers_like_a_reader_of_its_passages(demo_records, qid):
+    from cqtools.records import answer_confidence
+
+    record = demo_records[qid]
+    readings, extra, needs_cq = DEMO_CASES[qid]
+    gold = record["gold"]["answers"]
+    accepted = [a for aliases in gold for a in aliases] + extra
+    given = [a for a in record["answers"] if a.get("text")]
+    assert given, f"{qid}: no answer"
+    assert all(_matches(a["text"], accepted) for a in given), [a["text"] for a in given]
+    assert all(any(_matches(a["text"], gold[i]) for a in given) for i in readings), [a["text"] for a in given]
+    assert not any(answer_confidence(a) == "guess" for a in given), [(a["text"], a.get("score")) for a in given]
+    if needs_cq:
+        assert record["ambiguity"]["label"] and record["cq"] and len(record["cq"]["options"]) >= 2

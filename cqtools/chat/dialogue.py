@@ -58,6 +58,8 @@ def clarify_and_answer(session: Session, term: Terminal, record: dict) -> dict:
         if record.get("cq") is not None:
             term.write("(the question looks ambiguous, but no clarifying question with options came out: "
                        "answering it directly)")
+        elif isinstance(record.get("no_cq"), str):
+            term.write(f"(no clarifying question: {record['no_cq']})")
         choice, selected = "direct", None
     record = session.answer(record, choice, selected)
     for line in render_answers(record, term.mark):

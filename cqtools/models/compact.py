@@ -25,7 +25,7 @@ MIN_ELEMENTS = 4096
 SCALE = ".cq_scale"  # key suffix of a quantised matrix's row scales
 # Files of a model directory copied as they are (tokenizer, config, the training report).
 COPIED = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt",
-          "cq_train.json", "selection_head.json")
+          "cq_train.json", "selection_head.json", "cq_threshold.json")
 
 
 def is_compact(path: str) -> bool:

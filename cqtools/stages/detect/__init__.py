@@ -126,8 +126,12 @@ class SequenceClassifier:
         return out
 
 
-def threshold_option(default: float | None):
-    return option(default, "label = score > threshold")
+THRESHOLD_FILE = "cq_threshold.json"  # {"threshold": T, "chosen_on": ..., "metric": ..., "command": ...}
+FALLBACK_THRESHOLD = 0.5
+
+
+def threshold_option(default: float | None, default_is: str = ""):
+    return option(default, "label = score > threshold" + (f" [default: {default_is}]" if default_is else ""))
 
 
 @dataclass(frozen=True)
@@ -138,7 +142,29 @@ class ClassifierOptions:
                                      "the classifier cq ships]", env=role("classifier").env)
     n_passages: int | None = option(None, "top passages shown to the model (0: none) [default: as many as it was "
                                           "trained with]", min=0, flag="--passages")
-    threshold: float = threshold_option(0.5)
+    threshold: float | None = threshold_option(None, f"the one stored with the model ({THRESHOLD_FILE}, chosen on "
+                                                     "held-out questions), else 0.5")
+
+
+def stored_threshold(path: str) -> tuple[float, str]:
+    """(threshold, where it came from) for the classifier in directory ``path``: the ``threshold`` its
+    :data:`THRESHOLD_FILE` stores (written by bench/detect_threshold.py, chosen on held-out visible dev
+    questions), else :data:`FALLBACK_THRESHOLD`; a file that is there but unreadable is an error, never skipped."""
+    import json
+    import os
+
+    file = os.path.join(path, THRESHOLD_FILE)
+    if not os.path.isfile(file):
+        return FALLBACK_THRESHOLD, "default"
+    try:
+        with open(file) as fh:
+            value = json.load(fh)["threshold"]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(value)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ResourceError(f"{file} is not a threshold file ({exc.__class__.__name__}: {exc}); rewrite it with "
+                            "bench/detect_threshold.py or pass --threshold") from None
+    return float(value), THRESHOLD_FILE
 
 
 def classifier_detector(options: ClassifierOptions, config) -> ScoredDetector:
@@ -158,6 +184,9 @@ def classifier_detector(options: ClassifierOptions, config) -> ScoredDetector:
         n_passages = 3 if trained is None else int(trained)
     elif trained is not None and int(trained) == 0 and n_passages > 0:  # (the reverse, passages off, is an ablation)
         raise InputError(_layout_mismatch(model, n_passages))
+    threshold_source = "--threshold"
+    if threshold is None:
+        threshold, threshold_source = stored_threshold(resolved.path)
     dev = pick_device(config.device)
     clf = SequenceClassifier(resolved.path, config, dev)
 
@@ -165,7 +194,8 @@ def classifier_detector(options: ClassifierOptions, config) -> ScoredDetector:
         return clf.predict([classifier_text(r, n_passages) for r in records])
 
     info = {"method": "classifier", "model": resolved.name, "source": resolved.source, "passages": n_passages,
-            "max_length": clf.max_length, "threshold": threshold, "device": dev}
+            "max_length": clf.max_length, "threshold": threshold, "threshold_from": threshold_source,
+            "device": dev}
     return ScoredDetector("classifier", score, threshold, info)
 
 

@@ -27,7 +27,7 @@ class DiverseOptions:
     model: str | None = option(None, "a `cq train detect` directory [default: as classifier]")
     n_passages: int | None = option(None, "top passages shown to the classifier [default: as classifier]", min=0,
                                     flag="--passages")
-    threshold: float = threshold_option(ClassifierOptions.threshold)
+    threshold: float | None = threshold_option(None, "the classifier's")
     min_rerank_score: float | None = option(0.0, "answers read from a passage the reranker scored under this do not "
                                                  "count")
 
@@ -44,4 +44,4 @@ def diverse_detector(options: DiverseOptions, config=None) -> ScoredDetector:
 
     info = {**classifier.info, "method": "diverse", "min_rerank_score": min_rerank_score,
             "answers": "the record's, else read by the installed extractive reader (multi mode)"}
-    return ScoredDetector("diverse", score, threshold, info)
+    return ScoredDetector("diverse", score, classifier.threshold, info)

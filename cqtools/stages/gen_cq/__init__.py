@@ -44,6 +44,7 @@ from .form import (INVALID, canonical_cq, canonical_head, distinct, extract_opti
                       in_form, make_cq, repair, which)
 from .form import format_cq  # noqa: F401  (re-exported, as before the split)
 from .silver import cq_from_dqs, gold_dq_questions
+from .why import NO_CQ, no_cq_reason  # noqa: F401  (NO_CQ: the key, re-exported for callers)
 
 SEP = " [SEP] "
 DEFAULT_LLM = role("generator").default
@@ -383,5 +384,8 @@ def gen_cq_batch(records: list[dict], method: CQWriter, all_records: bool) -> li
     made = {id(r): cq for r, cq in zip(todo, cqs)}
     for record in records:
         record["cq"] = made.get(id(record))
+        if id(record) in made and record["cq"] is None and needs_cq(record):
+            record[NO_CQ] = no_cq_reason(record, method.info.get("method") or "the CQ writer")
         set_meta(record, "gen_cq", method.info)
     return records
+
