@@ -156,7 +156,7 @@ ASKCQ = Preset(
                 "TASK=cqa, dq_type=gold_cq; CQDataset.py:186-233: the question revised by each gold option (AQ + "
                 "category + option + '?') then the reranked passages, target that option's answer",
                 "each revised question's passages are reranked as cq answer reranks them at inference (CQDataset.py:"
-                "201-213: the ms-marco cross-encoder over the record's passages; `cq train spanseqgen --reranker`); "
+                "201-213: the ms-marco cross-encoder over the record's passages; cq train spanseqgen's --reranker); "
                 "each answer alias is a target (the release draws one a step)",
                 setting="input layout", applies=COMMAND),
         Setting("train spanseqgen", "model", "facebook/bart-large", "run_cambigqa_train.sh:22-23 @d8be017: "

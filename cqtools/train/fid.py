@@ -17,13 +17,12 @@ import random
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..metrics.ambigqa import annotation_clusters
 from ..records import GOLD
 from ..registry import option
 from ..stages.answer import fid as stage
 from ..stages.answer.seqgen import join_answers
 from .settings import TrainConfig, patience_option
-from .spanseqgen import BASE_MODEL, dev_scores, fine_tune
+from .spanseqgen import BASE_MODEL, dev_scores, fine_tune, found_aliases
 
 TARGET_TOKENS = 48  # train_aq.sh:48 --max_cat_answer_length=48
 ORDERS = 500  # QAData.py:804-805: cnt_perm == 500: break (orders of one combination)
@@ -70,11 +69,7 @@ def fid_targets(record: dict, source: str, rng: random.Random) -> list[str]:
     annotation has more (``random.sample``, the release's global RNG seeded once, cli.py:434)."""
     out = []
     for annotation in (record.get(GOLD) or {}).get("annotations") or []:
-        found = []
-        for cluster in annotation_clusters(annotation):
-            aliases = list(dict.fromkeys(a.strip().lower() for a in cluster if a.strip().lower() in source))
-            if aliases:
-                found.append(aliases)
+        found = found_aliases(annotation, source)
         if not found:
             continue
         targets = [join_answers(list(order)) for combination in itertools.product(*found)

@@ -88,15 +88,22 @@ class SpanSeqGenTrainConfig(TrainConfig):
                                     "100 retrieved; cq answer --rerank-depth).", min=1)
 
 
+def found_aliases(annotation: dict, source: str) -> list[list[str]]:
+    """Per answer cluster of one annotation, its aliases (lower-cased, each once) that occur in ``source``; clusters
+    with none found are left out (what SpanSeqGen's and FiD's targets are built from)."""
+    found = []
+    for cluster in annotation_clusters(annotation):
+        aliases = list(dict.fromkeys(a.strip().lower() for a in cluster if a.strip().lower() in source))
+        if aliases:
+            found.append(aliases)
+    return found
+
+
 def record_targets(record: dict, source: str, limit: int = MAX_TARGETS) -> list[str]:
     """The target sequences of one record whose input decodes to ``source`` (lower-cased text)."""
     out = []
     for annotation in (record.get(GOLD) or {}).get("annotations") or []:
-        found = []
-        for cluster in annotation_clusters(annotation):
-            aliases = list(dict.fromkeys(a.strip().lower() for a in cluster if a.strip().lower() in source))
-            if aliases:
-                found.append(aliases)
+        found = found_aliases(annotation, source)
         if found:
             out += [stage.join_answers(list(c)) for c in itertools.islice(itertools.product(*found), limit)]
     return list(dict.fromkeys(out))
