@@ -31,7 +31,6 @@ from typing import Callable
 
 from ...errors import InputError
 from ...protocols import AnswerVerifier
-from ...metrics.normalize import normalize_answer
 from ...records import ANSWERS, set_meta
 from ..options import CommandSettings
 from ...registry import READERS, non_default
@@ -40,10 +39,11 @@ from .grounding import MAX_SPAN_WORDS, Span, candidate_spans, ground, snap_spans
 from .questions import (Question, fit_inputs, note_counts, questions_of, record_cq, rerank_questions,
                         revised_question)
 from .reader import DEFAULT_READER, GenerativeReader, ReaderOptions
-from .seqgen import READER_OF_TASK, trained_task
 from .support import drop_unsupported
 from .refuel import refuel_round_trip, refuel_verify, round_trip, verify
 from .verifier import verifier_for
+from .choice import choose_reader
+from .dqs import DQS, distinct_answers, dq_questions, dqs_searcher, fill_dqs
 from .text import (MULTI_PROMPT, SINGLE_PROMPT, VERIFY_QUERY, clean_answer, passage_block,
                    shown_passages, split_answers)
 
@@ -52,7 +52,6 @@ __all__ = ["AnswerConfig", "AnswerStage", "DEFAULT_READER", "GenerativeReader", 
            "answer_batch", "build", "candidate_spans", "choose_reader", "clean_answer", "ground", "passage_block", "record_cq",
            "revised_question", "shown_passages", "snap_spans", "split_answers"]
 
-DQS = "dqs"
 MODES = ("single", "cq", "multi", "dqs", "long", "dialogue")  # cq's own answer modes (ANSWER_MODES holds plugins' too)
 GENERATOR_MODES = ("long", "dialogue")  # modes that write with a generator (--model names a causal LM)
 
@@ -128,51 +127,6 @@ class AnswerStage:
         if self.verifier is not None:
             info["verifier_model"] = self.verifier.path
         return info
-
-
-def choose_reader(reader: str, model: str | None, config, *, generator_only: bool = False) -> tuple[str, str | None]:
-    """(reader, model) for ``--reader``/``--model`` as given. ``auto`` (the default): the extractive
-    reader when the model is a span (question-answering) model, the one named or else the one
-    installed in $CQ_MODELS/reader (`make models`), and the generative reader otherwise (its
-    default LM when no model is named and none is installed); a `cq train spanseqgen` directory is read by
-    the seqgen reader, a `cq train fid` one by the fid reader. ``generator_only`` (long answers,
-    --verify: they need a generator) makes ``auto`` skip the installed reader."""
-    from ...errors import ResourceError
-    from ...models.roles import installed_reader
-
-    if reader == "extractive" and model is None:
-        model = installed_reader(config)
-        if model is None:
-            raise ResourceError("--reader extractive needs --model DIR (a `cq train reader` directory) or a reader "
-                                "installed in $CQ_MODELS/reader (`make models` puts one in work/models/reader)")
-    if reader != "auto":
-        return reader, model
-    if model is None:
-        model = None if generator_only else installed_reader(config)
-        return ("extractive", model) if model else ("generative", None)
-    if trained_task(model) in READER_OF_TASK:
-        return READER_OF_TASK[trained_task(model)], model
-    return ("extractive" if _span_model(model, config) else "generative"), model
-
-
-@functools.lru_cache(maxsize=None)
-def _span_model(model: str, config) -> bool:
-    """Whether ``model`` (a directory or hub id) is a question-answering model, read from its
-    config.json alone (a hub model's is one small download, cached); API models, the default LM
-    and anything whose config cannot be read count as generators (their loader says what is wrong)."""
-    import os
-
-    from ...models.load import route
-    from ...models.resolve import hub_file
-    from ...models.roles import is_span_model
-
-    path = os.path.expanduser(model)
-    if os.path.isdir(path):
-        return is_span_model(path)
-    if model == DEFAULT_READER or route(model) is not None or "/" not in model:
-        return False
-    found = hub_file(model, "config.json", config)  # None: offline and not cached, no such repo
-    return found is not None and is_span_model(os.path.dirname(found))
 
 
 def build(mode: str = "single", reader: str = CommandSettings.reader, *, seed: int = CommandSettings.seed, config=None,
@@ -254,16 +208,6 @@ def qa_mode(mode: str):
     return factory
 
 
-def dqs_searcher(answer_config: AnswerConfig, config):
-    """The searcher ``--mode dqs`` retrieves with: ``cq retrieve``'s, over ``--index``."""
-    from ...registry import SEARCHERS
-
-    if not answer_config.index:
-        raise InputError("--mode dqs retrieves passages for each DQ: give --index IDX (the `cq index` "
-                         "directory, or a Pyserini prebuilt index, that cq retrieve reads)")
-    return SEARCHERS.build(answer_config.retriever, config, index_dir=answer_config.index)
-
-
 def qd_writer_for(reader, qd_model: str | None, config, **settings):
     """REFUEL's DQ writer: ``qd_model``, else the generative reader's own LM, else the default
     question writer of ``cq disambiguate``; ``settings``: its qd_layout and qd_num_beams."""
@@ -342,42 +286,3 @@ def answer_batch(records: list[dict], stage: AnswerStage, info: dict) -> list[di
             record[DQS] = pairs[n]
         set_meta(record, "answer", info)
     return records
-
-
-def dq_questions(records: list[dict], stage: AnswerStage) -> list[Question]:
-    """``--mode dqs``: one question per entry of each record's ``dqs``, its passages retrieved for
-    the DQ's own text (not the record's question), then reranked for it."""
-    c = stage.config
-    questions: list[Question] = []
-    for n, record in enumerate(records):
-        dqs = record.get(DQS)
-        if not isinstance(dqs, list) or not all(isinstance(d, dict) and d.get("question") for d in dqs):
-            raise InputError(f"record {record.get('id')} has no 'dqs' with questions; run `cq disambiguate` first "
-                             "(--mode dqs answers each DQ)", record_id=record.get("id"))
-        questions += [Question(n, str(d["question"]), []) for d in dqs]
-    if questions:
-        ids = [str(i) for i in range(len(questions))]
-        hits = stage.searcher.batch_search([q.text for q in questions], ids, c.hits, 1)
-        for i, q in zip(ids, questions):
-            q.passages = list(hits[i])
-        rerank_questions(questions, stage.cross_encoder, c.rerank_depth, c.n_passages, c.batch_size)
-    return questions
-
-
-def distinct_answers(answers: list[dict]) -> list[dict]:
-    """The first answer of each normalised text (several DQs may share an answer)."""
-    seen: set[str] = set()
-    out = []
-    for answer in answers:
-        key = normalize_answer(answer["text"])
-        if key and key not in seen:
-            seen.add(key)
-            out.append(answer)
-    return out
-
-
-def fill_dqs(record: dict, questions: list[Question]) -> None:
-    """Each DQ entry gets the answer read for it ("" when the reader found none)."""
-    for dq, q in zip(record[DQS], questions):
-        dq["answer"] = q.answers[0]["text"] if q.answers else ""
-

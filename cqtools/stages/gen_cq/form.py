@@ -10,12 +10,23 @@ than two distinct options is not ``valid``.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
+from typing import Callable
 
 from ...metrics.cq import QUOTES, SEPARATORS, parse_cq
 from ...metrics.normalize import normalize_answer
 
 INVALID = "invalid form"
 _REPARSE = 8  # rounds of write / read back / de-duplicate: two suffice unless quotes split options anew
+
+
+@dataclass
+class CQWriter:
+    """One way of writing CQs: ``run(records) -> list of cq dicts``, plus what goes into meta."""
+
+    name: str
+    run: Callable[[list[dict]], list[dict]]
+    info: dict = field(default_factory=dict)
 
 
 def which(category: str) -> str:
