@@ -87,3 +87,13 @@ def test_a_smoke_run_says_so_at_the_top_with_its_time_and_load(tmp_path):
 def test_a_run_large_enough_is_not_called_a_smoke_run(tmp_path):
     text = report(tmp_path, {}, {"a--b": pair(40, 4.0, 1.5, 6.5)}, None, "--tiers", "200,150,100,10,150")
     assert "smoke run" not in text and "took" not in text.split("## ", 1)[0]
+
+
+def test_the_page_goes_into_a_folder_not_made_yet(tmp_path):
+    """`make report RESULTS=new/dir/results.md` ended in a FileNotFoundError traceback."""
+    (tmp_path / "scores").mkdir()
+    out = tmp_path / "new" / "dir" / "results.md"
+    run = subprocess.run([sys.executable, str(ROOT / "bench" / "grid" / "report.py"), "results", "--scores",
+                          str(tmp_path / "scores"), "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert out.read_text().startswith("# Results")

@@ -129,9 +129,14 @@ def draw(scores_dir: Path, out: Path) -> Path | None:
             if r["low"] is not None:
                 ax.plot([r["asked"], r["asked"]], [r["low"], r["high"]], color=color, linewidth=1, alpha=0.6)
             ax.plot([r["asked"]], [r["answer"]], "o", color=color)
-            ax.annotate(r["cell"], (r["asked"], r["answer"]), fontsize=6, xytext=(3, 3), textcoords="offset points")
+        at: dict = {}  # cells on the same point share one label, not labels drawn over each other
+        for r in rows:
+            at.setdefault((r["asked"], r["answer"]), []).append(r["cell"])
+        for (x, y), names in at.items():
+            ax.annotate("\n".join(names), (x, y), fontsize=6, xytext=(4, 2), textcoords="offset points", va="top")
         front = sorted((r["asked"], r["answer"]) for r in rows if r["frontier"])
         ax.step([x for x, _ in front], [y for _, y in front], where="post", color="tab:red", linewidth=1)
+        ax.set_xlim(-0.05, 1.3)  # cq asks one question at most: the whole range, room for the labels on the right
         ax.set_xlabel("clarifying questions asked per question")
         ax.set_ylabel(ANSWER[task][1])
         ax.set_title(task, fontsize=10)

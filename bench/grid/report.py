@@ -322,6 +322,7 @@ def write_results(args) -> None:
         cmd = scores_dir / f"{name}.json.cmd"
         lines += [f'<a id="{anchor(name)}"></a>**{name}**', "", "```",
                   portable(cmd.read_text().rstrip()) if cmd.exists() else "(no command recorded)", "```", ""]
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)  # RESULTS in a folder not made yet
     Path(args.out).write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out} ({len(used)} cells)")
 
