@@ -687,14 +687,15 @@ define bundle
 endef
 
 # The report from the score files present: `make compare` writes it at the end; `make report
-# PARTIAL='why'` writes it from the cells finished so far and says so (make compare resumes the rest).
+# PARTIAL='why'` writes it from the cells finished so far and says so (make compare resumes the rest). A WORK
+# that `make bench-smoke` ran in has its run.json (seconds, load): the report states them at the top.
 define report
 	@echo 'report  $(RESULTS)'
 	@$(BIN)/python bench/grid/report.py results --scores $(S) --pairs $(P) --out $(RESULTS) \
 	  --command 'make compare $(if $(N_ALL),N_ALL=$(N_ALL) )N_MODEL=$(N_MODEL) N_ASQA=$(N_ASQA) N_TOC=$(N_TOC)$(if $(N_DEEP), N_DEEP=$(N_DEEP))' \
 	  --tiers "$$(wc -l < $(EXP)/ambignq.jsonl),$$(cat $(EXP)/ambignq.m.jsonl 2>/dev/null | wc -l),$$(cat $(EXP)/asqa.jsonl 2>/dev/null | wc -l),$$(cat $(EXP)/asqa.t.jsonl 2>/dev/null | wc -l),$$(cat $(RR_DEEP) 2>/dev/null | wc -l)" \
 	  --models 'LLM $(MODEL_LLM); extractive reader $(MODEL_READER); reranker $(MODEL_RERANK); detector $(MODEL_DETECT) (--passages $(DETECT_PASSAGES))' \
-	  --device $(DEVICE) --index-wall $(INDEX).wall $(if $(PARTIAL),--partial '$(PARTIAL)')
+	  --device $(DEVICE) --index-wall $(INDEX).wall $(if $(wildcard $(WORK)/run.json),--run $(WORK)/run.json) $(if $(PARTIAL),--partial '$(PARTIAL)')
 	@$(BIN)/python bench/grid/figures.py --scores $(S) --pairs $(P) --out $(dir $(RESULTS))figures
 endef
 

@@ -17,9 +17,11 @@ from .conftest import FIXTURES, ROOT
 
 BENCH = ROOT / "bench"
 LIBRARIES = {"__init__.py", "common.py", "scale_report.py", "synthetic.py"}  # imported by scripts, not run
+# bench/grid's modules the scripts import, not run
+GRID_LIBRARIES = {"__init__.py", "cost.py", "eta.py", "floor.py", "pairs.py", "shows.py", "text.py", "wall.py"}
 SCRIPTS = sorted(p.name for p in BENCH.glob("*.py") if p.name not in LIBRARIES) + sorted(
     f"grid/{p.name}" for p in (BENCH / "grid").glob("*.py")
-    if p.name not in {"__init__.py", "eta.py", "floor.py", "pairs.py", "wall.py"})
+    if p.name not in GRID_LIBRARIES)
 
 
 def bench(script: str, *args: str, timeout: int = 600, makeflags: str = "") -> subprocess.CompletedProcess:
@@ -41,7 +43,7 @@ def test_every_script_starts(script):
 
 
 @pytest.mark.parametrize("script", SCRIPTS + sorted(LIBRARIES - {"__init__.py"})
-                         + ["grid/eta.py", "grid/floor.py", "grid/pairs.py", "grid/wall.py"])
+                         + sorted(f"grid/{name}" for name in GRID_LIBRARIES - {"__init__.py"}))
 def test_every_imported_cqtools_name_exists(script):
     """Names imported inside functions too (the scripts import late): a refactor that moves one breaks
     the benchmark only when it runs, hours in; this finds it now."""

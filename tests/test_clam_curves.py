@@ -164,7 +164,7 @@ def test_the_results_page_has_a_cost_section_and_figure_for_a_clam_cell_with_cur
     assert ("| [clam.swept](#cmd-clam-swept) | 4 | 50.0 | 62.5 | 70.0 | 75.0 | 75.0 | 75.0 | 100.0 (25.0) | 0 of 5 | – | – | – | – | – |"
             in text)
     assert "[clam.never](#cmd-clam-never) | 4 | 50.0" not in text  # scored without --curves: no row
-    assert "- [cost-clam.swept.png](figures/cost-clam.swept.png)" in text
+    assert "![cost-clam.swept.png](figures/cost-clam.swept.png)" in text
     scores = tmp_path / "exp" / "scores"
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "grid" / "figures.py"), "--scores", str(scores),
                            "--out", str(tmp_path / "figures")], capture_output=True, text=True, timeout=120)

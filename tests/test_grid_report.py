@@ -120,10 +120,10 @@ def test_zeros_and_undefined_numbers_say_why_from_the_records(tmp_path):
     assert "EM: none of 8 answers names a CQ option" in rows["ambignq.cqa.llm"]
 
 
-def test_the_report_links_the_figures_written_beside_it(tmp_path):
+def test_the_report_shows_the_figures_written_beside_it(tmp_path):
     scores = {"ambignq.cqa.llm": summary("cbqa", f1=[28.0, 24.8, 31.2])}
     text = report(tmp_path, scores, {"a--b": pair(40, 4.0, 1.5, 6.5)})
-    assert "- [forest-cbqa.png](figures/forest-cbqa.png)\n- [forest-pairs.png](figures/forest-pairs.png)" in text
+    assert "![forest-cbqa.png](figures/forest-cbqa.png)\n![forest-pairs.png](figures/forest-pairs.png)" in text
 
 
 def test_the_page_names_no_path_of_this_machine(tmp_path):

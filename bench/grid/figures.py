@@ -1,7 +1,8 @@
 """Figures for `make compare`'s report, written next to results.md: a forest plot per task of every cell's
 main metrics with their bootstrap intervals (`cq score --ci` summaries), and one of the paired differences
 (`cq score --paired` outputs, B - A with its interval; the line at 0 is "no difference"), and frontier.png (answer
-quality against questions asked, every cell: bench/grid/frontier.py). Detection's ROC
+quality against questions asked, every cell: bench/grid/frontier.py). A figure that would show nothing (every
+value it plots the same: shows.py) is not drawn; results.md says which and why. Detection's ROC
 and PR curves are `cq score --task detect --plot`'s.
 
     python bench/grid/figures.py --scores DIR --pairs DIR --out DIR
@@ -17,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.grid import frontier  # noqa: E402
 from bench.grid.pairs import MIN_PAIRED_N, PAIR_METRICS, UNITS, cannot_tell  # noqa: E402
+from bench.grid.shows import nothing_shown  # noqa: E402
 
 # The metrics a task's forest plot shows (those its summaries give intervals for).
 MAIN = {"detect": ["f1", "auroc"], "cq": ["options_f1"], "cbqa": ["f1"], "ambigqa": ["f1_ans", "f1_ans_multi"],
@@ -91,38 +93,76 @@ def forest(rows: list, title: str, out: Path, zero: bool = False) -> None:
     plt.close(fig)
 
 
-def cost_figures(scores: Path, out: Path) -> list[Path]:
-    """cost-NAME.png for every CLAM summary scored with --curves (report.py's cost section links them): the figure
-    `cq score --task clam --curves --plot` draws, from the summary's curves."""
-    from cqtools.score.plots import clarifying_cost
-
-    written = []
+def cost_curves(scores: Path) -> dict:
+    """{cell: curves} of every CLAM summary scored with --curves (the cost section's cells)."""
+    out = {}
     for path in sorted(scores.glob("*.json")):
         summary = json.loads(path.read_text())
         curves = summary.get("curves") or {}
         if summary.get("task") == "clam" and curves.get("lambda"):
-            target = out / f"cost-{path.stem}.png"
-            clarifying_cost(str(target), curves["lambda"], curves.get("threshold") or [])
-            written.append(target)
-    return written
+            out[path.stem] = curves
+    return out
+
+
+def cost_values(curves: dict) -> list:
+    """What a cost figure plots: adjusted accuracy over lambda, accuracy and adjusted accuracy over thresholds."""
+    return ([p.get("adjusted_accuracy") for p in curves["lambda"]]
+            + [p.get(k) for p in curves.get("threshold") or [] for k in ("accuracy", "adjusted_accuracy")])
+
+
+def plan(scores: Path, pairs_dir: Path | None) -> dict:
+    """{figure file name: None to draw it, or why it is left out} for every cost and forest figure of the report
+    (frontier.png: frontier.py's own), in the order the page shows them; one rule (shows.nothing_shown) for
+    what is drawn here and what report.py embeds."""
+    out = {f"cost-{cell}.png": nothing_shown(cost_values(curves)) for cell, curves in cost_curves(scores).items()}
+    for task, rows in sorted(cells(scores).items()):
+        out[f"forest-{task}.png"] = nothing_shown(v for row in rows for v in row[2:])
+    diffs = pairs(pairs_dir)
+    if diffs:
+        out["forest-pairs.png"] = nothing_shown(v for row in diffs for v in row[1:4])
+    return out
 
 
 def write(scores: Path, pairs_dir: Path | None, out: Path) -> list[Path]:
+    """Draws every figure of :func:`plan` that shows something, and frontier.png; returns the files written."""
+    from cqtools.score.plots import clarifying_cost
+
     out.mkdir(parents=True, exist_ok=True)
-    written = cost_figures(scores, out)
-    drawn = frontier.draw(scores, out)  # answer quality against questions asked, every cell (bench/grid/frontier.py)
-    written += [drawn] if drawn else []
+    drawn = plan(scores, pairs_dir)
+    for name, why in drawn.items():  # one left out now may be there from an earlier run: the page must not show it
+        if why is not None:
+            (out / name).unlink(missing_ok=True)
+    written = []
+    for cell, curves in cost_curves(scores).items():
+        if drawn[f"cost-{cell}.png"] is None:
+            written.append(out / f"cost-{cell}.png")
+            clarifying_cost(str(written[-1]), curves["lambda"], curves.get("threshold") or [])
+    front = frontier.draw(scores, out)  # answer quality against questions asked, every cell (bench/grid/frontier.py)
+    written += [front] if front else []
     for task, rows in sorted(cells(scores).items()):
-        target = out / f"forest-{task}.png"
-        forest([(f"{cell} ({metric})", p, lo, hi) for cell, metric, p, lo, hi in rows],
-               f"{task}: 95% bootstrap intervals", target)
-        written.append(target)
-    diffs = pairs(pairs_dir)
-    if diffs:
-        target = out / "forest-pairs.png"
-        forest(diffs, "B − A, 95% paired bootstrap (grey: cannot tell)", target, zero=True)
-        written.append(target)
+        if drawn[f"forest-{task}.png"] is None:
+            written.append(out / f"forest-{task}.png")
+            forest([(f"{cell} ({metric})", p, lo, hi) for cell, metric, p, lo, hi in rows],
+                   f"{task}: 95% bootstrap intervals", written[-1])
+    if drawn.get("forest-pairs.png", "none") is None:
+        written.append(out / "forest-pairs.png")
+        forest(pairs(pairs_dir), "B − A, 95% paired bootstrap (grey: cannot tell)", written[-1], zero=True)
     return written
+
+
+def embedded(shown: dict) -> list[str]:
+    """results.md's lines for some figures of :func:`plan`: each one drawn as an image on the page, and one line
+    naming those left out and why."""
+    lines = [f"![{name}](figures/{name})" for name, why in shown.items() if why is None]
+    left = [f"{name} ({why})" for name, why in shown.items() if why is not None]
+    return lines + ([f"Left out, as showing nothing: {'; '.join(left)}."] if left else [])
+
+
+def section(scores: Path, pairs_dir: Path | None) -> list[str]:
+    """results.md's figures section: the forest plots (figures.py writes them into figures/ beside the report;
+    `make report` runs it after report.py), one per task with intervals and one of the paired differences."""
+    shown = {name: why for name, why in plan(scores, pairs_dir).items() if name.startswith("forest-")}
+    return ["## Figures", "", *embedded(shown), ""] if shown else []
 
 
 def main(argv=None) -> None:

@@ -77,16 +77,26 @@ def points(scores_dir: Path) -> dict:
     return out
 
 
+def plotted(found: dict) -> list:
+    """Every value the figure plots on its y axes (each cell's answer metric and its interval)."""
+    return [v for rows in found.values() for r in rows for v in (r["answer"], r["low"], r["high"])]
+
+
 def section(scores_dir: Path) -> list[str]:
-    """results.md's frontier section: the figure and a table per task (empty when no cell has a point)."""
+    """results.md's frontier section: the figure (left out, with why, when it would show nothing:
+    shows.nothing_shown) and a table per task (empty when no cell has a point)."""
+    from bench.grid.shows import nothing_shown
+
     found = points(scores_dir)
     if not found:
         return []
+    blank = nothing_shown(plotted(found))
     lines = ["## Answer quality against questions asked (the frontier)", "",
              "Every cell that scores answers, by clarifying questions asked per question (cq asks one at most) and "
              "its answer metric with its 95% bootstrap interval; ★ marks the frontier (no other cell of the task "
              "answers as well with no more questions). bench/grid/frontier.py.", "",
-             f"![answer quality against questions asked](figures/{FIGURE})", ""]
+             f"Figure {FIGURE} left out: {blank}." if blank
+             else f"![answer quality against questions asked](figures/{FIGURE})", ""]
     for task, rows in sorted(found.items()):
         lines += [f"| {task} cell | questions asked | {ANSWER[task][1]} | 95% interval | frontier |",
                   "|---|---|---|---|---|"]
@@ -99,9 +109,13 @@ def section(scores_dir: Path) -> list[str]:
 
 
 def draw(scores_dir: Path, out: Path) -> Path | None:
-    """figures/frontier.png: a panel per task, each cell a point with its interval, the frontier as a step line."""
+    """figures/frontier.png: a panel per task, each cell a point with its interval, the frontier as a step line
+    (None, and no figure, when no cell has a point or the figure would show nothing)."""
+    from bench.grid.shows import nothing_shown
+
     found = points(scores_dir)
-    if not found:
+    if not found or nothing_shown(plotted(found)):
+        (out / FIGURE).unlink(missing_ok=True)  # an earlier run's figure is not this one's
         return None
     import matplotlib
 
@@ -115,9 +129,14 @@ def draw(scores_dir: Path, out: Path) -> Path | None:
             if r["low"] is not None:
                 ax.plot([r["asked"], r["asked"]], [r["low"], r["high"]], color=color, linewidth=1, alpha=0.6)
             ax.plot([r["asked"]], [r["answer"]], "o", color=color)
-            ax.annotate(r["cell"], (r["asked"], r["answer"]), fontsize=6, xytext=(3, 3), textcoords="offset points")
+        at: dict = {}  # cells on the same point share one label, not labels drawn over each other
+        for r in rows:
+            at.setdefault((r["asked"], r["answer"]), []).append(r["cell"])
+        for (x, y), names in at.items():
+            ax.annotate("\n".join(names), (x, y), fontsize=6, xytext=(4, 2), textcoords="offset points", va="top")
         front = sorted((r["asked"], r["answer"]) for r in rows if r["frontier"])
         ax.step([x for x, _ in front], [y for _, y in front], where="post", color="tab:red", linewidth=1)
+        ax.set_xlim(-0.05, 1.3)  # cq asks one question at most: the whole range, room for the labels on the right
         ax.set_xlabel("clarifying questions asked per question")
         ax.set_ylabel(ANSWER[task][1])
         ax.set_title(task, fontsize=10)

@@ -23,9 +23,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.common import portable  # noqa: E402
-from bench.grid import frontier  # noqa: E402
+from bench.grid import figures, frontier  # noqa: E402
+from bench.grid.cost import cost_section  # noqa: E402
 from bench.grid.floor import gold_reads_file, load, records_of, undefined, zero_reason  # noqa: E402
 from bench.grid.pairs import MIN_PAIRED_N, PAIR_METRICS, UNITS, cannot_tell  # noqa: E402
+from bench.grid.text import anchor, fmt, fmt_ci, value  # noqa: E402
 from bench.grid.wall import read_wall, wall_start, wall_stop  # noqa: E402,F401 (read_wall: the report reads F.wall)
 from cqtools.score.ci import counted  # noqa: E402
 
@@ -79,25 +81,6 @@ UPPER = " ⊤"  # after a cell's name: it reads gold (an upper bound), bench/gri
 # formatting
 
 
-def value(summary: dict, key: str):
-    for part in key.split("."):
-        summary = summary.get(part) if isinstance(summary, dict) else None
-    return summary
-
-
-def fmt(v) -> str:
-    return "–" if v is None else (f"{v:.1f}" if isinstance(v, float) else str(v))
-
-
-def fmt_ci(summary: dict, key: str) -> str:
-    """`value [low, high]` (one decimal); the value alone where the summary has no interval for it."""
-    v = value(summary, key)
-    interval = value(summary.get("ci", {}).get("intervals", {}), key)
-    if v is None or not isinstance(interval, list) or None in interval:
-        return fmt(v)
-    return f"{fmt(v)} [{interval[0]:.1f}, {interval[1]:.1f}]"
-
-
 def fmt_wall(wall: dict | None) -> str:
     if wall is None:
         return "–"
@@ -123,10 +106,6 @@ def pair_sentence(a: str, b: str, label: str, metric: dict | None, n: int, unit:
     return f"{label}: no difference shown (d = {diff:+.1f} [{interval}], n = {n})."
 
 
-def anchor(name: str) -> str:
-    return "cmd-" + name.replace(".", "-")
-
-
 # ---------------------------------------------------------------------------------------------
 # docs/results.md
 
@@ -141,7 +120,7 @@ def header(args, scores: dict) -> list[str]:
     index_wall = read_wall(args.index_wall) if args.index_wall else None
     index = f": {index_wall['stage_s']:.0f} s" if index_wall else ""
     return [
-        "# Results: the five approaches on the same records", "",
+        "# Results: the five approaches on the same records", "", *size_note(args, n_all, n_deep),
         f"`{args.command}` on {time.strftime('%Y-%m-%d')}. Tiers of size: the cells without a model (retrieval, "
         f"detection always/never/classifier, CQs from gold DQs) on {n_all} covered AmbigNQ dev questions; every cell "
         f"that calls the LLM or the reranker on the first {n_model} of them{deep} (pairs across tiers compare on "
@@ -165,6 +144,27 @@ def header(args, scores: dict) -> list[str]:
         "in every CLAM cell, does not count). **why at the floor**: for a number that is 0 or undefined (n/a), "
         "what the cell's own records show. Every number links to the pipeline that produced it. These are small-model, "
         "small-corpus numbers: compare methods with each other, not with the papers' absolute values.", ""]
+
+
+def size_note(args, n_all: str, n_deep: str) -> list[str]:
+    """The page's first words on a run too small to tell methods apart (its largest tier under the paired claims'
+    minimum): a smoke run of N questions, whose "cannot tell" comparisons are expected; and the run's time and
+    load where bench/smoke.py's run.json is given (--run)."""
+    lines = []
+    if n_all.isdigit() and int(n_all) < args.min_paired_n:
+        deep = f" (the preset cells that read the deep pool on {n_deep})" if n_deep.isdigit() and n_deep != n_all else ""
+        lines += [f"**A smoke run of {n_all} questions**{deep}: it checks that every cell runs end to end, not which "
+                  f"method is better. A paired difference is stated only on at least {args.min_paired_n} shared "
+                  "questions, so every comparison below marked \"cannot tell\" is expected at this size; no number "
+                  "on this page is a finding.", ""]
+    if args.run:
+        run = json.loads(Path(args.run).read_text())
+        lines += [f"The run (`{run.get('command', '?')}`, bench/smoke.py, {run.get('date', '?')}) took "
+                  f"{run['seconds']:.0f} s; the 1-minute load average was {run['load_start_1min']:.1f} when it "
+                  f"started and the 15-minute one {run['load_end_15min']:.1f} when it ended, on {os.cpu_count()} "
+                  "cores" + (": the machine was shared with other work, so every wall time here is slower than on "
+                             "a quiet machine." if run["load_end_15min"] > os.cpu_count() else "."), ""]
+    return lines
 
 
 def table(title: str, task: str, prefix: str, columns: list, paper: str, scores: dict, scores_dir: Path,
@@ -241,56 +241,6 @@ def paired_section(pairs_dir: Path | None, min_n: int = MIN_PAIRED_N) -> list[st
     return lines + [""]
 
 
-COST_LAMBDAS = (0.0, 0.5, 0.8, 1.0)  # the lambda sweep's columns in the cost section
-
-
-# the summary's cost.per_answered_question (cq score --task clam --curves on records written with CQ_USAGE=1)
-COST_USAGE = (("calls", "LM calls/q"), ("prompt_tokens", "prompt tok/q"), ("generated_tokens", "gen. tok/q"),
-              ("seconds", "LM s/q"))
-
-
-def usage_cells(summary: dict) -> str:
-    per = (summary.get("cost") or {}).get("per_answered_question") or {}
-    return " | ".join("–" if per.get(key) is None else f"{per[key]:.2f}" if key == "seconds" else f"{per[key]:.1f}"
-                      for key, _ in COST_USAGE)
-
-
-def cost_section(scores: dict, scores_dir: Path) -> list[str]:
-    """The cost of clarifying, for every CLAM cell scored with `cq score --task clam --curves`: CLAM's adjusted
-    accuracy at a few lambdas, the risk-coverage curve's extremes and best point, the cell's wall seconds per
-    scored record (F.wall) and, when its stages ran with CQ_USAGE=1, the LM calls, prompt and generated tokens and
-    LM seconds per answered question (the summary's ``cost``: docs/metrics.md). Its figure (accuracy
-    against the share clarified, adjusted accuracy against lambda) is figures/cost-NAME.png (figures.py)."""
-    cells = [(name, s) for name, s in scores.items() if s.get("task") == "clam" and (s.get("curves") or {}).get("lambda")]
-    if not cells:
-        return []
-    lines = ["## The cost of clarifying", "",
-             "`cq score --task clam --curves` (docs/metrics.md): adjusted accuracy (all) at each lambda; the "
-             "risk-coverage curve over the detector's threshold (clarify when score > T): accuracy when nothing is "
-             "clarified, when every scored question is, and the best point with its share clarified; `unknown` "
-             "points rest on answers no record holds (score the always-clarify run with `--direct` the never run). "
-             "s/record: the cell's wall seconds per scored record. Per answered question, from the records' "
-             "`meta.usage` (stages run with `CQ_USAGE=1`; – when they were not): LM calls, prompt tokens, generated "
-             "tokens and seconds inside the LM calls, every stage of the cell's own records summed.", "",
-             "| cell | n | " + " | ".join(f"adj. λ={lam:g}" for lam in COST_LAMBDAS)
-             + " | acc. none clarified | acc. all clarified | best acc. (clarified %) | unknown points | s/record | "
-             + " | ".join(label for _, label in COST_USAGE) + " |",
-             "|---|---|" + "---|" * len(COST_LAMBDAS) + "---|---|---|---|---|" + "---|" * len(COST_USAGE)]
-    for name, s in cells:
-        by_lambda = {p["lambda"]: p["adjusted_accuracy"] for p in s["curves"]["lambda"]}
-        points = s["curves"].get("threshold") or []
-        best = max(points, key=lambda p: p["accuracy"]) if points else None
-        wall = read_wall(scores_dir / f"{name}.json.wall")
-        per = f"{wall['total_s'] / s['n']:.2f}" if wall and s.get("n") else "–"
-        lines.append(f"| [{name}](#{anchor(name)}) | {s.get('n')} | "
-                     + " | ".join(fmt(by_lambda.get(lam)) for lam in COST_LAMBDAS)
-                     + (f" | {fmt(points[0]['accuracy'])} | {fmt(points[-1]['accuracy'])} | "
-                        f"{fmt(best['accuracy'])} ({fmt(best['clarified'])}) | "
-                        f"{sum(1 for p in points if p['unknown'])} of {len(points)}" if points
-                        else " | – | – | – (no ambiguity.score) | – ") + f" | {per} | {usage_cells(s)} |")
-    return lines + ["", *(f"- [cost-{name}.png](figures/cost-{name}.png)" for name, _ in cells), ""]
-
-
 def breakdown_section(scores: dict) -> list[str]:
     """Every cell scored with `cq score --by FIELD`: a table per cell, one row per group, the columns of its task's
     first family above (the value and its interval, `--ci`)."""
@@ -350,18 +300,6 @@ def oracle_section(scores: dict, used: set) -> list[str]:
     return lines + [""]
 
 
-def figures_section(scores_dir: Path, pairs_dir: Path | None) -> list[str]:
-    """Links to the forest plots bench/grid/figures.py writes into figures/ beside the report (`make report`
-    runs it after this), one per task with intervals and one of the paired differences."""
-    from bench.grid.figures import cells, pairs
-
-    names = [f"forest-{task}.png" for task in sorted(cells(scores_dir))] + (
-        ["forest-pairs.png"] if pairs(pairs_dir) else [])
-    if not names:
-        return []
-    return ["## Figures", "", *(f"- [{name}](figures/{name})" for name in names), ""]
-
-
 def write_results(args) -> None:
     scores_dir = Path(args.scores)
     scores = {p.name[:-5]: json.loads(p.read_text()) for p in sorted(scores_dir.glob("*.json"))}
@@ -378,12 +316,13 @@ def write_results(args) -> None:
     lines += oracle_section(scores, used)
     lines += paired_section(Path(args.pairs) if args.pairs else None, args.min_paired_n)
     lines += frontier.section(scores_dir)  # bench/grid/frontier.py: answer quality against questions asked
-    lines += figures_section(scores_dir, Path(args.pairs) if args.pairs else None)
+    lines += figures.section(scores_dir, Path(args.pairs) if args.pairs else None)  # forest plots, embedded
     lines += ["## Commands", ""]
     for name in sorted(used):
         cmd = scores_dir / f"{name}.json.cmd"
         lines += [f'<a id="{anchor(name)}"></a>**{name}**', "", "```",
                   portable(cmd.read_text().rstrip()) if cmd.exists() else "(no command recorded)", "```", ""]
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)  # RESULTS in a folder not made yet
     Path(args.out).write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out} ({len(used)} cells)")
 
@@ -402,6 +341,8 @@ def main(argv=None) -> None:
     results.add_argument("--index-wall", help="the corpus index's F.wall (its build time, in the header)")
     results.add_argument("--min-paired-n", type=int, default=MIN_PAIRED_N, metavar="N",
                          help=f"state a paired difference only on at least N shared questions (default {MIN_PAIRED_N})")
+    results.add_argument("--run", metavar="RUN_JSON",
+                         help="bench/smoke.py's run.json: the run's seconds and load, stated at the top")
     results.add_argument("--partial", default=None, metavar="WHY",
                          help="say in the report that the grid has not finished, and why (the cells present are whole)")
     wall = sub.add_parser("wall", help="record a stage's wall time: start F, then stop F INPUT")
