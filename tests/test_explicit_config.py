@@ -31,6 +31,8 @@ EDGES = {
     ("retrieval/jvm.py", "setup"): "the same (CQ_DEBUG)",
     ("retrieval/lucene.py", "_debug"): "the same (Anserini's indexer in the JVM)",
     ("chat/session.py", "__init__"): "Session built from Python without a configuration",
+    ("train/rerank.py", "train_rerank"): "a trainer's start (cq train rerank: where the offline cross-encoder's "
+                                         "float copy is cached)",
     ("train/combiner.py", "train_combiner"): "a trainer's start (cq train combiner: its device is its own setting)",
 }
 

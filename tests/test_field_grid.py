@@ -31,7 +31,7 @@ def test_a_field_cell_per_reachable_data_set_and_one_line_for_each_absent_one(tm
                      plan)
     assert re.search(r"cq detect --preset clam --model \S+ --device \S+ --resume \S+field.clamber.det.clam.jsonl",
                      plan)
-    assert re.search(r"cq score --task detect --ci --n-boot \d+ --seed 0 --by gold.category < \S+field.clamber"
+    assert re.search(r"cq score --task detect --ci --n-boot \d+ --seed 0 --by gold.category (--per-record \S+ )?< \S+field.clamber"
                      r".det.clam.jsonl", plan)
     assert re.search(r"cq answer --mode multi --model \S+ --device \S+ --resume \S+field.condambigqa.multi.jsonl",
                      plan)

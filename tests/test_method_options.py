@@ -82,7 +82,7 @@ def test_cli_rejects_misspelled_and_inapplicable_options_in_one_line():
 
 def test_help_lists_each_method_option_with_its_default():
     out = cq("detect", "--help").stdout
-    assert "--threshold" in out and "classifier 0.5" in out and "-O, --opt KEY=VALUE" in out
+    assert "--threshold" in out and "always 0.5" in out and "-O, --opt KEY=VALUE" in out
     rows = [orjson.loads(x) for x in cq("plugins", "--all", "--options").stdout.splitlines()]
     llm = next(r for r in rows if r["registry"] == "CQ method" and r["method"] == "llm")
     assert {o["name"]: o["default"] for o in llm["options"]}["max_new_tokens"] == 40

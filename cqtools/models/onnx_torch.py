@@ -136,18 +136,16 @@ def state_dict(path: str) -> tuple[dict, int]:
     return state, heads[0]
 
 
-def torch_copy(resolved, cache_root: str | None = None) -> str:
+def torch_copy(resolved, cache_root: str) -> str:
     """A transformers directory holding ``resolved``'s (an offline ONNX cross-encoder's) weights in float32, built
-    once under ``cache_root`` (default: the run configuration's) and reused; its tokenizer is the copy's own."""
+    once under ``cache_root`` (the run configuration's cache) and reused; its tokenizer is the copy's own."""
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
-
-    from ..config import RunConfig
 
     onnx_path = os.path.join(resolved.path, "model.onnx")
     stat = os.stat(onnx_path)
     key = hashlib.sha256(f"{os.path.realpath(onnx_path)}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:16]
-    out = os.path.join(cache_root or RunConfig.from_env().cache_root(), "torch-copies", key)
+    out = os.path.join(cache_root, "torch-copies", key)
     if os.path.exists(os.path.join(out, "config.json")):
         return out
     state, heads = state_dict(onnx_path)

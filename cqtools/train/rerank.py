@@ -34,6 +34,7 @@ import os
 from dataclasses import asdict, dataclass
 from typing import ClassVar
 
+from ..config import RunConfig
 from ..errors import InputError, ResourceError
 from ..metrics.normalize import normalize_answer
 from ..records import GOLD, PASSAGES
@@ -183,7 +184,7 @@ def recall_scores(model, tokenizer, dev: list[dict], cfg: RerankTrainConfig, dev
     return out
 
 
-def _load(cfg: RerankTrainConfig, device: str):
+def _load(cfg: RerankTrainConfig, device: str, cache_root: str):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     from ..models.resolve import resolve
@@ -193,7 +194,7 @@ def _load(cfg: RerankTrainConfig, device: str):
     if resolved.fmt == "onnx":
         from ..models.onnx_torch import torch_copy
 
-        path = torch_copy(resolved)
+        path = torch_copy(resolved, cache_root)
     try:
         tokenizer = AutoTokenizer.from_pretrained(path)
         model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1).to(device)
@@ -215,7 +216,7 @@ def train_rerank(cfg: RerankTrainConfig) -> dict:
         raise InputError(f"{cfg.dev}: every dev record needs passages (`cq retrieve --hits {cfg.dev_passages}`)")
     run = start(cfg)
     device = run.device
-    resolved, tokenizer, model = _load(cfg, device)
+    resolved, tokenizer, model = _load(cfg, device, RunConfig.from_env().cache_root())
 
     def loss_of(net, idx: list[int]):
         drawn = [draw_group(train[i], cfg) for i in idx]

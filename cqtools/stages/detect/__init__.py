@@ -131,7 +131,9 @@ FALLBACK_THRESHOLD = 0.5
 
 
 def threshold_option(default: float | None, default_is: str = ""):
-    return option(default, "label = score > threshold" + (f" [default: {default_is}]" if default_is else ""))
+    """``default_is`` says what a None default means (the classifier's: the threshold stored with its model); the
+    help is one text for every detector, so `cq detect --help` lists each method's default on one flag."""
+    return option(default, "label = score > threshold")
 
 
 @dataclass(frozen=True)
