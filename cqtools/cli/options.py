@@ -159,28 +159,21 @@ def _config_field(field: str, remember: bool = True, only_set: bool = False):
     return callback
 
 
-device_option = click.option(
-    "--device",
-    type=click.Choice(["auto", "cpu", "cuda", "mps"]),
-    default=RunConfig.device,
-    show_default=True,
-    envvar="CQ_DEVICE",
-    callback=_config_field("device", remember=False),
-    help="Where models run, encoders included (auto: this process's GPU if there is one, under "
-         "accelerate launch its own GPU; else cpu).",
-)
+def _config_choice(flag: str, field: str, choices: list[str], envvar: str, help: str):
+    """A RunConfig field as a choice flag: its default the field's, read from ``envvar``, kept in the configuration."""
+    return click.option(flag, type=click.Choice(choices), default=getattr(RunConfig, field), show_default=True,
+                        envvar=envvar, callback=_config_field(field, remember=False), help=help)
+
+
+device_option = _config_choice(
+    "--device", "device", ["auto", "cpu", "cuda", "mps"], "CQ_DEVICE",
+    "Where models run, encoders included (auto: this process's GPU if there is one, under "
+    "accelerate launch its own GPU; else cpu).")
 device_options = compose(
     device_option,
-    click.option(
-        "--dtype",
-        type=click.Choice(["auto", "float32", "bfloat16", "float16"]),
-        default=RunConfig.dtype,
-        show_default=True,
-        envvar="CQ_DTYPE",
-        callback=_config_field("dtype", remember=False),
-        help="Language models' weights dtype (auto: bfloat16 on a GPU that supports it, else float16 on a "
-             "GPU; float32 on CPU).",
-    ),
+    _config_choice("--dtype", "dtype", ["auto", "float32", "bfloat16", "float16"], "CQ_DTYPE",
+                   "Language models' weights dtype (auto: bfloat16 on a GPU that supports it, else float16 on a "
+                   "GPU; float32 on CPU)."),
 )
 
 
