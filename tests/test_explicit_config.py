@@ -33,6 +33,8 @@ EDGES = {
     ("chat/session.py", "__init__"): "Session built from Python without a configuration",
     ("train/rerank.py", "train_rerank"): "a trainer's start (cq train rerank: where the offline cross-encoder's "
                                          "float copy is cached)",
+    ("train/span_reader.py", "train_reader"): "a trainer's start (cq train reader: the same float copy, when it "
+                                              "starts from the offline cross-encoder)",
     ("train/combiner.py", "train_combiner"): "a trainer's start (cq train combiner: its device is its own setting)",
 }
 

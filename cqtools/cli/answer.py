@@ -46,13 +46,17 @@ def cli(mode, reader_name, model, device, dtype, seed, **kwargs):
     """
     from .options import run_config
     from ..models.load import set_seed
+    from ..records import PASSAGES
     from ..stages import answer
+    from ..stages.rerank import RUN_RETRIEVE
+    from .stream import checked_first
 
     options = method_values(ANSWER_MODES, mode, kwargs, OPTION_NAMES, also=(READERS,))
     if model is not None:
         options["model"] = model
     spec = spec_from(kwargs, required=("question",), desc="answer")
     set_seed(seed)
+    stdin = checked_first(spec, *([(PASSAGES, RUN_RETRIEVE)] if mode in ("single", "multi", "cq") else []))
     run_stream(answer.build(mode, reader_name, seed=seed, config=run_config(), batch_size=run_config().model_batch_size,
-                            **options), spec)
+                            **options), spec, stdin)
 

@@ -9,7 +9,7 @@ from .method_flags import api_options, method_options, method_values, preset_opt
 from ..models.roles import LLM
 from ..registry import DETECTORS
 from ..stages.options import DEFAULT_DETECTOR
-from .stream import run_stream, spec_from
+from .stream import QUESTION, checked_first, run_stream, spec_from
 
 METHOD_OPTIONS, OPTION_NAMES = method_options(DETECTORS)
 
@@ -40,4 +40,5 @@ def cli(method, model, device, dtype, **kwargs):
 
     options = method_values(DETECTORS, method, kwargs, OPTION_NAMES, model)
     spec = spec_from(kwargs, desc="detect")
-    run_stream(detect.build(method, run_config(), **options), spec)
+    stdin = checked_first(spec, QUESTION)
+    run_stream(detect.build(method, run_config(), **options), spec, stdin)

@@ -39,6 +39,7 @@ def cli(method, model, device, dtype, seed, **kwargs):
     """
     from .options import run_config
     from ..stages import disambiguate
+    from .stream import checked_first
 
     options = method_values(DISAMBIGUATORS, method, kwargs, OPTION_NAMES, model)
     if options.get("reuse_tree") and not (options.get("tree") and options.get("prune")):
@@ -46,4 +47,5 @@ def cli(method, model, device, dtype, seed, **kwargs):
                                  param_hint="--reuse-tree")
     batch_size = run_config().model_batch_size
     spec = spec_from(kwargs, required=("question",), desc="disambiguate")
-    run_stream(disambiguate.build(method, run_config(), seed=seed, batch_size=batch_size, **options), spec)
+    stdin = checked_first(spec)
+    run_stream(disambiguate.build(method, run_config(), seed=seed, batch_size=batch_size, **options), spec, stdin)

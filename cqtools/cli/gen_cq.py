@@ -48,9 +48,13 @@ def cli(method, model, all_records, device, dtype, **kwargs):
     """
     from .options import run_config
     from ..stages import gen_cq
-    from .stream import run_stream, spec_from
+    from ..records import ANSWERS, PASSAGES
+    from ..stages.rerank import RUN_RETRIEVE
+    from .stream import QUESTION, checked_first, run_stream, spec_from
 
     method = method or gen_cq.default_method(model)
     options = method_values(CQ_METHODS, method, kwargs, OPTION_NAMES, model)
     spec = spec_from(kwargs, desc="gen-cq")
-    run_stream(gen_cq.build(method, all_records, run_config(), **options), spec)
+    stdin = checked_first(spec, QUESTION, *([(PASSAGES, RUN_RETRIEVE)] if method == "pred-answers" else []),
+                          when=lambda r: (all_records or gen_cq.needs_cq(r)) and r.get(ANSWERS) is None)
+    run_stream(gen_cq.build(method, all_records, run_config(), **options), spec, stdin)

@@ -29,8 +29,12 @@ def cli(top, query_field, model, device, dtype, **kwargs):
         | cq answer --mode single
     """
     from .options import run_config
+    from ..records import PASSAGES
     from ..stages import rerank
+    from ..stages.rerank import RUN_RETRIEVE
+    from .stream import checked_first
 
     spec = spec_from(kwargs, required=(query_field,), desc="rerank")
     config = run_config()  # the command's configuration, built from its flags
-    run_stream(rerank.build(model, top, query_field, config.model_batch_size, device, config), spec)
+    stdin = checked_first(spec, (PASSAGES, RUN_RETRIEVE))
+    run_stream(rerank.build(model, top, query_field, config.model_batch_size, device, config), spec, stdin)

@@ -71,3 +71,33 @@ def click_stdin():
 
 __all__ = ["StreamSpec", "spec_from", "run_stream", "apply", "record_problem", "batched", "click_stdin",
            "read_files", "count_records", "FileLine", "EMPTY_HINTS", "ERRORS"]
+
+
+QUESTION = ("question", "every record needs a question")
+
+
+def checked_first(spec: StreamSpec, *needs: tuple[str, str], when=None):
+    """Standard input (or None, for FILE arguments) once its first record has been read and checked, before the
+    command loads any model: a line that is not a JSON object, or a record without one of ``needs`` ((key,
+    hint) pairs; with ``when``, only a record ``when(record)`` accepts), is the one-line error the run would
+    end with, seconds instead of a model load. Input the first record of which cannot be seen without waiting on
+    an upstream stage is checked as it arrives, as before."""
+    import io
+
+    from ..jsonl import read_records
+    from ..records import require
+    from ..stream.inputs import first_line
+
+    stdin = None if spec.inputs else click_stdin()
+    where, line, stdin = first_line(stdin, spec.inputs)
+    if line is None or spec.on_error == "skip":
+        return stdin
+    try:
+        for _, record in read_records(io.BytesIO(line), spec.required):
+            if when is None or when(record):
+                for key, hint in needs:
+                    require(record, key, hint)
+    except InputError as err:
+        err.where = f"line {where}"
+        raise
+    return stdin

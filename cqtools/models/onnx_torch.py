@@ -136,6 +136,12 @@ def state_dict(path: str) -> tuple[dict, int]:
     return state, heads[0]
 
 
+def local_dir(resolved, cache_root: str) -> str:
+    """The transformers directory to load ``resolved`` from: its own path, or for an offline INT8 ONNX
+    cross-encoder its float32 copy under ``cache_root`` (a trainer fine-tunes weights, not a graph)."""
+    return torch_copy(resolved, cache_root) if resolved.fmt == "onnx" else resolved.path
+
+
 def torch_copy(resolved, cache_root: str) -> str:
     """A transformers directory holding ``resolved``'s (an offline ONNX cross-encoder's) weights in float32, built
     once under ``cache_root`` (the run configuration's cache) and reused; its tokenizer is the copy's own."""

@@ -104,3 +104,73 @@ def count_stdin(stream) -> int | None:
     except (AttributeError, OSError, ValueError):
         return None
     return count_records([path])
+
+
+class _Replayed(io.RawIOBase):
+    """A stream whose first bytes were read ahead (:func:`first_line`): those bytes, then the rest of it."""
+
+    def __init__(self, head: bytes, rest):
+        self._head, self._rest = head, getattr(rest, "raw", rest)  # one read at a time: a pipe's records flow on
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf) -> int:
+        if self._head:
+            n = min(len(buf), len(self._head))
+            buf[:n], self._head = self._head[:n], self._head[n:]
+            return n
+        return self._rest.readinto(buf)
+
+    def fileno(self) -> int:
+        return self._rest.fileno()
+
+
+def _complete_line(head: bytes) -> tuple[int, bytes] | None:
+    """(1-based number, bytes) of the first non-blank line of ``head`` when it is complete."""
+    for number, line in enumerate(head.split(b"\n")[:-1], 1):
+        if line.strip():
+            return number, line
+    return None
+
+
+def first_line(stdin, inputs=(), wait: float = 0.05):
+    """``(where, line bytes, stdin)``: the first non-blank input line where it can be seen without waiting on an
+    upstream stage, with a stdin that still yields every byte; ``(None, None, stdin)`` where it cannot (a pipe
+    whose writer has not written a whole line within ``wait`` seconds: the model loads while it works; a
+    terminal; gzip; a FIFO argument). Bad input is then found before any model loads, at no cost to a pipeline."""
+    if inputs:
+        path = inputs[0]
+        if not os.path.isfile(path):
+            return None, None, stdin
+        with open_input(path) as stream:
+            for number, line in enumerate(stream, 1):
+                if line.strip():
+                    return FileLine(number, path), line.rstrip(b"\r\n"), stdin
+        return None, None, stdin
+    try:
+        fd = stdin.fileno()
+        mode = os.fstat(fd).st_mode
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return None, None, stdin
+    if stat.S_ISREG(mode) and stdin.seekable():
+        at = stdin.tell()
+        head = stdin.read(1 << 24)
+        stdin.seek(at)
+        whole = head + b"\n" if len(head) < 1 << 24 else head  # read to its end: a last line without "\n" is whole
+        found = None if head[:2] == b"\x1f\x8b" else _complete_line(whole)
+        return (*found, stdin) if found else (None, None, stdin)
+    if not stat.S_ISFIFO(mode):
+        return None, None, stdin
+    import select
+
+    head, ended = b"", False
+    while _complete_line(head) is None and select.select([fd], [], [], wait)[0]:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            ended = True
+            break
+        head += chunk
+    replayed = io.BufferedReader(_Replayed(head, stdin)) if head else stdin
+    found = None if head[:2] == b"\x1f\x8b" else _complete_line(head + b"\n" if ended else head)
+    return (*found, replayed) if found else (None, None, replayed)

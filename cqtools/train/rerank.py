@@ -187,14 +187,11 @@ def recall_scores(model, tokenizer, dev: list[dict], cfg: RerankTrainConfig, dev
 def _load(cfg: RerankTrainConfig, device: str, cache_root: str):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+    from ..models.onnx_torch import local_dir
     from ..models.resolve import resolve
 
     resolved = resolve(cfg.model)
-    path = resolved.path
-    if resolved.fmt == "onnx":
-        from ..models.onnx_torch import torch_copy
-
-        path = torch_copy(resolved, cache_root)
+    path = local_dir(resolved, cache_root)
     try:
         tokenizer = AutoTokenizer.from_pretrained(path)
         model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1).to(device)

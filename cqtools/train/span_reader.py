@@ -34,6 +34,7 @@ import os
 import re
 from dataclasses import asdict, dataclass
 
+from ..config import RunConfig
 from ..errors import InputError, ResourceError
 from ..models.load import set_seed
 from ..models.roles import ENCODER
@@ -273,16 +274,19 @@ def _split(cfg: ReaderTrainConfig) -> tuple[list[dict], list[dict], list[dict]]:
     return train, dev, hidden
 
 
-def _load(cfg: ReaderTrainConfig, device: str):
-    """(resolved base model, fast tokenizer, span model on ``device``)."""
+def _load(cfg: ReaderTrainConfig, device: str, cache_root: str):
+    """(resolved base model, fast tokenizer, span model on ``device``); an offline ONNX cross-encoder starts from
+    its float copy, its relevance head replaced by the span head (start and end: two labels)."""
     from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
+    from ..models.onnx_torch import local_dir
     from ..models.resolve import resolve
 
     resolved = resolve(cfg.model)
+    path = local_dir(resolved, cache_root)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(resolved.path)
-        model = AutoModelForQuestionAnswering.from_pretrained(resolved.path).to(device)
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForQuestionAnswering.from_pretrained(path, num_labels=2).to(device)
     except (OSError, ValueError) as err:
         raise ResourceError(f"cannot load {cfg.model} as an encoder with a span head: {str(err).splitlines()[0]}") \
             from None
@@ -335,7 +339,7 @@ def train_reader(cfg: ReaderTrainConfig) -> dict:
     train, dev, hidden = _split(cfg)
     run = start(cfg)
     device = run.device
-    resolved, tokenizer, model = _load(cfg, device)
+    resolved, tokenizer, model = _load(cfg, device, RunConfig.from_env().cache_root())
     groups, counts = examples_of(train, tokenizer, cfg, held_answers(hidden, cfg.passages, gold_aliases))
     if not groups:
         raise InputError("no training question has a gold answer in its passages (searched the top "
