@@ -278,11 +278,32 @@ def model_directory(out: str, overwrite: bool, keep: str | None = None):
             old = f"{staging}.old".replace(".training-", ".old-", 1)
             os.rename(out, old)
         os.rename(staging, out)
-    except BaseException:
+    except BaseException as err:
         shutil.rmtree(staging, ignore_errors=True)
+        if disk_full(err):
+            kept = f"the model already in {out} is untouched" if os.path.exists(out) else f"{out} was not created"
+            raise ResourceError(f"no space left on the device holding {parent} while writing the model: nothing was "
+                                f"lost (the partly written copy is removed, {kept}, complete checkpoints stay); free "
+                                f"space and run again (--resume continues from the newest checkpoint)") from None
         raise
     if old:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def disk_full(err: BaseException | None) -> bool:
+    """Whether ``err`` (or what it was raised from) is a full disk or quota: an OSError's ENOSPC/EDQUOT, or the
+    message safetensors' and torch's writers give it ("No space left on device")."""
+    import errno
+
+    seen = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if "No space left on device" in str(err):
+            return True
+        err = err.__cause__ or err.__context__
+    return False
 
 
 def _relocate_report(staging: str, out: str) -> None:
