@@ -8,7 +8,6 @@ import subprocess
 import pytest
 
 from cqtools.cli import cli
-from cqtools.outputs import disk_full
 
 from .conftest import FIXTURES
 
@@ -30,6 +29,8 @@ def _one_line_nothing_lost(result):
 
 def test_the_writers_messages_are_known_as_a_full_disk():
     from safetensors import SafetensorError
+
+    from cqtools.outputs import disk_full
 
     assert disk_full(OSError(28, "No space left on device"))
     assert disk_full(SafetensorError('Error while serializing: IoError(Os { code: 28, kind: StorageFull, '
