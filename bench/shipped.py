@@ -168,7 +168,7 @@ def write_card(folder: Path, name: str, rows: dict, args, same) -> None:
     packed = json.loads((folder / "cq_compact.json").read_text())
     cfg = train["config"]
     flags = " ".join(f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}") for k, v in sorted(cfg.items())
-                     if v is not None and v is not False and k not in ("out", "device", "train", "dev", "more_train"))
+                     if v is not None and v is not False and k not in ("out", "device", "train", "dev", "more_train", "unseen"))
     if name == "detect":
         s, task = rows["float32"]["detect"], "ambiguity classifier (`cq detect --method classifier`, the default)"
         q = rows["shipped int8"]["detect"]
@@ -188,7 +188,11 @@ def write_card(folder: Path, name: str, rows: dict, args, same) -> None:
                 + (f" and {sup['dq_questions_used']} of their {sup['dq_questions']} disambiguated questions, each with "
                    "its own answers over the same passages" if "dq_questions" in sup else "")
                 + f"); the first {args.n_reader} "
-                "covered dev questions are held out (the grid's model tier).")
+                "covered dev questions are held out (the grid's model tier)"
+                + ("; so are docs/benchmarks/first-contact.md's report questions (`--unseen`: covered dev from 551, "
+                   "uncovered from 491, in file order): their ids and questions are dropped from training, and no "
+                   "training span is one of their gold answers in one of their own passages" if cfg.get("unseen")
+                   else "") + ".")
         numbers = (f"F1_ans (all) {fmt(s, 'f1_ans')} float32, {fmt(q, 'f1_ans')} shipped; F1_ans (multi) "
                    f"{fmt(s, 'f1_ans_multi')} / {fmt(q, 'f1_ans_multi')} on the first {same[1]} covered AmbigNQ dev "
                    f"questions (never trained on; BM25 20, reranked top 5, `cq answer --mode multi`); same answers on "
@@ -219,7 +223,7 @@ device {train.get('device')}{f"; code of commit {args.trained_at}" if args.train
 machine type and thread count the weights come out the same (tests/test_train.py checks two runs give the
 same model); other CPUs or thread counts change float rounding, and the scores by a few tenths.
 
-**Limits**: a 22M-parameter MiniLM trained on a 9.5k-passage corpus built for AmbigNQ dev: a competent
+**Limits**: a {packed['source_bytes'] / 4e6:.0f}M-parameter MiniLM trained on a 9.5k-passage corpus built for AmbigNQ dev: a competent
 default for the offline box, far from the papers' BERT/BART-large models (AskCQ, AmbigQA).
 
 **Without cq**: `cq models export {name} DIR` writes it as a Hugging Face model directory (float32

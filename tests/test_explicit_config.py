@@ -35,6 +35,7 @@ EDGES = {
                                          "float copy is cached)",
     ("train/span_reader.py", "train_reader"): "a trainer's start (cq train reader: the same float copy, when it "
                                               "starts from the offline cross-encoder)",
+    ("train/detector.py", "train_detect"): "a trainer's start (cq train detect: the same)",
     ("train/combiner.py", "train_combiner"): "a trainer's start (cq train combiner: its device is its own setting)",
 }
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import asdict
 
+from ..config import RunConfig
 from ..errors import InputError, ResourceError
 from ..stages import detect as detect_stage
 from .best import BestOnDev, eval_steps, every_of
@@ -30,17 +31,21 @@ def _data(cfg: DetectTrainConfig) -> tuple[list[dict], list[dict]]:
     return train, dev[:cfg.dev_limit] if cfg.dev_limit else dev
 
 
-def _load(cfg: DetectTrainConfig, device: str):
+def _load(cfg: DetectTrainConfig, device: str, cache_root: str):
+    """(resolved base model, tokenizer, 2-label classifier); an offline ONNX cross-encoder starts from its float
+    copy, its 1-logit relevance head replaced by a new 2-label one (the only size that may differ)."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+    from ..models.onnx_torch import local_dir
     from ..models.resolve import resolve
 
     resolved = resolve(cfg.model)
-    tokenizer = AutoTokenizer.from_pretrained(resolved.path)
+    path = local_dir(resolved, cache_root)
+    tokenizer = AutoTokenizer.from_pretrained(path)
     try:
         model = AutoModelForSequenceClassification.from_pretrained(
-            resolved.path, num_labels=2, id2label={0: "not ambiguous", 1: "ambiguous"},
-            label2id={"not ambiguous": 0, "ambiguous": 1}).to(device)
+            path, num_labels=2, id2label={0: "not ambiguous", 1: "ambiguous"},
+            label2id={"not ambiguous": 0, "ambiguous": 1}, ignore_mismatched_sizes=resolved.fmt == "onnx").to(device)
     except (OSError, ValueError) as err:
         raise ResourceError(f"cannot load {cfg.model} as an encoder: {str(err).splitlines()[0]}") from None
     return resolved, tokenizer, model
@@ -126,7 +131,7 @@ def train_detect(cfg: DetectTrainConfig) -> dict:
     x_dev = [detect_stage.classifier_text(r, cfg.passages) for r in dev]
     run = start(cfg)
     device = run.device
-    resolved, tokenizer, model = _load(cfg, device)
+    resolved, tokenizer, model = _load(cfg, device, RunConfig.from_env().cache_root())
     evaluate = _evaluator(model, tokenizer, x_dev, y_dev, cfg.max_length, device, cfg.input_layout)
 
     def batch(idx: list[int]) -> dict:
