@@ -16,7 +16,6 @@ from cqtools.presets.base import DIVERGES, FLAG, MACHINE, STAYS
 # (preset, command, option): why the difference is neither forced here nor a flag away (docs/methods.md says
 # each as "a real divergence"; docs/audit/issue55.md has the training ones)
 DIVERGENCES = {
-    ("toc", "disambiguate", "reranker"): "equal scores: cq's order is deterministic, the release's numpy's",
     ("ambigqa", "answer", "max_passage_tokens"): "cq reads whole passages; the release cuts the last at token 1,024",
     ("ambigqa", "disambiguate", "passage_order"): "the release repeats its first passage (a bug not copied)",
     ("ambigqa", "train qd", "max_input_tokens"): "the same loop at training",
@@ -24,8 +23,7 @@ DIVERGENCES = {
     ("disambig-first", "answer", "mode"): "no passage-selection head yet (issue 55 item 5, h56r's)",
     ("disambig-first", "answer", "rerank_depth"): "the cross-encoder stands in for that head",
     ("disambig-first", "answer", "span_order"): "the same",
-    ("refuel", "answer", "round_trip_method"): "an answer is new by its normalised text, not its raw string",
-    ("refuel", "answer", "max_rounds"): "every pass's pairs are verified, not the pass chosen on dev",
+    ("refuel", "answer", "round_trip_method"): "a pass's single answer keeps the question as its DQ (cq's qd rule)",
     ("askcq", "answer", "max_passage_tokens"): "whole passages, as ambigqa's answer row",
     ("askcq", "gen-cq", "max_passage_tokens"): "whole passages, as above",
     ("askcq", "train spanseqgen", "input_layout"): "reranking at training: h55b's item of issue 55",

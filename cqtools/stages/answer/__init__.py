@@ -68,6 +68,7 @@ class AnswerConfig(ReaderOptions):
     round_trip: bool = O.round_trip()
     round_trip_method: str = O.round_trip_method()  # title (cq's "Q [title]") | refuel (a DQ per answer, re-asked)
     max_rounds: int = O.max_rounds()
+    round_trip_match: str = O.round_trip_match()  # refuel: an answer is new by its normalised text or raw string
     verify: bool = O.verify()
     verify_rule: str = O.verify_rule()  # threshold (cq's) | refuel (keep-best over (DQ, answer) pairs)
     verify_threshold: float = O.verify_threshold()
@@ -93,7 +94,7 @@ class AnswerConfig(ReaderOptions):
         if self.round_trip:
             keep.update(round_trip=True, max_rounds=self.max_rounds)
             if self.round_trip_method != "title":
-                keep["round_trip_method"] = self.round_trip_method
+                keep.update(round_trip_method=self.round_trip_method, **non_default(self, "round_trip_match"))
         if self.min_rerank_score is not None:
             keep["min_rerank_score"] = self.min_rerank_score
         if self.verify:
@@ -268,7 +269,8 @@ def answer_batch(records: list[dict], stage: AnswerStage, info: dict) -> list[di
             per_record[q.record].append(entry)
     pairs = None
     if c.refuel_round_trip:
-        pairs = refuel_round_trip(records, questions, per_record, reader, stage.qd_writer, c.max_rounds, multi)
+        pairs = refuel_round_trip(records, questions, per_record, reader, stage.qd_writer, c.max_rounds, multi,
+                                  c.round_trip_match)
     elif c.round_trip and c.mode not in ("cq", "dqs"):
         round_trip(questions, per_record, reader, c.max_rounds)
     if c.verify and c.verify_rule == "refuel":

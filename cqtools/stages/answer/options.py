@@ -28,6 +28,12 @@ def max_rounds():
     return option(2, "cap on --round-trip rounds (refuel: passes after the first)", min=1)
 
 
+def round_trip_match():
+    return option("normalised", "--round-trip-method refuel: what makes an answer (and a (DQ, answer) pair) new: "
+                                "normalised (its SQuAD-normalised text; cq's) or raw (its stripped string, as the "
+                                "released code compares them)", choices=("normalised", "raw"))
+
+
 def qd_model():
     return option(None, "--round-trip-method refuel: the LM that writes the DQs [default: the generative reader's "
                         "LM, else cq disambiguate's]")
@@ -137,6 +143,7 @@ class SingleOptions:
     round_trip: bool = round_trip()
     round_trip_method: str = round_trip_method()
     max_rounds: int = max_rounds()
+    round_trip_match: str = round_trip_match()
     qd_model: str | None = qd_model()
     qd_layout: str = qd_layout()
     qd_num_beams: int = qd_num_beams()

@@ -1,0 +1,112 @@
+"""Issue 55's stage rows that were real divergences and are now a flag away: each flag does what the release
+does, and where the release sets it the paper's preset row sets it (docs/methods.md, tests/test_preset_rows.py)."""
+from __future__ import annotations
+
+import re
+
+from click.testing import CliRunner
+
+from cqtools import presets
+from cqtools.stages.answer import AnswerConfig, answer_batch
+from cqtools.stages.answer.refuel import QDWriter
+
+from .fakes import FakeCrossEncoder, FakeGenerator, after_question
+from .test_answer_papers import _passages, _stage, asked
+
+
+def _help(*command: str) -> str:
+    from cqtools.cli import cli
+
+    result = CliRunner().invoke(cli, [*command, "--help"])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+# --- ToC: equal cross-encoder scores (toc/retrieval/combine.py:5 @75a3ddd) ---------------------------------
+
+def test_toc_ties_argsort_is_the_releases_reversed_numpy_argsort():
+    import numpy
+
+    from cqtools.stages.toc.run import tie_ranked
+
+    assert tie_ranked([1.0, 2.0, 2.0, 0.5, 2.0], "earlier") == [1, 2, 4, 0, 3]
+    assert tie_ranked([1.0, 2.0, 2.0, 0.5, 2.0], "argsort") == [4, 2, 1, 0, 3]  # the later of equal scores first
+    for scores in ([0.0] * 40, [float(n % 3) for n in range(50)]):  # long lists: numpy's unstable order, as released
+        assert tie_ranked(scores, "argsort") == [int(n) for n in numpy.argsort(scores)[::-1]]
+    assert tie_ranked([0.25, 3.0, -1.0], "argsort") == tie_ranked([0.25, 3.0, -1.0], "earlier") == [1, 0, 2]
+
+
+def test_toc_runner_ranks_ties_by_the_tie_order_and_the_preset_sets_the_releases():
+    from cqtools.stages.toc import TocConfig
+    from cqtools.stages.toc.run import TocRunner
+
+    pool = [{"id": f"p{n}", "title": f"T{n}", "text": "same words"} for n in range(4)]
+    flat = FakeCrossEncoder(lambda query, passage: 1.0)
+
+    def ranked(**options):
+        runner = TocRunner(None, flat, None, None, TocConfig(**options))
+        return [p["id"] for p in runner.rank(["q"], [pool], 3)[0]]
+
+    assert ranked() == ["p0", "p1", "p2"]
+    assert ranked(tie_order="argsort") == ["p3", "p2", "p1"]
+    assert presets.get("toc").values("disambiguate")["tie_order"] == "argsort"
+    assert "--tie-order [earlier|argsort]" in _help("disambiguate", "--method", "toc")
+
+
+# --- REFUEL: an answer is new by its raw string (run.py:1098-1107, 1121 @159090e) ----------------------------
+
+READINGS = {"Who won?": "Ann ; Bob", "Who won Ann?": "Ann ; Cy", "Who won Bob?": "ann", "Who won Cy?": "Cy",
+            "Who won ann?": "ann"}
+
+
+def _replies(readings: dict):
+    def reply(prompt: str) -> str:
+        if prompt.rstrip().endswith("Answers:"):
+            return readings[after_question(prompt).split("\n")[0]]
+        return "Who won " + re.findall(r"^Answer: (.*)$", prompt, re.M)[-1] + "?"
+
+    return reply
+
+
+def _refuel(readings=READINGS, scorer=None, **extra):
+    gen = FakeGenerator(_replies(readings), scorer)
+    cfg = AnswerConfig(mode="multi", round_trip=True, round_trip_method="refuel", grounding="none",
+                       **{"max_rounds": 9, **extra})
+    record = {"id": "r", "question": "Who won?", "passages": _passages(40)}
+    return gen, answer_batch([record], _stage(gen, cfg, qd_writer=QDWriter(gen)), {})[0]
+
+
+def test_refuel_round_trip_raw_tells_answers_apart_by_their_strings():
+    gen, out = _refuel()
+    assert [a["text"] for a in out["answers"]] == ["Ann", "Bob", "Cy"]  # "ann" is Ann, normalised
+    assert [(d["question"], d["answer"], d["pass"]) for d in out["dqs"]] == [
+        ("Who won Ann?", "Ann", 0), ("Who won Bob?", "Bob", 0), ("Who won Cy?", "Cy", 1)]
+    gen, out = _refuel(round_trip_match="raw")
+    assert [a["text"] for a in out["answers"]] == ["Ann", "Bob", "Cy", "ann"]  # a new string is a new answer
+    # "ann" gets its own DQ, written beside the other answers (the writer takes distinct answers)
+    assert [(d["question"], d["answer"], d["pass"]) for d in out["dqs"]] == [
+        ("Who won Ann?", "Ann", 0), ("Who won Bob?", "Bob", 0), ("Who won Cy?", "Cy", 1), ("Who won ann?", "ann", 1)]
+    assert asked(gen)[-1] == ["Who won Ann?", "Who won Bob?", "Who won Cy?", "Who won ann?"]
+    assert out["meta"]["answer"] == {}  # the info passed in
+    assert presets.get("refuel").values("answer")["round_trip_match"] == "raw"
+    assert "--round-trip-match [normalised|raw]" in _help("answer", "--mode", "multi")
+
+
+CHAIN = {"Who won?": "Ann ; Bob", "Who won Ann?": "Ann ; Cy", "Who won Bob?": "Bob", "Who won Cy?": "Cy ; Dee",
+         "Who won Dee?": "Dee"}
+
+
+def test_refuel_max_rounds_verifies_every_pair_up_to_that_pass_as_the_releases_pass_x():
+    for cap, dqs in ((1, ["Ann", "Bob", "Cy"]), (2, ["Ann", "Bob", "Cy", "Dee"]), (9, ["Ann", "Bob", "Cy", "Dee"])):
+        scored: list[str] = []
+
+        def score(prompt, continuation):
+            scored.append(after_question(prompt).split("\n")[0])
+            return -1.0
+
+        _, out = _refuel(CHAIN, score, max_rounds=cap, round_trip_match="raw", verify=True, verify_rule="refuel",
+                         verify_threshold=-5.0)
+        assert [d["answer"] for d in out["dqs"]] == dqs  # every pair kept (all score over the threshold)
+        assert {d["pass"] for d in out["dqs"]} == set(range(min(cap, 2) + 1))  # pass X: its pairs and the earlier
+        assert sorted(set(scored)) == [f"Who won {a}?" for a in dqs]  # every pair through pass X is verified
+    assert "--max-rounds" in _help("answer", "--mode", "multi")
