@@ -17,12 +17,7 @@ from cqtools.presets.base import DIVERGES, FLAG, MACHINE, STAYS
 # each as "a real divergence"; docs/audit/issue55.md has the training ones)
 DIVERGENCES = {
     ("ambigqa", "answer", "max_passage_tokens"): "cq reads whole passages; the release cuts the last at token 1,024",
-    ("ambigqa", "disambiguate", "passage_order"): "the release repeats its first passage (a bug not copied)",
-    ("ambigqa", "train qd", "max_input_tokens"): "the same loop at training",
     ("ambigqa", "train qd", "epochs"): "dev EDIT-F1 split simply (PTB needs the JVM inside training)",
-    ("disambig-first", "answer", "mode"): "no passage-selection head yet (issue 55 item 5, h56r's)",
-    ("disambig-first", "answer", "rerank_depth"): "the cross-encoder stands in for that head",
-    ("disambig-first", "answer", "span_order"): "the same",
     ("refuel", "answer", "round_trip_method"): "a pass's single answer keeps the question as its DQ (cq's qd rule)",
     ("askcq", "answer", "max_passage_tokens"): "whole passages, as ambigqa's answer row",
     ("askcq", "gen-cq", "max_passage_tokens"): "whole passages, as above",

@@ -12,6 +12,7 @@ from cqtools.stages.answer.refuel import QDWriter
 
 from .fakes import FakeCrossEncoder, FakeGenerator, after_question
 from .test_answer_papers import _passages, _stage, asked
+from .test_train_paper_models import tiny_bart  # noqa: F401  (fixture)
 
 
 def _help(*command: str) -> str:
@@ -110,3 +111,55 @@ def test_refuel_max_rounds_verifies_every_pair_up_to_that_pass_as_the_releases_p
         assert {d["pass"] for d in out["dqs"]} == set(range(min(cap, 2) + 1))  # pass X: its pairs and the earlier
         assert sorted(set(scored)) == [f"Who won {a}?" for a in dqs]  # every pair through pass X is verified
     assert "--max-rounds" in _help("answer", "--mode", "multi")
+
+
+# --- AmbigQA's QD input: the release repeats its first passage (QGData.py:316-322 @5c8cdb1) ---------------------
+
+PASSAGES = [{"id": f"p{n}", "title": f"Title{n}", "text": f"words of passage {n} here"} for n in range(6)]
+
+
+def test_qd_first_repeated_shows_the_first_passage_over_and_over_within_the_budget():
+    from cqtools.stages.disambiguate.qd import QdOptions, qd_batch
+
+    record = {"id": "r", "question": "Who won?", "answers": [{"text": "Ann"}, {"text": "Bob"}],
+              "passages": PASSAGES}
+
+    def shown(**options):
+        gen = FakeGenerator("Who won first?")
+        qd_batch([dict(record)], gen, QdOptions(layout="ambigqa", duplicates="keep", max_others=0, n_passages=100,
+                                                max_passage_tokens=60, **options))
+        return re.findall(r"Title\d+", gen.prompts[0])
+
+    assert shown(passage_order="reranked")[:3] == ["Title0", "Title1", "Title2"]
+    repeated = shown(passage_order="first-repeated")
+    assert set(repeated) == {"Title0"} and 1 < len(repeated) == len(shown(passage_order="reranked"))
+    assert presets.get("ambigqa").values("disambiguate")["passage_order"] == "reranked"  # the paper's; a flag away
+    assert "first-repeated" in _help("disambiguate", "--method", "qd")
+
+
+def test_train_qd_first_repeated_trains_and_reads_the_releases_repeat(tiny_bart, monkeypatch):
+    from cqtools.stages.answer import seqgen
+    from cqtools.stages.disambiguate import qd_model
+    from cqtools.train.qd import QDTrainConfig, record_examples
+    from cqtools.train.spanseqgen import seqgen_tokenizer
+
+    tok = seqgen_tokenizer(tiny_bart)
+    record = {"id": "r", "question": "Who played the Joker", "passages": PASSAGES[:3], "gold": {"annotations": [
+        {"type": "multipleQAs", "qaPairs": [{"question": "Q one?", "answer": ["Ann"]},
+                                            {"question": "Q two?", "answer": ["Bob"]}]}]}}
+
+    def inputs(order):
+        cfg = QDTrainConfig(train="t", dev=None, model="m", out="o", max_input_tokens=128, passage_order=order)
+        return [tok.decode(ids) for ids, _, _ in record_examples(record, tok, cfg)]
+
+    plain, repeated = inputs("reranked"), inputs("first-repeated")
+    assert all("title1" in text for text in plain) and not any("title1" in text for text in repeated)
+    assert all(text.count("title0") > 2 and len(tok(text).input_ids) >= 120 for text in repeated)  # filled to the cut
+    # a model trained so is read so: cq disambiguate --model DIR feeds it the same repeat
+    rows: list = []
+    monkeypatch.setattr(seqgen, "decode_rows", lambda writer, batch: rows.extend(batch) or ["dq"] * len(batch))
+    writer = object.__new__(qd_model.TrainedQD)
+    writer.tokenizer, writer.max_input, writer.passage_order = tok, 128, "first-repeated"
+    assert writer.write([("Who played the Joker", "Ann", ["Bob"], PASSAGES[:3])]) == ["dq"]
+    assert tok.decode(rows[0]) == repeated[0]
+    assert "--passage-order [reranked|first-repeated]" in _help("train", "qd")

@@ -53,6 +53,10 @@ class QDTrainConfig(TrainConfig):
     num_beams: int = option(qd_model.BEAMS, "Beams when cq disambiguate decodes (saved with the model).", min=1)
     max_question_tokens: int = option(qd_model.QUESTION_TOKENS, "Tokens of a target DQ, and generated per DQ by cq "
                                                                 "disambiguate (saved with the model).", min=4)
+    passage_order: str = option("reranked", "Passages in the input: reranked (the records' order, as the paper's "
+                                            "§5) or first-repeated (the first one over and over, as AmbigQA's released "
+                                            "QD input, QGData.py:316-322); saved with the model.",
+                                choices=("reranked", qd_model.FIRST_REPEATED))
     patience: int | None = patience_option()
 
 
@@ -62,7 +66,7 @@ def _found(aliases: list[str], source: str) -> list[str]:
 
 def record_examples(record: dict, tokenizer, cfg: QDTrainConfig) -> list[tuple[list[int], str, dict]]:
     """(input ids, target DQ, record) for each QA pair of the record's annotations missing the fewest answers."""
-    passages = (record.get("passages") or [])[:cfg.passages]
+    passages = qd_model.repeated_first((record.get("passages") or [])[:cfg.passages], cfg.passage_order)
     source = tokenizer.decode(seqgen.passage_ids(tokenizer, passages, cfg.max_input_tokens),
                               skip_special_tokens=True).lower()
     annotations = [a for a in (record.get(GOLD) or {}).get("annotations") or [] if a.get("type") == "multipleQAs"]

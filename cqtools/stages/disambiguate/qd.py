@@ -19,8 +19,8 @@ from .. import prompts_disamb as P
 from ..options import beam_args, beams_option
 from ..templates import Template
 from ..tree import answer_passage
-from .parsing import (NEED_PASSAGES, clean_question, model_option, passage_words_option, passages_option,
-                      template_option, tokens_option)
+from .parsing import (FIRST_REPEATED, NEED_PASSAGES, clean_question, model_option, passage_words_option,
+                      passages_option, repeated_first, template_option, tokens_option)
 
 NEED_ANSWERS = "run `cq answer --mode multi` first: --method qd writes one DQ per predicted answer"
 
@@ -37,9 +37,11 @@ class QdOptions:
     layout: str = option("cq", "prompt order: cq (passages, question, answer, others), ambigqa (AmbigQA's released "
                                "input: target answer, question, other answers, passages) or refuel (REFUEL's: target "
                                "answer, question, passages; no other answers)", choices=("cq", "ambigqa", "refuel"))
-    passage_order: str = option("answer-first", "answer-first (the shown passages holding the answer moved first) "
-                                                "or reranked (the record's order, as AmbigQA)",
-                                choices=("answer-first", "reranked"))
+    passage_order: str = option("answer-first", "answer-first (the shown passages holding the answer moved first), "
+                                                "reranked (the record's order, as AmbigQA's paper) or first-repeated "
+                                                "(the first passage over and over, as AmbigQA's released QD input; "
+                                                "a `cq train qd` model reads the order it was trained with)",
+                                choices=("answer-first", "reranked", FIRST_REPEATED))
     duplicates: str = option("fallback", "a DQ that echoes the question or an earlier DQ becomes 'AQ (title)?' "
                                          "(fallback) or stays as generated (keep, as AmbigQA)",
                              choices=("fallback", "keep"))
@@ -153,7 +155,7 @@ def _qd_jobs(records: list[dict], config: QdOptions, tpl, count) -> tuple[list[l
                 holding = [p for p in passages if answer_passage(answer, [p])]
                 ordered = holding + [p for p in passages if p not in holding]
             else:
-                ordered = passages
+                ordered = repeated_first(passages, config.passage_order)
             shown = ordered[: config.n_passages]
             if count is not None and shown:
                 used = count(P.qd_prompt(record["question"], answer, others, [], tpl, config.layout))
