@@ -16,11 +16,8 @@ from cqtools.presets.base import DIVERGES, FLAG, MACHINE, STAYS
 # (preset, command, option): why the difference is neither forced here nor a flag away (docs/methods.md says
 # each as "a real divergence"; docs/audit/issue55.md has the training ones)
 DIVERGENCES = {
-    ("ambigqa", "answer", "max_passage_tokens"): "cq reads whole passages; the release cuts the last at token 1,024",
     ("ambigqa", "train qd", "epochs"): "dev EDIT-F1 split simply (PTB needs the JVM inside training)",
     ("refuel", "answer", "round_trip_method"): "a pass's single answer keeps the question as its DQ (cq's qd rule)",
-    ("askcq", "answer", "max_passage_tokens"): "whole passages, as ambigqa's answer row",
-    ("askcq", "gen-cq", "max_passage_tokens"): "whole passages, as above",
     ("askcq", "train spanseqgen", "input_layout"): "reranking at training: h55b's item of issue 55",
 }
 FLAG_NAME = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")

@@ -163,3 +163,56 @@ def test_train_qd_first_repeated_trains_and_reads_the_releases_repeat(tiny_bart,
     assert writer.write([("Who played the Joker", "Ann", ["Bob"], PASSAGES[:3])]) == ["dq"]
     assert tok.decode(rows[0]) == repeated[0]
     assert "--passage-order [reranked|first-repeated]" in _help("train", "qd")
+
+
+# --- AmbigQA's and AskCQ's inputs cut at token 1,024: the last passage read in part ------------------------------
+
+def test_fit_cuts_the_passage_over_the_budget_where_the_budget_is_full():
+    from cqtools.stages import evidence
+
+    passages = [{"id": f"p{n}", "title": "", "text": "abcd " * 10} for n in range(3)]  # 50 characters: 13 tokens
+    count = evidence.token_counter()  # 4 characters a token
+    whole = evidence.fit(passages, 30, count, used=2)
+    assert [p["id"] for p in whole] == ["p0", "p1"] and whole[1] is passages[1]
+    cut = evidence.fit(passages, 30, count, used=2, cut=True)
+    assert [p["id"] for p in cut] == ["p0", "p1", "p2"] and cut[:2] == whole
+    assert 2 + sum(count(evidence.passage_text(p)) for p in cut) == 30  # filled to the last token
+    assert passages[2]["text"].startswith(cut[2]["text"]) and len(cut[2]["text"]) < len(passages[2]["text"])
+    assert evidence.fit(passages, 28, count, used=2, cut=True)[2:] == []  # no room left: nothing of it
+    assert evidence.fit(passages, 100, count, cut=True) == passages  # everything fits: nothing cut
+
+
+def test_the_reader_reads_the_cut_passage_under_passage_cut_last():
+    gen = FakeGenerator("Alpha")
+    # "Who?" is 1 token; each reader line 40 characters = 10 tokens: 3 fit in 36 whole, and 5 tokens of the fourth
+    record = {"id": "r", "question": "Who?", "passages": _passages(40, 40, 40, 40)}
+    cfg = AnswerConfig(mode="multi", max_passage_tokens=36, n_passages=None, grounding="none")
+    answer_batch([dict(record)], _stage(gen, cfg), {})
+    cfg = AnswerConfig(mode="multi", max_passage_tokens=36, n_passages=None, grounding="none", passage_cut="last")
+    out = answer_batch([dict(record)], _stage(gen, cfg), {})[0]
+    assert re.findall(r"^\[\d+\] (T\d+):", gen.prompts[0], re.M) == ["T0", "T1", "T2"]
+    last = re.findall(r"^\[\d+\] T3: (x*)$", gen.prompts[1], re.M)
+    assert last and 0 < len(last[0]) < len(record["passages"][3]["text"])
+    assert out["meta"]["passages_read"] == {"answer": 4}
+    for name in ("ambigqa", "askcq"):
+        assert presets.get(name).values("answer")["passage_cut"] == "last"
+    assert "--passage-cut [whole|last]" in _help("answer", "--mode", "multi")
+
+
+def test_gen_cq_and_its_trainer_read_the_cut_passage_as_askcq():
+    from cqtools.stages.gen_cq.inputs import read_passages
+    from cqtools.train.cq_generator import LAYOUT_DEFAULTS, cq_examples
+
+    record = {"id": "r", "question": "Which one?", "passages": [{"title": "T", "text": "word " * 20}] * 3,
+              "gold": {"cq": "Which one: a, or b?"}}
+    count = len  # a token a character
+    taken = ["Which one?"]  # 10 + 1 separator + 2
+    whole = read_passages(dict(record), 100, 240, count, taken)
+    cut = read_passages(dict(record), 100, 240, count, taken, cut=True)
+    assert len(whole) == 2 and cut[:2] == whole and 0 < len(cut[2]) < len(whole[0])
+    assert 13 + sum(len(t) + 2 for t in cut) == 240  # each passage's text and its <s> </s>, to the budget
+    source = cq_examples([record], 100, None, max_passage_tokens=240, count=count, cut=True)[0][0][0]
+    assert cut[2] in source and LAYOUT_DEFAULTS["askcq"]["passage_cut"] == "last"
+    assert presets.get("askcq").values("gen-cq")["passage_cut"] == "last"
+    assert "--passage-cut [whole|last]" in _help("gen-cq", "--method", "seq2seq")
+    assert "--passage-cut [whole|last]" in _help("train", "gen-cq")

@@ -44,9 +44,12 @@ AMBIGQA = Preset(
                 "trained", setting="answer mode", stays=FLAG),
         Setting("answer", "max_passage_tokens", 1024, "§5: the question and the top passages in order up to 1,024 "
                 "tokens; codes/QAData.py:212-227 @5c8cdb1",
-                "counted with the reader's tokenizer, not BART's; the release cuts the last passage at token 1,024, cq "
-                "stops before the first passage that does not fit (cqtools/stages/evidence.py)",
-                setting="evidence budget (tokens)", applies=LAYOUT),
+                "counted with the reader's tokenizer, not BART's: the fine-tuned SpanSeqGen is not offline (`--reader "
+                "seqgen --model DIR` reads one `cq train spanseqgen --preset ambigqa` trained, with BART's count)",
+                setting="evidence budget (tokens)", applies=LAYOUT, stays=MACHINE),
+        Setting("answer", "passage_cut", "last", "codes/QAData.py:218-227 @5c8cdb1: passages appended while the "
+                "input is under 1,024 tokens, then the input cut at 1,024: the last passage read in part",
+                setting="the passage over the budget", applies=LAYOUT),
         Setting("answer", "passage_chars", 0, "codes/QAData.py:218-224 @5c8cdb1: passages are concatenated whole",
                 setting="passage text shown", applies=LAYOUT),
         Setting("answer", "grounding", "none", "§5: SpanSeqGen, a BART seq2seq model, generates the answers "

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ...models.roles import role
 from ...registry import option
-from ..options import beams_option, prompt_option, reranker_option
+from ..options import beams_option, passage_cut_option, prompt_option, reranker_option
 from ..rerank import DEFAULT_RERANKER
 
 DEFAULT_READER = role("reader").default
@@ -120,6 +120,10 @@ def reader_passages(help: str):
     return option(None, f"{help} [default: {READER_PASSAGES}]", min=1, flag="--passages")
 
 
+def passage_cut():
+    return passage_cut_option()
+
+
 def passage_chars():
     return option(600, "each passage cut before this many characters (0: whole)", min=0)
 
@@ -224,4 +228,5 @@ class GenerativeOptions:
     max_candidates: int = max_candidates()
     prompt: str | None = prompt_option()
     max_passage_tokens: int | None = passage_budget()
+    passage_cut: str = passage_cut()
     num_beams: int = beams_option()
