@@ -17,7 +17,6 @@ from cqtools.presets.base import DIVERGES, FLAG, MACHINE, STAYS
 # each as "a real divergence"; docs/audit/issue55.md has the training ones)
 DIVERGENCES = {
     ("ambigqa", "train qd", "epochs"): "dev EDIT-F1 split simply (PTB needs the JVM inside training)",
-    ("refuel", "answer", "round_trip_method"): "a pass's single answer keeps the question as its DQ (cq's qd rule)",
     ("askcq", "train spanseqgen", "input_layout"): "reranking at training: h55b's item of issue 55",
 }
 FLAG_NAME = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")

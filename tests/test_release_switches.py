@@ -69,12 +69,13 @@ def _replies(readings: dict):
     return reply
 
 
-def _refuel(readings=READINGS, scorer=None, **extra):
+def _refuel(readings=READINGS, scorer=None, qd_one_answer="keep", **extra):
     gen = FakeGenerator(_replies(readings), scorer)
     cfg = AnswerConfig(mode="multi", round_trip=True, round_trip_method="refuel", grounding="none",
                        **{"max_rounds": 9, **extra})
     record = {"id": "r", "question": "Who won?", "passages": _passages(40)}
-    return gen, answer_batch([record], _stage(gen, cfg, qd_writer=QDWriter(gen)), {})[0]
+    writer = QDWriter(gen, one_answer=qd_one_answer)
+    return gen, answer_batch([record], _stage(gen, cfg, qd_writer=writer), {})[0]
 
 
 def test_refuel_round_trip_raw_tells_answers_apart_by_their_strings():
@@ -216,3 +217,21 @@ def test_gen_cq_and_its_trainer_read_the_cut_passage_as_askcq():
     assert presets.get("askcq").values("gen-cq")["passage_cut"] == "last"
     assert "--passage-cut [whole|last]" in _help("gen-cq", "--method", "seq2seq")
     assert "--passage-cut [whole|last]" in _help("train", "gen-cq")
+
+
+def test_refuel_qd_one_answer_write_gives_a_passs_only_answer_a_dq_as_the_release():
+    single = {"Who won?": "Ann", "Who won Ann?": "Ann ; Bob", "Who won Bob?": "Bob"}
+    gen, out = _refuel(single)
+    assert [a["text"] for a in out["answers"]] == ["Ann"] and out["dqs"][0]["question"] == "Who won?"
+    gen, out = _refuel(single, qd_one_answer="write")
+    assert [a["text"] for a in out["answers"]] == ["Ann", "Bob"]  # its DQ re-asked finds Bob
+    assert [(d["question"], d["answer"], d["pass"]) for d in out["dqs"]] == [
+        ("Who won Ann?", "Ann", 0), ("Who won Bob?", "Bob", 1)]
+    assert presets.get("refuel").values("answer")["qd_one_answer"] == "write"
+    assert "--qd-one-answer [keep|write]" in _help("answer", "--mode", "multi")
+    assert "--one-answer [keep|write]" in _help("disambiguate", "--method", "qd")
+    from cqtools.stages.answer import GenerativeReader, qd_writer_for
+
+    reader = GenerativeReader(FakeGenerator("x"), AnswerConfig())
+    writer = qd_writer_for(reader, None, None, qd_layout="refuel", qd_num_beams=1, qd_one_answer="write")
+    assert writer.one_answer == "write" and writer.params == {"qd_layout": "refuel", "qd_one_answer": "write"}

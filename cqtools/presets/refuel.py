@@ -60,10 +60,12 @@ REFUEL = Preset(
                 "scripts/round_trip/round_trip_generation.sh (IS_REPLACE=0) @159090e: each pass writes a DQ for every "
                 "answer it found, conditioned on the prompt question, and feeds every DQ written so far back to "
                 "answer prediction over the same passages",
-                "the DQs are written by cq disambiguate's qd prompt (an LM) in REFUEL's input layout (qd_layout below); "
-                "a pass that found a single answer keeps the question as its DQ (cq's qd rule), where the release "
-                "writes a DQ for every (prompt question, answer) pair (QGInferenceData.py:136-143)",
-                setting="round trip"),
+                "the DQs are written by cq disambiguate's qd prompt (an LM) in REFUEL's input layout (qd_layout "
+                "below): REFUEL's QD BART is not offline (--qd-model takes any LM)", setting="round trip",
+                stays=MACHINE),
+        Setting("answer", "qd_one_answer", "write", "QGInferenceData.py:136-143 @159090e: a DQ is written for every "
+                "(prompt question, answer) pair of the pass, one answer or many (cq disambiguate's rule keeps the "
+                "question for a record with one answer)", setting="DQ for a pass's only answer"),
         Setting("answer", "round_trip_match", "raw", "run.py:1098-1107 @159090e: each pass's answers are the "
                 "stripped strings of the SEP-split predictions, told apart by set(), and (prompt, answer) pairs "
                 "likewise; line 1121: the (DQ, answer) pairs merged with the last pass's by set() of raw tuples",

@@ -171,7 +171,8 @@ def qa_mode(mode: str):
         mode_options = dataclasses.asdict(options)
         reranker, qd_model = mode_options.pop("reranker", None), mode_options.pop("qd_model", None)
         verifier_model = mode_options.pop("verifier_model", None)
-        qd_settings = {k: mode_options.pop(k) for k in ("qd_layout", "qd_num_beams") if k in mode_options}
+        qd_settings = {k: mode_options.pop(k) for k in ("qd_layout", "qd_num_beams", "qd_one_answer")
+                       if k in mode_options}
         chosen = READERS.get(reader)
         names = {f.name for f in fields(AnswerConfig)}
         stage_options = {k: v for k, v in {**reader_options, **mode_options}.items() if k in names}
@@ -211,7 +212,7 @@ def qa_mode(mode: str):
 
 def qd_writer_for(reader, qd_model: str | None, config, **settings):
     """REFUEL's DQ writer: ``qd_model``, else the generative reader's own LM, else the default
-    question writer of ``cq disambiguate``; ``settings``: its qd_layout and qd_num_beams."""
+    question writer of ``cq disambiguate``; ``settings``: its qd_layout, qd_num_beams and qd_one_answer."""
     from ...models.load import load_generator
     from ..disambiguate import DEFAULT_MODEL
     from .refuel import QDWriter
@@ -220,7 +221,8 @@ def qd_writer_for(reader, qd_model: str | None, config, **settings):
         generator = reader.generator
     else:
         generator = load_generator(qd_model or DEFAULT_MODEL, config.device, config.dtype, config=config)
-    return QDWriter(generator, layout=settings.get("qd_layout", "ambigqa"), num_beams=settings.get("qd_num_beams"))
+    return QDWriter(generator, layout=settings.get("qd_layout", "ambigqa"), num_beams=settings.get("qd_num_beams"),
+                    one_answer=settings.get("qd_one_answer", "keep"))
 
 
 def long_mode(options: O.LongOptions, config, *, reader: str, model: str | None, reader_options: dict, seed,

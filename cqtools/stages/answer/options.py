@@ -50,6 +50,12 @@ def qd_num_beams():
                   min=1)
 
 
+def qd_one_answer():
+    return option("keep", "--round-trip-method refuel: a pass that found one answer keeps the prompt question as its "
+                          "DQ (keep; cq disambiguate's rule) or has a DQ written for it (write, as the released code "
+                          "writes one for every (question, answer) pair)", choices=("keep", "write"))
+
+
 def verify():
     return option(False, "REFUEL LM verification: add verify_score = log p(answer | passages, question)")
 
@@ -151,6 +157,7 @@ class SingleOptions:
     qd_model: str | None = qd_model()
     qd_layout: str = qd_layout()
     qd_num_beams: int = qd_num_beams()
+    qd_one_answer: str = qd_one_answer()
     verify: bool = verify()
     verify_rule: str = verify_rule()
     verify_threshold: float = verify_threshold()

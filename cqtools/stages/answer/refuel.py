@@ -21,6 +21,7 @@ Two verification rules (``--verify --verify-rule``):
 from __future__ import annotations
 
 from ...metrics.normalize import normalize_answer
+from .options import SingleOptions
 from .questions import Question
 
 
@@ -207,11 +208,11 @@ class QDWriter:
     ``num_beams``: its beam search (None: greedy). Counts its model calls (``calls``)."""
 
     def __init__(self, generator, passage_words: int = 100, tpl=None, layout: str = "ambigqa",
-                 num_beams: int | None = None):
+                 num_beams: int | None = None, one_answer: str = SingleOptions.qd_one_answer):
         from ..options import beam_args
 
         self.generator, self.passage_words, self.tpl = generator, passage_words, tpl
-        self.layout, self.num_beams = layout, num_beams or 1
+        self.layout, self.num_beams, self.one_answer = layout, num_beams or 1, one_answer
         beam_args(generator, self.num_beams)  # an API model given beams: one line, before any record
         self.calls = 0
         self.cuts: list[int] = []  # the last call's passages dropped per item (meta.passages_cut.answer-qd)
@@ -220,7 +221,8 @@ class QDWriter:
     def params(self) -> dict:
         """What ``meta.answer`` notes of the writer beyond its model: its settings not at their defaults."""
         return {**({"qd_layout": self.layout} if self.layout != "ambigqa" else {}),
-                **({"qd_num_beams": self.num_beams} if self.num_beams != 1 else {})}
+                **({"qd_num_beams": self.num_beams} if self.num_beams != 1 else {}),
+                **({"qd_one_answer": self.one_answer} if self.one_answer != "keep" else {})}
 
     def _budget(self) -> int | None:
         """Prompt tokens left for the question, answers and passages: the writer's context less the
@@ -246,7 +248,7 @@ class QDWriter:
         config = QdOptions(n_passages=max(len(ps) for _, _, ps in items),
                            passage_words=self.passage_words, layout=self.layout, passage_order="reranked",
                            duplicates="keep", max_others=0, max_passage_tokens=self._budget(),
-                           num_beams=self.num_beams)
+                           num_beams=self.num_beams, one_answer=self.one_answer)
         out = qd_batch(records, self.generator, config, self.tpl)
         self.calls += sum(calls for _, calls in out)
         # passages each item's prompts dropped to fit the writer's input (the most of its prompts)

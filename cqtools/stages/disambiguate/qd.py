@@ -46,6 +46,9 @@ class QdOptions:
                                          "(fallback) or stays as generated (keep, as AmbigQA)",
                              choices=("fallback", "keep"))
     max_others: int = option(5, "other answers in each prompt (0: all)", min=0)
+    one_answer: str = option("keep", "a record with one answer: keep (its DQ is the question, as AmbigQA) or write "
+                                     "(a DQ all the same, as REFUEL's round trip writes one for every answer)",
+                             choices=("keep", "write"))
     max_passage_tokens: int | None = option(None, "passages in order (at most --passages) while the prompt's "
                                                   "question, answers and passages fit this many tokens [default: no "
                                                   "budget, the top --passages]", min=1)
@@ -61,7 +64,7 @@ class QdOptions:
         return {"method": "qd", "passages": self.n_passages, "passage_words": self.passage_words,
                 "max_new_tokens": self.new_tokens,
                 **non_default(self, "layout", "passage_order", "duplicates", "max_others", "max_passage_tokens",
-                              "num_beams")}
+                              "num_beams", "one_answer")}
 
 
 def distinct_answers(record: dict) -> list[str]:
@@ -145,7 +148,7 @@ def _qd_jobs(records: list[dict], config: QdOptions, tpl, count) -> tuple[list[l
     for n, record in enumerate(records):
         answers = distinct_answers(record)
         passages = list(require(record, PASSAGES, NEED_PASSAGES)) if config.n_passages else []
-        if len(answers) == 1:
+        if len(answers) == 1 and config.one_answer == "keep":
             per_record[n] = [{"question": record["question"], "answer": answers[0], "unchanged": True}]
             continue
         for answer in answers:

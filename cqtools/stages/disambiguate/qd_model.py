@@ -89,7 +89,7 @@ def trained_qd_batch(records: list[dict], writer: TrainedQD, options, tpl=None) 
     jobs, owners = [], []
     for n, record in enumerate(records):
         answers = distinct_answers(record)
-        if len(answers) == 1:
+        if len(answers) == 1 and options.one_answer == "keep":
             per_record[n] = [{"question": record["question"], "answer": answers[0], "unchanged": True}]
             continue
         passages = list(require(record, PASSAGES, NEED_PASSAGES))
