@@ -17,8 +17,6 @@ from cqtools.presets.base import DIVERGES, FLAG, MACHINE, STAYS
 # each as "a real divergence"; docs/audit/issue55.md has the training ones)
 DIVERGENCES = {
     ("ambigqa", "train qd", "epochs"): "dev EDIT-F1 split simply (PTB needs the JVM inside training)",
-    ("askcq", "train spanseqgen", "input_layout"): "every alias a target; the release draws one a step "
-                                                   "(CQDataset.py:155-156)",
 }
 FLAG_NAME = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 

@@ -235,3 +235,32 @@ def test_refuel_qd_one_answer_write_gives_a_passs_only_answer_a_dq_as_the_releas
     reader = GenerativeReader(FakeGenerator("x"), AnswerConfig())
     writer = qd_writer_for(reader, None, None, qd_layout="refuel", qd_num_beams=1, qd_one_answer="write")
     assert writer.one_answer == "write" and writer.params == {"qd_layout": "refuel", "qd_one_answer": "write"}
+
+
+# --- AskCQ's clarification-based QA reader: one example per option, an alias drawn (CQDataset.py:155-156) ---------
+
+def test_train_spanseqgen_askcq_draws_one_alias_a_time_under_aliases_draw(tiny_bart):
+    import torch
+
+    from cqtools.train.spanseqgen import SpanSeqGenTrainConfig, askcq_examples, batch_encoder, seqgen_tokenizer
+
+    from .test_askcq_training import RECORD
+
+    tok = seqgen_tokenizer(tiny_bart)
+
+    def examples(aliases):
+        cfg = SpanSeqGenTrainConfig(train="-", dev=None, model=tiny_bart, out="-", input_layout="askcq",
+                                    max_input_tokens=200, reranker="none", aliases=aliases)
+        return askcq_examples([RECORD], tok, cfg, None)
+
+    each, drawn = examples("each"), examples("draw")
+    options = len({tuple(ids) for ids, _, _ in each})
+    assert len(drawn) == options and all(isinstance(t, tuple) for _, t, _ in drawn)
+    assert [a for _, t, _ in drawn for a in t] == [t for _, t, _ in each]  # the same aliases, one example an option
+    many = [(ids, ("first", "second"), r) for ids, _, r in drawn]
+    encode = batch_encoder(tok, 8)
+    torch.manual_seed(0)
+    seen = {tok.decode(encode(many[:1])["labels"][0][:2].tolist(), skip_special_tokens=True) for _ in range(40)}
+    assert seen == {"first", "second"}  # drawn afresh each time it is batched
+    assert presets.get("askcq").values("train spanseqgen")["aliases"] == "draw"
+    assert "--aliases [each|draw]" in _help("train", "spanseqgen")

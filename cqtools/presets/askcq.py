@@ -161,11 +161,13 @@ ASKCQ = Preset(
         # --- train spanseqgen (the clarification-based QA reader's recipe) ---
         Setting("train spanseqgen", "input_layout", "askcq", "§6.1 Task 3; run_cambigqa_train.sh:15,24 @d8be017: "
                 "TASK=cqa, dq_type=gold_cq; CQDataset.py:186-233: the question revised by each gold option (AQ + "
-                "category + option + '?') then the reranked passages, target that option's answer",
-                "each revised question's passages are reranked as cq answer reranks them at inference (CQDataset.py:"
-                "201-213: the ms-marco cross-encoder over the record's passages; cq train spanseqgen's --reranker); "
-                "each answer alias is a target (the release draws one a step)",
-                setting="input layout", applies=COMMAND),
+                "category + option + '?') then the passages reranked for it (CQDataset.py:201-213: the ms-marco "
+                "cross-encoder over the record's passages, as cq answer reranks them at inference; cq train "
+                "spanseqgen's --reranker), target that option's answer", setting="input layout", applies=COMMAND),
+        Setting("train spanseqgen", "aliases", "draw", "CQDataset.py:231 @d8be017: one example per option, its "
+                "answer's aliases tokenized together (answer_set_ids); lines 155-156: random.choice of one each time "
+                "the example is drawn (cq: uniformly, by torch's seeded RNG, as cq train fid draws)",
+                setting="answer aliases as targets", applies=COMMAND),
         Setting("train spanseqgen", "model", "facebook/bart-large", "run_cambigqa_train.sh:22-23 @d8be017: "
                 "bert_name=facebook/bart-large, from AmbigQA's NQ-pretrained BART-large checkpoint",
                 "train an NQ-open reader first (`cq train spanseqgen`) and pass its directory as --model",
