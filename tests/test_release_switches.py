@@ -264,3 +264,45 @@ def test_train_spanseqgen_askcq_draws_one_alias_a_time_under_aliases_draw(tiny_b
     assert seen == {"first", "second"}  # drawn afresh each time it is batched
     assert presets.get("askcq").values("train spanseqgen")["aliases"] == "draw"
     assert "--aliases [each|draw]" in _help("train", "spanseqgen")
+
+
+# --- AmbigQA's QD dev metric: PTB tokens, then normalised (QGData.py:444-460 @5c8cdb1) ----------------------------
+
+def test_train_qd_dev_edit_f1_tokenizes_as_the_dev_tokenizer_says(tmp_path, monkeypatch):
+    import json
+
+    from cqtools.score import tokenizers
+    from cqtools.stages.disambiguate import qd_model
+    from cqtools.train.qd import QDTrainConfig, dev_edit_f1
+
+    record = {"id": "d", "question": "Who won the cup?", "passages": [], "gold": {"annotations": [
+        {"type": "multipleQAs", "qaPairs": [{"question": "Who won the cup in 1990? | Who won the 1990 cup?",
+                                             "answer": ["Ann"]},
+                                            {"question": "Who won the cup in 1994?", "answer": ["Bob"]}]}]}}
+    dev = tmp_path / "dev.jsonl"
+    dev.write_text(json.dumps(record) + "\n")
+
+    class Writer:
+        def __init__(self, *args):
+            pass
+
+        def write(self, jobs):
+            return ["Who won the 1990 cup?", "Who won the cup in 1994?"]
+
+    monkeypatch.setattr(qd_model, "TrainedQD", Writer)
+    cfg = QDTrainConfig(train="t", dev=str(dev), model="m", out="o")
+    assert dev_edit_f1(cfg, "cpu") == {"edit_f1": 1.0, "n": 2}  # the second '|' variant is a reference too
+    calls = []
+
+    def ptb(name):
+        def tokenize(texts):
+            calls.append((name, len(texts)))
+            return [tokenizers.simple_tokenize([t])[0] for t in texts]
+        return tokenize
+
+    monkeypatch.setattr(tokenizers, "make_tokenizer", ptb)
+    cfg = QDTrainConfig(train="t", dev=str(dev), model="m", out="o", dev_tokenizer="ptb")
+    assert dev_edit_f1(cfg, "cpu") == {"edit_f1": 1.0, "n": 2}
+    assert calls == [("ptb", 2 + 2 + 3)]  # one run: the DQs, the prompt questions, every reference
+    assert presets.get("ambigqa").values("train qd")["dev_tokenizer"] == "ptb"
+    assert "--dev-tokenizer [simple|ptb]" in _help("train", "qd")

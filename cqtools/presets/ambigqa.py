@@ -147,8 +147,15 @@ AMBIGQA = Preset(
                 "order, as the paper: --passage-order first-repeated trains on the release's repeat (saved with the "
                 "model, which cq disambiguate then reads so)", setting="passage order", applies=COMMAND, stays=FLAG),
         Setting("train qd", "epochs", 15, "Appendix, Model implementation: 15 epochs on AmbigNQ, the best "
-                "checkpoint on dev", "with --dev cq keeps the best dev EDIT-F1 given the gold answers (words split "
-                "simply; `cq score --task ambigqa` tokenizes as the paper does)", setting="epochs", applies=COMMAND),
+                "checkpoint on dev", "with --dev cq keeps the best dev EDIT-F1 of the DQs written for the first "
+                "multipleQAs annotation's answers (each pair's first alias); the release scores the annotation and "
+                "aliases it chose as at training, those missing the fewest answers in the passages (QGData.py:"
+                "324-341, chosen_list; cq's training makes that choice, its dev does not)", setting="epochs",
+                applies=COMMAND),
+        Setting("train qd", "dev_tokenizer", "ptb", "codes/QGData.py:19, 210-213, 444-460 @5c8cdb1: dev EDIT-F1 over "
+                "pycocoevalcap's PTBTokenizer, then normalize_answer (cq: the jar run by Java in a subprocess, as "
+                "`cq score --task ambigqa`); each DQ's references its '|' variants (line 199)",
+                setting="dev EDIT-F1 words", applies=COMMAND),
         Setting("train qd", "eval_every", 500, "codes/README.md:198 @5c8cdb1: --eval_period 500; codes/run.py:166-174 "
                 "keeps the best on the dev metric, EDIT-F1 for QD (QGData.py:211)", "stated for SpanSeqGen (QD's "
                 "command line is not released): --eval-every sets another", setting="dev evaluation steps",

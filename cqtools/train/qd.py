@@ -57,6 +57,10 @@ class QDTrainConfig(TrainConfig):
                                             "§5) or first-repeated (the first one over and over, as AmbigQA's released "
                                             "QD input, QGData.py:316-322); saved with the model.",
                                 choices=("reranked", qd_model.FIRST_REPEATED))
+    dev_tokenizer: str = option("simple", "How dev EDIT-F1 splits words: simple (a regex, no Java) or ptb (the "
+                                          "official scorer's PTB tokenizer, Java in a subprocess at each evaluation, "
+                                          "as AmbigQA's QGData.py:444 and `cq score --task ambigqa`).",
+                                choices=("simple", "ptb"))
     patience: int | None = patience_option()
 
 
@@ -107,8 +111,9 @@ def _words(text: str) -> str:
 
 def dev_edit_f1(cfg: QDTrainConfig, device: str) -> dict:
     """EDIT-F1 (AmbigQA §3) of the DQs the saved model writes for the gold answers of the dev records' first
-    multipleQAs annotation (its first alias of each QA pair), against that pair's DQ; words split simply, not
-    by the PTB tokenizer `cq score` uses."""
+    multipleQAs annotation (its first alias of each QA pair), against that pair's DQ (each of its "|" variants, as
+    QGData.py:199 @5c8cdb1 reads them); words split as ``cfg.dev_tokenizer`` says (ptb: the official scorer's, then
+    normalised, as QGData.py:444-460 and `cq score --task ambigqa`)."""
     from ..metrics.ambigqa import edit_f1
     from ..stages.disambiguate.qd import QdOptions
 
@@ -122,9 +127,18 @@ def dev_edit_f1(cfg: QDTrainConfig, device: str) -> dict:
         answers = [p["answer"][0] for p in pairs]
         for i, pair in enumerate(pairs):
             jobs.append((record["question"], answers[i], answers[:i] + answers[i + 1:], record.get("passages") or []))
-            golds.append(pair["question"])
+            golds.append([q.strip() for q in pair["question"].split("|") if q.strip()] or [pair["question"]])
     if not jobs:
         return {"edit_f1": None, "n": 0}
-    scores = [edit_f1(_words(dq), [_words(gold)], _words(question))
-              for dq, gold, (question, _, _, _) in zip(writer.write(jobs), golds, jobs)]
+    if cfg.dev_tokenizer == "ptb":
+        from ..score.tokenizers import make_tokenizer
+
+        tokenize = make_tokenizer("ptb")  # one Java run for every text of this evaluation
+    else:
+        def tokenize(texts: list[str]) -> list[str]:
+            return [_words(text) for text in texts]
+    n, refs = len(jobs), [ref for gold in golds for ref in gold]
+    words = iter(tokenize([*writer.write(jobs), *(question for question, _, _, _ in jobs), *refs]))
+    dqs, questions = [next(words) for _ in range(n)], [next(words) for _ in range(n)]
+    scores = [edit_f1(dq, [next(words) for _ in gold], question) for dq, question, gold in zip(dqs, questions, golds)]
     return {"edit_f1": sum(scores) / len(scores), "n": len(scores)}
