@@ -268,12 +268,13 @@ def test_train_spanseqgen_askcq_draws_one_alias_a_time_under_aliases_draw(tiny_b
 
 # --- AmbigQA's QD dev metric: PTB tokens, then normalised (QGData.py:444-460 @5c8cdb1) ----------------------------
 
-def test_train_qd_dev_edit_f1_tokenizes_as_the_dev_tokenizer_says(tmp_path, monkeypatch):
+def test_train_qd_dev_edit_f1_tokenizes_as_the_dev_tokenizer_says(tmp_path, monkeypatch, tiny_bart):
     import json
 
     from cqtools.score import tokenizers
     from cqtools.stages.disambiguate import qd_model
     from cqtools.train.qd import QDTrainConfig, dev_edit_f1
+    from cqtools.train.spanseqgen import seqgen_tokenizer
 
     record = {"id": "d", "question": "Who won the cup?", "passages": [], "gold": {"annotations": [
         {"type": "multipleQAs", "qaPairs": [{"question": "Who won the cup in 1990? | Who won the 1990 cup?",
@@ -283,6 +284,8 @@ def test_train_qd_dev_edit_f1_tokenizes_as_the_dev_tokenizer_says(tmp_path, monk
     dev.write_text(json.dumps(record) + "\n")
 
     class Writer:
+        tokenizer = seqgen_tokenizer(tiny_bart)
+
         def __init__(self, *args):
             pass
 
@@ -306,3 +309,37 @@ def test_train_qd_dev_edit_f1_tokenizes_as_the_dev_tokenizer_says(tmp_path, monk
     assert calls == [("ptb", 2 + 2 + 3)]  # one run: the DQs, the prompt questions, every reference
     assert presets.get("ambigqa").values("train qd")["dev_tokenizer"] == "ptb"
     assert "--dev-tokenizer [simple|ptb]" in _help("train", "qd")
+
+
+def test_train_qd_dev_scores_the_annotation_chosen_as_at_training(tmp_path, monkeypatch, tiny_bart):
+    """The release evaluates the first of the annotations missing the fewest answers, with its found aliases
+    (QGData.py:379-383 @5c8cdb1), not the record's first annotation."""
+    import json
+
+    from cqtools.stages.disambiguate import qd_model
+    from cqtools.train.qd import QDTrainConfig, dev_edit_f1
+    from cqtools.train.spanseqgen import seqgen_tokenizer
+
+    record = {"id": "d", "question": "Who won?", "passages": [{"title": "Cup", "text": "Cy won in 1990, Dee in 1994."}],
+              "gold": {"annotations": [
+                  {"type": "multipleQAs", "qaPairs": [{"question": "Who won first?", "answer": ["Ann"]},
+                                                      {"question": "Who won next?", "answer": ["Bob"]}]},
+                  {"type": "multipleQAs", "qaPairs": [{"question": "Who won in 1990?", "answer": ["Zed", "Cy"]},
+                                                      {"question": "Who won in 1994?", "answer": ["Dee"]}]}]}}
+    dev = tmp_path / "dev.jsonl"
+    dev.write_text(json.dumps(record) + "\n")
+    asked = []
+
+    class Writer:
+        tokenizer = seqgen_tokenizer(tiny_bart)
+
+        def __init__(self, *args):
+            pass
+
+        def write(self, jobs):
+            asked.extend(jobs)
+            return ["Who won in 1990?", "Who won in 1994?"]
+
+    monkeypatch.setattr(qd_model, "TrainedQD", Writer)
+    assert dev_edit_f1(QDTrainConfig(train="t", dev=str(dev), model="m", out="o"), "cpu") == {"edit_f1": 1.0, "n": 2}
+    assert [(answer, others) for _, answer, others, _ in asked] == [("Cy", ["Dee"]), ("Dee", ["Cy"])]

@@ -138,7 +138,10 @@ AMBIGQA = Preset(
                 "initialised from BART-large itself: the paper's QD model is pretrained on NQ-open (§5), with "
                 "nothing of that step released; pass such a model as --model", setting="base model", applies=COMMAND, stays=FLAG),
         Setting("train qd", "max_input_tokens", 1024, "codes/QGData.py:354-371 and 237 @5c8cdb1: answer <SEP> "
-                "question <SEP> other answers, then passages, cut at 1,024 tokens", setting="input tokens",
+                "question <SEP> other answers, then passages, cut at 1,024 tokens; QGData.py:324-372: the "
+                "annotations missing the fewest answers in the passages, each answer's first alias found there",
+                "an alias counts as found when its text is in the decoded passages (lower-cased), the release's when "
+                "its tokens are a subsequence of the passages' (QGData.py:295-300)", setting="input tokens",
                 applies=COMMAND),
         Setting("train qd", "passage_order", "reranked", "§5 (the top passages in order, as SpanSeqGen reads "
                 "them); codes/QGData.py:95-101 @5c8cdb1 (the loop that advances its offset)",
@@ -147,11 +150,8 @@ AMBIGQA = Preset(
                 "order, as the paper: --passage-order first-repeated trains on the release's repeat (saved with the "
                 "model, which cq disambiguate then reads so)", setting="passage order", applies=COMMAND, stays=FLAG),
         Setting("train qd", "epochs", 15, "Appendix, Model implementation: 15 epochs on AmbigNQ, the best "
-                "checkpoint on dev", "with --dev cq keeps the best dev EDIT-F1 of the DQs written for the first "
-                "multipleQAs annotation's answers (each pair's first alias); the release scores the annotation and "
-                "aliases it chose as at training, those missing the fewest answers in the passages (QGData.py:"
-                "324-341, chosen_list; cq's training makes that choice, its dev does not)", setting="epochs",
-                applies=COMMAND),
+                "checkpoint on dev (cq: with --dev, the best dev EDIT-F1 of the DQs written for the annotation and "
+                "aliases chosen as at training, QGData.py:379-383 @5c8cdb1)", setting="epochs", applies=COMMAND),
         Setting("train qd", "dev_tokenizer", "ptb", "codes/QGData.py:19, 210-213, 444-460 @5c8cdb1: dev EDIT-F1 over "
                 "pycocoevalcap's PTBTokenizer, then normalize_answer (cq: the jar run by Java in a subprocess, as "
                 "`cq score --task ambigqa`); each DQ's references its '|' variants (line 199)",

@@ -68,8 +68,10 @@ def _found(aliases: list[str], source: str) -> list[str]:
     return [a for a in aliases if a.strip() and a.strip().lower() in source]
 
 
-def record_examples(record: dict, tokenizer, cfg: QDTrainConfig) -> list[tuple[list[int], str, dict]]:
-    """(input ids, target DQ, record) for each QA pair of the record's annotations missing the fewest answers."""
+def chosen_annotations(record: dict, tokenizer, cfg: QDTrainConfig) -> tuple[list[dict], list[tuple[list, list]]]:
+    """(the passages the input holds, [(QA pairs, the alias chosen for each: its first found in the passages, else
+    its first)] of the record's multipleQAs annotations missing the fewest answers), as QGData.py:324-372 @5c8cdb1
+    chooses them."""
     passages = qd_model.repeated_first((record.get("passages") or [])[:cfg.passages], cfg.passage_order)
     source = tokenizer.decode(seqgen.passage_ids(tokenizer, passages, cfg.max_input_tokens),
                               skip_special_tokens=True).lower()
@@ -81,11 +83,15 @@ def record_examples(record: dict, tokenizer, cfg: QDTrainConfig) -> list[tuple[l
             continue
         chosen = [(_found(p["answer"], source) or p["answer"])[0] for p in pairs]
         scored.append((sum(not _found(p["answer"], source) for p in pairs), pairs, chosen))
-    out = []
     fewest = min((missing for missing, _, _ in scored), default=None)
-    for missing, pairs, chosen in scored:
-        if missing != fewest:
-            continue
+    return passages, [(pairs, chosen) for missing, pairs, chosen in scored if missing == fewest]
+
+
+def record_examples(record: dict, tokenizer, cfg: QDTrainConfig) -> list[tuple[list[int], str, dict]]:
+    """(input ids, target DQ, record) for each QA pair of the record's annotations missing the fewest answers."""
+    passages, annotations = chosen_annotations(record, tokenizer, cfg)
+    out = []
+    for pairs, chosen in annotations:
         for i, pair in enumerate(pairs):
             ids = qd_model.qd_input(tokenizer, record["question"], chosen[i], chosen[:i] + chosen[i + 1:], passages,
                                     cfg.max_input_tokens)
@@ -110,9 +116,10 @@ def _words(text: str) -> str:
 
 
 def dev_edit_f1(cfg: QDTrainConfig, device: str) -> dict:
-    """EDIT-F1 (AmbigQA §3) of the DQs the saved model writes for the gold answers of the dev records' first
-    multipleQAs annotation (its first alias of each QA pair), against that pair's DQ (each of its "|" variants, as
-    QGData.py:199 @5c8cdb1 reads them); words split as ``cfg.dev_tokenizer`` says (ptb: the official scorer's, then
+    """EDIT-F1 (AmbigQA §3) of the DQs the saved model writes for the gold answers of each dev record's annotation
+    chosen as at training (:func:`chosen_annotations`: the first of those missing the fewest answers, its chosen
+    aliases, as QGData.py:379-383 @5c8cdb1 evaluates), against each pair's DQ (each of its "|" variants, as
+    QGData.py:199 reads them); words split as ``cfg.dev_tokenizer`` says (ptb: the official scorer's, then
     normalised, as QGData.py:444-460 and `cq score --task ambigqa`)."""
     from ..metrics.ambigqa import edit_f1
     from ..stages.disambiguate.qd import QdOptions
@@ -120,13 +127,12 @@ def dev_edit_f1(cfg: QDTrainConfig, device: str) -> dict:
     writer = qd_model.TrainedQD(cfg.out, device, QdOptions())
     jobs, golds = [], []
     for record in load_records(cfg.dev, cfg.dev_limit):
-        multi = [a for a in (record.get(GOLD) or {}).get("annotations") or [] if a.get("type") == "multipleQAs"]
-        pairs = [p for p in (multi[0].get("qaPairs") or []) if p.get("answer") and p.get("question")] if multi else []
-        if len(pairs) < 2:
+        passages, annotations = chosen_annotations(record, writer.tokenizer, cfg)
+        if not annotations:
             continue
-        answers = [p["answer"][0] for p in pairs]
+        pairs, answers = annotations[0]
         for i, pair in enumerate(pairs):
-            jobs.append((record["question"], answers[i], answers[:i] + answers[i + 1:], record.get("passages") or []))
+            jobs.append((record["question"], answers[i], answers[:i] + answers[i + 1:], passages))
             golds.append([q.strip() for q in pair["question"].split("|") if q.strip()] or [pair["question"]])
     if not jobs:
         return {"edit_f1": None, "n": 0}
