@@ -343,3 +343,20 @@ def test_train_qd_dev_scores_the_annotation_chosen_as_at_training(tmp_path, monk
     monkeypatch.setattr(qd_model, "TrainedQD", Writer)
     assert dev_edit_f1(QDTrainConfig(train="t", dev=str(dev), model="m", out="o"), "cpu") == {"edit_f1": 1.0, "n": 2}
     assert [(answer, others) for _, answer, others, _ in asked] == [("Cy", ["Dee"]), ("Dee", ["Cy"])]
+
+
+def test_train_qd_finds_an_alias_as_a_run_of_the_passages_tokens(tiny_bart):
+    """QGData.py:295-300 @5c8cdb1: an alias is in the passages when its tokens are a run of theirs; "ann" inside
+    "anne" is not (its text is)."""
+    from cqtools.train.qd import QDTrainConfig, chosen_annotations
+    from cqtools.train.spanseqgen import seqgen_tokenizer
+
+    record = {"id": "r", "question": "Who won?", "passages": [{"title": "Cup", "text": "Anne won, then Cy."}],
+              "gold": {"annotations": [
+                  {"type": "multipleQAs", "qaPairs": [{"question": "Q a?", "answer": ["Ann"]},
+                                                      {"question": "Q c?", "answer": ["Cy"]}]},
+                  {"type": "multipleQAs", "qaPairs": [{"question": "Q anne?", "answer": ["Anne"]},
+                                                      {"question": "Q cy?", "answer": ["Zed", "Cy"]}]}]}}
+    _, chosen = chosen_annotations(record, seqgen_tokenizer(tiny_bart), QDTrainConfig(train="t", dev=None, model="m",
+                                                                                       out="o"))
+    assert [(pairs[0]["question"], aliases) for pairs, aliases in chosen] == [("Q anne?", ["Anne", "Cy"])]

@@ -139,10 +139,8 @@ AMBIGQA = Preset(
                 "nothing of that step released; pass such a model as --model", setting="base model", applies=COMMAND, stays=FLAG),
         Setting("train qd", "max_input_tokens", 1024, "codes/QGData.py:354-371 and 237 @5c8cdb1: answer <SEP> "
                 "question <SEP> other answers, then passages, cut at 1,024 tokens; QGData.py:324-372: the "
-                "annotations missing the fewest answers in the passages, each answer's first alias found there",
-                "an alias counts as found when its text is in the decoded passages (lower-cased), the release's when "
-                "its tokens are a subsequence of the passages' (QGData.py:295-300)", setting="input tokens",
-                applies=COMMAND),
+                "annotations missing the fewest answers in the passages, each answer's first alias found there (its "
+                "tokens a run of the passages', lines 295-300)", setting="input tokens", applies=COMMAND),
         Setting("train qd", "passage_order", "reranked", "§5 (the top passages in order, as SpanSeqGen reads "
                 "them); codes/QGData.py:95-101 @5c8cdb1 (the loop that advances its offset)",
                 "the release's training input at 5c8cdb1 never advances its passage offset and repeats the first "

@@ -64,8 +64,12 @@ class QDTrainConfig(TrainConfig):
     patience: int | None = patience_option()
 
 
-def _found(aliases: list[str], source: str) -> list[str]:
-    return [a for a in aliases if a.strip() and a.strip().lower() in source]
+def _found(aliases: list[str], tokenizer, source: list[int]) -> list[str]:
+    """The aliases whose tokens (:func:`qd_model.answer_ids`) are a run of ``source``'s, as QGData.py:295-300."""
+    def held(tokens: list[int]) -> bool:
+        return any(source[i:i + len(tokens)] == tokens for i in range(len(source) - len(tokens) + 1))
+
+    return [a for a in aliases if a.strip() and held(qd_model.answer_ids(tokenizer, a))]
 
 
 def chosen_annotations(record: dict, tokenizer, cfg: QDTrainConfig) -> tuple[list[dict], list[tuple[list, list]]]:
@@ -73,16 +77,16 @@ def chosen_annotations(record: dict, tokenizer, cfg: QDTrainConfig) -> tuple[lis
     its first)] of the record's multipleQAs annotations missing the fewest answers), as QGData.py:324-372 @5c8cdb1
     chooses them."""
     passages = qd_model.repeated_first((record.get("passages") or [])[:cfg.passages], cfg.passage_order)
-    source = tokenizer.decode(seqgen.passage_ids(tokenizer, passages, cfg.max_input_tokens),
-                              skip_special_tokens=True).lower()
+    source = seqgen.passage_ids(tokenizer, passages, cfg.max_input_tokens)
     annotations = [a for a in (record.get(GOLD) or {}).get("annotations") or [] if a.get("type") == "multipleQAs"]
     scored = []
     for annotation in annotations:
         pairs = [p for p in annotation.get("qaPairs") or [] if p.get("answer") and p.get("question")]
         if len(pairs) < 2:
             continue
-        chosen = [(_found(p["answer"], source) or p["answer"])[0] for p in pairs]
-        scored.append((sum(not _found(p["answer"], source) for p in pairs), pairs, chosen))
+        found = [_found(p["answer"], tokenizer, source) for p in pairs]
+        chosen = [(held or p["answer"])[0] for held, p in zip(found, pairs)]
+        scored.append((sum(not held for held in found), pairs, chosen))
     fewest = min((missing for missing, _, _ in scored), default=None)
     return passages, [(pairs, chosen) for missing, pairs, chosen in scored if missing == fewest]
 
