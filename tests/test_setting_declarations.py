@@ -272,6 +272,7 @@ def test_the_papers_input_layout_reaches_any_method_that_declares_it():
     rows = presets.values("askcq", "gen-cq")
     llm = presets.for_method("askcq", "gen-cq", rows, {"method": "llm"})
     assert llm == {"with_answers": "pred", "max_passage_tokens": 1024, "n_passages": 100, "primer": False,
+                   "passage_cut": "last",
                    "two_options": "comma"}
     own = presets.for_method("askcq", "gen-cq", rows, {})
     assert "primer" not in own and own["num_beams"] == 4 and own["input_layout"] == "askcq"  # seq2seq has no primer

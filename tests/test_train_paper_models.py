@@ -183,23 +183,12 @@ def test_the_qd_input_is_ambigqas_layout(tiny_bart):
                                "nicholson <sep> jared leto joker [SEP] ledger played him. [SEP]")
 
 
-def test_qd_examples_take_the_annotations_missing_fewest_answers():
-    """Each QA pair of the annotation whose answers the passages hold gives one example: its found alias as the
-    target answer, the others' aliases as other answers, its question as the target."""
+def test_qd_examples_take_the_annotations_missing_fewest_answers(tiny_bart):
+    """Each QA pair of the annotation whose answers the passages hold (its tokens a run of theirs, QGData.py:295-300)
+    gives one example: its found alias as the target answer, the others' aliases as other answers, its question as
+    the target."""
     from cqtools.train.qd import QDTrainConfig, record_examples
-
-    class Words:  # a tokenizer of words: enough for the choice of annotation and aliases
-        bos_token, sep_token = "<s>", "</s>"
-
-        def __call__(self, text, **kw):
-            from types import SimpleNamespace
-            return SimpleNamespace(input_ids=["<s>", text, "</s>"])
-
-        def decode(self, ids, **kw):
-            return " ".join(map(str, ids))
-
-        def convert_tokens_to_ids(self, token):
-            return token
+    from cqtools.train.spanseqgen import seqgen_tokenizer
 
     record = {"question": "Who played the Joker?", "passages": [{"title": "Joker", "text": "Ledger and Leto"}],
               "gold": {"annotations": [
@@ -209,8 +198,10 @@ def test_qd_examples_take_the_annotations_missing_fewest_answers():
                                                       {"question": "Q suicide squad?", "answer": ["Leto"]}]},
                   {"type": "singleAnswer", "answer": ["Ledger"]}]}}
     cfg = QDTrainConfig(train="t", dev=None, model="m", out="o")
-    examples = record_examples(record, Words(), cfg)
+    tok = seqgen_tokenizer(tiny_bart)
+    examples = record_examples(record, tok, cfg)
     assert [t for _, t, _ in examples] == ["Q dark knight?", "Q suicide squad?"]
+    assert "<sep> leto" in tok.decode(examples[0][0]) and tok.decode(examples[0][0]).startswith("[CLS] [CLS] ledger")
 
 
 def test_trained_qd_is_read_by_cq_disambiguate(runner, tmp_path, tiny_bart, with_passages):

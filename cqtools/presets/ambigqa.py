@@ -44,9 +44,12 @@ AMBIGQA = Preset(
                 "trained", setting="answer mode", stays=FLAG),
         Setting("answer", "max_passage_tokens", 1024, "§5: the question and the top passages in order up to 1,024 "
                 "tokens; codes/QAData.py:212-227 @5c8cdb1",
-                "counted with the reader's tokenizer, not BART's; the release cuts the last passage at token 1,024, cq "
-                "stops before the first passage that does not fit (cqtools/stages/evidence.py)",
-                setting="evidence budget (tokens)", applies=LAYOUT),
+                "counted with the reader's tokenizer, not BART's: the fine-tuned SpanSeqGen is not offline (`--reader "
+                "seqgen --model DIR` reads one `cq train spanseqgen --preset ambigqa` trained, with BART's count)",
+                setting="evidence budget (tokens)", applies=LAYOUT, stays=MACHINE),
+        Setting("answer", "passage_cut", "last", "codes/QAData.py:218-227 @5c8cdb1: passages appended while the "
+                "input is under 1,024 tokens, then the input cut at 1,024: the last passage read in part",
+                setting="the passage over the budget", applies=LAYOUT),
         Setting("answer", "passage_chars", 0, "codes/QAData.py:218-224 @5c8cdb1: passages are concatenated whole",
                 setting="passage text shown", applies=LAYOUT),
         Setting("answer", "grounding", "none", "§5: SpanSeqGen, a BART seq2seq model, generates the answers "
@@ -73,8 +76,9 @@ AMBIGQA = Preset(
         Setting("disambiguate", "passage_order", "reranked", "§5 (the top passages as SpanSeqGen reads them); "
                 "codes/QGData.py:316-322 @5c8cdb1",
                 "at this commit the released loop never advances its passage offset and repeats the first passage "
-                "up to 1,024 tokens (fixtures/released/ambigqa_qd); cq reads them in reranked order, as the "
-                "paper and QGData.py:95-101 do", setting="passage order"),
+                "up to 1,024 tokens (QGData.py:316-322; fixtures/released/ambigqa_qd); cq reads them in reranked "
+                "order, as the paper and QGData.py:95-101 do: --passage-order first-repeated gives the release's "
+                "repeat", setting="passage order", stays=FLAG),
         Setting("disambiguate", "max_passage_tokens", 1024, "§5 (SpanSeqGen: passages in order up to 1024 "
                 "tokens); codes/QGData.py:237 @5c8cdb1 (the input cut at 1,024)",
                 "counted with the LM's tokenizer (4 characters a token for an API model), not BART's; the "
@@ -134,13 +138,22 @@ AMBIGQA = Preset(
                 "initialised from BART-large itself: the paper's QD model is pretrained on NQ-open (§5), with "
                 "nothing of that step released; pass such a model as --model", setting="base model", applies=COMMAND, stays=FLAG),
         Setting("train qd", "max_input_tokens", 1024, "codes/QGData.py:354-371 and 237 @5c8cdb1: answer <SEP> "
-                "question <SEP> other answers, then passages, cut at 1,024 tokens",
-                "at this commit the loop never advances its passage offset and repeats the first passage "
-                "(QGData.py:316-322); cq appends the passages in order, as SpanSeqGen's input does",
-                setting="input tokens", applies=COMMAND),
+                "question <SEP> other answers, then passages, cut at 1,024 tokens; QGData.py:324-372: the "
+                "annotations missing the fewest answers in the passages, each answer's first alias found there (its "
+                "tokens a run of the passages', lines 295-300)", setting="input tokens", applies=COMMAND),
+        Setting("train qd", "passage_order", "reranked", "§5 (the top passages in order, as SpanSeqGen reads "
+                "them); codes/QGData.py:95-101 @5c8cdb1 (the loop that advances its offset)",
+                "the release's training input at 5c8cdb1 never advances its passage offset and repeats the first "
+                "passage until 1,024 tokens (QGData.py:316-322, then cut at line 237); cq appends the passages in "
+                "order, as the paper: --passage-order first-repeated trains on the release's repeat (saved with the "
+                "model, which cq disambiguate then reads so)", setting="passage order", applies=COMMAND, stays=FLAG),
         Setting("train qd", "epochs", 15, "Appendix, Model implementation: 15 epochs on AmbigNQ, the best "
-                "checkpoint on dev", "with --dev cq keeps the best dev EDIT-F1 given the gold answers (words split "
-                "simply; `cq score --task ambigqa` tokenizes as the paper does)", setting="epochs", applies=COMMAND),
+                "checkpoint on dev (cq: with --dev, the best dev EDIT-F1 of the DQs written for the annotation and "
+                "aliases chosen as at training, QGData.py:379-383 @5c8cdb1)", setting="epochs", applies=COMMAND),
+        Setting("train qd", "dev_tokenizer", "ptb", "codes/QGData.py:19, 210-213, 444-460 @5c8cdb1: dev EDIT-F1 over "
+                "pycocoevalcap's PTBTokenizer, then normalize_answer (cq: the jar run by Java in a subprocess, as "
+                "`cq score --task ambigqa`); each DQ's references its '|' variants (line 199)",
+                setting="dev EDIT-F1 words", applies=COMMAND),
         Setting("train qd", "eval_every", 500, "codes/README.md:198 @5c8cdb1: --eval_period 500; codes/run.py:166-174 "
                 "keeps the best on the dev metric, EDIT-F1 for QD (QGData.py:211)", "stated for SpanSeqGen (QD's "
                 "command line is not released): --eval-every sets another", setting="dev evaluation steps",
@@ -187,14 +200,18 @@ DISAMBIG_FIRST = Preset(
         Setting("answer", "mode", "dqs", "§6.1 DISAMBIG-FIRST, step (3): each DQ is answered by a state-of-the-art "
                 "NQ-open model (Karpukhin et al. 2020): retrieval, then a reader",
                 "cq's reader (the installed extractive one, or --reader/--model) reads the DQ's passages reranked "
-                "by the cross-encoder; DPR's reader selects among them itself", setting="answer mode"),
+                "by the cross-encoder and answers from its first (span_order below); DPR's reader selects among them "
+                "itself, as --span-order select does with a reader that has a selection head (`cq train reader "
+                "--selection-head`, given as --model DIR)", setting="answer mode", stays=FLAG),
         Setting("answer", "retriever", "dense", "§5, §6.1: DPR's dense retriever",
                 "cq's dense searcher over the user's index (cq index --dense; its encoder, not DPR's NQ model, "
                 "which is not offline)", setting="retrieval per DQ", stays=MACHINE),
         Setting("answer", "hits", 100, "§5: 100 passages retrieved per question", setting="passages retrieved per DQ"),
         Setting("answer", "rerank_depth", 100, "§5: the reader considers the 100 retrieved passages",
-                "the cross-encoder orders all 100 for the DQ; DPR's reader scores all 100 itself",
-                setting="passages reranked per DQ"),
+                "the cross-encoder orders all 100 for the DQ and its first answers; DPR's reader scores all 100 "
+                "itself: --span-order select with a `cq train reader --selection-head` model (--model DIR) orders them "
+                "by that head's score (the cross-encoder's order only breaks its ties)",
+                setting="passages reranked per DQ", stays=FLAG),
         Setting("answer", "max_passage_tokens", 0, "§5, §6.1: DPR's reader reads the DQ's retrieved set (its 100 "
                 "passages, each in an input of its own), not a top 3; cq's extractive reader reads each of the "
                 "reranked 100 in an input of its own, as DPR's (0: the model's input length, which holds any one "
@@ -202,13 +219,15 @@ DISAMBIG_FIRST = Preset(
                 "meta.passages_read.answer counts them per DQ", setting="passages read per DQ", applies=LAYOUT),
         Setting("answer", "span_order", "rank", "§5 (Karpukhin et al. 2020 predicts 'an answer span from the top 1 "
                 "passage'): DPR's reader ranks the passages by its own selection score, then reads the best span "
-                "of the first", "the shipped span reader has no selection head (`cq train reader --selection-head` "
-                "trains one, and --span-order select then answers from the passage it selects), and its span "
+                "of the first", "the shipped span reader has no selection head, so the preset keeps rank (select "
+                "refuses a reader without one): `cq train reader --selection-head` trains one, and --span-order "
+                "select with it as --model DIR answers from the passage it selects, as DPR's reader; the shipped "
+                "reader's span "
                 "scores do not compare across passages: the best span over all of them (span_order score) lost F1_ans -10.9 [-22.6, 2.1] and "
                 "F1_ans_multi -12.7 [-23.0, -3.2] against this on 30 held-out covered AmbigNQ dev questions' gold "
                 "DQs (BM25 10, docs/benchmarks/disambig-first.md). So the cross-encoder, which scores all of the "
                 "DQ's passages, stands in for the selection head: the best span of the passage it ranks first",
-                setting="which passage answers", applies=LAYOUT),
+                setting="which passage answers", applies=LAYOUT, stays=FLAG),
 
         # --- disambiguate ---
         Setting("disambiguate", "method", "disambig-first", "§5 DISAMBIG-FIRST step (2): an ambiguous question "

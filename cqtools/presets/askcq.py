@@ -54,8 +54,12 @@ ASKCQ = Preset(
         Setting("answer", "max_passage_tokens", 1024, "CQDataset.py:265-272 and run_cambigqa_inference.sh "
                 "(max_token_nums=1024) @d8be017: the revised question, then passages in reranked order, cut at "
                 "1,024 BART tokens",
-                "counted with the reader's tokenizer; cq stops before the first passage that does not fit (the release "
-                "cuts it); the reader is cq's, not BART fine-tuned on CAmbigNQ", setting="evidence budget (tokens)", applies=LAYOUT),
+                "counted with the reader's tokenizer: the reader is cq's, not BART fine-tuned on CAmbigNQ (not "
+                "offline; `cq train spanseqgen --preset askcq` trains one, read with --reader seqgen --model DIR)",
+                setting="evidence budget (tokens)", applies=LAYOUT, stays=MACHINE),
+        Setting("answer", "passage_cut", "last", "CQDataset.py:265-272 @d8be017: the reranked passages joined, then "
+                "the input cut at 1,024 tokens: the last passage read in part", setting="the passage over the budget",
+                applies=LAYOUT),
         Setting("answer", "passage_chars", 0, "CQDataset.py:266-268 @d8be017: passages are concatenated whole",
                 setting="passage text shown", applies=LAYOUT),
         Setting("answer", "grounding", "none", "§6.3: an NQ-pretrained BART-large reader generates the "
@@ -85,7 +89,7 @@ ASKCQ = Preset(
                 "--with-answers gold` (a tokenizer with sep, bos and eos tokens, e.g. BART's), with gold answers in "
                 "the input as the release trained the generator its predicted-answers runs read "
                 "(run_cambigqa_inference.sh:36-48 @d8be017: one model, 19904, for gold and predicted answers): it trains on the input cq gen-cq generates "
-                "from (up to 100 whole passages within 1,024 tokens) with the release's lr 1e-5, batch 10 with "
+                "from (up to 100 passages within 1,024 tokens, the last cut there) with the release's lr 1e-5, batch 10 with "
                 "gradients summed over 2, the best dev CQ BLEU kept every 250 steps (its 500 batches) and a stop after "
                 "10 evaluations without gain (run_cq_training.sh:17-20; run.py:216-229), no warm-up or weight decay "
                 "and a decay over 100,000 steps (run.py:138-146), the batches in file order (run.py:84) and dev CQs "
@@ -94,8 +98,11 @@ ASKCQ = Preset(
                 setting="input layout", applies=LAYOUT, stays=MACHINE),
         Setting("gen-cq", "max_passage_tokens", 1024, "CQDataset.py:126 @d8be017 and cli.py:47 "
                 "(max_token_nums 1024): passages until BART's 1,024 input tokens are full",
-                "whole passages while they fit (the first always); AskCQ cuts the last one mid-passage",
                 setting="passage budget (tokens)", applies=LAYOUT),
+        Setting("gen-cq", "passage_cut", "last", "CQDataset.py:119-126 @d8be017: each passage appended, the input "
+                "then cut at max_token_nums (1,024): the last passage read in part (cq: its longest leading text "
+                "that fits, counted with the generator's tokenizer; `cq train gen-cq --input-layout askcq` trains on "
+                "the same cut)", setting="the passage over the budget", applies=LAYOUT),
         Setting("gen-cq", "n_passages", 100, "CQDataset.py:119-121 @d8be017 reads every relevant passage of "
                 "the record (the budget stops it first); a cap only: the budget decides how many are read",
                 setting="passages at most", applies=LAYOUT),
@@ -154,11 +161,13 @@ ASKCQ = Preset(
         # --- train spanseqgen (the clarification-based QA reader's recipe) ---
         Setting("train spanseqgen", "input_layout", "askcq", "§6.1 Task 3; run_cambigqa_train.sh:15,24 @d8be017: "
                 "TASK=cqa, dq_type=gold_cq; CQDataset.py:186-233: the question revised by each gold option (AQ + "
-                "category + option + '?') then the reranked passages, target that option's answer",
-                "each revised question's passages are reranked as cq answer reranks them at inference (CQDataset.py:"
-                "201-213: the ms-marco cross-encoder over the record's passages; cq train spanseqgen's --reranker); "
-                "each answer alias is a target (the release draws one a step)",
-                setting="input layout", applies=COMMAND),
+                "category + option + '?') then the passages reranked for it (CQDataset.py:201-213: the ms-marco "
+                "cross-encoder over the record's passages, as cq answer reranks them at inference; cq train "
+                "spanseqgen's --reranker), target that option's answer", setting="input layout", applies=COMMAND),
+        Setting("train spanseqgen", "aliases", "draw", "CQDataset.py:231 @d8be017: one example per option, its "
+                "answer's aliases tokenized together (answer_set_ids); lines 155-156: random.choice of one each time "
+                "the example is drawn (cq: uniformly, by torch's seeded RNG, as cq train fid draws)",
+                setting="answer aliases as targets", applies=COMMAND),
         Setting("train spanseqgen", "model", "facebook/bart-large", "run_cambigqa_train.sh:22-23 @d8be017: "
                 "bert_name=facebook/bart-large, from AmbigQA's NQ-pretrained BART-large checkpoint",
                 "train an NQ-open reader first (`cq train spanseqgen`) and pass its directory as --model",

@@ -60,10 +60,16 @@ REFUEL = Preset(
                 "scripts/round_trip/round_trip_generation.sh (IS_REPLACE=0) @159090e: each pass writes a DQ for every "
                 "answer it found, conditioned on the prompt question, and feeds every DQ written so far back to "
                 "answer prediction over the same passages",
-                "the DQs are written by cq disambiguate's qd prompt (an LM) in REFUEL's input layout (qd_layout below); "
-                "an answer is new by its SQuAD-normalised text (the release "
-                "compares raw strings, run.py:1104); a single answer keeps the question as its DQ",
-                setting="round trip"),
+                "the DQs are written by cq disambiguate's qd prompt (an LM) in REFUEL's input layout (qd_layout "
+                "below): REFUEL's QD BART is not offline (--qd-model takes any LM)", setting="round trip",
+                stays=MACHINE),
+        Setting("answer", "qd_one_answer", "write", "QGInferenceData.py:136-143 @159090e: a DQ is written for every "
+                "(prompt question, answer) pair of the pass, one answer or many (cq disambiguate's rule keeps the "
+                "question for a record with one answer)", setting="DQ for a pass's only answer"),
+        Setting("answer", "round_trip_match", "raw", "run.py:1098-1107 @159090e: each pass's answers are the "
+                "stripped strings of the SEP-split predictions, told apart by set(), and (prompt, answer) pairs "
+                "likewise; line 1121: the (DQ, answer) pairs merged with the last pass's by set() of raw tuples",
+                setting="what makes an answer new"),
         Setting("answer", "qd_layout", "refuel", "QGInferenceData.py:199 @159090e: the QD input is <s> answer <SEP> "
                 "prompt question </s> followed by each passage; no other answer is shown",
                 "the labels (Answer:/Question:/Passage:), the instruction and the 3 shots are cq's; cq's LM reads "
@@ -77,8 +83,11 @@ REFUEL = Preset(
         Setting("answer", "max_rounds", 9, "README.md:240-243 @159090e (passes 1-9 after pass 0, 'X = 10'); §2.3: "
                 "until no new answer appears",
                 "cq stops at the first pass that finds no new answer (the paper's rule; with deterministic models the "
-                "release's later passes repeat that pass) and verifies the pairs of every pass; the release verifies "
-                "the pass chosen on dev (README.md:270)", setting="passes after the first (cap)"),
+                "release's later passes repeat that pass) and verifies the pairs of every pass so far; the release "
+                "verifies the pass chosen on dev (README.md:266-270: `Pass=X`, 'a hyperparameter needed to tune'), "
+                "whose pairs are every pass's up to X (run.py:1121 merges each pass's pairs with the last's): "
+                "--max-rounds X verifies what the release's Pass=X does", setting="passes after the first (cap)",
+                stays=FLAG),
         Setting("answer", "verify", True, "§2.3: LM verification", setting="verification"),
         Setting("answer", "verify_rule", "refuel", "Eq. 1; models/lm_filtering.py:32-59 (summed loss over the answer's "
                 "tokens and its EOS), QALMFilteringData.py:288-300 (each answer keeps its best DQ) and 655-663 (pairs "

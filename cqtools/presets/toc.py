@@ -51,10 +51,14 @@ SETTINGS = (
     _d("encoder", "sentence-transformers/all-MiniLM-L6-v2", "dsp/modules/sentence_vectorizer.py:42-45" + AT +
        " (cq: exact L2 over the pool in numpy, the ranking of the release's Faiss flat index)", "", "kNN demo encoder"),
     _d("reranker", "cross-encoder/ms-marco-MiniLM-L-12-v2", "dsp/modules/sbert.py:5" + AT + "; §3.1",
-       "equal scores go to the earlier passage: the release reverses numpy's argsort (toc/retrieval/combine.py:5), "
-       "which puts the later first in a short list and, being unstable, mixes them in a long one (numpy 2.4 "
-       "here: 40 ties come out 39, 35, 38, 37, ...)",
-       "cross-encoder"),
+       "", "cross-encoder"),
+    _d("tie_order", "argsort", "toc/retrieval/combine.py:5" + AT + ": np.argsort(passages_cs_scores)[::-1] over "
+       "the scores' list of floats (dsp/modules/sbert.py:16, .tolist()): equal scores come out later first in a "
+       "short list",
+       "numpy's default sort is unstable: in a list over 16 passages ties come out in the installed numpy's order "
+       "(numpy 2.4 here: 40 ties come out 39, 35, 38, 37, ...), which need not be that of the release's numpy "
+       "1.24.3 (environment.yml:115; scipy 1.17 here needs numpy >= 1.26.4); --tie-order earlier keeps pool order",
+       "equal reranker scores", MACHINE),
     _d("max_nodes", 10, "--max_nodes, run_toc.py:138" + AT + "; §5", "", "valid nodes"),
     _d("max_depth", 3, "--max_depth, run_toc.py:139,216" + AT + " (cq counts the root as level 0: nodes on levels "
        "1-3, levels 0-2 expanded, the code's depth 1-4 and 1-3: the same tree)", "", "deepest level"),

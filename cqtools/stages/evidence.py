@@ -36,20 +36,40 @@ def passage_text(passage: dict) -> str:
 
 
 def fit(passages: Sequence[dict], max_tokens: int, count: Callable[[str], int], used: int = 0,
-        render: Callable[[dict], str] = passage_text, limit: int | None = None) -> list[dict]:
+        render: Callable[[dict], str] = passage_text, limit: int | None = None, cut: bool = False) -> list[dict]:
     """The longest prefix of ``passages`` (in their order: reranked order when reranked) whose
     rendered texts, with ``used`` tokens already taken (the question, the answers), fit ``max_tokens``.
     The first passage is always read (cut later by the model's own input limit) so that a long
-    passage never leaves a reader with nothing; ``limit`` caps the count as well."""
+    passage never leaves a reader with nothing; ``limit`` caps the count as well. ``cut``: the first passage
+    that does not fit is read too, its text cut where the budget is full (:func:`cut_to`), as
+    AmbigQA's and AskCQ's releases cut their input at its last token."""
     chosen: list[dict] = []
     total = used
     for passage in passages[:limit] if limit is not None else passages:
         cost = count(render(passage))
         if chosen and total + cost > max_tokens:
+            if cut and (part := cut_to(passage, max_tokens - total, count, render)) is not None:
+                chosen.append(part)
             break
         chosen.append(passage)
         total += cost
     return chosen
+
+
+def cut_to(passage: dict, room: int, count: Callable[[str], int], render: Callable[[dict], str]) -> dict | None:
+    """A copy of ``passage`` with its text cut to its longest leading part whose rendering fits ``room`` tokens
+    (the cut may fall inside a word, as a cut at a token does), or None when nothing of its text fits. A binary
+    search over the text's length: the rendering's count grows with it."""
+    text = str(passage.get("text") or "")
+
+    def short(n: int) -> dict:
+        return {**passage, "text": text[:n].rstrip()}
+
+    low, high = 0, len(text)  # the longest part that fits lies in [low, high]
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if count(render(short(middle))) <= room else (low, middle - 1)
+    return short(low) if short(low)["text"] else None
 
 
 def note_read(record: dict, stage: str, n: int | list[int]) -> None:

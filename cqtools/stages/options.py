@@ -60,6 +60,12 @@ def cq_passage_budget_option():
                         "unset, each passage cut to 60 words]", min=1)
 
 
+def passage_cut_option():
+    return option("whole", "with a token budget: whole (passages that fit, whole) or last (the first passage that "
+                           "does not fit is read too, cut where the budget is full, as AmbigQA's and AskCQ's "
+                           "releases cut their input)", choices=("whole", "last"))
+
+
 def beams_option():
     return option(1, "beam search width (1: greedy; a local model only)", min=1)
 

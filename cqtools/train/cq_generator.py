@@ -30,11 +30,11 @@ TARGETS = ("auto", "silver")  # auto: gold.cq where a record has one, else the s
 LAYOUT_DEFAULTS = {"cq": {"batch_size": 8, "lr": 5e-5, "passages": 3, "max_passage_tokens": None, "grad_accum": 1,
                           "eval_every": None, "patience": None, "warmup_ratio": 0.1, "weight_decay": 0.01,
                           "decay_steps": None, "num_beams": 1, "max_cq_tokens": 48, "shuffle": True,
-                          "accumulate": "mean"},
+                          "accumulate": "mean", "passage_cut": "whole"},
                    "askcq": {"batch_size": 10, "lr": 1e-5, "passages": 100, "max_passage_tokens": 1024,
                              "grad_accum": 2, "eval_every": 250, "patience": 10, "warmup_ratio": 0.0,
                              "weight_decay": 0.0, "decay_steps": 100000, "num_beams": 4, "max_cq_tokens": 127,
-                             "shuffle": False, "accumulate": "sum"}}
+                             "shuffle": False, "accumulate": "sum", "passage_cut": "last"}}
 CQ_INPUT_TOKENS = 384  # where a cq-layout input without a budget is cut (as before)
 # The weights kept: the best dev CQ BLEU-4 (corpus BLEU against the gold CQ), as AskCQ keeps its best-model.pt for
 # CQ generation (run.py:219-229 @d8be017, CQ_evaluate.py:45-47: evaluate.load("bleu")).
@@ -51,7 +51,8 @@ def layout_defaults(cfg: GenCQTrainConfig) -> GenCQTrainConfig:
 
 def cq_examples(records: list[dict], passages: int, with_answers: str | None, targets: str = "auto",
                 build_input=None, two_options: str = gen_stage.FromDqsOptions.two_options,
-                max_passage_tokens: int | None = None, count=None) -> tuple[list[tuple[str, str, dict]], dict]:
+                max_passage_tokens: int | None = None, count=None, cut: bool = False
+                ) -> tuple[list[tuple[str, str, dict]], dict]:
     """(input, target CQ, record) per training record, and how many targets are gold and silver CQs.
 
     The target is the record's gold CQ (``gold.cq``) when it has one and ``targets`` is "auto"; else the
@@ -59,7 +60,7 @@ def cq_examples(records: list[dict], passages: int, with_answers: str | None, ta
     says) of an ambiguous record with >= 2 gold DQs; other records are left out. ``build_input`` writes the
     input (:func:`cqtools.stages.gen_cq.input_builder`; default cq's layout) from the passages
     :func:`cqtools.stages.gen_cq.model_input` reads, as ``cq gen-cq --method seq2seq`` does (``max_passage_tokens``
-    counted with ``count``)."""
+    counted with ``count``; ``cut``: the passage over it read in part)."""
     build_input = build_input or gen_stage.seq2seq_input
     if targets not in TARGETS:
         raise InputError(f"targets={targets!r}: use one of {', '.join(TARGETS)} (--targets)")
@@ -77,7 +78,7 @@ def cq_examples(records: list[dict], passages: int, with_answers: str | None, ta
             if len(options) < 2:
                 continue
             target, kind = gen_stage.format_cq(gen_stage.which(category), options, two_options), "silver_cq"
-        source = gen_stage.model_input(record, build_input, passages, max_passage_tokens, count, with_answers)[0]
+        source = gen_stage.model_input(record, build_input, passages, max_passage_tokens, count, with_answers, cut)[0]
         out.append((source, target, record))
         counts[kind] += 1
     return out, counts
@@ -160,7 +161,7 @@ def _examples(cfg: GenCQTrainConfig, tokenizer) -> tuple[tuple, tuple]:
     reads = SimpleNamespace(tokenizer=tokenizer, name=cfg.model)
     count = evidence.token_counter(reads) if cfg.max_passage_tokens is not None else None
     examples = {"build_input": gen_stage.input_builder(reads, cfg.input_layout), "two_options": cfg.two_options,
-                "max_passage_tokens": cfg.max_passage_tokens, "count": count}
+                "max_passage_tokens": cfg.max_passage_tokens, "count": count, "cut": cfg.passage_cut == "last"}
     return tuple(cq_examples(load_records(path, limit), cfg.passages, cfg.with_answers, cfg.targets, **examples)
                  for path, limit in ((cfg.train, cfg.limit), (cfg.dev, cfg.dev_limit)))
 
@@ -224,7 +225,8 @@ def dev_cq_scores(cfg: GenCQTrainConfig, dev: list, device: str) -> dict:
     options = gen_stage.Seq2SeqOptions(n_passages=cfg.passages, with_answers=cfg.with_answers,
                                        max_new_tokens=cfg.max_cq_tokens, num_beams=cfg.num_beams,
                                        input_layout=cfg.input_layout, two_options=cfg.two_options,
-                                       max_passage_tokens=cfg.max_passage_tokens)
+                                       max_passage_tokens=cfg.max_passage_tokens,
+                                       passage_cut=cfg.passage_cut or "whole")
     preds = gen_stage.seq2seq_method(generator, options).run([r for _, _, r in dev])
     golds = [(r.get(GOLD) or {}).get("cq") or target for _, target, r in dev]
     scores = cq_scores([(g, p["text"]) for g, p in zip(golds, preds)])

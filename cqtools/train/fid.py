@@ -22,7 +22,7 @@ from ..registry import option
 from ..stages.answer import fid as stage
 from ..stages.answer.seqgen import join_answers
 from .settings import TrainConfig, patience_option
-from .spanseqgen import BASE_MODEL, dev_scores, fine_tune, found_aliases
+from .spanseqgen import BASE_MODEL, dev_scores, draw_targets, fine_tune, found_aliases
 
 TARGET_TOKENS = 48  # train_aq.sh:48 --max_cat_answer_length=48
 ORDERS = 500  # QAData.py:804-805: cnt_perm == 500: break (orders of one combination)
@@ -92,15 +92,6 @@ def fid_examples(records: list[dict], tokenizer, cfg: FiDTrainConfig) -> list[tu
         if targets:
             out.append((rows, targets, record))
     return out
-
-
-def draw_targets(items) -> list[str]:
-    """Each example's target: its one (a string: the verifier's examples, :mod:`.verifier`), or one of its list
-    drawn uniformly by torch's RNG (DataLoader.py:59-60)."""
-    import torch
-
-    return [targets if isinstance(targets, str) else targets[int(torch.randint(len(targets), ()))]
-            for _, targets, _ in items]
 
 
 def fid_batch_encoder(tokenizer, target_tokens: int):

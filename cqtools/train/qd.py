@@ -53,31 +53,49 @@ class QDTrainConfig(TrainConfig):
     num_beams: int = option(qd_model.BEAMS, "Beams when cq disambiguate decodes (saved with the model).", min=1)
     max_question_tokens: int = option(qd_model.QUESTION_TOKENS, "Tokens of a target DQ, and generated per DQ by cq "
                                                                 "disambiguate (saved with the model).", min=4)
+    passage_order: str = option("reranked", "Passages in the input: reranked (the records' order, as the paper's "
+                                            "§5) or first-repeated (the first one over and over, as AmbigQA's released "
+                                            "QD input, QGData.py:316-322); saved with the model.",
+                                choices=("reranked", qd_model.FIRST_REPEATED))
+    dev_tokenizer: str = option("simple", "How dev EDIT-F1 splits words: simple (a regex, no Java) or ptb (the "
+                                          "official scorer's PTB tokenizer, Java in a subprocess at each evaluation, "
+                                          "as AmbigQA's QGData.py:444 and `cq score --task ambigqa`).",
+                                choices=("simple", "ptb"))
     patience: int | None = patience_option()
 
 
-def _found(aliases: list[str], source: str) -> list[str]:
-    return [a for a in aliases if a.strip() and a.strip().lower() in source]
+def _found(aliases: list[str], tokenizer, source: list[int]) -> list[str]:
+    """The aliases whose tokens (:func:`qd_model.answer_ids`) are a run of ``source``'s, as QGData.py:295-300."""
+    def held(tokens: list[int]) -> bool:
+        return any(source[i:i + len(tokens)] == tokens for i in range(len(source) - len(tokens) + 1))
+
+    return [a for a in aliases if a.strip() and held(qd_model.answer_ids(tokenizer, a))]
 
 
-def record_examples(record: dict, tokenizer, cfg: QDTrainConfig) -> list[tuple[list[int], str, dict]]:
-    """(input ids, target DQ, record) for each QA pair of the record's annotations missing the fewest answers."""
-    passages = (record.get("passages") or [])[:cfg.passages]
-    source = tokenizer.decode(seqgen.passage_ids(tokenizer, passages, cfg.max_input_tokens),
-                              skip_special_tokens=True).lower()
+def chosen_annotations(record: dict, tokenizer, cfg: QDTrainConfig) -> tuple[list[dict], list[tuple[list, list]]]:
+    """(the passages the input holds, [(QA pairs, the alias chosen for each: its first found in the passages, else
+    its first)] of the record's multipleQAs annotations missing the fewest answers), as QGData.py:324-372 @5c8cdb1
+    chooses them."""
+    passages = qd_model.repeated_first((record.get("passages") or [])[:cfg.passages], cfg.passage_order)
+    source = seqgen.passage_ids(tokenizer, passages, cfg.max_input_tokens)
     annotations = [a for a in (record.get(GOLD) or {}).get("annotations") or [] if a.get("type") == "multipleQAs"]
     scored = []
     for annotation in annotations:
         pairs = [p for p in annotation.get("qaPairs") or [] if p.get("answer") and p.get("question")]
         if len(pairs) < 2:
             continue
-        chosen = [(_found(p["answer"], source) or p["answer"])[0] for p in pairs]
-        scored.append((sum(not _found(p["answer"], source) for p in pairs), pairs, chosen))
-    out = []
+        found = [_found(p["answer"], tokenizer, source) for p in pairs]
+        chosen = [(held or p["answer"])[0] for held, p in zip(found, pairs)]
+        scored.append((sum(not held for held in found), pairs, chosen))
     fewest = min((missing for missing, _, _ in scored), default=None)
-    for missing, pairs, chosen in scored:
-        if missing != fewest:
-            continue
+    return passages, [(pairs, chosen) for missing, pairs, chosen in scored if missing == fewest]
+
+
+def record_examples(record: dict, tokenizer, cfg: QDTrainConfig) -> list[tuple[list[int], str, dict]]:
+    """(input ids, target DQ, record) for each QA pair of the record's annotations missing the fewest answers."""
+    passages, annotations = chosen_annotations(record, tokenizer, cfg)
+    out = []
+    for pairs, chosen in annotations:
         for i, pair in enumerate(pairs):
             ids = qd_model.qd_input(tokenizer, record["question"], chosen[i], chosen[:i] + chosen[i + 1:], passages,
                                     cfg.max_input_tokens)
@@ -102,25 +120,35 @@ def _words(text: str) -> str:
 
 
 def dev_edit_f1(cfg: QDTrainConfig, device: str) -> dict:
-    """EDIT-F1 (AmbigQA §3) of the DQs the saved model writes for the gold answers of the dev records' first
-    multipleQAs annotation (its first alias of each QA pair), against that pair's DQ; words split simply, not
-    by the PTB tokenizer `cq score` uses."""
+    """EDIT-F1 (AmbigQA §3) of the DQs the saved model writes for the gold answers of each dev record's annotation
+    chosen as at training (:func:`chosen_annotations`: the first of those missing the fewest answers, its chosen
+    aliases, as QGData.py:379-383 @5c8cdb1 evaluates), against each pair's DQ (each of its "|" variants, as
+    QGData.py:199 reads them); words split as ``cfg.dev_tokenizer`` says (ptb: the official scorer's, then
+    normalised, as QGData.py:444-460 and `cq score --task ambigqa`)."""
     from ..metrics.ambigqa import edit_f1
     from ..stages.disambiguate.qd import QdOptions
 
     writer = qd_model.TrainedQD(cfg.out, device, QdOptions())
     jobs, golds = [], []
     for record in load_records(cfg.dev, cfg.dev_limit):
-        multi = [a for a in (record.get(GOLD) or {}).get("annotations") or [] if a.get("type") == "multipleQAs"]
-        pairs = [p for p in (multi[0].get("qaPairs") or []) if p.get("answer") and p.get("question")] if multi else []
-        if len(pairs) < 2:
+        passages, annotations = chosen_annotations(record, writer.tokenizer, cfg)
+        if not annotations:
             continue
-        answers = [p["answer"][0] for p in pairs]
+        pairs, answers = annotations[0]
         for i, pair in enumerate(pairs):
-            jobs.append((record["question"], answers[i], answers[:i] + answers[i + 1:], record.get("passages") or []))
-            golds.append(pair["question"])
+            jobs.append((record["question"], answers[i], answers[:i] + answers[i + 1:], passages))
+            golds.append([q.strip() for q in pair["question"].split("|") if q.strip()] or [pair["question"]])
     if not jobs:
         return {"edit_f1": None, "n": 0}
-    scores = [edit_f1(_words(dq), [_words(gold)], _words(question))
-              for dq, gold, (question, _, _, _) in zip(writer.write(jobs), golds, jobs)]
+    if cfg.dev_tokenizer == "ptb":
+        from ..score.tokenizers import make_tokenizer
+
+        tokenize = make_tokenizer("ptb")  # one Java run for every text of this evaluation
+    else:
+        def tokenize(texts: list[str]) -> list[str]:
+            return [_words(text) for text in texts]
+    n, refs = len(jobs), [ref for gold in golds for ref in gold]
+    words = iter(tokenize([*writer.write(jobs), *(question for question, _, _, _ in jobs), *refs]))
+    dqs, questions = [next(words) for _ in range(n)], [next(words) for _ in range(n)]
+    scores = [edit_f1(dq, [next(words) for _ in gold], question) for dq, question, gold in zip(dqs, questions, golds)]
     return {"edit_f1": sum(scores) / len(scores), "n": len(scores)}

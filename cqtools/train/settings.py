@@ -184,6 +184,10 @@ class GenCQTrainConfig(TrainConfig):
                                                   "inputs are cut there. [default: unset, each passage cut to 60 "
                                                   "words, inputs cut at 384 tokens; 1024 with --input-layout askcq, "
                                                   "AskCQ's max_token_nums]", min=1)
+    passage_cut: str | None = option(None, "With --max-passage-tokens: whole (passages that fit, whole) or last (the "
+                                           "first that does not fit read too, cut where the budget is full), as cq "
+                                           "gen-cq --passage-cut reads them. [default: whole; last with --input-layout "
+                                           "askcq, AskCQ's CQDataset.py:119-126]", choices=("whole", "last"))
     with_answers: str | None = option(None, "Train on \"AQ [SEP] answers [SEP] passages\" with gold answers (the "
                                             "AskCQ setting).", choices=("gold",))
     targets: str = option("auto", "auto: a record's gold CQ (gold.cq, CAmbigNQ's) where it has one, else the silver "

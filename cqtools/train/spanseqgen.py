@@ -86,6 +86,9 @@ class SpanSeqGenTrainConfig(TrainConfig):
                                                       "CQDataset.py:201-213); none: the records' order.")
     rerank_depth: int = option(100, "With --input-layout askcq: passages reranked per revised question (AskCQ: all "
                                     "100 retrieved; cq answer --rerank-depth).", min=1)
+    aliases: str = option("each", "With --input-layout askcq: each (every alias of an option's answer an example of "
+                                  "its own) or draw (one example per option, its target drawn from the aliases each "
+                                  "time it is batched, as AskCQ's CQDataset.py:155-156).", choices=("each", "draw"))
 
 
 def found_aliases(annotation: dict, source: str) -> list[list[str]]:
@@ -150,12 +153,17 @@ def askcq_examples(records: list[dict], tokenizer, cfg: SpanSeqGenTrainConfig,
                    cross_encoder=None) -> list[tuple[list[int], str, dict]]:
     """AskCQ's clarification-based QA examples (CQDataset.py:186-233 @d8be017, dq_type gold_cq): for each option of
     a record's gold CQ, the question revised by it with the record's passages (reranked for it by ``cross_encoder``:
-    :func:`askcq_questions`); the targets, that option's answers, each alias once (the release draws one a step,
-    CQDataset.py:155-156), not lower-cased."""
+    :func:`askcq_questions`); the targets, that option's answers, not lower-cased: each alias once, an example each
+    (``cfg.aliases`` each), or all of them on one example, one drawn each time it is batched (draw, as the release's
+    random.choice, CQDataset.py:155-156)."""
     out = []
     for record, question, passages, dq in askcq_questions(records, cross_encoder, cfg.rerank_depth):
         ids = stage.askcq_input(tokenizer, question, passages[:cfg.passages], cfg.max_input_tokens)
-        out += [(ids, alias.strip(), record) for alias in dict.fromkeys(dq.get("answers") or []) if alias.strip()]
+        aliases = [alias.strip() for alias in dict.fromkeys(dq.get("answers") or []) if alias.strip()]
+        if cfg.aliases == "draw":
+            out += [(ids, tuple(aliases), record)] if aliases else []
+        else:
+            out += [(ids, alias, record) for alias in aliases]
     return out
 
 
@@ -188,6 +196,15 @@ def seqgen_model(path: str, tokenizer):
     return model
 
 
+def draw_targets(items) -> list[str]:
+    """Each example's target: its one (a string: the verifier's examples, :mod:`.verifier`), or one of its list
+    drawn uniformly by torch's RNG (DataLoader.py:59-60)."""
+    import torch
+
+    return [targets if isinstance(targets, str) else targets[int(torch.randint(len(targets), ()))]
+            for _, targets, _ in items]
+
+
 def batch_encoder(tokenizer, target_tokens: int = TARGET_TOKENS):
     """examples -> a padded seq2seq batch (targets cut at ``target_tokens``; labels -100 on padding)."""
     import torch
@@ -198,7 +215,7 @@ def batch_encoder(tokenizer, target_tokens: int = TARGET_TOKENS):
         width = max(len(ids) for ids, _, _ in items)
         enc = {"input_ids": torch.tensor([ids + [pad] * (width - len(ids)) for ids, _, _ in items]),
                "attention_mask": torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _, _ in items])}
-        lab = tokenizer(text_target=[t for _, t, _ in items], truncation=True, max_length=target_tokens,
+        lab = tokenizer(text_target=draw_targets(items), truncation=True, max_length=target_tokens,
                         padding=True, return_tensors="pt")
         enc["labels"] = lab.input_ids.masked_fill(lab.attention_mask == 0, -100)
         return enc

@@ -68,6 +68,7 @@ class AnswerConfig(ReaderOptions):
     round_trip: bool = O.round_trip()
     round_trip_method: str = O.round_trip_method()  # title (cq's "Q [title]") | refuel (a DQ per answer, re-asked)
     max_rounds: int = O.max_rounds()
+    round_trip_match: str = O.round_trip_match()  # refuel: an answer is new by its normalised text or raw string
     verify: bool = O.verify()
     verify_rule: str = O.verify_rule()  # threshold (cq's) | refuel (keep-best over (DQ, answer) pairs)
     verify_threshold: float = O.verify_threshold()
@@ -93,7 +94,7 @@ class AnswerConfig(ReaderOptions):
         if self.round_trip:
             keep.update(round_trip=True, max_rounds=self.max_rounds)
             if self.round_trip_method != "title":
-                keep["round_trip_method"] = self.round_trip_method
+                keep.update(round_trip_method=self.round_trip_method, **non_default(self, "round_trip_match"))
         if self.min_rerank_score is not None:
             keep["min_rerank_score"] = self.min_rerank_score
         if self.verify:
@@ -170,7 +171,8 @@ def qa_mode(mode: str):
         mode_options = dataclasses.asdict(options)
         reranker, qd_model = mode_options.pop("reranker", None), mode_options.pop("qd_model", None)
         verifier_model = mode_options.pop("verifier_model", None)
-        qd_settings = {k: mode_options.pop(k) for k in ("qd_layout", "qd_num_beams") if k in mode_options}
+        qd_settings = {k: mode_options.pop(k) for k in ("qd_layout", "qd_num_beams", "qd_one_answer")
+                       if k in mode_options}
         chosen = READERS.get(reader)
         names = {f.name for f in fields(AnswerConfig)}
         stage_options = {k: v for k, v in {**reader_options, **mode_options}.items() if k in names}
@@ -210,7 +212,7 @@ def qa_mode(mode: str):
 
 def qd_writer_for(reader, qd_model: str | None, config, **settings):
     """REFUEL's DQ writer: ``qd_model``, else the generative reader's own LM, else the default
-    question writer of ``cq disambiguate``; ``settings``: its qd_layout and qd_num_beams."""
+    question writer of ``cq disambiguate``; ``settings``: its qd_layout, qd_num_beams and qd_one_answer."""
     from ...models.load import load_generator
     from ..disambiguate import DEFAULT_MODEL
     from .refuel import QDWriter
@@ -219,7 +221,8 @@ def qd_writer_for(reader, qd_model: str | None, config, **settings):
         generator = reader.generator
     else:
         generator = load_generator(qd_model or DEFAULT_MODEL, config.device, config.dtype, config=config)
-    return QDWriter(generator, layout=settings.get("qd_layout", "ambigqa"), num_beams=settings.get("qd_num_beams"))
+    return QDWriter(generator, layout=settings.get("qd_layout", "ambigqa"), num_beams=settings.get("qd_num_beams"),
+                    one_answer=settings.get("qd_one_answer", "keep"))
 
 
 def long_mode(options: O.LongOptions, config, *, reader: str, model: str | None, reader_options: dict, seed,
@@ -268,7 +271,8 @@ def answer_batch(records: list[dict], stage: AnswerStage, info: dict) -> list[di
             per_record[q.record].append(entry)
     pairs = None
     if c.refuel_round_trip:
-        pairs = refuel_round_trip(records, questions, per_record, reader, stage.qd_writer, c.max_rounds, multi)
+        pairs = refuel_round_trip(records, questions, per_record, reader, stage.qd_writer, c.max_rounds, multi,
+                                  c.round_trip_match)
     elif c.round_trip and c.mode not in ("cq", "dqs"):
         round_trip(questions, per_record, reader, c.max_rounds)
     if c.verify and c.verify_rule == "refuel":

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ...models.roles import role
 from ...registry import option
-from ..options import beams_option, prompt_option, reranker_option
+from ..options import beams_option, passage_cut_option, prompt_option, reranker_option
 from ..rerank import DEFAULT_RERANKER
 
 DEFAULT_READER = role("reader").default
@@ -28,6 +28,12 @@ def max_rounds():
     return option(2, "cap on --round-trip rounds (refuel: passes after the first)", min=1)
 
 
+def round_trip_match():
+    return option("normalised", "--round-trip-method refuel: what makes an answer (and a (DQ, answer) pair) new: "
+                                "normalised (its SQuAD-normalised text; cq's) or raw (its stripped string, as the "
+                                "released code compares them)", choices=("normalised", "raw"))
+
+
 def qd_model():
     return option(None, "--round-trip-method refuel: the LM that writes the DQs [default: the generative reader's "
                         "LM, else cq disambiguate's]")
@@ -42,6 +48,12 @@ def qd_layout():
 def qd_num_beams():
     return option(1, "--round-trip-method refuel: the DQ writer's beam search width (1: greedy; a local model only)",
                   min=1)
+
+
+def qd_one_answer():
+    return option("keep", "--round-trip-method refuel: a pass that found one answer keeps the prompt question as its "
+                          "DQ (keep; cq disambiguate's rule) or has a DQ written for it (write, as the released code "
+                          "writes one for every (question, answer) pair)", choices=("keep", "write"))
 
 
 def verify():
@@ -114,6 +126,10 @@ def reader_passages(help: str):
     return option(None, f"{help} [default: {READER_PASSAGES}]", min=1, flag="--passages")
 
 
+def passage_cut():
+    return passage_cut_option()
+
+
 def passage_chars():
     return option(600, "each passage cut before this many characters (0: whole)", min=0)
 
@@ -137,9 +153,11 @@ class SingleOptions:
     round_trip: bool = round_trip()
     round_trip_method: str = round_trip_method()
     max_rounds: int = max_rounds()
+    round_trip_match: str = round_trip_match()
     qd_model: str | None = qd_model()
     qd_layout: str = qd_layout()
     qd_num_beams: int = qd_num_beams()
+    qd_one_answer: str = qd_one_answer()
     verify: bool = verify()
     verify_rule: str = verify_rule()
     verify_threshold: float = verify_threshold()
@@ -217,4 +235,5 @@ class GenerativeOptions:
     max_candidates: int = max_candidates()
     prompt: str | None = prompt_option()
     max_passage_tokens: int | None = passage_budget()
+    passage_cut: str = passage_cut()
     num_beams: int = beams_option()

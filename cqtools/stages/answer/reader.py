@@ -34,6 +34,7 @@ class ReaderOptions:
     max_candidates: int = O.max_candidates()
     prompt: str | None = None
     max_passage_tokens: int | None = None
+    passage_cut: str = O.passage_cut()
     num_beams: int = O.beams_option()
 
     def params(self) -> dict:
@@ -44,6 +45,8 @@ class ReaderOptions:
             keep["max_candidates"] = self.max_candidates
         if self.max_passage_tokens is not None:
             keep["max_passage_tokens"] = self.max_passage_tokens
+            if self.passage_cut != "whole":
+                keep["passage_cut"] = self.passage_cut
         if self.num_beams != 1:
             keep["num_beams"] = self.num_beams
         return keep
@@ -121,7 +124,7 @@ class GenerativeReader:
                 prompt = self.generator.chat_prompt(prompt)
             used = count(prompt)
         return fit(passages, budget, count, used, limit=o.n_passages,
-                   render=lambda p: passage_block([p], 1, o.passage_chars) + "\n")
+                   render=lambda p: passage_block([p], 1, o.passage_chars) + "\n", cut=o.passage_cut == "last")
 
     def fit_input(self, question: str, passages: list[dict], multi: bool = False) -> tuple[list[dict], int]:
         """(passages, dropped): ``passages`` as given when the prompt :meth:`read` writes for ``question`` fits the

@@ -21,6 +21,7 @@ Two verification rules (``--verify --verify-rule``):
 from __future__ import annotations
 
 from ...metrics.normalize import normalize_answer
+from .options import SingleOptions
 from .questions import Question
 
 
@@ -90,15 +91,18 @@ def verify(questions: list[Question], per_record: list[list[dict]], reader) -> N
 # --- REFUEL's round trip -------------------------------------------------------------------------
 
 def refuel_round_trip(records: list[dict], questions: list[Question], per_record: list[list[dict]], reader,
-                      write_dqs, max_passes: int, multi: bool = True) -> list[list[dict]]:
+                      write_dqs, max_passes: int, multi: bool = True, match: str = "normalised") -> list[list[dict]]:
     """REFUEL's round-trip generation. ``per_record``: the first pass's answers of each record (its
     question read over ``questions``' passages); new answers are appended to it. ``write_dqs(items)``
     writes one DQ per answer: items are (prompt question, answers, passages), the result one list of
     ``{question, answer, ...}`` per item (:class:`QDWriter`). Returns the (DQ, answer) pairs of every
-    record, each once (by normalised DQ and answer), in the order they were written, each marked
-    with the ``pass`` that wrote it (0: the first reading's answers)."""
+    record, each once (by DQ and answer), in the order they were written, each marked with the ``pass``
+    that wrote it (0: the first reading's answers). ``match``: answers and pairs are told apart by their
+    normalised text (``normalised``) or, as the release's sets of strings (run.py:1098-1107, 1121
+    @159090e), by their stripped string (``raw``)."""
+    key_of = normalize_answer if match == "normalised" else str.strip
     base = {q.record: q for q in questions}
-    seen = [{normalize_answer(a["text"]) for a in answers} for answers in per_record]
+    seen = [{key_of(a["text"]) for a in answers} for answers in per_record]
     pairs: list[list[dict]] = [[] for _ in records]
     keys: list[set] = [set() for _ in records]
     found = [[a["text"] for a in answers] for answers in per_record]  # this pass's answers
@@ -106,11 +110,11 @@ def refuel_round_trip(records: list[dict], questions: list[Question], per_record
     for k in range(max_passes + 1):
         # a DQ for every answer this pass found, conditioned on the prompt question
         todo = [n for n in live if found[n]]
-        written = write_dqs([(str(records[n]["question"]), found[n], base[n].passages) for n in todo])
-        _note_qd_cuts(records, todo, getattr(write_dqs, "cuts", None))
+        written = _write(records, todo, [(str(records[n]["question"]), found[n], base[n].passages) for n in todo],
+                         write_dqs, match)
         for n, dqs in zip(todo, written):
             for dq in dqs:
-                key = (normalize_answer(dq["question"]), normalize_answer(dq["answer"]))
+                key = (key_of(dq["question"]), key_of(dq["answer"]))
                 if key not in keys[n]:
                     keys[n].add(key)
                     pairs[n].append({**dq, "pass": k})
@@ -127,7 +131,7 @@ def refuel_round_trip(records: list[dict], questions: list[Question], per_record
         new: set[int] = set()
         for ask, answers in zip(asks, readings):
             for answer in answers[: None if multi else 1]:
-                key = normalize_answer(answer["text"])
+                key = key_of(answer["text"])
                 if not key or key in keys_found[ask.record]:
                     continue
                 keys_found[ask.record].add(key)
@@ -140,6 +144,33 @@ def refuel_round_trip(records: list[dict], questions: list[Question], per_record
         if not live:
             break
     return pairs
+
+
+def _write(records: list[dict], todo: list[int], items: list[tuple], write_dqs, match: str) -> list[list[dict]]:
+    """``write_dqs(items)``, its cuts noted. The writer takes an item's distinct answers (normalised): under
+    ``match="raw"`` each further spelling of an answer is written again, with the item's other answers, as the
+    release writes a DQ for every raw string (run.py:1099-1107 @159090e)."""
+    written = write_dqs(items)
+    _note_qd_cuts(records, todo, getattr(write_dqs, "cuts", None))
+    if match != "raw":
+        return written
+    again, whose = [], []
+    for k, (question, answers, passages) in enumerate(items):
+        first: dict[str, str] = {}
+        for answer in answers:
+            first.setdefault(normalize_answer(answer), answer.strip())
+        for answer in answers:
+            key = normalize_answer(answer)
+            if first[key] != answer.strip():
+                others = [a for other, a in first.items() if other != key]
+                again.append((question, [answer.strip(), *others], passages))
+                whose.append(k)
+    if again:
+        rewritten = write_dqs(again)
+        _note_qd_cuts(records, [todo[k] for k in whose], getattr(write_dqs, "cuts", None))
+        for k, (_, answers, _), dqs in zip(whose, again, rewritten):
+            written[k] = [*written[k], *(dq for dq in dqs if dq["answer"] == answers[0])]
+    return written
 
 
 def _note_qd_cuts(records: list[dict], todo: list[int], cuts: list[int] | None) -> None:
@@ -177,11 +208,11 @@ class QDWriter:
     ``num_beams``: its beam search (None: greedy). Counts its model calls (``calls``)."""
 
     def __init__(self, generator, passage_words: int = 100, tpl=None, layout: str = "ambigqa",
-                 num_beams: int | None = None):
+                 num_beams: int | None = None, one_answer: str = SingleOptions.qd_one_answer):
         from ..options import beam_args
 
         self.generator, self.passage_words, self.tpl = generator, passage_words, tpl
-        self.layout, self.num_beams = layout, num_beams or 1
+        self.layout, self.num_beams, self.one_answer = layout, num_beams or 1, one_answer
         beam_args(generator, self.num_beams)  # an API model given beams: one line, before any record
         self.calls = 0
         self.cuts: list[int] = []  # the last call's passages dropped per item (meta.passages_cut.answer-qd)
@@ -190,7 +221,8 @@ class QDWriter:
     def params(self) -> dict:
         """What ``meta.answer`` notes of the writer beyond its model: its settings not at their defaults."""
         return {**({"qd_layout": self.layout} if self.layout != "ambigqa" else {}),
-                **({"qd_num_beams": self.num_beams} if self.num_beams != 1 else {})}
+                **({"qd_num_beams": self.num_beams} if self.num_beams != 1 else {}),
+                **({"qd_one_answer": self.one_answer} if self.one_answer != "keep" else {})}
 
     def _budget(self) -> int | None:
         """Prompt tokens left for the question, answers and passages: the writer's context less the
@@ -216,7 +248,7 @@ class QDWriter:
         config = QdOptions(n_passages=max(len(ps) for _, _, ps in items),
                            passage_words=self.passage_words, layout=self.layout, passage_order="reranked",
                            duplicates="keep", max_others=0, max_passage_tokens=self._budget(),
-                           num_beams=self.num_beams)
+                           num_beams=self.num_beams, one_answer=self.one_answer)
         out = qd_batch(records, self.generator, config, self.tpl)
         self.calls += sum(calls for _, calls in out)
         # passages each item's prompts dropped to fit the writer's input (the most of its prompts)

@@ -127,3 +127,13 @@ def loaded(model: str, run, seed: int, method: str, prompt: str | None):
 
     set_seed(seed)
     return load_generator(model, run.device, run.dtype, config=run), templates.load(method.replace("-", "_"), prompt)
+
+
+FIRST_REPEATED = "first-repeated"  # the released QD input's passages (QGData.py:316-322 @5c8cdb1)
+
+
+def repeated_first(passages: list[dict], order: str = "reranked") -> list[dict]:
+    """The passages in ``order``: as given (``reranked``) or, ``first-repeated``, the first one over and over, as
+    AmbigQA's released QD input at 5c8cdb1 is built (QGData.py:316-322: the loop that appends passages until 1,024
+    tokens never advances its offset; a bug against the paper's §5, kept here only on request)."""
+    return passages[:1] * max(len(passages), 1024) if order == FIRST_REPEATED else passages

@@ -19,8 +19,8 @@ from .. import prompts_disamb as P
 from ..options import beam_args, beams_option
 from ..templates import Template
 from ..tree import answer_passage
-from .parsing import (NEED_PASSAGES, clean_question, model_option, passage_words_option, passages_option,
-                      template_option, tokens_option)
+from .parsing import (FIRST_REPEATED, NEED_PASSAGES, clean_question, model_option, passage_words_option,
+                      passages_option, repeated_first, template_option, tokens_option)
 
 NEED_ANSWERS = "run `cq answer --mode multi` first: --method qd writes one DQ per predicted answer"
 
@@ -37,13 +37,18 @@ class QdOptions:
     layout: str = option("cq", "prompt order: cq (passages, question, answer, others), ambigqa (AmbigQA's released "
                                "input: target answer, question, other answers, passages) or refuel (REFUEL's: target "
                                "answer, question, passages; no other answers)", choices=("cq", "ambigqa", "refuel"))
-    passage_order: str = option("answer-first", "answer-first (the shown passages holding the answer moved first) "
-                                                "or reranked (the record's order, as AmbigQA)",
-                                choices=("answer-first", "reranked"))
+    passage_order: str = option("answer-first", "answer-first (the shown passages holding the answer moved first), "
+                                                "reranked (the record's order, as AmbigQA's paper) or first-repeated "
+                                                "(the first passage over and over, as AmbigQA's released QD input; "
+                                                "a `cq train qd` model reads the order it was trained with)",
+                                choices=("answer-first", "reranked", FIRST_REPEATED))
     duplicates: str = option("fallback", "a DQ that echoes the question or an earlier DQ becomes 'AQ (title)?' "
                                          "(fallback) or stays as generated (keep, as AmbigQA)",
                              choices=("fallback", "keep"))
     max_others: int = option(5, "other answers in each prompt (0: all)", min=0)
+    one_answer: str = option("keep", "a record with one answer: keep (its DQ is the question, as AmbigQA) or write "
+                                     "(a DQ all the same, as REFUEL's round trip writes one for every answer)",
+                             choices=("keep", "write"))
     max_passage_tokens: int | None = option(None, "passages in order (at most --passages) while the prompt's "
                                                   "question, answers and passages fit this many tokens [default: no "
                                                   "budget, the top --passages]", min=1)
@@ -59,7 +64,7 @@ class QdOptions:
         return {"method": "qd", "passages": self.n_passages, "passage_words": self.passage_words,
                 "max_new_tokens": self.new_tokens,
                 **non_default(self, "layout", "passage_order", "duplicates", "max_others", "max_passage_tokens",
-                              "num_beams")}
+                              "num_beams", "one_answer")}
 
 
 def distinct_answers(record: dict) -> list[str]:
@@ -143,7 +148,7 @@ def _qd_jobs(records: list[dict], config: QdOptions, tpl, count) -> tuple[list[l
     for n, record in enumerate(records):
         answers = distinct_answers(record)
         passages = list(require(record, PASSAGES, NEED_PASSAGES)) if config.n_passages else []
-        if len(answers) == 1:
+        if len(answers) == 1 and config.one_answer == "keep":
             per_record[n] = [{"question": record["question"], "answer": answers[0], "unchanged": True}]
             continue
         for answer in answers:
@@ -153,7 +158,7 @@ def _qd_jobs(records: list[dict], config: QdOptions, tpl, count) -> tuple[list[l
                 holding = [p for p in passages if answer_passage(answer, [p])]
                 ordered = holding + [p for p in passages if p not in holding]
             else:
-                ordered = passages
+                ordered = repeated_first(passages, config.passage_order)
             shown = ordered[: config.n_passages]
             if count is not None and shown:
                 used = count(P.qd_prompt(record["question"], answer, others, [], tpl, config.layout))

@@ -17,7 +17,7 @@ from ...metrics.normalize import normalize_answer
 from ...registry import non_default
 from ..answer import seqgen
 from ..options import CommandSettings
-from .parsing import clean_question
+from .parsing import FIRST_REPEATED, clean_question, repeated_first  # noqa: F401  (train/qd.py reads them here)
 
 TASK = "qd"
 QUESTION_TOKENS, BEAMS = 32, 4
@@ -61,16 +61,19 @@ class TrainedQD:
         given = non_default(options, "num_beams", "max_new_tokens")
         self.num_beams = given.get("num_beams") or int(trained.get("num_beams") or BEAMS)
         self.max_new_tokens = given.get("max_new_tokens") or int(trained.get("max_question_tokens") or QUESTION_TOKENS)
+        self.passage_order = trained.get("passage_order") or "reranked"  # the passages as it was trained on them
 
     @property
     def info(self) -> dict:
         return {"model": self.path, "kind": "seq2seq", "input_layout": "ambigqa-trained",
-                "max_input_tokens": self.max_input, "num_beams": self.num_beams, "max_new_tokens": self.max_new_tokens}
+                "max_input_tokens": self.max_input, "num_beams": self.num_beams, "max_new_tokens": self.max_new_tokens,
+                **({"passage_order": self.passage_order} if self.passage_order != "reranked" else {})}
 
     def write(self, jobs: list[tuple[str, str, list[str], list[dict]]], batch_size: int = 8) -> list[str]:
         out = []
         for start in range(0, len(jobs), batch_size):
-            out += seqgen.decode_rows(self, [qd_input(self.tokenizer, q, a, others, ps, self.max_input)
+            out += seqgen.decode_rows(self, [qd_input(self.tokenizer, q, a, others,
+                                                      repeated_first(ps, self.passage_order), self.max_input)
                                              for q, a, others, ps in jobs[start:start + batch_size]])
         return out
 
@@ -86,7 +89,7 @@ def trained_qd_batch(records: list[dict], writer: TrainedQD, options, tpl=None) 
     jobs, owners = [], []
     for n, record in enumerate(records):
         answers = distinct_answers(record)
-        if len(answers) == 1:
+        if len(answers) == 1 and options.one_answer == "keep":
             per_record[n] = [{"question": record["question"], "answer": answers[0], "unchanged": True}]
             continue
         passages = list(require(record, PASSAGES, NEED_PASSAGES))

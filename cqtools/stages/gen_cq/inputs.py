@@ -63,12 +63,12 @@ def askcq_input(question: str, snippets: list[str], answers: list[str] | None, t
 
 
 def model_input(record: dict, build_input, n_passages: int, max_tokens: int | None, count,
-                with_answers: str | None) -> tuple[str, list[str], list[str] | None]:
+                with_answers: str | None, cut: bool = False) -> tuple[str, list[str], list[str] | None]:
     """(input, passages read, answers) of ``record`` for a fine-tuned generator: what ``cq gen-cq --method seq2seq``
     generates from and ``cq train gen-cq`` trains on, one function for both (the passages as :func:`read_passages`
     chooses them, the text as ``build_input`` (:func:`input_builder`) lays it out)."""
     answers = answer_texts(record, with_answers)
-    snippets = read_passages(record, n_passages, max_tokens, count, [record["question"], *(answers or [])])
+    snippets = read_passages(record, n_passages, max_tokens, count, [record["question"], *(answers or [])], cut)
     return build_input(record["question"], snippets, answers), snippets, answers
 
 
@@ -80,18 +80,20 @@ def record_passages(record: dict) -> list[dict]:
     return passages
 
 
-def read_passages(record: dict, n_passages: int, max_tokens: int | None, count, taken: list[str]) -> list[str]:
+def read_passages(record: dict, n_passages: int, max_tokens: int | None, count, taken: list[str],
+                  cut: bool = False) -> list[str]:
     """What the model reads of the record's passages: the top ``n_passages`` cut to :data:`PASSAGE_WORDS`
     words each (``max_tokens`` None, as always), or whole passages in order while the question and the
     answers (``taken``) and they fit ``max_tokens`` tokens (at most ``n_passages``; :func:`evidence.fit`),
-    their number noted in ``meta.passages_read.gen-cq``."""
+    their number noted in ``meta.passages_read.gen-cq``; ``cut``: the first that does not fit is read too, cut
+    where the budget is full (AskCQ's input is cut at its 1,024th token, CQDataset.py:126)."""
     if max_tokens is None:
         return passage_snippets(record, n_passages)
     # the input's special tokens count too: a separator after the question and each answer, <s> and </s>
     # around the whole input and around each passage (AskCQ's layout; cq's uses no more)
     used = sum(count(t) for t in taken) + len(taken) + 2
     chosen = evidence.fit(record_passages(record), max_tokens, lambda text: count(text) + 2, used=used,
-                          limit=n_passages) \
+                          limit=n_passages, cut=cut) \
         if n_passages else []
     evidence.note_read(record, "gen-cq", len(chosen))
     return [evidence.passage_text(p) for p in chosen]

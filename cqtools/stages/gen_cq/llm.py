@@ -10,7 +10,8 @@ from ...models.roles import role
 from ...registry import non_default, option
 from .. import evidence, prompts, templates
 from ..options import (beam_args, beams_option, cq_options_option, cq_passage_budget_option, llm_option,
-                       passages_option, prompt_option, tokens_option, two_options_option, with_answers_option)
+                       passage_cut_option, passages_option, prompt_option, tokens_option, two_options_option,
+                       with_answers_option)
 from .form import (INVALID, CQWriter, canonical_cq, canonical_head, distinct, extract_options, first_question,
                    in_form, make_cq, repair, which)
 from .grounding import check_options, ground
@@ -31,6 +32,7 @@ class LlmOptions:
     prompt: str | None = prompt_option()
     with_answers: str | None = with_answers_option()
     max_passage_tokens: int | None = cq_passage_budget_option()
+    passage_cut: str = passage_cut_option()
     num_beams: int = beams_option()
     primer: bool = option(True, "end the few-shot prompt with the CQ's first word (\"Which\"); off: the model writes "
                                 "the whole CQ, other heads (\"In which ...\") included", flag="--primer/--no-primer")
@@ -65,7 +67,8 @@ def llm_method(generator, options: LlmOptions = LlmOptions(), tpl: templates.Tem
 
     def run(records):
         answers = [answer_texts(r, with_answers) for r in records]
-        snippets = [read_passages(r, n_passages, budget, count, [r["question"], *(a or [])])
+        snippets = [read_passages(r, n_passages, budget, count, [r["question"], *(a or [])],
+                                  o.passage_cut == "last")
                     for r, a in zip(records, answers)]
         if zero_shot:
             texts = [prompts.zero_shot_prompt(r["question"], s, tpl, a)
@@ -83,8 +86,8 @@ def llm_method(generator, options: LlmOptions = LlmOptions(), tpl: templates.Tem
 
     return CQWriter(name, run, {"method": name, "model": generator.name, **dict(generator.info),
                                 "passages": n_passages, "max_new_tokens": o.max_new_tokens, "options": o.options,
-                                **non_default(o, "with_answers", "max_passage_tokens", "num_beams", "primer",
-                                              "two_options"),
+                                **non_default(o, "with_answers", "max_passage_tokens", "passage_cut", "num_beams",
+                                              "primer", "two_options"),
                                 **templates.meta(tpl)})
 
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from ...errors import InputError
 from ...registry import non_default, option
 from .. import evidence
-from ..options import (beam_args, beams_option, cq_options_option, cq_passage_budget_option, passages_option,
-                       tokens_option, two_options_option, with_answers_option)
+from ..options import (beam_args, beams_option, cq_options_option, cq_passage_budget_option, passage_cut_option,
+                       passages_option, tokens_option, two_options_option, with_answers_option)
 from .form import CQWriter, in_form, repair
 from .grounding import check_options, ground
 from .inputs import LAYOUTS, askcq_input, model_input, seq2seq_input, special_tokens
@@ -27,6 +27,7 @@ class Seq2SeqOptions:
     max_new_tokens: int = tokens_option()
     options: str = cq_options_option()
     max_passage_tokens: int | None = cq_passage_budget_option()
+    passage_cut: str = passage_cut_option()
     num_beams: int = beams_option()
     input_layout: str | None = option(None, "cq: \"AQ [SEP] A1 | A2 [SEP] passages\"; askcq: AskCQ's CQDataset.py "
                                             "layout (question, each answer, each passage closed by the tokenizer's "
@@ -63,7 +64,8 @@ def seq2seq_method(generator, options: Seq2SeqOptions = Seq2SeqOptions()) -> CQW
     beams = beam_args(generator, o.num_beams)
 
     def run(records):
-        built = [model_input(r, build_input, o.n_passages, o.max_passage_tokens, count, o.with_answers) for r in records]
+        built = [model_input(r, build_input, o.n_passages, o.max_passage_tokens, count, o.with_answers,
+                             o.passage_cut == "last") for r in records]
         inputs = [text + suffix for text, _, _ in built]
         snippets, answers = [s for _, s, _ in built], [a for _, _, a in built]
         raw = generator.generate(inputs, max_new_tokens=o.max_new_tokens, chat=False, stop=["\n"], **beams)
@@ -74,7 +76,7 @@ def seq2seq_method(generator, options: Seq2SeqOptions = Seq2SeqOptions()) -> CQW
     return CQWriter("seq2seq", run, {"method": "seq2seq", **dict(generator.info), "passages": o.n_passages,
                                      "with_answers": o.with_answers, "max_new_tokens": o.max_new_tokens,
                                      "options": o.options,
-                                     **non_default(o, "max_passage_tokens", "num_beams"), **meta_layout,
+                                     **non_default(o, "max_passage_tokens", "passage_cut", "num_beams"), **meta_layout,
                                      **non_default(o, "two_options")})
 
 

@@ -49,6 +49,9 @@ class TocOptions:
                                          "sentence-transformers/all-MiniLM-L6-v2]")
     reranker: str | None = reranker_option(None, "cross-encoder that reranks the pool per node and picks the "
                                                  "verification evidence [default: cross-encoder/ms-marco-MiniLM-L-12-v2]")
+    tie_order: str = option("earlier", "equal reranker scores: earlier (pool order) or argsort (numpy's argsort "
+                                       "reversed, as the released code: the later first in a short list)",
+                            choices=("earlier", "argsort"))
     prompt: str | None = prompt_option()
     max_nodes: int = option(10, "valid nodes before growth stops (checked before each expansion; the long answer "
                                 "uses the first N)", min=1)

@@ -15,6 +15,17 @@ NEED_PASSAGES = "run `cq retrieve --hits 100` first (keep the pool: no `cq reran
 ANSWER_STOP = EXPAND_STOP
 
 
+def tie_ranked(scores: list[float], tie_order: str) -> list[int]:
+    """Indices by descending score. ``earlier``: equal scores keep pool order; ``argsort``: the released
+    ``np.argsort(scores)[::-1]`` (toc/retrieval/combine.py:5 @75a3ddd) over float64 scores (sbert.py's
+    ``.tolist()``), numpy's unstable default sort: a short list's ties come out later first."""
+    if tie_order == "argsort":
+        import numpy
+
+        return [int(n) for n in numpy.argsort(numpy.asarray(scores, dtype=numpy.float64))[::-1]]
+    return sorted(range(len(scores)), key=lambda n: (-scores[n], n))
+
+
 @dataclass
 class TocRunner:
     generator: object
@@ -28,14 +39,13 @@ class TocRunner:
     # -- shared pieces -------------------------------------------------------------------------
 
     def rank(self, queries: list[str], lists: list[list[dict]], top: int | None) -> list[list[dict]]:
-        """Each list reranked by the cross-encoder for its query (one call), ties to the earlier passage."""
+        """Each list reranked by the cross-encoder for its query (one call); equal scores as ``tie_order`` says."""
         pairs = [(q, TP.passage_string(p)) for q, ps in zip(queries, lists) for p in ps]
         scores = iter(self.cross_encoder.predict(pairs, batch_size=self.batch_size) if pairs else [])
         out = []
         for ps in lists:
-            scored = [(next(scores), n, p) for n, p in enumerate(ps)]
-            scored.sort(key=lambda x: (-x[0], x[1]))
-            out.append([p for _, _, p in scored][:top])
+            values = [float(next(scores)) for _ in ps]
+            out.append([ps[n] for n in tie_ranked(values, self.config.tie_order)][:top])
         return out
 
     def demos(self, questions: list[str], trees: list[TocTree]) -> list[list]:
