@@ -99,3 +99,13 @@ def test_each_kind_of_question_makes_sense_in_chat(turns, kind):
     elif kind == "a span of years":
         assert record["ambiguity"]["label"] and record["cq"] and len(options) >= 2, options
         assert all(_matches(t, ["Sydney", "Athens", "Beijing"]) for t in texts), texts
+
+
+@pytest.mark.slow
+@needs_tmux
+def test_one_reading_is_not_asked_back(turns):
+    """Issue 57 item 13: "What is the capital of Australia?" has one reading; chat answers it and asks nothing
+    back (no CQ, no pick> prompt for that turn)."""
+    record = turns[0]["one reading, a place"]
+    assert not record.get("cq"), record.get("cq")
+    assert answers_of(record), record

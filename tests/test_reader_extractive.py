@@ -348,3 +348,18 @@ def test_a_span_never_runs_from_the_title_into_the_text():
     assert spans[0]["text"] == "Tbilisi is the capital"  # 5 + 8, not the crossing 9 + 8
     assert all(s["end"] <= len("Tbilisi") or s["start"] >= len("Tbilisi: ") for s in spans)
     assert {"Tbilisi", "Tbilisi is the capital"} <= {s["text"] for s in spans}
+
+
+def test_a_span_never_starts_or_ends_inside_a_word():
+    """A subword token's offsets can cut a word ("jah (Leonard Cohen" of "Hallelujah (Leonard Cohen song)", the demo's
+    fx08 under the MiniLM-L-12 reader): such a span is no answer, whatever its score."""
+    from cqtools.stages.answer.extractive import inside_word
+
+    context = "Hallelujah (Leonard Cohen song): a song by Leonard Cohen, 1984."
+    at = context.index
+    assert inside_word(context, at("jah"), at(" song)"))
+    assert inside_word(context, at("Leonard"), at("Leonard") + 4)  # "Leon"
+    assert not inside_word(context, at("Leonard"), at(" song)"))
+    assert not inside_word(context, 0, len("Hallelujah"))
+    assert not inside_word(context, at("1984"), at("1984") + 4)
+    assert not inside_word(context, context.rindex("Leonard"), context.rindex("Cohen") + 5)

@@ -74,6 +74,12 @@ class ExtractiveOptions:
 TITLE_JOINT = ": "  # between a passage's title and its text in what the reader reads
 
 
+def inside_word(context: str, begin: int, end: int) -> bool:
+    """Whether ``context[begin:end]`` starts or ends inside a word (letters or digits run on across the edge)."""
+    return (0 < begin < len(context) and context[begin - 1].isalnum() and context[begin].isalnum()) or \
+        (0 < end < len(context) and context[end - 1].isalnum() and context[end].isalnum())
+
+
 def context_of(passage: dict) -> str:
     """What the reader reads of a passage, and what span offsets index: "title: text"."""
     return passage_text({"title": passage.get("title"), "text": passage.get("text") or ""}, sep=TITLE_JOINT)
@@ -208,6 +214,8 @@ class ExtractiveReader:
                     begin, end = offsets[i][0], offsets[j][1]
                     if begin < title_end + len(TITLE_JOINT) and end > title_end >= 0:
                         continue
+                    if inside_word(context, begin, end):
+                        continue  # a piece of a word ("jah" of "Hallelujah"): a subword token's offsets
                     text = context[begin:end]
                     stripped = text.strip()
                     if not stripped or (asked is not None and set(normalize_answer(stripped).split()) <= asked):
