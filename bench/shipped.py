@@ -168,7 +168,8 @@ def write_card(folder: Path, name: str, rows: dict, args, same) -> None:
     packed = json.loads((folder / "cq_compact.json").read_text())
     cfg = train["config"]
     flags = " ".join(f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}") for k, v in sorted(cfg.items())
-                     if v is not None and v is not False and k not in ("out", "device", "train", "dev", "more_train", "unseen"))
+                     if v is not None and v is not False and k not in ("out", "device", "train", "dev", "more_train", "unseen",
+                                                               "checkpoints", "save_every", "resume", "resume_from"))
     if name == "detect":
         s, task = rows["float32"]["detect"], "ambiguity classifier (`cq detect --method classifier`, the default)"
         q = rows["shipped int8"]["detect"]
