@@ -155,14 +155,28 @@ def answer_confidence(answer: dict) -> str:
       the reranker's first, or ``selected`` by the reader's selection head) or from the passages its option
       stands for (``option_passage``, from ``cq answer --mode cq`` over a pred-answers CQ): a passage the
       question was matched to holds it, the reader is unsure;
-    - ``sure``: otherwise (an answer saying nothing of its grounding or score counts as sure)."""
+    - ``sure``: otherwise (an answer saying nothing of its grounding or score counts as sure), unless the
+      question names something none of its passages mentions (``unmatched``, the extractive reader's
+      :func:`~cqtools.stages.answer.extractive.unmatched_words`: "mercury" in passages about water): then ``low``."""
     if answer.get("grounding", "exact") not in ("exact", "span"):
         return GUESS
     score = answer.get("score")
     if not isinstance(score, (int, float)) or score >= 0:
-        return SURE
+        return LOW if answer.get("unmatched") else SURE
     first = answer.get("passage_rank") == 0 or answer.get("selected") is True
     return LOW if first or answer.get("option_passage") else GUESS
+
+
+LOW_NOTE = "low reader confidence; read from its question's first passage"
+
+
+def low_note(answer: dict) -> str:
+    """Why an answer of :func:`answer_confidence` ``low`` is one, in a few words (``cq chat``, ``cq show``)."""
+    unmatched = answer.get("unmatched")
+    if unmatched and isinstance(unmatched, list):
+        named = ", ".join(f"'{w}'" for w in unmatched[:3])
+        return f"low confidence: no passage it read mentions {named}"
+    return LOW_NOTE
 
 
 # --- gold ----------------------------------------------------------------------------------------

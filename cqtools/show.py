@@ -5,14 +5,13 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass
 
-from .records import GUESS, LOW, answer_confidence
+from .records import GUESS, LOW, answer_confidence, low_note
 from .registry import option
 from .show_tree import tree_lines
 
 
 # What `cq show` adds after an answer that is a guess (cqtools.records.answer_confidence; nothing after a sure one).
-GUESS_NOTES = {GUESS: "  (a guess: no passage clearly answers it)",
-               LOW: "  (low reader confidence: read from its question's first passage)"}
+GUESS_NOTES = {GUESS: "  (a guess: no passage clearly answers it)"}  # low: records.low_note
 
 
 @dataclass(frozen=True)
@@ -62,7 +61,9 @@ def render(record: dict, passages: int = ShowSettings.passages, gold: bool = Fal
     for answer in answers if isinstance(answers, list) else []:
         answer = answer if isinstance(answer, dict) else {"text": answer}
         option = f"{answer['option']}: " if answer.get("option") else ""
-        lines.append(f"    answer: {option}{answer.get('text')}{GUESS_NOTES.get(answer_confidence(answer), '')}")
+        level = answer_confidence(answer)
+        note = f"  ({low_note(answer).replace(';', ':', 1)})" if level == LOW else GUESS_NOTES.get(level, "")
+        lines.append(f"    answer: {option}{answer.get('text')}{note}")
     if answers == []:
         lines.append("    answer: none (no passage supports one)")
     if record.get("long_answer"):

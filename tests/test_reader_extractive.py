@@ -363,3 +363,20 @@ def test_a_span_never_starts_or_ends_inside_a_word():
     assert not inside_word(context, 0, len("Hallelujah"))
     assert not inside_word(context, at("1984"), at("1984") + 4)
     assert not inside_word(context, context.rindex("Leonard"), context.rindex("Cohen") + 5)
+
+
+def test_a_question_about_what_no_passage_mentions_is_answered_with_low_confidence():
+    """A span scored over "no answer here" from passages that never mention what the question asks about
+    ("mercury", the passages being about water) is a low-confidence reading, with the words named; question-frame
+    words ("who", "sang", "film") and a word's other forms ("boiling"/"boils") do not count as unmatched."""
+    from cqtools.records import LOW, SURE, answer_confidence, low_note
+    from cqtools.stages.answer.extractive import unmatched_words
+
+    water = [{"title": "Boiling point", "text": "At sea level, pure water boils at 100 degrees Celsius."}]
+    assert unmatched_words("What is the boiling point of mercury?", water) == ["mercury"]
+    assert unmatched_words("What is the boiling point of water?", water) == []
+    assert unmatched_words("Who sang the song in the film?", water) == []
+    span = {"text": "100", "score": 2.6, "grounding": "span", "passage_rank": 0}
+    assert answer_confidence(span) == SURE
+    assert answer_confidence({**span, "unmatched": ["mercury"]}) == LOW
+    assert "mercury" in low_note({**span, "unmatched": ["mercury"]})

@@ -17,7 +17,7 @@ from ..errors import InputError
 from ..metrics.cq import INVALID
 from ..config import RunConfig
 from ..stream.batches import record_problem
-from ..records import ANSWERS, GUESS, LOW, PASSAGES, SURE, answer_confidence, read_cq, set_meta
+from ..records import ANSWERS, GUESS, LOW, PASSAGES, SURE, answer_confidence, low_note, read_cq, set_meta
 from ..registry import option
 from ..stages.answer.options import READER_PASSAGES
 from ..stages.options import DEFAULT_DETECTOR, CommandSettings
@@ -224,7 +224,6 @@ def render_cq(record: dict, options: list[str]) -> list[str]:
 
 
 NO_ANSWER = "no passage answers this"
-LOW_NOTE = "low reader confidence; read from its question's first passage"
 
 
 def grounded(answer: dict) -> bool:
@@ -250,7 +249,7 @@ def render_answers(record: dict, mark: Callable[[str], str]) -> list[str]:
         text = str(answer.get("text") or "") or "(empty)"
         level = answer_confidence(answer)
         sure = level != GUESS
-        lines.append(head + (text if level == SURE else f"{text} ({LOW_NOTE})" if level == LOW
+        lines.append(head + (text if level == SURE else f"{text} ({low_note(answer)})" if level == LOW
                              else f"{NO_ANSWER} (the reader's best guess: {text})"))
         found = evidence(record, answer)
         if found is None:
