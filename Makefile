@@ -186,7 +186,7 @@ bench-chat: $(INDEX)/cq_index.json
 
 # `make compare N=5` timed from a fresh clone's state (empty WORK and CQ_MODELS): docs/benchmarks/smoke.md.
 bench-smoke: $(STAMP)
-	$(BIN)/python bench/smoke.py --work $(WORK)/bench-smoke --n 5 --out docs/benchmarks/smoke.md
+	$(BIN)/python bench/smoke.py --work $(WORK)/bench-smoke --n 5 --deep 3 --results docs/results.md --out docs/benchmarks/smoke.md
 
 bench-pipeline: $(STAMP)
 	$(BIN)/python bench/pipeline.py --data $(DATA) --work $(WORK)/bench --out docs/benchmarks/pipeline.md

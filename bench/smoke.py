@@ -26,6 +26,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--work", type=Path, required=True, help="emptied first")
     ap.add_argument("--n", type=int, default=5)
+    ap.add_argument("--deep", type=int, default=3,
+                    help="questions of the cells that read the deep pool and of ToC's loop (N_DEEP, N_TOC): the "
+                         "presets' expected times in README are theirs, so at least 3 (issue 57 item 18)")
+    ap.add_argument("--results", type=Path, default=None,
+                    help="where the grid's report goes (default: WORK/results.md; docs/results.md to publish it)")
     ap.add_argument("--budget", type=float, default=900, help="the seconds the issue allows")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks" / "smoke.md")
     ap.add_argument("--render", action="store_true",
@@ -41,8 +46,10 @@ def run(args) -> None:
     shutil.rmtree(args.work, ignore_errors=True)
     models = args.work / "models"
     models.mkdir(parents=True)
-    cmd = ["make", "--no-print-directory", "compare", f"N={args.n}", f"WORK={args.work}", f"CQ_MODELS={models}",
-           f"RESULTS={args.work / 'results.md'}"]
+    # cold: no generation cache (GEN_CACHE=), so each cell's seconds are its own generations' (issue 57 item 18)
+    cmd = ["make", "--no-print-directory", "compare", f"N={args.n}", f"N_DEEP={args.deep}", f"N_TOC={args.deep}",
+           "GEN_CACHE=", f"WORK={args.work}", f"CQ_MODELS={models}",
+           f"RESULTS={(args.results or args.work / 'results.md').resolve()}"]
     load_start = os.getloadavg()[0]
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "CQ_GEN_CACHE": ""}, capture_output=True, text=True)
@@ -51,7 +58,7 @@ def run(args) -> None:
     if proc.returncode != 0:
         raise SystemExit(f"make compare failed ({proc.returncode}); see {args.work / 'make.log'}")
     (args.work / "run.json").write_text(json.dumps({
-        "command": " ".join(cmd[2:4]), "seconds": seconds, "load_start_1min": load_start,
+        "command": " ".join(cmd[2:7]), "seconds": seconds, "load_start_1min": load_start,
         "load_end_15min": os.getloadavg()[2], "date": time.strftime("%Y-%m-%d")}) + "\n")
 
 
@@ -93,7 +100,7 @@ def render(args) -> None:
     tail = "\n" + NOTES + notes[1] if len(notes) == 2 else ""  # hand-written notes survive a regeneration
     args.out.write_text("\n".join(lines) + "\n" + tail)
     print("\n".join(lines))
-    write_times(exp, f"make compare N={args.n}", load=done["load_end_15min"], date=done["date"])
+    write_times(exp, f"make {done['command']}", load=done["load_end_15min"], date=done["date"])
 
 
 if __name__ == "__main__":

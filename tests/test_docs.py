@@ -73,7 +73,9 @@ def test_every_reproduce_block_states_its_measured_time():
         if row.get("status") == NOT_MEASURED:  # a new preset before `make bench-smoke` (issue 55 item 6)
             assert line.startswith(f"Expected time: {NOT_MEASURED} ") and text.index("```\n") < text.index(line)
             continue
-        assert row["seconds_per_question"] > 0 and row["questions"] >= 1, name
+        # issue 57 item 18: a cold run (no generation read from the grid's cache) on at least 3 questions
+        assert row["seconds_per_question"] > 0 and row["questions"] >= 3, name
+        assert row["cached_generations"] == 0 and "read from the grid's cache" not in line, name
         assert f"about {row['seconds_per_question']} s a question" in line and f"on {row['questions']} question" in line
         assert f"(load {times['load']}" in line and times["machine"] in line, line
         assert text.index("```\n") < text.index(line), f"{name}: the time comes after its block"
