@@ -370,7 +370,7 @@ def test_a_question_about_what_no_passage_mentions_is_answered_with_low_confiden
     ("mercury", the passages being about water) is a low-confidence reading, with the words named; question-frame
     words ("who", "sang", "film") and a word's other forms ("boiling"/"boils") do not count as unmatched."""
     from cqtools.records import LOW, SURE, answer_confidence, low_note
-    from cqtools.stages.answer.extractive import unmatched_words
+    from cqtools.stages.answer.support import unmatched_words
 
     water = [{"title": "Boiling point", "text": "At sea level, pure water boils at 100 degrees Celsius."}]
     assert unmatched_words("What is the boiling point of mercury?", water) == ["mercury"]

@@ -79,6 +79,26 @@ def test_the_shipped_reader_reads_a_span_of_the_passage_it_is_given(runner, ques
         assert record["answers"][0]["text"] == wanted[record["id"]][1], record["id"]
 
 
+def test_an_options_reading_may_answer_with_the_options_own_words(runner, questions):
+    """cq mode reads "Who sang Hallelujah?, Which one: Hallelujah (Leonard Cohen song)": the option's words are
+    not the question's own, so "Leonard Cohen" stays an answer (skipped as the question's words before, and the
+    reader then answered "Leonard Cohen and first released on his 1984 album Various")."""
+    from cqtools.records import PASSAGES
+
+    corpus = {p["title"]: p for p in map(json.loads, open(os.path.join(os.path.dirname(__file__), "..", "fixtures",
+                                                                      "corpus.jsonl")))}
+    [record] = [r for r in questions if r["id"] == "fx08"]
+    titles = ["Hallelujah (Leonard Cohen song)", "Grace (Jeff Buckley album)"]
+    passages = [{**corpus[t], "score": 1.0} for t in titles]
+    record = {**record, PASSAGES: passages,
+              "cq": {"question": "Which one?", "options": titles, "option_passages": [[p["id"]] for p in passages]}}
+    result = runner.invoke(cli, ["answer", "--mode", "cq", "-q"], input=jsonl([record]))
+    assert result.exit_code == 0, result.stderr
+    [got] = parse_jsonl(result.stdout)
+    assert [(a["option"], a["text"]) for a in got["answers"]] == [(titles[0], "Leonard Cohen"),
+                                                                  (titles[1], "Jeff Buckley")]
+
+
 def test_cq_chat_with_the_shipped_reader_answers_what_the_corpus_holds_and_says_when_it_does_not(
         runner, bm25_index, tmp_path):
     """End to end (issue 25, item 12): a typed session over the fixture corpus with cq chat's default reader.

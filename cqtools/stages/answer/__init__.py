@@ -39,7 +39,7 @@ from .grounding import MAX_SPAN_WORDS, Span, candidate_spans, ground, snap_spans
 from .questions import (Question, fit_inputs, note_counts, questions_of, record_cq, rerank_questions,
                         revised_question)
 from .reader import DEFAULT_READER, GenerativeReader, ReaderOptions
-from .support import drop_unsupported
+from .support import drop_unsupported, mark_unmatched
 from .refuel import refuel_round_trip, refuel_verify, round_trip, verify
 from .verifier import verifier_for
 from .choice import choose_reader
@@ -242,6 +242,18 @@ def long_mode(options: O.LongOptions, config, *, reader: str, model: str | None,
                              batch_size=batch_size, tpl=templates.load("long", prompt))
 
 
+def asked_questions(reader, records: list[dict], questions: list[Question]) -> dict:
+    """``asked=`` for a reader that takes it (the extractive one): per question read, the question the user
+    asked, so a span naming an option's words ("Leonard Cohen" for "Hallelujah (Leonard Cohen song)") is not
+    dropped as the question's own words; {} for a reader without it (plugins keep the protocol's signature)."""
+    import inspect
+
+    if all(q.option is None for q in questions) or "asked" not in inspect.signature(reader.read).parameters:
+        return {}
+    return {"asked": [str(records[q.record].get("question") or q.text) if q.option is not None else q.text
+                      for q in questions]}
+
+
 def answer_batch(records: list[dict], stage: AnswerStage, info: dict) -> list[dict]:
     c, reader = stage.config, stage.reader
     multi = c.mode == "multi"
@@ -256,7 +268,8 @@ def answer_batch(records: list[dict], stage: AnswerStage, info: dict) -> list[di
             q.passages = reader.evidence(q.text, q.passages, multi)
         note_counts(records, questions, c.mode)
     fit_inputs(records, questions, reader, c.mode)
-    found = reader.read([q.text for q in questions], [q.passages for q in questions], multi=multi)
+    found = reader.read([q.text for q in questions], [q.passages for q in questions], multi=multi,
+                        **asked_questions(reader, records, questions))
     for q, answers in zip(questions, found):
         q.answers = answers
     drop_unsupported(questions, c.min_rerank_score)
@@ -285,7 +298,7 @@ def answer_batch(records: list[dict], stage: AnswerStage, info: dict) -> list[di
         if c.mode == "dqs":
             fill_dqs(record, [q for q in questions if q.record == n])
             answers = distinct_answers(answers)
-        record[ANSWERS] = answers
+        record[ANSWERS] = mark_unmatched(record, answers)
         if c.refuel_round_trip:
             record[DQS] = pairs[n]
         set_meta(record, "answer", info)

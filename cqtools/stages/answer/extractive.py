@@ -29,7 +29,8 @@ those same questions; read its caveats).
 
 A span made only of the question's own words (SQuAD-normalised: "Georgia" for "What is the capital of
 Georgia?") is never an answer: ``skip_question_spans`` drops it before decoding, so the next span
-of that passage competes instead.
+of that passage competes instead. An option's reading (``cq answer --mode cq``) is held to the words of
+the question asked, not of the option it adds ("Grace (Jeff Buckley album)": Jeff Buckley is an answer).
 
 ``type_prior`` (``--type-prior W``; 0, the default: off) takes ``W`` off the score of each span not of the
 kind the question asks for (who: a name, when: a date, how many: a number, ...) before ordering and the
@@ -40,7 +41,6 @@ Each (question, passage) pair runs alone at its own length, so answers never dep
 """
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 
 from ...errors import ResourceError
@@ -79,38 +79,6 @@ def inside_word(context: str, begin: int, end: int) -> bool:
     """Whether ``context[begin:end]`` starts or ends inside a word (letters or digits run on across the edge)."""
     return (0 < begin < len(context) and context[begin - 1].isalnum() and context[begin].isalnum()) or \
         (0 < end < len(context) and context[end - 1].isalnum() and context[end].isalnum())
-
-
-# Words a question is framed with rather than about (function words, wh-words, common verbs and the kinds of
-# work or time a question names): never asked of a passage by unmatched_words.
-FRAME_WORDS = frozenset("""
-a an the of in on at to for from by with about into over under after before between during through and or but nor not
-no is are was were be been being am do does did done has have had having will would shall should can could may might
-must who whom whose what which when where why how that this these those it its there their they them he she his her
-him you your we our us me my one ones as than then so if also any all some many much more most other such own same
-very just only first last new old name named called get got make made go went come came take took give gave know
-known said says say use used play played plays become became sang sing sings sung singer wrote write writes written
-writer long kind type types happen happened happens next movie film song show series episode season book novel album
-band group live lives lived die died start starts started begin begins began end ends ended time times year years
-date day days place part number people person word mean means meaning stand stands real actually originally original
-currently current today now""".split())
-WORDS = re.compile(r"[a-z0-9]+")
-PREFIX = 4  # a word is held by a passage that has a word beginning with its first 4 letters ("boil" of "boiling")
-
-
-def unmatched_words(question: str, passages: list[dict]) -> list[str]:
-    """The question's words (4 letters or more, not FRAME_WORDS) that none of ``passages`` holds (title or text,
-    matched on their first letters): what the question asks about and its passages never mention ("mercury", when
-    the passages are about water). A span the reader scores over "no answer here" is then only a low-confidence
-    reading (``unmatched`` on the answer; :func:`cqtools.records.answer_confidence`). Measured on held-out dev
-    questions in docs/benchmarks/first-contact.md."""
-    words = WORDS
-    held = {w[:PREFIX] for p in passages for w in words.findall(f"{p.get('title', '')} {p.get('text', '')}".lower())}
-    out = []
-    for word in words.findall(question.lower()):
-        if len(word) >= PREFIX and word not in FRAME_WORDS and word[:PREFIX] not in held and word not in out:
-            out.append(word)
-    return out
 
 
 def context_of(passage: dict) -> str:
@@ -218,15 +186,18 @@ class ExtractiveReader:
                                             "holds %d)", keep, len(offsets), limit)
         return question[:offsets[keep - 1][1]]
 
-    def spans(self, question: str, passages: list[dict]) -> list[dict]:
+    def spans(self, question: str, passages: list[dict], asked: str | None = None) -> list[dict]:
         """Every candidate span of the top passages, best first: ``{text, score, passage_id,
-        passage_rank, start, end, grounding}`` (``start``/``end``: characters of "title: text")."""
+        passage_rank, start, end, grounding}`` (``start``/``end``: characters of "title: text").
+        ``asked``: the question whose words alone are no answer (default ``question``; an option's reading
+        passes the question the user asked, so "Leonard Cohen" stays an answer for the option "Hallelujah
+        (Leonard Cohen song)")."""
         from ...metrics.normalize import normalize_answer
 
         o = self.options
         shown = passages[:o.n_passages]
         contexts = [context_of(p) for p in shown]
-        asked = set(normalize_answer(question).split()) if o.skip_question_spans else None
+        asked = set(normalize_answer(asked or question).split()) if o.skip_question_spans else None
         found = []
         for rank, (passage, context, read) in enumerate(zip(shown, contexts, self._logits(question, contexts))):
             (s, e, offsets, idx), chosen = read[:4], (read[4] if len(read) > 4 else None)
@@ -258,16 +229,18 @@ class ExtractiveReader:
                                   "passage_id": passage.get("id"), "passage_rank": rank, "start": begin,
                                   "end": begin + len(stripped), "grounding": "span", **extra})
         found.sort(key=lambda a: (-a["score"], a["passage_rank"], a["start"], a["end"]))
-        unmatched = unmatched_words(question, shown)
-        return [{**a, "unmatched": unmatched} for a in found] if unmatched else found
+        return found
 
-    def read(self, questions: list[str], passages: list[list[dict]], multi: bool = False) -> list[list[dict]]:
+    def read(self, questions: list[str], passages: list[list[dict]], multi: bool = False,
+             asked: list[str] | None = None) -> list[list[dict]]:
         """Per question, answer spans best first: the best one, or (``multi``) every distinct span
-        above ``multi_threshold`` (at least the best, at most ``max_answers``)."""
+        above ``multi_threshold`` (at least the best, at most ``max_answers``). ``asked``: per question, the
+        question whose words alone are no answer (:meth:`spans`)."""
         o = self.options
         out = []
-        for question, ps in zip(questions, passages):
-            candidates = apply_prior(self.spans(question, ps or []), question, o.type_prior)
+        for n, (question, ps) in enumerate(zip(questions, passages)):
+            candidates = apply_prior(self.spans(question, ps or [], asked[n] if asked else None), question,
+                                     o.type_prior)
             score = prior(question, o.type_prior)
             if o.order == "rank":
                 candidates = passage_order(candidates)
