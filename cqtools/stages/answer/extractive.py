@@ -239,8 +239,8 @@ class ExtractiveReader:
         o = self.options
         out = []
         for n, (question, ps) in enumerate(zip(questions, passages)):
-            candidates = apply_prior(self.spans(question, ps or [], asked[n] if asked else None), question,
-                                     o.type_prior)
+            found = self.spans(question, ps or [], asked=asked[n]) if asked else self.spans(question, ps or [])
+            candidates = apply_prior(found, question, o.type_prior)
             score = prior(question, o.type_prior)
             if o.order == "rank":
                 candidates = passage_order(candidates)
