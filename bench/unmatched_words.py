@@ -23,6 +23,7 @@ def kinds(path: Path, passages: int) -> dict[str, list[int]]:
     """{kind: [questions, flagged]} for "gold in passage 1" and "gold in none"."""
     from cqtools.metrics.normalize import normalize_answer
     from cqtools.stages.answer.support import unmatched_words
+    from cqtools.train.span_reader import gold_aliases
 
     counts = {"gold in passage 1": [0, 0], f"gold in none of the first {passages}": [0, 0]}
     answered, unanswered = counts
@@ -30,8 +31,7 @@ def kinds(path: Path, passages: int) -> dict[str, list[int]]:
         for line in fh:
             record = json.loads(line)
             shown = record.get("passages", [])[:passages]
-            golds = [normalize_answer(a) for cluster in record["gold"]["answers"]
-                     for a in (cluster if isinstance(cluster, list) else [cluster])]
+            golds = [normalize_answer(a) for a in gold_aliases(record)]
             texts = [f" {normalize_answer(p.get('title', '') + ' ' + p.get('text', ''))} " for p in shown]
             if texts and any(g and f" {g} " in texts[0] for g in golds):
                 kind = answered

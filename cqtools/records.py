@@ -157,7 +157,7 @@ def answer_confidence(answer: dict) -> str:
       question was matched to holds it, the reader is unsure;
     - ``sure``: otherwise (an answer saying nothing of its grounding or score counts as sure), unless the
       question names something none of its passages mentions (``unmatched``, the extractive reader's
-      :func:`~cqtools.stages.answer.extractive.unmatched_words`: "mercury" in passages about water): then ``low``."""
+      :func:`~cqtools.stages.answer.support.unmatched_words`: "mercury" in passages about water): then ``low``."""
     if answer.get("grounding", "exact") not in ("exact", "span"):
         return GUESS
     score = answer.get("score")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from ...records import PASSAGES
 from ...registry import option
 
 
@@ -67,6 +68,8 @@ def mark_unmatched(record: dict, answers: list[dict]) -> list[dict]:
     """``answers`` (a record's spans) with ``unmatched``: what its question names that none of the record's passages
     mentions (every passage it holds, not only the ones an option's reading read: "city" of "Which city hosted the
     Summer Olympics in the 2000s?" is in one of them)."""
-    spans = [a for a in answers if a.get("grounding") == "span"]
-    unmatched = unmatched_words(str(record.get("question") or ""), record.get("passages") or []) if spans else []
+    if not any(a.get("grounding") == "span" for a in answers):
+        return answers
+    passages = [p for p in record.get(PASSAGES) or [] if isinstance(p, dict)]
+    unmatched = unmatched_words(str(record.get("question") or ""), passages)
     return [{**a, "unmatched": unmatched} if unmatched and a.get("grounding") == "span" else a for a in answers]
