@@ -38,7 +38,10 @@ RERANKER = "cross-encoder/ms-marco-MiniLM-L-12-v2"
 LLM = "HuggingFaceTB/SmolLM2-135M-Instruct"
 NOTE_THREADS = ("Where a default cell is not 0 under accelerate, that is not batching: each launched process runs "
                 "torch with one thread, the reference with two, and CPU matrix kernels split their sums by thread "
-                "count (~1e-7, far below 1e-5; ranks break exact ties by id).")
+                "count (~1e-7, far below 1e-5; ranks break exact ties by id)."
+                " The offline SmolLM2's decode step over a 600-key cache moves by ~2e-5 between 1 and 2 threads "
+                "(torch's SDPA splits one query's attention over the threads); its prefill logits and greedy texts "
+                "do not move (tests/test_model_layer.py::test_thread_count_does_not_change_smollm2_outputs).")
 
 
 def padded(on: bool) -> None:

@@ -476,8 +476,10 @@ def test_cq_models_says_an_openai_model_without_a_key_is_not_usable(runner, monk
 
 @pytest.mark.slow
 def test_thread_count_does_not_change_smollm2_outputs():
-    """`make -j2 compare` runs cells side by side with OMP_NUM_THREADS=1: the offline LLM's logits
-    (a long prefill and a decode step) are bitwise those of two threads, so are greedy texts."""
+    """`make -j2 compare` runs cells side by side with OMP_NUM_THREADS=1: the offline LLM's prefill logits are
+    bitwise those of two threads, and so are greedy texts. A decode step over a cache of 600 keys is not bitwise
+    (torch 2.13's SDPA splits one query's attention over the threads: 2e-5 measured here; eager attention is
+    bitwise but 15% slower a step), so it is held within 1e-4; docs/benchmarks/determinism.md says so."""
     from cqtools.models.load import load_generator
 
     gen = load_generator("HuggingFaceTB/SmolLM2-135M-Instruct", "cpu")
@@ -493,7 +495,8 @@ def test_thread_count_does_not_change_smollm2_outputs():
             outputs[n] = (out.logits, step.logits, text)
     finally:
         torch.set_num_threads(threads)
-    assert torch.equal(outputs[1][0], outputs[2][0]) and torch.equal(outputs[1][1], outputs[2][1])
+    assert torch.equal(outputs[1][0], outputs[2][0])
+    assert (outputs[1][1] - outputs[2][1]).abs().max().item() < 1e-4
     assert outputs[1][2] == outputs[2][2]
 
 

@@ -112,7 +112,7 @@ def build_dense(corpus: str, out_dir: str, encoder: str, batch_size: int | None 
     tmp = os.path.join(out_dir, ".vectors")
     try:
         vectors.encode_shard(corpus, tmp, (0, 1), passage_encoder, chunk or settings.chunk,
-                             batch_size or settings.batch_size)
+                             batch_size or settings.batch_size, desc="dense: encoding")
         return index_vectors(tmp, corpus, out_dir, faiss_index=faiss_index, train_sample=train_sample)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

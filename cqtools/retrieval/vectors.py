@@ -159,10 +159,10 @@ def _lock(vectors_dir: str, name: str):
 
 
 def encode_shard(corpus: str, vectors_dir: str, shard: tuple[int, int], encoder, chunk: int,
-                 batch_size: int) -> dict:
+                 batch_size: int, desc: str | None = None) -> dict:
     """Encode shard ``shard`` = (I, N) of ``corpus`` into ``vectors_dir`` with ``encoder`` (a
     :class:`~.dense.PassageEncoder`: ``info`` and ``encode_chunk``), skipping chunks finished before; returns the
-    shard's manifest."""
+    shard's manifest. ``desc`` names the passage bar (default ``encode: shard I/N``)."""
     from .. import __version__, progress
     from ..data.formats import iter_corpus
     from ..jsonl import batched
@@ -185,7 +185,7 @@ def encode_shard(corpus: str, vectors_dir: str, shard: tuple[int, int], encoder,
                     "cqtools": __version__}
         _write_json(os.path.join(vectors_dir, name), manifest)
         start = time.perf_counter()
-        with progress.bar(f"encode: shard {index}/{total}", "passage") as bar:
+        with progress.bar(desc or f"encode: shard {index}/{total}", "passage") as bar:
             for c, group in enumerate(batched(iter_corpus(corpus), chunk)):
                 passages, chunks = passages + len(group), c + 1
                 if c % total != index:
