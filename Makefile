@@ -31,7 +31,7 @@ export CQ_MODELS
 
 include experiments.mk
 
-.PHONY: install data demo test check-reference reference test-fast test-slow test-cluster test-browser bench-retrieve bench-bm25-process bench-scale bench-scale-dense bench-chat bench-pipeline bench-smoke docs clean
+.PHONY: install data demo test check-reference reference test-fast test-slow test-cluster test-browser test-llama bench-retrieve bench-bm25-process bench-scale bench-scale-dense bench-chat bench-pipeline bench-smoke docs clean
 
 install: $(STAMP)
 
@@ -136,6 +136,15 @@ test-browser: $(STAMP)
 	  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver > /dev/null; }
 	@$(BIN)/python -c "import selenium" 2> /dev/null || $(BIN)/python -m pip install -q -e '.[browser]'
 	$(BIN)/python -m pytest -q -rA -m browser tests/test_browser.py $(PYTEST_ARGS)
+
+# cq against a served model (issue 59): llama-cpp-python's OpenAI-compatible server with the offline SmolLM2 GGUF
+# on 127.0.0.1, started once for the run (tests/test_openai_backend.py llama_server): log p through the API against
+# the local model, detect and gen-cq served, a served judge's rho and kappa, and `make paper-table` on the fixtures.
+# The `llama` extra is an sdist that compiles llama.cpp (~15 min on 2 cores, once per venv); the tests ~15 min.
+test-llama: $(STAMP)
+	@$(BIN)/python -c "import llama_cpp, uvicorn" 2> /dev/null || $(BIN)/python -m pip install -q -e '.[llama]'
+	$(BIN)/python -m pytest -q -rA -m slow tests/test_openai_backend.py tests/test_judge.py tests/test_paper_table.py \
+	  -k "llama_cpp or served_judge" $(PYTEST_ARGS)
 
 docs: $(STAMP)
 	$(BIN)/python -m cqtools.docgen > docs/cli.md

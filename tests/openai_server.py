@@ -23,7 +23,8 @@ the headers, then the body one byte every S seconds, after 10,000 bytes of leadi
 ``huge:M`` (a valid answer with M MiB of leading whitespace), ``endless`` (headers, then whitespace
 without end) or ``cut`` (headers, then half the body, then the connection closed), used up one per API request in order. ``"refuse": TEXT`` answers 400 ("maximum context
 length") to every request whose prompt or messages contain TEXT, as a server does to a prompt over its
-context.
+context; ``"limit": N`` answers 400 ("maximum context length is N tokens") to every request asking for more than
+N tokens (its words and max_tokens), without advertising N, as llama-cpp-python's server does.
 """
 from __future__ import annotations
 
@@ -49,6 +50,13 @@ def tokenize(text: str) -> list[str]:
 def token_logprob(token: str) -> float:
     """A fixed, made-up log-probability per token text (between -0.1 and -10.0)."""
     return -round(0.1 + int(hashlib.sha1(token.encode()).hexdigest()[:6], 16) % 990 / 100, 2)
+
+
+def requested(body: dict) -> int:
+    """Tokens a request asks for: its prompt's (or its messages' contents') and its max_tokens."""
+    text = body.get("prompt") if isinstance(body.get("prompt"), str) else \
+        " ".join(str(m.get("content", "")) for m in body.get("messages") or [] if isinstance(m, dict))
+    return len(tokenize(text)) + int(body.get("max_tokens") or 0)
 
 
 class State:
@@ -206,6 +214,7 @@ class Handler(BaseHTTPRequestHandler):
                 STATE.reply = body.get("reply", STATE.reply)
                 STATE.context = body.get("context", None if body.get("reset") else getattr(STATE, "context", None))
                 STATE.refuse = body.get("refuse", None if body.get("reset") else STATE.refuse)
+                STATE.limit = body.get("limit", None if body.get("reset") else getattr(STATE, "limit", None))
             return self._send(200, {"ok": True})
         routes = {"/v1/completions": completion, "/v1/chat/completions": chat}
         if self.path not in routes:
@@ -221,7 +230,13 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(delay)
             if fault == "pass":
                 fault = None
-            if STATE.refuse and STATE.refuse in json.dumps(body.get("prompt") or body.get("messages")):
+            asked = requested(body)
+            if getattr(STATE, "limit", None) and asked > STATE.limit:  # as llama-cpp-python words it, not advertised
+                status, headers = 400, None
+                payload = {"error": {"message": f"This model's maximum context length is {STATE.limit} tokens. "
+                                                f"However, you requested {asked} tokens. Please reduce the length "
+                                                "of the messages or completion.", "type": "invalid_request_error"}}
+            elif STATE.refuse and STATE.refuse in json.dumps(body.get("prompt") or body.get("messages")):
                 status, headers = 400, None
                 payload = {"error": {"message": "This model's maximum context length is 2048 tokens",
                                      "type": "invalid_request_error"}}

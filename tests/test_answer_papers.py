@@ -336,6 +336,21 @@ def test_the_refuel_preset_through_an_openai_server(runner, server, tmp_path, mo
     assert default.exit_code == 0, default.stderr
     assert default.stderr.count("does not say how long an input fake takes: reading passages up to 4096") == 1
     assert parse_jsonl(default.stdout)[0]["meta"]["passages_read"] == {"answer": 4}
+    # a server that says nothing until it refuses a prompt as over its context, saying the context (llama-cpp-python's
+    # server): the batch is read again with the passages that fit what it said, and every later prompt fits it
+    served_context._KNOWN.clear()
+    server.control(reset=True, reply=" Ann ; Bob\n\nmore", limit=240)
+    worded = {**record, "passages": [{**p, "text": " ".join(["word"] * 40)} for p in record["passages"]]}
+    learned = runner.invoke(cli, args + ["--verify-threshold", "-1e9"], input=jsonl([worded]))
+    assert learned.exit_code == 0, learned.stderr
+    assert "says fake takes 240 tokens: prompts are fitted to that" in learned.stderr
+    (out,) = parse_jsonl(learned.stdout)
+    assert out["meta"]["passages_read"]["answer"] < 4 and [a["text"] for a in out["answers"]] == ["Ann", "Bob"]
+    from tests.openai_server import requested
+
+    bodies = [r["body"] for r in server.requests()]
+    assert requested(bodies[0]) > 240 and all(requested(b) <= 240 for b in bodies[1:]) and len(bodies) > 2
+    served_context._KNOWN.clear()
     server.control(reset=True, reply=" Ann ; Bob\n\nmore")
     result = runner.invoke(cli, args + ["--max-passage-tokens", "26", "--verify-threshold", "-1e9"],
                            input=jsonl([record]), catch_exceptions=False)

@@ -134,6 +134,9 @@ def test_a_judge_served_over_the_openai_api(runner, server, tmp_path, monkeypatc
     assert len(server.requests()) == 3 * 3 * N
     agreement = summary["agreement"]["answer_right"]
     assert agreement["items"] == N and agreement["cohen_kappa"] == 0.0 and agreement["spearman_rho"] is None
+    assert agreement["rho_undefined"] == "the judge gave every item the same verdict"
+    assert any(n.startswith("answer_right: no Spearman's rho, the judge gave every item the same verdict")
+               for n in summary["notes"])
 
 
 # --- slow: a served judge (llama-cpp-python's server with the offline SmolLM2 GGUF) --------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from urllib.parse import urlsplit, urlunsplit
 
@@ -28,6 +29,19 @@ class ApiError(ServiceError):
 class RequestError(CQError):
     """The server refused this one request (a 4xx other than a refused key): the record's problem,
     set aside under ``--on-error skip``."""
+
+
+class ContextTooLong(RequestError):
+    """The server refused a prompt over its model's context and said the context (``context``: "This model's
+    maximum context length is N tokens", as vLLM, llama.cpp's servers and OpenAI word it); ``learned``: the
+    context was not known to cq before (cqtools/models/served_context.py now holds it)."""
+
+    def __init__(self, message: str, context: int, learned: bool):
+        super().__init__(message)
+        self.context, self.learned = context, learned
+
+
+CONTEXT_SAID = re.compile(r"maximum context length is (\d+) tokens")
 
 
 def api_key() -> str | None:

@@ -17,7 +17,7 @@ import logging
 import random
 import time
 
-from .api import RETRY_STATUS, ApiError, RequestError, cache_key, server_message
+from .api import CONTEXT_SAID, RETRY_STATUS, ApiError, ContextTooLong, RequestError, cache_key, server_message
 
 log = logging.getLogger("cqtools")
 
@@ -124,6 +124,12 @@ def _status_error(gen, where: str, err, refusals: bool, attempt: int) -> float:
                        f"try a lower --concurrency") from None
     if refusals and 400 <= status < 500:
         raise Refused(status, message) from None
+    said = CONTEXT_SAID.search(message or "") if status == 400 else None
+    if said:  # a prompt over the model's context, and the server said the context: later prompts are fitted to it
+        from .served_context import learn
+
+        raise ContextTooLong(f"{where}: HTTP {status}: {message}", int(said.group(1)),
+                             learn(gen.base, gen.model, int(said.group(1)))) from None
     if 400 <= status < 500:  # this request (too long, malformed): the record's problem
         raise RequestError(f"{where}: HTTP {status}: {message}") from None
     raise ApiError(f"{where}: HTTP {status}: {message}") from None

@@ -60,6 +60,24 @@ def advertised(base: str, model: str, timeout: float = 10.0) -> int | None:
     return _KNOWN[key]
 
 
+def learn(base: str, model: str, context: int) -> bool:
+    """A server refused a prompt over ``model``'s context and said the context (cqtools/models/api.py
+    ContextTooLong): later budgets of that model read it. True when it was not known before."""
+    learned = _KNOWN.get((base, model)) != context
+    if learned:
+        _KNOWN[(base, model)] = context
+        log.warning(f"the server at {base} says {model} takes {context} tokens: prompts are fitted to that from "
+                    "now on")
+    return learned
+
+
+def known(model) -> int | None:
+    """The context a served ``model``'s server advertised or said in a refusal, as far as this process has
+    heard (no request is sent); None when nothing was heard, or for a model that is not served."""
+    base, name = getattr(model, "base", None), getattr(model, "model", None)
+    return _KNOWN.get((base, name)) if isinstance(base, str) and isinstance(name, str) else None
+
+
 def context_of(model) -> int | None:
     """A served model's context: its ``context`` when it has one, else what its server advertises, else
     :data:`DEFAULT_CONTEXT` with a one-line note (once per model); None for a model that is not served."""

@@ -179,6 +179,10 @@ class JudgeTask(Task):
             pairs = [(np.mean(j), np.mean(people[i][key])) for i in shared
                      if (j := [v for v in self.labels[i][key] if v is not None])]
             out[key] = agreement_of([a for a, _ in pairs], [b for _, b in pairs], N_BOOT, SEED)
+            if out[key]["spearman_rho"] is None and len(pairs) >= 2:
+                same = [side for side, values in (("judge", {a for a, _ in pairs}), ("people", {b for _, b in pairs}))
+                        if len(values) < 2]
+                out[key]["rho_undefined"] = f"the {' and the '.join(same)} gave every item the same verdict"
         return out
 
     def notes_for(self, rows, values):
@@ -186,6 +190,10 @@ class JudgeTask(Task):
         if self.unparsed:
             notes.append(f"{self.unparsed} judge reply(ies) neither yes nor no: no judgement (the card counts them)")
         found = values.get("agreement")
+        for key in TURNS if found else ():
+            if found[key].get("rho_undefined"):
+                notes.append(f"{key}: no Spearman's rho, {found[key]['rho_undefined']} (kappa is then 0 or "
+                             "undefined: agreement cannot be told from these items)")
         if found and found["items_shared"] < found["items_judged_by_people"]:
             notes.append(f"--against: {found['items_judged_by_people'] - found['items_shared']} judged item(s) are "
                          "not in this run")

@@ -85,9 +85,14 @@ SPECIAL_TOKENS = 2  # room left for the tokens a tokenizer adds around an input 
 def prompt_room(model, new_tokens: int) -> int | None:
     """Tokens a prompt to a local ``model`` may have before the model layer cuts its middle
     (cqtools/models/cutting.py): its context less the tokens a causal LM generates, or its --max-input-tokens when
-    smaller, less :data:`SPECIAL_TOKENS`; None for a model that names no context (an API model: asking its server
-    for every prompt is not worth it, and its budget rows read the advertised context already)."""
+    smaller, less :data:`SPECIAL_TOKENS`; for a served model, the context its server advertised or said when it
+    refused a prompt as too long (cqtools/models/served_context.py ``known``: nothing is asked here); None for a
+    model that names no context and a served one nothing was heard of."""
+    from ..models.served_context import known
+
     context = getattr(model, "context", None)
+    if not isinstance(context, int):
+        context = known(model)
     if not isinstance(context, int):
         return None
     room = context - (new_tokens if getattr(model, "kind", "causal") == "causal" else 0)

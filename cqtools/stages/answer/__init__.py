@@ -255,6 +255,20 @@ def asked_questions(reader, records: list[dict], questions: list[Question]) -> d
 
 
 def answer_batch(records: list[dict], stage: AnswerStage, info: dict) -> list[dict]:
+    """Answer ``records``. A served model whose server refuses a prompt as over its context, saying the context
+    for the first time (a server that does not advertise it: llama-cpp-python's), has the batch read again, its
+    passages fitted to what the server said."""
+    from ...models.api import ContextTooLong
+
+    try:
+        return _answer_batch(records, stage, info)
+    except ContextTooLong as err:
+        if not err.learned:
+            raise
+        return _answer_batch(records, stage, info)
+
+
+def _answer_batch(records: list[dict], stage: AnswerStage, info: dict) -> list[dict]:
     c, reader = stage.config, stage.reader
     multi = c.mode == "multi"
     if c.mode == "dqs":
