@@ -350,7 +350,18 @@ def test_the_refuel_preset_through_an_openai_server(runner, server, tmp_path, mo
 
     bodies = [r["body"] for r in server.requests()]
     assert requested(bodies[0]) > 240 and all(requested(b) <= 240 for b in bodies[1:]) and len(bodies) > 2
+    # words of one letter: the server counts a token every 2 characters, where cq estimates 4; its refusal's own
+    # count ("you requested X tokens") teaches cq that, and the batch read again fits
     served_context._KNOWN.clear()
+    server.control(reset=True, reply=" Ann ; Bob\n\nmore", limit=240)
+    short = {**record, "passages": [{**p, "text": " ".join(["a"] * 60)} for p in record["passages"]]}
+    counted = runner.invoke(cli, args + ["--verify-threshold", "-1e9"], input=jsonl([short]))
+    assert counted.exit_code == 0, counted.stderr
+    assert "characters a token: budgets count with that" in counted.stderr
+    bodies = [r["body"] for r in server.requests()]
+    assert requested(bodies[0]) > 240 and all(requested(b) <= 240 for b in bodies[1:])
+    served_context._KNOWN.clear()
+    served_context._CHARS.clear()
     server.control(reset=True, reply=" Ann ; Bob\n\nmore")
     result = runner.invoke(cli, args + ["--max-passage-tokens", "26", "--verify-threshold", "-1e9"],
                            input=jsonl([record]), catch_exceptions=False)

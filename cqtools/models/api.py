@@ -33,8 +33,9 @@ class RequestError(CQError):
 
 class ContextTooLong(RequestError):
     """The server refused a prompt over its model's context and said the context (``context``: "This model's
-    maximum context length is N tokens", as vLLM, llama.cpp's servers and OpenAI word it); ``learned``: the
-    context was not known to cq before (cqtools/models/served_context.py now holds it)."""
+    maximum context length is N tokens", as vLLM, llama.cpp's servers and OpenAI word it); ``learned``: cq knows
+    more than before (the context, or a closer count of the model's characters a token, from the prompt's own token
+    count in the refusal: cqtools/models/served_context.py holds both)."""
 
     def __init__(self, message: str, context: int, learned: bool):
         super().__init__(message)
@@ -42,6 +43,16 @@ class ContextTooLong(RequestError):
 
 
 CONTEXT_SAID = re.compile(r"maximum context length is (\d+) tokens")
+# ... and how many tokens the refused prompt was: "you requested X tokens (Y in the messages, Z in the completion)"
+# (vLLM, llama-cpp-python), "your messages resulted in X tokens" (OpenAI)
+PROMPT_SAID = re.compile(r"(?:you requested|resulted in) (\d+) tokens(?: \((\d+) in the messages)?")
+
+
+def prompt_chars(body: dict) -> int:
+    """Characters of a request's prompt, or of its messages' contents."""
+    if isinstance(body.get("prompt"), str):
+        return len(body["prompt"])
+    return sum(len(str(m.get("content") or "")) for m in body.get("messages") or [] if isinstance(m, dict))
 
 
 def api_key() -> str | None:

@@ -17,7 +17,8 @@ import logging
 import random
 import time
 
-from .api import CONTEXT_SAID, RETRY_STATUS, ApiError, ContextTooLong, RequestError, cache_key, server_message
+from .api import CONTEXT_SAID, PROMPT_SAID, RETRY_STATUS, ApiError, ContextTooLong, RequestError, cache_key, prompt_chars, \
+    server_message
 
 log = logging.getLogger("cqtools")
 
@@ -68,7 +69,7 @@ def _attempt(gen, endpoint: str, body: dict, refusals: bool, attempt: int):
         data = fetch(gen.client(), endpoint, body, gen.timeout, where)
         gen.reached = True
     except openai.APIStatusError as err:
-        return _status_error(gen, where, err, refusals, attempt)
+        return _status_error(gen, where, err, refusals, attempt, body)
     except (openai.APIConnectionError, TooSlow, CutShort) as err:  # a timeout is a connection error too
         return _connection_error(gen, where, err, attempt)
     except ValueError:
@@ -111,7 +112,7 @@ def _chunks(response):
         raise
 
 
-def _status_error(gen, where: str, err, refusals: bool, attempt: int) -> float:
+def _status_error(gen, where: str, err, refusals: bool, attempt: int, body: dict) -> float:
     status, message = err.status_code, server_message(err)
     if status in RETRY_STATUS and attempt < gen.retries:
         wait = _wait(gen.backoff, attempt, err.response.headers.get("retry-after"))
@@ -128,8 +129,12 @@ def _status_error(gen, where: str, err, refusals: bool, attempt: int) -> float:
     if said:  # a prompt over the model's context, and the server said the context: later prompts are fitted to it
         from .served_context import learn
 
+        used = PROMPT_SAID.search(message)
+        tokens = (int(used.group(2)) if used.group(2) else int(used.group(1)) - int(body.get("max_tokens") or 0)) \
+            if used else 0
+        ratio = prompt_chars(body) / tokens if tokens > 0 else None
         raise ContextTooLong(f"{where}: HTTP {status}: {message}", int(said.group(1)),
-                             learn(gen.base, gen.model, int(said.group(1)))) from None
+                             learn(gen.base, gen.model, int(said.group(1)), ratio)) from None
     if 400 <= status < 500:  # this request (too long, malformed): the record's problem
         raise RequestError(f"{where}: HTTP {status}: {message}") from None
     raise ApiError(f"{where}: HTTP {status}: {message}") from None

@@ -14,6 +14,8 @@ log = logging.getLogger("cqtools")
 DEFAULT_CONTEXT = 4096
 _KNOWN: dict[tuple[str, str], int | None] = {}  # (server, model) -> what the server advertises
 _NOTED: set[tuple[str, str]] = set()  # the models the default was said for
+DEFAULT_CHARS_PER_TOKEN = 4.0  # the estimate for a model whose tokenizer cq cannot see (cqtools/stages/evidence.py)
+_CHARS: dict[tuple[str, str], float] = {}  # (server, model) -> characters a token, from a refusal's own count
 
 
 MAX_BYTES = 1 << 20  # a listing of the server's models: far above any real one
@@ -60,15 +62,30 @@ def advertised(base: str, model: str, timeout: float = 10.0) -> int | None:
     return _KNOWN[key]
 
 
-def learn(base: str, model: str, context: int) -> bool:
+def learn(base: str, model: str, context: int, chars_per_token: float | None = None) -> bool:
     """A server refused a prompt over ``model``'s context and said the context (cqtools/models/api.py
-    ContextTooLong): later budgets of that model read it. True when it was not known before."""
-    learned = _KNOWN.get((base, model)) != context
+    ContextTooLong), and perhaps the prompt's tokens (``chars_per_token``: its characters over them): later budgets
+    of that model read both (:func:`known`, :func:`chars_per_token`). True when cq knows more than before: another
+    context, or fewer characters a token than it counted with."""
+    key = (base, model)
+    learned = _KNOWN.get(key) != context
     if learned:
-        _KNOWN[(base, model)] = context
+        _KNOWN[key] = context
         log.warning(f"the server at {base} says {model} takes {context} tokens: prompts are fitted to that from "
                     "now on")
+    if chars_per_token is not None and chars_per_token < _CHARS.get(key, DEFAULT_CHARS_PER_TOKEN):
+        _CHARS[key] = chars_per_token
+        learned = True
+        log.warning(f"the server at {base} counts {model}'s prompts at {chars_per_token:.2f} characters a token: "
+                    "budgets count with that from now on")
     return learned
+
+
+def chars_per_token(model) -> float:
+    """Characters a token of a served ``model``, as budgets count its prompts: cq's estimate, or fewer where a
+    refusal showed its server counts more tokens (:func:`learn`)."""
+    base, name = getattr(model, "base", None), getattr(model, "model", None)
+    return _CHARS.get((base, name), DEFAULT_CHARS_PER_TOKEN)
 
 
 def known(model) -> int | None:

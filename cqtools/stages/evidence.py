@@ -9,24 +9,30 @@ still over a local model's input loses whole passages from its end (:func:`fit_p
 the record says how many (``meta.passages_cut.<stage>``).
 
 Tokens are counted with the model's own tokenizer when it has one (a local model); an API model's
-are estimated as one token per 4 characters (the usual rule of thumb for English BPE vocabularies).
+are estimated as one token per 4 characters (the usual rule of thumb for English BPE vocabularies), or fewer where
+its server, refusing a prompt as over the model's context, said how many tokens that prompt was.
 """
 from __future__ import annotations
 
 from typing import Callable, Sequence
 
+from ..models.served_context import DEFAULT_CHARS_PER_TOKEN as CHARS_PER_TOKEN  # noqa: F401 (re-exported)
 from ..records import META
-
-CHARS_PER_TOKEN = 4   # the estimate for models whose tokenizer cq cannot see (OpenAI-compatible servers)
 
 
 def token_counter(model=None) -> Callable[[str], int]:
     """``count(text) -> tokens`` with ``model``'s tokenizer (a :class:`Generator` or anything with a
-    Hugging Face ``tokenizer`` attribute), else the 4-characters-a-token estimate."""
+    Hugging Face ``tokenizer`` attribute), else the 4-characters-a-token estimate (a served model's server may have
+    shown, refusing a prompt, that it counts more: cqtools/models/served_context.py ``chars_per_token``)."""
+    import math
+
+    from ..models.served_context import chars_per_token
+
     tokenizer = getattr(model, "tokenizer", None)
     if tokenizer is not None and callable(tokenizer):
         return lambda text: len(tokenizer(text, add_special_tokens=False, verbose=False).input_ids) if text else 0
-    return lambda text: -(-len(text) // CHARS_PER_TOKEN)
+    ratio = chars_per_token(model)  # fewer than CHARS_PER_TOKEN where a served model's server refused a prompt
+    return lambda text: math.ceil(len(text) / ratio)
 
 
 def passage_text(passage: dict) -> str:

@@ -257,15 +257,21 @@ def asked_questions(reader, records: list[dict], questions: list[Question]) -> d
 def answer_batch(records: list[dict], stage: AnswerStage, info: dict) -> list[dict]:
     """Answer ``records``. A served model whose server refuses a prompt as over its context, saying the context
     for the first time (a server that does not advertise it: llama-cpp-python's), has the batch read again, its
-    passages fitted to what the server said."""
+    passages fitted to what the server said (and counted at the characters a token its refusal showed), up to
+    :data:`RETRIES_ON_CONTEXT` times while each refusal teaches cq more."""
     from ...models.api import ContextTooLong
 
-    try:
-        return _answer_batch(records, stage, info)
-    except ContextTooLong as err:
-        if not err.learned:
-            raise
-        return _answer_batch(records, stage, info)
+    again = 0
+    while True:
+        try:
+            return _answer_batch(records, stage, info)
+        except ContextTooLong as err:
+            again += 1
+            if not err.learned or again > RETRIES_ON_CONTEXT:
+                raise
+
+
+RETRIES_ON_CONTEXT = 3  # readings again of a batch a server refused as over its context, each knowing more
 
 
 def _answer_batch(records: list[dict], stage: AnswerStage, info: dict) -> list[dict]:

@@ -109,8 +109,19 @@ def answer_keys(record: dict) -> set[str]:
     return {option_key(str(a.get("text") if isinstance(a, dict) else a)) for a in record.get(ANSWERS) or []} - {""}
 
 
+def close_to_top(record: dict, margin: float | None) -> set:
+    """The ids of the record's passages the reranker scored within ``margin`` of its best one (none: None)."""
+    if margin is None:
+        return set()
+    scored = [p for p in record.get("passages") or [] if isinstance(p, dict)
+              and isinstance(p.get("rerank_score"), (int, float))]
+    top = max((p["rerank_score"] for p in scored), default=None)
+    return {p.get("id") for p in scored if top is not None and p["rerank_score"] >= top - margin}
+
+
 def answers_cq(record: dict, max_options: int, option_text: str, min_score: float | None,
-               min_rerank_score: float | None, two_options: str, fallback: str) -> dict | None:
+               min_rerank_score: float | None, two_options: str, fallback: str,
+               title_answer_margin: float | None = None) -> dict | None:
     """The record's CQ from its predicted answers (``fallback="titles"``: from its relevant passages'
     titles when fewer than two answers are supported), or None when there are fewer than two options.
 
@@ -120,9 +131,12 @@ def answers_cq(record: dict, max_options: int, option_text: str, min_score: floa
     titles fallback: "Sydney" and "Melbourne" are not readings of that question).
     ``cq.option_passages`` lists, per option, the passages it stands for (cq answer --mode cq reads its answer
     from those)."""
-    names = answer_keys(record)
+    names, close = answer_keys(record), close_to_top(record, title_answer_margin)
     answers = [a for a in supported_answers(record, min_score, min_rerank_score)
-               if option_text == "answer" or option_key(a["title"] or "") not in names][:max_options]
+               if option_text == "answer" or option_key(a["title"] or "") not in names
+               or a["passage_id"] in close][:max_options]
+    if title_answer_margin is not None and sum(a["passage_id"] in close for a in answers) < 2:
+        answers = [a for a in answers if option_key(a["title"] or "") not in names or option_text == "answer"]
     texts = option_texts(answers, option_text)
     options, _ = distinct(texts)
     owned = {option: [a["passage_id"] for t, a in zip(texts, answers) if t == option and a["passage_id"]]
@@ -154,6 +168,10 @@ class PredAnswersOptions:
                                                  "not offered")
     min_score: float | None = option(None, "answers the reader scores under this are not offered (extractive: "
                                            "margin over no-answer) [default: no floor]")
+    title_answer_margin: float | None = option(None, "an answer read from a passage titled with an answer the reader "
+                                                     "found is offered when its passage's rerank score is within this "
+                                                     "of the best passage's, and two such are (Tbilisi and Atlanta "
+                                                     "for Georgia's capital) [default: never offered]")
     fallback: str = option("titles", "fewer than two answers: offer the relevant passages' titles, or ask nothing "
                                      "(none)", choices=("titles", "none"))
     two_options: str = two_options_option()
@@ -171,11 +189,13 @@ def pred_answers_method(options: PredAnswersOptions, config=None):
     reader = ReadAnswers(config)
 
     def run(records):
-        return [answers_cq(r, max_options, option_text, min_score, min_rerank_score, two_options, fallback)
-                for r in reader.with_answers(records)]
+        return [answers_cq(r, max_options, option_text, min_score, min_rerank_score, two_options, fallback,
+                           options.title_answer_margin) for r in reader.with_answers(records)]
 
     info = {"method": "pred-answers", "reads": "answers", "max_options": max_options, "option_text": option_text,
             "min_score": min_score, "min_rerank_score": min_rerank_score, "fallback": fallback}
+    if options.title_answer_margin is not None:
+        info["title_answer_margin"] = options.title_answer_margin
     if two_options != "or":
         info["two_options"] = two_options
     return CQWriter("pred-answers", run, info)
