@@ -68,7 +68,9 @@ def fixture_data(root):
 @pytest.mark.heavy(reason="runs the preset cells of the grid against llama-cpp-python's server")
 def test_paper_table_on_the_fixtures_against_the_llama_cpp_server(tmp_path, llama_server):
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "MAKEFLAGS")}
-    env.update(CQ_CACHE=str(tmp_path / "cache"), CQ_API_CACHE="0")
+    # llama-cpp-python's server answers one request at a time: a queue of cells on 2 cores waits past the default 120 s
+    # --api-timeout, and each retry queues the same work again
+    env.update(CQ_CACHE=str(tmp_path / "cache"), CQ_API_CACHE="0", CQ_API_TIMEOUT="900")
     out = tmp_path / "paper-table.md"
     run = subprocess.run(["make", "-C", str(ROOT), "paper-table", "N=3", "GEN_CACHE=", f"WORK={tmp_path}/w",
                           f"DATA={fixture_data(tmp_path / 'data')}", "MODEL_LLM=openai:smollm2", f"API_BASE={llama_server}",

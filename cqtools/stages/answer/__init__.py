@@ -259,15 +259,17 @@ def answer_batch(records: list[dict], stage: AnswerStage, info: dict) -> list[di
     for the first time (a server that does not advertise it: llama-cpp-python's), has the batch read again, its
     passages fitted to what the server said (and counted at the characters a token its refusal showed), up to
     :data:`RETRIES_ON_CONTEXT` times while each refusal teaches cq more."""
+    from ...models import served_context
     from ...models.api import ContextTooLong
 
     again = 0
     while True:
+        before = served_context.version()
         try:
             return _answer_batch(records, stage, info)
-        except ContextTooLong as err:
+        except ContextTooLong:
             again += 1
-            if not err.learned or again > RETRIES_ON_CONTEXT:
+            if served_context.version() == before or again > RETRIES_ON_CONTEXT:  # nothing new learned: the error
                 raise
 
 
