@@ -222,3 +222,23 @@ def test_training_draws_a_step_bar_on_a_terminal_and_none_under_quiet(tmp_path):
     assert b"3/3" in shown and b"step" in shown and b"loss=" in shown
     code, quiet = on_a_terminal([*cmd, "-q", "--overwrite"], env)
     assert code == 0 and b"3/3" not in quiet
+
+
+@pytest.mark.parametrize("task", ["detect", "reader"])
+def test_a_gguf_llm_as_the_base_is_a_one_line_error(runner, tmp_path, task):
+    """The offline SmolLM2 is a GGUF file for llama.cpp: a trainer asked to start from it says so in one line (it
+    raised a tokenizer ValueError traceback before) and writes no model."""
+    from cqtools.models.resolve import resolve
+
+    llm = "HuggingFaceTB/SmolLM2-135M-Instruct"
+    if resolve(llm).fmt != "gguf":
+        pytest.skip(f"{llm} resolves to {resolve(llm).source}, not the offline GGUF copy")
+    records = tmp_path / "records.jsonl"
+    with open(QUESTIONS) as src:
+        rows = [json.loads(line) for line in src][:4]
+    records.write_text(jsonl([{**r, "passages": [{"id": "p", "title": "T", "text": "x"}]} for r in rows]))
+    out = tmp_path / "model"
+    result = runner.invoke(cli, ["train", task, "--model", llm, "--train", str(records), "--holdout", "1",
+                                 "--max-steps", "1", "--out", str(out), "-q"], env={"CQ_OFFLINE": "1"})
+    assert result.exit_code == 1 and "GGUF" in result.stderr and "Traceback" not in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not out.exists()

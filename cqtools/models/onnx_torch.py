@@ -147,7 +147,12 @@ def state_dict(path: str) -> tuple[dict, int]:
 
 def local_dir(resolved, cache_root: str) -> str:
     """The transformers directory to load ``resolved`` from: its own path, or for an offline INT8 ONNX
-    cross-encoder its float32 copy under ``cache_root`` (a trainer fine-tunes weights, not a graph)."""
+    cross-encoder its float32 copy under ``cache_root`` (a trainer fine-tunes weights, not a graph). A GGUF file
+    (a quantised LLM for llama.cpp) is refused in one line: there are no trainable weights to start from."""
+    if resolved.fmt == "gguf":
+        raise ResourceError(f"{resolved.name} resolves to a GGUF file ({resolved.source}), which cq's trainers "
+                            "cannot fine-tune: pass an encoder such as sentence-transformers/all-MiniLM-L6-v2, or "
+                            "a transformers model directory or hub name")
     return torch_copy(resolved, cache_root) if resolved.fmt == "onnx" else resolved.path
 
 
