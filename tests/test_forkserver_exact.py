@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import FIXTURES, ROOT
-from .test_forkserver import CQ, _cq, _env, _runs, served  # noqa: F401 - served is a fixture
+from .test_forkserver import CQ, _cq, _env, _runs, _untimed, served  # noqa: F401 - served is a fixture
 
 QUESTIONS = FIXTURES / "questions.jsonl"
 DETECT = "detect --method always"
@@ -185,7 +185,8 @@ def test_a_broken_plugin_warns_on_the_runs_stderr(tmp_path, installed):
         plain = _bash(f"$CQ {DETECT} < {QUESTIONS}", env=env)
         there = _bash(f"$CQ {DETECT} < {QUESTIONS}", path, env=env)
         assert b"cq_no_such_module_48" in plain.stderr
-        assert (there.returncode, there.stdout, there.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+        assert (there.returncode, there.stdout, _untimed(there.stderr)) == (plain.returncode, plain.stdout,
+                                                                           _untimed(plain.stderr))
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)
