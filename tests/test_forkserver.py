@@ -20,8 +20,8 @@ from cqtools.forkserver import start
 from .conftest import FIXTURES, ROOT
 
 
-PROGRESS_LINE = re.compile(rb"^cq: [^\n]*: [0-9/]+ [a-z]+ in (\d+h)?(\d+m)?\d+s, [0-9.]+/s(, ~[^\n]* left| \(ended\))\n",
-                           re.MULTILINE)
+PROGRESS_LINE = re.compile(  # progress.Lines.line: "DESC: N[/TOTAL] UNIT in T, R/s" and ", ~T left" or " (ended)"
+    rb"^cq: [^\n]*: [0-9/]+ [a-z]+ in (\d+h)?(\d+m)?\d+s, [0-9.]+/s(, ~[^\n]* left| \(ended\))\n", re.MULTILINE)
 
 
 def _untimed(stderr: bytes) -> bytes:

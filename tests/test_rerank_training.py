@@ -189,7 +189,10 @@ def test_the_offline_int8_bare_encoder_dequantises_into_a_classifier_with_its_ow
     resolved = resolve("BAAI/bge-small-en-v1.5")
     if resolved.fmt != "onnx":
         pytest.skip(f"bge-small resolves to {resolved.source}, not the offline INT8 copy")
-    copies = [torch_copy(resolved, str(tmp_path / f"cache{i}")) for i in range(2)]
+    copies = []
+    for i in range(2):  # each build from another global RNG state, as two processes would start
+        torch.manual_seed(100 + i)
+        copies.append(torch_copy(resolved, str(tmp_path / f"cache{i}")))
     texts = ["Who played the Joker?", "Berlin has a population of 3.7 million."]
     tok = AutoTokenizer.from_pretrained(copies[0])
     enc = tok(texts, padding=True, return_tensors="np")

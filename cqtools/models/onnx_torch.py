@@ -2,8 +2,9 @@
 cross-encoder/ms-marco-MiniLM-L-12-v2 and its bare encoder BAAI/bge-small-en-v1.5, cqtools/models/resolve.py
 OFFLINE): its weights dequantised once into a transformers ``BertForSequenceClassification`` directory under the
 cache, for the trainers to fine-tune (cq rerank itself keeps reading the ONNX file). A bare encoder's export has
-no pooler or classifier: those start from a seeded initialisation, as ``from_pretrained`` starts a new head. No ``onnx`` package: the few protobuf fields needed (the graph's
-initializers and its nodes' names and inputs) are read here.
+no pooler or classifier: those start from a seeded initialisation, as ``from_pretrained`` starts a new head. No
+``onnx`` package: the few protobuf fields needed (the graph's initializers and its nodes' names and inputs) are
+read here.
 
 The ONNX graph is onnxruntime's dynamic quantisation of an HF export: each linear layer is a ``MatMulInteger``
 node named after its module (``/bert/encoder/layer.0/attention/self/query/MatMul_quant``) whose weight input
@@ -182,8 +183,10 @@ def torch_copy(resolved, cache_root: str) -> str:
         torch.manual_seed(0)
         model = BertForSequenceClassification(config)
     missing, unexpected = model.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()}, strict=False)
-    fresh = ("position_ids", "pooler.dense.weight", "pooler.dense.bias", "classifier.weight", "classifier.bias")
-    if unexpected or [k for k in missing if not k.endswith(fresh if "classifier.bias" not in state else "position_ids")]:
+    new = ("position_ids",) if "classifier.bias" in state else ("position_ids", "pooler.dense.weight",
+                                                                 "pooler.dense.bias", "classifier.weight",
+                                                                 "classifier.bias")
+    if unexpected or [k for k in missing if not k.endswith(new)]:
         raise ResourceError(f"{onnx_path}: its weights do not fill a BERT classifier (missing {missing[:3]}, "
                             f"unexpected {unexpected[:3]})")
     staging = f"{out}.part{os.getpid()}"
