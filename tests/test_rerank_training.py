@@ -84,6 +84,24 @@ def test_defaults_are_refuels_train_nq_sh():
             cfg.dev_passages, cfg.max_length) == (16, 1e-5, 10, 10, 1, 31, 200, 160)
 
 
+def test_a_cpu_run_with_refuels_batch_is_told_how_to_split_it():
+    """REFUEL's 16 x 32 pairs in one pass do not fit a 24 GB CPU box (16 x 16 peaked at 23.7 GB): the advice names a
+    split whose passes hold at most CPU_PAIRS_WARN pairs and whose product is the batch; a GPU run, an accumulating
+    run or a small batch hears nothing."""
+    from cqtools.train.rerank import CPU_PAIRS_WARN, RerankTrainConfig, cpu_batch_advice
+
+    cfg = RerankTrainConfig(train="-", dev=None, model="-", out="-")
+    assert "--batch-size 2 --grad-accum 8" in cpu_batch_advice(cfg, "cpu")
+    assert "--batch-size 4 --grad-accum 4" in cpu_batch_advice(
+        RerankTrainConfig(train="-", dev=None, model="-", out="-", train_negatives=15), "cpu")
+    assert "--batch-size 1 --grad-accum 12" in cpu_batch_advice(
+        RerankTrainConfig(train="-", dev=None, model="-", out="-", batch_size=12, train_negatives=99), "cpu")
+    assert cpu_batch_advice(cfg, "cuda") is None
+    assert cpu_batch_advice(RerankTrainConfig(train="-", dev=None, model="-", out="-", grad_accum=4), "cpu") is None
+    assert cpu_batch_advice(RerankTrainConfig(train="-", dev=None, model="-", out="-", batch_size=2), "cpu") is None
+    assert 2 * 32 <= CPU_PAIRS_WARN
+
+
 def test_a_tiny_cross_encoder_trains_end_to_end_and_cq_rerank_reads_it(runner, tmp_path, tiny_cross_encoder):
     """`cq train rerank` on records with passages and gold answers, dev recall kept, then `cq rerank --model DIR`
     reranks with the trained weights (the default model stays the offline ms-marco one)."""

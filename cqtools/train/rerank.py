@@ -70,6 +70,9 @@ class RerankTrainConfig(TrainConfig):
       cq retrieve --index idx --method bm25 --hits 100 < dev.jsonl > dev.ret.jsonl
       cq train rerank --train train.ret.jsonl --dev dev.ret.jsonl --out models/rerank --max-steps 2000
       cq retrieve --index idx --hits 100 < questions.jsonl | cq rerank --model models/rerank --top 10
+
+    On a machine without a GPU, split each batch: `--batch-size 4 --grad-accum 4` is the same optimiser step
+    as one batch of 16 (accelerate averages the four batch losses) at a quarter of the activations' memory.
     """
 
     command: ClassVar[str] = "rerank"
@@ -79,7 +82,10 @@ class RerankTrainConfig(TrainConfig):
 
     epochs: int = option(10, "Passes over the training questions (REFUEL: 10, train_nq.sh:45).", min=1)
     batch_size: int = option(16, "Questions per batch on each process, each with its group of passages (REFUEL: "
-                                 "16, train_nq.sh:38).", min=1)
+                                 "16, train_nq.sh:38). One batch is one forward pass over batch x (positives + "
+                                 "negatives) pairs, 512 with the defaults: on a CPU, 16 x 16 pairs peaked at 23.7 GB; "
+                                 "--batch-size 4 --grad-accum 4 takes the same step in a quarter of the memory "
+                                 "(docs/benchmarks/first-contact.md).", min=1)
     lr: float = option(1e-5, "AdamW learning rate (REFUEL: 1e-5, train_nq.sh:40).")
     eval_every: int | None = option(10, "With --dev: score the weights on dev every N steps and at the last, and "
                                         "keep the best mean recall (REFUEL: 10, train_nq.sh:48).", min=1, metavar="N")
@@ -200,6 +206,23 @@ def _load(cfg: RerankTrainConfig, device: str, cache_root: str):
     return resolved, tokenizer, model
 
 
+CPU_PAIRS_WARN = 64  # pairs in one forward pass above which a CPU run is told to split its batches
+
+
+def cpu_batch_advice(cfg: RerankTrainConfig, device: str) -> str | None:
+    """What to tell a CPU run whose forward pass holds more pairs than a 24 GB machine holds comfortably (16 x 16
+    pairs at 160 tokens peaked at 23.7 GB RSS, 4 x 8 at 6.0 GB: docs/benchmarks/first-contact.md); None if fine."""
+    group = cfg.train_positives + cfg.train_negatives
+    pairs = cfg.batch_size * group
+    if device != "cpu" or cfg.grad_accum > 1 or pairs <= CPU_PAIRS_WARN or cfg.batch_size < 2:
+        return None
+    split = max((n for n in range(1, cfg.batch_size) if cfg.batch_size % n == 0 and n * group <= CPU_PAIRS_WARN),
+                default=1)
+    return (f"train rerank: {pairs} (question, passage) pairs in one forward pass on the CPU (16 x 16 peaked at "
+            f"23.7 GB); --batch-size {split} --grad-accum {cfg.batch_size // split} takes the same step in "
+            "less memory")
+
+
 def train_rerank(cfg: RerankTrainConfig) -> dict:
     """Fine-tune the cross-encoder; returns the report written to ``cfg.out``/cq_train.json."""
     set_seed(cfg.seed)
@@ -213,6 +236,8 @@ def train_rerank(cfg: RerankTrainConfig) -> dict:
         raise InputError(f"{cfg.dev}: every dev record needs passages (`cq retrieve --hits {cfg.dev_passages}`)")
     run = start(cfg)
     device = run.device
+    if advice := cpu_batch_advice(cfg, str(device)):
+        log.warning(advice)
     resolved, tokenizer, model = _load(cfg, device, RunConfig.from_env().cache_root())
 
     def loss_of(net, idx: list[int]):
