@@ -16,7 +16,8 @@ dense --hits 50` records over an index of AmbigNQ train questions whose passage 
     python bench/detect_signals.py --fit MULTI DET [KNN] --report MULTI DET [KNN] --covered covered.ids \
       [--write-dir DIR]
 
---write-dir writes det.NAME.jsonl (report records, ambiguity {label at 0.5, score}) for `cq score --task detect`.
+--write-dir writes det.NAME.jsonl (report records, ambiguity {label at 0.5, score}) for `cq score --task detect`,
+and det.NAME.covered.jsonl / det.NAME.uncovered.jsonl, the same records split by stratum.
 """
 from __future__ import annotations
 
@@ -73,6 +74,10 @@ def load(files: list[str], covered: set[str]):
     near = {r["id"]: float(np.mean([p["id"].startswith("A-") for p in r["passages"][:KNN_K]]))
             for r in read_jsonl(knn)} if knn else {}
     records = list(read_jsonl(multi))
+    lacking = [r["id"] for r in records if r["id"] not in scores or (knn and r["id"] not in near)]
+    if lacking:
+        sys.exit(f"detect_signals: {len(lacking)} records of {multi} have no score in {det} or {knn} "
+                 f"(first: {lacking[0]}); give files of the same questions")
     rows = [{**signals(r, scores[r["id"]]), "knn": near.get(r["id"], float("nan"))} for r in records]
     y = np.array([bool(r["gold"]["ambiguous"]) for r in records])
     return records, rows, y, np.array([str(r["id"]) in covered for r in records])
@@ -91,6 +96,16 @@ def pct(y: np.ndarray, s: np.ndarray) -> str:
     return f"{100 * auroc(list(y), list(s)):.1f}"
 
 
+def write(directory: str, name: str, records: list[dict], scores: np.ndarray, covered: np.ndarray) -> None:
+    """det.NAME.jsonl, and its covered and uncovered records apart: what `cq score --task detect` reads."""
+    rows = [{"id": r["id"], "question": r["question"], "gold": r["gold"],
+             "ambiguity": {"label": bool(p > 0.5), "score": float(p)}}
+            for r, p in zip(records, 1 / (1 + np.exp(-scores)))]
+    for suffix, keep in (("", None), (".covered", True), (".uncovered", False)):
+        with open(os.path.join(directory, f"det.{name}{suffix}.jsonl"), "w") as fh:
+            fh.writelines(json.dumps(row) + "\n" for row, c in zip(rows, covered) if keep is None or c == keep)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--fit", nargs="+", required=True, metavar="FILE")
@@ -101,6 +116,8 @@ def main() -> None:
     covered = set(Path(args.covered).read_text().split())
     fr, ff, fy, fc = load(args.fit, covered)
     rr, rf, ry, rc = load(args.report, covered)
+    if len(args.fit) != len(args.report) or len(args.fit) not in (2, 3):
+        sys.exit("detect_signals: --fit and --report each take MULTI DET, or both MULTI DET KNN")
     sets = {k: v for k, v in SETS.items() if "knn" not in v or len(args.fit) > 2}
     print(f"fit: {len(fr)} questions ({int(fy.sum())} ambiguous, {int(fc.sum())} covered); report: {len(rr)} "
           f"({int(ry.sum())} ambiguous, {int(rc.sum())} covered)\n")
@@ -110,12 +127,7 @@ def main() -> None:
         print(f"| {name} | {pct(fy, fit_s)} | {pct(ry, rep_s)} | {pct(ry[rc], rep_s[rc])} | "
               f"{pct(ry[~rc], rep_s[~rc])} |")
         if args.write_dir:
-            with open(os.path.join(args.write_dir, f"det.{name.split()[0].replace('+', '_')}.jsonl"), "w") as fh:
-                for record, s in zip(rr, rep_s):
-                    p = float(1 / (1 + np.exp(-s)))
-                    fh.write(json.dumps({"id": record["id"], "question": record["question"], "gold": record["gold"],
-                                         "covered": str(record["id"]) in covered,
-                                         "ambiguity": {"label": p > 0.5, "score": p}}) + "\n")
+            write(args.write_dir, name.split()[0].replace("+", "_"), rr, rep_s, rc)
     print("\nFit and scored inside one stratum (the model fit on that stratum's fit questions only):\n")
     print("| signals | covered: fit | covered: report | uncovered: fit | uncovered: report |\n|---|---|---|---|---|")
     for name, cols in sets.items():

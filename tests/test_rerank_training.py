@@ -99,12 +99,19 @@ def test_a_cpu_run_with_refuels_batch_is_told_how_to_split_it():
     assert cpu_batch_advice(cfg, "cuda") is None
     assert cpu_batch_advice(RerankTrainConfig(train="-", dev=None, model="-", out="-", grad_accum=4), "cpu") is None
     assert cpu_batch_advice(RerankTrainConfig(train="-", dev=None, model="-", out="-", batch_size=2), "cpu") is None
+    assert cpu_batch_advice(RerankTrainConfig(train="-", dev=None, model="-", out="-", batch_size=1,
+                                              train_negatives=99), "cpu") is None
+    assert cpu_batch_advice(RerankTrainConfig(train="-", dev=None, model="-", out="-", accumulate="sum"),
+                            "cpu") is None
     assert 2 * 32 <= CPU_PAIRS_WARN
 
 
-def test_a_tiny_cross_encoder_trains_end_to_end_and_cq_rerank_reads_it(runner, tmp_path, tiny_cross_encoder):
+def test_a_tiny_cross_encoder_trains_end_to_end_and_cq_rerank_reads_it(runner, tmp_path, tiny_cross_encoder,
+                                                                        monkeypatch):
     """`cq train rerank` on records with passages and gold answers, dev recall kept, then `cq rerank --model DIR`
-    reranks with the trained weights (the default model stays the offline ms-marco one)."""
+    reranks with the trained weights (the default model stays the offline ms-marco one). Its 2 x 3 pairs a pass,
+    with the CPU bound lowered to 1, get the split advice on stderr (the warning is wired to the run's device)."""
+    monkeypatch.setattr("cqtools.train.rerank.CPU_PAIRS_WARN", 1)
     train = tmp_path / "train.jsonl"
     train.write_text(jsonl([_record(f"q{n}") for n in range(6)]))
     out = str(tmp_path / "rerank")
@@ -113,6 +120,7 @@ def test_a_tiny_cross_encoder_trains_end_to_end_and_cq_rerank_reads_it(runner, t
                                "--max-steps", "4", "--eval-every", "2", "--lr", "1e-3", "--max-length", "48",
                                "--seed", "3", "-q"])
     assert done.exit_code == 0, done.output
+    assert "--batch-size 1 --grad-accum 2" in done.stderr, done.stderr
     summary = json.loads(done.stdout)
     with open(os.path.join(out, "cq_train.json")) as fh:
         saved = json.load(fh)

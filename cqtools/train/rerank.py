@@ -71,8 +71,9 @@ class RerankTrainConfig(TrainConfig):
       cq train rerank --train train.ret.jsonl --dev dev.ret.jsonl --out models/rerank --max-steps 2000
       cq retrieve --index idx --hits 100 < questions.jsonl | cq rerank --model models/rerank --top 10
 
-    On a machine without a GPU, split each batch: `--batch-size 4 --grad-accum 4` is the same optimiser step
-    as one batch of 16 (accelerate averages the four batch losses) at a quarter of the activations' memory.
+    On a machine without a GPU, split each batch: with the defaults, `--batch-size 2 --grad-accum 8` averages
+    the same 16 questions' losses into each step (the negatives drawn and dropout differ) with 64 pairs a pass;
+    a CPU run with more is told the split.
     """
 
     command: ClassVar[str] = "rerank"
@@ -83,9 +84,9 @@ class RerankTrainConfig(TrainConfig):
     epochs: int = option(10, "Passes over the training questions (REFUEL: 10, train_nq.sh:45).", min=1)
     batch_size: int = option(16, "Questions per batch on each process, each with its group of passages (REFUEL: "
                                  "16, train_nq.sh:38). One batch is one forward pass over batch x (positives + "
-                                 "negatives) pairs, 512 with the defaults: on a CPU, 16 x 16 pairs peaked at 23.7 GB; "
-                                 "--batch-size 4 --grad-accum 4 takes the same step in a quarter of the memory "
-                                 "(docs/benchmarks/first-contact.md).", min=1)
+                                 "negatives) pairs, 512 with the defaults: on a CPU, 16 x 16 pairs peaked at 23.7 GB "
+                                 "RSS and 4 x 8 at 6.0 GB; split it with --grad-accum (the defaults: --batch-size 2 "
+                                 "--grad-accum 8; docs/benchmarks/first-contact.md).", min=1)
     lr: float = option(1e-5, "AdamW learning rate (REFUEL: 1e-5, train_nq.sh:40).")
     eval_every: int | None = option(10, "With --dev: score the weights on dev every N steps and at the last, and "
                                         "keep the best mean recall (REFUEL: 10, train_nq.sh:48).", min=1, metavar="N")
@@ -214,13 +215,14 @@ def cpu_batch_advice(cfg: RerankTrainConfig, device: str) -> str | None:
     pairs at 160 tokens peaked at 23.7 GB RSS, 4 x 8 at 6.0 GB: docs/benchmarks/first-contact.md); None if fine."""
     group = cfg.train_positives + cfg.train_negatives
     pairs = cfg.batch_size * group
-    if device != "cpu" or cfg.grad_accum > 1 or pairs <= CPU_PAIRS_WARN or cfg.batch_size < 2:
+    if (device != "cpu" or cfg.grad_accum > 1 or cfg.accumulate != "mean" or pairs <= CPU_PAIRS_WARN
+            or cfg.batch_size < 2):
         return None
     split = max((n for n in range(1, cfg.batch_size) if cfg.batch_size % n == 0 and n * group <= CPU_PAIRS_WARN),
                 default=1)
     return (f"train rerank: {pairs} (question, passage) pairs in one forward pass on the CPU (16 x 16 peaked at "
-            f"23.7 GB); --batch-size {split} --grad-accum {cfg.batch_size // split} takes the same step in "
-            "less memory")
+            f"23.7 GB); --batch-size {split} --grad-accum {cfg.batch_size // split} averages the same "
+            f"{cfg.batch_size} questions' losses into each step in less memory")
 
 
 def train_rerank(cfg: RerankTrainConfig) -> dict:
