@@ -121,6 +121,9 @@ def main() -> None:
     sets = {k: v for k, v in SETS.items() if "knn" not in v or len(args.fit) > 2}
     print(f"fit: {len(fr)} questions ({int(fy.sum())} ambiguous, {int(fc.sum())} covered); report: {len(rr)} "
           f"({int(ry.sum())} ambiguous, {int(rc.sum())} covered)\n")
+    top = np.array([row["rr_top"] for row in rf])
+    print(f"coverage on the report questions: the top rerank score tells covered from uncovered at AUROC "
+          f"{pct(rc, top)}; being covered predicts ambiguity at AUROC {pct(ry, rc.astype(float))}\n")
     print("| signals | fit AUROC | report, all | report, covered | report, uncovered |\n|---|---|---|---|---|")
     for name, cols in sets.items():
         fit_s, rep_s = logits(matrix(ff, cols), fy, matrix(ff, cols)), logits(matrix(ff, cols), fy, matrix(rf, cols))
