@@ -6,6 +6,7 @@ records for `cq score --task ambigqa` to compare with the run as it is.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -24,10 +25,14 @@ def kept(answers: list[dict], rule: str) -> list[dict]:
 
 
 def main() -> None:
-    src, dst, rule = sys.argv[1:4]
-    with open(dst, "w") as fh:
-        for record in read_jsonl(src):
-            fh.write(json.dumps({**record, "answers": kept(record["answers"], rule)}) + "\n")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("answered", help="a `cq answer` run's records")
+    ap.add_argument("out", help="where to write the filtered records")
+    ap.add_argument("rule", help="a reader score T, or `low`")
+    args = ap.parse_args()
+    with open(args.out, "w") as fh:
+        for record in read_jsonl(args.answered):
+            fh.write(json.dumps({**record, "answers": kept(record["answers"], args.rule)}) + "\n")
 
 
 if __name__ == "__main__":
