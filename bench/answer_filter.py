@@ -21,7 +21,9 @@ def kept(answers: list[dict], rule: str) -> list[dict]:
     given = [a for a in answers if a.get("text")]
     keep = [a for a in given if (answer_confidence(a) != "low" if rule == "low"
                                  else float(a.get("score") or 0.0) >= float(rule))]
-    return keep or [max(given, key=lambda a: float(a.get("score") or 0.0))] if given else []
+    if not given:
+        return []
+    return keep or [max(given, key=lambda a: float(a.get("score") or 0.0))]
 
 
 def main() -> None:

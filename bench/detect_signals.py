@@ -87,9 +87,10 @@ def matrix(rows: list[dict], cols: list[str]) -> np.ndarray:
     return np.array([[row[c] for c in cols] for row in rows], dtype=np.float64)
 
 
-def logits(fit_x: np.ndarray, fit_y: np.ndarray, x: np.ndarray) -> np.ndarray:
+def fitted(fit_x: np.ndarray, fit_y: np.ndarray):
+    """The logistic model fit once on (fit_x, fit_y), as a function from a feature matrix to logits."""
     mean, scale, w, b = fit_logistic(fit_x, fit_y)
-    return ((x - mean) / scale) @ w + b
+    return lambda x: ((x - mean) / scale) @ w + b
 
 
 def pct(y: np.ndarray, s: np.ndarray) -> str:
@@ -126,7 +127,8 @@ def main() -> None:
           f"{pct(rc, top)}; being covered predicts ambiguity at AUROC {pct(ry, rc.astype(float))}\n")
     print("| signals | fit AUROC | report, all | report, covered | report, uncovered |\n|---|---|---|---|---|")
     for name, cols in sets.items():
-        fit_s, rep_s = logits(matrix(ff, cols), fy, matrix(ff, cols)), logits(matrix(ff, cols), fy, matrix(rf, cols))
+        model = fitted(matrix(ff, cols), fy)
+        fit_s, rep_s = model(matrix(ff, cols)), model(matrix(rf, cols))
         print(f"| {name} | {pct(fy, fit_s)} | {pct(ry, rep_s)} | {pct(ry[rc], rep_s[rc])} | "
               f"{pct(ry[~rc], rep_s[~rc])} |")
         if args.write_dir:
@@ -137,8 +139,8 @@ def main() -> None:
         cells = []
         for keep in (True, False):
             fx, fyy = matrix(ff, cols)[fc == keep], fy[fc == keep]
-            cells += [pct(fyy, logits(fx, fyy, fx)),
-                      pct(ry[rc == keep], logits(fx, fyy, matrix(rf, cols)[rc == keep]))]
+            model = fitted(fx, fyy)
+            cells += [pct(fyy, model(fx)), pct(ry[rc == keep], model(matrix(rf, cols)[rc == keep]))]
         print(f"| {name} | " + " | ".join(cells) + " |")
 
 

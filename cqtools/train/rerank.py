@@ -238,7 +238,7 @@ def train_rerank(cfg: RerankTrainConfig) -> dict:
         raise InputError(f"{cfg.dev}: every dev record needs passages (`cq retrieve --hits {cfg.dev_passages}`)")
     run = start(cfg)
     device = run.device
-    if advice := cpu_batch_advice(cfg, str(device)):
+    if advice := cpu_batch_advice(cfg, device):
         log.warning(advice)
     resolved, tokenizer, model = _load(cfg, device, RunConfig.from_env().cache_root())
 
